@@ -1,0 +1,188 @@
+"""What is being run: a model's shape (ModelShape), how it is run (Workload), named presets of
+published models, and Hugging Face config.json reading and writing."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .errors import ShapewiseError
+
+# Matrices per MLP block: plain MLPs have up and down, gated ones (GLU family) add a gate.
+MLP_KINDS = {"gelu": 2, "relu": 2, "swiglu": 3, "geglu": 3}
+NORM_KINDS = {"layernorm": 2, "rmsnorm": 1}  # parameters per channel: LayerNorm has a bias
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+MODES = ("train", "prefill", "decode")
+ATTENTION_KINDS = ("flash", "unfused")
+
+
+def _require_positive_int(owner: str, field: str, value, *, allow_zero: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ShapewiseError(f"{owner}: {field} must be a whole number, got {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        low = "zero or more" if allow_zero else "positive"
+        raise ShapewiseError(f"{owner}: {field} must be {low}, got {value}")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The shape of a decoder-only transformer. Fields left None are derived (see the properties)."""
+
+    name: str
+    hidden: int
+    num_layers: int
+    num_heads: int
+    vocab: int
+    num_kv_heads: int | None = None  # None: multi-head attention (as many kv heads as heads)
+    head_dim: int | None = None  # None: hidden // num_heads
+    ffn: int | None = None  # MLP width; None: 4 * hidden
+    mlp: str = "gelu"
+    tied_embeddings: bool = True
+    norm: str = "layernorm"
+    parallel_attn: bool = False  # attention and MLP read the same input (GPT-J, NeoX, Falcon)
+    bias: bool = True  # linear layers carry biases
+    learned_positions: int = 0  # rows of a learned position table; 0 for RoPE or ALiBi
+    num_experts: int = 0  # 0: dense MLP
+    top_k: int = 0
+    expert_ffn: int | None = None  # None: ffn
+    num_shared_experts: int = 0
+    source: str = ""  # where the numbers come from
+    published_params: int | None = None  # the parameter count its authors give, for checking
+
+    def __post_init__(self):
+        owner = f"model {self.name!r}"
+        for field in ("hidden", "num_layers", "num_heads", "vocab"):
+            _require_positive_int(owner, field, getattr(self, field))
+        for field in ("num_kv_heads", "head_dim", "ffn", "expert_ffn"):
+            if getattr(self, field) is not None:
+                _require_positive_int(owner, field, getattr(self, field))
+        for field in ("learned_positions", "num_experts", "top_k", "num_shared_experts"):
+            _require_positive_int(owner, field, getattr(self, field), allow_zero=True)
+        if self.head_dim is None and self.hidden % self.num_heads:
+            raise ShapewiseError(
+                f"{owner}: {self.num_heads} heads do not divide hidden size {self.hidden}; "
+                f"choose heads that divide it or give head_dim explicitly")
+        if self.num_heads % self.kv_heads:
+            raise ShapewiseError(
+                f"{owner}: {self.kv_heads} kv heads do not divide {self.num_heads} heads; "
+                f"use a divisor of {self.num_heads} (1 for multi-query attention)")
+        if self.mlp not in MLP_KINDS:
+            raise ShapewiseError(f"{owner}: unknown MLP kind {self.mlp!r}; use one of {', '.join(MLP_KINDS)}")
+        if self.norm not in NORM_KINDS:
+            raise ShapewiseError(f"{owner}: unknown norm {self.norm!r}; use one of {', '.join(NORM_KINDS)}")
+        if self.num_experts and not 1 <= self.top_k <= self.num_experts:
+            raise ShapewiseError(f"{owner}: top_k must be between 1 and num_experts ({self.num_experts}), got {self.top_k}")
+        if not self.num_experts and (self.top_k or self.num_shared_experts):
+            raise ShapewiseError(f"{owner}: top_k and shared experts need num_experts > 0")
+
+    # Derived values: properties, never stored, so dataclasses.replace keeps them consistent.
+    @property
+    def kv_heads(self) -> int:
+        return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
+
+    @property
+    def d_head(self) -> int:
+        return self.hidden // self.num_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def ffn_width(self) -> int:
+        return 4 * self.hidden if self.ffn is None else self.ffn
+
+    @property
+    def expert_width(self) -> int:
+        return self.ffn_width if self.expert_ffn is None else self.expert_ffn
+
+    @property
+    def gated(self) -> bool:
+        return MLP_KINDS[self.mlp] == 3
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def params(self) -> int:
+        """Exact parameter count of the structure described (embeddings included)."""
+        h, d = self.hidden, self.d_head
+        q, kv = self.num_heads * d, self.kv_heads * d
+        attn = h * (q + 2 * kv) + q * h + (q + 2 * kv + h) * self.bias
+        mats = MLP_KINDS[self.mlp]
+
+        def mlp(width: int) -> int:
+            return mats * h * width + ((mats - 1) * width + h) * self.bias
+
+        if self.is_moe:
+            ffn = h * self.num_experts + (self.num_experts + self.num_shared_experts) * mlp(self.expert_width)
+        else:
+            ffn = mlp(self.ffn_width)
+        norm = NORM_KINDS[self.norm] * h
+        per_layer = attn + ffn + 2 * norm
+        embed = self.vocab * h * (1 if self.tied_embeddings else 2) + self.learned_positions * h
+        return self.num_layers * per_layer + embed + norm
+
+    @property
+    def active_params(self) -> int:
+        """Parameters one token passes through (differs from params only for MoE)."""
+        if not self.is_moe:
+            return self.params
+        idle = self.num_experts - self.top_k
+        mats = MLP_KINDS[self.mlp]
+        per_expert = mats * self.hidden * self.expert_width + ((mats - 1) * self.expert_width + self.hidden) * self.bias
+        return self.params - self.num_layers * idle * per_expert
+
+    def replace(self, **changes) -> "ModelShape":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """How the model is run for one step on one tensor-parallel group."""
+
+    batch: int = 4  # micro-batch: sequences per step
+    seq: int = 2048  # tokens per sequence (in decode: the KV-cache length)
+    tp: int = 1  # tensor-parallel degree (Megatron style, with sequence parallelism)
+    dtype: str = "bf16"
+    mode: str = "train"  # train: forward + backward; prefill; decode: one new token per sequence
+    attention: str = "flash"  # flash: one fused kernel; unfused: score BMM, softmax, BMM over values
+
+    def __post_init__(self):
+        for field in ("batch", "seq", "tp"):
+            _require_positive_int("workload", field, getattr(self, field))
+        if self.dtype not in DTYPE_BYTES:
+            raise ShapewiseError(f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+        if self.mode not in MODES:
+            raise ShapewiseError(f"unknown mode {self.mode!r}; use one of {', '.join(MODES)}")
+        if self.attention not in ATTENTION_KINDS:
+            raise ShapewiseError(f"unknown attention {self.attention!r}; use one of {', '.join(ATTENTION_KINDS)}")
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def tokens(self) -> int:
+        """Tokens processed per step: b·s, or b in decode (one new token per sequence)."""
+        return self.batch if self.mode == "decode" else self.batch * self.seq
+
+    def replace(self, **changes) -> "Workload":
+        return dataclasses.replace(self, **changes)
+
+
+def check_parallel(shape: ModelShape, workload: Workload) -> None:
+    """Raise if the tensor-parallel degree cannot split this model."""
+    t = workload.tp
+    if shape.num_heads % t:
+        raise ShapewiseError(
+            f"tensor-parallel degree {t} does not divide {shape.name}'s {shape.num_heads} heads; "
+            f"use a t that divides {shape.num_heads}")
+    if shape.kv_heads % t and t % shape.kv_heads:
+        raise ShapewiseError(
+            f"tensor-parallel degree {t} and {shape.name}'s {shape.kv_heads} kv heads: neither divides "
+            f"the other, so kv heads cannot be split or replicated evenly")
+    for label, width in (("FFN width", shape.ffn_width if not shape.is_moe else shape.expert_width),
+                         ("vocab", shape.vocab)):
+        if width < t:
+            raise ShapewiseError(f"tensor-parallel degree {t} exceeds {shape.name}'s {label} ({width})")
+
+
+# ---- presets and config.json: below this line ----
