@@ -179,10 +179,13 @@ def check_parallel(shape: ModelShape, workload: Workload) -> None:
         raise ShapewiseError(
             f"tensor-parallel degree {t} and {shape.name}'s {shape.kv_heads} kv heads: neither divides "
             f"the other, so kv heads cannot be split or replicated evenly")
-    for label, width in (("FFN width", shape.ffn_width if not shape.is_moe else shape.expert_width),
-                         ("vocab", shape.vocab)):
-        if width < t:
-            raise ShapewiseError(f"tensor-parallel degree {t} exceeds {shape.name}'s {label} ({width})")
+    width = shape.expert_width if shape.is_moe else shape.ffn_width
+    if width % t:
+        raise ShapewiseError(
+            f"tensor-parallel degree {t} does not divide {shape.name}'s FFN width {width}; "
+            f"use a t that divides it or round the width to a multiple of {t}")
+    if shape.vocab < t:
+        raise ShapewiseError(f"tensor-parallel degree {t} exceeds {shape.name}'s vocab ({shape.vocab})")
 
 
 # ---- presets and config.json: below this line ----

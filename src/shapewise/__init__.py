@@ -1,0 +1,16 @@
+"""shapewise: is this transformer's shape fast on this GPU, and which shape of about the same size is faster?
+
+The analytic core (shapes, ops, cost model, rules) needs neither torch nor a GPU; only
+shapewise.measure imports torch, and only inside its functions.
+"""
+
+from .cost import CostParams, Losses, predict_gemm, predict_step
+from .errors import ShapewiseError
+from .hardware import GPU, GPUS, get_gpu
+from .ops import Op, model_ops
+from .report import check
+from .shapes import ModelShape, Workload
+
+__version__ = "0.1.0"
+__all__ = ["CostParams", "GPU", "GPUS", "Losses", "ModelShape", "Op", "ShapewiseError", "Workload", "check",
+           "get_gpu", "model_ops", "predict_gemm", "predict_step"]

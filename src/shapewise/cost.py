@@ -1,0 +1,389 @@
+"""Predicted time of each op on a GPU, and the losses that explain its gap to the GPU's peak.
+
+A GEMM is modelled as cuBLAS runs it: the output is cut into tiles, one tile (or one slice of K, with
+split-K) per SM at a time, so the time is (waves of tiles) × (time of one tile). The tile shape and split
+are chosen as the library would, by trying a realistic set and keeping the fastest. Each inefficiency
+is then a factor, and each factor's share of the time is a named loss:
+
+    ideal     = flops / datasheet peak
+    kernel    the best kernel's ceiling (it never reaches the datasheet) and its per-tile prologue
+    tile      tile quantization: padding the last row and column of tiles, and small tiles' lower rate
+    wave      wave quantization: the last wave of tiles leaves SMs idle (split-K reductions count here)
+    misalign  a leading dim that is not a multiple of 16 bytes drops cuBLAS to slower kernels
+    memory    the op is bound by memory bandwidth, not by the tensor cores (roofline)
+    launch    fixed cost of a kernel launch, which dominates tiny ops
+
+Everything is vectorized over shapes with numpy; nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from .errors import ShapewiseError
+from .hardware import GPU, get_gpu
+from .ops import BMM, FLASH, GEMM, MEMORY, Op, model_ops
+from .shapes import DTYPE_BYTES, ModelShape, Workload
+
+LAYOUTS = ("nn", "nt", "tn")
+TENSOR_CORE_DTYPES = ("tf32", "bf16", "fp16", "fp8")
+
+
+@dataclass(frozen=True)
+class CostParams:
+    """The cost model's free parameters. Defaults are the spec-only model, set from H200 measurements
+    (benchmarks/RESULTS.md); a calibrated profile replaces them for its own GPU."""
+
+    # Fraction of the datasheet peak the best GEMM kernels reach (H200: 4096³ bf16 at 769 of 989).
+    gemm_ceiling: float = 0.78
+    # Per-tile fixed work (prologue, epilogue) in units of K: a tile costs K + k_overhead steps.
+    k_overhead: float = 64.0
+    # Output tiles cuBLAS chooses among (rows, cols), and each one's rate relative to the largest.
+    tiles: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 64))
+    tile_rates: tuple[float, ...] = (1.0, 1.0, 0.92, 0.80, 0.80, 0.60)
+    splits: tuple[int, ...] = (1, 2, 4, 8)  # split-K factors; a slice keeps at least min_split_k of K
+    min_split_k: int = 256
+    # Slowdown when a leading dim is only 4- or 8-byte aligned, and when it is 2- or 1-byte aligned
+    # (H200, bf16: n=4098 ran 2.7× and n=4097 6× slower than n=4096).
+    misaligned_even: float = 2.7
+    misaligned_odd: float = 6.0
+    # The same for memory-bound GEMMs (narrower loads, no TMA).
+    misaligned_even_memory: float = 1.0
+    misaligned_odd_memory: float = 1.0
+    # Fraction of the datasheet bandwidth reached by large copies (H200: 4.27 of 4.8 TB/s) and by
+    # torch's elementwise and normalization kernels.
+    gemm_bandwidth: float = 0.89
+    elementwise_bandwidth: float = 0.80
+    launch_ms: float = 0.005
+    # Fused (flash) attention: fraction of peak per head-dim bucket, forward and backward, measured on
+    # an H200 with torch's SDPA (flash backend), causal, s=2048. Other head dims are padded to the next
+    # bucket by the kernels, which is a tile loss.
+    flash_buckets: tuple[int, ...] = (32, 64, 96, 128, 160, 192, 224, 256)
+    flash_fwd: tuple[float, ...] = (0.20, 0.33, 0.36, 0.42, 0.30, 0.33, 0.33, 0.38)
+    flash_bwd: tuple[float, ...] = (0.18, 0.28, 0.30, 0.34, 0.23, 0.25, 0.25, 0.28)
+    flash_block_q: int = 128
+
+
+SPEC = CostParams()
+LOSS_NAMES = ("kernel", "tile", "wave", "misalign", "memory", "launch")
+
+
+@dataclass(frozen=True)
+class Losses:
+    """Time lost to each cause, in ms. Adds and scales, so a step's losses are a sum over its ops."""
+
+    kernel: float = 0.0
+    tile: float = 0.0
+    wave: float = 0.0
+    misalign: float = 0.0
+    memory: float = 0.0
+    launch: float = 0.0
+
+    def __add__(self, other: "Losses") -> "Losses":
+        return Losses(*(a + b for a, b in zip(self.values(), other.values())))
+
+    def __mul__(self, scale: float) -> "Losses":
+        return Losses(*(a * scale for a in self.values()))
+
+    __rmul__ = __mul__
+
+    def values(self) -> tuple[float, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @property
+    def total(self) -> float:
+        return sum(self.values())
+
+    @property
+    def main(self) -> str | None:
+        """The largest avoidable loss (the kernel ceiling is not a property of the shape)."""
+        name, value = max(((n, v) for n, v in self.as_dict().items() if n != "kernel"), key=lambda nv: nv[1])
+        return name if value > 0 else None
+
+
+@dataclass(frozen=True)
+class GemmPrediction:
+    """Prediction for one GEMM or BMM, or for arrays of them (then every field is an array)."""
+
+    time_ms: object
+    flops: object
+    bytes: object
+    losses: dict = field(repr=False)  # loss name -> ms (float or array)
+    tile: object  # (rows, cols) of the chosen tile, or an N×2 array
+    split_k: object
+    peak_tflops: float
+
+    @property
+    def tflops(self):
+        return self.flops / (np.asarray(self.time_ms) * 1e9)
+
+    @property
+    def fraction_of_peak(self):
+        return self.tflops / self.peak_tflops
+
+    @property
+    def main_loss(self):
+        names = [n for n in LOSS_NAMES if n != "kernel"]
+        stacked = np.stack([np.asarray(self.losses[n], dtype=float) for n in names])
+        best = stacked.argmax(axis=0)
+        if stacked.ndim == 1:
+            return names[int(best)] if stacked.max() > 0 else None
+        return np.where(stacked.max(axis=0) > 0, np.array(names, dtype=object)[best], None)
+
+
+def _resolve_gpu(gpu: GPU | str) -> GPU:
+    return gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+
+
+def _align_classes(dims: list[np.ndarray], dtype: str) -> np.ndarray:
+    """Worst alignment of the given leading dims: 0 = 16-byte aligned, 1 = 4- or 8-byte, 2 = worse."""
+    if dtype not in TENSOR_CORE_DTYPES:
+        return np.zeros(np.broadcast(*dims).shape, dtype=np.int64)  # the fp32 SIMT path has no such need
+    size = DTYPE_BYTES[dtype]
+    worst = np.zeros(np.broadcast(*dims).shape, dtype=np.int64)
+    for dim in dims:
+        nbytes = dim * size
+        worst = np.maximum(worst, np.where(nbytes % 16 == 0, 0, np.where(nbytes % 4 == 0, 1, 2)))
+    return worst
+
+
+def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) -> dict:
+    """Vectorized core: every GEMM against every (tile, split) candidate, keep the fastest."""
+    m, n, k, batch = (np.asarray(x, dtype=np.int64) for x in np.broadcast_arrays(m, n, k, batch))
+    layout = np.broadcast_to(np.asarray(layout), m.shape)
+    peak = gpu.peak_tflops(dtype) * 1e12  # FLOP/s
+    size = DTYPE_BYTES[dtype]
+    flops = 2.0 * m * n * k * batch
+    nbytes = (m * k + k * n + m * n) * batch * size
+    # The leading dims cuBLAS sees: "tn" stores A as k×m (leading dim m), the others store A as m×k;
+    # B and C have leading dim n in every layout.
+    a_lead_is_m = layout == "tn"
+    align = _align_classes([np.where(a_lead_is_m, m, k), n], dtype)
+    slow_compute = np.choose(align, [1.0, p.misaligned_even, p.misaligned_odd])
+    slow_memory = np.choose(align, [1.0, p.misaligned_even_memory, p.misaligned_odd_memory])
+    # A misaligned kernel still moves and multiplies whole 16-byte vectors: it works on the shape with
+    # its misaligned leading dims padded, and then runs slower. So padding is never predicted slower.
+    vec = max(1, 16 // size)
+    padded = lambda dim, lead: np.where(lead & (dim * size % 16 != 0), -(-dim // vec) * vec, dim)  # noqa: E731
+    m_e, k_e = padded(m, a_lead_is_m), padded(k, ~a_lead_is_m)
+    n_e = padded(n, np.ones_like(a_lead_is_m))
+
+    tm = np.array([t[0] for t in p.tiles], dtype=np.int64)
+    tn = np.array([t[1] for t in p.tiles], dtype=np.int64)
+    rate = np.array(p.tile_rates)
+    splits = np.array(p.splits, dtype=np.int64)
+    # Candidates on a trailing axis: C = tiles × splits.
+    c_tm, c_tn, c_rate = (np.repeat(x, len(splits)) for x in (tm, tn, rate))
+    c_split = np.tile(splits, len(tm))
+    M, N, K, BT = (x[..., None] for x in (m_e, n_e, k_e, batch))
+    num_tiles = BT * -(-M // c_tm) * -(-N // c_tn)
+    units = num_tiles * c_split
+    waves = -(-units // gpu.num_sms)
+    k_slice = K / c_split
+    per_sm = peak * p.gemm_ceiling / gpu.num_sms
+    t_compute = waves * 2.0 * c_tm * c_tn * (k_slice + p.k_overhead) / (per_sm * c_rate)
+    # Split-K writes fp32 partial tiles and reads them back to reduce them.
+    t_reduce = np.where(c_split > 1, 2 * 4 * M * N * BT * c_split / gpu.bytes_per_s, 0.0)
+    valid = (c_split == 1) | (k_slice >= p.min_split_k)
+    t_cand = np.where(valid, t_compute * slow_compute[..., None] + t_reduce, np.inf)
+    best = np.argmin(t_cand, axis=-1)[..., None]
+
+    def pick(candidates):  # each shape's value for its fastest candidate
+        return np.take_along_axis(np.broadcast_to(candidates, t_cand.shape), best, axis=-1)[..., 0]
+
+    b_tm, b_tn, b_rate, b_split = pick(c_tm), pick(c_tn), pick(c_rate), pick(c_split)
+    b_units, b_waves, b_reduce = pick(units), pick(waves), pick(t_reduce)
+    ks = k_e / b_split
+    t0 = flops / peak
+    # Each factor of the chosen candidate's time in turn; the step each one adds is its loss.
+    t1 = t0 * (k_e / k) / (p.gemm_ceiling * ks / (ks + p.k_overhead))
+    t2 = t1 * (pick(num_tiles) * b_tm * b_tn) / (m * n * batch) / b_rate
+    t3 = t2 * b_waves * gpu.num_sms / b_units + b_reduce
+    t4 = t3 * slow_compute
+    bytes_e = (m_e * k_e + k_e * n_e + m_e * n_e) * batch * size
+    t_mem = bytes_e / (gpu.bytes_per_s * p.gemm_bandwidth)
+    t_mem_slow = t_mem * slow_memory
+    memory_bound = t_mem_slow > t4
+    zero = np.zeros_like(t0)
+    s = 1e3  # seconds to ms
+    losses = {
+        "kernel": np.where(memory_bound, zero, t1 - t0) * s,
+        "tile": np.where(memory_bound, zero, t2 - t1) * s,
+        "wave": np.where(memory_bound, zero, t3 - t2) * s,
+        "misalign": np.where(memory_bound, t_mem_slow - t_mem, t4 - t3) * s,
+        "memory": np.where(memory_bound, t_mem - t0, zero) * s,
+        "launch": np.full_like(t0, p.launch_ms),
+    }
+    time_ms = np.maximum(t4, t_mem_slow) * s + p.launch_ms
+    return dict(time_ms=time_ms, flops=flops, bytes=nbytes, losses=losses,
+                tile=np.stack([b_tm, b_tn], axis=-1), split_k=b_split, peak_tflops=peak / 1e12)
+
+
+def _check_dims(**dims) -> None:
+    for name, value in dims.items():
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(arr == np.round(arr))):
+            raise ShapewiseError(f"{name} must be whole numbers, got {value!r}")
+        if np.any(arr <= 0):
+            raise ShapewiseError(f"{name} must be positive, got {value!r}")
+
+
+def predict_gemm(m, n, k, *, batch=1, gpu: GPU | str = "h200", dtype: str = "bf16", layout: str = "nn",
+                 params: CostParams = SPEC) -> GemmPrediction:
+    """Predict torch.matmul of a (batch×)m×k tensor by a (batch×)k×n tensor on a GPU.
+
+    layout "nn": both row-major; "nt": the second is a transposed n×k tensor (F.linear's weight);
+    "tn": the first is a transposed k×m tensor (a weight gradient). Scalars give scalar fields,
+    arrays give arrays (vectorized: use arrays for many shapes at once).
+    """
+    _check_dims(m=m, n=n, k=k, batch=batch)
+    if np.any(~np.isin(np.asarray(layout), LAYOUTS)):
+        raise ShapewiseError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    if dtype not in DTYPE_BYTES:
+        raise ShapewiseError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+    out = _gemm_arrays(m, n, k, batch, layout, _resolve_gpu(gpu), dtype, params)
+    if all(np.ndim(x) == 0 for x in (m, n, k, batch, layout)):
+        out = {key: _scalar(value) for key, value in out.items()}
+    return GemmPrediction(**out)
+
+
+def _scalar(value):
+    if isinstance(value, dict):
+        return {key: float(v) for key, v in value.items()}
+    arr = np.asarray(value)
+    if arr.ndim == 1 and arr.shape[0] == 2:  # a tile
+        return tuple(int(x) for x in arr)
+    return arr.item() if arr.ndim == 0 else value
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """An op with its predicted time per call and the losses behind it."""
+
+    op: Op
+    time_ms: float
+    losses: Losses
+    peak_tflops: float
+    bytes_per_s: float
+
+    @property
+    def total_ms(self) -> float:
+        return self.time_ms * self.op.count
+
+    @property
+    def tflops(self) -> float:
+        return self.op.flops / (self.time_ms * 1e9)
+
+    @property
+    def gbps(self) -> float:
+        return self.op.bytes / (self.time_ms * 1e6)
+
+    @property
+    def fraction_of_peak(self) -> float:
+        """Of the matrix peak for compute ops, of the memory bandwidth for memory ops."""
+        if self.op.kind == MEMORY:
+            return self.gbps * 1e9 / self.bytes_per_s
+        return self.tflops / self.peak_tflops
+
+
+def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Losses]:
+    peak = gpu.peak_tflops(dtype) * 1e12
+    d = op.k
+    buckets = np.array(p.flash_buckets)
+    bucket = int(buckets[np.searchsorted(buckets, d)]) if d <= buckets[-1] else -(-d // 64) * 64
+    table = p.flash_fwd if op.pass_ == "fwd" else p.flash_bwd
+    eff = table[p.flash_buckets.index(bucket)] if bucket in p.flash_buckets else table[-1]
+    units = op.batch * -(-op.m // p.flash_block_q)
+    wave_eff = units / (-(-units // gpu.num_sms) * gpu.num_sms)
+    t0 = op.flops / peak
+    t1 = op.flops / (peak * eff)
+    t2 = t1 * bucket / d
+    t3 = t2 / wave_eff
+    t_mem = op.bytes / (gpu.bytes_per_s * p.gemm_bandwidth)
+    s = 1e3
+    if t_mem > t3:
+        return t_mem * s + p.launch_ms, Losses(memory=(t_mem - t0) * s, launch=p.launch_ms)
+    return t3 * s + p.launch_ms, Losses(kernel=(t1 - t0) * s, tile=(t2 - t1) * s, wave=(t3 - t2) * s,
+                                        launch=p.launch_ms)
+
+
+def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams = SPEC) -> list[OpCost]:
+    """Predict every op of a step; all GEMMs and BMMs in one vectorized call."""
+    gpu = _resolve_gpu(gpu)
+    peak = gpu.peak_tflops(dtype)
+    costs: list[OpCost | None] = [None] * len(ops)
+    mm = [i for i, op in enumerate(ops) if op.kind in (GEMM, BMM)]
+    if mm:
+        m, n, k, batch, layout = (np.array([getattr(ops[i], a) for i in mm]) for a in ("m", "n", "k", "batch", "layout"))
+        pred = _gemm_arrays(m, n, k, batch, layout, gpu, dtype, params)
+        for j, i in enumerate(mm):
+            losses = Losses(**{name: float(pred["losses"][name][j]) for name in LOSS_NAMES})
+            costs[i] = OpCost(ops[i], float(pred["time_ms"][j]), losses, peak, gpu.bytes_per_s)
+    for i, op in enumerate(ops):
+        if op.kind == FLASH:
+            time_ms, losses = _flash_cost(op, gpu, dtype, params)
+        elif op.kind == MEMORY:
+            ideal = op.bytes / gpu.bytes_per_s * 1e3
+            real = op.bytes / (gpu.bytes_per_s * params.elementwise_bandwidth) * 1e3
+            time_ms, losses = real + params.launch_ms, Losses(memory=real - ideal, launch=params.launch_ms)
+        else:
+            continue
+        costs[i] = OpCost(op, time_ms, losses, peak, gpu.bytes_per_s)
+    assert all(c is not None for c in costs)
+    return costs  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """One step of a model on one tensor-parallel rank: every op's cost and the totals."""
+
+    shape: ModelShape
+    workload: Workload
+    gpu: GPU
+    costs: tuple[OpCost, ...]
+
+    @property
+    def time_ms(self) -> float:
+        return sum(c.total_ms for c in self.costs)
+
+    @property
+    def flops(self) -> int:
+        return sum(c.op.total_flops for c in self.costs)
+
+    @property
+    def losses(self) -> Losses:
+        return sum((c.losses * c.op.count for c in self.costs), Losses())
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens per second of the tensor-parallel group (all t ranks together)."""
+        return self.workload.tokens / (self.time_ms * 1e-3)
+
+    @property
+    def gpu_ms_per_token(self) -> float:
+        """GPU time one token costs, summed over the ranks: what shape changes are compared by."""
+        return self.time_ms * self.workload.tp / self.workload.tokens
+
+    @property
+    def mfu(self) -> float:
+        """Matrix FLOPs executed over the time of the step at the dtype's peak."""
+        return self.flops / (self.time_ms * 1e-3 * self.gpu.peak_tflops(self.workload.dtype) * 1e12)
+
+    def by_name(self) -> dict[str, float]:
+        """Total ms per op name, backward passes included."""
+        totals: dict[str, float] = {}
+        for c in self.costs:
+            totals[c.op.name] = totals.get(c.op.name, 0.0) + c.total_ms
+        return totals
+
+
+def predict_step(shape: ModelShape, workload: Workload, *, gpu: GPU | str,
+                 params: CostParams = SPEC) -> StepCost:
+    gpu = _resolve_gpu(gpu)
+    ops = model_ops(shape, workload)
+    return StepCost(shape, workload, gpu, tuple(predict_ops(ops, gpu=gpu, dtype=workload.dtype, params=params)))

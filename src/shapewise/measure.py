@@ -1,0 +1,476 @@
+"""A trustworthy timer for one GPU (or CPU) operation, in the manner of triton.testing.do_bench
+and torch.utils.benchmark: warm up, flush the L2 cache, time each call with CUDA events, keep
+every sample, and report the median with its spread.
+
+torch is optional for shapewise: this module imports it only inside functions that need it, so
+`import shapewise.measure` works without torch, and the CPU timing logic runs anywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable
+
+WIDE_REL_IQR = 0.1  # a spread (IQR / median) above this says the timing is not to be trusted
+DEFAULT_FLUSH_BYTES = 256 * 2**20  # flush buffer when the L2 size cannot be read
+MAX_WARMUP_CALLS = 100_000  # guards the warm-up loop against a clock that never advances
+
+
+# ---- statistics -------------------------------------------------------------------------------
+
+def _quantile(sorted_xs, q: float) -> float:
+    """Quantile by linear interpolation between closest ranks (numpy's default method)."""
+    pos = q * (len(sorted_xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def _median(xs) -> float:
+    return _quantile(sorted(xs), 0.5)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call times of one operation. Only the samples are stored; every statistic derives
+    from them, so they can never disagree."""
+
+    samples_ms: tuple[float, ...]
+
+    def __post_init__(self):
+        samples = tuple(float(s) for s in self.samples_ms)
+        if not samples:
+            raise ValueError("Timing needs at least one sample")
+        object.__setattr__(self, "samples_ms", samples)
+
+    @functools.cached_property
+    def _sorted(self) -> tuple[float, ...]:
+        return tuple(sorted(self.samples_ms))
+
+    @property
+    def num_reps(self) -> int:
+        return len(self.samples_ms)
+
+    @property
+    def median_ms(self) -> float:
+        return _quantile(self._sorted, 0.5)
+
+    @property
+    def min_ms(self) -> float:
+        return self._sorted[0]
+
+    @property
+    def q25_ms(self) -> float:
+        return _quantile(self._sorted, 0.25)
+
+    @property
+    def q75_ms(self) -> float:
+        return _quantile(self._sorted, 0.75)
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.q75_ms - self.q25_ms
+
+    @property
+    def rel_iqr(self) -> float:
+        """IQR over median: the spread as a fraction of the typical time."""
+        if self.median_ms > 0:
+            return self.iqr_ms / self.median_ms
+        return 0.0 if self.iqr_ms == 0 else math.inf
+
+    @property
+    def wide(self) -> bool:
+        """True when the spread is too large for the median to be trusted to 10%."""
+        return self.rel_iqr > WIDE_REL_IQR
+
+    def __str__(self) -> str:
+        flag = " WIDE" if self.wide else ""
+        return (f"{self.median_ms:.4g} ms (IQR {self.iqr_ms:.3g} ms, {100 * self.rel_iqr:.1f}%, "
+                f"n={self.num_reps}){flag}")
+
+
+# ---- timers: how one batch of calls is timed on each device ----------------------------------
+
+def _is_cuda(device) -> bool:
+    # String test, so the CPU path never needs torch; accepts "cuda", "cuda:1" or a torch.device.
+    return str(device).startswith("cuda")
+
+
+class _HostTimer:
+    """Times calls with a host clock. Used on the CPU, and in tests with a fake clock."""
+
+    def __init__(self, clock: Callable[[], float]):
+        self.clock = clock  # seconds, like time.perf_counter
+
+    def sync(self) -> None:
+        pass
+
+    def time_calls(self, fn, prep, n: int) -> list[float]:
+        samples_ms = []
+        for _ in range(n):
+            prep()  # outside the timed region
+            t0 = self.clock()
+            fn()
+            samples_ms.append((self.clock() - t0) * 1e3)
+        return samples_ms
+
+
+class _CudaTimer:
+    """Times calls with CUDA events recorded on the current stream. Events measure GPU time
+    between them, without a host round trip per call; one synchronize at the end of a batch."""
+
+    def __init__(self, device, clock: Callable[[], float]):
+        import torch
+
+        self.torch = torch
+        self.device = torch.device(device)
+        self.clock = clock  # host clock, used only for the warm-up budget
+
+    def sync(self) -> None:
+        self.torch.cuda.synchronize(self.device)
+
+    def time_calls(self, fn, prep, n: int) -> list[float]:
+        Event = self.torch.cuda.Event
+        starts = [Event(enable_timing=True) for _ in range(n)]
+        ends = [Event(enable_timing=True) for _ in range(n)]
+        for start, end in zip(starts, ends):
+            prep()  # the flush is enqueued before the start event: never inside the timed region
+            start.record()
+            fn()
+            end.record()
+        self.sync()
+        return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+
+
+def _make_timer(device, clock):
+    clock = clock or time.perf_counter
+    return _CudaTimer(device, clock) if _is_cuda(device) else _HostTimer(clock)
+
+
+# ---- the L2 flush -----------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=4)
+def _flush_buffer(device: str, nbytes: int):
+    import torch
+
+    return torch.empty(nbytes, dtype=torch.int8, device=device)
+
+
+def flush_bytes(device, l2_bytes: int | None = None) -> int:
+    """Size of the flush buffer: twice the L2, so that writing it evicts everything else."""
+    if l2_bytes is None:
+        import torch
+
+        l2_bytes = getattr(torch.cuda.get_device_properties(torch.device(device)), "L2_cache_size", 0)
+    return 2 * l2_bytes if l2_bytes else DEFAULT_FLUSH_BYTES
+
+
+def _make_prep(device, flush_l2: bool, l2_bytes: int | None) -> Callable[[], None]:
+    """What runs before each timed call. On a GPU: overwrite a buffer twice the L2's size, so
+    every call reads its inputs from device memory, as a layer in a real model does (its inputs
+    were evicted by the layers between); otherwise memory-bound ops whose inputs fit in the 50 MB
+    L2 of an H200 measure the cache, not HBM. The CPU has no flush: a no-op."""
+    if not (flush_l2 and _is_cuda(device)):
+        return lambda: None
+    import torch
+
+    buffer = _flush_buffer(str(torch.device(device)), flush_bytes(device, l2_bytes))
+    return buffer.zero_
+
+
+# ---- the budget logic: warm-up, then as many repetitions as the budget holds ----------------
+
+def warm_up(timer, call, warmup_ms: float) -> tuple[int, float]:
+    """Run call() for about warmup_ms of wall time; return (calls made, per-call ms estimate).
+
+    Calls run in batches that grow geometrically but never much past the remaining budget, with
+    a synchronize only between batches; the estimate is the last (most warmed-up) batch's."""
+    calls, spent_ms, batch = 0, 0.0, 1
+    while True:
+        timer.sync()
+        t0 = timer.clock()
+        for _ in range(batch):
+            call()
+        timer.sync()
+        batch_ms = (timer.clock() - t0) * 1e3
+        calls += batch
+        spent_ms += batch_ms
+        per_call_ms = batch_ms / batch
+        remaining_ms = warmup_ms - spent_ms
+        if remaining_ms <= 0 or calls >= MAX_WARMUP_CALLS:
+            return calls, per_call_ms
+        fits = math.ceil(remaining_ms / per_call_ms) if per_call_ms > 0 else 2 * batch
+        batch = max(1, min(2 * batch, fits))
+
+
+def plan_reps(per_call_ms: float, budget_ms: float, min_reps: int, max_reps: int) -> int:
+    """Repetitions that fill budget_ms at per_call_ms each, within [min_reps, max_reps]."""
+    if min_reps < 1 or max_reps < min_reps:
+        raise ValueError(f"need 1 <= min_reps <= max_reps, got {min_reps}, {max_reps}")
+    wanted = round(budget_ms / per_call_ms) if per_call_ms > 0 else max_reps
+    return max(min_reps, min(max_reps, wanted))
+
+
+def _graph_replay(fn, calls: int):
+    """Capture `calls` calls of fn in one CUDA graph; return its replay. Replaying removes the
+    host's launch overhead, which otherwise dominates ops of a few microseconds."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up before capture, as torch.cuda.graphs requires
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    return graph.replay
+
+
+def time_fn(fn: Callable[[], object], *, device="cuda", warmup_ms: float = 25, budget_ms: float = 100,
+            min_reps: int = 5, max_reps: int = 1000, flush_l2: bool = True, l2_bytes: int | None = None,
+            cuda_graph: bool = False, graph_calls: int = 20,
+            clock: Callable[[], float] | None = None) -> Timing:
+    """Time fn() on `device` ("cuda", "cuda:N" or "cpu"); return every per-call sample.
+
+    1. One untimed cold call (lazy init, library heuristics, allocator growth).
+    2. Warm-up for warmup_ms of wall time; it also estimates the time per call, flush included.
+    3. budget_ms / estimate repetitions, clamped to [min_reps, max_reps], each timed alone
+       (CUDA events on a GPU, `clock` on the CPU) after an L2 flush outside the timed region.
+
+    cuda_graph=True (GPU only) captures graph_calls calls in a CUDA graph and times its replays,
+    for ops so small that launch overhead would dominate; each sample is replay time / graph_calls.
+    The flush then precedes each replay only, so all but the first call of a replay find a warm L2.
+    clock (seconds) replaces time.perf_counter: tests pass a fake one.
+    """
+    timer = _make_timer(device, clock)
+    prep = _make_prep(device, flush_l2, l2_bytes)
+    calls_per_sample = 1
+    if cuda_graph:
+        if not _is_cuda(device):
+            raise ValueError("cuda_graph=True needs a CUDA device")
+        fn, calls_per_sample = _graph_replay(fn, graph_calls), graph_calls
+
+    def call():
+        prep()
+        fn()
+
+    call()
+    timer.sync()
+    _, per_call_ms = warm_up(timer, call, warmup_ms)
+    reps = plan_reps(per_call_ms, budget_ms, min_reps, max_reps)
+    samples_ms = timer.time_calls(fn, prep, reps)
+    return Timing(tuple(s / calls_per_sample for s in samples_ms))
+
+
+# ---- interleaved comparison -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """One variant of an interleaved run, against the first variant (the baseline)."""
+
+    timing: Timing
+    ratio: float  # median over rounds of (this variant's round median / baseline's round median)
+    ci_low: float  # bootstrap confidence interval of that median ratio
+    ci_high: float
+    round_ratios: tuple[float, ...]
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes 1: the variant differs from the baseline."""
+        return self.ci_low > 1 or self.ci_high < 1
+
+
+def _bootstrap_median_ci(xs, confidence: float, resamples: int, rng: random.Random) -> tuple[float, float]:
+    n = len(xs)
+    medians = sorted(_median([xs[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
+    alpha = (1 - confidence) / 2
+    return _quantile(medians, alpha), _quantile(medians, 1 - alpha)
+
+
+def interleave(fns: dict[str, Callable[[], object]], *, device="cuda", rounds: int = 15,
+               budget_ms: float = 200, warmup_ms: float = 25, max_reps_per_round: int = 200,
+               flush_l2: bool = True, l2_bytes: int | None = None, confidence: float = 0.95,
+               resamples: int = 2000, seed: int = 0,
+               clock: Callable[[], float] | None = None) -> dict[str, Comparison]:
+    """Time several variants as A B C A B C ..., so that drift (clocks, temperature, other
+    tenants) hits all of them alike; compare each with the first through paired per-round ratios.
+
+    budget_ms is each variant's total, split evenly over the rounds. The ratio is the median of
+    the per-round ratios of medians; its interval is a bootstrap over rounds (seeded: repeatable).
+    """
+    names = list(fns)
+    if not names:
+        raise ValueError("interleave needs at least one variant")
+    if rounds < 1:
+        raise ValueError(f"rounds must be positive, got {rounds}")
+    timer = _make_timer(device, clock)
+    prep = _make_prep(device, flush_l2, l2_bytes)
+
+    # Warm every variant up front, so that no round pays for a variant's cold start.
+    reps = {}
+    for name in names:
+        fn = fns[name]
+
+        def call(fn=fn):
+            prep()
+            fn()
+
+        call()
+        _, per_call_ms = warm_up(timer, call, warmup_ms)
+        reps[name] = plan_reps(per_call_ms, budget_ms / rounds, 1, max_reps_per_round)
+
+    per_round = {name: [] for name in names}
+    for _ in range(rounds):
+        for name in names:
+            per_round[name].append(timer.time_calls(fns[name], prep, reps[name]))
+
+    rng = random.Random(seed)
+    base = [_median(s) for s in per_round[names[0]]]
+    result = {}
+    for name in names:
+        ratios = tuple(_median(s) / b if b > 0 else math.inf for s, b in zip(per_round[name], base))
+        lo, hi = _bootstrap_median_ci(ratios, confidence, resamples, rng)
+        samples = tuple(x for round_samples in per_round[name] for x in round_samples)
+        result[name] = Comparison(Timing(samples), _median(ratios), lo, hi, ratios)
+    return result
+
+
+# ---- environment ------------------------------------------------------------------------------
+
+NVIDIA_SMI_FIELDS = ("driver_version", "clocks.sm", "clocks.max.sm", "clocks.mem", "temperature.gpu",
+                     "power.draw", "power.limit", "pstate")
+
+
+def _nvidia_smi(gpu_id: str | None, fields=NVIDIA_SMI_FIELDS) -> dict[str, str] | None:
+    """One nvidia-smi query; None when nvidia-smi is absent or fails."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    cmd = [exe, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
+    if gpu_id is not None:
+        cmd.append(f"--id={gpu_id}")
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=15, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [line for line in out.splitlines() if line.strip()]
+    if not lines:
+        return None
+    values = [v.strip() for v in lines[0].split(",")]
+    return dict(zip(fields, values)) if len(values) == len(fields) else None
+
+
+def _number(text: str | None):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None  # "[N/A]" and the like
+
+
+def _cublas_version() -> str | None:
+    """cuBLAS(Lt) version of the library this process loaded (torch loads it on first matmul)."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "libcublasLt" in line}
+        for path in sorted(paths):
+            lib = ctypes.CDLL(path)
+            lib.cublasLtGetVersion.restype = ctypes.c_size_t
+            v = lib.cublasLtGetVersion()  # major * 10000 + minor * 100 + patch
+            return f"{v // 10000}.{v % 10000 // 100}.{v % 100}"
+    except (OSError, AttributeError, IndexError):
+        pass
+    return None
+
+
+def _package_version(prefix: str) -> str | None:
+    """Version of an installed pip package whose name starts with prefix (nvidia-cublas-cu12 ...)."""
+    from importlib import metadata
+
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower()
+        if name.startswith(prefix):
+            return f"{name}=={dist.version}"
+    return None
+
+
+def _cpu_environment() -> dict:
+    import os
+
+    env = {"device": "cpu", "processor": platform.processor() or platform.machine(),
+           "cpu_count": os.cpu_count()}
+    try:
+        import torch
+
+        env["torch_num_threads"] = torch.get_num_threads()
+    except ImportError:
+        pass
+    return env
+
+
+def _cuda_environment(device) -> dict:
+    import torch
+
+    dev = torch.device(device)
+    props = torch.cuda.get_device_properties(dev)
+    torch.ones(8, 8, device=dev) @ torch.ones(8, 8, device=dev)  # loads cuBLAS, so its version can be read
+    torch.cuda.synchronize(dev)
+    uuid = getattr(props, "uuid", None)
+    smi = _nvidia_smi(f"GPU-{uuid}" if uuid is not None else str(dev.index or 0)) or {}
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {
+        "device": str(dev),
+        "gpu_name": props.name,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sm_count": props.multi_processor_count,
+        "l2_bytes": getattr(props, "L2_cache_size", None),
+        "memory_bytes": props.total_memory,
+        "driver_version": smi.get("driver_version"),
+        "cuda_version": torch.version.cuda,
+        "cublas_version": _cublas_version(),
+        "cublas_package": _package_version("nvidia-cublas"),
+        "cudnn_version": cudnn,
+        "sm_clock_mhz": _number(smi.get("clocks.sm")),
+        "sm_clock_max_mhz": _number(smi.get("clocks.max.sm")),
+        "mem_clock_mhz": _number(smi.get("clocks.mem")),
+        "temperature_c": _number(smi.get("temperature.gpu")),
+        "power_draw_w": _number(smi.get("power.draw")),
+        "power_limit_w": _number(smi.get("power.limit")),
+        "pstate": smi.get("pstate"),
+        # Settings that change which GEMM kernels run, hence the timings.
+        "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "matmul_allow_bf16_reduced_precision": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+    }
+
+
+def environment(device="cuda") -> dict:
+    """What the timings depend on: the device, its clocks and the software that drives it."""
+    env = {"timestamp_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+           "python_version": platform.python_version(), "platform": platform.platform()}
+    try:
+        import torch
+
+        env["torch_version"] = torch.__version__
+    except ImportError:
+        env["torch_version"] = None
+    env.update(_cuda_environment(device) if _is_cuda(device) else _cpu_environment())
+    return env
+
+
+if __name__ == "__main__":  # quick look: python -m shapewise.measure [device]
+    import json
+
+    print(json.dumps(environment(sys.argv[1] if len(sys.argv) > 1 else "cuda"), indent=2))

@@ -1,0 +1,199 @@
+"""From a model's shape and a workload to the named ops of one step, with per-rank shapes and counts.
+
+GEMMs follow torch's conventions: an op multiplies an m×k matrix by a k×n matrix (batch of them for
+BMMs). `layout` names how the two operands are stored, as cuBLAS sees torch tensors: "nn" both
+row-major (x @ W), "nt" the second one transposed (F.linear: x @ W.T, W stored out×in), "tn" the first
+one transposed (a weight gradient: dy.T @ x). Layout decides which dims are leading dims, and so which
+dims must be aligned for the fast kernels.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .shapes import ModelShape, Workload, check_parallel
+
+GEMM, BMM, FLASH, MEMORY = "gemm", "bmm", "flash", "memory"
+
+
+@dataclass(frozen=True)
+class Op:
+    """One kind of kernel call in a step: its shape, how often it runs and its exact work."""
+
+    name: str  # path-like: attn/qkv, mlp/down, logits
+    pass_: str  # fwd; dgrad/wgrad (linear backward); dq/dk/dp/dv (attention BMM backward); bwd
+    kind: str  # gemm, bmm, flash or memory
+    count: int  # calls per step
+    flops: int  # per call; matrix FLOPs (2 per multiply-add); 0 for memory ops
+    bytes: int  # per call: each input read once, each output written once
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    batch: int = 1  # BMM batch; for flash: sequences × heads
+    layout: str = "nn"
+    causal: bool = False  # flash only: m is the query length, n the key length, k the head dim
+
+    @property
+    def label(self) -> str:
+        return self.name if self.pass_ == "fwd" else f"{self.name}.{self.pass_}"
+
+    @property
+    def is_matmul(self) -> bool:
+        return self.kind in (GEMM, BMM)
+
+    @property
+    def shape_text(self) -> str:
+        if self.kind == GEMM:
+            return f"{self.m}×{self.n}×{self.k}"
+        if self.kind == BMM:
+            return f"{self.batch}×({self.m}×{self.n}×{self.k})"
+        if self.kind == FLASH:
+            return f"{self.batch}×(q{self.m} kv{self.n} d{self.k})"
+        return f"{self.bytes / 2**20:,.1f} MiB"
+
+    @property
+    def total_flops(self) -> int:
+        return self.flops * self.count
+
+
+def matmul(name: str, pass_: str, m: int, n: int, k: int, *, layout: str, count: int, dtype_bytes: int,
+           batch: int = 1) -> Op:
+    """A GEMM (batch 1) or BMM: FLOPs and bytes of C[m×n] = A[m×k] · B[k×n], batch times."""
+    return Op(name, pass_, BMM if batch > 1 else GEMM, count=count, flops=2 * m * n * k * batch,
+              bytes=(m * k + k * n + m * n) * batch * dtype_bytes, m=m, n=n, k=k, batch=batch, layout=layout)
+
+
+def linear(name: str, tokens: int, out_features: int, in_features: int, *, train: bool, count: int,
+           dtype_bytes: int) -> list[Op]:
+    """y = x Wᵀ, and in training its two backward GEMMs, each with its own shape and layout."""
+    ops = [matmul(name, "fwd", tokens, out_features, in_features, layout="nt", count=count, dtype_bytes=dtype_bytes)]
+    if train:
+        ops += [
+            # dx = dy · W: the input gradient, same tokens, contracted over the output features
+            matmul(name, "dgrad", tokens, in_features, out_features, layout="nn", count=count, dtype_bytes=dtype_bytes),
+            # dW = dyᵀ · x: the weight gradient, contracted over the tokens
+            matmul(name, "wgrad", out_features, in_features, tokens, layout="tn", count=count, dtype_bytes=dtype_bytes),
+        ]
+    return ops
+
+
+def memory(name: str, pass_: str, num_bytes: int, *, count: int) -> Op:
+    return Op(name, pass_, MEMORY, count=count, flops=0, bytes=num_bytes)
+
+
+def elementwise(name: str, elements: int, *, reads: int, writes: int, bwd_reads: int, bwd_writes: int,
+                train: bool, count: int, dtype_bytes: int) -> list[Op]:
+    """A memory-bound op over `elements` values: forward, and in training its backward."""
+    ops = [memory(name, "fwd", (reads + writes) * elements * dtype_bytes, count=count)]
+    if train:
+        ops.append(memory(name, "bwd", (bwd_reads + bwd_writes) * elements * dtype_bytes, count=count))
+    return ops
+
+
+def attention(shape: ModelShape, w: Workload, *, train: bool, B: int) -> list[Op]:
+    """The attention core (after the QKV projection, before the output projection) of one layer."""
+    L, t = shape.num_layers, w.tp
+    heads, kv_heads, d = shape.num_heads // t, math.ceil(shape.kv_heads / t), shape.d_head
+    q_len = 1 if w.mode == "decode" else w.seq
+    kv_len = w.seq
+    seqs = w.batch
+    causal = q_len == kv_len  # decoding attends to the whole cache
+    if w.attention == "flash":
+        # Causal flash kernels skip the masked half of the score matrix, so count only the other half.
+        pairs = q_len * kv_len // 2 if causal else q_len * kv_len
+        fwd_flops = 4 * seqs * heads * pairs * d  # QKᵀ and PV
+        q_bytes, kv_bytes = seqs * heads * q_len * d * B, seqs * kv_heads * kv_len * d * B
+        fwd = Op("attn/flash", "fwd", FLASH, count=L, flops=fwd_flops, bytes=2 * q_bytes + 2 * kv_bytes,
+                 m=q_len, n=kv_len, k=d, batch=seqs * heads, causal=causal)
+        if not train:
+            return [fwd]
+        # Backward recomputes QKᵀ and runs four more products (dV, dP, dQ, dK): 2.5× the forward FLOPs.
+        bwd = Op("attn/flash", "bwd", FLASH, count=L, flops=fwd_flops * 5 // 2,
+                 bytes=4 * q_bytes + 4 * kv_bytes, m=q_len, n=kv_len, k=d, batch=seqs * heads, causal=causal)
+        return [fwd, bwd]
+    # Unfused: kv heads are expanded to every query head, then two BMMs around a softmax.
+    bh = seqs * heads
+    scores = bh * q_len * kv_len
+    ops = [matmul("attn/score", "fwd", q_len, kv_len, d, batch=bh, layout="nt", count=L, dtype_bytes=B),
+           *elementwise("attn/softmax", scores, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=False,
+                        count=L, dtype_bytes=B),
+           matmul("attn/over_v", "fwd", q_len, d, kv_len, batch=bh, layout="nn", count=L, dtype_bytes=B)]
+    if train:
+        ops += [
+            matmul("attn/over_v", "dp", q_len, kv_len, d, batch=bh, layout="nt", count=L, dtype_bytes=B),  # dO·Vᵀ
+            matmul("attn/over_v", "dv", kv_len, d, q_len, batch=bh, layout="tn", count=L, dtype_bytes=B),  # Pᵀ·dO
+            memory("attn/softmax", "bwd", 3 * scores * B, count=L),
+            matmul("attn/score", "dq", q_len, d, kv_len, batch=bh, layout="nn", count=L, dtype_bytes=B),  # dS·K
+            matmul("attn/score", "dk", kv_len, d, q_len, batch=bh, layout="tn", count=L, dtype_bytes=B),  # dSᵀ·Q
+        ]
+    return ops
+
+
+def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> list[Op]:
+    """The dense MLP, or for MoE the router, the routed experts and any shared experts."""
+    L, t, h = shape.num_layers, w.tp, shape.hidden
+    act_reads = 2 if shape.gated else 1
+    act_bwd = (3, 2) if shape.gated else (2, 1)
+
+    def block(prefix: str, rows: int, width: int, count: int) -> list[Op]:
+        ops = linear(f"{prefix}/up", rows, width, h, train=train, count=count, dtype_bytes=B)
+        if shape.gated:
+            ops += linear(f"{prefix}/gate", rows, width, h, train=train, count=count, dtype_bytes=B)
+        ops += elementwise(f"{prefix}/act", rows * width, reads=act_reads, writes=1, bwd_reads=act_bwd[0],
+                           bwd_writes=act_bwd[1], train=train, count=count, dtype_bytes=B)
+        ops += linear(f"{prefix}/down", rows, h, width, train=train, count=count, dtype_bytes=B)
+        return ops
+
+    if not shape.is_moe:
+        return block("mlp", tokens, shape.ffn_width // t, L)
+    # Routed experts: with balanced routing each expert sees tokens·top_k / experts rows.
+    rows = math.ceil(tokens * shape.top_k / shape.num_experts)
+    width = shape.expert_width // t
+    ops = linear("moe/router", tokens, shape.num_experts, h, train=train, count=L, dtype_bytes=B)
+    # Dispatch and combine copy each routed token's hidden vector out and back.
+    ops += elementwise("moe/permute", tokens * shape.top_k * h, reads=2, writes=2, bwd_reads=2, bwd_writes=2,
+                       train=train, count=L, dtype_bytes=B)
+    ops += block("moe/experts", rows, width, L * shape.num_experts)
+    if shape.num_shared_experts:
+        ops += block("moe/shared", tokens, width, L * shape.num_shared_experts)
+    return ops
+
+
+def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
+    """Every op of one step on one tensor-parallel rank, each forward op followed by its backward ops."""
+    check_parallel(shape, workload)
+    w, t, h, B = workload, workload.tp, shape.hidden, workload.dtype_bytes
+    train = w.mode == "train"
+    L = shape.num_layers
+    tokens = w.tokens  # rows of every projection GEMM (sequence parallelism gathers them back)
+    local = math.ceil(tokens / t)  # rows each rank keeps for norms and residuals under sequence parallelism
+    q_width = shape.num_heads // t * shape.d_head
+    kv_width = math.ceil(shape.kv_heads / t) * shape.d_head
+    # Training and prefill score every position's logits only in training; serving needs the last one.
+    logit_rows = tokens if train else w.batch
+    vocab = math.ceil(shape.vocab / t)  # vocab-parallel output layer
+
+    def norm(name: str, count: int) -> list[Op]:
+        return elementwise(name, local * h, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=train,
+                           count=count, dtype_bytes=B)
+
+    ops = [memory("embed", "fwd", 2 * tokens * h * B, count=1)]
+    ops += norm("attn/norm", L)
+    ops += linear("attn/qkv", tokens, q_width + 2 * kv_width, h, train=train, count=L, dtype_bytes=B)
+    ops += attention(shape, w, train=train, B=B)
+    ops += linear("attn/out", tokens, h, q_width, train=train, count=L, dtype_bytes=B)
+    ops += norm("mlp/norm", L)
+    ops += mlp(shape, w, tokens=tokens, train=train, B=B)
+    residual_adds = 1 if shape.parallel_attn else 2
+    ops += elementwise("residual", local * h, reads=2, writes=1, bwd_reads=2, bwd_writes=1, train=train,
+                       count=L * residual_adds, dtype_bytes=B)
+    ops += norm("final/norm", 1)
+    ops += linear("logits", logit_rows, vocab, h, train=train, count=1, dtype_bytes=B)
+    if train:
+        # Cross-entropy reads the logits once forward and writes their gradient once backward.
+        ops += elementwise("loss", logit_rows * vocab, reads=1, writes=0, bwd_reads=1, bwd_writes=1, train=True,
+                           count=1, dtype_bytes=B)
+        # The embedding gradient scatters into a dense (vocab/t)×h table, zeroed first.
+        ops.append(memory("embed", "bwd", (2 * tokens * h + vocab * h) * B, count=1))
+    return ops

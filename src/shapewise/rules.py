@@ -1,0 +1,180 @@
+"""The co-design rules as findings: what a shape breaks, which ops it slows, what it costs, the fix.
+
+Each rule looks at a model and workload and, when it fires, proposes the smallest fix. The fix is
+priced by the cost model itself: the finding's cost is the GPU time per token saved by the fix, times
+the step's tokens. So a rule never claims a cost the model cannot show, and a rule that the GPU
+does not care about (on some GPU, for some shape) costs nothing and is dropped.
+
+(b·a)/t being an integer, one of the paper's rules, needs no finding: heads must divide by t, which
+the input check enforces, so it always holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .cost import SPEC, CostParams, StepCost, predict_step
+from .errors import ShapewiseError
+from .shapes import ModelShape, Workload
+
+ALIGN = 64  # the paper's power of two: dims that are multiples of 64 fill the tensor-core tiles
+GOOD_HEAD_DIMS = (128, 64, 256)  # what fused attention kernels serve best, most preferred first
+# Training with Adam in mixed precision keeps bf16 weights and grads, fp32 master weights and two
+# fp32 moments: 16 bytes per parameter. Inference keeps the weights alone.
+TRAIN_BYTES_PER_PARAM, INFER_BYTES_PER_PARAM = 16, 2
+MEMORY_HEADROOM = 0.7  # leave room for activations, the KV cache and fragmentation
+
+
+def round_up(x: int, multiple: int) -> int:
+    return -(-x // multiple) * multiple
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str  # short id: vocab, tokens, hidden, head-dim, ffn, kv-heads, tp, misaligned
+    title: str
+    fix: str
+    ops: tuple[str, ...]  # op names whose time the fix changes
+    cost_ms: float  # predicted ms per step the fix saves
+    share: float  # cost_ms over the step time
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What a rule proposes before it is priced."""
+
+    rule: str
+    title: str
+    fix: str
+    shape: ModelShape
+    workload: Workload
+
+
+def _vocab(shape: ModelShape, w: Workload):
+    multiple = ALIGN * w.tp
+    if shape.vocab % multiple:
+        padded = round_up(shape.vocab, multiple)
+        yield Proposal("vocab", f"vocab {shape.vocab:,} is not a multiple of {multiple}"
+                       + (f" (64·t, t={w.tp})" if w.tp > 1 else ""),
+                       f"pad the vocab to {padded:,} (unused rows cost {padded - shape.vocab} embeddings)",
+                       shape.replace(vocab=padded), w)
+
+
+def _tokens(shape: ModelShape, w: Workload):
+    if w.mode != "decode" and w.tokens % ALIGN:
+        seq = round_up(w.seq, ALIGN)
+        yield Proposal("tokens", f"b·s = {w.batch}·{w.seq} = {w.tokens:,} tokens is not a multiple of {ALIGN}",
+                       f"use a sequence length of {seq} (or a batch that makes b·s a multiple of {ALIGN})",
+                       shape, w.replace(seq=seq))
+
+
+def _hidden(shape: ModelShape, w: Workload):
+    multiple = ALIGN * w.tp
+    if shape.hidden % multiple:
+        hidden = round_up(shape.hidden, multiple)
+        fixed = shape.replace(hidden=hidden, head_dim=shape.d_head)
+        yield Proposal("hidden", f"hidden size {shape.hidden:,} is not a multiple of {multiple}"
+                       + (f" (64·t, t={w.tp})" if w.tp > 1 else ""),
+                       f"use hidden size {hidden:,}", fixed, w)
+
+
+def _head_options(shape: ModelShape, w: Workload):
+    """Same hidden size, head counts giving head dims the fused kernels like, GQA ratio kept."""
+    ratio = shape.num_heads // shape.kv_heads
+    for d in GOOD_HEAD_DIMS:
+        heads = shape.hidden // d
+        if shape.hidden % d or heads % w.tp or (shape.kv_heads != 1 and heads % ratio):
+            continue
+        kv = 1 if shape.kv_heads == 1 else heads // ratio
+        if kv % w.tp == 0 or w.tp % kv == 0:
+            yield shape.replace(num_heads=heads, num_kv_heads=None if kv == heads else kv, head_dim=None)
+
+
+def _head_dim(shape: ModelShape, w: Workload):
+    d = shape.d_head
+    if d % ALIGN == 0:
+        return
+    title = f"head dim {d} is not a multiple of {ALIGN}" + (" (too small to fill the tensor cores)" if d < ALIGN else "")
+    options = [] if shape.head_dim is not None else list(_head_options(shape, w))
+    for fixed in options:
+        yield Proposal("head-dim", title, f"use {fixed.num_heads} heads (head dim {fixed.d_head}"
+                       + (f", {fixed.kv_heads} kv heads" if fixed.kv_heads != fixed.num_heads else "") + ")",
+                       fixed, w)
+    if not options:
+        padded = round_up(d, ALIGN)
+        yield Proposal("head-dim", title, f"use head dim {padded}", shape.replace(head_dim=padded), w)
+
+
+def _ffn(shape: ModelShape, w: Workload):
+    multiple = ALIGN * w.tp
+    width = shape.expert_width if shape.is_moe else shape.ffn_width
+    if width % multiple == 0:
+        return
+    fixed_width = max(multiple, round(width / multiple) * multiple)
+    near_8h3 = shape.gated and abs(width - 8 * shape.hidden / 3) < multiple
+    kind = f"{shape.mlp} width" if shape.gated else "FFN width"
+    title = f"{kind} {width:,}" + (" (8h/3, unrounded)" if near_8h3 else "") + f" is not a multiple of {multiple}"
+    field = "expert_ffn" if shape.is_moe and shape.expert_ffn is not None else "ffn"
+    yield Proposal("ffn", title, f"use {kind} {fixed_width:,}", shape.replace(**{field: fixed_width}), w)
+
+
+def _kv_heads(shape: ModelShape, w: Workload):
+    if w.tp > 1 and shape.kv_heads % w.tp:
+        tp = max(t for t in range(1, w.tp) if shape.kv_heads % t == 0 and shape.num_heads % t == 0)
+        yield Proposal("kv-heads", f"{shape.kv_heads} kv heads do not divide by t={w.tp}: each rank keeps a "
+                       f"replicated copy", f"use t={tp}, or a kv head count divisible by {w.tp}",
+                       shape, w.replace(tp=tp))
+
+
+def _fits(shape: ModelShape, w: Workload, gpu_memory_gb: float, tp: int) -> bool:
+    per_param = TRAIN_BYTES_PER_PARAM if w.mode == "train" else INFER_BYTES_PER_PARAM
+    return shape.params * per_param / tp <= gpu_memory_gb * 1e9 * MEMORY_HEADROOM
+
+
+def _tp(shape: ModelShape, w: Workload, gpu_memory_gb: float):
+    if w.tp == 1:
+        return
+    smaller = [t for t in range(1, w.tp) if w.tp % t == 0 and shape.num_heads % t == 0
+               and (shape.kv_heads % t == 0 or t % shape.kv_heads == 0) and _fits(shape, w, gpu_memory_gb, t)]
+    if smaller:
+        t = min(smaller)
+        yield Proposal("tp", f"t={w.tp} splits every GEMM {w.tp} ways, but the model fits with t={t}",
+                       f"use t={t} (and data parallelism for the other {w.tp // t}× GPUs)", shape, w.replace(tp=t))
+
+
+RULES = (_vocab, _tokens, _hidden, _head_dim, _ffn, _kv_heads)
+
+
+def _changed_ops(before: StepCost, after: StepCost) -> tuple[str, ...]:
+    a, b = before.by_name(), after.by_name()
+    return tuple(name for name in a if abs(a[name] - b.get(name, 0.0)) > 1e-3 * max(a[name], 1e-9))
+
+
+def find(step: StepCost, *, params: CostParams = SPEC, min_share: float = 1e-4) -> list[Finding]:
+    """Findings for a predicted step, costliest first; rules whose fix saves nothing are dropped."""
+    shape, w, gpu = step.shape, step.workload, step.gpu
+    proposals = [p for rule in RULES for p in rule(shape, w)]
+    proposals += list(_tp(shape, w, gpu.memory_gb))
+    best: dict[str, Finding] = {}  # a rule may propose several fixes: keep the one that saves most
+    for p in proposals:
+        try:
+            fixed = predict_step(p.shape, p.workload, gpu=gpu, params=params)
+        except ShapewiseError:
+            continue  # a fix that is itself invalid for this model is no fix
+        cost_ms = (step.gpu_ms_per_token - fixed.gpu_ms_per_token) * w.tokens / w.tp
+        if cost_ms / step.time_ms >= min_share and (p.rule not in best or cost_ms > best[p.rule].cost_ms):
+            best[p.rule] = Finding(p.rule, p.title, p.fix, _changed_ops(step, fixed), cost_ms, cost_ms / step.time_ms)
+    findings = list(best.values())
+    findings += _misaligned(step, covered={op for f in findings for op in f.ops})
+    return sorted(findings, key=lambda f: -f.cost_ms)
+
+
+def _misaligned(step: StepCost, covered: set[str]) -> list[Finding]:
+    """Any other op that loses time to misalignment (a custom config's odd width, say)."""
+    lost: dict[str, float] = {}
+    for c in step.costs:
+        if c.losses.misalign > 0 and c.op.name not in covered:
+            lost[c.op.name] = lost.get(c.op.name, 0.0) + c.losses.misalign * c.op.count
+    return [Finding("misaligned", f"{name} has a dim that is not a multiple of 16 bytes",
+                    "pad that dim to a multiple of 8 elements (16 bytes)", (name,), ms, ms / step.time_ms)
+            for name, ms in lost.items()]
