@@ -102,7 +102,8 @@ GPUS: tuple[GPU, ...] = (
         aliases=("a100 40gb", "a100 sxm 40gb", "a100 sxm4 40gb"),
         sources=_cite(A100_WP, tflops=A100_DS + ", A100 40GB SXM column",
                       mem_bandwidth_gbs=A100_DS + ", A100 40GB SXM column", memory_gb=A100_DS)),
-    # "a100" alone means this one: the 80GB SXM is what clouds rent by default (p4de, a2-ultragpu, ND A100 v4).
+    # "a100" alone means this one, the later and larger SXM part (AWS p4de, GCP a2-ultragpu, Azure NDm A100 v4);
+    # the 40GB one (p4d, a2-highgpu, ND A100 v4) must be asked for by name: the compute is the same, memory is not.
     GPU("a100-80gb", "NVIDIA A100 SXM4 80GB", "NVIDIA", "ampere", num_sms=108, boost_clock_mhz=1410,
         tflops={"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0},
         mem_bandwidth_gbs=2039, l2_mb=40, memory_gb=80, align_bytes=16,

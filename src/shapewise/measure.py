@@ -407,11 +407,22 @@ def _package_version(prefix: str) -> str | None:
     return None
 
 
+def _cpu_model() -> str:
+    """The CPU's marketing name where Linux says it; platform.processor() is often just 'x86_64'."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def _cpu_environment() -> dict:
     import os
 
-    env = {"device": "cpu", "processor": platform.processor() or platform.machine(),
-           "cpu_count": os.cpu_count()}
+    env = {"device": "cpu", "processor": _cpu_model(), "cpu_count": os.cpu_count()}
     try:
         import torch
 

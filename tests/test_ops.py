@@ -1,0 +1,114 @@
+"""Model → ops: per-rank shapes, counts, exact FLOPs, backward GEMMs with their own shapes."""
+
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+
+from shapewise import ModelShape, ShapewiseError, Workload, model_ops
+from shapewise.ops import BMM, FLASH, GEMM
+
+LLAMA = ModelShape("llama-like", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, vocab=128256,
+                   ffn=14336, mlp="swiglu", tied_embeddings=False, norm="rmsnorm", bias=False)
+GPT2 = ModelShape("gpt2-like", hidden=768, num_layers=12, num_heads=12, vocab=50257, learned_positions=1024)
+
+
+def by_label(ops):
+    return {op.label: op for op in ops}
+
+
+def linear_weights(shape: ModelShape, t: int) -> int:
+    """Weight elements one rank multiplies per token: projections, MLP and the output layer."""
+    d, h = shape.d_head, shape.hidden
+    attn = h * (shape.num_heads + 2 * -(-shape.kv_heads // t) * t) * d // t + shape.num_heads * d * h // t
+    mlp = (3 if shape.gated else 2) * h * shape.ffn_width // t
+    return shape.num_layers * (attn + mlp) + -(-shape.vocab // t) * h
+
+
+def test_llama_forward_shapes_per_rank():
+    ops = by_label(model_ops(LLAMA, Workload(batch=2, seq=4096, tp=2, mode="train")))
+    tokens = 2 * 4096
+    assert (ops["attn/qkv"].m, ops["attn/qkv"].n, ops["attn/qkv"].k) == (tokens, (16 + 2 * 4) * 128, 4096)
+    assert (ops["attn/out"].m, ops["attn/out"].n, ops["attn/out"].k) == (tokens, 4096, 16 * 128)
+    assert (ops["mlp/gate"].n, ops["mlp/down"].k) == (14336 // 2, 14336 // 2)
+    assert (ops["logits"].m, ops["logits"].n) == (tokens, 128256 // 2)
+    assert ops["attn/flash"].batch == 2 * 16 and ops["attn/flash"].causal
+    assert ops["attn/qkv"].count == 32 and ops["logits"].count == 1
+
+
+def test_backward_gemms_have_their_own_shapes_and_layouts():
+    ops = by_label(model_ops(LLAMA, Workload(tp=1)))
+    for name in ("attn/qkv", "attn/out", "mlp/up", "mlp/gate", "mlp/down", "logits"):
+        f, dg, wg = ops[name], ops[f"{name}.dgrad"], ops[f"{name}.wgrad"]
+        assert f.layout == "nt" and dg.layout == "nn" and wg.layout == "tn"
+        assert (dg.m, dg.n, dg.k) == (f.m, f.k, f.n)  # dx = dy · W
+        assert (wg.m, wg.n, wg.k) == (f.n, f.k, f.m)  # dW = dyᵀ · x
+        assert f.flops == dg.flops == wg.flops
+
+
+shapes = st.builds(
+    lambda h_per_head, heads, ratio, layers, vocab, ffn, gated: ModelShape(
+        "h", hidden=h_per_head * heads * ratio, num_layers=layers, num_heads=heads * ratio,
+        num_kv_heads=heads, vocab=vocab, ffn=ffn, mlp="swiglu" if gated else "gelu"),
+    st.sampled_from([16, 32, 64, 80, 128]), st.integers(1, 8), st.sampled_from([1, 2, 4]), st.integers(1, 4),
+    st.integers(100, 70000), st.integers(64, 8192), st.booleans())
+
+
+@settings(max_examples=150, deadline=None)
+@given(shapes, st.integers(1, 4), st.integers(1, 2048), st.sampled_from([1, 2, 4]))
+def test_forward_gemm_flops_are_exactly_two_per_weight_per_token(shape, batch, seq, tp):
+    assume(shape.num_heads % tp == 0 and shape.ffn_width % tp == 0 and shape.kv_heads % tp == 0)
+    ops = model_ops(shape, Workload(batch=batch, seq=seq, tp=tp, mode="train"))
+    fwd = sum(op.total_flops for op in ops if op.kind == GEMM and op.pass_ == "fwd")
+    assert fwd == 2 * batch * seq * linear_weights(shape, tp)
+    # Training: each linear's two backward GEMMs do the forward's work twice over.
+    bwd = sum(op.total_flops for op in ops if op.kind == GEMM and op.pass_ in ("dgrad", "wgrad"))
+    assert bwd == 2 * fwd
+
+
+def test_flash_flops_count_the_causal_half_and_backward_is_two_and_a_half_times():
+    ops = by_label(model_ops(GPT2, Workload(batch=4, seq=2048)))
+    fwd = ops["attn/flash"]
+    assert fwd.flops == 4 * 4 * 12 * (2048 * 2048 // 2) * 64
+    assert ops["attn/flash.bwd"].flops * 2 == fwd.flops * 5
+
+
+def test_unfused_attention_has_score_softmax_and_over_v_with_backward():
+    ops = by_label(model_ops(GPT2, Workload(batch=4, seq=1024, attention="unfused")))
+    score, over_v = ops["attn/score"], ops["attn/over_v"]
+    assert score.kind == over_v.kind == BMM
+    assert (score.batch, score.m, score.n, score.k) == (48, 1024, 1024, 64)
+    assert (over_v.m, over_v.n, over_v.k) == (1024, 64, 1024)
+    assert {"attn/softmax", "attn/softmax.bwd", "attn/score.dq", "attn/score.dk", "attn/over_v.dp",
+            "attn/over_v.dv"} <= set(ops)
+    assert FLASH not in {op.kind for op in ops.values()}
+
+
+def test_decode_multiplies_one_token_per_sequence_against_the_cache():
+    ops = by_label(model_ops(LLAMA, Workload(batch=16, seq=8192, mode="decode")))
+    assert ops["attn/qkv"].m == 16 and ops["logits"].m == 16
+    flash = ops["attn/flash"]
+    assert (flash.m, flash.n, flash.k) == (1, 8192, 128) and not flash.causal
+    assert not any(op.pass_ != "fwd" for op in ops.values())
+
+
+def test_prefill_scores_only_the_last_token():
+    ops = by_label(model_ops(LLAMA, Workload(batch=2, seq=1024, mode="prefill")))
+    assert ops["attn/qkv"].m == 2048 and ops["logits"].m == 2
+    assert "loss" not in ops
+
+
+def test_moe_has_router_and_experts():
+    moe = ModelShape("moe", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, vocab=32000, ffn=14336,
+                     mlp="swiglu", num_experts=8, top_k=2, bias=False)
+    ops = by_label(model_ops(moe, Workload(batch=1, seq=4096)))
+    assert (ops["moe/router"].n, ops["moe/router"].k) == (8, 4096)
+    up = ops["moe/experts/up"]
+    assert up.count == 32 * 8 and up.m == 4096 * 2 // 8 and up.n == 14336
+    assert "mlp/up" not in ops
+
+
+def test_tensor_parallel_must_divide_heads_and_ffn():
+    falcon = ModelShape("falcon-like", hidden=4544, num_layers=32, num_heads=71, num_kv_heads=1, vocab=65024)
+    with pytest.raises(ShapewiseError, match="does not divide .*71 heads"):
+        model_ops(falcon, Workload(tp=2))
+    with pytest.raises(ShapewiseError, match="FFN width"):
+        model_ops(LLAMA.replace(ffn=14337), Workload(tp=2))

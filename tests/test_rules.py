@@ -1,0 +1,83 @@
+"""Findings: each rule fires on the shape that breaks it, is priced by the cost model, and names its fix."""
+
+import pytest
+
+from shapewise import ModelShape, Workload, check
+
+GPT2 = ModelShape("gpt2-like", hidden=768, num_layers=12, num_heads=12, vocab=50257, learned_positions=1024)
+GPT3_27 = ModelShape("gpt3-2.7b-like", hidden=2560, num_layers=32, num_heads=32, vocab=50257,
+                     learned_positions=2048)
+CLEAN = ModelShape("clean", hidden=4096, num_layers=4, num_heads=32, num_kv_heads=8, vocab=32000, ffn=11008,
+                   mlp="swiglu", bias=False, norm="rmsnorm")
+
+
+def rules(result):
+    return {f.rule: f for f in result.findings}
+
+
+def test_gpt2_vocab_is_flagged_with_its_fix_and_cost():
+    result = check(GPT2, Workload(), gpu="h200")
+    vocab = rules(result)["vocab"]
+    assert "50,257" in vocab.title and "50,304" in vocab.fix
+    assert "logits" in vocab.ops
+    assert vocab.cost_ms > 0 and 0.05 < vocab.share < 0.9
+    assert result.findings[0].rule == "vocab"  # costliest first
+
+
+def test_head_dim_80_is_flagged_and_the_fix_keeps_hidden_size():
+    found = rules(check(GPT3_27, Workload(), gpu="h200"))
+    assert "head dim 80" in found["head-dim"].title
+    assert "heads (head dim 128)" in found["head-dim"].fix or "heads (head dim 64)" in found["head-dim"].fix
+    assert "attn/flash" in found["head-dim"].ops
+
+
+def test_a_clean_shape_has_no_findings():
+    assert check(CLEAN, Workload(), gpu="h200").findings == ()
+
+
+def test_unrounded_swiglu_width():
+    found = rules(check(CLEAN.replace(ffn=10922), Workload(), gpu="h200"))
+    assert "8h/3" in found["ffn"].title and "10,944" in found["ffn"].fix
+    assert {"mlp/up", "mlp/gate", "mlp/down"} <= set(found["ffn"].ops)
+
+
+def test_tokens_not_a_multiple_of_64():
+    found = rules(check(CLEAN, Workload(batch=3, seq=1001), gpu="h200"))
+    assert "tokens" in found and "1024" in found["tokens"].fix
+
+
+def test_vocab_rule_scales_with_tensor_parallelism():
+    found = rules(check(CLEAN.replace(vocab=32002), Workload(tp=2), gpu="h200"))
+    assert "multiple of 128" in found["vocab"].title  # each rank's 16,001 rows are odd
+
+
+def test_a_rule_the_gpu_does_not_care_about_is_dropped():
+    # 32,064 is not a multiple of 128, but each rank's 16,032 rows are a multiple of 8: on an H200 the
+    # cost model (like the GPU) sees no loss, so no finding.
+    assert "vocab" not in rules(check(CLEAN.replace(vocab=32064), Workload(tp=2), gpu="h200"))
+
+
+def test_kv_heads_not_divisible_by_t_and_oversized_t():
+    found = rules(check(CLEAN.replace(num_kv_heads=4), Workload(tp=8), gpu="h200"))
+    assert "kv-heads" in found and "t=4" in found["kv-heads"].fix
+    assert "tp" in found  # a 0.9B model needs no 8-way split
+
+
+def test_odd_head_dim_with_odd_head_count_makes_projections_odd():
+    odd = CLEAN.replace(num_heads=33, num_kv_heads=None, head_dim=127)  # q width 4191
+    found = rules(check(odd, Workload(), gpu="h200"))
+    assert found["head-dim"].fix == "use head dim 128"
+    assert "attn/qkv" in found["head-dim"].ops and "misaligned" not in found
+
+
+def test_misalignment_no_rule_covers_is_still_reported():
+    moe = CLEAN.replace(num_experts=7, top_k=2)  # the router's 7 outputs are 14 bytes wide
+    found = rules(check(moe, Workload(), gpu="h200"))
+    assert found["misaligned"].ops == ("moe/router",)
+
+
+@pytest.mark.parametrize("mode", ["train", "prefill", "decode"])
+def test_findings_share_is_cost_over_step(mode):
+    result = check(GPT2, Workload(mode=mode), gpu="h200")
+    for f in result.findings:
+        assert f.share == pytest.approx(f.cost_ms / result.step.time_ms)
