@@ -30,6 +30,7 @@ import json
 import math
 import os
 import random
+import re
 import sys
 import time
 import warnings
@@ -373,7 +374,9 @@ def _fmt(x, digits=6):
 def _error_text(exc: BaseException, caught) -> str:
     lines = str(exc).strip().splitlines()
     text = f"{type(exc).__name__}: {lines[0] if lines else ''}"
-    reasons = [str(w.message).strip().splitlines()[0] for w in caught if str(w.message).strip()]
+    # torch's warnings end in "(Triggered internally at file:line.)": noise in a CSV cell.
+    messages = (re.sub(r"\s*\(Triggered internally at [^)]*\)\s*", " ", str(w.message)).strip() for w in caught)
+    reasons = [m.splitlines()[0] for m in messages if m]
     if reasons:  # sdpa says why a backend refused in warnings, then raises "No available kernel"
         text += " | " + " | ".join(dict.fromkeys(reasons))
     return text[:400]
@@ -513,7 +516,7 @@ def main(argv=None) -> int:
           f"{len(cases)} cases -> {args.out}", flush=True)
 
     with open(os.path.join(args.out, "probe.csv"), "w", newline="") as out_file:
-        writer = csv.DictWriter(out_file, fieldnames=COLUMNS)
+        writer = csv.DictWriter(out_file, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
         rows = run(cases, args.device, timing, writer, out_file, args.progress_every)
 

@@ -56,7 +56,9 @@ def _model_and_workload(args):
 def _console():
     from rich.console import Console
 
-    return Console(highlight=False)
+    console = Console(highlight=False)
+    # Piped output has no terminal width: keep table rows whole rather than wrap them at 80 columns.
+    return console if console.is_terminal else Console(highlight=False, width=180)
 
 
 def cmd_check(args) -> int:

@@ -138,6 +138,11 @@ class _CudaTimer:
     def sync(self) -> None:
         self.torch.cuda.synchronize(self.device)
 
+    def sleep_fn(self, ms: float) -> Callable[[], None]:
+        """A call that queues about `ms` of GPU spinning (torch.cuda._sleep counts clock cycles)."""
+        cycles = round(ms * _sleep_cycles_per_ms(str(self.device)))
+        return lambda: self.torch.cuda._sleep(cycles)
+
     def time_calls(self, fn, prep, n: int) -> list[float]:
         Event = self.torch.cuda.Event
         starts = [Event(enable_timing=True) for _ in range(n)]
@@ -149,6 +154,22 @@ class _CudaTimer:
             end.record()
         self.sync()
         return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+
+
+@functools.lru_cache(maxsize=None)
+def _sleep_cycles_per_ms(device: str) -> float:
+    """Cycles of torch.cuda._sleep per millisecond on this GPU, at its clocks of the moment."""
+    import torch
+
+    with torch.cuda.device(torch.device(device)):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(1000)  # loads the kernel
+        cycles = 5_000_000
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        torch.cuda.synchronize()
+        return cycles / start.elapsed_time(end)
 
 
 def _make_timer(device, clock):
@@ -174,17 +195,51 @@ def flush_bytes(device, l2_bytes: int | None = None) -> int:
     return 2 * l2_bytes if l2_bytes else DEFAULT_FLUSH_BYTES
 
 
-def _make_prep(device, flush_l2: bool, l2_bytes: int | None) -> Callable[[], None]:
-    """What runs before each timed call. On a GPU: overwrite a buffer twice the L2's size, so
-    every call reads its inputs from device memory, as a layer in a real model does (its inputs
-    were evicted by the layers between); otherwise memory-bound ops whose inputs fit in the 50 MB
-    L2 of an H200 measure the cache, not HBM. The CPU has no flush: a no-op."""
+def _make_flush(device, flush_l2: bool, l2_bytes: int | None) -> Callable[[], None]:
+    """Overwrite a buffer twice the L2's size before each timed call, so every call reads its
+    inputs from device memory, as a layer in a real model does (the layers between evicted them);
+    otherwise a memory-bound op whose inputs fit in the H200's 50-60 MB L2 measures the cache, not
+    HBM. The CPU has no flush: a no-op."""
     if not (flush_l2 and _is_cuda(device)):
         return lambda: None
     import torch
 
     buffer = _flush_buffer(str(torch.device(device)), flush_bytes(device, l2_bytes))
     return buffer.zero_
+
+
+CUSHION_MARGIN_MS = 0.01
+
+
+def _host_ms(timer, fn, flush, calls: int = 5) -> float:
+    """Median host time to issue fn (its launches, not its GPU work)."""
+    samples = []
+    for _ in range(calls):
+        flush()  # keeps the GPU busy, as in the timed loop
+        t0 = timer.clock()
+        fn()
+        samples.append((timer.clock() - t0) * 1e3)
+        timer.sync()
+    return _median(samples)
+
+
+def _make_prep(timer, fn, device, flush_l2: bool, l2_bytes: int | None, cushion: bool) -> Callable[[], None]:
+    """What runs before each timed call: the L2 flush, then on a GPU a "cushion": a spin kernel
+    that lasts longer than the host takes to issue fn. The start event, fn's kernels and the end
+    event are then all queued before the start event runs, so the GPU never idles between them
+    waiting for the host, and a timing never includes launch overhead. Without it, ops shorter
+    than their launch (small elementwise ops, multi-kernel forward+backward) measure the host.
+    The idea is nvbench's blocking kernel; torch.cuda._sleep is the spin."""
+    flush = _make_flush(device, flush_l2, l2_bytes)
+    if not (cushion and _is_cuda(device) and hasattr(timer, "sleep_fn")):
+        return flush
+    sleep = timer.sleep_fn(2 * _host_ms(timer, fn, flush) + CUSHION_MARGIN_MS)
+
+    def prep():
+        flush()
+        sleep()
+
+    return prep
 
 
 # ---- the budget logic: warm-up, then as many repetitions as the budget holds ----------------
@@ -240,7 +295,7 @@ def _graph_replay(fn, calls: int):
 
 def time_fn(fn: Callable[[], object], *, device="cuda", warmup_ms: float = 25, budget_ms: float = 100,
             min_reps: int = 5, max_reps: int = 1000, flush_l2: bool = True, l2_bytes: int | None = None,
-            cuda_graph: bool = False, graph_calls: int = 20,
+            cuda_graph: bool = False, graph_calls: int = 20, cushion: bool = True,
             clock: Callable[[], float] | None = None) -> Timing:
     """Time fn() on `device` ("cuda", "cuda:N" or "cpu"); return every per-call sample.
 
@@ -249,25 +304,29 @@ def time_fn(fn: Callable[[], object], *, device="cuda", warmup_ms: float = 25, b
     3. budget_ms / estimate repetitions, clamped to [min_reps, max_reps], each timed alone
        (CUDA events on a GPU, `clock` on the CPU) after an L2 flush outside the timed region.
 
+    On a GPU, cushion=True queues a short spin before each timed call so that launch overhead
+    stays out of the timing (see _make_prep); it costs wall time, not accuracy.
+
     cuda_graph=True (GPU only) captures graph_calls calls in a CUDA graph and times its replays,
     for ops so small that launch overhead would dominate; each sample is replay time / graph_calls.
     The flush then precedes each replay only, so all but the first call of a replay find a warm L2.
     clock (seconds) replaces time.perf_counter: tests pass a fake one.
     """
     timer = _make_timer(device, clock)
-    prep = _make_prep(device, flush_l2, l2_bytes)
     calls_per_sample = 1
     if cuda_graph:
         if not _is_cuda(device):
             raise ValueError("cuda_graph=True needs a CUDA device")
         fn, calls_per_sample = _graph_replay(fn, graph_calls), graph_calls
 
+    fn()  # cold call: lazy init, library heuristics, allocator growth
+    timer.sync()
+    prep = _make_prep(timer, fn, device, flush_l2, l2_bytes, cushion)
+
     def call():
         prep()
         fn()
 
-    call()
-    timer.sync()
     _, per_call_ms = warm_up(timer, call, warmup_ms)
     reps = plan_reps(per_call_ms, budget_ms, min_reps, max_reps)
     samples_ms = timer.time_calls(fn, prep, reps)
@@ -302,7 +361,7 @@ def _bootstrap_median_ci(xs, confidence: float, resamples: int, rng: random.Rand
 def interleave(fns: dict[str, Callable[[], object]], *, device="cuda", rounds: int = 15,
                budget_ms: float = 200, warmup_ms: float = 25, max_reps_per_round: int = 200,
                flush_l2: bool = True, l2_bytes: int | None = None, confidence: float = 0.95,
-               resamples: int = 2000, seed: int = 0,
+               resamples: int = 2000, seed: int = 0, cushion: bool = True,
                clock: Callable[[], float] | None = None) -> dict[str, Comparison]:
     """Time several variants as A B C A B C ..., so that drift (clocks, temperature, other
     tenants) hits all of them alike; compare each with the first through paired per-round ratios.
@@ -316,25 +375,26 @@ def interleave(fns: dict[str, Callable[[], object]], *, device="cuda", rounds: i
     if rounds < 1:
         raise ValueError(f"rounds must be positive, got {rounds}")
     timer = _make_timer(device, clock)
-    prep = _make_prep(device, flush_l2, l2_bytes)
 
     # Warm every variant up front, so that no round pays for a variant's cold start.
-    reps = {}
+    reps, preps = {}, {}
     for name in names:
         fn = fns[name]
+        fn()
+        timer.sync()
+        preps[name] = prep = _make_prep(timer, fn, device, flush_l2, l2_bytes, cushion)
 
-        def call(fn=fn):
+        def call(fn=fn, prep=prep):
             prep()
             fn()
 
-        call()
         _, per_call_ms = warm_up(timer, call, warmup_ms)
         reps[name] = plan_reps(per_call_ms, budget_ms / rounds, 1, max_reps_per_round)
 
     per_round = {name: [] for name in names}
     for _ in range(rounds):
         for name in names:
-            per_round[name].append(timer.time_calls(fns[name], prep, reps[name]))
+            per_round[name].append(timer.time_calls(fns[name], preps[name], reps[name]))
 
     rng = random.Random(seed)
     base = [_median(s) for s in per_round[names[0]]]
