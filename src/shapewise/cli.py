@@ -76,19 +76,29 @@ def cmd_check(args) -> int:
 def cmd_gpus(args) -> int:
     from rich.table import Table
 
-    from .hardware import GPUS
+    from .hardware import GPUS, NUMERIC_FIELDS, get_gpu
 
+    console = _console()
+    if args.gpu:  # one GPU, every number with its source
+        gpu = get_gpu(args.gpu)
+        table = Table(title=gpu.name, show_edge=False, pad_edge=False, header_style="bold", title_justify="left")
+        for col in ("field", "value", "source"):
+            table.add_column(col)
+        for name in NUMERIC_FIELDS:
+            value = getattr(gpu, name)
+            text = ", ".join(f"{d} {v:g}" for d, v in value.items()) if isinstance(value, dict) else f"{value:g}"
+            table.add_row(name, text, gpu.sources.get(name, ""))
+        console.print(table)
+        return 0
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     for col in ("key", "name", "SMs", "boost MHz", "fp32", "tf32", "bf16", "fp8", "TB/s", "L2 MB", "GB"):
         table.add_column(col, justify="left" if col in ("key", "name") else "right")
-    cell = lambda g, d: f"{g.tflops[d]:,.0f}" if d in g.tflops else "—"  # noqa: E731
     for g in GPUS:
-        table.add_row(g.key, g.name, str(g.num_sms), str(g.boost_clock_mhz), *(cell(g, d) for d in ("fp32", "tf32", "bf16", "fp8")),
+        peaks = (f"{g.tflops[d]:,.0f}" if d in g.tflops else "—" for d in ("fp32", "tf32", "bf16", "fp8"))
+        table.add_row(g.key, g.name, str(g.num_sms), str(g.boost_clock_mhz), *peaks,
                       f"{g.mem_bandwidth_gbs / 1000:.2f}", f"{g.l2_mb:g}", f"{g.memory_gb:g}")
-    console = _console()
     console.print(table)
-    console.print("Dense peak TFLOP/s from the datasheets; sources: `python -c \"import shapewise.hardware\"` "
-                  "GPU.sources, or src/shapewise/hardware.py")
+    console.print("Dense peak TFLOP/s. `shapewise gpus NAME` shows one GPU with the source of every number.")
     return 0
 
 
@@ -117,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--strict", action="store_true", help="exit 1 when a finding costs more than 1%% of the step")
     p.set_defaults(run=cmd_check)
-    sub.add_parser("gpus", help="list the GPUs and their datasheet numbers").set_defaults(run=cmd_gpus)
+    p = sub.add_parser("gpus", help="list the GPUs and their datasheet numbers")
+    p.add_argument("gpu", nargs="?", help="show one GPU with the source of every number")
+    p.set_defaults(run=cmd_gpus)
     sub.add_parser("models", help="list the model presets").set_defaults(run=cmd_models)
     return parser
 

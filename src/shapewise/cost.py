@@ -140,15 +140,16 @@ def _resolve_gpu(gpu: GPU | str) -> GPU:
     return gpu if isinstance(gpu, GPU) else get_gpu(gpu)
 
 
-def _align_classes(dims: list[np.ndarray], dtype: str) -> np.ndarray:
-    """Worst alignment of the given leading dims: 0 = 16-byte aligned, 1 = 4- or 8-byte, 2 = worse."""
+def _align_classes(dims: list[np.ndarray], dtype: str, align_bytes: int) -> np.ndarray:
+    """Worst alignment of the given leading dims: 0 = aligned as the tensor cores need (16 bytes on
+    NVIDIA), 1 = 4-byte aligned or better, 2 = worse."""
     if dtype not in TENSOR_CORE_DTYPES:
         return np.zeros(np.broadcast(*dims).shape, dtype=np.int64)  # the fp32 SIMT path has no such need
     size = DTYPE_BYTES[dtype]
     worst = np.zeros(np.broadcast(*dims).shape, dtype=np.int64)
     for dim in dims:
         nbytes = dim * size
-        worst = np.maximum(worst, np.where(nbytes % 16 == 0, 0, np.where(nbytes % 4 == 0, 1, 2)))
+        worst = np.maximum(worst, np.where(nbytes % align_bytes == 0, 0, np.where(nbytes % 4 == 0, 1, 2)))
     return worst
 
 
@@ -163,13 +164,13 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     # The leading dims cuBLAS sees: "tn" stores A as k×m (leading dim m), the others store A as m×k;
     # B and C have leading dim n in every layout.
     a_lead_is_m = layout == "tn"
-    align = _align_classes([np.where(a_lead_is_m, m, k), n], dtype)
+    align = _align_classes([np.where(a_lead_is_m, m, k), n], dtype, gpu.align_bytes)
     slow_compute = np.choose(align, [1.0, p.misaligned_even, p.misaligned_odd])
     slow_memory = np.choose(align, [1.0, p.misaligned_even_memory, p.misaligned_odd_memory])
     # A misaligned kernel still moves and multiplies whole 16-byte vectors: it works on the shape with
     # its misaligned leading dims padded, and then runs slower. So padding is never predicted slower.
-    vec = max(1, 16 // size)
-    padded = lambda dim, lead: np.where(lead & (dim * size % 16 != 0), -(-dim // vec) * vec, dim)  # noqa: E731
+    vec = max(1, gpu.align_bytes // size)
+    padded = lambda dim, lead: np.where(lead & (dim * size % gpu.align_bytes != 0), -(-dim // vec) * vec, dim)  # noqa: E731
     m_e, k_e = padded(m, a_lead_is_m), padded(k, ~a_lead_is_m)
     n_e = padded(n, np.ones_like(a_lead_is_m))
 

@@ -138,8 +138,11 @@ class _CudaTimer:
     def sync(self) -> None:
         self.torch.cuda.synchronize(self.device)
 
-    def sleep_fn(self, ms: float) -> Callable[[], None]:
-        """A call that queues about `ms` of GPU spinning (torch.cuda._sleep counts clock cycles)."""
+    def sleep_fn(self, ms: float) -> Callable[[], None] | None:
+        """A call that queues about `ms` of GPU spinning (torch.cuda._sleep counts clock cycles);
+        None where this torch has no _sleep."""
+        if not hasattr(self.torch.cuda, "_sleep"):
+            return None
         cycles = round(ms * _sleep_cycles_per_ms(str(self.device)))
         return lambda: self.torch.cuda._sleep(cycles)
 
@@ -147,28 +150,30 @@ class _CudaTimer:
         Event = self.torch.cuda.Event
         starts = [Event(enable_timing=True) for _ in range(n)]
         ends = [Event(enable_timing=True) for _ in range(n)]
+        stream = self.torch.cuda.current_stream(self.device)
         for start, end in zip(starts, ends):
-            prep()  # the flush is enqueued before the start event: never inside the timed region
-            start.record()
+            prep()  # flush and cushion are queued before the start event: outside the timed region
+            start.record(stream)
             fn()
-            end.record()
+            end.record(stream)
         self.sync()
         return [start.elapsed_time(end) for start, end in zip(starts, ends)]
 
 
 @functools.lru_cache(maxsize=None)
 def _sleep_cycles_per_ms(device: str) -> float:
-    """Cycles of torch.cuda._sleep per millisecond on this GPU, at its clocks of the moment."""
+    """Cycles of torch.cuda._sleep per millisecond on this GPU. Measured twice, keeping the second:
+    the first may run at idle clocks, which would make every later cushion too short."""
     import torch
 
+    cycles = 5_000_000  # about 2.5 ms at the H200's 1980 MHz
     with torch.cuda.device(torch.device(device)):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(1000)  # loads the kernel
-        cycles = 5_000_000
-        start.record()
-        torch.cuda._sleep(cycles)
-        end.record()
-        torch.cuda.synchronize()
+        for _ in range(2):
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            torch.cuda.synchronize()
         return cycles / start.elapsed_time(end)
 
 
@@ -231,9 +236,12 @@ def _make_prep(timer, fn, device, flush_l2: bool, l2_bytes: int | None, cushion:
     than their launch (small elementwise ops, multi-kernel forward+backward) measure the host.
     The idea is nvbench's blocking kernel; torch.cuda._sleep is the spin."""
     flush = _make_flush(device, flush_l2, l2_bytes)
-    if not (cushion and _is_cuda(device) and hasattr(timer, "sleep_fn")):
+    if not (cushion and _is_cuda(device)):
         return flush
+    # Twice the host's issue time, plus a margin: host jitter must not outlast the spin.
     sleep = timer.sleep_fn(2 * _host_ms(timer, fn, flush) + CUSHION_MARGIN_MS)
+    if sleep is None:
+        return flush
 
     def prep():
         flush()
@@ -304,8 +312,9 @@ def time_fn(fn: Callable[[], object], *, device="cuda", warmup_ms: float = 25, b
     3. budget_ms / estimate repetitions, clamped to [min_reps, max_reps], each timed alone
        (CUDA events on a GPU, `clock` on the CPU) after an L2 flush outside the timed region.
 
-    On a GPU, cushion=True queues a short spin before each timed call so that launch overhead
-    stays out of the timing (see _make_prep); it costs wall time, not accuracy.
+    On a GPU, cushion=True also queues a short spin before each timed call so that launch
+    overhead stays out of the timing (see _make_prep); it costs wall time, not accuracy.
+    Pass cushion=False (and flush_l2=False) to time what a tight host loop would see.
 
     cuda_graph=True (GPU only) captures graph_calls calls in a CUDA graph and times its replays,
     for ops so small that launch overhead would dominate; each sample is replay time / graph_calls.
