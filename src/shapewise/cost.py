@@ -37,32 +37,46 @@ class CostParams:
     (benchmarks/RESULTS.md); a calibrated profile replaces them for its own GPU."""
 
     # Fraction of the datasheet peak the best GEMM kernels reach (H200: 4096³ bf16 at 769 of 989).
-    gemm_ceiling: float = 0.78
+    gemm_ceiling: float = 0.7737
     # Per-tile fixed work (prologue, epilogue) in units of K: a tile costs K + k_overhead steps.
-    k_overhead: float = 64.0
+    k_overhead: float = 145.4818
     # Output tiles cuBLAS chooses among (rows, cols), and each one's rate relative to the largest.
     tiles: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 64))
-    tile_rates: tuple[float, ...] = (1.0, 1.0, 0.92, 0.80, 0.80, 0.60)
-    splits: tuple[int, ...] = (1, 2, 4, 8)  # split-K factors; a slice keeps at least min_split_k of K
+    tile_rates: tuple[float, ...] = (1.0, 1.0, 0.977, 0.615, 0.956, 0.476)
+    splits: tuple[int, ...] = (1, 2, 4, 8, 16, 32)  # split-K factors; a slice keeps at least min_split_k of K
     min_split_k: int = 256
     # Slowdown when a leading dim is only 4- or 8-byte aligned, and when it is 2- or 1-byte aligned
     # (H200, bf16: n=4098 ran 2.7× and n=4097 6× slower than n=4096).
-    misaligned_even: float = 2.7
-    misaligned_odd: float = 6.0
+    misaligned_even: float = 2.7435
+    misaligned_odd: float = 5.4453
     # The same for memory-bound GEMMs (narrower loads, no TMA).
-    misaligned_even_memory: float = 1.0
+    misaligned_even_memory: float = 1.5103
     misaligned_odd_memory: float = 1.0
     # Fraction of the datasheet bandwidth reached by large copies (H200: 4.27 of 4.8 TB/s) and by
     # torch's elementwise and normalization kernels.
-    gemm_bandwidth: float = 0.89
-    elementwise_bandwidth: float = 0.80
-    launch_ms: float = 0.005
-    # Fused (flash) attention: fraction of peak per head-dim bucket, forward and backward, measured on
-    # an H200 with torch's SDPA (flash backend), causal, s=2048. Other head dims are padded to the next
-    # bucket by the kernels, which is a tile loss.
+    gemm_bandwidth: float = 0.8417
+    # torch's memory-bound kernels by family and pass, as fractions of the datasheet bandwidth
+    # (H200, bf16, large tensors; probe rows "elementwise" and "copy"). Where the probe measured no
+    # backward (glu, loss) the forward's figure stands in.
+    bandwidth: tuple[tuple[str, float], ...] = (
+        ("copy", 0.88), ("copy.bwd", 0.88), ("add", 0.91), ("add.bwd", 0.91), ("norm", 0.50), ("norm.bwd", 0.33),
+        ("act", 0.75), ("act.bwd", 0.86), ("glu", 0.52), ("glu.bwd", 0.52), ("softmax", 0.30),
+        ("softmax.bwd", 0.45), ("loss", 0.24), ("loss.bwd", 0.24))
+    launch_ms: float = 0.0054
+    # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
+    # that grows with the bytes moved up to memory_ramp_mb, then stays.
+    memory_latency_ms: float = 0.0058
+    memory_ramp_mb: float = 13.0009
+    # Fused attention as torch's SDPA runs it by default (the flash backend): fraction of peak per
+    # head-dim bucket for long sequences, forward and backward, and the sequence length s0 at which it
+    # reaches half of that (efficiency × s / (s + s0)). From the H200 probe's causal SDPA rows
+    # (b=4, 32 heads, s=1024…4096); the 32 and 224 buckets were not measured and are interpolated.
+    # Other head dims are padded to the next bucket by the kernels, which is a tile loss.
     flash_buckets: tuple[int, ...] = (32, 64, 96, 128, 160, 192, 224, 256)
-    flash_fwd: tuple[float, ...] = (0.20, 0.33, 0.36, 0.42, 0.30, 0.33, 0.33, 0.38)
-    flash_bwd: tuple[float, ...] = (0.18, 0.28, 0.30, 0.34, 0.23, 0.25, 0.25, 0.28)
+    flash_fwd: tuple[float, ...] = (0.22, 0.343, 0.391, 0.403, 0.290, 0.386, 0.40, 0.414)
+    flash_bwd: tuple[float, ...] = (0.18, 0.309, 0.306, 0.354, 0.261, 0.323, 0.32, 0.316)
+    flash_s0_fwd: float = 845.0
+    flash_s0_bwd: float = 1244.0
     flash_block_q: int = 128
 
 
@@ -207,7 +221,8 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     t3 = t2 * b_waves * gpu.num_sms / b_units + b_reduce
     t4 = t3 * slow_compute
     bytes_e = (m_e * k_e + k_e * n_e + m_e * n_e) * batch * size
-    t_mem = bytes_e / (gpu.bytes_per_s * p.gemm_bandwidth)
+    ramp = np.minimum(1.0, bytes_e / (p.memory_ramp_mb * 1e6))
+    t_mem = bytes_e / (gpu.bytes_per_s * p.gemm_bandwidth) + p.memory_latency_ms * 1e-3 * ramp
     t_mem_slow = t_mem * slow_memory
     memory_bound = t_mem_slow > t4
     zero = np.zeros_like(t0)
@@ -297,8 +312,9 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     d = op.k
     buckets = np.array(p.flash_buckets)
     bucket = int(buckets[np.searchsorted(buckets, d)]) if d <= buckets[-1] else -(-d // 64) * 64
-    table = p.flash_fwd if op.pass_ == "fwd" else p.flash_bwd
+    table, s0 = (p.flash_fwd, p.flash_s0_fwd) if op.pass_ == "fwd" else (p.flash_bwd, p.flash_s0_bwd)
     eff = table[p.flash_buckets.index(bucket)] if bucket in p.flash_buckets else table[-1]
+    eff *= op.n / (op.n + s0)  # short sequences keep each query block's loop short
     units = op.batch * -(-op.m // p.flash_block_q)
     wave_eff = units / (-(-units // gpu.num_sms) * gpu.num_sms)
     t0 = op.flops / peak
@@ -318,6 +334,7 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
     gpu = _resolve_gpu(gpu)
     peak = gpu.peak_tflops(dtype)
     costs: list[OpCost | None] = [None] * len(ops)
+    bandwidth = dict(params.bandwidth)
     mm = [i for i, op in enumerate(ops) if op.kind in (GEMM, BMM)]
     if mm:
         m, n, k, batch, layout = (np.array([getattr(ops[i], a) for i in mm]) for a in ("m", "n", "k", "batch", "layout"))
@@ -330,7 +347,7 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
             time_ms, losses = _flash_cost(op, gpu, dtype, params)
         elif op.kind == MEMORY:
             ideal = op.bytes / gpu.bytes_per_s * 1e3
-            real = op.bytes / (gpu.bytes_per_s * params.elementwise_bandwidth) * 1e3
+            real = op.bytes / (gpu.bytes_per_s * bandwidth[op.family + ("" if op.pass_ == "fwd" else ".bwd")]) * 1e3
             time_ms, losses = real + params.launch_ms, Losses(memory=real - ideal, launch=params.launch_ms)
         else:
             continue

@@ -52,6 +52,8 @@ V100_WP = "NVIDIA Tesla V100 GPU Architecture whitepaper (2017), table 1 'Compar
 V100_DS = "NVIDIA V100 datasheet (nvidia.com/en-us/data-center/v100), V100 SXM2 column; fp16 = tensor performance"
 A100_WP = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020), 'Comparison of NVIDIA Data Center GPUs' table"
 A100_DS = "NVIDIA A100 datasheet (nvidia.com/en-us/data-center/a100), sparse figures halved"
+H200_MEASURED = ("torch.cuda.get_device_properties().L2_cache_size on an H200 (62,914,560 bytes; "
+                 "benchmarks/results/h200-probe-env.json); the whitepaper gives 50 MB for the H100 SXM5")
 HOPPER_WP = "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), table 3: H100 SXM5"
 HOPPER_WP_PCIE = "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), table 3: H100 PCIe"
 H100_DS = "NVIDIA H100 datasheet (nvidia.com/en-us/data-center/h100), sparse figures halved"
@@ -138,11 +140,11 @@ GPUS: tuple[GPU, ...] = (
                       "figures halved agree)", mem_bandwidth_gbs=H100_DS + ", PCIe column", memory_gb=H100_DS)),
     GPU("h200", "NVIDIA H200 SXM 141GB", "NVIDIA", "hopper", num_sms=132, boost_clock_mhz=1980,
         tflops={"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9},
-        mem_bandwidth_gbs=4800, l2_mb=50, memory_gb=141, align_bytes=16,
+        mem_bandwidth_gbs=4800, l2_mb=60, memory_gb=141, align_bytes=16,
         # gh200 is approximate: its GPU is this die, but the 96 GB HBM3 version has 4.0 TB/s, not 4.8.
         aliases=("h200 sxm", "gh200"),
         sources=_cite(HOPPER_WP + " (same GH100 die)", boost_clock_mhz=HOPPER_WP,
-                      tflops=H200 + " (sparse figures halved)", mem_bandwidth_gbs=H200, l2_mb=HOPPER_WP,
+                      tflops=H200 + " (sparse figures halved)", mem_bandwidth_gbs=H200, l2_mb=H200_MEASURED,
                       memory_gb=H200)),
     # H20: the export-limited Hopper. Its leaked numbers do not reconcile (44 TFLOPS fp32 on 78 SMs needs
     # 2.2 GHz, beyond any Hopper clock); treat fp32, num_sms and the clock as doubtful.

@@ -33,6 +33,7 @@ class Op:
     batch: int = 1  # BMM batch; for flash: sequences × heads
     layout: str = "nn"
     causal: bool = False  # flash only: m is the query length, n the key length, k the head dim
+    family: str = ""  # memory ops: copy, add, norm, act, glu, softmax or loss (kernels differ in speed)
 
     @property
     def label(self) -> str:
@@ -78,16 +79,17 @@ def linear(name: str, tokens: int, out_features: int, in_features: int, *, train
     return ops
 
 
-def memory(name: str, pass_: str, num_bytes: int, *, count: int) -> Op:
-    return Op(name, pass_, MEMORY, count=count, flops=0, bytes=num_bytes)
+def memory(name: str, pass_: str, num_bytes: int, *, count: int, family: str) -> Op:
+    return Op(name, pass_, MEMORY, count=count, flops=0, bytes=num_bytes, family=family)
 
 
 def elementwise(name: str, elements: int, *, reads: int, writes: int, bwd_reads: int, bwd_writes: int,
-                train: bool, count: int, dtype_bytes: int) -> list[Op]:
+                train: bool, count: int, dtype_bytes: int, family: str) -> list[Op]:
     """A memory-bound op over `elements` values: forward, and in training its backward."""
-    ops = [memory(name, "fwd", (reads + writes) * elements * dtype_bytes, count=count)]
+    ops = [memory(name, "fwd", (reads + writes) * elements * dtype_bytes, count=count, family=family)]
     if train:
-        ops.append(memory(name, "bwd", (bwd_reads + bwd_writes) * elements * dtype_bytes, count=count))
+        ops.append(memory(name, "bwd", (bwd_reads + bwd_writes) * elements * dtype_bytes, count=count,
+                          family=family))
     return ops
 
 
@@ -117,13 +119,13 @@ def attention(shape: ModelShape, w: Workload, *, train: bool, B: int) -> list[Op
     scores = bh * q_len * kv_len
     ops = [matmul("attn/score", "fwd", q_len, kv_len, d, batch=bh, layout="nt", count=L, dtype_bytes=B),
            *elementwise("attn/softmax", scores, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=False,
-                        count=L, dtype_bytes=B),
+                        count=L, dtype_bytes=B, family="softmax"),
            matmul("attn/over_v", "fwd", q_len, d, kv_len, batch=bh, layout="nn", count=L, dtype_bytes=B)]
     if train:
         ops += [
             matmul("attn/over_v", "dp", q_len, kv_len, d, batch=bh, layout="nt", count=L, dtype_bytes=B),  # dO·Vᵀ
             matmul("attn/over_v", "dv", kv_len, d, q_len, batch=bh, layout="tn", count=L, dtype_bytes=B),  # Pᵀ·dO
-            memory("attn/softmax", "bwd", 3 * scores * B, count=L),
+            memory("attn/softmax", "bwd", 3 * scores * B, count=L, family="softmax"),
             matmul("attn/score", "dq", q_len, d, kv_len, batch=bh, layout="nn", count=L, dtype_bytes=B),  # dS·K
             matmul("attn/score", "dk", kv_len, d, q_len, batch=bh, layout="tn", count=L, dtype_bytes=B),  # dSᵀ·Q
         ]
@@ -141,7 +143,8 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
         if shape.gated:
             ops += linear(f"{prefix}/gate", rows, width, h, train=train, count=count, dtype_bytes=B)
         ops += elementwise(f"{prefix}/act", rows * width, reads=act_reads, writes=1, bwd_reads=act_bwd[0],
-                           bwd_writes=act_bwd[1], train=train, count=count, dtype_bytes=B)
+                           bwd_writes=act_bwd[1], train=train, count=count, dtype_bytes=B,
+                           family="glu" if shape.gated else "act")
         ops += linear(f"{prefix}/down", rows, h, width, train=train, count=count, dtype_bytes=B)
         return ops
 
@@ -153,7 +156,7 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
     ops = linear("moe/router", tokens, shape.num_experts, h, train=train, count=L, dtype_bytes=B)
     # Dispatch and combine copy each routed token's hidden vector out and back.
     ops += elementwise("moe/permute", tokens * shape.top_k * h, reads=2, writes=2, bwd_reads=2, bwd_writes=2,
-                       train=train, count=L, dtype_bytes=B)
+                       train=train, count=L, dtype_bytes=B, family="copy")
     ops += block("moe/experts", rows, width, L * shape.num_experts)
     if shape.num_shared_experts:
         ops += block("moe/shared", tokens, width, L * shape.num_shared_experts)
@@ -176,9 +179,9 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
 
     def norm(name: str, count: int) -> list[Op]:
         return elementwise(name, local * h, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=train,
-                           count=count, dtype_bytes=B)
+                           count=count, dtype_bytes=B, family="norm")
 
-    ops = [memory("embed", "fwd", 2 * tokens * h * B, count=1)]
+    ops = [memory("embed", "fwd", 2 * tokens * h * B, count=1, family="copy")]
     ops += norm("attn/norm", L)
     ops += linear("attn/qkv", tokens, q_width + 2 * kv_width, h, train=train, count=L, dtype_bytes=B)
     ops += attention(shape, w, train=train, B=B)
@@ -187,13 +190,13 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     ops += mlp(shape, w, tokens=tokens, train=train, B=B)
     residual_adds = 1 if shape.parallel_attn else 2
     ops += elementwise("residual", local * h, reads=2, writes=1, bwd_reads=2, bwd_writes=1, train=train,
-                       count=L * residual_adds, dtype_bytes=B)
+                       count=L * residual_adds, dtype_bytes=B, family="add")
     ops += norm("final/norm", 1)
     ops += linear("logits", logit_rows, vocab, h, train=train, count=1, dtype_bytes=B)
     if train:
         # Cross-entropy reads the logits once forward and writes their gradient once backward.
         ops += elementwise("loss", logit_rows * vocab, reads=1, writes=0, bwd_reads=1, bwd_writes=1, train=True,
-                           count=1, dtype_bytes=B)
+                           count=1, dtype_bytes=B, family="loss")
         # The embedding gradient scatters into a dense (vocab/t)×h table, zeroed first.
-        ops.append(memory("embed", "bwd", (2 * tokens * h + vocab * h) * B, count=1))
+        ops.append(memory("embed", "bwd", (2 * tokens * h + vocab * h) * B, count=1, family="copy"))
     return ops
