@@ -33,10 +33,11 @@ TENSOR_CORE_DTYPES = ("tf32", "bf16", "fp16", "fp8")
 
 @dataclass(frozen=True)
 class CostParams:
-    """The cost model's free parameters. Defaults are the spec-only model, set from H200 measurements
-    (benchmarks/RESULTS.md); a calibrated profile replaces them for its own GPU."""
+    """The cost model's free parameters. The defaults are the spec-only model: the GEMM parameters were
+    fitted by benchmarks/fit_probe.py to the H200 run in benchmarks/results/h200-probe.csv, the others
+    read off the same run (benchmarks/RESULTS.md). A calibrated profile replaces them for its own GPU."""
 
-    # Fraction of the datasheet peak the best GEMM kernels reach (H200: 4096³ bf16 at 769 of 989).
+    # Fraction of the datasheet peak the best GEMM kernels reach (the H200 ran 8192³ bf16 at 790 of 989).
     gemm_ceiling: float = 0.7737
     # Per-tile fixed work (prologue, epilogue) in units of K: a tile costs K + k_overhead steps.
     k_overhead: float = 145.4818
@@ -46,14 +47,13 @@ class CostParams:
     splits: tuple[int, ...] = (1, 2, 4, 8, 16, 32)  # split-K factors; a slice keeps at least min_split_k of K
     min_split_k: int = 256
     # Slowdown when a leading dim is only 4- or 8-byte aligned, and when it is 2- or 1-byte aligned
-    # (H200, bf16: n=4098 ran 2.7× and n=4097 6× slower than n=4096).
+    # (H200, bf16: 4096³ with one dim made 4098 ran about 2.7× slower, made 4097 about 5.4× slower).
     misaligned_even: float = 2.7435
     misaligned_odd: float = 5.4453
-    # The same for memory-bound GEMMs (narrower loads, no TMA).
+    # The same for memory-bound GEMMs (narrower loads, no TMA); the probe found no extra cost for odd dims.
     misaligned_even_memory: float = 1.5103
     misaligned_odd_memory: float = 1.0
-    # Fraction of the datasheet bandwidth reached by large copies (H200: 4.27 of 4.8 TB/s) and by
-    # torch's elementwise and normalization kernels.
+    # Fraction of the datasheet bandwidth memory-bound GEMMs reach (a 2 GiB copy reached 4.22 of 4.8 TB/s).
     gemm_bandwidth: float = 0.8417
     # torch's memory-bound kernels by family and pass, as fractions of the datasheet bandwidth
     # (H200, bf16, large tensors; probe rows "elementwise" and "copy"). Where the probe measured no
