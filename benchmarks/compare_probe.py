@@ -49,7 +49,7 @@ def predict_rows(rows: list[dict], gpu: str, params=SPEC) -> list[tuple[dict, st
                 ops.append((r, "sdpa/fwdbwd", [make("fwd", fwd, 2 * q + 2 * kv), make("bwd", fwd * 5 // 2, 4 * q + 4 * kv)]))
         elif r["kind"] == "elementwise":
             nbytes = float(r["gbps"]) * float(r["time_ms"]) * 1e6
-            family = {"layer_norm": "norm", "rms_norm": "norm", "gelu": "act", "swiglu": "glu", "add": "add",
+            family = {"layer_norm": "layernorm", "rms_norm": "rmsnorm", "gelu": "act", "swiglu": "glu", "add": "add",
                       "softmax": "softmax", "cross_entropy": "loss"}[e["op"]]
             if e["pass"] == "fwd":
                 ops.append((r, f"elementwise/{e['op']}", [Op("x", "fwd", MEMORY, 1, 0, int(nbytes), family=family)]))

@@ -59,7 +59,8 @@ class CostParams:
     # (H200, bf16, large tensors; probe rows "elementwise" and "copy"). Where the probe measured no
     # backward (glu, loss) the forward's figure stands in.
     bandwidth: tuple[tuple[str, float], ...] = (
-        ("copy", 0.88), ("copy.bwd", 0.88), ("add", 0.91), ("add.bwd", 0.91), ("norm", 0.50), ("norm.bwd", 0.33),
+        ("copy", 0.88), ("copy.bwd", 0.88), ("add", 0.91), ("add.bwd", 0.91), ("layernorm", 0.48), ("layernorm.bwd", 0.33), ("rmsnorm", 0.53),
+        ("rmsnorm.bwd", 0.33),
         ("act", 0.75), ("act.bwd", 0.86), ("glu", 0.52), ("glu.bwd", 0.52), ("softmax", 0.30),
         ("softmax.bwd", 0.45), ("loss", 0.24), ("loss.bwd", 0.24))
     launch_ms: float = 0.0054

@@ -33,7 +33,10 @@ class Op:
     batch: int = 1  # BMM batch; for flash: sequences × heads
     layout: str = "nn"
     causal: bool = False  # flash only: m is the query length, n the key length, k the head dim
-    family: str = ""  # memory ops: copy, add, norm, act, glu, softmax or loss (kernels differ in speed)
+    groups: int = 1  # flash only: query heads per kv head (grouped-query attention)
+    # Memory ops: m rows of n values, and the kind of kernel, whose speeds differ: copy, add,
+    # layernorm, rmsnorm, act, glu, softmax or loss.
+    family: str = ""
 
     @property
     def label(self) -> str:
@@ -51,7 +54,7 @@ class Op:
             return f"{self.batch}×({self.m}×{self.n}×{self.k})"
         if self.kind == FLASH:
             return f"{self.batch}×(q{self.m} kv{self.n} d{self.k})"
-        return f"{self.bytes / 2**20:,.1f} MiB"
+        return f"{self.m}×{self.n}, {self.bytes / 2**20:,.1f} MiB"
 
     @property
     def total_flops(self) -> int:
@@ -79,16 +82,17 @@ def linear(name: str, tokens: int, out_features: int, in_features: int, *, train
     return ops
 
 
-def memory(name: str, pass_: str, num_bytes: int, *, count: int, family: str) -> Op:
-    return Op(name, pass_, MEMORY, count=count, flops=0, bytes=num_bytes, family=family)
+def memory(name: str, pass_: str, num_bytes: int, *, rows: int, width: int, count: int, family: str) -> Op:
+    return Op(name, pass_, MEMORY, count=count, flops=0, bytes=num_bytes, m=rows, n=width, family=family)
 
 
-def elementwise(name: str, elements: int, *, reads: int, writes: int, bwd_reads: int, bwd_writes: int,
+def elementwise(name: str, rows: int, width: int, *, reads: int, writes: int, bwd_reads: int, bwd_writes: int,
                 train: bool, count: int, dtype_bytes: int, family: str) -> list[Op]:
-    """A memory-bound op over `elements` values: forward, and in training its backward."""
-    ops = [memory(name, "fwd", (reads + writes) * elements * dtype_bytes, count=count, family=family)]
+    """A memory-bound op over rows × width values: forward, and in training its backward."""
+    size = rows * width * dtype_bytes
+    ops = [memory(name, "fwd", (reads + writes) * size, rows=rows, width=width, count=count, family=family)]
     if train:
-        ops.append(memory(name, "bwd", (bwd_reads + bwd_writes) * elements * dtype_bytes, count=count,
+        ops.append(memory(name, "bwd", (bwd_reads + bwd_writes) * size, rows=rows, width=width, count=count,
                           family=family))
     return ops
 
@@ -106,26 +110,28 @@ def attention(shape: ModelShape, w: Workload, *, train: bool, B: int) -> list[Op
         pairs = q_len * kv_len // 2 if causal else q_len * kv_len
         fwd_flops = 4 * seqs * heads * pairs * d  # QKᵀ and PV
         q_bytes, kv_bytes = seqs * heads * q_len * d * B, seqs * kv_heads * kv_len * d * B
+        groups = heads // kv_heads if heads % kv_heads == 0 else 1
         fwd = Op("attn/flash", "fwd", FLASH, count=L, flops=fwd_flops, bytes=2 * q_bytes + 2 * kv_bytes,
-                 m=q_len, n=kv_len, k=d, batch=seqs * heads, causal=causal)
+                 m=q_len, n=kv_len, k=d, batch=seqs * heads, causal=causal, groups=groups)
         if not train:
             return [fwd]
         # Backward recomputes QKᵀ and runs four more products (dV, dP, dQ, dK): 2.5× the forward FLOPs.
         bwd = Op("attn/flash", "bwd", FLASH, count=L, flops=fwd_flops * 5 // 2,
-                 bytes=4 * q_bytes + 4 * kv_bytes, m=q_len, n=kv_len, k=d, batch=seqs * heads, causal=causal)
+                 bytes=4 * q_bytes + 4 * kv_bytes, m=q_len, n=kv_len, k=d, batch=seqs * heads, causal=causal,
+                 groups=groups)
         return [fwd, bwd]
     # Unfused: kv heads are expanded to every query head, then two BMMs around a softmax.
     bh = seqs * heads
-    scores = bh * q_len * kv_len
     ops = [matmul("attn/score", "fwd", q_len, kv_len, d, batch=bh, layout="nt", count=L, dtype_bytes=B),
-           *elementwise("attn/softmax", scores, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=False,
+           *elementwise("attn/softmax", bh * q_len, kv_len, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=False,
                         count=L, dtype_bytes=B, family="softmax"),
            matmul("attn/over_v", "fwd", q_len, d, kv_len, batch=bh, layout="nn", count=L, dtype_bytes=B)]
     if train:
         ops += [
             matmul("attn/over_v", "dp", q_len, kv_len, d, batch=bh, layout="nt", count=L, dtype_bytes=B),  # dO·Vᵀ
             matmul("attn/over_v", "dv", kv_len, d, q_len, batch=bh, layout="tn", count=L, dtype_bytes=B),  # Pᵀ·dO
-            memory("attn/softmax", "bwd", 3 * scores * B, count=L, family="softmax"),
+            memory("attn/softmax", "bwd", 3 * bh * q_len * kv_len * B, rows=bh * q_len, width=kv_len, count=L,
+                   family="softmax"),
             matmul("attn/score", "dq", q_len, d, kv_len, batch=bh, layout="nn", count=L, dtype_bytes=B),  # dS·K
             matmul("attn/score", "dk", kv_len, d, q_len, batch=bh, layout="tn", count=L, dtype_bytes=B),  # dSᵀ·Q
         ]
@@ -142,7 +148,7 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
         ops = linear(f"{prefix}/up", rows, width, h, train=train, count=count, dtype_bytes=B)
         if shape.gated:
             ops += linear(f"{prefix}/gate", rows, width, h, train=train, count=count, dtype_bytes=B)
-        ops += elementwise(f"{prefix}/act", rows * width, reads=act_reads, writes=1, bwd_reads=act_bwd[0],
+        ops += elementwise(f"{prefix}/act", rows, width, reads=act_reads, writes=1, bwd_reads=act_bwd[0],
                            bwd_writes=act_bwd[1], train=train, count=count, dtype_bytes=B,
                            family="glu" if shape.gated else "act")
         ops += linear(f"{prefix}/down", rows, h, width, train=train, count=count, dtype_bytes=B)
@@ -155,7 +161,7 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
     width = shape.expert_width // t
     ops = linear("moe/router", tokens, shape.num_experts, h, train=train, count=L, dtype_bytes=B)
     # Dispatch and combine copy each routed token's hidden vector out and back.
-    ops += elementwise("moe/permute", tokens * shape.top_k * h, reads=2, writes=2, bwd_reads=2, bwd_writes=2,
+    ops += elementwise("moe/permute", tokens * shape.top_k, h, reads=2, writes=2, bwd_reads=2, bwd_writes=2,
                        train=train, count=L, dtype_bytes=B, family="copy")
     ops += block("moe/experts", rows, width, L * shape.num_experts)
     if shape.num_shared_experts:
@@ -178,10 +184,10 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     vocab = math.ceil(shape.vocab / t)  # vocab-parallel output layer
 
     def norm(name: str, count: int) -> list[Op]:
-        return elementwise(name, local * h, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=train,
-                           count=count, dtype_bytes=B, family="norm")
+        return elementwise(name, local, h, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=train,
+                           count=count, dtype_bytes=B, family=shape.norm)
 
-    ops = [memory("embed", "fwd", 2 * tokens * h * B, count=1, family="copy")]
+    ops = [memory("embed", "fwd", 2 * tokens * h * B, rows=tokens, width=h, count=1, family="copy")]
     ops += norm("attn/norm", L)
     ops += linear("attn/qkv", tokens, q_width + 2 * kv_width, h, train=train, count=L, dtype_bytes=B)
     ops += attention(shape, w, train=train, B=B)
@@ -189,14 +195,15 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     ops += norm("mlp/norm", L)
     ops += mlp(shape, w, tokens=tokens, train=train, B=B)
     residual_adds = 1 if shape.parallel_attn else 2
-    ops += elementwise("residual", local * h, reads=2, writes=1, bwd_reads=2, bwd_writes=1, train=train,
+    ops += elementwise("residual", local, h, reads=2, writes=1, bwd_reads=2, bwd_writes=1, train=train,
                        count=L * residual_adds, dtype_bytes=B, family="add")
     ops += norm("final/norm", 1)
     ops += linear("logits", logit_rows, vocab, h, train=train, count=1, dtype_bytes=B)
     if train:
         # Cross-entropy reads the logits once forward and writes their gradient once backward.
-        ops += elementwise("loss", logit_rows * vocab, reads=1, writes=0, bwd_reads=1, bwd_writes=1, train=True,
+        ops += elementwise("loss", logit_rows, vocab, reads=1, writes=0, bwd_reads=1, bwd_writes=1, train=True,
                            count=1, dtype_bytes=B, family="loss")
         # The embedding gradient scatters into a dense (vocab/t)×h table, zeroed first.
-        ops.append(memory("embed", "bwd", (2 * tokens * h + vocab * h) * B, count=1, family="copy"))
+        ops.append(memory("embed", "bwd", (2 * tokens * h + vocab * h) * B, rows=tokens, width=h, count=1,
+                          family="copy"))
     return ops
