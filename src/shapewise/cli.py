@@ -26,12 +26,18 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _add_model_args(p: argparse.ArgumentParser) -> None:
+GPU_TO_PREDICT = "GPU to predict for beside each measurement (default: the one measured)"
+
+
+def _add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> None:
     from .shapes import ATTENTION_KINDS, DTYPE_BYTES, MODES
 
     p.add_argument("model", nargs="?", help="a preset name (`shapewise models` lists them)")
     p.add_argument("--config", metavar="PATH", help="a Hugging Face config.json (or a folder holding one)")
-    p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them; default h200)")
+    if measuring:
+        p.add_argument("--gpu", help=GPU_TO_PREDICT)
+    else:
+        p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them; default h200)")
     p.add_argument("--batch", "-b", type=_positive_int, default=4, help="micro-batch, sequences per step (4)")
     p.add_argument("--seq", "-s", type=_positive_int, default=2048, help="sequence length, or KV-cache length in decode (2048)")
     p.add_argument("--tp", "-t", type=_positive_int, default=1, help="tensor-parallel degree (1)")
@@ -119,6 +125,209 @@ def cmd_models(args) -> int:
     return 0
 
 
+# ---- measuring: bench and results ------------------------------------------------------------
+
+def _add_measure_args(p: argparse.ArgumentParser, *, gpu: bool = True) -> None:
+    if gpu:
+        p.add_argument("--gpu", help=GPU_TO_PREDICT)
+    p.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
+    p.add_argument("--db", metavar="PATH", help="results store (default: $SHAPEWISE_DB or ~/.cache/shapewise/results.db)")
+    p.add_argument("--force", action="store_true", help="measure again cases the store already holds")
+    p.add_argument("--warmup-ms", type=float, default=10.0, help="warm-up time per case (10)")
+    p.add_argument("--budget-ms", type=float, default=40.0, help="timed repetitions per case (40)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+
+
+def _sweep(args, cases):
+    from .bench import sweep
+    from .store import Store
+
+    with Store(args.db) as store:
+        return sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms, budget_ms=args.budget_ms,
+                     force=args.force)
+
+
+def _gpu_for(args, env):
+    """The GPU to predict for: --gpu, else the measured one if the table knows it; None on a CPU."""
+    from .hardware import get_gpu
+
+    if args.gpu:
+        return get_gpu(args.gpu)
+    try:
+        return get_gpu(env["gpu_name"]) if env.get("gpu_name") else None
+    except ShapewiseError:
+        return None
+
+
+def _render_sweep(args, result, predict) -> int:
+    """One row per case: measured median and spread, rate, and the prediction beside it."""
+    from rich.table import Table
+
+    if args.json:
+        print(json.dumps([{**row, "predicted_ms": predict(case)} for case, row in result.rows], indent=2, default=str))
+    else:
+        table = Table(show_edge=False, pad_edge=False, header_style="bold")
+        for col in ("case", "measured ms", "IQR", "TFLOP/s", "GB/s", "predicted ms", "error"):
+            table.add_column(col, justify="left" if col in ("case", "error") else "right")
+        for case, row in result.rows:
+            ok = row.get("error") is None
+            predicted = predict(case) if ok else None
+            error = f"{predicted / row['median_ms'] - 1:+.1%}" if predicted and ok else (row.get("error") or "")
+            table.add_row(case.label, f"{row['median_ms']:.4f}" if ok else "—",
+                          f"{row['iqr_ms'] / row['median_ms']:.1%}" if ok else "",
+                          f"{row['tflops']:,.1f}" if ok and row.get("tflops") else "",
+                          f"{row['gbps']:,.0f}" if ok and row.get("gbps") else "",
+                          f"{predicted:.4f}" if predicted else "", error)
+        console = _console()
+        console.print(table)
+        env = result.environment
+        console.print(f"{env.get('gpu_name') or env.get('cpu_model') or args.device}, torch {env.get('torch_version')}: "
+                      + result.summary())
+    return 130 if result.interrupted else 0
+
+
+def cmd_bench_gemm(args) -> int:
+    from .bench import gemm_cases, parse_dims
+
+    batches = parse_dims(args.b, name="-b") if getattr(args, "b", None) else [1]
+    cases = gemm_cases(parse_dims(args.m, name="-m"), parse_dims(args.n, name="-n"), parse_dims(args.k, name="-k"),
+                       batches=batches, layouts=args.layout, dtype=args.dtype)
+    result = _sweep(args, cases)
+    gpu = _gpu_for(args, result.environment)
+
+    def predict(case):
+        from .cost import predict_gemm
+
+        p = case.params
+        if gpu is None or p["dtype"] not in gpu.tflops:
+            return None
+        return float(predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu,
+                                  dtype=p["dtype"]).time_ms)
+
+    return _render_sweep(args, result, predict)
+
+
+def cmd_bench_attention(args) -> int:
+    from .bench import attention_cases, parse_dims
+
+    cases = attention_cases(batches=parse_dims(args.batch, name="--batch"), heads=parse_dims(args.heads, name="--heads"),
+                            kv_heads=parse_dims(args.kv_heads, name="--kv-heads") if args.kv_heads else None,
+                            head_dims=parse_dims(args.head_dim, name="--head-dim"), seqs=parse_dims(args.seq, name="--seq"),
+                            causal=args.causal, backends=args.backend, passes=args.passes, dtype=args.dtype)
+    result = _sweep(args, cases)
+    gpu = _gpu_for(args, result.environment)
+
+    def predict(case):
+        from .cost import predict_ops
+        from .ops import FLASH, Op
+
+        p = case.params
+        if gpu is None or p["backend"] not in ("default", "flash"):
+            return None  # the cost model describes SDPA's default (flash) kernels
+        b, h, kv, s, d = p["batch"], p["heads"], p["kv_heads"], p["seq"], p["head_dim"]
+        fwd = int(case.flops / (3.5 if p["pass"] == "fwdbwd" else 1))
+        q, kvb = b * h * s * d * 2, b * kv * s * d * 2
+        ops = [Op("attn/flash", "fwd", FLASH, 1, fwd, 2 * q + 2 * kvb, m=s, n=s, k=d, batch=b * h,
+                  causal=p["causal"], groups=h // kv)]
+        if p["pass"] == "fwdbwd":
+            ops.append(Op("attn/flash", "bwd", FLASH, 1, fwd * 5 // 2, 4 * q + 4 * kvb, m=s, n=s, k=d, batch=b * h,
+                          causal=p["causal"], groups=h // kv))
+        return sum(c.time_ms for c in predict_ops(ops, gpu=gpu, dtype=p["dtype"]))
+
+    return _render_sweep(args, result, predict)
+
+
+def _layer_ops(shape, workload):
+    """The ops of one transformer block: a one-layer step without embedding, final norm and logits."""
+    from .ops import model_ops
+
+    outside = ("embed", "final/norm", "logits", "loss")
+    return [op for op in model_ops(shape.replace(num_layers=1), workload) if op.name not in outside]
+
+
+def cmd_bench_layer(args) -> int:
+    import dataclasses
+
+    from .bench import Case, op_case
+    from .cost import predict_ops
+
+    shape, workload = _model_and_workload(args)
+    if workload.tp != 1 or workload.mode == "decode":
+        raise ShapewiseError("bench layer measures one GPU's layer in train or prefill mode: drop --tp and decode")
+    passes = ("fwdbwd", "fwd") if workload.mode == "train" else ("fwd",)
+    layer_cases = [Case("layer", dict(model=shape.name, shape=dataclasses.asdict(shape), batch=workload.batch,
+                                      seq=workload.seq, attention=workload.attention, dtype=workload.dtype,
+                                      **{"pass": pass_})) for pass_ in passes]
+    ops = {pass_: _layer_ops(shape, workload.replace(mode="train" if pass_ == "fwdbwd" else "prefill"))
+           for pass_ in passes}
+    op_cases = {op.label + "|" + pass_: op_case(op, workload.dtype) for pass_ in passes for op in ops[pass_]}
+    result = _sweep(args, layer_cases + list(op_cases.values()))
+    measured = {id(case): row for case, row in result.rows}
+    gpu = _gpu_for(args, result.environment)
+    if args.json:
+        print(json.dumps([{**row, "label": case.label} for case, row in result.rows], indent=2, default=str))
+        return 130 if result.interrupted else 0
+    from rich.table import Table
+
+    table = Table(show_edge=False, pad_edge=False, header_style="bold",
+                  title=f"one {shape.name} layer, b={workload.batch} s={workload.seq} {workload.dtype}", title_justify="left")
+    for col in ("pass", "layer ms", "sum of its ops ms", "ops/layer", "predicted ms", "predicted/layer", "ops failed"):
+        table.add_column(col, justify="left" if col == "pass" else "right")
+    for case in layer_cases:
+        pass_ = case.params["pass"]
+        row = measured.get(id(case))
+        op_rows = [(op, measured.get(id(op_cases[op.label + "|" + pass_]))) for op in ops[pass_]]
+        ok = [(op, r) for op, r in op_rows if r and r.get("error") is None]
+        op_sum = sum(r["median_ms"] * op.count for op, r in ok)
+        predicted = sum(c.total_ms for c in predict_ops(ops[pass_], gpu=gpu, dtype=workload.dtype)) if gpu else None
+        layer_ms = row["median_ms"] if row and row.get("error") is None else None
+        table.add_row(pass_, f"{layer_ms:.3f}" if layer_ms else (row or {}).get("error", "—"), f"{op_sum:.3f}",
+                      f"{op_sum / layer_ms:.2f}" if layer_ms else "", f"{predicted:.3f}" if predicted else "",
+                      f"{predicted / layer_ms:.2f}" if predicted and layer_ms else "", str(len(op_rows) - len(ok)))
+    console = _console()
+    console.print(table)
+    console.print(result.summary())
+    return 130 if result.interrupted else 0
+
+
+def cmd_bench_ops(args) -> int:
+    from .bench import op_case
+    from .cost import predict_ops
+    from .ops import model_ops
+
+    shape, workload = _model_and_workload(args)
+    ops = model_ops(shape, workload)
+    cases = [op_case(op, workload.dtype) for op in ops]
+    result = _sweep(args, cases)
+    gpu = _gpu_for(args, result.environment)
+    predicted = {id(c): cost.time_ms for c, cost in zip(cases, predict_ops(ops, gpu=gpu, dtype=workload.dtype))} if gpu else {}
+    status = _render_sweep(args, result, lambda case: predicted.get(id(case)))
+    if not args.json:
+        rows = {id(case): row for case, row in result.rows}
+        pairs = [(op, rows[id(c)]["median_ms"], predicted.get(id(c))) for op, c in zip(ops, cases)
+                 if id(c) in rows and rows[id(c)].get("error") is None]
+        measured_ms = sum(op.count * ms for op, ms, _ in pairs)
+        line = f"step, measured op by op: {measured_ms:,.2f} ms"
+        if predicted:
+            line += f"; predicted {sum(op.count * p for op, _, p in pairs):,.2f} ms for the same ops"
+        _console().print(line)
+    return status
+
+
+def cmd_results(args) -> int:
+    from .store import Store
+
+    with Store(args.db) as store:
+        if args.export:
+            fmt = args.format or ("json" if args.export.endswith(".json") else "csv")
+            count = store.export(args.export, fmt=fmt, bench=args.bench)
+            print(f"wrote {count} rows to {args.export}")
+            return 0
+        summary = store.summary()
+    print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="shapewise", description="Is this transformer's shape fast on this GPU?")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -131,6 +340,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("gpu", nargs="?", help="show one GPU with the source of every number")
     p.set_defaults(run=cmd_gpus)
     sub.add_parser("models", help="list the model presets").set_defaults(run=cmd_models)
+
+    bench = sub.add_parser("bench", help="measure ops on a GPU (or the CPU) and store the results")
+    kinds = bench.add_subparsers(dest="bench", required=True, parser_class=_Parser)
+    from .shapes import DTYPE_BYTES
+
+    for name in ("gemm", "bmm"):
+        p = kinds.add_parser(name, help=f"time torch.matmul over ranges of dims ({name})")
+        if name == "bmm":
+            p.add_argument("-b", nargs="+", required=True, help="batch sizes")
+        for dim in ("m", "n", "k"):
+            p.add_argument(f"-{dim}", nargs="+", required=True, help=f"{dim} values or START:STOP:STEP ranges")
+        p.add_argument("--layout", nargs="+", choices=("nn", "nt", "tn"), default=["nn"],
+                       help="nn: x @ W; nt: x @ W.T (a linear layer); tn: a weight gradient (default nn)")
+        p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16")
+        _add_measure_args(p)
+        p.set_defaults(run=cmd_bench_gemm)
+    from .bench import ATTENTION_BACKENDS, PASSES
+
+    p = kinds.add_parser("attention", help="time fused and unfused attention, forward and forward+backward")
+    p.add_argument("--heads", nargs="+", required=True)
+    p.add_argument("--kv-heads", nargs="+", help="kv heads (grouped-query attention; default: as many as heads)")
+    p.add_argument("--head-dim", nargs="+", required=True)
+    p.add_argument("--seq", nargs="+", required=True)
+    p.add_argument("--batch", nargs="+", default=["4"])
+    p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=True, help="causal mask (default on)")
+    p.add_argument("--backend", nargs="+", choices=ATTENTION_BACKENDS, default=["default", "unfused"],
+                   help="SDPA backends (flash, efficient, cudnn, math, default) and the unfused path")
+    p.add_argument("--pass", dest="passes", nargs="+", choices=PASSES, default=list(PASSES))
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16")
+    _add_measure_args(p)
+    p.set_defaults(run=cmd_bench_attention)
+    for name, fn, text in (("layer", cmd_bench_layer, "time one transformer layer and each of its ops alone"),
+                           ("ops", cmd_bench_ops, "time every op that `shapewise check` lists, beside its prediction")):
+        p = kinds.add_parser(name, help=text)
+        _add_model_args(p, measuring=True)
+        _add_measure_args(p, gpu=False)
+        p.set_defaults(run=fn)
+
+    p = sub.add_parser("results", help="summarize the results store, or export it to CSV or JSON")
+    p.add_argument("--db", metavar="PATH", help="results store (default: $SHAPEWISE_DB or ~/.cache/shapewise/results.db)")
+    p.add_argument("--export", metavar="PATH", help="write the rows to PATH (.csv or .json)")
+    p.add_argument("--format", choices=("csv", "json"), help="export format (default: from the file name)")
+    p.add_argument("--bench", help="only this benchmark (gemm, bmm, attention, layer, op)")
+    p.set_defaults(run=cmd_results)
     return parser
 
 

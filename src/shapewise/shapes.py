@@ -101,8 +101,9 @@ class ModelShape:
         return self.num_experts > 0
 
     @property
-    def params(self) -> int:
-        """Exact parameter count of the structure described (embeddings included)."""
+    def layer_params(self) -> int:
+        """Exact parameter count of one transformer block: attention, MLP (or router and experts) and
+        its two norms; params is num_layers of these plus the embeddings and the final norm."""
         h, d = self.hidden, self.d_head
         q, kv = self.num_heads * d, self.kv_heads * d
         attn = h * (q + 2 * kv) + q * h + (q + 2 * kv + h) * self.bias
@@ -115,10 +116,15 @@ class ModelShape:
             ffn = h * self.num_experts + (self.num_experts + self.num_shared_experts) * mlp(self.expert_width)
         else:
             ffn = mlp(self.ffn_width)
-        norm = NORM_KINDS[self.norm] * h
-        per_layer = attn + ffn + 2 * norm
+        return attn + ffn + 2 * NORM_KINDS[self.norm] * h
+
+    @property
+    def params(self) -> int:
+        """Exact parameter count of the structure described (embeddings included)."""
+        h = self.hidden
+        norm = NORM_KINDS[self.norm] * h  # the final norm
         embed = self.vocab * h * (1 if self.tied_embeddings else 2) + self.learned_positions * h
-        return self.num_layers * per_layer + embed + norm
+        return self.num_layers * self.layer_params + embed + norm
 
     @property
     def active_params(self) -> int:

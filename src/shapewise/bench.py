@@ -1,0 +1,383 @@
+"""Benchmarks: the cases a sweep measures, the torch callables that run them, and the sweep itself.
+
+A sweep is resumable: each case has a canonical key, and a case the results store already holds for
+this environment (same GPU, driver, torch, CUDA, cuBLAS) is skipped unless forced. Each result is
+committed as soon as it is measured, so Ctrl-C keeps everything finished; a case that fails (out of
+memory, an unsupported dtype or kernel) is stored with its reason and the sweep goes on.
+
+torch is imported only inside functions: this module loads without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+from .errors import ShapewiseError
+from .ops import BMM, FLASH, GEMM, MEMORY, Op
+
+TORCH_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16",
+                "fp8": "float8_e4m3fn"}
+ATTENTION_BACKENDS = ("flash", "efficient", "cudnn", "math", "unfused", "default")
+SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+                 "math": "MATH"}
+PASSES = ("fwd", "fwdbwd")
+
+
+def parse_dims(values: list[str], *, name: str) -> list[int]:
+    """Dims from the command line: numbers and inclusive ranges START:STOP:STEP (or START:STOP, step 1)."""
+    dims: list[int] = []
+    for value in values:
+        parts = value.split(":")
+        try:
+            numbers = [int(p) for p in parts]
+        except ValueError:
+            raise ShapewiseError(f"{name}: {value!r} is not a number or a START:STOP:STEP range") from None
+        if len(numbers) == 1:
+            dims.append(numbers[0])
+        elif len(numbers) in (2, 3):
+            start, stop, step = (*numbers, 1) if len(numbers) == 2 else numbers
+            if step <= 0 or stop < start:
+                raise ShapewiseError(f"{name}: range {value!r} needs START <= STOP and a positive STEP")
+            dims.extend(range(start, stop + 1, step))
+        else:
+            raise ShapewiseError(f"{name}: {value!r} is not a number or a START:STOP:STEP range")
+    if not dims or any(d <= 0 for d in dims):
+        raise ShapewiseError(f"{name}: dims must be positive, got {' '.join(values)}")
+    return list(dict.fromkeys(dims))  # keep order, drop repeats
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measurement: what to build (`bench` and `params`), and the work it does."""
+
+    bench: str  # gemm, bmm, attention, layer or op
+    params: dict = field(hash=False)
+    flops: float | None = None
+    bytes: float | None = None
+
+    @property
+    def label(self) -> str:
+        p = self.params
+        if self.bench in ("gemm", "bmm"):
+            batch = f"{p['batch']}×" if self.bench == "bmm" else ""
+            return f"{self.bench} {batch}{p['m']}×{p['n']}×{p['k']} {p['layout']} {p['dtype']}"
+        if self.bench == "attention":
+            return (f"attention b{p['batch']} h{p['heads']}/{p['kv_heads']} d{p['head_dim']} s{p['seq']} "
+                    f"{p['backend']} {p['pass']}")
+        if self.bench == "layer":
+            return f"layer {p['model']} b{p['batch']} s{p['seq']} {p['attention']} {p['pass']}"
+        return f"op {p['label']} {p.get('shape', '')}"
+
+
+# ---- cases ----------------------------------------------------------------------------------
+
+def gemm_cases(ms, ns, ks, *, batches=(1,), layouts=("nn",), dtype="bf16") -> list[Case]:
+    from .shapes import DTYPE_BYTES
+
+    size = DTYPE_BYTES[dtype]
+    bench = "bmm" if any(b > 1 for b in batches) else "gemm"
+    return [Case(bench, dict(m=m, n=n, k=k, batch=b, layout=layout, dtype=dtype),
+                 flops=2.0 * m * n * k * b, bytes=float((m * k + k * n + m * n) * b * size))
+            for b in batches for layout in layouts for m in ms for n in ns for k in ks]
+
+
+def attention_flops(batch: int, heads: int, seq: int, head_dim: int, *, causal: bool, pass_: str) -> float:
+    """QKᵀ and PV forward (half the square when causal); backward is 2.5× the forward."""
+    fwd = 4.0 * batch * heads * seq * seq * head_dim * (0.5 if causal else 1.0)
+    return fwd if pass_ == "fwd" else 3.5 * fwd
+
+
+def attention_cases(*, batches, heads, kv_heads, head_dims, seqs, causal=True, backends=("default",),
+                    passes=PASSES, dtype="bf16") -> list[Case]:
+    cases = []
+    for b in batches:
+        for h in heads:
+            for kv in kv_heads or [h]:
+                if h % kv:
+                    raise ShapewiseError(f"--kv-heads {kv} does not divide --heads {h}")
+                for d in head_dims:
+                    for s in seqs:
+                        for backend in backends:
+                            for pass_ in passes:
+                                params = dict(batch=b, heads=h, kv_heads=kv, head_dim=d, seq=s, causal=causal,
+                                              backend=backend, dtype=dtype, **{"pass": pass_})
+                                cases.append(Case("attention", params,
+                                                  flops=attention_flops(b, h, s, d, causal=causal, pass_=pass_)))
+    return cases
+
+
+def op_case(op: Op, dtype: str) -> Case:
+    """A case that runs one op of a model's step alone."""
+    params = dict(label=op.label, kind=op.kind, m=op.m, n=op.n, k=op.k, batch=op.batch, layout=op.layout,
+                  causal=op.causal, groups=op.groups, family=op.family, pass_=op.pass_, dtype=dtype,
+                  shape=op.shape_text)
+    return Case("op", params, flops=float(op.flops) or None, bytes=float(op.bytes))
+
+
+# ---- builders: inputs and the function to time -----------------------------------------------
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise ShapewiseError("measuring needs torch: pip install 'shapewise[gpu]'") from None
+    return torch
+
+
+def _randn(torch, device, *shape, dtype="bf16", requires_grad=False):
+    # Random normal data: zeros let kernels skip work and hide wrong results.
+    x = torch.randn(*shape, device=device, dtype=torch.float32 if dtype == "fp8" else getattr(torch, TORCH_DTYPES[dtype]))
+    if dtype == "fp8":
+        x = x.to(torch.float8_e4m3fn)
+    return x.requires_grad_(requires_grad)
+
+
+@contextlib.contextmanager
+def _matmul_precision(torch, dtype: str):
+    """fp32 means true fp32; tf32 lets cuBLAS use the tensor cores' tf32 mode."""
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def _matmul(torch, device, m, n, k, *, batch=1, layout="nn", dtype="bf16"):
+    lead = (batch,) if batch > 1 else ()
+    if dtype == "fp8":
+        if layout != "nt" or batch > 1:
+            raise ShapewiseError("fp8 GEMMs run only unbatched in the nt layout (torch._scaled_mm needs a "
+                                 "column-major second operand)")
+        a, b = _randn(torch, device, m, k, dtype="fp8"), _randn(torch, device, n, k, dtype="fp8").t()
+        one = torch.ones((), device=device)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    a = _randn(torch, device, *lead, k, m, dtype=dtype).transpose(-1, -2) if layout == "tn" \
+        else _randn(torch, device, *lead, m, k, dtype=dtype)
+    b = _randn(torch, device, *lead, n, k, dtype=dtype).transpose(-1, -2) if layout == "nt" \
+        else _randn(torch, device, *lead, k, n, dtype=dtype)
+    return lambda: torch.matmul(a, b)
+
+
+def _backward_only(torch, forward, inputs, dout):
+    """Time a backward pass alone: the forward runs once here, its graph is kept and reused."""
+    out = forward()
+    return lambda: torch.autograd.grad(out, inputs, dout, retain_graph=True)
+
+
+def _fwd_bwd(torch, forward, leaves, dout):
+    def fn():
+        for leaf in leaves:
+            leaf.grad = None  # a training step writes fresh grads; accumulating would add a kernel
+        torch.autograd.backward(forward(), dout)
+    return fn
+
+
+def _attention(torch, device, *, batch, heads, kv_heads, q_len, kv_len, head_dim, causal, backend, pass_,
+               dtype):
+    import torch.nn.functional as F
+
+    train = pass_ != "fwd"
+    q = _randn(torch, device, batch, heads, q_len, head_dim, dtype=dtype, requires_grad=train)
+    k = _randn(torch, device, batch, kv_heads, kv_len, head_dim, dtype=dtype, requires_grad=train)
+    v = _randn(torch, device, batch, kv_heads, kv_len, head_dim, dtype=dtype, requires_grad=train)
+    context = contextlib.nullcontext()
+    if backend == "unfused":
+        def forward():  # score BMM, mask, softmax, BMM over V: what attention costs without fusion
+            kk, vv = (x.repeat_interleave(heads // kv_heads, dim=1) for x in (k, v))
+            scores = torch.matmul(q, kk.transpose(-1, -2)) * head_dim ** -0.5
+            if causal:
+                mask = torch.ones(q_len, kv_len, device=device, dtype=torch.bool).tril(kv_len - q_len)
+                scores = scores.masked_fill(~mask, float("-inf"))
+            return torch.matmul(torch.softmax(scores, dim=-1), vv)
+    else:
+        gqa = {"enable_gqa": True} if kv_heads != heads else {}
+
+        def forward():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **gqa)
+
+        if backend in SDPA_BACKENDS:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            context = sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[backend]))
+    dout = _randn(torch, device, batch, heads, q_len, head_dim, dtype=dtype)
+    with context:  # backend choice happens at call time; build the backward-only graph inside it too
+        fn = {"fwd": lambda: forward, "fwdbwd": lambda: _fwd_bwd(torch, forward, (q, k, v), dout),
+              "bwd": lambda: _backward_only(torch, forward, (q, k, v), dout)}[pass_]()
+    return fn, context
+
+
+def _memory_op(torch, device, op_params: dict, dtype: str):
+    """The torch kernel behind a memory-bound op of the model, forward or backward."""
+    import torch.nn.functional as F
+
+    rows, width, family, pass_ = op_params["m"], op_params["n"], op_params["family"], op_params["pass_"]
+    train = pass_ != "fwd"
+    x = _randn(torch, device, rows, width, dtype=dtype, requires_grad=train)
+    if family == "copy":
+        dst = torch.empty_like(x)
+        return lambda: dst.copy_(x)
+    if family == "add":
+        y = _randn(torch, device, rows, width, dtype=dtype)
+        return lambda: torch.add(x, y)
+    inputs = [x]
+    if family in ("layernorm", "rmsnorm"):
+        weight = _randn(torch, device, width, dtype=dtype, requires_grad=train)
+        inputs.append(weight)
+        if family == "layernorm":
+            bias = _randn(torch, device, width, dtype=dtype, requires_grad=train)
+            inputs.append(bias)
+            forward = lambda: F.layer_norm(x, (width,), weight, bias)  # noqa: E731
+        else:
+            forward = lambda: F.rms_norm(x, (width,), weight)  # noqa: E731
+    elif family == "act":
+        forward = lambda: F.gelu(x, approximate="tanh")  # noqa: E731
+    elif family == "glu":
+        gate = _randn(torch, device, rows, width, dtype=dtype, requires_grad=train)
+        inputs.append(gate)
+        forward = lambda: F.silu(gate) * x  # noqa: E731
+    elif family == "softmax":
+        forward = lambda: torch.softmax(x, dim=-1)  # noqa: E731
+    elif family == "loss":
+        target = torch.randint(0, width, (rows,), device=device)
+        forward = lambda: F.cross_entropy(x, target)  # noqa: E731
+    else:
+        raise ShapewiseError(f"no kernel known for memory op family {family!r}")
+    if not train:
+        return forward
+    out = forward()
+    dout = torch.ones_like(out) if out.ndim == 0 else _randn(torch, device, *out.shape, dtype=dtype)
+    return lambda: torch.autograd.grad(out, inputs, dout, retain_graph=True)
+
+
+def build(case: Case, device: str):
+    """The callable that runs a case once, and the context to run it in."""
+    torch = _torch()
+    p = case.params
+    if case.bench in ("gemm", "bmm"):
+        return _matmul(torch, device, p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"],
+                       dtype=p["dtype"]), _matmul_precision(torch, p["dtype"])
+    if case.bench == "attention":
+        return _attention(torch, device, batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"],
+                          q_len=p["seq"], kv_len=p["seq"], head_dim=p["head_dim"], causal=p["causal"],
+                          backend=p["backend"], pass_=p["pass"], dtype=p["dtype"])
+    if case.bench == "layer":
+        return _layer(torch, device, p), contextlib.nullcontext()
+    if case.bench == "op":
+        if p["kind"] in (GEMM, BMM):
+            return _matmul(torch, device, p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"],
+                           dtype=p["dtype"]), _matmul_precision(torch, p["dtype"])
+        if p["kind"] == FLASH:  # b·h folded into the heads: the same kernel grid and work
+            return _attention(torch, device, batch=1, heads=p["batch"], kv_heads=p["batch"] // p["groups"],
+                              q_len=p["m"], kv_len=p["n"], head_dim=p["k"], causal=p["causal"], backend="default",
+                              pass_=p["pass_"], dtype=p["dtype"])
+        if p["kind"] == MEMORY:
+            return _memory_op(torch, device, p, p["dtype"]), contextlib.nullcontext()
+    raise ShapewiseError(f"unknown benchmark {case.bench!r}")
+
+
+def _layer(torch, device, p: dict):
+    from .layers import build_layer, layer_inputs
+    from .shapes import ModelShape
+
+    shape = ModelShape(**p["shape"])
+    layer = build_layer(shape, device=device, dtype=p["dtype"], attention=p["attention"])
+    train = p["pass"] != "fwd"
+    x = layer_inputs(shape, batch=p["batch"], seq=p["seq"], device=device, dtype=p["dtype"], requires_grad=train)
+    if not train:
+        def forward():
+            with torch.no_grad():
+                return layer(x)
+        return forward
+    dy = layer_inputs(shape, batch=p["batch"], seq=p["seq"], device=device, dtype=p["dtype"], seed=1)
+    return _fwd_bwd(torch, lambda: layer(x), [x, *layer.parameters()], dy)
+
+
+# ---- the sweep ------------------------------------------------------------------------------
+
+@dataclass
+class SweepResult:
+    rows: list[tuple[Case, dict]]  # every case with its stored row (measured now or before)
+    measured: int = 0
+    skipped: int = 0
+    failed: int = 0
+    interrupted: bool = False
+    environment: dict = field(default_factory=dict)
+
+    def summary(self) -> str:
+        text = f"{self.measured} measured, {self.skipped} already in the store, {self.failed} failed"
+        return text + (" — interrupted: the rows above were kept" if self.interrupted else "")
+
+
+def _error_text(exc: BaseException) -> str:
+    first = (str(exc).strip().splitlines() or [""])[0]
+    if "out of memory" in first.lower():
+        return "out of memory"
+    return f"{type(exc).__name__}: {first}"[:300]
+
+
+def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 10, budget_ms: float = 40,
+          force: bool = False, progress: bool = True, env: dict | None = None) -> SweepResult:
+    """Measure every case not yet in the store for this environment; keep what is done on Ctrl-C."""
+    from .measure import environment, time_fn
+    from .store import case_key
+
+    torch = _torch()
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ShapewiseError("no CUDA GPU here: pass --device cpu to measure on the CPU")
+    env = env or environment(device)
+    env_id = store.environment_id(env)
+    keys = {id(c): case_key({"bench": c.bench, **c.params}) for c in cases}
+    done = set() if force else set().union(*(store.done_keys(env_id, b) for b in {c.bench for c in cases}))
+    todo = [c for c in cases if keys[id(c)] not in done]
+    result = SweepResult([], skipped=len(cases) - len(todo), environment=env)
+    try:
+        with _progress(progress, len(todo)) as advance:
+            for case in todo:
+                _measure_one(torch, case, keys[id(case)], store=store, env_id=env_id, device=device,
+                             warmup_ms=warmup_ms, budget_ms=budget_ms, time_fn=time_fn, result=result)
+                advance(case.label)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    stored = {row["key"]: row for row in store.rows(env_id=env_id)}
+    result.rows = [(c, stored[keys[id(c)]]) for c in cases if keys[id(c)] in stored]
+    return result
+
+
+def _measure_one(torch, case, key, *, store, env_id, device, warmup_ms, budget_ms, time_fn, result) -> None:
+    params = case.params
+    try:
+        fn, context = build(case, device)
+        with context:
+            timing = time_fn(fn, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # out of memory, unsupported dtype or kernel: record it and go on
+        store.record(env_id=env_id, bench=case.bench, key=key, params=params, flops=case.flops,
+                     bytes=case.bytes, error=_error_text(exc))
+        result.failed += 1
+        return
+    finally:
+        fn = context = None  # free the case's tensors before the next one
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    store.record(env_id=env_id, bench=case.bench, key=key, params=params, timing=timing, flops=case.flops,
+                 bytes=case.bytes)
+    result.measured += 1
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool, total: int):
+    """A rich progress bar with ETA on stderr; `advance(label)` after each case."""
+    if not enabled or total == 0:
+        yield lambda label: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    columns = (TextColumn("measuring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("", total=total)
+        yield lambda label: bar.update(task, advance=1, description=label)

@@ -1,0 +1,419 @@
+"""Real transformer blocks in plain PyTorch, built from a ModelShape, for timing one layer.
+
+build_layer(shape) makes one decoder block (tensor-parallel degree 1, causal self-attention) whose
+structure follows the shape's fields, not its name:
+
+- norms: LayerNorm (weight and bias) or RMSNorm (weight only), eps 1e-5;
+- attention: one fused QKV linear of output (heads + 2·kv_heads)·d_head, laid out [q heads | k heads |
+  v heads]; RoPE on q and k when shape.learned_positions == 0 (rotary over the whole head dim, the
+  Llama / GPT-NeoX "rotate half" pairing of dim i with i + d/2, base 10000); causal attention through
+  scaled_dot_product_attention ("flash") or score matmul → mask → softmax → matmul ("unfused");
+  grouped kv heads shared by consecutive query heads (query head j reads kv head j // (heads/kv_heads));
+  an output projection; every linear has a bias when shape.bias;
+- MLP: gelu (tanh approximation, GPT-2's gelu_new) or relu on up; swiglu silu(gate)·up and geglu
+  gelu_tanh(gate)·up with separate up and gate linears; then down;
+- MoE: router linear (hidden → experts, no bias), top-k softmax routing (softmax over the k chosen
+  logits, i.e. Mixtral's renormalised top-k), experts as separate MLPs looped over, plus shared experts
+  that every token passes through with weight 1;
+- order: parallel_attn gives y = x + attn(norm1(x)) + mlp(norm2(x)) (two norms, GPT-NeoX style),
+  otherwise pre-norm h = x + attn(norm1(x)); y = h + mlp(norm2(h)).
+
+The module's parameter count is shape.layer_params exactly.
+
+reference_layer recomputes the same block from the module's weights in float64, slowly and plainly, to
+check the fast path. layer_inputs, run_fwd, run_fwd_bwd, fwd_call and fwd_bwd_call serve the timer.
+
+torch is optional for shapewise: this module imports it only inside functions (the nn.Module classes
+are defined on first use), so `import shapewise.layers` works without torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from types import SimpleNamespace
+
+from .errors import ShapewiseError
+from .shapes import ModelShape
+
+NORM_EPS = 1e-5
+ROPE_THETA = 10000.0
+ATTENTION = ("flash", "unfused")
+_DTYPE_NAMES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16",
+                "float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+
+
+def _torch_dtype(dtype):
+    import torch
+
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in _DTYPE_NAMES:
+        raise ShapewiseError(f"unknown dtype {dtype!r} for a layer; use fp32, bf16 or fp16")
+    return getattr(torch, _DTYPE_NAMES[dtype])
+
+
+@functools.lru_cache(maxsize=None)
+def _classes() -> SimpleNamespace:
+    """The nn.Module classes, defined on first use so that importing this module needs no torch."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    sdpa_has_gqa = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
+
+    class RMSNorm(nn.Module):
+        def __init__(self, width: int, eps: float, **factory):
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(width, **factory))
+
+        def forward(self, x):
+            if hasattr(F, "rms_norm"):  # torch >= 2.4
+                return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+    def make_norm(shape: ModelShape, **factory) -> nn.Module:
+        if shape.norm == "layernorm":
+            return nn.LayerNorm(shape.hidden, eps=NORM_EPS, **factory)
+        return RMSNorm(shape.hidden, NORM_EPS, **factory)
+
+    class Attention(nn.Module):
+        def __init__(self, shape: ModelShape, attention: str, **factory):
+            super().__init__()
+            self.heads, self.kv_heads, self.d_head = shape.num_heads, shape.kv_heads, shape.d_head
+            width = (self.heads + 2 * self.kv_heads) * self.d_head
+            self.qkv = nn.Linear(shape.hidden, width, bias=shape.bias, **factory)
+            self.out = nn.Linear(self.heads * self.d_head, shape.hidden, bias=shape.bias, **factory)
+            self.attention = attention
+            self.rope = shape.learned_positions == 0
+            self.rope_theta = ROPE_THETA
+            # None: SDPA's enable_gqa where the flash kernel takes it (CUDA, bf16/fp16, d <= 256; elsewhere
+            # it would fall back to the math kernel), else repeat kv heads. True/False force a path.
+            self.native_gqa: bool | None = None
+            self._rope_cache: dict = {}  # the latest (seq, device, dtype)'s cos and sin tables
+            self._mask_cache: dict = {}
+
+        def rope_tables(self, seq: int, device, dtype):
+            key = (seq, str(device), dtype)
+            if key not in self._rope_cache:
+                # Made outside inference_mode even when called in it, so that backward can save them later.
+                with torch.inference_mode(False):
+                    rot = self.d_head - self.d_head % 2  # an odd last dim (never in practice) passes through
+                    inv = 1.0 / self.rope_theta ** (torch.arange(0, rot, 2, device=device, dtype=torch.float32) / rot)
+                    angles = torch.outer(torch.arange(seq, device=device, dtype=torch.float32), inv)
+                    angles = torch.cat([angles, angles], dim=-1)  # (seq, rot)
+                    tables = angles.cos().to(dtype)[:, None, :], angles.sin().to(dtype)[:, None, :]
+                self._rope_cache = {key: tables}
+            return self._rope_cache[key]
+
+        def future_mask(self, seq: int, device):
+            """(seq, seq) bool, True above the diagonal: the keys each query must not see."""
+            key = ("mask", seq, str(device))
+            if key not in self._mask_cache:
+                with torch.inference_mode(False):
+                    self._mask_cache = {key: torch.ones(seq, seq, dtype=torch.bool, device=device).triu_(1)}
+            return self._mask_cache[key]
+
+        def apply_rope(self, x, cos, sin):
+            """x: (batch, seq, heads, d). Rotates pairs (i, i + rot/2) by position · theta^(-2i/rot)."""
+            rot = cos.shape[-1]
+            xr = x[..., :rot] if rot < x.shape[-1] else x
+            half = rot // 2
+            rotated = torch.cat([-xr[..., half:], xr[..., :half]], dim=-1)
+            y = xr * cos + rotated * sin
+            return torch.cat([y, x[..., rot:]], dim=-1) if rot < x.shape[-1] else y
+
+        def use_native_gqa(self, q) -> bool:
+            if self.kv_heads == self.heads or not sdpa_has_gqa:
+                return False
+            if self.native_gqa is not None:
+                return self.native_gqa
+            return q.device.type == "cpu" or (
+                q.device.type == "cuda" and q.dtype in (torch.bfloat16, torch.float16) and self.d_head <= 256)
+
+        def expand_kv(self, t):
+            return t if self.kv_heads == self.heads else t.repeat_interleave(self.heads // self.kv_heads, dim=1)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            qkv = self.qkv(x).view(b, s, self.heads + 2 * self.kv_heads, self.d_head)
+            q, k, v = qkv.split([self.heads, self.kv_heads, self.kv_heads], dim=2)
+            if self.rope:
+                cos, sin = self.rope_tables(s, x.device, x.dtype)
+                q, k = self.apply_rope(q, cos, sin), self.apply_rope(k, cos, sin)
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (b, heads, s, d)
+            if self.attention == "flash":
+                if self.use_native_gqa(q):
+                    o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+                else:
+                    o = F.scaled_dot_product_attention(q, self.expand_kv(k), self.expand_kv(v), is_causal=True)
+            else:
+                k, v = self.expand_kv(k), self.expand_kv(v)
+                scores = torch.matmul(q * (1.0 / math.sqrt(self.d_head)), k.transpose(-2, -1))
+                scores.masked_fill_(self.future_mask(s, x.device), float("-inf"))  # matmul saved q, k only
+                o = torch.matmul(torch.softmax(scores, dim=-1), v)
+            return self.out(o.transpose(1, 2).reshape(b, s, self.heads * self.d_head))
+
+    class MLP(nn.Module):
+        def __init__(self, shape: ModelShape, width: int, **factory):
+            super().__init__()
+            self.kind = shape.mlp
+            self.up = nn.Linear(shape.hidden, width, bias=shape.bias, **factory)
+            self.gate = nn.Linear(shape.hidden, width, bias=shape.bias, **factory) if shape.gated else None
+            self.down = nn.Linear(width, shape.hidden, bias=shape.bias, **factory)
+
+        def forward(self, x):
+            up = self.up(x)
+            if self.kind == "gelu":
+                a = F.gelu(up, approximate="tanh")
+            elif self.kind == "relu":
+                a = F.relu(up)
+            elif self.kind == "swiglu":
+                a = F.silu(self.gate(x)) * up
+            else:  # geglu
+                a = F.gelu(self.gate(x), approximate="tanh") * up
+            return self.down(a)
+
+    class MoE(nn.Module):
+        def __init__(self, shape: ModelShape, **factory):
+            super().__init__()
+            self.top_k = shape.top_k
+            self.router = nn.Linear(shape.hidden, shape.num_experts, bias=False, **factory)
+            self.experts = nn.ModuleList(MLP(shape, shape.expert_width, **factory) for _ in range(shape.num_experts))
+            self.shared = nn.ModuleList(MLP(shape, shape.expert_width, **factory)
+                                        for _ in range(shape.num_shared_experts))
+
+        def forward(self, x):
+            shape = x.shape
+            xt = x.reshape(-1, shape[-1])
+            top, chosen = self.router(xt).topk(self.top_k, dim=-1)  # (tokens, k)
+            weights = torch.softmax(top.float(), dim=-1).to(x.dtype)
+            out = torch.zeros_like(xt)
+            for e, expert in enumerate(self.experts):
+                # Every expert runs, on no rows if none chose it, so each always has a gradient.
+                token, slot = (chosen == e).nonzero(as_tuple=True)
+                out = out.index_add(0, token, expert(xt[token]) * weights[token, slot, None])
+            for expert in self.shared:
+                out = out + expert(xt)
+            return out.view(shape)
+
+    class Block(nn.Module):
+        def __init__(self, shape: ModelShape, attention: str, **factory):
+            super().__init__()
+            self.shape = shape
+            self.parallel = shape.parallel_attn
+            self.norm1 = make_norm(shape, **factory)
+            self.attn = Attention(shape, attention, **factory)
+            self.norm2 = make_norm(shape, **factory)
+            self.mlp = MoE(shape, **factory) if shape.is_moe else MLP(shape, shape.ffn_width, **factory)
+
+        def forward(self, x):
+            if self.parallel:
+                return x + self.attn(self.norm1(x)) + self.mlp(self.norm2(x))
+            h = x + self.attn(self.norm1(x))
+            return h + self.mlp(self.norm2(h))
+
+        def extra_repr(self) -> str:
+            return f"shape={self.shape.name!r}, parallel={self.parallel}"
+
+    return SimpleNamespace(Block=Block, Attention=Attention, MLP=MLP, MoE=MoE, RMSNorm=RMSNorm)
+
+
+def _init_(layer, seed: int) -> None:
+    """Deterministic weights: linear weights N(0, 1/fan_in), so activations stay near unit scale; linear
+    biases N(0, 0.02²); norm weights 1 + N(0, 0.1²) and norm biases N(0, 0.1²), so that a mistake in
+    any of them shows. Drawn in float32 on the layer's device, then cast: one seed gives the same
+    weights (up to rounding) in every dtype on one device."""
+    import torch
+
+    params = list(layer.named_parameters())
+    device = params[0][1].device
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    with torch.no_grad():
+        for name, p in params:
+            w = torch.empty(p.shape, device=device, dtype=torch.float32)
+            if "norm" in name:
+                w.normal_(0.0, 0.1, generator=gen)
+                if name.endswith("weight"):
+                    w += 1.0
+            elif p.dim() == 2:
+                w.normal_(0.0, 1.0 / math.sqrt(p.shape[1]), generator=gen)
+            else:
+                w.normal_(0.0, 0.02, generator=gen)
+            p.copy_(w)
+
+
+def build_layer(shape: ModelShape, *, device="cpu", dtype="bf16", attention: str = "flash", seed: int = 0):
+    """One decoder block of `shape` (tensor-parallel degree 1) as a torch.nn.Module, its weights drawn
+    from `seed` (none drawn on the meta device, which allocates nothing: use it to count parameters).
+    attention: "flash" (scaled_dot_product_attention) or "unfused" (matmul, mask, softmax, matmul)."""
+    import torch
+
+    if not isinstance(shape, ModelShape):
+        raise ShapewiseError(f"build_layer needs a ModelShape, got {type(shape).__name__}")
+    if attention not in ATTENTION:
+        raise ShapewiseError(f"unknown attention {attention!r}; use one of {', '.join(ATTENTION)}")
+    device = torch.device(device)
+    layer = _classes().Block(shape, attention, device="meta", dtype=_torch_dtype(dtype))
+    if device.type != "meta":
+        layer = layer.to_empty(device=device)
+        _init_(layer, seed)
+    return layer
+
+
+def layer_inputs(shape: ModelShape, *, batch: int, seq: int, device="cpu", dtype="bf16", seed: int = 0,
+                 requires_grad: bool = False):
+    """A random normal (batch, seq, hidden) input, drawn in float32 from `seed` and cast."""
+    import torch
+
+    gen = torch.Generator(device=torch.device(device))
+    gen.manual_seed(seed)
+    x = torch.randn(batch, seq, shape.hidden, device=device, dtype=torch.float32, generator=gen)
+    return x.to(_torch_dtype(dtype)).requires_grad_(requires_grad)
+
+
+# ---- timing helpers ----
+
+def _clear_grads(layer, x) -> None:
+    for p in layer.parameters():
+        p.grad = None
+    if x.requires_grad:
+        x.grad = None
+
+
+def run_fwd(layer, x):
+    """The forward alone, without autograd (as in inference); returns the output."""
+    import torch
+
+    with torch.no_grad():
+        return layer(x)
+
+
+def run_fwd_bwd(layer, x, dy) -> None:
+    """Forward, then backward with the fixed output gradient dy; grads are set to None first, so
+    repeated calls do not accumulate (nor grow memory)."""
+    import torch
+
+    _clear_grads(layer, x)
+    torch.autograd.backward(layer(x), dy)
+
+
+def fwd_call(layer, x):
+    """A no-argument callable running the forward, for shapewise.measure.time_fn."""
+    return functools.partial(run_fwd, layer, x)
+
+
+def fwd_bwd_call(layer, x, dy=None, *, seed: int = 1):
+    """A no-argument callable running forward + backward. dy defaults to a random normal output gradient
+    from `seed` (x's shape, dtype and device)."""
+    import torch
+
+    if dy is None:
+        gen = torch.Generator(device=x.device)
+        gen.manual_seed(seed)
+        dy = torch.randn(x.shape, device=x.device, dtype=torch.float32, generator=gen).to(x.dtype)
+    return functools.partial(run_fwd_bwd, layer, x, dy)
+
+
+# ---- the slow, plain reference ----
+
+def reference_layer(layer, x):
+    """The block `layer` recomputed from its weights in float64 on the CPU, step by step: explicit norms,
+    per-head attention with an explicit causal mask and the RoPE formula written out, per-token expert
+    routing. Returns a float64 (batch, seq, hidden) tensor (differentiable in x, not in the weights)."""
+    import torch
+
+    shape: ModelShape = layer.shape
+    W = {name: p.detach().to("cpu", torch.float64) for name, p in layer.named_parameters()}
+    x = x.to("cpu", torch.float64)  # not detached: autograd through the reference gives a reference dx
+    b, s, h = x.shape
+
+    def linear(prefix, v):
+        y = v @ W[prefix + ".weight"].T
+        return y + W[prefix + ".bias"] if prefix + ".bias" in W else y
+
+    def norm(prefix, v):
+        if shape.norm == "layernorm":
+            mean = v.mean(-1, keepdim=True)
+            var = ((v - mean) ** 2).mean(-1, keepdim=True)
+            return (v - mean) / torch.sqrt(var + NORM_EPS) * W[prefix + ".weight"] + W[prefix + ".bias"]
+        return v / torch.sqrt((v * v).mean(-1, keepdim=True) + NORM_EPS) * W[prefix + ".weight"]
+
+    def gelu_tanh(v):
+        return 0.5 * v * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))
+
+    def silu(v):
+        return v / (1.0 + torch.exp(-v))
+
+    def mlp(prefix, v):
+        up = linear(prefix + ".up", v)
+        if shape.mlp == "gelu":
+            a = gelu_tanh(up)
+        elif shape.mlp == "relu":
+            a = torch.clamp(up, min=0.0)
+        elif shape.mlp == "swiglu":
+            a = silu(linear(prefix + ".gate", v)) * up
+        else:
+            a = gelu_tanh(linear(prefix + ".gate", v)) * up
+        return linear(prefix + ".down", a)
+
+    def rope(vec, pos):
+        """One head's vector at position pos: rotate (vec[i], vec[i + rot/2]) by pos / theta^(2i/rot)."""
+        d = vec.shape[-1]
+        rot = d - d % 2
+        out = vec.clone()
+        for i in range(rot // 2):
+            angle = pos / layer.attn.rope_theta ** (2 * i / rot)
+            c, sn = math.cos(angle), math.sin(angle)
+            a, bb = vec[i], vec[i + rot // 2]
+            out[i] = a * c - bb * sn
+            out[i + rot // 2] = bb * c + a * sn
+        return out
+
+    def attention(v):
+        H, K, d = shape.num_heads, shape.kv_heads, shape.d_head
+        qkv = linear("attn.qkv", v)
+        q = qkv[..., :H * d].reshape(b, s, H, d)
+        k = qkv[..., H * d:(H + K) * d].reshape(b, s, K, d)
+        val = qkv[..., (H + K) * d:].reshape(b, s, K, d)
+        if layer.attn.rope:
+            q = torch.stack([torch.stack([torch.stack([rope(q[i, t, j], t) for j in range(H)])
+                                          for t in range(s)]) for i in range(b)])
+            k = torch.stack([torch.stack([torch.stack([rope(k[i, t, j], t) for j in range(K)])
+                                          for t in range(s)]) for i in range(b)])
+        causal = torch.tril(torch.ones(s, s, dtype=torch.bool))
+        o = torch.zeros(b, s, H, d, dtype=torch.float64)
+        for i in range(b):
+            for j in range(H):
+                g = j // (H // K)  # the kv head this query head reads
+                scores = torch.einsum("td,ud->tu", q[i, :, j], k[i, :, g]) / math.sqrt(d)
+                scores = torch.where(causal, scores, torch.tensor(float("-inf"), dtype=torch.float64))
+                p = torch.exp(scores - scores.max(-1, keepdim=True).values)
+                p = p / p.sum(-1, keepdim=True)
+                o[i, :, j] = torch.einsum("tu,ud->td", p, val[i, :, g])
+        return linear("attn.out", o.reshape(b, s, H * d))
+
+    def ffn(v):
+        if not shape.is_moe:
+            return mlp("mlp", v)
+        out = torch.zeros_like(v)
+        for i in range(b):
+            for t in range(s):
+                tok = v[i, t]
+                logits = W["mlp.router.weight"] @ tok
+                order = sorted(range(shape.num_experts), key=lambda e: -float(logits[e].detach()))[:shape.top_k]
+                chosen = torch.stack([logits[e] for e in order])
+                gates = torch.exp(chosen - chosen.max())
+                gates = gates / gates.sum()
+                for gate, e in zip(gates, order):
+                    out[i, t] += gate * mlp(f"mlp.experts.{e}", tok)
+                for e in range(shape.num_shared_experts):
+                    out[i, t] += mlp(f"mlp.shared.{e}", tok)
+        return out
+
+    if shape.parallel_attn:
+        return x + attention(norm("norm1", x)) + ffn(norm("norm2", x))
+    hid = x + attention(norm("norm1", x))
+    return hid + ffn(norm("norm2", hid))

@@ -1,0 +1,379 @@
+"""The results store: every measurement shapewise makes, in one SQLite file.
+
+Schema (PRAGMA user_version = 1):
+
+    environments  one row per machine + software stack: id, fingerprint (UNIQUE), device,
+                  gpu_name, driver, torch, cuda, cublas, cudnn, first_seen_utc, and env_json,
+                  the full measure.environment() dict as first seen (clocks, temperature ...).
+    results       one row per (env_id, bench, key): params_json, the timing's median_ms, q25_ms,
+                  q75_ms, iqr_ms, num_reps and samples_json (every sample), flops, bytes, the
+                  derived tflops and gbps, metrics_json, error (NULL when the case succeeded)
+                  and created_utc.
+
+Resume rule: a case is identified by its environment, its bench and its key (case_key(params)).
+A sweep asks done_keys(env_id, bench) and skips those keys; failed cases are retried unless the
+caller skips failed_keys() too. Recording a key again (a forced re-measure, or a retry of a
+failed case) replaces its row. The environment fingerprint hashes only what identifies the
+machine and its software (device, gpu_name, driver, torch, cuda, cublas), never clocks,
+temperature or timestamps, so a sweep restarted on the same machine and stack picks up where it
+stopped.
+
+Each record() commits on its own and the database runs in WAL mode, so a crash or Ctrl-C keeps
+every row recorded before it.
+
+Standard library only: the store must work where torch and numpy are not installed.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import ShapewiseError
+
+SCHEMA_VERSION = 1
+EXPORT_FORMATS = ("csv", "json")
+PARAM_PREFIX = "p_"  # CSV column prefix of a case's parameters: see export()
+
+# The environment fields that make up the fingerprint, each with the measure.environment() keys
+# it is read from, first found wins. On a CPU there is no gpu_name: the processor model stands in.
+IDENTITY_FIELDS = {
+    "device": ("device",),
+    "gpu_name": ("gpu_name", "processor"),
+    "driver": ("driver_version",),
+    "torch": ("torch_version",),
+    "cuda": ("cuda_version",),
+    "cublas": ("cublas_version",),
+}
+ENV_COLUMNS = ("gpu_name", "driver", "torch", "cuda", "cublas")  # joined into rows() and exports
+
+CSV_HEAD = ("bench", "key")
+CSV_TAIL = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "num_reps", "tflops", "gbps", "error",
+            *ENV_COLUMNS, "created_utc")
+
+_SCHEMA = """
+CREATE TABLE environments (
+    id             INTEGER PRIMARY KEY,
+    fingerprint    TEXT NOT NULL UNIQUE,
+    device         TEXT,
+    gpu_name       TEXT,
+    driver         TEXT,
+    torch          TEXT,
+    cuda           TEXT,
+    cublas         TEXT,
+    cudnn          TEXT,
+    first_seen_utc TEXT NOT NULL,
+    env_json       TEXT NOT NULL
+);
+CREATE TABLE results (
+    id           INTEGER PRIMARY KEY,
+    env_id       INTEGER NOT NULL REFERENCES environments(id),
+    bench        TEXT NOT NULL,
+    key          TEXT NOT NULL,
+    params_json  TEXT NOT NULL,
+    median_ms    REAL,
+    q25_ms       REAL,
+    q75_ms       REAL,
+    iqr_ms       REAL,
+    num_reps     INTEGER,
+    samples_json TEXT,
+    flops        REAL,
+    bytes        REAL,
+    tflops       REAL,
+    gbps         REAL,
+    metrics_json TEXT,
+    error        TEXT NULL,
+    created_utc  TEXT NOT NULL,
+    UNIQUE (env_id, bench, key)
+);
+"""
+
+
+def default_path() -> Path:
+    """$SHAPEWISE_DB, else $XDG_CACHE_HOME/shapewise/results.db, else ~/.cache/shapewise/results.db."""
+    explicit = os.environ.get("SHAPEWISE_DB")
+    if explicit:
+        return Path(explicit).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME")
+    base = Path(cache).expanduser() if cache else Path.home() / ".cache"
+    return base / "shapewise" / "results.db"
+
+
+def case_key(params: dict) -> str:
+    """The canonical string of a case's parameters: compact JSON with sorted keys, so that the
+    same case always gets the same key whatever order its parameters were given in."""
+    return _to_json(params, sort_keys=True)
+
+
+def _to_json(value, sort_keys: bool = False) -> str:
+    try:
+        return json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise ShapewiseError(f"cannot store {value!r}: only JSON values (str, numbers, bool, None, "
+                             f"lists, dicts with str keys) can be stored ({err})") from None
+
+
+def _now_utc() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _identity(env: dict) -> dict[str, str | None]:
+    """The fields of an environment that identify it, as text (cudnn_version is an int)."""
+    identity = {}
+    for field, keys in IDENTITY_FIELDS.items():
+        identity[field] = next((_text(env[k]) for k in keys if env.get(k) is not None), None)
+    return identity
+
+
+def fingerprint(env: dict) -> str:
+    """A stable hash of an environment's identity fields (not its clocks or timestamp)."""
+    canonical = json.dumps(_identity(env), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _rate(amount, median_ms, scale: float) -> float | None:
+    """amount per second / scale, from a count and a time in ms; None where either is missing."""
+    if amount is None or median_ms is None or median_ms <= 0:
+        return None
+    return amount / (median_ms * 1e-3) / scale
+
+
+class Store:
+    """One SQLite file of results. Use as a context manager, or call close()."""
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        self.path = Path(path).expanduser() if path is not None else default_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ShapewiseError(f"cannot create the folder of the results store {self.path}: "
+                                 f"{err.strerror or err}") from None
+        try:
+            # isolation_level=None: no implicit transactions; each statement commits on its own
+            # unless we open one explicitly. timeout: wait for another process's write, as when
+            # two sweeps on two GPUs share one store.
+            self._conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+        except sqlite3.Error as err:
+            raise ShapewiseError(f"cannot open the results store {self.path}: {err}") from None
+        try:
+            self._conn.row_factory = sqlite3.Row
+            self._setup()
+        except sqlite3.DatabaseError as err:
+            # "file is not a database" and the like come from the first statement, not connect()
+            self._conn.close()
+            raise ShapewiseError(f"{self.path} is not a usable shapewise results store ({err}); "
+                                 f"move it away or point SHAPEWISE_DB elsewhere") from None
+        except ShapewiseError:
+            self._conn.close()
+            raise
+
+    def _setup(self) -> None:
+        conn = self._conn
+        # WAL: a committed row survives a crash of this process, and readers don't block writers.
+        conn.execute("PRAGMA journal_mode=WAL")
+        # FULL syncs each commit: one fsync per measured case is cheap next to measuring it.
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        # IMMEDIATE: two processes opening a new store at once must not both create the schema.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                tables = [r[0] for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table'")]
+                if tables:
+                    raise ShapewiseError(
+                        f"{self.path} is a SQLite database but not a shapewise results store "
+                        f"(it has tables {', '.join(sorted(tables))}); point SHAPEWISE_DB elsewhere")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            elif version > SCHEMA_VERSION:
+                raise ShapewiseError(
+                    f"{self.path} has schema version {version}, newer than this shapewise "
+                    f"understands ({SCHEMA_VERSION}); upgrade shapewise or use another store")
+            elif version != SCHEMA_VERSION:
+                raise ShapewiseError(f"{self.path} has unknown schema version {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    # ---- lifetime ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    # ---- environments --------------------------------------------------------------------------
+
+    def environment_id(self, env: dict) -> int:
+        """The id of this environment, inserted on first sight. Only its identity fields decide
+        which row it is; the env_json kept is the first one seen."""
+        identity = _identity(env)
+        fp = fingerprint(env)
+        env_json = json.dumps(env, sort_keys=True, default=str)  # default: a stray non-JSON value
+        self._conn.execute(
+            "INSERT OR IGNORE INTO environments (fingerprint, device, gpu_name, driver, torch, cuda, "
+            "cublas, cudnn, first_seen_utc, env_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (fp, identity["device"], identity["gpu_name"], identity["driver"], identity["torch"],
+             identity["cuda"], identity["cublas"], _text(env.get("cudnn_version")), _now_utc(),
+             env_json))
+        row = self._conn.execute("SELECT id FROM environments WHERE fingerprint = ?", (fp,)).fetchone()
+        return row[0]
+
+    # ---- results -------------------------------------------------------------------------------
+
+    def done_keys(self, env_id: int, bench: str) -> set[str]:
+        """Keys of the cases of `bench` that succeeded in this environment: a resumed sweep skips them."""
+        return self._keys(env_id, bench, "error IS NULL")
+
+    def failed_keys(self, env_id: int, bench: str) -> set[str]:
+        """Keys of the cases of `bench` that were recorded with an error in this environment."""
+        return self._keys(env_id, bench, "error IS NOT NULL")
+
+    def _keys(self, env_id: int, bench: str, condition: str) -> set[str]:
+        cur = self._conn.execute(
+            f"SELECT key FROM results WHERE env_id = ? AND bench = ? AND {condition}", (env_id, bench))
+        return {r[0] for r in cur}
+
+    def record(self, *, env_id: int, bench: str, key: str, params: dict, timing=None,
+               flops: float | None = None, bytes: float | None = None,
+               metrics: dict | None = None, error: str | None = None) -> None:
+        """Store one case's result, replacing any earlier row of the same (env_id, bench, key).
+
+        timing is a measure.Timing (or None for a case that failed before it was timed); flops
+        and bytes are the work the case does, from which tflops and gbps follow at the median.
+        The row is committed before this returns."""
+        median = timing.median_ms if timing is not None else None
+        values = (
+            env_id, bench, key, _to_json(params),
+            median,
+            timing.q25_ms if timing is not None else None,
+            timing.q75_ms if timing is not None else None,
+            timing.iqr_ms if timing is not None else None,
+            timing.num_reps if timing is not None else None,
+            _to_json(list(timing.samples_ms)) if timing is not None else None,
+            flops, bytes,
+            _rate(flops, median, 1e12), _rate(bytes, median, 1e9),
+            _to_json(metrics) if metrics is not None else None,
+            _text(error), _now_utc(),
+        )
+        try:
+            # One statement outside any transaction: SQLite commits it on its own, atomically.
+            self._conn.execute(
+                "INSERT OR REPLACE INTO results (env_id, bench, key, params_json, median_ms, q25_ms, "
+                "q75_ms, iqr_ms, num_reps, samples_json, flops, bytes, tflops, gbps, metrics_json, "
+                "error, created_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                values)
+        except sqlite3.IntegrityError as err:
+            raise ShapewiseError(f"cannot record {bench} {key} in {self.path}: {err} "
+                                 f"(is env_id {env_id} from environment_id()?)") from None
+
+    def rows(self, *, bench: str | None = None, env_id: int | None = None,
+             include_errors: bool = True) -> list[dict]:
+        """Results in the order they were recorded, with params, metrics and samples_ms decoded
+        and the environment's gpu_name, driver, torch, cuda and cublas joined in."""
+        conditions, args = [], []
+        if bench is not None:
+            conditions.append("r.bench = ?")
+            args.append(bench)
+        if env_id is not None:
+            conditions.append("r.env_id = ?")
+            args.append(env_id)
+        if not include_errors:
+            conditions.append("r.error IS NULL")
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        cur = self._conn.execute(
+            "SELECT r.*, e.gpu_name, e.driver, e.torch, e.cuda, e.cublas "
+            f"FROM results r JOIN environments e ON e.id = r.env_id {where} ORDER BY r.id", args)
+        return [_decode(row) for row in cur]
+
+    def summary(self) -> dict:
+        """{"path", "environments": count, "benches": {bench: {"ok": n, "failed": n}}}."""
+        benches = {}
+        cur = self._conn.execute(
+            "SELECT bench, SUM(error IS NULL), SUM(error IS NOT NULL) FROM results "
+            "GROUP BY bench ORDER BY bench")
+        for bench, ok, failed in cur:
+            benches[bench] = {"ok": ok, "failed": failed}
+        environments = self._conn.execute("SELECT COUNT(*) FROM environments").fetchone()[0]
+        return {"path": str(self.path), "environments": environments, "benches": benches}
+
+    # ---- export --------------------------------------------------------------------------------
+
+    def export(self, path: str | os.PathLike, *, fmt: str = "csv", bench: str | None = None) -> int:
+        """Write the results (of one bench, or all) to `path`; return the number of rows.
+
+        json: a list of rows() dicts, samples_ms included.
+        csv: one line per result with columns bench, key, then one column per parameter named
+        p_<name> (the union over the rows, in order of first appearance; empty where a row lacks
+        it; strings as they are, other values as JSON, e.g. true, [1, 2]), then median_ms, q25_ms,
+        q75_ms, iqr_ms, num_reps, tflops, gbps, error, gpu_name, driver, torch, cuda, cublas,
+        created_utc. The prefix keeps a parameter from clashing with a fixed column (a parameter
+        named "key" or "bytes" would otherwise do so). Samples and metrics are in JSON only.
+        """
+        if fmt not in EXPORT_FORMATS:
+            raise ShapewiseError(f"unsupported export format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
+        rows = self.rows(bench=bench)
+        path = Path(path).expanduser()
+        try:
+            with open(path, "w", newline="" if fmt == "csv" else None, encoding="utf-8") as out:
+                if fmt == "json":
+                    json.dump(rows, out, indent=1)
+                    out.write("\n")
+                else:
+                    _write_csv(rows, out)
+        except OSError as err:
+            raise ShapewiseError(f"cannot write {path}: {err.strerror or err}") from None
+        return len(rows)
+
+
+def _decode(row: sqlite3.Row) -> dict:
+    d = dict(row)
+    d["params"] = json.loads(d.pop("params_json"))
+    metrics = d.pop("metrics_json")
+    d["metrics"] = json.loads(metrics) if metrics is not None else None
+    samples = d.pop("samples_json")
+    d["samples_ms"] = json.loads(samples) if samples is not None else None
+    return d
+
+
+def _csv_cell(value):
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def _write_csv(rows: list[dict], out) -> None:
+    param_names = list(dict.fromkeys(name for row in rows for name in row["params"]))
+    writer = csv.writer(out)
+    writer.writerow([*CSV_HEAD, *(PARAM_PREFIX + name for name in param_names), *CSV_TAIL])
+    for row in rows:
+        params = row["params"]
+        writer.writerow([
+            *(row[c] for c in CSV_HEAD),
+            *(_csv_cell(params.get(name)) for name in param_names),
+            # csv writes a float with repr(): it reads back exactly
+            *("" if row[c] is None else row[c] for c in CSV_TAIL),
+        ])

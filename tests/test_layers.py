@@ -1,0 +1,250 @@
+"""Transformer blocks built in PyTorch from a ModelShape (src/shapewise/layers.py)."""
+
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from shapewise.errors import ShapewiseError  # noqa: E402
+from shapewise.layers import (build_layer, fwd_bwd_call, fwd_call, layer_inputs, reference_layer,  # noqa: E402
+                              run_fwd, run_fwd_bwd)
+from shapewise.shapes import MLP_KINDS, NORM_KINDS, PRESETS, ModelShape  # noqa: E402
+
+
+def tiny(name, **fields):
+    return ModelShape(name=name, num_layers=1, vocab=50, **fields)
+
+
+# One tiny shape per style the brief names; each also varies something else (MLP kind, bias, norm).
+VARIANTS = {
+    "gpt2": tiny("gpt2", hidden=32, num_heads=4, mlp="gelu", norm="layernorm", bias=True, learned_positions=16),
+    "neox": tiny("neox", hidden=32, num_heads=4, ffn=48, mlp="gelu", norm="layernorm", bias=True,
+                 parallel_attn=True),
+    "llama": tiny("llama", hidden=32, num_heads=4, num_kv_heads=2, ffn=40, mlp="swiglu", norm="rmsnorm",
+                  bias=False),
+    "mqa": tiny("mqa", hidden=32, num_heads=4, num_kv_heads=1, ffn=64, mlp="relu", norm="layernorm", bias=False),
+    "geglu": tiny("geglu", hidden=24, num_heads=4, head_dim=10, ffn=36, mlp="geglu", norm="rmsnorm", bias=True),
+    "moe": tiny("moe", hidden=32, num_heads=4, num_kv_heads=2, mlp="swiglu", norm="rmsnorm", bias=True,
+                num_experts=4, top_k=2, expert_ffn=24, num_shared_experts=1),
+}
+BATCH, SEQ = 2, 9
+
+
+def count(layer) -> int:
+    return sum(p.numel() for p in layer.parameters())
+
+
+def rel_err(out, ref) -> float:
+    out = out.detach().to("cpu", torch.float64)
+    return ((out - ref).norm() / ref.norm()).item()
+
+
+# ---- parameter counts ----
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_preset_layer_has_layer_params_parameters(name):
+    shape = PRESETS[name]
+    layer = build_layer(shape, device="meta")
+    assert count(layer) == shape.layer_params
+    assert all(p.is_meta for p in layer.parameters())
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_params_is_layers_plus_embeddings_and_final_norm(name):
+    s = PRESETS[name]
+    embed = s.vocab * s.hidden * (1 if s.tied_embeddings else 2) + s.learned_positions * s.hidden
+    assert s.params == s.num_layers * s.layer_params + embed + NORM_KINDS[s.norm] * s.hidden
+
+
+@st.composite
+def small_shapes(draw):
+    heads = draw(st.integers(1, 8))
+    kv = draw(st.sampled_from([k for k in range(1, heads + 1) if heads % k == 0]))
+    head_dim = draw(st.none() | st.integers(1, 12))
+    hidden = heads * draw(st.integers(1, 8)) if head_dim is None else draw(st.integers(1, 48))
+    experts = draw(st.sampled_from([0, 0, 1, 2, 3, 5]))
+    return ModelShape(
+        name="drawn", hidden=hidden, num_layers=draw(st.integers(1, 3)), num_heads=heads, vocab=17,
+        num_kv_heads=kv, head_dim=head_dim, ffn=draw(st.none() | st.integers(1, 40)),
+        mlp=draw(st.sampled_from(sorted(MLP_KINDS))), norm=draw(st.sampled_from(sorted(NORM_KINDS))),
+        parallel_attn=draw(st.booleans()), bias=draw(st.booleans()), learned_positions=draw(st.sampled_from([0, 8])),
+        num_experts=experts, top_k=draw(st.integers(1, experts)) if experts else 0,
+        expert_ffn=draw(st.none() | st.integers(1, 24)) if experts else None,
+        num_shared_experts=draw(st.integers(0, 2)) if experts else 0)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_shapes())
+def test_drawn_shape_layer_has_layer_params_parameters(shape):
+    assert count(build_layer(shape, device="meta")) == shape.layer_params
+
+
+# ---- the fast path against the float64 reference ----
+
+@pytest.mark.parametrize("attention", ["flash", "unfused"])
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_matches_float64_reference(variant, attention):
+    shape = VARIANTS[variant]
+    layer = build_layer(shape, dtype="fp32", attention=attention, seed=3)
+    assert count(layer) == shape.layer_params
+    x = layer_inputs(shape, batch=BATCH, seq=SEQ, dtype="fp32", seed=4)
+    ref = reference_layer(layer, x)
+    assert ref.dtype == torch.float64 and ref.shape == x.shape
+    assert rel_err(layer(x), ref) < 1e-4
+    assert rel_err(run_fwd(layer, x), ref) < 1e-4
+    # The block does something: its output is not its input.
+    assert (ref - x.double()).norm() > 0.1 * x.norm()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_shapes(), st.sampled_from(["flash", "unfused"]), st.integers(1, 6))
+def test_drawn_shape_matches_float64_reference(shape, attention, seq):
+    layer = build_layer(shape, dtype="fp32", attention=attention, seed=seq)
+    x = layer_inputs(shape, batch=2, seq=seq, dtype="fp32", seed=seq + 1)
+    ref = reference_layer(layer, x)
+    assert rel_err(layer(x), ref) < 1e-4
+
+
+@pytest.mark.parametrize("variant", ["llama", "mqa", "moe"])
+def test_repeated_kv_heads_match_native_gqa(variant):
+    shape = VARIANTS[variant]
+    layer = build_layer(shape, dtype="fp32", seed=5)
+    x = layer_inputs(shape, batch=BATCH, seq=SEQ, dtype="fp32", seed=6)
+    ref = reference_layer(layer, x)
+    for native in (False, True):
+        layer.attn.native_gqa = native
+        assert rel_err(layer(x), ref) < 1e-4
+
+
+def test_rope_only_without_learned_positions():
+    assert not build_layer(VARIANTS["gpt2"], device="meta").attn.rope
+    assert all(build_layer(VARIANTS[v], device="meta").attn.rope for v in VARIANTS if v != "gpt2")
+
+
+def test_rope_changes_the_output():
+    """The same weights without RoPE give a different result, so the rotation is really applied."""
+    shape = VARIANTS["llama"]
+    layer = build_layer(shape, dtype="fp32")
+    x = layer_inputs(shape, batch=1, seq=SEQ, dtype="fp32")
+    with_rope = layer(x)
+    layer.attn.rope = False
+    without = layer(x)
+    assert rel_err(without, reference_layer(layer, x)) < 1e-4
+    assert (with_rope - without).norm() > 1e-3 * with_rope.norm()
+    assert torch.allclose(with_rope[:, 0], without[:, 0], atol=1e-5)  # position 0 is not rotated
+
+
+@pytest.mark.parametrize("attention", ["flash", "unfused"])
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_causal(variant, attention):
+    shape = VARIANTS[variant]
+    layer = build_layer(shape, dtype="fp32", attention=attention)
+    x = layer_inputs(shape, batch=BATCH, seq=SEQ, dtype="fp32")
+    cut = 5
+    changed = x.clone()
+    changed[:, cut:] = layer_inputs(shape, batch=BATCH, seq=SEQ - cut, dtype="fp32", seed=9)
+    a, b = run_fwd(layer, x), run_fwd(layer, changed)
+    assert torch.allclose(a[:, :cut], b[:, :cut], rtol=0, atol=1e-5)
+    assert not torch.allclose(a[:, cut:], b[:, cut:], atol=1e-3)
+
+
+# ---- backward ----
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_backward_gives_finite_grads_everywhere(variant):
+    shape = VARIANTS[variant]
+    layer = build_layer(shape, dtype="fp32", attention="flash")
+    x = layer_inputs(shape, batch=BATCH, seq=SEQ, dtype="fp32", requires_grad=True)
+    dy = layer_inputs(shape, batch=BATCH, seq=SEQ, dtype="fp32", seed=1)
+    run_fwd_bwd(layer, x, dy)
+    grads = {name: p.grad for name, p in layer.named_parameters()}
+    assert all(g is not None and torch.isfinite(g).all() for g in grads.values()), grads
+    assert x.grad is not None and torch.isfinite(x.grad).all()
+    first = {name: g.clone() for name, g in grads.items()}
+    run_fwd_bwd(layer, x, dy)  # grads are reset, not accumulated
+    for name, p in layer.named_parameters():
+        assert torch.allclose(p.grad, first[name], atol=1e-6), name
+
+
+def test_input_grad_matches_unfused_and_reference():
+    """dx through SDPA equals dx through the explicit path, and the reference's own autograd in float64."""
+    shape = VARIANTS["moe"]
+    grads = []
+    for attention in ("flash", "unfused"):
+        layer = build_layer(shape, dtype="fp32", attention=attention, seed=2)
+        x = layer_inputs(shape, batch=1, seq=6, dtype="fp32", requires_grad=True)
+        dy = layer_inputs(shape, batch=1, seq=6, dtype="fp32", seed=1)
+        run_fwd_bwd(layer, x, dy)
+        grads.append(x.grad)
+    x64 = x.detach().double().requires_grad_(True)
+    (reference_layer(layer, x64) * dy.double()).sum().backward()
+    for g in grads:
+        assert rel_err(g, x64.grad) < 1e-4
+
+
+def test_timing_callables():
+    shape = VARIANTS["llama"]
+    layer = build_layer(shape, dtype="fp32")
+    x = layer_inputs(shape, batch=1, seq=4, dtype="fp32", requires_grad=True)
+    assert fwd_call(layer, x)().shape == x.shape
+    step = fwd_bwd_call(layer, x)
+    assert step() is None and torch.isfinite(x.grad).all()
+    g = layer.attn.qkv.weight.grad.clone()
+    step()
+    assert torch.equal(layer.attn.qkv.weight.grad, g)
+
+
+# ---- dtypes, seeds, errors, import ----
+
+def test_bf16_forward_on_cpu():
+    shape = VARIANTS["llama"]
+    layer = build_layer(shape, dtype="bf16")
+    assert all(p.dtype == torch.bfloat16 for p in layer.parameters())
+    x = layer_inputs(shape, batch=BATCH, seq=SEQ, dtype="bf16")
+    for attention in ("flash", "unfused"):
+        layer.attn.attention = attention
+        out = run_fwd(layer, x)
+        assert out.dtype == torch.bfloat16 and torch.isfinite(out).all()
+        assert rel_err(out, reference_layer(layer, x)) < 3e-2
+
+
+def test_seed_decides_weights():
+    shape = VARIANTS["gpt2"]
+    a, b, c = (build_layer(shape, dtype="fp32", seed=s) for s in (0, 0, 1))
+    pa, pb, pc = (torch.cat([p.flatten() for p in m.parameters()]) for m in (a, b, c))
+    assert torch.equal(pa, pb) and not torch.equal(pa, pc)
+    half = build_layer(shape, dtype="bf16", seed=0)  # same draws, rounded
+    assert torch.allclose(torch.cat([p.flatten() for p in half.parameters()]).float(), pa, rtol=1e-2, atol=1e-3)
+
+
+def test_bad_arguments():
+    with pytest.raises(ShapewiseError, match="attention"):
+        build_layer(VARIANTS["gpt2"], device="meta", attention="sparse")
+    with pytest.raises(ShapewiseError, match="dtype"):
+        build_layer(VARIANTS["gpt2"], device="meta", dtype="fp8")
+
+
+def test_importing_shapewise_layers_does_not_import_torch():
+    code = "import sys, shapewise, shapewise.layers; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---- on a CUDA GPU (skipped without one) ----
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["llama", "mqa", "moe", "neox"])
+def test_cuda_bf16_flash_and_unfused_match_reference(variant):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    shape = VARIANTS[variant].replace(hidden=256, num_heads=4)  # d_head 64
+    x = layer_inputs(shape, batch=1, seq=32, device="cuda", dtype="bf16", requires_grad=True)
+    for attention in ("flash", "unfused"):
+        layer = build_layer(shape, device="cuda", dtype="bf16", attention=attention)
+        assert rel_err(run_fwd(layer, x), reference_layer(layer, x).detach()) < 3e-2
+        fwd_bwd_call(layer, x)()
+        assert all(torch.isfinite(p.grad).all() for p in layer.parameters())
