@@ -15,7 +15,7 @@ import numpy as np
 from compare_probe import extra, load, predict_rows
 from shapewise.cost import SPEC
 
-SCALARS = ("gemm_ceiling", "k_overhead", "misaligned_even", "misaligned_odd", "gemm_bandwidth", "launch_ms",
+SCALARS = ("gemm_ceiling", "k_overhead", "misaligned_even", "gemm_bandwidth", "launch_ms",
            "memory_latency_ms", "memory_ramp_mb", "misaligned_even_memory", "misaligned_odd_memory")
 
 

@@ -182,7 +182,7 @@ def _attention(torch, device, *, batch, heads, kv_heads, q_len, kv_len, head_dim
     q = _randn(torch, device, batch, heads, q_len, head_dim, dtype=dtype, requires_grad=train)
     k = _randn(torch, device, batch, kv_heads, kv_len, head_dim, dtype=dtype, requires_grad=train)
     v = _randn(torch, device, batch, kv_heads, kv_len, head_dim, dtype=dtype, requires_grad=train)
-    context = contextlib.nullcontext()
+    context = contextlib.nullcontext  # a factory: the sweep enters its own context around the timing
     if backend == "unfused":
         def forward():  # score BMM, mask, softmax, BMM over V: what attention costs without fusion
             kk, vv = (x.repeat_interleave(heads // kv_heads, dim=1) for x in (k, v))
@@ -200,12 +200,13 @@ def _attention(torch, device, *, batch, heads, kv_heads, q_len, kv_len, head_dim
         if backend in SDPA_BACKENDS:
             from torch.nn.attention import SDPBackend, sdpa_kernel
 
-            context = sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[backend]))
+            def context():
+                return sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[backend]))
     dout = _randn(torch, device, batch, heads, q_len, head_dim, dtype=dtype)
-    with context:  # backend choice happens at call time; build the backward-only graph inside it too
+    with context():  # backend choice happens at call time; build the backward-only graph inside it too
         fn = {"fwd": lambda: forward, "fwdbwd": lambda: _fwd_bwd(torch, forward, (q, k, v), dout),
               "bwd": lambda: _backward_only(torch, forward, (q, k, v), dout)}[pass_]()
-    return fn, context
+    return fn, context()
 
 
 def _memory_op(torch, device, op_params: dict, dtype: str):
@@ -221,6 +222,15 @@ def _memory_op(torch, device, op_params: dict, dtype: str):
     if family == "add":
         y = _randn(torch, device, rows, width, dtype=dtype)
         return lambda: torch.add(x, y)
+    if family == "embed":  # gather token rows of a table; backward: zero the table, scatter-add rows
+        table = _randn(torch, device, op_params["k"], width, dtype=dtype, requires_grad=train)
+        ids = torch.randint(0, op_params["k"], (rows,), device=device)
+        x, forward, inputs = table, (lambda: F.embedding(ids, table)), [table]
+        if not train:
+            return forward
+        out = forward()
+        dout = _randn(torch, device, *out.shape, dtype=dtype)
+        return lambda: torch.autograd.grad(out, inputs, dout, retain_graph=True)
     inputs = [x]
     if family in ("layernorm", "rmsnorm"):
         weight = _randn(torch, device, width, dtype=dtype, requires_grad=train)

@@ -38,23 +38,26 @@ class CostParams:
     read off the same run (benchmarks/RESULTS.md). A calibrated profile replaces them for its own GPU."""
 
     # Fraction of the datasheet peak the best GEMM kernels reach (the H200 ran 8192³ bf16 at 790 of 989).
-    gemm_ceiling: float = 0.7737
+    gemm_ceiling: float = 0.7909
     # Per-tile fixed work (prologue, epilogue) in units of K: a tile costs K + k_overhead steps.
-    k_overhead: float = 145.4818
+    k_overhead: float = 147.2581
     # Output tiles cuBLAS chooses among (rows, cols), and each one's rate relative to the largest.
     tiles: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 64))
-    tile_rates: tuple[float, ...] = (1.0, 1.0, 0.977, 0.615, 0.956, 0.476)
+    tile_rates: tuple[float, ...] = (1.0, 1.0, 0.966, 0.575, 0.952, 0.476)
     splits: tuple[int, ...] = (1, 2, 4, 8, 16, 32)  # split-K factors; a slice keeps at least min_split_k of K
     min_split_k: int = 256
-    # Slowdown when a leading dim is only 4- or 8-byte aligned, and when it is 2- or 1-byte aligned
-    # (H200, bf16: 4096³ with one dim made 4098 ran about 2.7× slower, made 4097 about 5.4× slower).
-    misaligned_even: float = 2.7435
-    misaligned_odd: float = 5.4453
+    # Slowdown when a leading dim is only 4- or 8-byte aligned (fitted), and when it is odd: that one
+    # depends on the layout and on whether the odd dim leads A or leads C (n), so it is a table over
+    # the layouts nn, nt, tn, read off the probe's align set (the aligned 4096³ rate, about 740 TFLOP/s,
+    # over the rate with one dim made 4097).
+    misaligned_even: float = 2.8044
+    misaligned_odd_a: tuple[float, float, float] = (5.4, 5.8, 5.2)
+    misaligned_odd_n: tuple[float, float, float] = (6.0, 7.7, 4.9)
     # The same for memory-bound GEMMs (narrower loads, no TMA); the probe found no extra cost for odd dims.
     misaligned_even_memory: float = 1.5103
     misaligned_odd_memory: float = 1.0
     # Fraction of the datasheet bandwidth memory-bound GEMMs reach (a 2 GiB copy reached 4.22 of 4.8 TB/s).
-    gemm_bandwidth: float = 0.8417
+    gemm_bandwidth: float = 0.8414
     # torch's memory-bound kernels by family and pass, as fractions of the datasheet bandwidth
     # (H200, bf16, large tensors; probe rows "elementwise" and "copy"). Where the probe measured no
     # backward (glu, loss) the forward's figure stands in.
@@ -62,22 +65,25 @@ class CostParams:
         ("copy", 0.88), ("copy.bwd", 0.88), ("add", 0.91), ("add.bwd", 0.91), ("layernorm", 0.48), ("layernorm.bwd", 0.33), ("rmsnorm", 0.53),
         ("rmsnorm.bwd", 0.33),
         ("act", 0.75), ("act.bwd", 0.86), ("glu", 0.52), ("glu.bwd", 0.52), ("softmax", 0.30),
-        ("softmax.bwd", 0.45), ("loss", 0.24), ("loss.bwd", 0.24))
-    launch_ms: float = 0.0054
+        ("softmax.bwd", 0.45), ("loss", 0.22), ("loss.bwd", 0.33),
+        # Embedding gather and its backward (zero the table, scatter-add the rows): not measured yet.
+        ("embed", 0.88), ("embed.bwd", 0.88))
+    launch_ms: float = 0.0053
     # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
-    memory_latency_ms: float = 0.0058
-    memory_ramp_mb: float = 13.0009
-    # Fused attention as torch's SDPA runs it by default (the flash backend): fraction of peak per
-    # head-dim bucket for long sequences, forward and backward, and the sequence length s0 at which it
-    # reaches half of that (efficiency × s / (s + s0)). From the H200 probe's causal SDPA rows
-    # (b=4, 32 heads, s=1024…4096); the 32 and 224 buckets were not measured and are interpolated.
-    # Other head dims are padded to the next bucket by the kernels, which is a tile loss.
-    flash_buckets: tuple[int, ...] = (32, 64, 96, 128, 160, 192, 224, 256)
-    flash_fwd: tuple[float, ...] = (0.22, 0.343, 0.391, 0.403, 0.290, 0.386, 0.40, 0.414)
-    flash_bwd: tuple[float, ...] = (0.18, 0.309, 0.306, 0.354, 0.261, 0.323, 0.32, 0.316)
-    flash_s0_fwd: float = 845.0
-    flash_s0_bwd: float = 1244.0
+    memory_latency_ms: float = 0.0059
+    memory_ramp_mb: float = 12.9402
+    # Fused attention as torch's SDPA runs it by default: on an H200 with torch 2.11 that is the cuDNN
+    # kernel (the default rows of benchmarks/results/h200-bench.csv match the probe's cuDNN rows).
+    # Fraction of peak per head-dim bucket for long sequences, forward and backward, and the sequence
+    # length s0 at which it reaches half of that (efficiency × s / (s + s0)), from the probe's causal
+    # cuDNN rows (b=4, 32 heads, s=1024…4096). cuDNN pads the head dim to a multiple of 64 (d=80 and
+    # 96 run as 128, d=160 as 192, at the bucket's time), which is a tile loss.
+    flash_buckets: tuple[int, ...] = (64, 128, 192, 256)
+    flash_fwd: tuple[float, ...] = (0.527, 0.736, 0.813, 0.857)
+    flash_bwd: tuple[float, ...] = (0.495, 0.664, 0.447, 0.534)
+    flash_s0_fwd: float = 900.0
+    flash_s0_bwd: float = 1150.0
     flash_block_q: int = 128
 
 
@@ -155,17 +161,12 @@ def _resolve_gpu(gpu: GPU | str) -> GPU:
     return gpu if isinstance(gpu, GPU) else get_gpu(gpu)
 
 
-def _align_classes(dims: list[np.ndarray], dtype: str, align_bytes: int) -> np.ndarray:
-    """Worst alignment of the given leading dims: 0 = aligned as the tensor cores need (16 bytes on
-    NVIDIA), 1 = 4-byte aligned or better, 2 = worse."""
+def _align_class(dim: np.ndarray, dtype: str, align_bytes: int) -> np.ndarray:
+    """0 = aligned as the tensor cores need (16 bytes on NVIDIA), 1 = 4-byte aligned or better, 2 = worse."""
     if dtype not in TENSOR_CORE_DTYPES:
-        return np.zeros(np.broadcast(*dims).shape, dtype=np.int64)  # the fp32 SIMT path has no such need
-    size = DTYPE_BYTES[dtype]
-    worst = np.zeros(np.broadcast(*dims).shape, dtype=np.int64)
-    for dim in dims:
-        nbytes = dim * size
-        worst = np.maximum(worst, np.where(nbytes % align_bytes == 0, 0, np.where(nbytes % 4 == 0, 1, 2)))
-    return worst
+        return np.zeros_like(dim)  # the fp32 SIMT path has no such need
+    nbytes = dim * DTYPE_BYTES[dtype]
+    return np.where(nbytes % align_bytes == 0, 0, np.where(nbytes % 4 == 0, 1, 2))
 
 
 def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) -> dict:
@@ -179,9 +180,14 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     # The leading dims cuBLAS sees: "tn" stores A as k×m (leading dim m), the others store A as m×k;
     # B and C have leading dim n in every layout.
     a_lead_is_m = layout == "tn"
-    align = _align_classes([np.where(a_lead_is_m, m, k), n], dtype, gpu.align_bytes)
-    slow_compute = np.choose(align, [1.0, p.misaligned_even, p.misaligned_odd])
-    slow_memory = np.choose(align, [1.0, p.misaligned_even_memory, p.misaligned_odd_memory])
+    class_a = _align_class(np.where(a_lead_is_m, m, k), dtype, gpu.align_bytes)
+    class_n = _align_class(n, dtype, gpu.align_bytes)
+    which = np.searchsorted(np.array(LAYOUTS), layout)  # LAYOUTS is sorted: nn, nt, tn
+    slow_compute = np.maximum(
+        np.choose(class_a, [1.0, p.misaligned_even, np.array(p.misaligned_odd_a)[which]]),
+        np.choose(class_n, [1.0, p.misaligned_even, np.array(p.misaligned_odd_n)[which]]))
+    worst = np.maximum(class_a, class_n)
+    slow_memory = np.choose(worst, [1.0, p.misaligned_even_memory, p.misaligned_odd_memory])
     # A misaligned kernel still moves and multiplies whole 16-byte vectors: it works on the shape with
     # its misaligned leading dims padded, and then runs slower. So padding is never predicted slower.
     vec = max(1, gpu.align_bytes // size)

@@ -35,7 +35,7 @@ class Op:
     causal: bool = False  # flash only: m is the query length, n the key length, k the head dim
     groups: int = 1  # flash only: query heads per kv head (grouped-query attention)
     # Memory ops: m rows of n values, and the kind of kernel, whose speeds differ: copy, add,
-    # layernorm, rmsnorm, act, glu, softmax or loss.
+    # layernorm, rmsnorm, act, glu, softmax, loss or embed (whose table has k rows).
     family: str = ""
 
     @property
@@ -187,7 +187,9 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
         return elementwise(name, local, h, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=train,
                            count=count, dtype_bytes=B, family=shape.norm)
 
-    ops = [memory("embed", "fwd", 2 * tokens * h * B, rows=tokens, width=h, count=1, family="copy")]
+    # The embedding gathers token rows of the (vocab/t)×h table (k holds the table's rows).
+    ops = [Op("embed", "fwd", MEMORY, count=1, flops=0, bytes=2 * tokens * h * B, m=tokens, n=h, k=vocab,
+              family="embed")]
     ops += norm("attn/norm", L)
     ops += linear("attn/qkv", tokens, q_width + 2 * kv_width, h, train=train, count=L, dtype_bytes=B)
     ops += attention(shape, w, train=train, B=B)
@@ -204,6 +206,6 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
         ops += elementwise("loss", logit_rows, vocab, reads=1, writes=0, bwd_reads=1, bwd_writes=1, train=True,
                            count=1, dtype_bytes=B, family="loss")
         # The embedding gradient scatters into a dense (vocab/t)×h table, zeroed first.
-        ops.append(memory("embed", "bwd", (2 * tokens * h + vocab * h) * B, rows=tokens, width=h, count=1,
-                          family="copy"))
+        ops.append(Op("embed", "bwd", MEMORY, count=1, flops=0, bytes=(2 * tokens * h + vocab * h) * B, m=tokens,
+                      n=h, k=vocab, family="embed"))
     return ops
