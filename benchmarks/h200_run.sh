@@ -8,7 +8,8 @@ export PYTHONPATH=src PYTHONUNBUFFERED=1
 db="$OUT/h200.db"
 log="$OUT/logs"
 mkdir -p "$log"
-sw() { python3 -m shapewise "$@" --db "$db"; }
+# 10 ms of warm-up and 40 ms of repetitions per case: the budgets these results were measured with.
+sw() { python3 -m shapewise "$@" --db "$db" --warmup-ms 10 --budget-ms 40; }
 
 # GEMM throughput against n at a fine step (m = k = 8192), and misaligned neighbours of 4096.
 sw bench gemm -m 8192 -n 64:8192:64 -k 8192 > "$log/gemm-nsweep.txt"

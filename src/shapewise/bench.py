@@ -22,6 +22,7 @@ ATTENTION_BACKENDS = ("flash", "efficient", "cudnn", "math", "unfused", "default
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
                  "math": "MATH"}
 PASSES = ("fwd", "fwdbwd")
+MIN_REPS = 10  # samples per case at the least, however slow the op: a median of fewer is not worth keeping
 
 
 def parse_dims(values: list[str], *, name: str) -> list[int]:
@@ -327,7 +328,7 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:300]
 
 
-def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 10, budget_ms: float = 40,
+def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 3, budget_ms: float = 10,
           force: bool = False, progress: bool = True, env: dict | None = None) -> SweepResult:
     """Measure every case not yet in the store for this environment; keep what is done on Ctrl-C."""
     from .measure import environment, time_fn
@@ -360,7 +361,7 @@ def _measure_one(torch, case, key, *, store, env_id, device, warmup_ms, budget_m
     try:
         fn, context = build(case, device)
         with context:
-            timing = time_fn(fn, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms)
+            timing = time_fn(fn, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, min_reps=MIN_REPS)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # out of memory, unsupported dtype or kernel: record it and go on

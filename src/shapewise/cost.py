@@ -66,8 +66,9 @@ class CostParams:
         ("rmsnorm.bwd", 0.33),
         ("act", 0.75), ("act.bwd", 0.86), ("glu", 0.52), ("glu.bwd", 0.52), ("softmax", 0.30),
         ("softmax.bwd", 0.45), ("loss", 0.22), ("loss.bwd", 0.33),
-        # Embedding gather and its backward (zero the table, scatter-add the rows): not measured yet.
-        ("embed", 0.88), ("embed.bwd", 0.88))
+        # Embedding gather, and its backward (zero the table, scatter-add the rows): llama3-8b's, from
+        # `bench ops` (benchmarks/results/h200-bench.csv).
+        ("embed", 0.59), ("embed.bwd", 0.36))
     launch_ms: float = 0.0053
     # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
