@@ -183,7 +183,7 @@ def test_export_csv_round_trip(store, tmp_path):
     header = list(read[0])
     assert header[:2] == ["bench", "key"]
     assert header[2:7] == ["p_M", "p_dtype", "p_trans", "p_key", "p_S"]  # first-appearance order
-    assert header[7:] == ["median_ms", "q25_ms", "q75_ms", "iqr_ms", "num_reps", "tflops", "gbps", "error",
+    assert header[7:] == ["median_ms", "q25_ms", "q75_ms", "iqr_ms", "num_reps", "flops", "bytes", "tflops", "gbps", "error",
                           "gpu_name", "driver", "torch", "cuda", "cublas", "created_utc"]
     for got, want in zip(read, store.rows()):
         assert (got["bench"], got["key"]) == (want["bench"], want["key"])

@@ -220,21 +220,13 @@ def cmd_bench_attention(args) -> int:
     gpu = _gpu_for(args, result.environment)
 
     def predict(case):
-        from .cost import predict_ops
-        from .ops import FLASH, Op
+        from .cost import predict_attention
 
         p = case.params
-        if gpu is None or p["backend"] not in ("default", "flash"):
-            return None  # the cost model describes SDPA's default (flash) kernels
-        b, h, kv, s, d = p["batch"], p["heads"], p["kv_heads"], p["seq"], p["head_dim"]
-        fwd = int(case.flops / (3.5 if p["pass"] == "fwdbwd" else 1))
-        q, kvb = b * h * s * d * 2, b * kv * s * d * 2
-        ops = [Op("attn/flash", "fwd", FLASH, 1, fwd, 2 * q + 2 * kvb, m=s, n=s, k=d, batch=b * h,
-                  causal=p["causal"], groups=h // kv)]
-        if p["pass"] == "fwdbwd":
-            ops.append(Op("attn/flash", "bwd", FLASH, 1, fwd * 5 // 2, 4 * q + 4 * kvb, m=s, n=s, k=d, batch=b * h,
-                          causal=p["causal"], groups=h // kv))
-        return sum(c.time_ms for c in predict_ops(ops, gpu=gpu, dtype=p["dtype"]))
+        if gpu is None or p["backend"] not in ("default", "cudnn"):
+            return None  # the cost model describes SDPA's default kernel (cuDNN on Hopper with torch 2.11)
+        return predict_attention(batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"], seq=p["seq"],
+                                 head_dim=p["head_dim"], causal=p["causal"], pass_=p["pass"], gpu=gpu, dtype=p["dtype"])
 
     return _render_sweep(args, result, predict)
 

@@ -38,26 +38,26 @@ class CostParams:
     read off the same run (benchmarks/RESULTS.md). A calibrated profile replaces them for its own GPU."""
 
     # Fraction of the datasheet peak the best GEMM kernels reach (the H200 ran 8192³ bf16 at 790 of 989).
-    gemm_ceiling: float = 0.7909
+    gemm_ceiling: float = 0.78
     # Per-tile fixed work (prologue, epilogue) in units of K: a tile costs K + k_overhead steps.
-    k_overhead: float = 147.2581
+    k_overhead: float = 102.6496
     # Output tiles cuBLAS chooses among (rows, cols), and each one's rate relative to the largest.
     tiles: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 64))
-    tile_rates: tuple[float, ...] = (1.0, 1.0, 0.966, 0.575, 0.952, 0.476)
+    tile_rates: tuple[float, ...] = (1.0, 1.0, 0.964, 0.943, 0.695, 0.454)
     splits: tuple[int, ...] = (1, 2, 4, 8, 16, 32)  # split-K factors; a slice keeps at least min_split_k of K
     min_split_k: int = 256
     # Slowdown when a leading dim is only 4- or 8-byte aligned (fitted), and when it is odd: that one
     # depends on the layout and on whether the odd dim leads A or leads C (n), so it is a table over
     # the layouts nn, nt, tn, read off the probe's align set (the aligned 4096³ rate, about 740 TFLOP/s,
     # over the rate with one dim made 4097).
-    misaligned_even: float = 2.8044
+    misaligned_even: float = 2.7562
     misaligned_odd_a: tuple[float, float, float] = (5.4, 5.8, 5.2)
     misaligned_odd_n: tuple[float, float, float] = (6.0, 7.7, 4.9)
     # The same for memory-bound GEMMs (narrower loads, no TMA); the probe found no extra cost for odd dims.
-    misaligned_even_memory: float = 1.5103
+    misaligned_even_memory: float = 1.5889
     misaligned_odd_memory: float = 1.0
     # Fraction of the datasheet bandwidth memory-bound GEMMs reach (a 2 GiB copy reached 4.22 of 4.8 TB/s).
-    gemm_bandwidth: float = 0.8414
+    gemm_bandwidth: float = 0.8041
     # torch's memory-bound kernels by family and pass, as fractions of the datasheet bandwidth
     # (H200, bf16, large tensors; probe rows "elementwise" and "copy"). Where the probe measured no
     # backward (glu, loss) the forward's figure stands in.
@@ -69,11 +69,11 @@ class CostParams:
         # Embedding gather, and its backward (zero the table, scatter-add the rows): llama3-8b's, from
         # `bench ops` (benchmarks/results/h200-bench.csv).
         ("embed", 0.59), ("embed.bwd", 0.36))
-    launch_ms: float = 0.0053
+    launch_ms: float = 0.0056
     # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
-    memory_latency_ms: float = 0.0059
-    memory_ramp_mb: float = 12.9402
+    memory_latency_ms: float = 0.0045
+    memory_ramp_mb: float = 20.1987
     # Fused attention as torch's SDPA runs it by default: on an H200 with torch 2.11 that is the cuDNN
     # kernel (the default rows of benchmarks/results/h200-bench.csv match the probe's cuDNN rows).
     # Fraction of peak per head-dim bucket for long sequences, forward and backward, and the sequence
@@ -413,3 +413,16 @@ def predict_step(shape: ModelShape, workload: Workload, *, gpu: GPU | str,
     gpu = _resolve_gpu(gpu)
     ops = model_ops(shape, workload)
     return StepCost(shape, workload, gpu, tuple(predict_ops(ops, gpu=gpu, dtype=workload.dtype, params=params)))
+
+
+def predict_attention(*, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int, causal: bool = True,
+                      pass_: str = "fwd", gpu: GPU | str, dtype: str = "bf16", params: CostParams = SPEC) -> float:
+    """Predicted ms of fused attention (torch's default SDPA kernel): forward, or forward + backward."""
+    from .ops import attention_op
+
+    ops = [attention_op("fwd", seqs=batch, heads=heads, kv_heads=kv_heads, q_len=seq, kv_len=seq, head_dim=head_dim,
+                        causal=causal, dtype_bytes=DTYPE_BYTES[dtype])]
+    if pass_ != "fwd":
+        ops.append(attention_op("bwd", seqs=batch, heads=heads, kv_heads=kv_heads, q_len=seq, kv_len=seq,
+                                head_dim=head_dim, causal=causal, dtype_bytes=DTYPE_BYTES[dtype]))
+    return sum(c.time_ms for c in predict_ops(ops, gpu=gpu, dtype=dtype, params=params))

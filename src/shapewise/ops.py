@@ -97,6 +97,23 @@ def elementwise(name: str, rows: int, width: int, *, reads: int, writes: int, bw
     return ops
 
 
+def attention_op(pass_: str, *, seqs: int, heads: int, kv_heads: int, q_len: int, kv_len: int, head_dim: int,
+                 causal: bool, dtype_bytes: int, count: int = 1) -> Op:
+    """One fused attention kernel call over `seqs` sequences of `heads` query heads."""
+    # Causal kernels skip the masked half of the score matrix, so count only the other half.
+    pairs = q_len * kv_len // 2 if causal else q_len * kv_len
+    fwd_flops = 4 * seqs * heads * pairs * head_dim  # QKᵀ and PV
+    q_bytes = seqs * heads * q_len * head_dim * dtype_bytes
+    kv_bytes = seqs * kv_heads * kv_len * head_dim * dtype_bytes
+    groups = heads // kv_heads if heads % kv_heads == 0 else 1
+    if pass_ == "fwd":  # read q, k, v; write o
+        flops, nbytes = fwd_flops, 2 * q_bytes + 2 * kv_bytes
+    else:  # backward recomputes QKᵀ and runs four more products (dV, dP, dQ, dK): 2.5× the forward
+        flops, nbytes = fwd_flops * 5 // 2, 4 * q_bytes + 4 * kv_bytes
+    return Op("attn/flash", pass_, FLASH, count=count, flops=flops, bytes=nbytes, m=q_len, n=kv_len, k=head_dim,
+              batch=seqs * heads, causal=causal, groups=groups)
+
+
 def attention(shape: ModelShape, w: Workload, *, train: bool, B: int) -> list[Op]:
     """The attention core (after the QKV projection, before the output projection) of one layer."""
     L, t = shape.num_layers, w.tp
@@ -106,20 +123,9 @@ def attention(shape: ModelShape, w: Workload, *, train: bool, B: int) -> list[Op
     seqs = w.batch
     causal = q_len == kv_len  # decoding attends to the whole cache
     if w.attention == "flash":
-        # Causal flash kernels skip the masked half of the score matrix, so count only the other half.
-        pairs = q_len * kv_len // 2 if causal else q_len * kv_len
-        fwd_flops = 4 * seqs * heads * pairs * d  # QKᵀ and PV
-        q_bytes, kv_bytes = seqs * heads * q_len * d * B, seqs * kv_heads * kv_len * d * B
-        groups = heads // kv_heads if heads % kv_heads == 0 else 1
-        fwd = Op("attn/flash", "fwd", FLASH, count=L, flops=fwd_flops, bytes=2 * q_bytes + 2 * kv_bytes,
-                 m=q_len, n=kv_len, k=d, batch=seqs * heads, causal=causal, groups=groups)
-        if not train:
-            return [fwd]
-        # Backward recomputes QKᵀ and runs four more products (dV, dP, dQ, dK): 2.5× the forward FLOPs.
-        bwd = Op("attn/flash", "bwd", FLASH, count=L, flops=fwd_flops * 5 // 2,
-                 bytes=4 * q_bytes + 4 * kv_bytes, m=q_len, n=kv_len, k=d, batch=seqs * heads, causal=causal,
-                 groups=groups)
-        return [fwd, bwd]
+        make = lambda pass_: attention_op(pass_, seqs=seqs, heads=heads, kv_heads=kv_heads, q_len=q_len,  # noqa: E731
+                                          kv_len=kv_len, head_dim=d, causal=causal, dtype_bytes=B, count=L)
+        return [make("fwd"), make("bwd")] if train else [make("fwd")]
     # Unfused: kv heads are expanded to every query head, then two BMMs around a softmax.
     bh = seqs * heads
     ops = [matmul("attn/score", "fwd", q_len, kv_len, d, batch=bh, layout="nt", count=L, dtype_bytes=B),

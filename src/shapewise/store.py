@@ -53,7 +53,7 @@ IDENTITY_FIELDS = {
 ENV_COLUMNS = ("gpu_name", "driver", "torch", "cuda", "cublas")  # joined into rows() and exports
 
 CSV_HEAD = ("bench", "key")
-CSV_TAIL = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "num_reps", "tflops", "gbps", "error",
+CSV_TAIL = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "num_reps", "flops", "bytes", "tflops", "gbps", "error",
             *ENV_COLUMNS, "created_utc")
 
 _SCHEMA = """
@@ -327,7 +327,7 @@ class Store:
         csv: one line per result with columns bench, key, then one column per parameter named
         p_<name> (the union over the rows, in order of first appearance; empty where a row lacks
         it; strings as they are, other values as JSON, e.g. true, [1, 2]), then median_ms, q25_ms,
-        q75_ms, iqr_ms, num_reps, tflops, gbps, error, gpu_name, driver, torch, cuda, cublas,
+        q75_ms, iqr_ms, num_reps, flops, bytes, tflops, gbps, error, gpu_name, driver, torch, cuda, cublas,
         created_utc. The prefix keeps a parameter from clashing with a fixed column (a parameter
         named "key" or "bytes" would otherwise do so). Samples and metrics are in JSON only.
         """
