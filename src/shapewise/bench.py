@@ -329,7 +329,7 @@ def _error_text(exc: BaseException) -> str:
 
 
 def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 3, budget_ms: float = 10,
-          force: bool = False, progress: bool = True, env: dict | None = None) -> SweepResult:
+          force: bool = False, progress: bool = True, env: dict | None = None, cuda_graph: bool = False) -> SweepResult:
     """Measure every case not yet in the store for this environment; keep what is done on Ctrl-C."""
     from .measure import environment, time_fn
     from .store import case_key
@@ -337,9 +337,12 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     torch = _torch()
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ShapewiseError("no CUDA GPU here: pass --device cpu to measure on the CPU")
+    if cuda_graph and not device.startswith("cuda"):
+        raise ShapewiseError("--cuda-graph needs a CUDA device")
     env = env or environment(device)
     env_id = store.environment_id(env)
-    keys = {id(c): case_key({"bench": c.bench, **c.params}) for c in cases}
+    mode = {"cuda_graph": True} if cuda_graph else {}  # graph timings are other results: their own keys
+    keys = {id(c): case_key({"bench": c.bench, **c.params, **mode}) for c in cases}
     done = set() if force else set().union(*(store.done_keys(env_id, b) for b in {c.bench for c in cases}))
     todo = [c for c in cases if keys[id(c)] not in done]
     result = SweepResult([], skipped=len(cases) - len(todo), environment=env)
@@ -347,7 +350,9 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
         with _progress(progress, len(todo)) as advance:
             for case in todo:
                 _measure_one(torch, case, keys[id(case)], store=store, env_id=env_id, device=device,
-                             warmup_ms=warmup_ms, budget_ms=budget_ms, time_fn=time_fn, result=result)
+                             timing=dict(warmup_ms=warmup_ms, budget_ms=budget_ms, min_reps=MIN_REPS,
+                                         cuda_graph=cuda_graph),
+                             time_fn=time_fn, result=result)
                 advance(case.label)
     except KeyboardInterrupt:
         result.interrupted = True
@@ -356,12 +361,12 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     return result
 
 
-def _measure_one(torch, case, key, *, store, env_id, device, warmup_ms, budget_ms, time_fn, result) -> None:
+def _measure_one(torch, case, key, *, store, env_id, device, timing, time_fn, result) -> None:
     params = case.params
     try:
         fn, context = build(case, device)
         with context:
-            timing = time_fn(fn, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, min_reps=MIN_REPS)
+            measured = time_fn(fn, device=device, **timing)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # out of memory, unsupported dtype or kernel: record it and go on
@@ -373,7 +378,7 @@ def _measure_one(torch, case, key, *, store, env_id, device, warmup_ms, budget_m
         fn = context = None  # free the case's tensors before the next one
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
-    store.record(env_id=env_id, bench=case.bench, key=key, params=params, timing=timing, flops=case.flops,
+    store.record(env_id=env_id, bench=case.bench, key=key, params=params, timing=measured, flops=case.flops,
                  bytes=case.bytes)
     result.measured += 1
 

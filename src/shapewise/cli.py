@@ -137,6 +137,8 @@ def _add_measure_args(p: argparse.ArgumentParser, *, gpu: bool = True) -> None:
     # harness and repeated within 0.7% on an H200 (benchmarks/RESULTS.md).
     p.add_argument("--warmup-ms", type=float, default=3.0, help="warm-up time per case (3)")
     p.add_argument("--budget-ms", type=float, default=10.0, help="timed repetitions per case, at least 10 (10)")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="time replays of a CUDA graph of 20 calls: for ops of a few microseconds")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
 
 
@@ -146,7 +148,7 @@ def _sweep(args, cases):
 
     with Store(args.db) as store:
         return sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms, budget_ms=args.budget_ms,
-                     force=args.force)
+                     force=args.force, cuda_graph=args.cuda_graph)
 
 
 def _gpu_for(args, env):
