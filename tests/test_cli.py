@@ -43,7 +43,7 @@ def test_json_carries_the_same_content(capsys):
     doc = json.loads(out)
     assert code == 0
     assert doc["model"]["params"] == 124_439_808
-    assert doc["gpu"]["key"] == "h200" and doc["cost_model"] == "spec-only"
+    assert doc["gpu"]["key"] == "h200"
     logits = next(op for op in doc["ops"] if op["name"] == "logits" and op["pass"] == "fwd")
     assert (logits["m"], logits["n"], logits["k"]) == (8192, 50257, 768)
     assert logits["main_loss"] == "misalign"
@@ -109,3 +109,13 @@ def test_python_dash_m_runs_without_importing_torch():
             "\ntry:\n runpy.run_module('shapewise', run_name='__main__')\nexcept SystemExit: pass"
             "\nassert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_check_says_which_cost_model_it_used(capsys, tmp_path):
+    code, out, _ = run(capsys, "check", "gpt2", "--gpu", "a100", "--json")
+    assert json.loads(out)["cost_model"] == {"source": "spec-only (no calibrated profile for this GPU)",
+                                             "calibrated": False}
+    code, out, _ = run(capsys, "check", "gpt2", "--gpu", "h200", "--spec-only")
+    assert "cost model: spec-only" in out
+    code, out, err = run(capsys, "check", "gpt2", "--profile", str(tmp_path / "missing.json"))
+    assert code == 2 and "cannot read profile" in err

@@ -70,8 +70,14 @@ def _console():
 def cmd_check(args) -> int:
     from .report import check, render, to_json
 
+    from .cost import SPEC
+    from .profile import load
+
     shape, workload = _model_and_workload(args)
-    result = check(shape, workload, gpu=args.gpu)
+    if args.spec_only and args.profile:
+        raise ShapewiseError("give --profile or --spec-only, not both")
+    result = check(shape, workload, gpu=args.gpu, params=SPEC if args.spec_only else None,
+                   profile=load(args.profile) if args.profile else None)
     if args.json:
         print(json.dumps(to_json(result), indent=2))
     else:
@@ -151,6 +157,15 @@ def _sweep(args, cases):
                      force=args.force, cuda_graph=args.cuda_graph)
 
 
+def _params_for(gpu):
+    """The cost model's parameters for a GPU: its calibrated profile's, else the spec model's."""
+    from .cost import SPEC
+    from .profile import find
+
+    profile = find(gpu) if gpu else None
+    return profile.params if profile else SPEC
+
+
 def _gpu_for(args, env):
     """The GPU to predict for: --gpu, else the measured one if the table knows it; None on a CPU."""
     from .hardware import get_gpu
@@ -198,6 +213,7 @@ def cmd_bench_gemm(args) -> int:
                        batches=batches, layouts=args.layout, dtype=args.dtype)
     result = _sweep(args, cases)
     gpu = _gpu_for(args, result.environment)
+    params = _params_for(gpu)
 
     def predict(case):
         from .cost import predict_gemm
@@ -206,7 +222,7 @@ def cmd_bench_gemm(args) -> int:
         if gpu is None or p["dtype"] not in gpu.tflops:
             return None
         return float(predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu,
-                                  dtype=p["dtype"]).time_ms)
+                                  dtype=p["dtype"], params=params).time_ms)
 
     return _render_sweep(args, result, predict)
 
@@ -220,6 +236,7 @@ def cmd_bench_attention(args) -> int:
                             causal=args.causal, backends=args.backend, passes=args.passes, dtype=args.dtype)
     result = _sweep(args, cases)
     gpu = _gpu_for(args, result.environment)
+    params = _params_for(gpu)
 
     def predict(case):
         from .cost import predict_attention
@@ -228,7 +245,8 @@ def cmd_bench_attention(args) -> int:
         if gpu is None or p["backend"] not in ("default", "cudnn"):
             return None  # the cost model describes SDPA's default kernel (cuDNN on Hopper with torch 2.11)
         return predict_attention(batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"], seq=p["seq"],
-                                 head_dim=p["head_dim"], causal=p["causal"], pass_=p["pass"], gpu=gpu, dtype=p["dtype"])
+                                 head_dim=p["head_dim"], causal=p["causal"], pass_=p["pass"], gpu=gpu, dtype=p["dtype"],
+                                 params=params)
 
     return _render_sweep(args, result, predict)
 
@@ -275,7 +293,8 @@ def cmd_bench_layer(args) -> int:
         op_rows = [(op, measured.get(id(op_cases[op.label + "|" + pass_]))) for op in ops[pass_]]
         ok = [(op, r) for op, r in op_rows if r and r.get("error") is None]
         op_sum = sum(r["median_ms"] * op.count for op, r in ok)
-        predicted = sum(c.total_ms for c in predict_ops(ops[pass_], gpu=gpu, dtype=workload.dtype)) if gpu else None
+        predicted = sum(c.total_ms for c in predict_ops(ops[pass_], gpu=gpu, dtype=workload.dtype,
+                                                        params=_params_for(gpu))) if gpu else None
         layer_ms = row["median_ms"] if row and row.get("error") is None else None
         table.add_row(pass_, f"{layer_ms:.3f}" if layer_ms else (row or {}).get("error", "—"), f"{op_sum:.3f}",
                       f"{op_sum / layer_ms:.2f}" if layer_ms else "", f"{predicted:.3f}" if predicted else "",
@@ -296,7 +315,8 @@ def cmd_bench_ops(args) -> int:
     cases = [op_case(op, workload.dtype) for op in ops]
     result = _sweep(args, cases)
     gpu = _gpu_for(args, result.environment)
-    predicted = {id(c): cost.time_ms for c, cost in zip(cases, predict_ops(ops, gpu=gpu, dtype=workload.dtype))} if gpu else {}
+    predicted = {id(c): cost.time_ms for c, cost in
+                 zip(cases, predict_ops(ops, gpu=gpu, dtype=workload.dtype, params=_params_for(gpu)))} if gpu else {}
     status = _render_sweep(args, result, lambda case: predicted.get(id(case)))
     if not args.json:
         rows = {id(case): row for case, row in result.rows}
@@ -324,6 +344,96 @@ def cmd_results(args) -> int:
     return 0
 
 
+# ---- calibration and validation ------------------------------------------------------------
+
+def _measured_gpu(args, env):
+    gpu = _gpu_for(args, env)
+    if gpu is None:
+        name = env.get("gpu_name") or args.device
+        raise ShapewiseError(f"{name} is not in the GPU table: name the GPU to calibrate with --gpu")
+    return gpu
+
+
+def cmd_calibrate(args) -> int:
+    from .bench import sweep
+    from .calibrate import calibration_cases, fit_profile
+    from .profile import profile_dir, save
+    from .store import Store
+
+    cases = calibration_cases(dtype=args.dtype, quick=args.quick)
+    with Store(args.db) as store:
+        result = sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms, budget_ms=args.budget_ms,
+                       force=args.force)
+    console = _console()
+    console.print(f"{len(cases)} calibration cases: {result.summary()}")
+    if result.interrupted:
+        console.print("interrupted: run `shapewise calibrate` again to finish (measured cases are kept)")
+        return 130
+    gpu = _measured_gpu(args, result.environment)
+    environment = {k: result.environment.get(k) for k in ("gpu_name", "driver_version", "torch_version", "cuda_version",
+                                                          "cublas_version", "cudnn_version", "sm_clock_max_mhz",
+                                                          "timestamp_utc") if result.environment.get(k) is not None}
+    profile = fit_profile(result.rows, gpu=gpu, dtype=args.dtype, environment=environment)
+    paths = [save(profile, profile_dir() / f"{gpu.key}.json")] if not args.no_install else []
+    if args.out:
+        paths.append(save(profile, args.out))
+    fit = profile.fit
+    console.print(f"fitted on {fit['gemm_cases']} GEMMs, {fit['flash_cases']} attention and {fit['memory_cases']} "
+                  f"memory-bound ops: median |log error| of the GEMMs {fit['median_abs_log_error_spec']:.3f} "
+                  f"(spec model) -> {fit['median_abs_log_error_fitted']:.3f} (profile)")
+    for path in paths:
+        console.print(f"profile for {gpu.key} written to {path}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from rich.table import Table
+
+    from .bench import sweep
+    from .calibrate import judge, report_json, summarize, validation_cases
+    from .profile import find, load
+    from .store import Store, case_key
+
+    cases = validation_cases(dtype=args.dtype, quick=args.quick)
+    with Store(args.db) as store:
+        if args.from_db:
+            by_key = {case_key({"bench": c.bench, **c.params}): c for c in cases}
+            found = {}
+            for row in store.rows():
+                if row["key"] in by_key and row.get("error") is None:
+                    found[row["key"]] = row  # the newest row of a case wins
+            rows = [(by_key[key], row) for key, row in found.items()]
+            env = {"gpu_name": rows[0][1].get("gpu_name")} if rows else {}
+            if not rows:
+                raise ShapewiseError("the store holds no validation measurements: run `shapewise validate` on a GPU first")
+        else:
+            result = sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms, budget_ms=args.budget_ms,
+                           force=args.force)
+            rows, env = result.rows, result.environment
+    gpu = _measured_gpu(args, env)
+    profile = load(args.profile) if args.profile else find(gpu)
+    judged = judge(rows, gpu=gpu, profile=profile)
+    if args.json:
+        print(json.dumps({**report_json(judged), "gpu": gpu.key,
+                          "profile": profile.describe() if profile else None}, indent=2))
+        return 0
+    table = Table(show_edge=False, pad_edge=False, header_style="bold",
+                  title=f"{len(judged)} held-out cases on {gpu.name}; profile: "
+                        f"{profile.describe() if profile else 'none (spec-only)'}", title_justify="left")
+    for col in ("cases", "n", "model", "median error", "p90 error", "max error", "Spearman"):
+        table.add_column(col, justify="left" if col in ("cases", "model") else "right")
+    for row in summarize(judged):
+        table.add_row(row["category"], str(row["n"]), row["model"], f"{row['median_ape']:.1%}", f"{row['p90_ape']:.1%}",
+                      f"{row['max_ape']:.1%}", f"{row['spearman']:.3f}")
+    console = _console()
+    console.print(table)
+    layers = [j for j in judged if j.category in ("layer", "variants")]
+    if layers and profile:
+        console.print("layers, calibrated: " + ", ".join(
+            f"{j.label.split()[1]} {j.predicted_ms['calibrated'] / j.measured_ms - 1:+.1%}" for j in layers))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="shapewise", description="Is this transformer's shape fast on this GPU?")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -331,6 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--strict", action="store_true", help="exit 1 when a finding costs more than 1%% of the step")
+    p.add_argument("--profile", metavar="PATH", help="use this calibrated profile (default: the GPU's own or the shipped one)")
+    p.add_argument("--spec-only", action="store_true", help="ignore profiles: the spec model alone")
     p.set_defaults(run=cmd_check)
     p = sub.add_parser("gpus", help="list the GPUs and their datasheet numbers")
     p.add_argument("gpu", nargs="?", help="show one GPU with the source of every number")
@@ -373,6 +485,21 @@ def build_parser() -> argparse.ArgumentParser:
         _add_model_args(p, measuring=True)
         _add_measure_args(p, gpu=False)
         p.set_defaults(run=fn)
+
+    p = sub.add_parser("calibrate", help="measure a designed set on this GPU and fit its profile (about 2 minutes)")
+    p.add_argument("--out", metavar="PATH", help="also write the profile here")
+    p.add_argument("--no-install", action="store_true", help="do not write it to the user's profile folder")
+    p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    p.add_argument("--quick", action="store_true", help="a toy-sized set (a smoke test, e.g. on the CPU)")
+    _add_measure_args(p)
+    p.set_defaults(run=cmd_calibrate)
+    p = sub.add_parser("validate", help="measure a held-out set and compare calibrated, spec-only and roofline models")
+    p.add_argument("--profile", metavar="PATH", help="the profile to judge (default: the one predictions use)")
+    p.add_argument("--from-db", action="store_true", help="use measurements already in the store; no GPU needed")
+    p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    p.add_argument("--quick", action="store_true", help="a toy-sized set (a smoke test, e.g. on the CPU)")
+    _add_measure_args(p)
+    p.set_defaults(run=cmd_validate)
 
     p = sub.add_parser("results", help="summarize the results store, or export it to CSV or JSON")
     p.add_argument("--db", metavar="PATH", help="results store (default: $SHAPEWISE_DB or ~/.cache/shapewise/results.db)")

@@ -18,6 +18,7 @@ Everything is vectorized over shapes with numpy; nothing here imports torch.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -86,6 +87,13 @@ class CostParams:
     flash_s0_fwd: float = 900.0
     flash_s0_bwd: float = 1150.0
     flash_block_q: int = 128
+    # A calibrated profile's measured residuals of GEMMs and BMMs, one row per calibration shape:
+    # (layout index, A-lead alignment class, n alignment class, log2 m, log2 n, log2 k, log2 batch,
+    # ln(measured / predicted)). Predictions are then multiplied by a kernel-weighted average of the
+    # residuals of shapes of the same layout and alignment, nearby ones most (see _residual_factor).
+    gemm_residuals: tuple[tuple[float, ...], ...] = ()
+    residual_octaves: float = 0.75  # kernel width, in octaves of each dim
+    residual_prior: float = 0.5  # weight of "no correction": few or far neighbours correct little
 
 
 SPEC = CostParams()
@@ -244,8 +252,46 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         "launch": np.full_like(t0, p.launch_ms),
     }
     time_ms = np.maximum(t4, t_mem_slow) * s + p.launch_ms
+    if p.gemm_residuals:
+        # A profile's measured correction. The losses are scaled together so that they still add up
+        # to the gap between the ideal and the corrected time.
+        factor = _residual_factor(p, which, class_a, class_n, m, n, k, batch)
+        ideal = t0 * s
+        corrected = np.maximum(time_ms * factor, ideal)
+        scale = (corrected - ideal) / np.maximum(time_ms - ideal, 1e-30)
+        losses = {name: loss * scale for name, loss in losses.items()}
+        time_ms = corrected
     return dict(time_ms=time_ms, flops=flops, bytes=nbytes, losses=losses,
                 tile=np.stack([b_tm, b_tn], axis=-1), split_k=b_split, peak_tflops=peak / 1e12)
+
+
+@functools.lru_cache(maxsize=8)
+def _residual_table(rows: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    table = np.array(rows, dtype=float).reshape(-1, 8)
+    groups = (table[:, 0] * 9 + table[:, 1] * 3 + table[:, 2]).astype(np.int64)
+    return groups, table[:, 3:7], table[:, 7]
+
+
+def _residual_factor(p: CostParams, layout_index, class_a, class_n, m, n, k, batch) -> np.ndarray:
+    """exp of the profile's log residuals over calibration shapes of the same layout and alignment
+    classes: their mean, plus a Nadaraya-Watson average of the deviations nearby (a Gaussian kernel
+    in log2 dims)."""
+    groups, points, values = _residual_table(p.gemm_residuals)
+    query_groups = (np.asarray(layout_index) * 9 + class_a * 3 + class_n).ravel()
+    coords = np.stack([np.log2(np.asarray(x, dtype=float)).ravel() for x in np.broadcast_arrays(m, n, k, batch)], axis=1)
+    out = np.zeros(len(coords))
+    for group in np.unique(groups):  # each group against its own points only: fast with many shapes
+        mine, theirs = query_groups == group, groups == group
+        if not mine.any():
+            continue
+        # Two levels: the group's mean residual (shrunk towards none by one pseudo-sample), then the
+        # kernel-weighted average of what nearby shapes deviate from that mean.
+        v = values[theirs]
+        base = v.sum() / (len(v) + 1)
+        d2 = ((coords[mine][:, None, :] - points[theirs][None, :, :]) ** 2).sum(axis=-1)
+        w = np.exp(-d2 / (2 * p.residual_octaves ** 2))
+        out[mine] = base + (w @ (v - base)) / (w.sum(axis=1) + p.residual_prior)
+    return np.exp(out).reshape(np.shape(m))
 
 
 def _check_dims(**dims) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cost import SPEC, CostParams, StepCost, predict_step
-from .hardware import GPU
+from .hardware import GPU, get_gpu
 from .ops import MEMORY
 from .rules import Finding, find
 from .shapes import ModelShape, Workload
@@ -18,13 +18,27 @@ LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "
 class CheckResult:
     step: StepCost
     findings: tuple[Finding, ...]
-    model_source: str  # "spec-only" until a calibrated profile is used
+    model_source: str  # which cost model: a calibrated profile (which one), or the spec model
+    calibrated: bool = False
 
 
-def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: CostParams = SPEC) -> CheckResult:
-    """Predict every op of a step and list the rules the shape breaks, costliest first."""
+def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: CostParams | None = None,
+          profile=None) -> CheckResult:
+    """Predict every op of a step and list the rules the shape breaks, costliest first.
+
+    The cost model uses `params` if given, else `profile` (a profile.Profile), else the profile
+    predictions for this GPU use (profile.find), else the spec model; the result says which."""
+    from . import profile as profiles
+
+    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    if params is not None:
+        source = "spec-only" if params is SPEC else "given parameters"
+    else:
+        profile = profile or profiles.find(gpu)
+        params = profile.params if profile else SPEC
+        source = profile.describe() if profile else "spec-only (no calibrated profile for this GPU)"
     step = predict_step(shape, workload, gpu=gpu, params=params)
-    return CheckResult(step, tuple(find(step, params=params)), "spec-only")
+    return CheckResult(step, tuple(find(step, params=params)), source, calibrated=source.startswith("calibrated"))
 
 
 def to_json(result: CheckResult) -> dict:
@@ -39,7 +53,7 @@ def to_json(result: CheckResult) -> dict:
                      "attention": w.attention, "tokens": w.tokens},
         "gpu": {"key": gpu.key, "name": gpu.name, "peak_tflops": gpu.peak_tflops(w.dtype),
                 "bandwidth_gbs": gpu.mem_bandwidth_gbs},
-        "cost_model": result.model_source,
+        "cost_model": {"source": result.model_source, "calibrated": result.calibrated},
         "ops": [{"name": c.op.name, "pass": c.op.pass_, "kind": c.op.kind, "m": c.op.m, "n": c.op.n,
                  "k": c.op.k, "batch": c.op.batch, "layout": c.op.layout, "count": c.op.count,
                  "flops": c.op.flops, "bytes": c.op.bytes, "time_ms": c.time_ms, "total_ms": c.total_ms,

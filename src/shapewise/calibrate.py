@@ -1,0 +1,250 @@
+"""Calibration and validation: what to measure, how to fit a profile from it, how to judge it.
+
+`calibration_cases` is a designed set: every alignment class in every layout, small and large dims,
+tile and wave regimes, tall-skinny and decode-like GEMMs, batched GEMMs, fused attention at each
+head-dim bucket and several lengths, the memory-bound kernels of a layer, and a few hundred random
+GEMMs for the residual table. `validation_cases` is drawn differently (another seed, explicit
+alignment classes, batched and attention shapes, and whole layers of presets), so that a profile
+is never judged on what it was fitted to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+
+from .bench import Case, gemm_cases, op_case
+from .cost import SPEC, CostParams, predict_gemm, predict_ops
+from .errors import ShapewiseError
+from .fit import GemmSamples, fit_bandwidth, fit_flash, fit_gemm, residual_rows
+from .hardware import GPU
+from .ops import FLASH, MEMORY, attention_op, model_ops
+from .profile import Profile
+from .shapes import DTYPE_BYTES, ModelShape, Workload, get_model
+
+LAYER_PRESETS = ("gpt2-medium", "gpt2-xl", "pythia-1b", "pythia-2.8b", "gpt3-2.7b", "gpt3-6.7b", "opt-1.3b",
+                 "phi-2", "llama2-7b", "llama3-8b", "mistral-7b", "qwen2-7b", "gemma-7b", "falcon-7b")
+OUTSIDE_A_LAYER = ("embed", "final/norm", "logits", "loss")
+
+
+def _rng_dims(rng: np.random.Generator, low: float, high: float, count: int) -> np.ndarray:
+    return np.round(2 ** rng.uniform(np.log2(low), np.log2(high), count)).astype(int)
+
+
+def _random_gemms(rng, count: int, *, low: int, high: int, max_flops: float, classes: bool, dtype: str) -> list[Case]:
+    """Log-uniform GEMMs; with `classes`, each dim's alignment (multiple of 8, even, odd) drawn uniformly."""
+    cases = []
+    while len(cases) < count:
+        m, n, k = (int(d) for d in _rng_dims(rng, low, high, 3))
+        if classes:
+            m, n, k = (max(1, d - d % 8 + int(rng.choice([0, 2, 1]))) for d in (m, n, k))
+        if 2.0 * m * n * k <= max_flops:
+            cases += gemm_cases([m], [n], [k], layouts=(str(rng.choice(["nn", "nt", "tn"])),), dtype=dtype)
+    return cases
+
+
+def _layer_memory_ops(tokens: int) -> list:
+    """The memory-bound ops of real layers (both norm kinds, plain and gated MLPs), forward and backward."""
+    ops = []
+    for shape in (ModelShape("gelu", 4096, 1, 32, 50304), ModelShape("glu", 4096, 1, 32, 32000, ffn=11008,
+                                                                      mlp="swiglu", norm="rmsnorm", bias=False)):
+        ops += [op for op in model_ops(shape, Workload(batch=1, seq=tokens)) if op.kind == MEMORY]
+    unique = {}
+    for op in ops:
+        unique.setdefault((op.family, op.pass_, op.m, op.n, op.k), op)
+    return list(unique.values())
+
+
+def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1) -> list[Case]:
+    rng = np.random.default_rng(seed)
+    if quick:  # toy sizes, for a CPU smoke test
+        return (gemm_cases([32, 64], [64, 65], [32], layouts=("nn", "nt", "tn"), dtype=dtype)
+                + _random_gemms(rng, 6, low=16, high=128, max_flops=1e7, classes=False, dtype=dtype)
+                + [op_case(attention_op(p, seqs=1, heads=4, kv_heads=4, q_len=s, kv_len=s, head_dim=64, causal=True,
+                                        dtype_bytes=DTYPE_BYTES[dtype]), dtype) for p in ("fwd", "bwd") for s in (32, 64)]
+                + [op_case(op, dtype) for op in _layer_memory_ops(64)])
+    cases = [c for d in (256, 512, 1024, 2048, 4096, 8192, 12288) for c in gemm_cases([d], [d], [d], dtype=dtype)]
+    cases += gemm_cases([8192], list(range(64, 8193, 256)), [8192], dtype=dtype)  # tile and wave regimes
+    for layout in ("nn", "nt", "tn"):  # every alignment class of every leading dim
+        for delta in (1, 2, 8):
+            for dims in ((4096 + delta, 4096, 4096), (4096, 4096 + delta, 4096), (4096, 4096, 4096 + delta)):
+                cases += gemm_cases([dims[0]], [dims[1]], [dims[2]], layouts=(layout,), dtype=dtype)
+    cases += gemm_cases([1, 4, 16, 64, 256], [4096, 14336], [4096], layouts=("nt",), dtype=dtype)  # decode-like
+    cases += gemm_cases([8192], [8192], [32, 64, 128, 256, 512], dtype=dtype)  # small k
+    cases += gemm_cases([8192], [32000, 50257, 128256], [4096], layouts=("nt", "tn"), dtype=dtype)
+    for shape, w in ((get_model("llama3-8b"), Workload(batch=1, seq=4096)), (get_model("gpt2"), Workload())):
+        cases += [op_case(op, dtype) for op in model_ops(shape, w) if op.kind == "gemm"]
+    cases += [c for d in (64, 128, 256) for s in (1024, 4096) for c in
+              gemm_cases([s], [s], [d], batches=(64,), layouts=("nt",), dtype=dtype)
+              + gemm_cases([s], [d], [s], batches=(64,), dtype=dtype)]
+    cases += _random_gemms(rng, 300, low=16, high=16384, max_flops=1e12, classes=False, dtype=dtype)
+    for d in (64, 128, 192, 256):  # fused attention: each head-dim bucket at three lengths
+        for s in (1024, 2048, 4096):
+            for pass_ in ("fwd", "bwd"):
+                cases.append(op_case(attention_op(pass_, seqs=4, heads=32, kv_heads=32, q_len=s, kv_len=s, head_dim=d,
+                                                  causal=True, dtype_bytes=DTYPE_BYTES[dtype]), dtype))
+    cases += [op_case(op, dtype) for tokens in (4096, 16384) for op in _layer_memory_ops(tokens)]
+    return cases
+
+
+def _layer_case(shape: ModelShape, *, batch: int, seq: int, dtype: str, group: str) -> Case:
+    return Case("layer", dict(model=shape.name, shape=dataclasses.asdict(shape), batch=batch, seq=seq,
+                              attention="flash", dtype=dtype, group=group, **{"pass": "fwdbwd"}))
+
+
+def validation_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 2) -> list[Case]:
+    rng = np.random.default_rng(seed)
+    if quick:
+        tiny = ModelShape("tiny", 64, 1, 4, 256, num_kv_heads=2, ffn=128, mlp="swiglu", norm="rmsnorm", bias=False)
+        return (_random_gemms(rng, 6, low=16, high=128, max_flops=1e7, classes=True, dtype=dtype)
+                + [op_case(attention_op("fwd", seqs=1, heads=4, kv_heads=4, q_len=48, kv_len=48, head_dim=64,
+                                        causal=True, dtype_bytes=DTYPE_BYTES[dtype]), dtype)]
+                + [_layer_case(tiny, batch=1, seq=32, dtype=dtype, group="layer"),
+                   _layer_case(tiny.replace(num_heads=8, num_kv_heads=4, head_dim=None), batch=1, seq=32, dtype=dtype,
+                               group="variants"),
+                   _layer_case(tiny, batch=1, seq=32, dtype=dtype, group="variants")])
+    cases = _random_gemms(rng, 240, low=32, high=16384, max_flops=1e12, classes=True, dtype=dtype)
+    while sum(c.bench == "bmm" for c in cases) < 40:
+        b = int(_rng_dims(rng, 8, 512, 1)[0])
+        m, n, k = (int(d) for d in _rng_dims(rng, 32, 4096, 3))
+        if 2.0 * b * m * n * k <= 1e12 and b * (m * k + k * n + m * n) * 2 <= 4e9:
+            cases += gemm_cases([m], [n], [k], batches=(b,), layouts=(str(rng.choice(["nn", "nt"])),), dtype=dtype)
+    for _ in range(20):  # fused attention at random sizes, forward and backward
+        heads = int(rng.choice([8, 16, 32, 64]))
+        d = int(rng.choice([64, 80, 96, 128, 160, 192, 256]))
+        s = int(_rng_dims(rng, 512, 8192, 1)[0])
+        seqs = int(rng.choice([1, 2, 4]))
+        for pass_ in ("fwd", "bwd"):
+            cases.append(op_case(attention_op(pass_, seqs=seqs, heads=heads, kv_heads=heads, q_len=s, kv_len=s,
+                                              head_dim=d, causal=True, dtype_bytes=DTYPE_BYTES[dtype]), dtype))
+    cases += [_layer_case(get_model(name), batch=1, seq=2048, dtype=dtype, group="layer") for name in LAYER_PRESETS]
+    # Variants of one model's shape: what `suggest` will rank. Heads and FFN width of GPT-3 2.7B.
+    base = get_model("gpt3-2.7b")
+    variants = [base.replace(name=f"gpt3-2.7b-a{a}", num_heads=a) for a in (20, 32, 40, 64)]
+    variants += [base.replace(name=f"gpt3-2.7b-ffn{f}", ffn=f) for f in (10240, 10922, 10944, 11008)]
+    cases += [_layer_case(v, batch=4, seq=2048, dtype=dtype, group="variants") for v in variants]
+    return cases
+
+
+# ---- fitting a profile from stored rows ------------------------------------------------------
+
+def _gemm_rows(rows: list[tuple[Case, dict]]) -> list[dict]:
+    out = []
+    for case, row in rows:
+        p = case.params
+        if row.get("error") is None and (case.bench in ("gemm", "bmm") or (case.bench == "op" and p["kind"] in ("gemm", "bmm"))):
+            out.append(dict(m=p["m"], n=p["n"], k=p["k"], batch=p["batch"], layout=p["layout"], time_ms=row["median_ms"]))
+    return out
+
+
+def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environment: dict) -> Profile:
+    """A profile from measured calibration cases (pairs of case and stored row)."""
+    gemms = _gemm_rows(rows)
+    if len(gemms) < 10:
+        raise ShapewiseError(f"only {len(gemms)} GEMM measurements: calibration needs its whole set (run it again)")
+    samples = GemmSamples.from_rows(gemms)
+    before = float(np.median(np.abs(samples.log_error(SPEC, gpu, dtype))))
+    params, history = fit_gemm(samples, gpu=gpu, dtype=dtype)
+    flash = [dict(batch=c.params["batch"], seq=c.params["m"], head_dim=c.params["k"], **{"pass": c.params["pass_"]},
+                  time_ms=r["median_ms"]) for c, r in rows
+             if c.bench == "op" and c.params["kind"] == FLASH and r.get("error") is None]
+    if flash:
+        params = fit_flash(flash, gpu=gpu, dtype=dtype, params=params)
+    memory = [dict(family=c.params["family"], **{"pass": c.params["pass_"]}, bytes=c.bytes, time_ms=r["median_ms"])
+              for c, r in rows if c.bench == "op" and c.params["kind"] == MEMORY and r.get("error") is None]
+    if memory:
+        params = fit_bandwidth(memory, gpu=gpu, params=params)
+    params = dataclasses.replace(params, gemm_residuals=residual_rows(samples, params, gpu=gpu, dtype=dtype))
+    after = float(np.median(np.abs(samples.log_error(params, gpu, dtype))))
+    fit = dict(gemm_cases=len(samples), flash_cases=len(flash), memory_cases=len(memory), dtype=dtype,
+               median_abs_log_error_spec=round(before, 4), median_abs_log_error_fitted=round(after, 4),
+               mean_abs_log_error_by_round=[round(h, 4) for h in history])
+    return Profile(gpu=gpu.key, params=params, environment=environment,
+                   created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"), fit=fit)
+
+
+# ---- validation ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Judged:
+    category: str
+    label: str
+    measured_ms: float
+    predicted_ms: dict  # model name -> ms
+
+
+def _roofline_ms(flops: float, nbytes: float, gpu: GPU, dtype: str, efficiency: float = 0.5) -> float:
+    """The flat roofline llm-analysis-style tools assume: 50% of peak FLOP/s and of bandwidth."""
+    return max(flops / (gpu.peak_tflops(dtype) * 1e12 * efficiency), nbytes / (gpu.bytes_per_s * efficiency)) * 1e3
+
+
+def _predict_case(case: Case, gpu: GPU, params: CostParams) -> tuple[float, float]:
+    """(cost-model ms, flat-roofline ms) for one validation case: a GEMM, a fused attention op or a layer."""
+    p = case.params
+    dtype = p["dtype"]
+    if case.bench in ("gemm", "bmm"):
+        pred = predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu, dtype=dtype, params=params)
+        return float(pred.time_ms), _roofline_ms(case.flops, case.bytes, gpu, dtype)
+    if case.bench == "op":
+        op = attention_op(p["pass_"], seqs=1, heads=p["batch"], kv_heads=p["batch"] // p["groups"], q_len=p["m"],
+                          kv_len=p["n"], head_dim=p["k"], causal=p["causal"], dtype_bytes=DTYPE_BYTES[dtype])
+        return predict_ops([op], gpu=gpu, dtype=dtype, params=params)[0].time_ms, _roofline_ms(op.flops, op.bytes, gpu, dtype)
+    shape = ModelShape(**p["shape"])
+    ops = [op for op in model_ops(shape.replace(num_layers=1), Workload(batch=p["batch"], seq=p["seq"], dtype=dtype))
+           if op.name not in OUTSIDE_A_LAYER]
+    return (sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype=dtype, params=params)),
+            sum(_roofline_ms(op.flops, op.bytes, gpu, dtype) * op.count for op in ops))
+
+
+def _category(case: Case) -> str:
+    if case.bench == "layer":
+        return case.params.get("group", "layer")
+    if case.bench == "op":
+        return f"attention {case.params['pass_']}"
+    return case.bench
+
+
+def judge(rows: list[tuple[Case, dict]], *, gpu: GPU, profile: Profile | None) -> list[Judged]:
+    """Every measured validation case against the calibrated model, the spec model and a flat roofline."""
+    judged = []
+    for case, row in rows:
+        if row.get("error") is not None:
+            continue
+        spec_ms, roofline_ms = _predict_case(case, gpu, SPEC)
+        predicted = {"calibrated": _predict_case(case, gpu, profile.params)[0] if profile else math.nan,
+                     "spec-only": spec_ms, "roofline 50%": roofline_ms}
+        judged.append(Judged(_category(case), case.label, row["median_ms"], predicted))
+    return judged
+
+
+def spearman(a, b) -> float:
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1]) if len(a) > 2 else math.nan
+
+
+def summarize(judged: list[Judged]) -> list[dict]:
+    """Per category and model: median and 90th-percentile absolute percentage error, Spearman rho."""
+    out = []
+    for category in dict.fromkeys(j.category for j in judged):
+        items = [j for j in judged if j.category == category]
+        measured = np.array([j.measured_ms for j in items])
+        for model in items[0].predicted_ms:
+            pred = np.array([j.predicted_ms[model] for j in items])
+            if np.isnan(pred).all():
+                continue
+            ape = np.abs(pred / measured - 1)
+            out.append(dict(category=category, model=model, n=len(items), median_ape=float(np.median(ape)),
+                            p90_ape=float(np.percentile(ape, 90)), max_ape=float(ape.max()),
+                            spearman=spearman(pred, measured)))
+    return out
+
+
+def report_json(judged: list[Judged]) -> dict:
+    return {"summary": summarize(judged),
+            "cases": [dict(category=j.category, label=j.label, measured_ms=j.measured_ms, predicted_ms=j.predicted_ms)
+                      for j in judged]}
+

@@ -1,0 +1,159 @@
+"""GPU profiles: what the cost model learned from measurements on one GPU and software stack.
+
+A profile is a JSON file:
+
+    {"format": "shapewise-profile", "version": 1,
+     "gpu": "h200",                         # key in the GPU table
+     "environment": {...},                  # GPU name, driver, torch, CUDA, cuBLAS, clocks, timestamp
+     "created_utc": "...",
+     "params": {...},                       # CostParams fields that differ from the spec model
+     "fit": {...}}                          # how the calibration went: cases, errors before and after
+
+`params` may hold every CostParams field, tables included (`gemm_residuals`: the measured residuals
+of the calibration GEMMs). Predictions for a GPU use the user's profile for it if there is one
+(`shapewise calibrate` writes it to profile_dir()), else the profile shipped in the package, else
+the spec model; an H100 borrows the H200's profile (the same chip and clocks, less bandwidth).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from .cost import SPEC, CostParams
+from .errors import ShapewiseError
+from .hardware import GPU, get_gpu
+
+FORMAT = "shapewise-profile"
+VERSION = 1
+# GPUs without a profile of their own that may use another's, marked as borrowed.
+BORROW = {"h100": "h200", "h100-pcie": "h200", "h20": "h200"}
+
+
+@dataclass(frozen=True)
+class Profile:
+    gpu: str
+    params: CostParams
+    environment: dict = field(default_factory=dict)
+    created_utc: str = ""
+    fit: dict = field(default_factory=dict)
+    path: str = ""  # where it was read from ("" when made in memory)
+    borrowed_for: str = ""  # set when another GPU uses this profile
+
+    def describe(self) -> str:
+        env = self.environment
+        what = f"calibrated profile of {env.get('gpu_name') or self.gpu}"
+        if env.get("torch_version"):
+            what += f", torch {env['torch_version']}"
+        if self.created_utc:
+            what += f", {self.created_utc[:10]}"
+        if self.borrowed_for:
+            what += f" (borrowed for {self.borrowed_for})"
+        return what
+
+
+def _params_to_json(params: CostParams) -> dict:
+    return {f.name: getattr(params, f.name) for f in dataclasses.fields(CostParams)
+            if getattr(params, f.name) != getattr(SPEC, f.name)}
+
+
+def _params_from_json(data: dict, where: str) -> CostParams:
+    if not isinstance(data, dict):
+        raise ShapewiseError(f"{where}: 'params' must be an object")
+    known = {f.name: f for f in dataclasses.fields(CostParams)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ShapewiseError(f"{where}: unknown cost-model parameters {', '.join(unknown)}; "
+                             f"was it written by a newer shapewise?")
+    values = {}
+    for name, value in data.items():
+        default = getattr(SPEC, name)
+        if isinstance(default, tuple):  # JSON lists back to the tuples CostParams holds
+            if not isinstance(value, list):
+                raise ShapewiseError(f"{where}: parameter {name} must be a list")
+            value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        elif isinstance(default, (int, float)) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ShapewiseError(f"{where}: parameter {name} must be a number, got {value!r}")
+        values[name] = value
+    return dataclasses.replace(SPEC, **values)
+
+
+def to_json(profile: Profile) -> dict:
+    return {"format": FORMAT, "version": VERSION, "gpu": profile.gpu, "environment": profile.environment,
+            "created_utc": profile.created_utc, "params": _params_to_json(profile.params), "fit": profile.fit}
+
+
+def save(profile: Profile, path: str | os.PathLike) -> Path:
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(to_json(profile), indent=1) + "\n")
+    except OSError as err:
+        raise ShapewiseError(f"cannot write the profile to {path}: {err.strerror or err}") from None
+    return path
+
+
+def load(path: str | os.PathLike) -> Profile:
+    """Read a profile, rejecting anything that is not one (or is from a newer format) with a clear error."""
+    where = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise ShapewiseError(f"cannot read profile {where}: {err.strerror or err}") from None
+    return from_text(text, where=where)
+
+
+def from_text(text: str, *, where: str = "profile") -> Profile:
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ShapewiseError(f"{where} is not a shapewise profile: not JSON ({err})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ShapewiseError(f"{where} is not a shapewise profile (no \"format\": \"{FORMAT}\")")
+    version = data.get("version")
+    if not isinstance(version, int) or version > VERSION or version < 1:
+        raise ShapewiseError(f"{where} is profile format version {version!r}; this shapewise reads version "
+                             f"{VERSION}: upgrade shapewise or calibrate again")
+    gpu = data.get("gpu")
+    if not isinstance(gpu, str):
+        raise ShapewiseError(f"{where}: 'gpu' must name a GPU")
+    get_gpu(gpu)  # an unknown GPU is an error here too
+    environment, fit = data.get("environment", {}), data.get("fit", {})
+    if not isinstance(environment, dict) or not isinstance(fit, dict):
+        raise ShapewiseError(f"{where}: 'environment' and 'fit' must be objects")
+    return Profile(gpu=gpu, params=_params_from_json(data.get("params", {}), where), environment=environment,
+                   created_utc=str(data.get("created_utc", "")), fit=fit, path=where)
+
+
+def profile_dir() -> Path:
+    """Where `shapewise calibrate` writes profiles: $SHAPEWISE_PROFILES, else the user's data folder."""
+    if os.environ.get("SHAPEWISE_PROFILES"):
+        return Path(os.environ["SHAPEWISE_PROFILES"])
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "shapewise" / "profiles"
+
+
+def _shipped(key: str) -> Profile | None:
+    resource = resources.files("shapewise") / "data" / "profiles" / f"{key}.json"
+    if not resource.is_file():
+        return None
+    return dataclasses.replace(from_text(resource.read_text(), where=f"shipped profile {key}.json"),
+                               path=f"shipped:{key}.json")
+
+
+def find(gpu: GPU | str) -> Profile | None:
+    """The profile predictions for this GPU should use: the user's, else the shipped one, else a
+    borrowed one (marked), else None (the spec model)."""
+    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    for key, borrowed in ((gpu.key, ""), (BORROW.get(gpu.key), gpu.key)):
+        if not key:
+            continue
+        user = profile_dir() / f"{key}.json"
+        profile = load(user) if user.is_file() else _shipped(key)
+        if profile is not None:
+            return dataclasses.replace(profile, borrowed_for=borrowed)
+    return None
