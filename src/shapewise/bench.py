@@ -248,6 +248,15 @@ def _memory_op(torch, device, op_params: dict, dtype: str):
         gate = _randn(torch, device, rows, width, dtype=dtype, requires_grad=train)
         inputs.append(gate)
         forward = lambda: F.silu(gate) * x  # noqa: E731
+    elif family == "rope":  # rotate-half rotary embedding, as Hugging Face's Llama applies it
+        d = op_params["k"]
+        xh = x.view(rows, width // d, d)
+        angle = torch.arange(rows, device=device)[:, None] * 10000.0 ** (-torch.arange(0, d, 2, device=device) / d)
+        cos, sin = (f(torch.cat([angle, angle], dim=-1))[:, None, :].to(xh.dtype) for f in (torch.cos, torch.sin))
+
+        def forward():
+            rotated = torch.cat([-xh[..., d // 2:], xh[..., :d // 2]], dim=-1)
+            return xh * cos + rotated * sin
     elif family == "softmax":
         forward = lambda: torch.softmax(x, dim=-1)  # noqa: E731
     elif family == "loss":

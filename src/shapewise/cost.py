@@ -69,7 +69,10 @@ class CostParams:
         ("softmax.bwd", 0.45), ("loss", 0.22), ("loss.bwd", 0.33),
         # Embedding gather, and its backward (zero the table, scatter-add the rows): llama3-8b's, from
         # `bench ops` (benchmarks/results/h200-bench.csv).
-        ("embed", 0.59), ("embed.bwd", 0.36))
+        ("embed", 0.59), ("embed.bwd", 0.36),
+        # Rotary embeddings as Hugging Face's Llama applies them (rotate-half, five kernels): a guess
+        # until a calibration measures it.
+        ("rope", 0.2), ("rope.bwd", 0.2))
     launch_ms: float = 0.0056
     # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
@@ -388,7 +391,7 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
     gpu = _resolve_gpu(gpu)
     peak = gpu.peak_tflops(dtype)
     costs: list[OpCost | None] = [None] * len(ops)
-    bandwidth = dict(params.bandwidth)
+    bandwidth = {**dict(SPEC.bandwidth), **dict(params.bandwidth)}  # a profile may predate a family
     mm = [i for i, op in enumerate(ops) if op.kind in (GEMM, BMM)]
     if mm:
         m, n, k, batch, layout = (np.array([getattr(ops[i], a) for i in mm]) for a in ("m", "n", "k", "batch", "layout"))

@@ -9,6 +9,7 @@ dims must be aligned for the fast kernels.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -35,7 +36,7 @@ class Op:
     causal: bool = False  # flash only: m is the query length, n the key length, k the head dim
     groups: int = 1  # flash only: query heads per kv head (grouped-query attention)
     # Memory ops: m rows of n values, and the kind of kernel, whose speeds differ: copy, add,
-    # layernorm, rmsnorm, act, glu, softmax, loss or embed (whose table has k rows).
+    # layernorm, rmsnorm, act, glu, softmax, loss, embed (whose table has k rows) or rope (heads of k).
     family: str = ""
 
     @property
@@ -87,14 +88,15 @@ def memory(name: str, pass_: str, num_bytes: int, *, rows: int, width: int, coun
 
 
 def elementwise(name: str, rows: int, width: int, *, reads: int, writes: int, bwd_reads: int, bwd_writes: int,
-                train: bool, count: int, dtype_bytes: int, family: str) -> list[Op]:
+                train: bool, count: int, dtype_bytes: int, family: str, head_dim: int = 0) -> list[Op]:
     """A memory-bound op over rows × width values: forward, and in training its backward."""
     size = rows * width * dtype_bytes
     ops = [memory(name, "fwd", (reads + writes) * size, rows=rows, width=width, count=count, family=family)]
     if train:
         ops.append(memory(name, "bwd", (bwd_reads + bwd_writes) * size, rows=rows, width=width, count=count,
                           family=family))
-    return ops
+    # Rotary embeddings rotate within each head: k carries the head dim the kernel needs.
+    return [dataclasses.replace(op, k=head_dim) for op in ops] if head_dim else ops
 
 
 def attention_op(pass_: str, *, seqs: int, heads: int, kv_heads: int, q_len: int, kv_len: int, head_dim: int,
@@ -198,13 +200,16 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
               family="embed")]
     ops += norm("attn/norm", L)
     ops += linear("attn/qkv", tokens, q_width + 2 * kv_width, h, train=train, count=L, dtype_bytes=B)
+    if shape.learned_positions == 0:  # rotary embeddings: every query and key rotated by position
+        ops += elementwise("attn/rope", tokens, q_width + kv_width, reads=1, writes=1, bwd_reads=1, bwd_writes=1,
+                           train=train, count=L, dtype_bytes=B, family="rope", head_dim=shape.d_head)
     ops += attention(shape, w, train=train, B=B)
     ops += linear("attn/out", tokens, h, q_width, train=train, count=L, dtype_bytes=B)
     ops += norm("mlp/norm", L)
     ops += mlp(shape, w, tokens=tokens, train=train, B=B)
-    residual_adds = 1 if shape.parallel_attn else 2
+    # Two residual adds per layer, also with parallel attention (x + attn(…) + mlp(…)).
     ops += elementwise("residual", local, h, reads=2, writes=1, bwd_reads=2, bwd_writes=1, train=train,
-                       count=L * residual_adds, dtype_bytes=B, family="add")
+                       count=2 * L, dtype_bytes=B, family="add")
     ops += norm("final/norm", 1)
     ops += linear("logits", logit_rows, vocab, h, train=train, count=1, dtype_bytes=B)
     if train:
