@@ -13,17 +13,19 @@ import time
 import numpy as np
 
 from shapewise import Workload, check, predict_gemm
+from shapewise.cost import SPEC
+from shapewise.profile import find
 from shapewise.shapes import get_model
 
 
-def predictions_per_second(num: int = 200_000, rounds: int = 5) -> float:
+def predictions_per_second(params=SPEC, num: int = 200_000, rounds: int = 5) -> float:
     rng = np.random.default_rng(0)
     m, n, k = (rng.integers(1, 16384, num) for _ in range(3))
     layouts = rng.choice(["nn", "nt", "tn"], num)
     best = float("inf")
     for _ in range(rounds):
         start = time.perf_counter()
-        predict_gemm(m, n, k, layout=layouts, gpu="h200")
+        predict_gemm(m, n, k, layout=layouts, gpu="h200", params=params)
         best = min(best, time.perf_counter() - start)
     return num / best
 
@@ -53,7 +55,11 @@ def cli_seconds(model: str, rounds: int = 5) -> tuple[float, bool]:
 
 def main() -> None:
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}")
-    print(f"GEMM predictions per second (200,000 random shapes, all layouts): {predictions_per_second():,.0f}")
+    print(f"GEMM predictions per second (200,000 random shapes, all layouts), spec model: "
+          f"{predictions_per_second():,.0f}")
+    profile = find("h200")
+    print(f"the same with the shipped H200 profile ({len(profile.params.gemm_residuals)} residuals): "
+          f"{predictions_per_second(profile.params):,.0f}")
     for model in ("llama2-70b", "llama3-70b"):
         print(f"check {model} t=8 (library call, median of 10): {check_ms(model):.1f} ms")
         seconds, torch_loaded = cli_seconds(model)

@@ -1,7 +1,7 @@
 """Hold the cost model against a results-store export (`shapewise results --export X.csv`): every
 GEMM, BMM, default-kernel attention, op and layer row, predicted now and compared.
 
-Run: python benchmarks/compare_bench.py [benchmarks/results/h200-bench.csv] [--gpu h200]
+Run: python benchmarks/compare_bench.py [benchmarks/results/h200-bench.csv] [--gpu h200] [--profile PATH|shipped]
 """
 
 import argparse
@@ -12,38 +12,40 @@ from pathlib import Path
 import numpy as np
 
 from shapewise import ModelShape, Workload, predict_gemm
-from shapewise.cost import predict_attention, predict_ops
+from shapewise.cost import SPEC, predict_attention, predict_ops
+from shapewise.profile import find, load
 from shapewise.ops import Op, model_ops
 
 OUTSIDE_A_LAYER = ("embed", "final/norm", "logits", "loss")
 
 
-def predict(row, gpu: str):
+def predict(row, gpu: str, params=SPEC):
     """(set name, predicted ms), or None where the model describes no such kernel."""
     bench, dtype = row["bench"], row["p_dtype"]
     p = json.loads(row["key"])  # the case's parameters, canonical JSON
     if bench in ("gemm", "bmm"):
-        pred = predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu, dtype=dtype)
+        pred = predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu, dtype=dtype,
+                            params=params)
         return bench, float(pred.time_ms)
     if bench == "attention":
         if p["backend"] != "default":
             return None
         return f"attention/{p['pass']}", predict_attention(
             batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"], seq=p["seq"], head_dim=p["head_dim"],
-            causal=p["causal"], pass_=p["pass"], gpu=gpu, dtype=dtype)
+            causal=p["causal"], pass_=p["pass"], gpu=gpu, dtype=dtype, params=params)
     seconds = float(row["median_ms"]) * 1e-3
     if bench == "op":
         flops = round(float(row["tflops"]) * 1e12 * seconds) if row["tflops"] else 0
         nbytes = round(float(row["gbps"]) * 1e9 * seconds)
         op = Op(p["label"].split(".")[0], p["pass_"], p["kind"], 1, flops, nbytes, m=p["m"], n=p["n"], k=p["k"],
                 batch=p["batch"], layout=p["layout"], causal=p["causal"], groups=p["groups"], family=p.get("family", ""))
-        return f"op/{p['kind']}", predict_ops([op], gpu=gpu, dtype=dtype)[0].time_ms
+        return f"op/{p['kind']}", predict_ops([op], gpu=gpu, dtype=dtype, params=params)[0].time_ms
     if bench == "layer":
         shape = ModelShape(**p["shape"])
         mode = "train" if p["pass"] == "fwdbwd" else "prefill"
         ops = [op for op in model_ops(shape.replace(num_layers=1), Workload(batch=p["batch"], seq=p["seq"], mode=mode))
                if op.name not in OUTSIDE_A_LAYER]
-        return f"layer/{p['pass']}", sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype=dtype))
+        return f"layer/{p['pass']}", sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype=dtype, params=params))
     return None
 
 
@@ -56,13 +58,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("csv", nargs="?", default=str(Path(__file__).parent / "results" / "h200-bench.csv"))
     parser.add_argument("--gpu", default="h200")
+    parser.add_argument("--profile", help="a profile's path, or 'shipped' for the package's (default: spec model)")
     args = parser.parse_args()
+    params = SPEC
+    if args.profile:
+        params = (find(args.gpu) if args.profile == "shipped" else load(args.profile)).params
     with open(args.csv, newline="") as f:
         rows = [r for r in csv.DictReader(f) if not r["error"]]
     sets: dict[str, list] = {}
     layers = []
     for row in rows:
-        got = predict(row, args.gpu)
+        got = predict(row, args.gpu, params)
         if got:
             sets.setdefault(got[0], []).append((float(row["median_ms"]), got[1]))
             if row["bench"] == "layer":

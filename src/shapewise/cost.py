@@ -70,9 +70,10 @@ class CostParams:
         # Embedding gather, and its backward (zero the table, scatter-add the rows): llama3-8b's, from
         # `bench ops` (benchmarks/results/h200-bench.csv).
         ("embed", 0.59), ("embed.bwd", 0.36),
-        # Rotary embeddings as Hugging Face's Llama applies them (rotate-half, five kernels): a guess
-        # until a calibration measures it.
-        ("rope", 0.2), ("rope.bwd", 0.2))
+        # Rotary embeddings as Hugging Face's Llama applies them (rotate-half: five kernels where one
+        # would do), against the bytes one fused kernel would move: from the H200 calibration run
+        # (benchmarks/results/h200-calibration/calibration.csv).
+        ("rope", 0.076), ("rope.bwd", 0.064))
     launch_ms: float = 0.0056
     # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
