@@ -44,7 +44,7 @@ class CostParams:
     k_overhead: float = 102.6496
     # Output tiles cuBLAS chooses among (rows, cols), and each one's rate relative to the largest.
     tiles: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 64))
-    tile_rates: tuple[float, ...] = (1.0, 1.0, 0.964, 0.943, 0.695, 0.454)
+    tile_rates: tuple[float, ...] = (1.0, 1.0, 0.964, 0.944, 0.695, 0.47)
     splits: tuple[int, ...] = (1, 2, 4, 8, 16, 32)  # split-K factors; a slice keeps at least min_split_k of K
     min_split_k: int = 256
     # Slowdown when a leading dim is only 4- or 8-byte aligned (fitted), and when it is odd: that one
@@ -58,7 +58,7 @@ class CostParams:
     misaligned_even_memory: float = 1.5889
     misaligned_odd_memory: float = 1.0
     # Fraction of the datasheet bandwidth memory-bound GEMMs reach (a 2 GiB copy reached 4.22 of 4.8 TB/s).
-    gemm_bandwidth: float = 0.8041
+    gemm_bandwidth: float = 0.8045
     # torch's memory-bound kernels by family and pass, as fractions of the datasheet bandwidth
     # (H200, bf16, large tensors; probe rows "elementwise" and "copy"). Where the probe measured no
     # backward (glu, loss) the forward's figure stands in.
@@ -78,7 +78,7 @@ class CostParams:
     # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
     memory_latency_ms: float = 0.0045
-    memory_ramp_mb: float = 20.1987
+    memory_ramp_mb: float = 17.9106
     # Fused attention as torch's SDPA runs it by default: on an H200 with torch 2.11 that is the cuDNN
     # kernel (the default rows of benchmarks/results/h200-bench.csv match the probe's cuDNN rows).
     # Fraction of peak per head-dim bucket for long sequences, forward and backward, and the sequence
