@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from .errors import ShapewiseError
 
@@ -44,6 +45,14 @@ def _add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> N
     p.add_argument("--mode", choices=MODES, default="train", help="train (fwd+bwd), prefill or decode (train)")
     p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="(bf16)")
     p.add_argument("--attention", choices=ATTENTION_KINDS, default="flash", help="fused or unfused attention (flash)")
+
+
+def _add_shape_search_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--params-tol", type=float, default=0.02, help="relative tolerance on the parameter count (0.02)")
+    p.add_argument("--top", type=_positive_int, default=5, help="how many suggestions (5)")
+    if not any(a.dest == "profile" for a in p._actions):
+        p.add_argument("--profile", metavar="PATH", help="use this calibrated profile")
+        p.add_argument("--spec-only", action="store_true", help="ignore profiles: the spec model alone")
 
 
 def _model_and_workload(args):
@@ -434,6 +443,178 @@ def cmd_validate(args) -> int:
     return 0
 
 
+# ---- faster shapes: suggest, search, verify ---------------------------------------------------
+
+def _change_text(changes: dict) -> str:
+    names = {"kv_heads": "kv heads", "head_dim": "head dim"}
+    return ", ".join(f"{names.get(k, k)} {a}→{b}" for k, (a, b) in changes.items())
+
+
+def _cost_params(gpu, args):
+    from .cost import SPEC
+    from .profile import find, load
+
+    if getattr(args, "spec_only", False):
+        return SPEC, "spec-only"
+    profile = load(args.profile) if getattr(args, "profile", None) else find(gpu)
+    return (profile.params, profile.describe()) if profile else (SPEC, "spec-only (no calibrated profile)")
+
+
+def _suggestions(args):
+    from .hardware import get_gpu
+    from .search import suggest
+
+    shape, workload = _model_and_workload(args)
+    gpu = get_gpu(args.gpu)
+    params, source = _cost_params(gpu, args)
+    keep = tuple(k.strip() for k in args.keep.split(",") if k.strip()) if args.keep else ()
+    result = suggest(shape, workload, gpu=gpu, params=params, params_tol=args.params_tol, keep=keep,
+                     aspect_band=args.aspect_band, top=args.top)
+    return shape, workload, gpu, source, result
+
+
+def cmd_suggest(args) -> int:
+    from rich.table import Table
+
+    from .search import megatron_args
+    from .shapes import load_config, to_hf_config
+
+    shape, workload, gpu, source, result = _suggestions(args)
+    chosen = None
+    if args.emit_config or args.emit:
+        if not result.suggestions:
+            raise ShapewiseError("no suggestion to emit: the neighbourhood holds no faster shape")
+        if not 1 <= args.pick <= len(result.suggestions):
+            raise ShapewiseError(f"--pick must be between 1 and {len(result.suggestions)}")
+        chosen = result.suggestions[args.pick - 1].candidate
+    if args.emit_config:
+        base = json.loads(_config_text(args.config)) if args.config else None
+        Path(args.emit_config).write_text(json.dumps(to_hf_config(chosen.shape, base=base), indent=2) + "\n")
+        load_config(args.emit_config)  # what we write must read back
+    if args.json:
+        print(json.dumps({"model": shape.name, "params": shape.params, "gpu": gpu.key, "cost_model": source,
+                          "original_ms_per_token": result.original.gpu_ms_per_token,
+                          "findings": [f.rule for f in result.findings], "considered": result.considered,
+                          "suggestions": [{"rank": i, "changes": {k: list(v) for k, v in s.changes.items()},
+                                           "params": s.candidate.params, "params_delta": s.params_delta,
+                                           "predicted_speedup": s.speedup, "fixes": list(s.fixes),
+                                           "batch": s.candidate.workload.batch}
+                                          for i, s in enumerate(result.suggestions, 1)]}, indent=2))
+        return 0
+    if args.emit == "megatron":
+        print(megatron_args(chosen.shape, chosen.workload))
+        return 0
+    console = _console()
+    o = result.original
+    console.print(f"[bold]{shape.name}[/bold]: {shape.params / 1e9:.3f}B params, predicted "
+                  f"{1000 / o.gpu_ms_per_token:,.0f} tokens/s per GPU on {gpu.name} ({workload.mode}, b={workload.batch} "
+                  f"s={workload.seq} t={workload.tp}); cost model: {source}")
+    if result.findings:
+        console.print("findings: " + "; ".join(f"{f.title} ({f.share:.1%})" for f in result.findings))
+    if not result.suggestions:
+        console.print(f"[green]No faster shape within {args.params_tol:.0%} of the parameters "
+                      f"({result.considered} considered).[/green]")
+        return 0
+    table = Table(show_edge=False, pad_edge=False, header_style="bold",
+                  title=f"{len(result.suggestions)} fastest of {result.considered} shapes within "
+                        f"{args.params_tol:.0%} of the parameters ({result.seconds:.2f} s)", title_justify="left")
+    for col in ("#", "changes", "params", "Δ params", "predicted speedup", "fixes"):
+        table.add_column(col, justify="left" if col in ("changes", "fixes") else "right")
+    for i, sug in enumerate(result.suggestions, 1):
+        table.add_row(str(i), _change_text(sug.changes), f"{sug.candidate.params / 1e9:.3f}B", f"{sug.params_delta:+.2%}",
+                      f"{sug.speedup:.3f}×", ", ".join(sug.fixes))
+    console.print(table)
+    if args.emit_config:
+        console.print(f"suggestion {args.pick} written to {args.emit_config}")
+    return 0
+
+
+def _config_text(path: str) -> str:
+    target = Path(path)
+    return (target / "config.json" if target.is_dir() else target).read_text()
+
+
+def cmd_search(args) -> int:
+    from rich.table import Table
+
+    from .hardware import get_gpu
+    from .search import search
+    from .shapes import Workload
+
+    gpu = get_gpu(args.gpu)
+    params, source = _cost_params(gpu, args)
+    workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype)
+    result = search(params_target=args.params, gpu=gpu, workload=workload, vocab=args.vocab, mlp=args.mlp,
+                    attention=args.attention_kind, params_tol=args.params_tol, top=args.top, cost_params=params)
+    rows = lambda cands: [{"name": c.shape.name, "params": c.params, "hidden": c.shape.hidden,  # noqa: E731
+                           "layers": c.shape.num_layers, "heads": c.shape.num_heads, "kv_heads": c.shape.kv_heads,
+                           "ffn": c.shape.ffn_width, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token} for c in cands]
+    if args.json:
+        print(json.dumps({"screened": result.screened, "predicted": result.predicted, "seconds": result.seconds,
+                          "pareto": rows(result.pareto), "top": rows(result.top), "cost_model": source}, indent=2))
+        return 0
+    console = _console()
+    console.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted} "
+                  f"within {args.params_tol:.0%} of {args.params / 1e9:g}B params predicted on {gpu.name} in "
+                  f"{result.seconds:.2f} s; cost model: {source}")
+    for title, cands in (("Pareto front: more parameters cost speed", result.pareto), ("fastest", result.top)):
+        table = Table(title=title, show_edge=False, pad_edge=False, header_style="bold", title_justify="left")
+        for col in ("params", "hidden", "layers", "heads", "kv", "head dim", "ffn", "tokens/s per GPU"):
+            table.add_column(col, justify="right")
+        for c in cands:
+            s = c.shape
+            table.add_row(f"{c.params / 1e9:.3f}B", str(s.hidden), str(s.num_layers), str(s.num_heads),
+                          str(s.kv_heads), str(s.d_head), str(s.ffn_width), f"{1000 / c.gpu_ms_per_token:,.0f}")
+        console.print(table)
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from rich.table import Table
+
+    from .hardware import get_gpu
+    from .shapes import Workload, get_model, load_config
+    from .verify import verify
+
+    source = args.model
+    shape = load_config(source) if (source.endswith(".json") or Path(source).is_dir()) else get_model(source)
+    workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode="train",
+                        attention=args.attention)
+    gpu = get_gpu(args.gpu)
+    params, model_source = _cost_params(gpu, args)
+    if args.config:
+        other = load_config(args.config)
+        candidates = [(f"config {Path(args.config).name}", other, workload)]
+    else:
+        from .search import suggest
+
+        result = suggest(shape, workload, gpu=gpu, params=params, params_tol=args.params_tol, top=args.top)
+        picked = list(enumerate(result.suggestions, 1))
+        if args.suggestion:
+            if not 1 <= args.suggestion <= len(picked):
+                raise ShapewiseError(f"--suggestion must be between 1 and {len(picked)}")
+            picked = [picked[args.suggestion - 1]]
+        if not picked:
+            raise ShapewiseError("no suggestion to verify: the neighbourhood holds no faster shape")
+        candidates = [(f"#{i} " + _change_text(s.changes), s.candidate.shape, s.candidate.workload) for i, s in picked]
+    results = verify((shape, workload), candidates, gpu=gpu, params=params, device=args.device, rounds=args.rounds)
+    if args.json:
+        print(json.dumps([{"candidate": v.label, "predicted_speedup": v.predicted_speedup,
+                           "measured_speedup": v.measured_speedup, "ci": [v.ci_low, v.ci_high],
+                           "layer_ms": v.layer_ms, "head_ms": v.head_ms} for v in results], indent=2))
+        return 0
+    table = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
+                  title=f"{shape.name} on {args.device}: layers × layer + head, per token, measured interleaved "
+                        f"({args.rounds} rounds); cost model: {model_source}")
+    for col in ("candidate", "predicted speedup", "measured speedup", "95% interval", "layer ms", "head ms"):
+        table.add_column(col, justify="left" if col == "candidate" else "right")
+    for v in results:
+        table.add_row(v.label, f"{v.predicted_speedup:.3f}×", f"{v.measured_speedup:.3f}×",
+                      f"{v.ci_low:.3f}–{v.ci_high:.3f}", f"{v.layer_ms:.3f}", f"{v.head_ms:.3f}")
+    _console().print(table)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="shapewise", description="Is this transformer's shape fast on this GPU?")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -500,6 +681,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a toy-sized set (a smoke test, e.g. on the CPU)")
     _add_measure_args(p)
     p.set_defaults(run=cmd_validate)
+
+    p = sub.add_parser("suggest", help="faster shapes of about the same size, ranked by predicted time per token")
+    _add_model_args(p)
+    _add_shape_search_args(p)
+    p.add_argument("--keep", metavar="FIELDS", help="fields not to change: hidden,layers,heads,kv_heads,head_dim,ffn,vocab,batch")
+    p.add_argument("--aspect-band", type=float, default=1.5,
+                   help="hidden/layers may differ from the original's by at most this factor (1.5)")
+    p.add_argument("--emit-config", metavar="PATH", help="write suggestion --pick as a Hugging Face config.json")
+    p.add_argument("--emit", choices=("megatron",), help="print suggestion --pick as Megatron-LM / GPT-NeoX arguments")
+    p.add_argument("--pick", type=_positive_int, default=1, help="which suggestion to emit (1)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_suggest)
+
+    p = sub.add_parser("search", help="design from a parameter budget: the Pareto front of size against speed")
+    p.add_argument("--params", type=float, required=True, help="parameter budget, e.g. 7e9")
+    p.add_argument("--gpu", default="h200")
+    p.add_argument("--seq", "-s", type=_positive_int, default=4096)
+    p.add_argument("--batch", "-b", type=_positive_int, default=1)
+    p.add_argument("--tp", "-t", type=_positive_int, default=1)
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16")
+    p.add_argument("--vocab", type=_positive_int, default=32000, help="padded to a multiple of 64·t (32000)")
+    p.add_argument("--mlp", choices=("swiglu", "geglu", "gelu", "relu"), default="swiglu")
+    p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa", help="gqa: 8 query heads per kv head")
+    p.add_argument("--params-tol", type=float, default=0.05, help="relative tolerance on the budget (0.05)")
+    p.add_argument("--top", type=_positive_int, default=10)
+    p.add_argument("--profile", metavar="PATH")
+    p.add_argument("--spec-only", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_search)
+
+    p = sub.add_parser("verify", help="measure a model against its suggestions (or another config) on the GPU")
+    p.add_argument("model", help="a preset name or a config.json")
+    p.add_argument("--config", metavar="OTHER", help="verify against this config.json instead of the suggestions")
+    p.add_argument("--suggestion", type=_positive_int, help="verify only suggestion N (default: all of --top)")
+    p.add_argument("--gpu", default="h200", help="GPU whose cost model gives the predicted speedups (h200)")
+    p.add_argument("--batch", "-b", type=_positive_int, default=4)
+    p.add_argument("--seq", "-s", type=_positive_int, default=2048)
+    p.add_argument("--tp", "-t", type=_positive_int, default=1)
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16")
+    p.add_argument("--attention", choices=("flash", "unfused"), default="flash")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--rounds", type=_positive_int, default=15, help="interleaved rounds (15)")
+    _add_shape_search_args(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_verify)
 
     p = sub.add_parser("results", help="summarize the results store, or export it to CSV or JSON")
     p.add_argument("--db", metavar="PATH", help="results store (default: $SHAPEWISE_DB or ~/.cache/shapewise/results.db)")

@@ -360,6 +360,12 @@ class Comparison:
         return self.ci_low > 1 or self.ci_high < 1
 
 
+def bootstrap_median_ci(xs, *, confidence: float = 0.95, resamples: int = 2000,
+                        rng: random.Random | None = None) -> tuple[float, float]:
+    """Bootstrap confidence interval of the median of xs (seeded by default: repeatable)."""
+    return _bootstrap_median_ci(list(xs), confidence, resamples, rng or random.Random(0))
+
+
 def _bootstrap_median_ci(xs, confidence: float, resamples: int, rng: random.Random) -> tuple[float, float]:
     n = len(xs)
     medians = sorted(_median([xs[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))

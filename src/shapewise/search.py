@@ -1,0 +1,328 @@
+"""Faster shapes of about the same size: the neighbourhood of a model (`suggest`), and design from a
+parameter budget (`search`).
+
+A step's time is L × (one layer's time) + (everything outside the layers), so each distinct layer
+shape is predicted once and every layer count comes for free. Candidates are ranked by GPU time
+per token (step time × t / tokens), which compares shapes across micro-batch and t too.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cost import SPEC, CostParams, predict_step
+from .errors import ShapewiseError
+from .hardware import GPU, get_gpu
+from .rules import ALIGN, find, round_up
+from .shapes import ModelShape, Workload, check_parallel
+
+OUTSIDE_A_LAYER = ("embed", "final/norm", "logits", "loss")
+GOOD_HEAD_DIMS = (64, 128, 256)  # what the fused attention kernels serve well (cuDNN pads to 64)
+KEEPABLE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "batch")
+# Memory a training step needs: Adam in mixed precision keeps 16 bytes per parameter; activations
+# without recomputation are about 34·s·b·h bytes per layer (Korthikanti et al., 2022, with flash
+# attention so the s² term is gone).
+TRAIN_BYTES_PER_PARAM, ACTIVATION_BYTES = 16, 34
+
+
+@dataclass(frozen=True)
+class Candidate:
+    shape: ModelShape
+    workload: Workload
+    gpu_ms_per_token: float
+    step_ms: float
+
+    @property
+    def params(self) -> int:
+        return self.shape.params
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    candidate: Candidate
+    speedup: float  # original GPU time per token over this one's
+    params_delta: float  # relative to the original
+    changes: dict  # field -> (old, new)
+    fixes: tuple[str, ...]  # rules of the original's findings that no longer fire
+
+
+@dataclass(frozen=True)
+class Suggestions:
+    original: Candidate
+    findings: tuple  # the original's
+    suggestions: tuple[Suggestion, ...]
+    considered: int
+    seconds: float
+
+
+def _layer_and_rest(shape: ModelShape, workload: Workload, gpu: GPU, params: CostParams) -> tuple[float, float]:
+    """ms of one layer, and ms of everything outside the layers, for this shape and workload."""
+    step = predict_step(shape.replace(num_layers=1), workload, gpu=gpu, params=params)
+    layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_A_LAYER)
+    return layer, step.time_ms - layer
+
+
+def fits_in_memory(shape: ModelShape, workload: Workload, gpu: GPU, *, headroom: float = 0.9) -> bool:
+    """Training state and activations of one tensor-parallel rank within the GPU's memory."""
+    if workload.mode != "train":
+        return shape.params * 2 / workload.tp <= gpu.memory_gb * 1e9 * headroom
+    state = shape.params * TRAIN_BYTES_PER_PARAM
+    activations = ACTIVATION_BYTES * workload.seq * workload.batch * shape.hidden * shape.num_layers
+    return (state + activations) / workload.tp <= gpu.memory_gb * 1e9 * headroom
+
+
+class _Evaluator:
+    """Predicts candidates, one layer shape at a time."""
+
+    def __init__(self, gpu: GPU, params: CostParams):
+        self.gpu, self.params = gpu, params
+        self.cache: dict = {}
+        self.count = 0
+
+    def __call__(self, shape: ModelShape, workload: Workload) -> Candidate | None:
+        self.count += 1
+        key = (shape.replace(num_layers=1, name="", source="", published_params=None), workload)
+        if key not in self.cache:
+            try:
+                check_parallel(shape, workload)
+                self.cache[key] = _layer_and_rest(shape, workload, self.gpu, self.params)
+            except ShapewiseError:
+                self.cache[key] = None
+        if self.cache[key] is None:
+            return None
+        layer, rest = self.cache[key]
+        step = shape.num_layers * layer + rest
+        return Candidate(shape, workload, step * workload.tp / workload.tokens, step)
+
+
+def _near_multiples(x: int, spread: float) -> list[int]:
+    """x itself, and the multiples of 64 … 512 nearest to it, within ±spread."""
+    out = {x}
+    for m in (64, 128, 256, 512):
+        for v in (math.floor(x / m) * m, math.ceil(x / m) * m):
+            if v > 0 and abs(v - x) <= spread * x:
+                out.add(v)
+    return sorted(out)
+
+
+def _attention_options(base: ModelShape, hidden: int, keep: set) -> list[tuple[int, int | None, int | None]]:
+    """(heads, kv heads, explicit head dim) for a hidden size: the original's, and head dims of 64,
+    128 and 256 with the GQA ratio kept."""
+    ratio = base.num_heads // base.kv_heads
+    mqa = base.kv_heads == 1 and base.num_heads > 1
+    options = []
+    if "heads" in keep or "head_dim" in keep or "kv_heads" in keep:
+        if base.head_dim is not None or hidden % base.num_heads == 0:
+            options.append((base.num_heads, base.num_kv_heads, base.head_dim))
+        return options
+    if base.head_dim is not None or hidden % base.num_heads == 0:
+        options.append((base.num_heads, base.num_kv_heads, base.head_dim))
+    for d in GOOD_HEAD_DIMS:
+        if hidden % d:
+            continue
+        heads = hidden // d
+        if mqa:
+            kv = 1
+        elif heads % ratio:
+            continue
+        else:
+            kv = heads // ratio
+        options.append((heads, None if kv == heads else kv, None))
+    return list(dict.fromkeys(options))
+
+
+def neighbourhood(base: ModelShape, workload: Workload, *, keep: set, gpu: GPU, spread: float = 0.125):
+    """Every (shape without its layer count, workload) near the original."""
+    t = workload.tp
+    hiddens = [base.hidden] if "hidden" in keep else _near_multiples(base.hidden, spread)
+    vocabs = [base.vocab] if "vocab" in keep else sorted({base.vocab, round_up(base.vocab, ALIGN * t),
+                                                          round_up(base.vocab, 2 * ALIGN * t)})
+    batches = [workload.batch] if "batch" in keep or workload.mode == "decode" else \
+        sorted({workload.batch, 2 * workload.batch} | ({workload.batch // 2} if workload.batch > 1 else set()))
+    width = base.expert_width if base.is_moe else base.ffn_width
+    for hidden in hiddens:
+        if "ffn" in keep:
+            widths = [width]
+        else:  # the width scaled with the hidden size, and its rounded neighbours
+            scaled = round(width * hidden / base.hidden)
+            widths = sorted(set(_near_multiples(scaled, 0.03)) | ({width} if hidden == base.hidden else set()))
+        for heads, kv, head_dim in _attention_options(base, hidden, keep):
+            for ffn in widths:
+                field = "expert_ffn" if base.is_moe else "ffn"
+                for vocab in vocabs:
+                    try:
+                        shape = base.replace(hidden=hidden, num_heads=heads, num_kv_heads=kv, head_dim=head_dim,
+                                             vocab=vocab, **{field: ffn})
+                    except ShapewiseError:
+                        continue
+                    for batch in batches:
+                        yield shape, workload.replace(batch=batch)
+
+
+def _layer_counts(shape: ModelShape, target_params: int, base_layers: int, keep: set) -> list[int]:
+    if "layers" in keep:
+        return [base_layers]
+    per_layer = shape.layer_params
+    rest = shape.params - shape.num_layers * per_layer
+    ideal = (target_params - rest) / per_layer
+    return sorted({max(1, math.floor(ideal)), max(1, math.ceil(ideal))})
+
+
+def _changes(old: Candidate, new: Candidate) -> dict:
+    a, b = old.shape, new.shape
+    pairs = {"hidden": (a.hidden, b.hidden), "layers": (a.num_layers, b.num_layers), "heads": (a.num_heads, b.num_heads),
+             "kv_heads": (a.kv_heads, b.kv_heads), "head_dim": (a.d_head, b.d_head),
+             "ffn": (a.expert_width if a.is_moe else a.ffn_width, b.expert_width if b.is_moe else b.ffn_width),
+             "vocab": (a.vocab, b.vocab), "batch": (old.workload.batch, new.workload.batch)}
+    if a.kv_heads == a.num_heads and b.kv_heads == b.num_heads:
+        del pairs["kv_heads"]  # multi-head attention before and after: the heads say it all
+    return {name: pair for name, pair in pairs.items() if pair[0] != pair[1]}
+
+
+def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: CostParams = SPEC,
+            params_tol: float = 0.02, keep: tuple[str, ...] = (), aspect_band: float = 1.5, top: int = 10,
+            require_fit: bool = True) -> Suggestions:
+    """Shapes near `shape` with parameters within params_tol, ranked by predicted GPU time per token."""
+    start = time.perf_counter()
+    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    unknown = sorted(set(keep) - set(KEEPABLE))
+    if unknown:
+        raise ShapewiseError(f"--keep: unknown field {', '.join(unknown)}; use any of {', '.join(KEEPABLE)}")
+    if params_tol <= 0 or aspect_band < 1:
+        raise ShapewiseError("--params-tol must be positive and --aspect-band at least 1")
+    check_parallel(shape, workload)
+    evaluate = _Evaluator(gpu, params)
+    original = evaluate(shape, workload)
+    target = shape.params
+    aspect = shape.hidden / shape.num_layers
+    original_fits = fits_in_memory(shape, workload, gpu)
+    best: dict = {}
+    for candidate_shape, w in neighbourhood(shape, workload, keep=set(keep), gpu=gpu):
+        for layers in _layer_counts(candidate_shape, target, shape.num_layers, set(keep)):
+            s = candidate_shape.replace(num_layers=layers)
+            if abs(s.params / target - 1) > params_tol:
+                continue
+            if not 1 / aspect_band <= (s.hidden / layers) / aspect <= aspect_band:
+                continue
+            if require_fit and w.batch > workload.batch and original_fits and not fits_in_memory(s, w, gpu):
+                continue  # a larger micro-batch only where it fits
+            c = evaluate(s, w)
+            if c is None:
+                continue
+            key = (s.hidden, s.num_layers, s.num_heads, s.kv_heads, s.d_head, s.ffn_width, s.expert_width, s.vocab, w.batch)
+            if key not in best or c.gpu_ms_per_token < best[key].gpu_ms_per_token:
+                best[key] = c
+    findings = tuple(find(predict_step(shape, workload, gpu=gpu, params=params), params=params))
+    ranked = sorted((c for c in best.values() if _changes(original, c)), key=lambda c: c.gpu_ms_per_token)
+    suggestions = []
+    for c in ranked[:top]:
+        still = {f.rule for f in find(predict_step(c.shape, c.workload, gpu=gpu, params=params), params=params)}
+        suggestions.append(Suggestion(c, original.gpu_ms_per_token / c.gpu_ms_per_token, c.params / target - 1,
+                                      _changes(original, c), tuple(f.rule for f in findings if f.rule not in still)))
+    return Suggestions(original, findings, tuple(suggestions), evaluate.count, time.perf_counter() - start)
+
+
+# ---- design from a parameter budget ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class SearchResult:
+    screened: int  # shapes enumerated and checked against the budget and the aspect band
+    predicted: int  # of which predicted
+    seconds: float
+    screen_rate: float  # shapes screened per second
+    pareto: tuple[Candidate, ...]  # smallest first; no other shape has more params and more tokens/s
+    top: tuple[Candidate, ...]
+
+
+def search(*, params_target: float, gpu: GPU | str, workload: Workload, vocab: int = 32000, mlp: str = "swiglu",
+           attention: str = "gqa", params_tol: float = 0.05, aspect: tuple[float, float] = (32.0, 256.0),
+           top: int = 10, cost_params: CostParams = SPEC) -> SearchResult:
+    """Shapes from scratch within params_tol of params_target: hidden (multiples of 256), head dim
+    (64, 128), kv heads (per `attention`: mha, gqa with 8 groups or mqa), FFN width (4h, or 8h/3 for
+    gated MLPs, rounded to 256 and two neighbours), and the layer count that meets the budget."""
+    start = time.perf_counter()
+    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    if params_target <= 0:
+        raise ShapewiseError("--params must be positive")
+    if attention not in ("mha", "gqa", "mqa"):
+        raise ShapewiseError("--attention-kind must be mha, gqa or mqa")
+    gated = mlp in ("swiglu", "geglu")
+    t = workload.tp
+    vocab = round_up(vocab, ALIGN * t)
+    # Screening, vectorized: every (hidden, head dim, FFN multiplier, layers) against the budget.
+    hidden = np.arange(256, 32768 + 1, 256)
+    head_dim = np.array([64, 128])
+    ffn_mult = np.array([-256, 0, 256])
+    layers = np.arange(1, 257)
+    H, D, F, L = np.meshgrid(hidden, head_dim, ffn_mult, layers, indexing="ij")
+    heads = H // D
+    kv = {"mha": heads, "gqa": np.maximum(1, heads // 8), "mqa": np.ones_like(heads)}[attention]
+    base_ffn = np.round((8 * H / 3 if gated else 4 * H) / 256) * 256
+    ffn = (base_ffn + F).astype(np.int64)
+    mats = 3 if gated else 2
+    per_layer = H * (heads + 2 * kv) * D + heads * D * H + mats * H * ffn + 2 * H
+    total = L * per_layer + 2 * vocab * H + H
+    ratio = H / L
+    ok = ((np.abs(total / params_target - 1) <= params_tol) & (ratio >= aspect[0]) & (ratio <= aspect[1])
+          & (heads % kv == 0) & (heads % t == 0) & (ffn % t == 0) & ((kv % t == 0) | (t % kv == 0)) & (ffn > 0))
+    screened = H.size
+    screen_seconds = time.perf_counter() - start
+    evaluate = _Evaluator(gpu, cost_params)
+    candidates = []
+    for h, d, f, l_, a, k in zip(H[ok], D[ok], ffn[ok], L[ok], heads[ok], kv[ok]):
+        shape = ModelShape(f"h{h}-L{l_}-a{a}-kv{k}-ffn{f}", hidden=int(h), num_layers=int(l_), num_heads=int(a),
+                           num_kv_heads=None if k == a else int(k), ffn=int(f), mlp=mlp, vocab=int(vocab),
+                           tied_embeddings=False, norm="rmsnorm", bias=False)
+        c = evaluate(shape, workload)
+        if c is not None:
+            candidates.append(c)
+    if not candidates:
+        raise ShapewiseError("no shape meets the budget and the aspect band: widen --params-tol or --aspect")
+    # The front of parameters (more is a larger model) against speed: most parameters first, keep each
+    # shape that is faster than every larger one.
+    by_params = sorted(candidates, key=lambda c: (-c.params, c.gpu_ms_per_token))
+    pareto, best = [], math.inf
+    for c in by_params:
+        if c.gpu_ms_per_token < best:
+            pareto.append(c)
+            best = c.gpu_ms_per_token
+    pareto.reverse()
+    top_shapes = sorted(candidates, key=lambda c: c.gpu_ms_per_token)[:top]
+    return SearchResult(screened, len(candidates), time.perf_counter() - start,
+                        screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes))
+
+
+def megatron_args(shape: ModelShape, workload: Workload) -> str:
+    """The Megatron-LM / GPT-NeoX arguments of a shape and workload."""
+    args = [f"--num-layers {shape.num_layers}", f"--hidden-size {shape.hidden}",
+            f"--num-attention-heads {shape.num_heads}", f"--ffn-hidden-size {shape.ffn_width}",
+            f"--seq-length {workload.seq}", f"--micro-batch-size {workload.batch}",
+            f"--tensor-model-parallel-size {workload.tp}"]
+    if workload.tp > 1:
+        args.append("--sequence-parallel")
+    if shape.kv_heads != shape.num_heads:
+        args += ["--group-query-attention", f"--num-query-groups {shape.kv_heads}"]
+    if shape.head_dim is not None and shape.head_dim * shape.num_heads != shape.hidden:
+        args.append(f"--kv-channels {shape.head_dim}")
+    if shape.gated:
+        args.append("--swiglu" if shape.mlp == "swiglu" else "--geglu")
+    if shape.norm == "rmsnorm":
+        args.append("--normalization RMSNorm")
+    if not shape.tied_embeddings:
+        args.append("--untie-embeddings-and-output-weights")
+    if not shape.bias:
+        args.append("--disable-bias-linear")
+    args.append("--position-embedding-type " + ("learned_absolute" if shape.learned_positions else "rope"))
+    if shape.learned_positions:
+        args.append(f"--max-position-embeddings {shape.learned_positions}")
+    if shape.is_moe:
+        args += [f"--num-experts {shape.num_experts}", f"--moe-router-topk {shape.top_k}"]
+    # Megatron pads the vocabulary itself, to a multiple of this times t.
+    multiple = math.gcd(shape.vocab, 1 << 20)
+    args.append(f"--make-vocab-size-divisible-by {max(1, multiple // workload.tp)}")
+    return " \\\n  ".join(args)
+
