@@ -5,7 +5,7 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from shapewise import ModelShape, ShapewiseError, Workload
+from shapewise import Workload
 from shapewise.cli import main
 from shapewise.search import KEEPABLE, megatron_args, search, suggest
 from shapewise.shapes import PRESETS, get_model, load_config
