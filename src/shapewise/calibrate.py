@@ -47,6 +47,17 @@ def _random_gemms(rng, count: int, *, low: int, high: int, max_flops: float, cla
     return cases
 
 
+def _random_bmms(rng, count: int, *, dtype: str) -> list[Case]:
+    """Batched GEMMs: batch 8…512, dims 32…4096 of every alignment class, within 1 TFLOP and 4 GB."""
+    cases = []
+    while len(cases) < count:
+        b = int(_rng_dims(rng, 8, 512, 1)[0])
+        m, n, k = (max(1, int(d) - int(d) % 8 + int(rng.choice([0, 2, 1]))) for d in _rng_dims(rng, 32, 4096, 3))
+        if 2.0 * b * m * n * k <= 1e12 and b * (m * k + k * n + m * n) * 2 <= 4e9:
+            cases += gemm_cases([m], [n], [k], batches=(b,), layouts=(str(rng.choice(["nn", "nt"])),), dtype=dtype)
+    return cases
+
+
 def _layer_memory_ops(tokens: int) -> list:
     """The memory-bound ops of real layers (both norm kinds, plain and gated MLPs), forward and backward."""
     ops = []
@@ -82,6 +93,10 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
               gemm_cases([s], [s], [d], batches=(64,), layouts=("nt",), dtype=dtype)
               + gemm_cases([s], [d], [s], batches=(64,), dtype=dtype)]
     cases += _random_gemms(rng, 300, low=16, high=16384, max_flops=1e12, classes=False, dtype=dtype)
+    # As many again with each dim's alignment class drawn explicitly, and batched GEMMs of every class:
+    # the residual table needs every layout × alignment group populated.
+    cases += _random_gemms(rng, 300, low=32, high=16384, max_flops=1e12, classes=True, dtype=dtype)
+    cases += _random_bmms(rng, 60, dtype=dtype)
     for d in (64, 128, 192, 256):  # fused attention: each head-dim bucket at three lengths
         for s in (1024, 2048, 4096):
             for pass_ in ("fwd", "bwd"):

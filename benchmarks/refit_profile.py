@@ -1,0 +1,44 @@
+"""Fit a profile again from a calibration run's export, without a GPU: for when the cost model
+changes after the measurements were taken.
+
+Run: python benchmarks/refit_profile.py CALIBRATION.csv OLD_PROFILE.json OUT.json
+The new profile keeps the old one's environment (the measurements are the same) and notes the refit.
+"""
+
+import csv
+import json
+import sys
+
+from shapewise.bench import Case
+from shapewise.calibrate import fit_profile
+from shapewise.hardware import get_gpu
+from shapewise.profile import load, save
+
+
+def rows_from_export(path: str) -> list[tuple[Case, dict]]:
+    """(case, row) pairs as a sweep returns them, rebuilt from `shapewise results --export`."""
+    pairs = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            params = json.loads(r["key"])
+            bench = params.pop("bench")
+            params.pop("cuda_graph", None)
+            row = {"median_ms": float(r["median_ms"]) if r["median_ms"] else None, "error": r["error"] or None}
+            pairs.append((Case(bench, params, flops=float(r["flops"]) if r.get("flops") else None,
+                               bytes=float(r["bytes"]) if r.get("bytes") else None), row))
+    return pairs
+
+
+def main() -> int:
+    source, old_path, out = sys.argv[1:4]
+    old = load(old_path)
+    profile = fit_profile(rows_from_export(source), gpu=get_gpu(old.gpu), dtype=old.fit.get("dtype", "bf16"),
+                          environment=old.environment)
+    profile.fit["refitted_from"] = source
+    save(profile, out)
+    print(json.dumps(profile.fit, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
