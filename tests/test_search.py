@@ -118,6 +118,10 @@ def test_verify_runs_on_the_cpu_with_tiny_shapes(tmp_path, capsys):
     rows = json.loads(out)
     assert code == 0 and len(rows) == 2
     assert all(r["measured_speedup"] > 0 and r["ci"][0] <= r["measured_speedup"] <= r["ci"][1] for r in rows)
+    assert {r["mode"] for r in rows} == {"model"}  # tiny models all fit: whole steps are measured
+    code, out, _ = run(capsys, "verify", str(path), "--device", "cpu", "--batch", "1", "--seq", "32", "--params-tol",
+                       "0.1", "--top", "1", "--rounds", "3", "--measure", "layer", "--json")
+    assert code == 0 and json.loads(out)[0]["mode"] == "layer" and json.loads(out)[0]["head_ms"] > 0
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**config, "vocab_size": 256}))
     code, out, _ = run(capsys, "verify", str(path), "--config", str(other), "--device", "cpu", "--batch", "1",

@@ -597,20 +597,26 @@ def cmd_verify(args) -> int:
         if not picked:
             raise ShapewiseError("no suggestion to verify: the neighbourhood holds no faster shape")
         candidates = [(f"#{i} " + _change_text(s.changes), s.candidate.shape, s.candidate.workload) for i, s in picked]
-    results = verify((shape, workload), candidates, gpu=gpu, params=params, device=args.device, rounds=args.rounds)
+    results = verify((shape, workload), candidates, gpu=gpu, params=params, device=args.device, rounds=args.rounds,
+                     mode=args.measure)
     if args.json:
-        print(json.dumps([{"candidate": v.label, "predicted_speedup": v.predicted_speedup,
+        print(json.dumps([{"candidate": v.label, "mode": v.mode, "predicted_speedup": v.predicted_speedup,
                            "measured_speedup": v.measured_speedup, "ci": [v.ci_low, v.ci_high],
                            "layer_ms": v.layer_ms, "head_ms": v.head_ms} for v in results], indent=2))
         return 0
+    whole = results[0].mode == "model"
+    what = "whole training steps" if whole else "layers × layer + head (the whole models do not fit at once)"
     table = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
-                  title=f"{shape.name} on {args.device}: layers × layer + head, per token, measured interleaved "
+                  title=f"{shape.name} on {args.device}: {what}, per token, measured interleaved "
                         f"({args.rounds} rounds); cost model: {model_source}")
-    for col in ("candidate", "predicted speedup", "measured speedup", "95% interval", "layer ms", "head ms"):
+    columns = ("candidate", "predicted speedup", "measured speedup", "95% interval",
+               *(("step ms",) if whole else ("layer ms", "head ms")))
+    for col in columns:
         table.add_column(col, justify="left" if col == "candidate" else "right")
     for v in results:
+        times = (f"{v.layer_ms:.3f}",) if whole else (f"{v.layer_ms:.3f}", f"{v.head_ms:.3f}")
         table.add_row(v.label, f"{v.predicted_speedup:.3f}×", f"{v.measured_speedup:.3f}×",
-                      f"{v.ci_low:.3f}–{v.ci_high:.3f}", f"{v.layer_ms:.3f}", f"{v.head_ms:.3f}")
+                      f"{v.ci_low:.3f}–{v.ci_high:.3f}", *times)
     _console().print(table)
     return 0
 
@@ -723,6 +729,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--attention", choices=("flash", "unfused"), default="flash")
     p.add_argument("--device", default="cuda")
     p.add_argument("--rounds", type=_positive_int, default=15, help="interleaved rounds (15)")
+    p.add_argument("--measure", choices=("auto", "model", "layer"), default="auto",
+                   help="whole training steps, or layers × layer + head (auto: whole steps where all fit at once)")
     _add_shape_search_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_verify)

@@ -1,9 +1,11 @@
 """Proof on the GPU: the original shape and its alternatives measured interleaved, their measured
 speedup per token with a confidence interval, beside the predicted one.
 
-What is timed for each shape: one transformer layer forward+backward (the layer builders of
-shapewise.layers) and the output head forward+backward (logit GEMM, cross-entropy, and the two
-backward GEMMs). A step is estimated as layers × layer + head, per token, so that shapes with other
+What is timed for each shape: where every shape's whole model fits in memory at once, a whole
+training step's forward+backward (embedding, every layer, final norm, output head and loss);
+otherwise one transformer layer forward+backward (the layer builders of shapewise.layers) and the
+output head forward+backward (logit GEMM, cross-entropy, and the two backward GEMMs), the step then
+estimated as layers × layer + head. Either way speedups are per token, so that shapes with other
 layer counts or micro-batches compare fairly. Every part of every shape runs in one interleaved
 sequence (A B C … A B C …), so clock drift hits all alike; the speedup of each round is computed from
 that round's medians, and its median and bootstrap interval over rounds are reported.
@@ -26,6 +28,7 @@ LAYER_OUTSIDE = ("embed", "final/norm", "logits", "loss")
 
 @dataclass(frozen=True)
 class Verification:
+    mode: str  # "model": whole steps measured; "layer": layers × layer + head
     label: str
     shape: ModelShape
     workload: Workload
@@ -33,8 +36,8 @@ class Verification:
     measured_speedup: float
     ci_low: float
     ci_high: float
-    layer_ms: float  # measured medians
-    head_ms: float
+    layer_ms: float  # measured medians: the whole step's in "model" mode
+    head_ms: float  # 0 in "model" mode
 
 
 def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU, params: CostParams) -> float:
@@ -71,10 +74,60 @@ def _parts(shape: ModelShape, workload: Workload, device: str, seed: int):
     return layer_fn, head_fn
 
 
+def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
+    """A whole training step's forward+backward: embedding, every layer, final norm, head and loss."""
+    import torch
+    import torch.nn.functional as F
+
+    from .layers import build_layer
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(workload.dtype, torch.float32)
+    layers = [build_layer(shape.replace(num_layers=1), device=device, dtype=workload.dtype,
+                          attention=workload.attention, seed=seed + i) for i in range(shape.num_layers)]
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    table = (torch.randn(shape.vocab, shape.hidden, generator=generator) * 0.02).to(device, dtype).requires_grad_(True)
+    head = table if shape.tied_embeddings else \
+        (torch.randn(shape.vocab, shape.hidden, generator=generator) * shape.hidden ** -0.5).to(device, dtype).requires_grad_(True)
+    norm = torch.ones(shape.hidden, device=device, dtype=dtype, requires_grad=True)
+    ids = torch.randint(0, shape.vocab, (workload.batch, workload.seq), generator=generator).to(device)
+    target = torch.randint(0, shape.vocab, (workload.batch * workload.seq,), generator=generator).to(device)
+    weights = [table, head, norm, *(p for layer in layers for p in layer.parameters())]
+
+    def step():
+        for w in weights:
+            w.grad = None
+        x = F.embedding(ids, table)
+        for layer in layers:
+            x = layer(x)
+        x = F.rms_norm(x, (shape.hidden,), norm) if shape.norm == "rmsnorm" else F.layer_norm(x, (shape.hidden,), norm)
+        F.cross_entropy(F.linear(x, head).view(-1, shape.vocab), target).backward()
+
+    step.weights = weights  # for tests: every one has a gradient after a step
+    return step
+
+
+def _whole_models_fit(shapes, device: str, headroom: float = 0.6) -> bool:
+    """Every shape's model at once: weights and grads (4 bytes a parameter in bf16), activations
+    (about 34·s·b·h bytes a layer) and the logits with their gradient."""
+    import torch
+
+    def need(shape, w):
+        tokens = w.batch * w.seq
+        return (4 * shape.params + 34 * tokens * shape.hidden * shape.num_layers + 8 * tokens * shape.vocab)
+
+    total = sum(need(shape, w) for _, shape, w in shapes)
+    if device.startswith("cuda"):
+        return total <= torch.cuda.get_device_properties(torch.device(device)).total_memory * headroom
+    return total <= 2e9  # on the CPU, tests' tiny models only
+
+
 def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, ModelShape, Workload]], *, gpu: GPU,
            params: CostParams = SPEC, device: str = "cuda", rounds: int = 15, budget_ms: float = 300,
-           seed: int = 0) -> list[Verification]:
-    """Measure the original and every candidate interleaved; one Verification per candidate."""
+           seed: int = 0, mode: str = "auto") -> list[Verification]:
+    """Measure the original and every candidate interleaved; one Verification per candidate.
+
+    mode "model" measures whole steps, "layer" layers × layer + head, "auto" whole steps where
+    they all fit in memory at once."""
     from .measure import bootstrap_median_ci, interleave
 
     try:
@@ -88,22 +141,35 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
         check_parallel(shape, workload)
         if workload.tp != 1 or workload.mode != "train":
             raise ShapewiseError("verify measures one GPU's training step: use --tp 1 and --mode train")
+    if mode not in ("auto", "model", "layer"):
+        raise ShapewiseError(f"unknown verify mode {mode!r}: use auto, model or layer")
+    whole = mode == "model" or (mode == "auto" and _whole_models_fit(shapes, device))
     fns = {}
     for i, (_, shape, workload) in enumerate(shapes):
-        fns[f"{i}/layer"], fns[f"{i}/head"] = _parts(shape, workload, device, seed)
+        if whole:
+            fns[f"{i}/model"] = _model_fn(shape, workload, device, seed)
+        else:
+            fns[f"{i}/layer"], fns[f"{i}/head"] = _parts(shape, workload, device, seed)
     result = interleave(fns, device=device, rounds=rounds, budget_ms=budget_ms)
     # Round by round, each shape's step per token in units of the first variant's round median.
     per_token = []
     for i, (_, shape, workload) in enumerate(shapes):
-        layer, head = result[f"{i}/layer"].round_ratios, result[f"{i}/head"].round_ratios
-        per_token.append([(shape.num_layers * a + b) / workload.tokens for a, b in zip(layer, head)])
-    base_pred = predicted_step_ms(*original, gpu=gpu, params=params) / original[1].tokens
+        if whole:
+            per_token.append([r / workload.tokens for r in result[f"{i}/model"].round_ratios])
+        else:
+            layer, head = result[f"{i}/layer"].round_ratios, result[f"{i}/head"].round_ratios
+            per_token.append([(shape.num_layers * a + b) / workload.tokens for a, b in zip(layer, head)])
+    predict = (lambda s, w: predict_step(s, w, gpu=gpu, params=params).time_ms) if whole else \
+        (lambda s, w: predicted_step_ms(s, w, gpu=gpu, params=params))
+    base_pred = predict(*original) / original[1].tokens
     rng = random.Random(seed)
     out = []
     for i, (label, shape, workload) in enumerate(shapes[1:], start=1):
         speedups = [o / c for o, c in zip(per_token[0], per_token[i])]
         lo, hi = bootstrap_median_ci(speedups, rng=rng)
-        predicted = base_pred / (predicted_step_ms(shape, workload, gpu=gpu, params=params) / workload.tokens)
-        out.append(Verification(label, shape, workload, predicted, statistics.median(speedups), lo, hi,
-                                result[f"{i}/layer"].timing.median_ms, result[f"{i}/head"].timing.median_ms))
+        predicted = base_pred / (predict(shape, workload) / workload.tokens)
+        parts = (result[f"{i}/model"].timing.median_ms, 0.0) if whole else \
+            (result[f"{i}/layer"].timing.median_ms, result[f"{i}/head"].timing.median_ms)
+        out.append(Verification("model" if whole else "layer", label, shape, workload, predicted,
+                                statistics.median(speedups), lo, hi, *parts))
     return out
