@@ -21,6 +21,11 @@ stopped.
 Each record() commits on its own and the database runs in WAL mode, so a crash or Ctrl-C keeps
 every row recorded before it.
 
+import_csv() reads a CSV written by export() back in (results measured elsewhere, shared as CSV).
+A CSV lacks the device, the samples and the metrics, so imported rows live in environments of
+their own (device unknown: a local sweep never skips a case because of them), keep their timing
+summary and num_reps, and have samples_ms [] (none known) and metrics None.
+
 Standard library only: the store must work where torch and numpy are not installed.
 """
 
@@ -347,6 +352,75 @@ class Store:
         return len(rows)
 
 
+    # ---- import --------------------------------------------------------------------------------
+
+    def import_csv(self, path: str | os.PathLike) -> int:
+        """Read a CSV written by export() into the store; return the number of rows imported.
+
+        Environments: one per distinct (gpu_name, driver, torch, cuda, cublas) of the file, with no
+        device (the CSV does not say which one), so imported rows never mix with, or make a sweep
+        skip, the cases measured here; env_json notes the file they came from.
+        Params: the key is the canonical JSON of {"bench": ..., params..., mode flags...}; params
+        are the key's fields minus "bench" and minus mode flags such as cuda_graph (fields that have
+        no p_ value in the row); where a key is not JSON, params are read from the p_ columns
+        (JSON values where they parse, else the text).
+        Timings: median, quartiles, IQR, num_reps, flops, bytes, tflops, gbps, error and
+        created_utc as exported. The CSV has no samples: samples_ms is [] for a timed row (num_reps
+        says how many there were) and None for a failed one, as record() leaves it; metrics None.
+        A row whose (environment, bench, key) is already stored replaces it, so importing a file
+        twice changes nothing. The import is one transaction: a malformed file imports nothing."""
+        path = Path(path).expanduser()
+        try:
+            with open(path, newline="", encoding="utf-8") as f:
+                reader = csv.reader(f)
+                header = next(reader, None)
+                lines = list(reader)
+        except OSError as err:
+            raise ShapewiseError(f"cannot read {path}: {err.strerror or err}") from None
+        except (UnicodeDecodeError, csv.Error) as err:
+            raise ShapewiseError(f"{path} is not a CSV export of the results store ({err})") from None
+        if not header:
+            raise ShapewiseError(f"{path} is empty: expected a CSV written by `shapewise results --export`")
+        # flops and bytes joined the export later: older files lack them, and they are derived below.
+        missing = [c for c in (*CSV_HEAD, *CSV_TAIL) if c not in header and c not in ("flops", "bytes")]
+        if missing:
+            raise ShapewiseError(f"{path} is not a CSV export of the results store: no column "
+                                 f"{', '.join(missing)}")
+        param_columns = [c for c in header if c.startswith(PARAM_PREFIX)]
+        prepared = []
+        for number, cells in enumerate(lines, start=2):
+            if not any(cells):
+                continue  # a blank line
+            if len(cells) != len(header):
+                raise ShapewiseError(f"{path}, line {number}: {len(cells)} cells, but the header has {len(header)}")
+            row = dict(zip(header, cells))
+            where = f"{path}, line {number}"
+            prepared.append((_import_identity(row), row["bench"], row["key"],
+                             _import_params(row, param_columns), _import_numbers(row, where)))
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            env_ids: dict = {}
+            for identity, bench, key, params, numbers in prepared:
+                if identity not in env_ids:
+                    env = {"device": None, **dict(zip(("gpu_name", "driver_version", "torch_version",
+                                                         "cuda_version", "cublas_version"), identity)),
+                           "imported_from": str(path), "imported_utc": _now_utc()}
+                    env_ids[identity] = self.environment_id(env)
+                conn.execute(
+                    "INSERT OR REPLACE INTO results (env_id, bench, key, params_json, median_ms, q25_ms, "
+                    "q75_ms, iqr_ms, num_reps, samples_json, flops, bytes, tflops, gbps, metrics_json, "
+                    "error, created_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                    (env_ids[identity], bench, key, _to_json(params), numbers["median_ms"], numbers["q25_ms"],
+                     numbers["q75_ms"], numbers["iqr_ms"], numbers["num_reps"],
+                     "[]" if numbers["median_ms"] is not None else None, numbers["flops"], numbers["bytes"],
+                     numbers["tflops"], numbers["gbps"], numbers["error"], numbers["created_utc"]))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return len(prepared)
+
 def _decode(row: sqlite3.Row) -> dict:
     d = dict(row)
     d["params"] = json.loads(d.pop("params_json"))
@@ -377,3 +451,68 @@ def _write_csv(rows: list[dict], out) -> None:
             # csv writes a float with repr(): it reads back exactly
             *("" if row[c] is None else row[c] for c in CSV_TAIL),
         ])
+
+
+# ---- reading exports back ----------------------------------------------------------------------
+
+_FLOAT_COLUMNS = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "flops", "bytes", "tflops", "gbps")
+
+
+def _import_identity(row: dict) -> tuple:
+    """(gpu_name, driver, torch, cuda, cublas) of an exported row; empty cells are None."""
+    return tuple(row[c] or None for c in ENV_COLUMNS)
+
+
+def _cell_value(text: str):
+    """A p_ cell as export() wrote it: JSON for non-strings, strings as they are."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _import_params(row: dict, param_columns: list[str]) -> dict:
+    try:
+        key = json.loads(row["key"])
+    except ValueError:
+        key = None
+    if not isinstance(key, dict):
+        return {c[len(PARAM_PREFIX):]: _cell_value(row[c]) for c in param_columns if row[c] != ""}
+    if not param_columns:  # no p_ columns at all: nothing tells parameters from mode flags
+        return {name: value for name, value in key.items() if name != "bench"}
+    params = {}
+    for name, value in key.items():
+        if name == "bench":
+            continue
+        cell = row.get(PARAM_PREFIX + name)
+        # A field of the key without a p_ value in this row is a mode flag (cuda_graph), not a
+        # parameter; a None parameter is exported as an empty cell too, so keep those.
+        if cell is None or (cell == "" and value not in (None, "")):
+            continue
+        params[name] = value
+    return params
+
+
+def _import_numbers(row: dict, where: str) -> dict:
+    numbers = {}
+    for column in _FLOAT_COLUMNS:
+        text = row.get(column, "").strip()
+        try:
+            numbers[column] = float(text) if text else None
+        except ValueError:
+            raise ShapewiseError(f"{where}: {column} is {text!r}, not a number") from None
+    text = row["num_reps"].strip()
+    try:
+        numbers["num_reps"] = int(text) if text else None
+    except ValueError:
+        raise ShapewiseError(f"{where}: num_reps is {text!r}, not a whole number") from None
+    for amount, rate, scale in (("flops", "tflops", 1e12), ("bytes", "gbps", 1e9)):
+        if numbers[amount] is None and numbers[rate] is not None and numbers["median_ms"] is not None:
+            numbers[amount] = round(numbers[rate] * scale * numbers["median_ms"] * 1e-3)  # an older export
+    if numbers["tflops"] is None:
+        numbers["tflops"] = _rate(numbers["flops"], numbers["median_ms"], 1e12)
+    if numbers["gbps"] is None:
+        numbers["gbps"] = _rate(numbers["bytes"], numbers["median_ms"], 1e9)
+    numbers["error"] = row["error"] or None
+    numbers["created_utc"] = row["created_utc"] or _now_utc()
+    return numbers

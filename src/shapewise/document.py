@@ -1,0 +1,511 @@
+"""The shareable report: everything `check` and `suggest` say about one model on one GPU, with the
+figures, the measurements the results store holds for its ops, and the commands that reproduce
+every number.
+
+Two formats:
+
+    html  one self-contained page: figures as data: URIs (base64 PNG), inline CSS, nothing fetched
+          from the network (a Content-Security-Policy forbids it). A short inline script, run on
+          load, checks that every image decoded and that nothing was fetched, and writes the result
+          into <p id="browser-check"> (what the headless-browser test reads).
+    md    Markdown that references its figures as PNG files beside it (write_report writes them).
+
+Content, in order: title (model, GPU, date); the model and the workload; the cost model; the op
+table; the totals; the findings; the breakdown figure (train, prefill and decode of the same model
+and batch); the suggestions with their figure; measured against predicted (only where the store
+holds "op" measurements of this step's ops on this GPU); and the commands that reproduce it all.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import shlex
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .cost import SPEC, CostParams
+from .errors import ShapewiseError
+from .hardware import GPU, get_gpu
+from .ops import MEMORY
+from .report import LOSS_WORDS, CheckResult, check
+from .shapes import MODES, PRESETS, ModelShape, Workload
+
+FORMATS = ("html", "md")
+MATCH_FIELDS = ("label", "m", "n", "k", "batch", "layout")  # and dtype: the op's params a measurement must share
+
+# What the browser runs on load: every <img> decoded, and no fetch outside data: and file: (also
+# counting anything the Content-Security-Policy blocked). The result goes into #browser-check.
+_SCRIPT = """
+var blocked = [];
+document.addEventListener("securitypolicyviolation", function (e) { blocked.push(e.blockedURI); });
+window.addEventListener("load", function () {
+  var images = document.images, ok = 0;
+  for (var i = 0; i < images.length; i++) {
+    if (images[i].complete && images[i].naturalWidth > 0) ok++;
+  }
+  var fetched = performance.getEntriesByType("resource").filter(function (r) {
+    return !/^(data|file):/.test(r.name);
+  });
+  var out = document.getElementById("browser-check");
+  out.textContent = "images=" + images.length + " images-ok=" + ok + " network=" + (fetched.length + blocked.length);
+  out.setAttribute("data-checked", "1");
+});
+"""
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d232a;margin:0;background:#fff}
+main{max-width:1240px;margin:0 auto;padding:24px 28px 40px}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #dde2e7;padding-bottom:4px}
+.meta,.note,footer{color:#5a6570;font-size:13px}
+table{border-collapse:collapse;margin:6px 0 10px;font-variant-numeric:tabular-nums}
+th,td{padding:3px 10px;border-bottom:1px solid #eceff2;text-align:left;vertical-align:top}
+th{background:#f4f6f8;font-weight:600}tbody tr:nth-child(even){background:#fafbfc}
+td.n,th.n{text-align:right}td.mono,code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+table.kv th{background:none;font-weight:500;color:#5a6570}.pair{display:flex;flex-wrap:wrap;gap:0 40px;align-items:flex-start}
+.totals{font-size:16px}.totals b{font-size:18px}
+figure{margin:10px 0}figure img{max-width:100%;height:auto;border:1px solid #eceff2}figcaption{color:#5a6570;font-size:13px}
+pre{background:#f4f6f8;padding:10px 12px;overflow-x:auto;white-space:pre-wrap}
+.good{color:#1e7b34}
+"""
+
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+
+
+@dataclass
+class _Content:
+    """Everything the report says, format-free."""
+
+    shape: ModelShape
+    workload: Workload
+    gpu: GPU
+    result: CheckResult
+    date: str
+    model_rows: list  # (field, value)
+    workload_rows: list
+    op_rows: list  # cells of the op table
+    totals: dict
+    finding_rows: list
+    suggestions: object  # search.Suggestions
+    suggestion_rows: list
+    measured_rows: list
+    measured_note: str
+    commands: list  # (what it reproduces, command)
+    figures: dict = field(default_factory=dict)  # name -> (PNG bytes, caption)
+    reproduce_note: str = ""
+
+
+# ---- public API -------------------------------------------------------------------------------
+
+def build_report(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: CostParams | None = None,
+                 profile=None, store=None, fmt: str = "html", top: int = 5,
+                 model_arg: str | list[str] | None = None, out: str | os.PathLike | None = None) -> str:
+    """The report as one string: a self-contained HTML page, or Markdown whose figures are PNG files
+    named <stem>-breakdown.png and <stem>-suggestions.png (stem: of `out`, else "report").
+
+    params / profile: the cost model, as for report.check; store: a store.Store whose "op"
+    measurements of this step's ops (on this GPU) are set against the predictions; top: how many
+    suggestions; model_arg: how the command line names the model, for the Reproduce section: "gpt2",
+    or ["--config", path] (a string is split as a shell would; default: the preset name, or --config
+    with the shape's source file);
+    out: the file the report will be written to, named in its own reproduce command."""
+    text, _ = _build(shape, workload, gpu=gpu, params=params, profile=profile, store=store, fmt=fmt, top=top,
+                     model_arg=model_arg, out=out)
+    return text
+
+
+def write_report(shape: ModelShape, workload: Workload, *, out: str | os.PathLike, gpu: GPU | str,
+                 params: CostParams | None = None, profile=None, store=None, fmt: str | None = None, top: int = 5,
+                 model_arg: str | list[str] | None = None) -> list[Path]:
+    """Write the report to `out` and return the files written, the report first.
+
+    fmt: "html" or "md" (default: "md" when out ends in .md, else "html"). Markdown is written
+    with its figures beside it: <stem>-breakdown.png, and <stem>-suggestions.png when there are
+    suggestions."""
+    out = Path(out).expanduser()
+    fmt = fmt or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
+    text, figures = _build(shape, workload, gpu=gpu, params=params, profile=profile, store=store, fmt=fmt, top=top,
+                           model_arg=model_arg, out=out)
+    written = [out]
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        if fmt == "md":
+            for name, (png, _caption) in figures.items():
+                path = out.parent / _figure_file(out.stem, name)
+                path.write_bytes(png)
+                written.append(path)
+    except OSError as err:
+        raise ShapewiseError(f"cannot write the report to {out}: {err.strerror or err}") from None
+    return written
+
+
+# ---- gathering --------------------------------------------------------------------------------
+
+def _build(shape, workload, *, gpu, params, profile, store, fmt, top, model_arg, out) -> tuple[str, dict]:
+    if fmt not in FORMATS:
+        raise ShapewiseError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
+    content = _gather(shape, workload, gpu=gpu, params=params, profile=profile, store=store, top=top,
+                      model_arg=model_arg, out=out, fmt=fmt)
+    stem = Path(out).stem if out is not None else "report"
+    text = _html(content) if fmt == "html" else _markdown(content, stem)
+    return text, content.figures
+
+
+def _cost_params(gpu: GPU, params, profile) -> CostParams:
+    """The parameters report.check uses for these arguments, so that every part agrees."""
+    from . import profile as profiles
+
+    if params is not None:
+        return params
+    profile = profile or profiles.find(gpu)
+    return profile.params if profile else SPEC
+
+
+def _gather(shape, workload, *, gpu, params, profile, store, top, model_arg, out, fmt) -> _Content:
+    from . import plots
+    from .search import suggest
+
+    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    result = check(shape, workload, gpu=gpu, params=params, profile=profile)
+    cost_params = _cost_params(gpu, params, profile)
+    step, w = result.step, workload
+    total_ms, total_flops = step.time_ms, max(step.flops, 1)
+
+    op_rows = []
+    for c in step.costs:
+        memory = c.op.kind == MEMORY
+        main = c.losses.main
+        op_rows.append([c.op.label, c.op.shape_text, f"{c.op.count}", f"{c.op.total_flops / total_flops:.1%}",
+                        f"{c.total_ms:,.3f}", f"{c.total_ms / total_ms:.1%}",
+                        f"{c.gbps:,.0f} GB/s" if memory else f"{c.tflops:,.1f}", f"{c.fraction_of_peak:.0%}",
+                        f"{LOSS_WORDS[main]} {c.losses.as_dict()[main] / c.time_ms:.0%}" if main else ""])
+    totals = {"step ms": f"{total_ms:,.2f}",
+              "tokens/s" + (f" per {w.tp}-GPU group" if w.tp > 1 else ""): f"{step.tokens_per_s:,.0f}",
+              "MFU": f"{step.mfu:.1%}", "TFLOP per step": f"{step.flops / 1e12:,.1f}"}
+    findings = [[f"{f.cost_ms:,.2f}", f"{f.share:.1%}", f.rule, f.title, f.fix, ", ".join(f.ops)]
+                for f in result.findings]
+
+    figures = {}
+    modes = {mode: w.replace(mode=mode) for mode in MODES}
+    fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=gpu, params=cost_params, workloads=modes))
+    caption = (f"Share of the step time per op in {', '.join(modes)} steps of {shape.name} (b={w.batch}, s={w.seq}, "
+               f"t={w.tp}, {w.dtype}; in decode s is the KV-cache length) on {gpu.name}, predicted.")
+    figures["breakdown"] = (_png(plots, fig), caption)
+    sugg = suggest(shape, workload, gpu=gpu, params=cost_params, top=top)
+    suggestion_rows = [[f"{i}", _change_text(s.changes), f"{s.candidate.params / 1e9:.3f}B", f"{s.params_delta:+.2%}",
+                        f"{s.speedup:.3f}×", ", ".join(s.fixes)] for i, s in enumerate(sugg.suggestions, 1)]
+    if sugg.suggestions:
+        fig = plots.suggestions_figure(plots.suggestions_data(sugg, gpu=gpu))
+        caption = f"Predicted speedup of the {len(sugg.suggestions)} fastest shapes within 2% of {shape.name}'s parameters."
+        figures["suggestions"] = (_png(plots, fig), caption)
+
+    measured_rows, measured_note = _measured(step, gpu, store)
+    commands, note = _commands(shape, w, gpu, params, profile, store, top, model_arg, out, fmt,
+                               measured=bool(measured_rows))
+    return _Content(shape=shape, workload=w, gpu=gpu, result=result,
+                    date=datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+                    model_rows=_model_rows(shape), workload_rows=_workload_rows(w, gpu), op_rows=op_rows,
+                    totals=totals, finding_rows=findings, suggestions=sugg, suggestion_rows=suggestion_rows,
+                    measured_rows=measured_rows, measured_note=measured_note, commands=commands, figures=figures,
+                    reproduce_note=note)
+
+
+def _png(plots, fig) -> bytes:
+    return plots.png_bytes(fig, dpi=110)  # also drops the figure from pyplot's registry, if it was there
+
+
+def _change_text(changes: dict) -> str:
+    names = {"kv_heads": "kv heads", "head_dim": "head dim"}
+    return ", ".join(f"{names.get(k, k)} {a}→{b}" for k, (a, b) in changes.items())
+
+
+def _model_rows(s: ModelShape) -> list:
+    rows = [("name", s.name), ("parameters", f"{s.params:,} ({s.params / 1e9:.3f}B)")]
+    if s.is_moe:
+        rows.append(("active parameters", f"{s.active_params:,} ({s.active_params / 1e9:.3f}B)"))
+    if s.published_params:
+        rows.append(("published parameters", f"{s.published_params:,}"))
+    rows += [("hidden", s.hidden), ("layers", s.num_layers), ("heads", s.num_heads),
+             ("kv heads", f"{s.kv_heads}" + ("" if s.kv_heads == s.num_heads else f" (grouped: {s.num_heads // s.kv_heads} "
+                                                                                  f"query heads per kv head)")),
+             ("head dim", s.d_head), ("FFN width", s.ffn_width), ("MLP", s.mlp), ("vocab", f"{s.vocab:,}"),
+             ("norm", s.norm), ("tied embeddings", "yes" if s.tied_embeddings else "no"),
+             ("biases", "yes" if s.bias else "no"), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
+             ("positions", f"learned, {s.learned_positions:,} rows" if s.learned_positions else "RoPE or ALiBi")]
+    if s.is_moe:
+        rows += [("experts", f"{s.num_experts}, top-{s.top_k}" + (f", {s.num_shared_experts} shared"
+                                                                 if s.num_shared_experts else "")),
+                 ("expert FFN width", s.expert_width)]
+    if s.source:
+        rows.append(("source", s.source))
+    return [(k, f"{v}") for k, v in rows]
+
+
+def _workload_rows(w: Workload, gpu: GPU) -> list:
+    peaks = f"{gpu.peak_tflops(w.dtype):,.0f} TFLOP/s {w.dtype} peak, {gpu.mem_bandwidth_gbs / 1000:.2f} TB/s"
+    return [("GPU", f"{gpu.name} ({peaks})"),
+            ("mode", {"train": "train (forward + backward)", "prefill": "prefill (forward)",
+                      "decode": "decode (one new token per sequence)"}.get(w.mode, w.mode)),
+            ("micro-batch", f"{w.batch} sequences"),
+            ("sequence length" if w.mode != "decode" else "KV-cache length", f"{w.seq:,}"),
+            ("tokens per step", f"{w.tokens:,}"), ("tensor parallel", f"{w.tp}"),
+            ("dtype", w.dtype), ("attention", w.attention)]
+
+
+def _gpu_key(name) -> str | None:
+    try:
+        return get_gpu(name).key if name else None
+    except ShapewiseError:
+        return None
+
+
+def _op_key(op) -> tuple:
+    return tuple(getattr(op, f) for f in MATCH_FIELDS)
+
+
+def _measured(step, gpu: GPU, store) -> tuple[list, str]:
+    """Rows (op, shape, count, measured ms, predicted ms, error, measured on) for the ops of the step
+    that the store measured on this GPU (bench "op"; the newest measurement of each op wins)."""
+    if store is None:
+        return [], ""
+    dtype = step.workload.dtype
+    wanted = {_op_key(c.op) for c in step.costs}
+    found, elsewhere = {}, 0
+    for row in store.rows(bench="op", include_errors=False):
+        p = row["params"]
+        if not isinstance(p, dict) or p.get("dtype") != dtype or row.get("median_ms") is None:
+            continue
+        key = tuple(p.get(f) for f in MATCH_FIELDS)
+        if key not in wanted:
+            continue
+        if _gpu_key(row.get("gpu_name")) != gpu.key:
+            elsewhere += 1  # measured on another GPU or the CPU: no comparison with this GPU's prediction
+            continue
+        best = found.get(key)
+        if best is None or (row["created_utc"], row["id"]) >= (best["created_utc"], best["id"]):
+            found[key] = row
+    rows = []
+    for c in step.costs:  # in the step's order
+        key = _op_key(c.op)
+        if key not in found:
+            continue
+        row = found[key]
+        measured, predicted = row["median_ms"], c.time_ms
+        rows.append([c.op.label, c.op.shape_text, f"{c.op.count}", f"{measured:.4f}", f"{predicted:.4f}",
+                     f"{predicted / measured - 1:+.1%}" if measured > 0 else "",
+                     f"{row.get('gpu_name') or '?'}, torch {row.get('torch') or '?'}, {row['created_utc'][:10]}"])
+    note = ""
+    if rows:
+        note = (f"{len(rows)} of {len(step.costs)} ops of the step measured alone (median per call; error is "
+                f"predicted / measured − 1), from {store.path}.")
+        if elsewhere:
+            note += f" {elsewhere} measurements of these ops on other devices are left out."
+    return rows, note
+
+
+def _model_flag(shape: ModelShape, model_arg) -> tuple[list[str], str]:
+    if model_arg:
+        return (shlex.split(model_arg) if isinstance(model_arg, str) else [f"{a}" for a in model_arg]), ""
+    if PRESETS.get(shape.name) == shape:
+        return [shape.name], ""
+    if shape.source and Path(shape.source).is_file():
+        return ["--config", shape.source], ""
+    return ["--config", "CONFIG.json"], (f"{shape.name} is not a preset and was not read from a config.json: "
+                                         f"save its shape as a Hugging Face config.json and pass that file.")
+
+
+def _commands(shape, w: Workload, gpu: GPU, params, profile, store, top, model_arg, out, fmt, *, measured: bool):
+    model, note = _model_flag(shape, model_arg)
+    shape_flags = ["--batch", f"{w.batch}", "--seq", f"{w.seq}", "--tp", f"{w.tp}"]
+    rest = ["--dtype", w.dtype, "--attention", w.attention]
+    if params is SPEC:
+        cost = ["--spec-only"]
+    elif params is not None:
+        cost = []
+        note = (note + " " if note else "") + ("The cost model's parameters were given in code: the commands "
+                                              "below use the GPU's profile instead.")
+    elif profile is not None and profile.path and Path(profile.path).is_file():
+        cost = ["--profile", profile.path]  # (a shipped profile has no file: the default finds it)
+    else:
+        cost = []  # the GPU's own profile (the user's, else the shipped one), as the report used
+    db = ["--db", str(store.path)] if store is not None else []
+
+    def cmd(*parts):
+        return " ".join(shlex.quote(p) for p in ("shapewise", *parts))
+
+    target = Path(out).name if out is not None else f"report.{fmt}"
+    commands = [
+        ("the op table, the totals and the findings",
+         cmd("check", *model, "--gpu", gpu.key, *shape_flags, "--mode", w.mode, *rest, *cost)),
+        ("the breakdown figure (one check per mode)",
+         "\n".join(cmd("check", *model, "--gpu", gpu.key, *shape_flags, "--mode", m, *rest, *cost) for m in MODES)),
+        ("the suggestions", cmd("suggest", *model, "--gpu", gpu.key, *shape_flags, "--mode", w.mode, *rest,
+                                "--top", f"{top}", *cost)),
+    ]
+    if measured:
+        commands.append(("the measurements (on a machine with this GPU; --gpu names the GPU to predict for)",
+                         cmd("bench", "ops", *model, "--gpu", gpu.key, *shape_flags, "--mode", w.mode, *rest,
+                             "--device", "cuda", *db)))
+    commands.append(("this report", cmd("report", *model, "--gpu", gpu.key, *shape_flags, "--mode", w.mode, *rest,
+                                        "--top", f"{top}", *cost, *db, "--out", target,
+                                        *(["--format", "md"] if fmt == "md" else []))))
+    return commands, note
+
+
+# ---- HTML -------------------------------------------------------------------------------------
+
+def _e(text) -> str:
+    return html.escape(f"{text}", quote=True)
+
+
+def _table(head: list, rows: list, *, numeric: set = frozenset(), mono: set = frozenset(), id_: str = "") -> str:
+    def cls(i):
+        names = (["n"] if i in numeric else []) + (["mono"] if i in mono else [])
+        return f' class="{" ".join(names)}"' if names else ""
+
+    ident = f' id="{_e(id_)}"' if id_ else ""
+    out = [f"<table{ident}><thead><tr>" + "".join(f"<th{cls(i)}>{_e(h)}</th>" for i, h in enumerate(head))
+           + "</tr></thead><tbody>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td{cls(i)}>{_e(v)}</td>" for i, v in enumerate(row)) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _kv(rows: list, id_: str) -> str:
+    return (f'<table class="kv" id="{_e(id_)}"><tbody>'
+            + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows) + "</tbody></table>")
+
+
+def _figure(content: _Content, name: str) -> str:
+    png, caption = content.figures[name]
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<figure id="figure-{name}"><img alt="{_e(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{_e(caption)}</figcaption></figure>")
+
+
+OP_HEAD = ["op", "shape m×n×k", "count", "FLOPs", "time ms", "time", "TFLOP/s", "of peak", "main loss"]
+FINDING_HEAD = ["cost ms", "of step", "rule", "finding", "fix", "ops"]
+SUGGESTION_HEAD = ["#", "changes", "params", "Δ params", "predicted speedup", "fixes"]
+MEASURED_HEAD = ["op", "shape", "count", "measured ms", "predicted ms", "error", "measured on"]
+
+
+def _title(c: _Content) -> str:
+    return f"{c.shape.name} on {c.gpu.name}: {c.workload.mode} step, {c.date}"
+
+
+def _html(c: _Content) -> str:
+    s, w = c.shape, c.workload
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(_title(c))}</title>", f"<style>{_CSS}</style>", f"<script>{_SCRIPT}</script>", "</head><body><main>",
+        f"<h1>{_e(s.name)} on {_e(c.gpu.name)}</h1>",
+        (f'<p class="meta">{_e(w.mode)} step · b={w.batch} s={w.seq} t={w.tp} {_e(w.dtype)} · {_e(c.date)} · '
+         f"shapewise {_e(_version())}</p>"),
+        '<section id="model"><h2>Model and workload</h2><div class="pair">', _kv(c.model_rows, "model-table"),
+        _kv(c.workload_rows, "workload-table"), "</div></section>",
+        '<section id="cost-model"><h2>Cost model</h2>',
+        f"<p>{_e(c.result.model_source)}"
+        + ("" if c.result.calibrated else " — uncalibrated: expect larger errors than a calibrated profile's") + "</p>",
+        "</section>",
+        '<section id="ops"><h2>Ops of one step</h2>',
+        ('<p class="note">One row per op on one tensor-parallel rank. FLOPs: share of the step\'s matrix FLOPs; '
+         "time: share of the step time; of peak: of the dtype's peak (of the memory bandwidth for memory-bound ops); "
+         "main loss: the largest avoidable loss, with its share of the op's time.</p>"),
+        _table(OP_HEAD, c.op_rows, numeric={2, 3, 4, 5, 6, 7}, mono={1}, id_="op-table"), "</section>",
+        '<section id="totals"><h2>Totals</h2><p class="totals">'
+        + " · ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in c.totals.items()) + "</p></section>",
+        '<section id="findings"><h2>Findings, costliest first</h2>',
+    ]
+    if c.finding_rows:
+        parts += ['<p class="note">Each finding is priced by predicting the step again with its fix applied.</p>',
+                  _table(FINDING_HEAD, c.finding_rows, numeric={0, 1}, id_="findings-table")]
+    else:
+        parts.append('<p class="good">No findings: the shape follows every co-design rule that costs time here.</p>')
+    parts += ["</section>", '<section id="breakdown"><h2>Train, prefill and decode</h2>', _figure(c, "breakdown"),
+              "</section>", '<section id="suggestions"><h2>Faster shapes of about the same size</h2>']
+    sugg = c.suggestions
+    if c.suggestion_rows:
+        parts += [(f'<p class="note">{len(sugg.suggestions)} fastest of {sugg.considered} shapes within 2% of the '
+                   f"parameters, ranked by predicted GPU time per token.</p>"),
+                  _table(SUGGESTION_HEAD, c.suggestion_rows, numeric={0, 2, 3, 4}, id_="suggestions-table"),
+                  _figure(c, "suggestions")]
+    else:
+        parts.append(f"<p>None of the {sugg.considered} shapes within 2% of the parameters is predicted faster.</p>")
+    parts.append("</section>")
+    if c.measured_rows:
+        parts += ['<section id="measured"><h2>Measured against predicted</h2>',
+                  f'<p class="note">{_e(c.measured_note)}</p>',
+                  _table(MEASURED_HEAD, c.measured_rows, numeric={2, 3, 4, 5}, mono={1}, id_="measured-table"),
+                  "</section>"]
+    parts += ['<section id="reproduce"><h2>Reproduce</h2>']
+    if c.reproduce_note:
+        parts.append(f'<p class="note">{_e(c.reproduce_note)}</p>')
+    for what, command in c.commands:
+        parts.append(f"<p>{_e(what.capitalize())}:</p><pre><code>{_e(command)}</code></pre>")
+    parts += ["</section>",
+              '<footer><p id="browser-check">browser check not run</p></footer>', "</main></body></html>"]
+    return "\n".join(parts) + "\n"
+
+
+# ---- Markdown ---------------------------------------------------------------------------------
+
+def _md_cell(value) -> str:
+    text = " ".join(f"{value}".split())
+    return html.escape(text, quote=False).replace("|", "\\|")
+
+
+def _md_table(head: list, rows: list, numeric: set = frozenset()) -> str:
+    lines = ["| " + " | ".join(_md_cell(h) for h in head) + " |",
+             "|" + "|".join("---:" if i in numeric else "---" for i in range(len(head))) + "|"]
+    lines += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _figure_file(stem: str, name: str) -> str:
+    return f"{stem}-{name}.png"
+
+
+def _markdown(c: _Content, stem: str) -> str:
+    s, w = c.shape, c.workload
+    out = [f"# {_md_cell(s.name)} on {_md_cell(c.gpu.name)}", "",
+           f"{_md_cell(w.mode)} step · b={w.batch} s={w.seq} t={w.tp} {w.dtype} · {c.date} · shapewise {_version()}", "",
+           "## Model and workload", "", _md_table(["model", ""], c.model_rows), "",
+           _md_table(["workload", ""], c.workload_rows), "",
+           "## Cost model", "", _md_cell(c.result.model_source), "",
+           "## Ops of one step", "", _md_table(OP_HEAD, c.op_rows, {2, 3, 4, 5, 6, 7}), "",
+           "## Totals", "", " · ".join(f"{k} **{v}**" for k, v in c.totals.items()), "",
+           "## Findings, costliest first", ""]
+    out += [_md_table(FINDING_HEAD, c.finding_rows, {0, 1}) if c.finding_rows else
+            "No findings: the shape follows every co-design rule that costs time here.", ""]
+    _, caption = c.figures["breakdown"]
+    out += ["## Train, prefill and decode", "", f"![{_md_cell(caption)}]({_figure_file(stem, 'breakdown')})", "",
+            "## Faster shapes of about the same size", ""]
+    sugg = c.suggestions
+    if c.suggestion_rows:
+        _, caption = c.figures["suggestions"]
+        out += [(f"{len(sugg.suggestions)} fastest of {sugg.considered} shapes within 2% of the parameters, ranked by "
+                 f"predicted GPU time per token."), "", _md_table(SUGGESTION_HEAD, c.suggestion_rows, {0, 2, 3, 4}), "",
+                f"![{_md_cell(caption)}]({_figure_file(stem, 'suggestions')})", ""]
+    else:
+        out += [f"None of the {sugg.considered} shapes within 2% of the parameters is predicted faster.", ""]
+    if c.measured_rows:
+        out += ["## Measured against predicted", "", _md_cell(c.measured_note), "",
+                _md_table(MEASURED_HEAD, c.measured_rows, {2, 3, 4, 5}), ""]
+    out += ["## Reproduce", ""]
+    if c.reproduce_note:
+        out += [_md_cell(c.reproduce_note), ""]
+    for what, command in c.commands:
+        out += [f"{what.capitalize()}:", "", "```", command, "```", ""]
+    return "\n".join(out)
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
