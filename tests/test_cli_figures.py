@@ -56,3 +56,18 @@ def test_report_command_writes_html_and_markdown(capsys, tmp_path):
     assert code == 0 and (tmp_path / "r.html").read_text().count("data:image/png;base64,") >= 2
     code, out, _ = run(capsys, "report", "gpt2", "--gpu", "h200", "--out", str(tmp_path / "r.md"))
     assert code == 0 and (tmp_path / "r.md").exists() and list(tmp_path.glob("r-*.png"))
+
+
+def test_a_verify_run_is_drawn_as_measured(capsys, tmp_path):
+    from shapewise import plots
+
+    rows = json.loads(open("benchmarks/results/h200-verify/verify-gpt3-2.7b.json").read())
+    data = plots.verified_data(rows, model="gpt3-2.7b", gpu="h200")
+    assert list(data["measured_speedup"][1:]) == [r["measured_speedup"] for r in rows] and data["labels"][0] == "original"
+    code, out, err = run(capsys, "plot", "suggestions", "gpt3-2.7b", "--verified",
+                         "benchmarks/results/h200-verify/verify-gpt3-2.7b.json", "--out", str(tmp_path / "v.png"))
+    assert code == 0, err
+    (tmp_path / "bad.json").write_text("{}")
+    code, _, err = run(capsys, "plot", "suggestions", "gpt2", "--verified", str(tmp_path / "bad.json"), "--out",
+                       str(tmp_path / "w.png"))
+    assert code == 2 and "not the output" in err

@@ -668,6 +668,13 @@ def cmd_plot(args) -> int:
         if args.kind == "breakdown":
             modes = {mode: workload.replace(mode=mode) for mode in ("train", "prefill", "decode")}
             fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=gpu, params=params, workloads=modes))
+        elif args.verified:  # a `shapewise verify --json` run: its predictions and measurements as they were
+            try:
+                rows = json.loads(Path(args.verified).read_text())
+                data = plots.verified_data(rows, model=shape.name, gpu=gpu, dtype=workload.dtype)
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                raise ShapewiseError(f"{args.verified} is not the output of `shapewise verify --json` ({err})") from None
+            fig = plots.suggestions_figure(data)
         else:
             from .search import suggest
 
@@ -865,6 +872,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_model_args(q)
         q.add_argument("--out", required=True, metavar="FILE", help=".png or .svg")
         q.add_argument("--top", type=_positive_int, default=5)
+        if name == "suggestions":
+            q.add_argument("--verified", metavar="JSON", help="draw a `shapewise verify --json` run: measured beside predicted")
         q.add_argument("--profile", metavar="PATH")
         q.add_argument("--spec-only", action="store_true")
         q.set_defaults(run=cmd_plot)

@@ -545,6 +545,23 @@ def suggestions_data(suggestions, verified=None, *, gpu: GPU | str) -> dict:
     }
 
 
+def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = "bf16") -> dict:
+    """suggestions_data's dict from the JSON rows of `shapewise verify --json` (candidate,
+    predicted_speedup, measured_speedup, ci): a verify run drawn as it was measured."""
+    if not isinstance(rows, list) or not rows:
+        raise ValueError("expected a non-empty list of verified candidates")
+    gpu = _gpu(gpu)
+    ones = [1.0]
+    return {
+        "figure": "suggestions", "gpu": gpu.name, "dtype": dtype, "source": _source(len(rows)), "model": model,
+        "labels": ["original", *(str(r["candidate"]) for r in rows)],
+        "predicted_speedup": np.array(ones + [float(r["predicted_speedup"]) for r in rows]),
+        "measured_speedup": np.array(ones + [float(r["measured_speedup"]) for r in rows]),
+        "ci_low": np.array(ones + [float(r["ci"][0]) for r in rows]),
+        "ci_high": np.array(ones + [float(r["ci"][1]) for r in rows]),
+    }
+
+
 def suggestions_figure(data: dict):
     """Predicted and measured speedup per token side by side, the measured ones with their interval."""
     fig, ax = _figure(f"{data['model']}: suggested shapes", data, size=(max(6.0, 1.1 * len(data["labels"]) + 2), 5))
