@@ -112,7 +112,7 @@ def test_bad_layout_dtype_and_gpu_raise_user_errors():
 
 def test_losses_add_and_scale():
     a, b = Losses(kernel=1, tile=2), Losses(tile=1, memory=4)
-    assert (a + b).as_dict() == {"kernel": 1, "tile": 3, "wave": 0, "misalign": 0, "memory": 4, "launch": 0}
+    assert (a + b).as_dict() == {"kernel": 1, "tile": 3, "wave": 0, "misalign": 0, "memory": 4, "launch": 0, "comm": 0}
     assert (2 * a).tile == 4 and (a * 2).total == 6
     assert (a + b).main == "memory"
     assert Losses(kernel=5).main is None

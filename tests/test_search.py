@@ -34,11 +34,12 @@ def test_suggestions_respect_every_constraint(name, tol, keep, tp):
     aspect = shape.hidden / shape.num_layers
     fields = {"hidden": lambda s, w: s.hidden, "layers": lambda s, w: s.num_layers, "heads": lambda s, w: s.num_heads,
               "kv_heads": lambda s, w: s.kv_heads, "head_dim": lambda s, w: s.d_head, "ffn": lambda s, w: s.ffn_width,
-              "vocab": lambda s, w: s.vocab, "batch": lambda s, w: w.batch}
+              "vocab": lambda s, w: s.vocab, "batch": lambda s, w: w.batch, "tp": lambda s, w: w.tp}
     for sug in result.suggestions:
         s, w = sug.candidate.shape, sug.candidate.workload
         assert abs(s.params / shape.params - 1) <= tol
-        assert s.num_heads % tp == 0 and s.ffn_width % tp == 0 and s.num_heads % s.kv_heads == 0
+        assert s.num_heads % w.tp == 0 and s.ffn_width % w.tp == 0 and s.num_heads % s.kv_heads == 0
+        assert tp % w.tp == 0  # only smaller tensor-parallel degrees that divide the original
         assert 1 / 1.5 <= (s.hidden / s.num_layers) / aspect <= 1.5
         for field in keep:
             assert fields[field](s, w) == fields[field](shape, workload)

@@ -45,6 +45,8 @@ def _add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> N
     p.add_argument("--mode", choices=MODES, default="train", help="train (fwd+bwd), prefill or decode (train)")
     p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="(bf16)")
     p.add_argument("--attention", choices=ATTENTION_KINDS, default="flash", help="fused or unfused attention (flash)")
+    p.add_argument("--overlap-comm", action="store_true",
+                   help="tensor-parallel collectives hidden behind compute (an upper bound on overlap)")
 
 
 def _add_shape_search_args(p: argparse.ArgumentParser) -> None:
@@ -64,7 +66,7 @@ def _model_and_workload(args):
         raise ShapewiseError("name a model (`shapewise models` lists them) or give --config PATH")
     shape = load_config(args.config) if args.config else get_model(args.model)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode=args.mode,
-                        attention=args.attention)
+                        attention=args.attention, overlap_comm=args.overlap_comm)
     return shape, workload
 
 

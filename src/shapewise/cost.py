@@ -18,6 +18,7 @@ Everything is vectorized over shapes with numpy; nothing here imports torch.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field, fields
 
@@ -25,7 +26,7 @@ import numpy as np
 
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
-from .ops import BMM, FLASH, GEMM, MEMORY, Op, model_ops
+from .ops import BMM, COMM, FLASH, GEMM, MEMORY, Op, model_ops
 from .shapes import DTYPE_BYTES, ModelShape, Workload
 
 LAYOUTS = ("nn", "nt", "tn")
@@ -91,6 +92,11 @@ class CostParams:
     flash_s0_fwd: float = 900.0
     flash_s0_bwd: float = 1150.0
     flash_block_q: int = 128
+    # Tensor-parallel collectives ride the GPU's peer link (hardware.NVLINK_DATASHEETS): ring
+    # all-gather and reduce-scatter move (t-1)/t of the message each way. The fraction of the link
+    # they reach is nccl-tests' usual bus bandwidth on NVLink (about 80%), not yet measured here.
+    comm_bandwidth: float = 0.8
+    comm_latency_ms: float = 0.01
     # A calibrated profile's measured residuals of GEMMs and BMMs, one row per calibration shape:
     # (layout index, A-lead alignment class, n alignment class, log2 m, log2 n, log2 k, log2 batch,
     # ln(measured / predicted)). Predictions are then multiplied by a kernel-weighted average of the
@@ -114,6 +120,7 @@ class Losses:
     misalign: float = 0.0
     memory: float = 0.0
     launch: float = 0.0
+    comm: float = 0.0  # tensor-parallel collectives: time the GPUs spend talking, not computing
 
     def __add__(self, other: "Losses") -> "Losses":
         return Losses(*(a + b for a, b in zip(self.values(), other.values())))
@@ -359,8 +366,9 @@ class OpCost:
 
     @property
     def fraction_of_peak(self) -> float:
-        """Of the matrix peak for compute ops, of the memory bandwidth for memory ops."""
-        if self.op.kind == MEMORY:
+        """Of the matrix peak for compute ops, of the memory bandwidth for memory ops, of the peer
+        link for collectives."""
+        if self.op.kind in (MEMORY, COMM):
             return self.gbps * 1e9 / self.bytes_per_s
         return self.tflops / self.peak_tflops
 
@@ -387,6 +395,18 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
                                         launch=p.launch_ms)
 
 
+def _comm_ms(op: Op, gpu: GPU, p: CostParams) -> float:
+    """A ring collective over k ranks: (k-1)/k of the message (twice for an all-reduce) over the link."""
+    from .hardware import link
+
+    peer = link(gpu)
+    if peer is None:
+        raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table: tensor parallelism cannot be modelled")
+    ranks = op.k
+    share = (ranks - 1) / ranks * (2 if op.family == "all_reduce" else 1)
+    return share * op.bytes / (peer[1] * 1e9 * p.comm_bandwidth) * 1e3 + p.comm_latency_ms + p.launch_ms
+
+
 def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams = SPEC) -> list[OpCost]:
     """Predict every op of a step; all GEMMs and BMMs in one vectorized call."""
     gpu = _resolve_gpu(gpu)
@@ -403,6 +423,14 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
     for i, op in enumerate(ops):
         if op.kind == FLASH:
             time_ms, losses = _flash_cost(op, gpu, dtype, params)
+        elif op.kind == COMM:
+            from .hardware import link
+
+            time_ms = _comm_ms(op, gpu, params)
+            losses = Losses(comm=time_ms - params.launch_ms, launch=params.launch_ms)
+            # A collective's "peak" is its link: fraction_of_peak then reads as a share of it.
+            costs[i] = OpCost(op, time_ms, losses, peak, link(gpu)[1] * 1e9)
+            continue
         elif op.kind == MEMORY:
             ideal = op.bytes / gpu.bytes_per_s * 1e3
             real = op.bytes / (gpu.bytes_per_s * bandwidth[op.family + ("" if op.pass_ == "fwd" else ".bwd")]) * 1e3
@@ -462,7 +490,11 @@ def predict_step(shape: ModelShape, workload: Workload, *, gpu: GPU | str,
                  params: CostParams = SPEC) -> StepCost:
     gpu = _resolve_gpu(gpu)
     ops = model_ops(shape, workload)
-    return StepCost(shape, workload, gpu, tuple(predict_ops(ops, gpu=gpu, dtype=workload.dtype, params=params)))
+    costs = predict_ops(ops, gpu=gpu, dtype=workload.dtype, params=params)
+    if workload.overlap_comm:  # hidden behind compute: only the launch stays on the critical path
+        costs = [dataclasses.replace(c, time_ms=params.launch_ms, losses=Losses(launch=params.launch_ms))
+                 if c.op.kind == COMM else c for c in costs]
+    return StepCost(shape, workload, gpu, tuple(costs))
 
 
 def predict_attention(*, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int, causal: bool = True,

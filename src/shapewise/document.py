@@ -29,7 +29,7 @@ from pathlib import Path
 from .cost import SPEC, CostParams
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
-from .ops import MEMORY
+from .ops import COMM, MEMORY
 from .report import LOSS_WORDS, CheckResult, check
 from .shapes import MODES, PRESETS, ModelShape, Workload
 
@@ -176,7 +176,7 @@ def _gather(shape, workload, *, gpu, params, profile, store, top, model_arg, out
 
     op_rows = []
     for c in step.costs:
-        memory = c.op.kind == MEMORY
+        memory = c.op.kind in (MEMORY, COMM)  # rated in GB/s
         main = c.losses.main
         op_rows.append([c.op.label, c.op.shape_text, f"{c.op.count}", f"{c.op.total_flops / total_flops:.1%}",
                         f"{c.total_ms:,.3f}", f"{c.total_ms / total_ms:.1%}",

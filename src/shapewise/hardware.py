@@ -255,3 +255,32 @@ def get_gpu(name: str) -> GPU:
     keys = list(dict.fromkeys(by_name[n].key for n in close))[:3]
     hint = f"; did you mean {', '.join(keys)}?" if keys else ""
     raise ShapewiseError(f"unknown GPU {name!r}{hint} (`shapewise gpus` lists them)")
+
+
+# GPU-to-GPU links, per direction per GPU (what a ring collective's bus bandwidth approaches): the
+# tensor-parallel collectives of the cost model travel over these. Datasheets give bidirectional
+# totals; they are halved here. GPUs without a row get no communication model.
+NVLINK_DATASHEETS = {
+    "v100": ("NVLink 2", 150, "NVIDIA V100 datasheet: NVLink 300 GB/s (bidirectional), halved"),
+    "a100-40gb": ("NVLink 3", 300, "NVIDIA A100 datasheet: NVLink 600 GB/s (bidirectional), halved"),
+    "a100-80gb": ("NVLink 3", 300, "NVIDIA A100 datasheet: NVLink 600 GB/s (bidirectional), halved"),
+    "a100-40gb-pcie": ("PCIe 4.0 x16", 32, "NVIDIA A100 datasheet: PCIe Gen4 64 GB/s (bidirectional), halved"),
+    "a100-80gb-pcie": ("PCIe 4.0 x16", 32, "NVIDIA A100 datasheet: PCIe Gen4 64 GB/s (bidirectional), halved"),
+    "h100": ("NVLink 4", 450, "NVIDIA H100 datasheet: NVLink 900 GB/s (bidirectional), halved"),
+    "h100-pcie": ("PCIe 5.0 x16", 64, "NVIDIA H100 datasheet: PCIe Gen5 128 GB/s (bidirectional), halved"),
+    "h200": ("NVLink 4", 450, "NVIDIA H200 datasheet: NVLink 900 GB/s (bidirectional), halved"),
+    "h20": ("NVLink 4", 450, "NVIDIA H20 partner spec sheet: NVLink 900 GB/s (bidirectional), halved"),
+    "l40s": ("PCIe 4.0 x16", 32, "NVIDIA L40S datasheet: PCIe Gen4 x16 64 GB/s (bidirectional), halved"),
+    "l4": ("PCIe 4.0 x16", 32, "NVIDIA L4 datasheet: PCIe Gen4 x16 64 GB/s (bidirectional), halved"),
+    "a10g": ("PCIe 4.0 x16", 32, "PCIe Gen4 x16: 64 GB/s (bidirectional), halved"),
+    "rtx4090": ("PCIe 4.0 x16", 32, "PCIe Gen4 x16: 64 GB/s (bidirectional), halved; no peer-to-peer"),
+    "rtx3090": ("PCIe 4.0 x16", 32, "PCIe Gen4 x16: 64 GB/s (bidirectional), halved"),
+    "mi300x": ("Infinity Fabric", 448, "AMD Instinct MI300X datasheet: 7 links × 128 GB/s = 896 GB/s, halved"),
+    "b200": ("NVLink 5", 900, "NVIDIA DGX B200 / HGX B200 datasheet: NVLink 1.8 TB/s (bidirectional), halved"),
+}
+
+
+def link(gpu: GPU) -> tuple[str, float] | None:
+    """(name, GB/s per direction) of the GPU's link to its peers, or None where the table has none."""
+    row = NVLINK_DATASHEETS.get(gpu.key)
+    return (row[0], float(row[1])) if row else None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .shapes import ModelShape, Workload, check_parallel
 
-GEMM, BMM, FLASH, MEMORY = "gemm", "bmm", "flash", "memory"
+GEMM, BMM, FLASH, MEMORY, COMM = "gemm", "bmm", "flash", "memory", "comm"
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ class Op:
             return f"{self.batch}×({self.m}×{self.n}×{self.k})"
         if self.kind == FLASH:
             return f"{self.batch}×(q{self.m} kv{self.n} d{self.k})"
+        if self.kind == COMM:
+            return f"{self.m}×{self.n} over {self.k}, {self.bytes / 2**20:,.1f} MiB"
         return f"{self.m}×{self.n}, {self.bytes / 2**20:,.1f} MiB"
 
     @property
@@ -177,6 +179,28 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
     return ops
 
 
+def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, train: bool) -> list[Op]:
+    """Megatron tensor parallelism with sequence parallelism: each layer all-gathers the sequence
+    before attention and before the MLP, and reduce-scatters after each; backward does the reverse.
+    The vocab-parallel embedding reduce-scatters its output; the output layer gathers its input."""
+    t = w.tp
+    if t == 1:
+        return []
+    message = tokens * shape.hidden * w.dtype_bytes  # the gathered activation, as nccl-tests counts size
+
+    def collective(name: str, family: str, pass_: str, count: int) -> Op:
+        return Op(name, pass_, COMM, count=count, flops=0, bytes=message, m=tokens, n=shape.hidden, k=t,
+                  family=family)
+
+    L = shape.num_layers
+    ops = [collective("tp/all_gather", "all_gather", "fwd", 2 * L + 1),
+           collective("tp/reduce_scatter", "reduce_scatter", "fwd", 2 * L + 1)]
+    if train:
+        ops += [collective("tp/all_gather", "all_gather", "bwd", 2 * L + 1),
+                collective("tp/reduce_scatter", "reduce_scatter", "bwd", 2 * L + 1)]
+    return ops
+
+
 def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     """Every op of one step on one tensor-parallel rank, each forward op followed by its backward ops."""
     check_parallel(shape, workload)
@@ -207,6 +231,7 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     ops += linear("attn/out", tokens, h, q_width, train=train, count=L, dtype_bytes=B)
     ops += norm("mlp/norm", L)
     ops += mlp(shape, w, tokens=tokens, train=train, B=B)
+    ops += tensor_parallel_collectives(shape, w, tokens=tokens, train=train)
     # Two residual adds per layer, also with parallel attention (x + attn(…) + mlp(…)).
     ops += elementwise("residual", local, h, reads=2, writes=1, bwd_reads=2, bwd_writes=1, train=train,
                        count=2 * L, dtype_bytes=B, family="add")

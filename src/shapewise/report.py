@@ -6,12 +6,13 @@ from dataclasses import dataclass
 
 from .cost import SPEC, CostParams, StepCost, predict_step
 from .hardware import GPU, get_gpu
-from .ops import MEMORY
+from .ops import COMM, MEMORY
 from .rules import Finding, find
 from .shapes import ModelShape, Workload
 
 LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "wave quantization",
-              "misalign": "misaligned dim", "memory": "memory-bound", "launch": "launch overhead"}
+              "misalign": "misaligned dim", "memory": "memory-bound", "launch": "launch overhead",
+              "comm": "communication"}
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def render(result: CheckResult, console) -> None:
                          ("main loss", "left")):
         table.add_column(col, justify=justify)
     for c in step.costs:
-        memory = c.op.kind == MEMORY
+        memory = c.op.kind in (MEMORY, COMM)  # rated in GB/s
         rate = f"{c.gbps:,.0f} GB/s" if memory else f"{c.tflops:,.1f}"
         main = c.losses.main
         lost = f"{LOSS_WORDS[main]} {c.losses.as_dict()[main] / c.time_ms:.0%}" if main else ""

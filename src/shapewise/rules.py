@@ -142,7 +142,14 @@ def _tp(shape: ModelShape, w: Workload, gpu_memory_gb: float):
                        f"use t={t} (and data parallelism for the other {w.tp // t}× GPUs)", shape, w.replace(tp=t))
 
 
-RULES = (_vocab, _tokens, _hidden, _head_dim, _ffn, _kv_heads)
+def _comm(shape: ModelShape, w: Workload):
+    if w.tp > 1 and not w.overlap_comm:
+        yield Proposal("comm", f"t={w.tp}: tensor-parallel collectives wait on the GPU link, not overlapped",
+                       "overlap them with compute (Megatron's --tp-comm-overlap) or use a smaller t",
+                       shape, w.replace(overlap_comm=True))
+
+
+RULES = (_vocab, _tokens, _hidden, _head_dim, _ffn, _kv_heads, _comm)
 
 
 def _changed_ops(before: StepCost, after: StepCost) -> tuple[str, ...]:

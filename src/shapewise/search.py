@@ -22,7 +22,7 @@ from .shapes import ModelShape, Workload, check_parallel
 
 OUTSIDE_A_LAYER = ("embed", "final/norm", "logits", "loss")
 GOOD_HEAD_DIMS = (64, 128, 256)  # what the fused attention kernels serve well (cuDNN pads to 64)
-KEEPABLE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "batch")
+KEEPABLE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "batch", "tp")
 # Memory a training step needs: Adam in mixed precision keeps 16 bytes per parameter; activations
 # without recomputation are about 34·s·b·h bytes per layer (Korthikanti et al., 2022, with flash
 # attention so the s² term is gone).
@@ -143,6 +143,9 @@ def neighbourhood(base: ModelShape, workload: Workload, *, keep: set, gpu: GPU, 
                                                           round_up(base.vocab, 2 * ALIGN * t)})
     batches = [workload.batch] if "batch" in keep or workload.mode == "decode" else \
         sorted({workload.batch, 2 * workload.batch} | ({workload.batch // 2} if workload.batch > 1 else set()))
+    # Smaller tensor-parallel degrees too, where the model still fits: less communication per token.
+    tps = [t] if "tp" in keep else [d for d in range(1, t + 1) if t % d == 0 and
+                                     (d == t or fits_in_memory(base, workload.replace(tp=d), gpu))]
     width = base.expert_width if base.is_moe else base.ffn_width
     for hidden in hiddens:
         if "ffn" in keep:
@@ -160,7 +163,8 @@ def neighbourhood(base: ModelShape, workload: Workload, *, keep: set, gpu: GPU, 
                     except ShapewiseError:
                         continue
                     for batch in batches:
-                        yield shape, workload.replace(batch=batch)
+                        for tp in tps:
+                            yield shape, workload.replace(batch=batch, tp=tp)
 
 
 def _layer_counts(shape: ModelShape, target_params: int, base_layers: int, keep: set) -> list[int]:
@@ -177,7 +181,8 @@ def _changes(old: Candidate, new: Candidate) -> dict:
     pairs = {"hidden": (a.hidden, b.hidden), "layers": (a.num_layers, b.num_layers), "heads": (a.num_heads, b.num_heads),
              "kv_heads": (a.kv_heads, b.kv_heads), "head_dim": (a.d_head, b.d_head),
              "ffn": (a.expert_width if a.is_moe else a.ffn_width, b.expert_width if b.is_moe else b.ffn_width),
-             "vocab": (a.vocab, b.vocab), "batch": (old.workload.batch, new.workload.batch)}
+             "vocab": (a.vocab, b.vocab), "batch": (old.workload.batch, new.workload.batch),
+             "tp": (old.workload.tp, new.workload.tp)}
     if a.kv_heads == a.num_heads and b.kv_heads == b.num_heads:
         del pairs["kv_heads"]  # multi-head attention before and after: the heads say it all
     return {name: pair for name, pair in pairs.items() if pair[0] != pair[1]}
@@ -213,7 +218,8 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: Co
             c = evaluate(s, w)
             if c is None:
                 continue
-            key = (s.hidden, s.num_layers, s.num_heads, s.kv_heads, s.d_head, s.ffn_width, s.expert_width, s.vocab, w.batch)
+            key = (s.hidden, s.num_layers, s.num_heads, s.kv_heads, s.d_head, s.ffn_width, s.expert_width, s.vocab,
+                   w.batch, w.tp)
             if key not in best or c.gpu_ms_per_token < best[key].gpu_ms_per_token:
                 best[key] = c
     findings = tuple(find(predict_step(shape, workload, gpu=gpu, params=params), params=params))

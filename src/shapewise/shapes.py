@@ -150,6 +150,7 @@ class Workload:
     dtype: str = "bf16"
     mode: str = "train"  # train: forward + backward; prefill; decode: one new token per sequence
     attention: str = "flash"  # flash: one fused kernel; unfused: score BMM, softmax, BMM over values
+    overlap_comm: bool = False  # tensor-parallel collectives hidden behind compute (an upper bound)
 
     def __post_init__(self):
         for field in ("batch", "seq", "tp"):

@@ -1,0 +1,53 @@
+"""Tensor-parallel communication in the cost model: the collectives of Megatron TP with sequence
+parallelism, priced on the GPU's peer link, hidden when overlapped, and a finding when they cost."""
+
+import pytest
+
+from shapewise import ShapewiseError, Workload, check, model_ops, predict_step
+from shapewise.cost import SPEC, predict_ops
+from shapewise.hardware import get_gpu, link
+from shapewise.ops import COMM
+from shapewise.shapes import get_model
+
+LLAMA = get_model("llama2-13b")
+
+
+def test_no_collectives_without_tensor_parallelism():
+    assert not [op for op in model_ops(LLAMA, Workload(tp=1)) if op.kind == COMM]
+
+
+def test_collectives_per_layer_and_their_size():
+    w = Workload(batch=2, seq=4096, tp=4)
+    ops = {op.label: op for op in model_ops(LLAMA, w) if op.kind == COMM}
+    assert set(ops) == {"tp/all_gather", "tp/reduce_scatter", "tp/all_gather.bwd", "tp/reduce_scatter.bwd"}
+    for op in ops.values():
+        assert op.count == 2 * LLAMA.num_layers + 1 and op.k == 4
+        assert op.bytes == 2 * 4096 * LLAMA.hidden * 2  # the gathered activation in bf16
+    prefill = {op.label for op in model_ops(LLAMA, w.replace(mode="prefill")) if op.kind == COMM}
+    assert prefill == {"tp/all_gather", "tp/reduce_scatter"}
+
+
+def test_ring_collective_time_follows_the_link():
+    gpu = get_gpu("h200")
+    op = next(op for op in model_ops(LLAMA, Workload(tp=8)) if op.kind == COMM)
+    cost = predict_ops([op], gpu=gpu, dtype="bf16")[0]
+    expected = 7 / 8 * op.bytes / (link(gpu)[1] * 1e9 * SPEC.comm_bandwidth) * 1e3 + SPEC.comm_latency_ms + SPEC.launch_ms
+    assert cost.time_ms == pytest.approx(expected)
+    assert cost.losses.main == "comm"
+    slower = predict_ops([op], gpu="h100-pcie", dtype="bf16")[0]
+    assert slower.time_ms > 5 * cost.time_ms  # PCIe, not NVLink
+
+
+def test_overlap_hides_the_collectives_and_the_finding_prices_it():
+    w = Workload(batch=1, seq=4096, tp=8)
+    plain, hidden = predict_step(LLAMA, w, gpu="h200"), predict_step(LLAMA, w.replace(overlap_comm=True), gpu="h200")
+    comm_ms = sum(c.total_ms for c in plain.costs if c.op.kind == COMM)
+    assert plain.time_ms - hidden.time_ms == pytest.approx(comm_ms - sum(c.total_ms for c in hidden.costs if c.op.kind == COMM))
+    found = {f.rule: f for f in check(LLAMA, w, gpu="h200").findings}
+    assert "comm" in found and found["comm"].cost_ms == pytest.approx(plain.time_ms - hidden.time_ms, rel=1e-6)
+    assert "comm" not in {f.rule for f in check(LLAMA, w.replace(overlap_comm=True), gpu="h200").findings}
+
+
+def test_a_gpu_without_a_link_cannot_model_tensor_parallelism():
+    with pytest.raises(ShapewiseError, match="no GPU-to-GPU link"):
+        predict_step(LLAMA, Workload(tp=2), gpu="mi250x")
