@@ -143,3 +143,13 @@ def test_no_gpu_is_a_clear_error(capsys, tmp_path):
 def test_case_labels():
     case = Case("gemm", dict(m=1, n=2, k=3, batch=1, layout="nt", dtype="bf16"))
     assert case.label == "gemm 1×2×3 nt bf16"
+
+
+def test_parse_sizes_takes_units_and_doubling_ranges():
+    from shapewise.bench import parse_sizes
+
+    assert parse_sizes(["4096", "64K", "1M", "1G"]) == [4096, 65536, 2**20, 2**30]
+    assert parse_sizes(["1K:8K"]) == [1024, 2048, 4096, 8192]
+    for bad in (["x"], ["0"], ["-5K"]):
+        with pytest.raises(ShapewiseError):
+            parse_sizes(bad)

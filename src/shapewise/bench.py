@@ -10,7 +10,9 @@ torch is imported only inside functions: this module loads without it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import time
 from dataclasses import dataclass, field
 
 from .errors import ShapewiseError
@@ -324,9 +326,16 @@ class SweepResult:
     failed: int = 0
     interrupted: bool = False
     environment: dict = field(default_factory=dict)
+    rank: int = 0  # under torchrun: only rank 0 holds the rows and reports
+    world: int = 1
+    lost: list = field(default_factory=list)  # cases a rank did not finish ("rank N: label")
 
     def summary(self) -> str:
         text = f"{self.measured} measured, {self.skipped} already in the store, {self.failed} failed"
+        if self.world > 1:
+            text += f", on {self.world} ranks"
+        if self.lost:
+            text += f"; {len(self.lost)} lost ({'; '.join(self.lost[:5])}{' …' if len(self.lost) > 5 else ''})"
         return text + (" — interrupted: the rows above were kept" if self.interrupted else "")
 
 
@@ -337,59 +346,117 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:300]
 
 
+def distributed(device: str) -> tuple[int, int, str] | None:
+    """(rank, world size, this rank's device) under torchrun (WORLD_SIZE > 1), with the process
+    group set up once: gloo on the CPU, NCCL on GPUs, one GPU per rank. None in a plain process."""
+    import os
+    from datetime import timedelta
+
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    torch = _torch()
+    import torch.distributed as dist
+
+    if device.startswith("cuda") and device == "cuda":
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+        torch.cuda.set_device(torch.device(device))
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", timeout=timedelta(minutes=30))
+        # Leaving with the group alive aborts the process (its threads are torn down mid-flight).
+        atexit.register(lambda: dist.is_initialized() and dist.destroy_process_group())
+    return dist.get_rank(), dist.get_world_size(), device
+
+
 def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 3, budget_ms: float = 10,
           force: bool = False, progress: bool = True, env: dict | None = None, cuda_graph: bool = False) -> SweepResult:
-    """Measure every case not yet in the store for this environment; keep what is done on Ctrl-C."""
+    """Measure every case not yet in the store for this environment; keep what is done on Ctrl-C.
+
+    Under torchrun the cases are split across the ranks (one GPU each); each rank measures its
+    share, rank 0 gathers the results and writes them to its store, and a rank that stops early
+    reports which cases it lost (run again to measure them)."""
     from .measure import environment, time_fn
     from .store import case_key
 
     torch = _torch()
+    ranks = distributed(device)
+    rank, world, device = ranks if ranks else (0, 1, device)
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ShapewiseError("no CUDA GPU here: pass --device cpu to measure on the CPU")
     if cuda_graph and not device.startswith("cuda"):
         raise ShapewiseError("--cuda-graph needs a CUDA device")
     env = env or environment(device)
-    env_id = store.environment_id(env)
+    env_id = store.environment_id(env) if rank == 0 else None
     mode = {"cuda_graph": True} if cuda_graph else {}  # graph timings are other results: their own keys
     keys = {id(c): case_key({"bench": c.bench, **c.params, **mode}) for c in cases}
-    done = set() if force else set().union(*(store.done_keys(env_id, b) for b in {c.bench for c in cases}))
+    if force:
+        done = set()
+    else:  # every rank reads the same store, so every rank computes the same list of cases to do
+        reader_env = store.environment_id(env) if env_id is None else env_id
+        done = set().union(*(store.done_keys(reader_env, b) for b in {c.bench for c in cases}))
     todo = [c for c in cases if keys[id(c)] not in done]
-    result = SweepResult([], skipped=len(cases) - len(todo), environment=env)
+    mine = todo[rank::world]
+    result = SweepResult([], skipped=len(cases) - len(todo), environment=env, rank=rank, world=world)
+    timing = dict(warmup_ms=warmup_ms, budget_ms=budget_ms, min_reps=MIN_REPS, cuda_graph=cuda_graph)
+    records, lost = [], []
     try:
-        with _progress(progress, len(todo)) as advance:
-            for case in todo:
-                _measure_one(torch, case, keys[id(case)], store=store, env_id=env_id, device=device,
-                             timing=dict(warmup_ms=warmup_ms, budget_ms=budget_ms, min_reps=MIN_REPS,
-                                         cuda_graph=cuda_graph),
-                             time_fn=time_fn, result=result)
+        with _progress(progress and rank == 0, len(mine)) as advance:
+            for i, case in enumerate(mine):
+                record = _measure_one(torch, case, keys[id(case)], device=device, timing=timing, time_fn=time_fn)
+                if world == 1:
+                    store.record(env_id=env_id, **record)  # committed at once: Ctrl-C keeps it
+                else:
+                    records.append(record)
+                result.failed += record.get("error") is not None
+                result.measured += record.get("error") is None
                 advance(case.label)
     except KeyboardInterrupt:
         result.interrupted = True
-    stored = {row["key"]: row for row in store.rows(env_id=env_id)}
-    result.rows = [(c, stored[keys[id(c)]]) for c in cases if keys[id(c)] in stored]
+        lost = [c.label for c in mine[len(records):]] if world > 1 else []
+    if world > 1:
+        _gather(records, lost, env, store=store, rank=rank, world=world, result=result)
+    if rank == 0:
+        stored = {row["key"]: row for row in store.rows(env_id=env_id)}
+        result.rows = [(c, stored[keys[id(c)]]) for c in cases if keys[id(c)] in stored]
     return result
 
 
-def _measure_one(torch, case, key, *, store, env_id, device, timing, time_fn, result) -> None:
-    params = case.params
+def _gather(records, lost, env, *, store, rank, world, result) -> None:
+    """Every rank's results to rank 0, which writes them, each under its own rank's environment."""
+    import torch.distributed as dist
+
+    payload = {"rank": rank, "records": records, "lost": lost, "env": env, "measured": result.measured,
+               "failed": result.failed, "interrupted": result.interrupted}
+    gathered = [None] * world if rank == 0 else None
+    dist.gather_object(payload, gathered, dst=0)
+    if rank != 0:
+        return
+    result.measured = result.failed = 0
+    for part in gathered:
+        env_id = store.environment_id(part["env"])
+        for record in part["records"]:
+            store.record(env_id=env_id, **record)
+        result.measured += part["measured"]
+        result.failed += part["failed"]
+        result.interrupted |= part["interrupted"]
+        result.lost += [f"rank {part['rank']}: {label}" for label in part["lost"]]
+
+
+def _measure_one(torch, case, key, *, device, timing, time_fn) -> dict:
+    """One case measured: the keyword arguments of Store.record, with an error where it failed."""
+    record = dict(bench=case.bench, key=key, params=case.params, flops=case.flops, bytes=case.bytes)
     try:
         fn, context = build(case, device)
         with context:
-            measured = time_fn(fn, device=device, **timing)
+            record["timing"] = time_fn(fn, device=device, **timing)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # out of memory, unsupported dtype or kernel: record it and go on
-        store.record(env_id=env_id, bench=case.bench, key=key, params=params, flops=case.flops,
-                     bytes=case.bytes, error=_error_text(exc))
-        result.failed += 1
-        return
+        record["error"] = _error_text(exc)
     finally:
         fn = context = None  # free the case's tensors before the next one
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
-    store.record(env_id=env_id, bench=case.bench, key=key, params=params, timing=measured, flops=case.flops,
-                 bytes=case.bytes)
-    result.measured += 1
+    return record
 
 
 @contextlib.contextmanager
@@ -406,3 +473,103 @@ def _progress(enabled: bool, total: int):
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("", total=total)
         yield lambda label: bar.update(task, advance=1, description=label)
+
+
+# ---- collectives ----------------------------------------------------------------------------
+
+# nccl-tests' bus bandwidth: algorithm bandwidth (size / time) times the share of the data each
+# rank must send over its link in a ring: 2(n-1)/n for an all-reduce, (n-1)/n for the others. The
+# size is the whole buffer: all-reduce's, all-gather's output, reduce-scatter's input.
+COLLECTIVES = {"all_reduce": 2.0, "all_gather": 1.0, "reduce_scatter": 1.0}
+SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def parse_sizes(values: list[str]) -> list[int]:
+    """Bytes from the command line: 4096, 64K, 1M, and START:STOP ranges that double (1K:1G)."""
+    def one(text: str) -> int:
+        text = text.strip().upper().removesuffix("B")
+        unit = text[-1] if text and text[-1] in SIZE_UNITS else ""
+        try:
+            number = float(text[: len(text) - len(unit)]) * SIZE_UNITS[unit]
+        except ValueError:
+            raise ShapewiseError(f"--sizes: {text!r} is not a size such as 4096, 64K, 16M or 1G") from None
+        if number < 1:
+            raise ShapewiseError(f"--sizes: sizes must be at least one byte, got {text!r}")
+        return int(number)
+
+    sizes: list[int] = []
+    for value in values:
+        if ":" in value:
+            low, high = (one(part) for part in value.split(":", 1))
+            while low <= high:
+                sizes.append(low)
+                low *= 2
+        else:
+            sizes.append(one(value))
+    return list(dict.fromkeys(sizes))
+
+
+def bench_comm(sizes: list[int], ops: list[str], *, store, device: str = "cuda", dtype: str = "bf16",
+               warmup: int = 5, iters: int = 20) -> tuple[int, list[dict]]:
+    """Time collectives across the ranks torchrun started; rank 0 stores and returns one row per case.
+
+    Every rank runs the same fixed number of calls (a time budget would let ranks disagree and
+    hang); each call starts after a barrier, and the slowest rank's median is the result."""
+    from .measure import Timing, environment
+    from .store import case_key
+
+    torch = _torch()
+    import torch.distributed as dist
+
+    ranks = distributed(device)
+    if ranks is None:
+        raise ShapewiseError("bench comm needs several ranks: run it under torchrun, e.g. "
+                             "torchrun --nproc-per-node 2 -m shapewise bench comm …")
+    rank, world, device = ranks
+    unknown = sorted(set(ops) - set(COLLECTIVES))
+    if unknown:
+        raise ShapewiseError(f"unknown collective {', '.join(unknown)}; use {', '.join(COLLECTIVES)}")
+    env = environment(device)
+    env_id = store.environment_id(env) if rank == 0 else None
+    dt = getattr(torch, TORCH_DTYPES[dtype])
+    size_of = torch.tensor([], dtype=dt).element_size()
+    rows = []
+    for op in ops:
+        for size in sizes:
+            elements = max(world, size // size_of // world * world)  # divisible among the ranks
+            whole = torch.randn(elements, device=device).to(dt)
+            part = torch.empty(elements // world, device=device, dtype=dt)
+            # torch renamed the single-tensor collectives (2.13: *_single); older releases have the old names.
+            gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+            scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+            call = {"all_reduce": lambda: dist.all_reduce(whole),
+                    "all_gather": lambda: gather(whole, part),
+                    "reduce_scatter": lambda: scatter(part, whole)}[op]
+            for _ in range(warmup):
+                call()
+            samples = []
+            for _ in range(iters):
+                dist.barrier()
+                if device.startswith("cuda"):
+                    torch.cuda.synchronize()
+                start = time.perf_counter()
+                call()
+                if device.startswith("cuda"):
+                    torch.cuda.synchronize()
+                samples.append((time.perf_counter() - start) * 1e3)
+            slowest = torch.tensor([Timing(tuple(samples)).median_ms], dtype=torch.float64,
+                                   device=device if device.startswith("cuda") else "cpu")
+            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+            if rank == 0:
+                nbytes = elements * size_of
+                timing = Timing(tuple(samples))
+                ms = float(slowest.item())
+                algbw = nbytes / (ms * 1e-3) / 1e9
+                busbw = algbw * COLLECTIVES[op] * (world - 1) / world
+                params = dict(op=op, bytes=nbytes, world=world, dtype=dtype, backend=dist.get_backend())
+                store.record(env_id=env_id, bench="comm", key=case_key({"bench": "comm", **params}), params=params,
+                             timing=timing, bytes=nbytes,
+                             metrics={"slowest_rank_median_ms": ms, "algbw_gbs": algbw, "busbw_gbs": busbw})
+                rows.append(dict(op=op, bytes=nbytes, median_ms=ms, algbw_gbs=algbw, busbw_gbs=busbw))
+            del whole, part
+    return rank, rows

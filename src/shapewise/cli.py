@@ -164,8 +164,16 @@ def _sweep(args, cases):
     from .store import Store
 
     with Store(args.db) as store:
-        return sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms, budget_ms=args.budget_ms,
-                     force=args.force, cuda_graph=args.cuda_graph)
+        result = sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms, budget_ms=args.budget_ms,
+                       force=args.force, cuda_graph=args.cuda_graph)
+    return _rank0_only(result)
+
+
+def _rank0_only(result):
+    """Under torchrun every rank measures, rank 0 alone reports: the others leave quietly here."""
+    if result.rank != 0:
+        sys.exit(130 if result.interrupted else 0)
+    return result
 
 
 def _params_for(gpu):
@@ -260,6 +268,32 @@ def cmd_bench_attention(args) -> int:
                                  params=params)
 
     return _render_sweep(args, result, predict)
+
+
+def cmd_bench_comm(args) -> int:
+    from rich.table import Table
+
+    from .bench import bench_comm, parse_sizes
+    from .store import Store
+
+    with Store(args.db) as store:
+        rank, rows = bench_comm(parse_sizes(args.sizes), args.ops, store=store, device=args.device, dtype=args.dtype,
+                                warmup=args.warmup, iters=args.iters)
+    if rank != 0:
+        return 0
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(show_edge=False, pad_edge=False, header_style="bold",
+                  title="collectives (the slowest rank's median; bus bandwidth as nccl-tests defines it)",
+                  title_justify="left")
+    for col in ("op", "size", "time ms", "algbw GB/s", "busbw GB/s"):
+        table.add_column(col, justify="left" if col == "op" else "right")
+    for r in rows:
+        table.add_row(r["op"], f"{r['bytes'] / 2**20:,.2f} MiB", f"{r['median_ms']:.4f}", f"{r['algbw_gbs']:,.2f}",
+                      f"{r['busbw_gbs']:,.2f}")
+    _console().print(table)
+    return 0
 
 
 def _layer_ops(shape, workload):
@@ -377,8 +411,8 @@ def cmd_calibrate(args) -> int:
 
     cases = calibration_cases(dtype=args.dtype, quick=args.quick)
     with Store(args.db) as store:
-        result = sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms, budget_ms=args.budget_ms,
-                       force=args.force)
+        result = _rank0_only(sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms,
+                                   budget_ms=args.budget_ms, force=args.force))
     console = _console()
     console.print(f"{len(cases)} calibration cases: {result.summary()}")
     if result.interrupted:
@@ -422,8 +456,8 @@ def cmd_validate(args) -> int:
             if not rows:
                 raise ShapewiseError("the store holds no validation measurements: run `shapewise validate` on a GPU first")
         else:
-            result = sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms, budget_ms=args.budget_ms,
-                           force=args.force)
+            result = _rank0_only(sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms,
+                                       budget_ms=args.budget_ms, force=args.force))
             rows, env = result.rows, result.environment
     gpu = _measured_gpu(args, env)
     profile = load(args.profile) if args.profile else find(gpu)
@@ -741,6 +775,19 @@ def build_parser() -> argparse.ArgumentParser:
         _add_measure_args(p)
         p.set_defaults(run=cmd_bench_gemm)
     from .bench import ATTENTION_BACKENDS, PASSES
+
+    from .bench import COLLECTIVES
+
+    p = kinds.add_parser("comm", help="time collectives across the ranks torchrun started (NCCL on GPUs, gloo on CPUs)")
+    p.add_argument("--sizes", nargs="+", default=["1M:1G"], help="bytes: 4096, 64K, 16M, 1G, or doubling ranges (1M:1G)")
+    p.add_argument("--ops", nargs="+", choices=tuple(COLLECTIVES), default=list(COLLECTIVES))
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16")
+    p.add_argument("--warmup", type=_positive_int, default=5, help="untimed calls per case (5)")
+    p.add_argument("--iters", type=_positive_int, default=20, help="timed calls per case (20)")
+    p.add_argument("--device", default="cuda", help="cuda (one GPU per rank) or cpu (gloo)")
+    p.add_argument("--db", metavar="PATH")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_bench_comm)
 
     p = kinds.add_parser("attention", help="time fused and unfused attention, forward and forward+backward")
     p.add_argument("--heads", nargs="+", required=True)

@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -171,7 +172,7 @@ class Store:
             raise ShapewiseError(f"cannot open the results store {self.path}: {err}") from None
         try:
             self._conn.row_factory = sqlite3.Row
-            self._setup()
+            self._setup_when_free()
         except sqlite3.DatabaseError as err:
             # "file is not a database" and the like come from the first statement, not connect()
             self._conn.close()
@@ -180,6 +181,19 @@ class Store:
         except ShapewiseError:
             self._conn.close()
             raise
+
+    def _setup_when_free(self, seconds: float = 30.0) -> None:
+        """_setup, waiting out another process that opens the same new store at the same moment:
+        switching a new file to WAL can report "locked" at once rather than wait (several ranks
+        of one sweep under torchrun open the store together)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                return self._setup()
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _setup(self) -> None:
         conn = self._conn

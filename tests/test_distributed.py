@@ -1,0 +1,61 @@
+"""Sweeps and collectives across ranks started by torchrun, with the gloo backend on the CPU."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from shapewise.cli import main
+from shapewise.store import Store
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.slow
+
+GEMMS = ["bench", "gemm", "--device", "cpu", "-m", "64", "128", "-n", "64", "-k", "64:256:64",
+         "--warmup-ms", "1", "--budget-ms", "2"]
+
+
+def torchrun(*argv, ranks=2):
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}",
+               "-m", "shapewise", *argv]
+    return subprocess.run(command, capture_output=True, text=True, timeout=240)
+
+
+def keys(db):
+    with Store(db) as store:
+        return {(row["bench"], row["key"]) for row in store.rows() if row["error"] is None}
+
+
+def test_a_two_rank_sweep_stores_what_one_rank_does(tmp_path, capsys):
+    two, one = str(tmp_path / "two.db"), str(tmp_path / "one.db")
+    done = torchrun(*GEMMS, "--db", two)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "8 measured, 0 already in the store, 0 failed, on 2 ranks" in done.stdout
+    assert main([*GEMMS, "--db", one]) == 0
+    capsys.readouterr()
+    assert keys(two) == keys(one) and len(keys(two)) == 8
+    again = torchrun(*GEMMS, "--db", two)  # resumes: nothing left to measure
+    assert again.returncode == 0 and "0 measured, 8 already in the store" in again.stdout
+
+
+def test_collectives_on_two_ranks(tmp_path):
+    db = str(tmp_path / "comm.db")
+    done = torchrun("bench", "comm", "--device", "cpu", "--sizes", "64K:256K", "--iters", "3", "--db", db, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout[done.stdout.index("["):])
+    assert {(r["op"], r["bytes"]) for r in rows} == {(op, size) for op in ("all_reduce", "all_gather", "reduce_scatter")
+                                                     for size in (65536, 131072, 262144)}
+    for r in rows:
+        factor = 2 if r["op"] == "all_reduce" else 1
+        assert r["busbw_gbs"] == pytest.approx(r["algbw_gbs"] * factor / 2)  # (n-1)/n with n = 2
+    with Store(db) as store:
+        assert len(store.rows(bench="comm")) == 9
+
+
+def test_collectives_need_several_ranks(capsys, tmp_path):
+    try:
+        code = main(["bench", "comm", "--device", "cpu", "--db", str(tmp_path / "x.db")])
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code == 2 and "torchrun" in capsys.readouterr().err
