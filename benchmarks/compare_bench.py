@@ -14,9 +14,8 @@ import numpy as np
 from shapewise import ModelShape, Workload, predict_gemm
 from shapewise.cost import SPEC, predict_attention, predict_ops
 from shapewise.profile import find, load
-from shapewise.ops import Op, model_ops
+from shapewise.ops import Op, layer_ops
 
-OUTSIDE_A_LAYER = ("embed", "final/norm", "logits", "loss")
 
 
 def predict(row, gpu: str, params=SPEC):
@@ -43,8 +42,7 @@ def predict(row, gpu: str, params=SPEC):
     if bench == "layer":
         shape = ModelShape(**p["shape"])
         mode = "train" if p["pass"] == "fwdbwd" else "prefill"
-        ops = [op for op in model_ops(shape.replace(num_layers=1), Workload(batch=p["batch"], seq=p["seq"], mode=mode))
-               if op.name not in OUTSIDE_A_LAYER]
+        ops = layer_ops(shape, Workload(batch=p["batch"], seq=p["seq"], mode=mode))
         return f"layer/{p['pass']}", sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype=dtype, params=params))
     return None
 

@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from helpers import run
 
 from shapewise.bench import Case, gemm_cases, parse_dims, sweep
-from shapewise.cli import main
 from shapewise.errors import ShapewiseError
 from shapewise.store import Store
 
@@ -16,13 +16,6 @@ TINY = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_a
 FAST = ["--device", "cpu", "--warmup-ms", "1", "--budget-ms", "2"]
 
 
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_parse_dims_takes_numbers_and_inclusive_ranges():

@@ -5,19 +5,11 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from helpers import run
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shapewise.cli import main
-
-
-def run(capsys, *argv):
-    """Exit code, stdout and stderr of one command; argparse's own exits count as exit codes."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_check_gpt2_flags_the_vocab(capsys):

@@ -3,19 +3,11 @@
 import json
 
 import pytest
-
-from shapewise.cli import main
+from helpers import run
 
 pytest.importorskip("matplotlib")
 
 
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("argv", [

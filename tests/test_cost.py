@@ -5,7 +5,8 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shapewise import ShapewiseError, predict_gemm
 from shapewise.cost import LOSS_NAMES, Losses

@@ -4,7 +4,8 @@ import dataclasses
 import re
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shapewise.errors import ShapewiseError
 from shapewise.hardware import GPU, GPUS, NUMERIC_FIELDS, _norm, get_gpu

@@ -11,8 +11,15 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from shapewise.errors import ShapewiseError  # noqa: E402
-from shapewise.layers import (build_layer, fwd_bwd_call, fwd_call, layer_inputs, reference_layer,  # noqa: E402
-                              run_fwd, run_fwd_bwd)
+from shapewise.layers import (  # noqa: E402
+    build_layer,
+    fwd_bwd_call,
+    fwd_call,
+    layer_inputs,
+    reference_layer,
+    run_fwd,
+    run_fwd_bwd,
+)
 from shapewise.shapes import MLP_KINDS, NORM_KINDS, PRESETS, ModelShape  # noqa: E402
 
 

@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from shapewise.measure import Timing, interleave, plan_reps, time_fn, warm_up, _HostTimer
+from shapewise.measure import (
+    Timing,
+    _HostTimer,
+    interleave,
+    plan_reps,
+    time_fn,
+    warm_up,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 

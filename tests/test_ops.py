@@ -1,7 +1,8 @@
 """Model → ops: per-rank shapes, counts, exact FLOPs, backward GEMMs with their own shapes."""
 
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from shapewise import ModelShape, ShapewiseError, Workload, model_ops
 from shapewise.ops import BMM, FLASH, GEMM

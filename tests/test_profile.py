@@ -9,7 +9,14 @@ import pytest
 
 from shapewise import ShapewiseError, Workload, check, predict_gemm
 from shapewise.cost import SPEC, predict_ops
-from shapewise.fit import START, GemmSamples, fit_bandwidth, fit_flash, fit_gemm, residual_rows
+from shapewise.fit import (
+    START,
+    GemmSamples,
+    fit_bandwidth,
+    fit_flash,
+    fit_gemm,
+    residual_rows,
+)
 from shapewise.hardware import get_gpu
 from shapewise.ops import attention_op
 from shapewise.profile import Profile, find, load, save

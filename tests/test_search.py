@@ -3,23 +3,17 @@
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from helpers import run
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shapewise import Workload
-from shapewise.cli import main
 from shapewise.search import KEEPABLE, megatron_args, search, suggest
 from shapewise.shapes import PRESETS, get_model, load_config
 
 LOSSY = ["gpt2", "gpt3-2.7b", "pythia-2.8b", "phi-2", "falcon-7b", "llama2-7b", "gpt2-medium"]
 
 
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @settings(max_examples=25, deadline=None)

@@ -8,8 +8,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shapewise.errors import ShapewiseError
-from shapewise.shapes import (MLP_KINDS, NORM_KINDS, PRESETS, STRUCTURAL_FIELDS, ModelShape, _canonical,
-                              get_model, load_config, to_hf_config)
+from shapewise.shapes import (
+    MLP_KINDS,
+    NORM_KINDS,
+    PRESETS,
+    STRUCTURAL_FIELDS,
+    ModelShape,
+    _canonical,
+    get_model,
+    load_config,
+    to_hf_config,
+)
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 

@@ -571,5 +571,5 @@ def bench_comm(sizes: list[int], ops: list[str], *, store, device: str = "cuda",
                              timing=timing, bytes=nbytes,
                              metrics={"slowest_rank_median_ms": ms, "algbw_gbs": algbw, "busbw_gbs": busbw})
                 rows.append(dict(op=op, bytes=nbytes, median_ms=ms, algbw_gbs=algbw, busbw_gbs=busbw))
-            del whole, part
+            call = whole = part = None  # free this size's buffers before the next
     return rank, rows

@@ -22,13 +22,12 @@ from .cost import SPEC, CostParams, predict_gemm, predict_ops
 from .errors import ShapewiseError
 from .fit import GemmSamples, fit_bandwidth, fit_flash, fit_gemm, residual_rows
 from .hardware import GPU
-from .ops import FLASH, MEMORY, attention_op, model_ops
+from .ops import FLASH, MEMORY, attention_op, layer_ops, model_ops
 from .profile import Profile
 from .shapes import DTYPE_BYTES, ModelShape, Workload, get_model
 
 LAYER_PRESETS = ("gpt2-medium", "gpt2-xl", "pythia-1b", "pythia-2.8b", "gpt3-2.7b", "gpt3-6.7b", "opt-1.3b",
                  "phi-2", "llama2-7b", "llama3-8b", "mistral-7b", "qwen2-7b", "gemma-7b", "falcon-7b")
-OUTSIDE_A_LAYER = ("embed", "final/norm", "logits", "loss")
 
 
 def _rng_dims(rng: np.random.Generator, low: float, high: float, count: int) -> np.ndarray:
@@ -209,8 +208,7 @@ def _predict_case(case: Case, gpu: GPU, params: CostParams) -> tuple[float, floa
                           kv_len=p["n"], head_dim=p["k"], causal=p["causal"], dtype_bytes=DTYPE_BYTES[dtype])
         return predict_ops([op], gpu=gpu, dtype=dtype, params=params)[0].time_ms, _roofline_ms(op.flops, op.bytes, gpu, dtype)
     shape = ModelShape(**p["shape"])
-    ops = [op for op in model_ops(shape.replace(num_layers=1), Workload(batch=p["batch"], seq=p["seq"], dtype=dtype))
-           if op.name not in OUTSIDE_A_LAYER]
+    ops = layer_ops(shape, Workload(batch=p["batch"], seq=p["seq"], dtype=dtype))
     return (sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype=dtype, params=params)),
             sum(_roofline_ms(op.flops, op.bytes, gpu, dtype) * op.count for op in ops))
 

@@ -296,14 +296,6 @@ def cmd_bench_comm(args) -> int:
     return 0
 
 
-def _layer_ops(shape, workload):
-    """The ops of one transformer block: a one-layer step without embedding, final norm and logits."""
-    from .ops import model_ops
-
-    outside = ("embed", "final/norm", "logits", "loss")
-    return [op for op in model_ops(shape.replace(num_layers=1), workload) if op.name not in outside]
-
-
 def cmd_bench_layer(args) -> int:
     import dataclasses
 
@@ -317,7 +309,9 @@ def cmd_bench_layer(args) -> int:
     layer_cases = [Case("layer", dict(model=shape.name, shape=dataclasses.asdict(shape), batch=workload.batch,
                                       seq=workload.seq, attention=workload.attention, dtype=workload.dtype,
                                       **{"pass": pass_})) for pass_ in passes]
-    ops = {pass_: _layer_ops(shape, workload.replace(mode="train" if pass_ == "fwdbwd" else "prefill"))
+    from .ops import layer_ops
+
+    ops = {pass_: layer_ops(shape, workload.replace(mode="train" if pass_ == "fwdbwd" else "prefill"))
            for pass_ in passes}
     op_cases = {op.label + "|" + pass_: op_case(op, workload.dtype) for pass_ in passes for op in ops[pass_]}
     result = _sweep(args, layer_cases + list(op_cases.values()))
@@ -485,10 +479,6 @@ def cmd_validate(args) -> int:
 
 # ---- faster shapes: suggest, search, verify ---------------------------------------------------
 
-def _change_text(changes: dict) -> str:
-    names = {"kv_heads": "kv heads", "head_dim": "head dim"}
-    return ", ".join(f"{names.get(k, k)} {a}→{b}" for k, (a, b) in changes.items())
-
 
 def _cost_params(gpu, args):
     from .cost import SPEC
@@ -516,7 +506,7 @@ def _suggestions(args):
 def cmd_suggest(args) -> int:
     from rich.table import Table
 
-    from .search import megatron_args
+    from .search import change_text, megatron_args
     from .shapes import load_config, to_hf_config
 
     shape, workload, gpu, source, result = _suggestions(args)
@@ -561,7 +551,7 @@ def cmd_suggest(args) -> int:
     for col in ("#", "changes", "params", "Δ params", "predicted speedup", "fixes"):
         table.add_column(col, justify="left" if col in ("changes", "fixes") else "right")
     for i, sug in enumerate(result.suggestions, 1):
-        table.add_row(str(i), _change_text(sug.changes), f"{sug.candidate.params / 1e9:.3f}B", f"{sug.params_delta:+.2%}",
+        table.add_row(str(i), change_text(sug.changes), f"{sug.candidate.params / 1e9:.3f}B", f"{sug.params_delta:+.2%}",
                       f"{sug.speedup:.3f}×", ", ".join(sug.fixes))
     console.print(table)
     if args.emit_config:
@@ -626,7 +616,7 @@ def cmd_verify(args) -> int:
         other = load_config(args.config)
         candidates = [(f"config {Path(args.config).name}", other, workload)]
     else:
-        from .search import suggest
+        from .search import change_text, suggest
 
         result = suggest(shape, workload, gpu=gpu, params=params, params_tol=args.params_tol, top=args.top)
         picked = list(enumerate(result.suggestions, 1))
@@ -636,7 +626,7 @@ def cmd_verify(args) -> int:
             picked = [picked[args.suggestion - 1]]
         if not picked:
             raise ShapewiseError("no suggestion to verify: the neighbourhood holds no faster shape")
-        candidates = [(f"#{i} " + _change_text(s.changes), s.candidate.shape, s.candidate.workload) for i, s in picked]
+        candidates = [(f"#{i} " + change_text(s.changes), s.candidate.shape, s.candidate.workload) for i, s in picked]
     results = verify((shape, workload), candidates, gpu=gpu, params=params, device=args.device, rounds=args.rounds,
                      mode=args.measure)
     if args.json:

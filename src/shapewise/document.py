@@ -31,6 +31,7 @@ from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
 from .ops import COMM, MEMORY
 from .report import LOSS_WORDS, CheckResult, check
+from .search import change_text
 from .shapes import MODES, PRESETS, ModelShape, Workload
 
 FORMATS = ("html", "md")
@@ -195,7 +196,7 @@ def _gather(shape, workload, *, gpu, params, profile, store, top, model_arg, out
                f"t={w.tp}, {w.dtype}; in decode s is the KV-cache length) on {gpu.name}, predicted.")
     figures["breakdown"] = (_png(plots, fig), caption)
     sugg = suggest(shape, workload, gpu=gpu, params=cost_params, top=top)
-    suggestion_rows = [[f"{i}", _change_text(s.changes), f"{s.candidate.params / 1e9:.3f}B", f"{s.params_delta:+.2%}",
+    suggestion_rows = [[f"{i}", change_text(s.changes), f"{s.candidate.params / 1e9:.3f}B", f"{s.params_delta:+.2%}",
                         f"{s.speedup:.3f}×", ", ".join(s.fixes)] for i, s in enumerate(sugg.suggestions, 1)]
     if sugg.suggestions:
         fig = plots.suggestions_figure(plots.suggestions_data(sugg, gpu=gpu))
@@ -216,10 +217,6 @@ def _gather(shape, workload, *, gpu, params, profile, store, top, model_arg, out
 def _png(plots, fig) -> bytes:
     return plots.png_bytes(fig, dpi=110)  # also drops the figure from pyplot's registry, if it was there
 
-
-def _change_text(changes: dict) -> str:
-    names = {"kv_heads": "kv heads", "head_dim": "head dim"}
-    return ", ".join(f"{names.get(k, k)} {a}→{b}" for k, (a, b) in changes.items())
 
 
 def _model_rows(s: ModelShape) -> list:

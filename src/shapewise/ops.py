@@ -245,3 +245,12 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
         ops.append(Op("embed", "bwd", MEMORY, count=1, flops=0, bytes=(2 * tokens * h + vocab * h) * B, m=tokens,
                       n=h, k=vocab, family="embed"))
     return ops
+
+
+# Ops that run once per step, not once per layer: what "one layer" leaves out.
+OUTSIDE_LAYERS = ("embed", "final/norm", "logits", "loss")
+
+
+def layer_ops(shape: ModelShape, workload: Workload) -> list[Op]:
+    """The ops of one transformer block: a one-layer step without embedding, final norm and head."""
+    return [op for op in model_ops(shape.replace(num_layers=1), workload) if op.name not in OUTSIDE_LAYERS]

@@ -26,9 +26,9 @@ import numpy as np
 from .cost import SPEC, CostParams, _align_class, predict_attention, predict_gemm, predict_ops, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
-from .ops import attention_op, model_ops
+from .ops import attention_op, layer_ops
 from .shapes import DTYPE_BYTES, MLP_KINDS, ModelShape, Workload
-from .verify import LAYER_OUTSIDE
+from .search import change_text
 
 FORMATS = {".png": "png", ".svg": "svg"}
 ATTENTION_KINDS = ("flash", "bmm")
@@ -388,11 +388,6 @@ def _layer_shape(hidden: int, heads: int, mlp: str, seq: int) -> ModelShape:
                       norm="rmsnorm" if gated else "layernorm", bias=not gated, learned_positions=0 if gated else seq)
 
 
-def _layer_ops(shape: ModelShape, workload: Workload):
-    """The ops of one transformer block: a one-layer step without embedding, final norm, logits, loss."""
-    return [op for op in model_ops(shape.replace(num_layers=1), workload) if op.name not in LAYER_OUTSIDE]
-
-
 def layer_data(*, gpu: GPU | str, params: CostParams = SPEC, hiddens, head_counts, seq: int = 2048, batch: int = 4,
                mlp: str = "gelu", dtype: str = "bf16", measured=None) -> dict:
     """Predicted forward + backward throughput of one layer (its matrix FLOPs over its predicted
@@ -409,7 +404,7 @@ def layer_data(*, gpu: GPU | str, params: CostParams = SPEC, hiddens, head_count
     ops, spans, points = [], [], []
     for a in counts.tolist():
         for h in x_all[x_all % a == 0].tolist():
-            layer = _layer_ops(_layer_shape(h, a, mlp, seq), workload)
+            layer = layer_ops(_layer_shape(h, a, mlp, seq), workload)
             spans.append((a, h, len(ops), len(ops) + len(layer)))
             ops += layer
     if not spans:
@@ -431,7 +426,7 @@ def layer_data(*, gpu: GPU | str, params: CostParams = SPEC, hiddens, head_count
             continue  # a shape this version cannot read is no point of this figure
         if shape.mlp != mlp or shape.num_heads not in counts:
             continue
-        layer_flops = sum(op.total_flops for op in _layer_ops(shape, workload))
+        layer_flops = sum(op.total_flops for op in layer_ops(shape, workload))
         points.append((shape.hidden, shape.num_heads, layer_flops / (median * 1e9)))
     points.sort()
     return {
@@ -516,10 +511,6 @@ def breakdown_figure(data: dict):
 
 # ---- suggestions: predicted against measured speedups ---------------------------------------------
 
-def _change_text(changes: dict) -> str:
-    names = {"kv_heads": "kv heads", "head_dim": "head dim"}
-    return ", ".join(f"{names.get(k, k)} {a}→{b}" for k, (a, b) in changes.items())
-
 
 def suggestions_data(suggestions, verified=None, *, gpu: GPU | str) -> dict:
     """Labels ("original", then "#1 hidden 2560→2688, …"), predicted speedups per token (the
@@ -530,7 +521,7 @@ def suggestions_data(suggestions, verified=None, *, gpu: GPU | str) -> dict:
     verified = list(verified or ())
     if len(verified) > len(picked):
         raise ShapewiseError(f"{len(verified)} verifications for {len(picked)} suggestions: they are matched by order")
-    labels = ["original", *(f"#{i} {_change_text(s.changes)}" for i, s in enumerate(picked, 1))]
+    labels = ["original", *(f"#{i} {change_text(s.changes)}" for i, s in enumerate(picked, 1))]
     measured, low, high = (np.full(len(labels), np.nan) for _ in range(3))
     if verified:
         measured[0] = low[0] = high[0] = 1.0  # the original is what every speedup is measured against

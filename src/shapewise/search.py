@@ -18,9 +18,9 @@ from .cost import SPEC, CostParams, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
 from .rules import ALIGN, find, round_up
+from .ops import OUTSIDE_LAYERS
 from .shapes import ModelShape, Workload, check_parallel
 
-OUTSIDE_A_LAYER = ("embed", "final/norm", "logits", "loss")
 GOOD_HEAD_DIMS = (64, 128, 256)  # what the fused attention kernels serve well (cuDNN pads to 64)
 KEEPABLE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "batch", "tp")
 # Memory a training step needs: Adam in mixed precision keeps 16 bytes per parameter; activations
@@ -62,7 +62,7 @@ class Suggestions:
 def _layer_and_rest(shape: ModelShape, workload: Workload, gpu: GPU, params: CostParams) -> tuple[float, float]:
     """ms of one layer, and ms of everything outside the layers, for this shape and workload."""
     step = predict_step(shape.replace(num_layers=1), workload, gpu=gpu, params=params)
-    layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_A_LAYER)
+    layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_LAYERS)
     return layer, step.time_ms - layer
 
 
@@ -174,6 +174,12 @@ def _layer_counts(shape: ModelShape, target_params: int, base_layers: int, keep:
     rest = shape.params - shape.num_layers * per_layer
     ideal = (target_params - rest) / per_layer
     return sorted({max(1, math.floor(ideal)), max(1, math.ceil(ideal))})
+
+
+def change_text(changes: dict) -> str:
+    """"heads 32→20, head dim 80→128": a suggestion's changes, as tables and figures print them."""
+    names = {"kv_heads": "kv heads", "head_dim": "head dim"}
+    return ", ".join(f"{names.get(k, k)} {a}→{b}" for k, (a, b) in changes.items())
 
 
 def _changes(old: Candidate, new: Candidate) -> dict:

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from .cost import SPEC, CostParams, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU
+from .ops import OUTSIDE_LAYERS
 from .shapes import ModelShape, Workload, check_parallel
 
 HEAD_OPS = ("logits", "loss")
-LAYER_OUTSIDE = ("embed", "final/norm", "logits", "loss")
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Verification:
 def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU, params: CostParams) -> float:
     """The cost model's layers × layer + head, the same parts verify measures."""
     step = predict_step(shape.replace(num_layers=1), workload, gpu=gpu, params=params)
-    layer = sum(c.total_ms for c in step.costs if c.op.name not in LAYER_OUTSIDE)
+    layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_LAYERS)
     head = sum(c.total_ms for c in step.costs if c.op.name in HEAD_OPS)
     return shape.num_layers * layer + head
 
