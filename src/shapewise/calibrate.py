@@ -239,9 +239,21 @@ def spearman(a, b) -> float:
     return float(np.corrcoef(ra, rb)[0, 1]) if len(a) > 2 else math.nan
 
 
+def _attention_steps(judged: list[Judged]) -> list[Judged]:
+    """Each fused attention shape's forward and backward together: what a training step runs."""
+    halves: dict = {}
+    for j in judged:
+        if j.category in ("attention fwd", "attention bwd"):
+            halves.setdefault(j.label.replace("attn/flash.bwd", "attn/flash"), []).append(j)
+    return [Judged("attention fwd+bwd", label, pair[0].measured_ms + pair[1].measured_ms,
+                   {m: pair[0].predicted_ms[m] + pair[1].predicted_ms[m] for m in pair[0].predicted_ms})
+            for label, pair in halves.items() if len(pair) == 2]
+
+
 def summarize(judged: list[Judged]) -> list[dict]:
     """Per category and model: median and 90th-percentile absolute percentage error, Spearman rho."""
     out = []
+    judged = judged + _attention_steps(judged)
     for category in dict.fromkeys(j.category for j in judged):
         items = [j for j in judged if j.category == category]
         measured = np.array([j.measured_ms for j in items])
