@@ -59,3 +59,34 @@ def test_collectives_need_several_ranks(capsys, tmp_path):
     except SystemExit as exit_:
         code = exit_.code
     assert code == 2 and "torchrun" in capsys.readouterr().err
+
+
+def test_link_calibration_fits_into_the_profile(tmp_path):
+    out = tmp_path / "h200.json"
+    done = torchrun("calibrate", "--comm", "--quick", "--device", "cpu", "--gpu", "h200", "--no-install",
+                    "--out", str(out), "--db", str(tmp_path / "c.db"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    from shapewise.profile import load
+
+    profile = load(out)
+    assert profile.fit["comm_ranks"] == 2 and profile.params.comm_bandwidth > 0 and "the link reaches" in done.stdout
+
+
+def test_fit_comm_recovers_a_known_link():
+    import dataclasses
+
+    from shapewise.cost import SPEC, predict_ops
+    from shapewise.fit import fit_comm
+    from shapewise.hardware import get_gpu
+    from shapewise.ops import COMM, Op
+
+    gpu = get_gpu("h200")
+    truth = dataclasses.replace(SPEC, comm_bandwidth=0.7, comm_latency_ms=0.02)
+    rows = []
+    for op in ("all_reduce", "all_gather", "reduce_scatter"):
+        for size in (2**20, 2**24, 2**28, 2**30):
+            collective = Op("tp/x", "fwd", COMM, 1, 0, size, m=1, n=1, k=8, family=op)
+            rows.append(dict(op=op, bytes=size, world=8,
+                             median_ms=predict_ops([collective], gpu=gpu, dtype="bf16", params=truth)[0].time_ms))
+    fitted = fit_comm(rows, gpu=gpu, params=SPEC)
+    assert fitted.comm_bandwidth == pytest.approx(0.7, rel=1e-3) and fitted.comm_latency_ms == pytest.approx(0.02, abs=1e-4)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -397,7 +399,43 @@ def _measured_gpu(args, env):
     return gpu
 
 
+def _calibrate_comm(args) -> int:
+    """Collectives on the ranks torchrun started, fitted into this GPU's profile (rank 0 writes it)."""
+    from .bench import bench_comm, parse_sizes
+    from .cost import SPEC
+    from .fit import fit_comm
+    from .hardware import get_gpu
+    from .profile import Profile, find, profile_dir, save
+    from .store import Store
+
+    if not args.gpu:
+        raise ShapewiseError("name the GPU whose profile gets the link's parameters: --gpu")
+    gpu = get_gpu(args.gpu)
+    with Store(args.db) as store:
+        rank, rows = bench_comm(parse_sizes(["1M:1G"] if not args.quick else ["64K:1M"]),
+                                ["all_reduce", "all_gather", "reduce_scatter"], store=store, device=args.device)
+    if rank != 0:
+        return 0
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    old = find(gpu)
+    base = old if old is not None and not old.borrowed_for else Profile(gpu=gpu.key, params=SPEC)
+    params = fit_comm([{**r, "world": world} for r in rows], gpu=gpu, params=base.params)
+    profile = dataclasses.replace(base, params=params, fit={**base.fit, "comm_cases": len(rows), "comm_ranks": world},
+                                  borrowed_for="", path="")
+    paths = [save(profile, profile_dir() / f"{gpu.key}.json")] if not args.no_install else []
+    if args.out:
+        paths.append(save(profile, args.out))
+    console = _console()
+    console.print(f"{len(rows)} collectives on {world} ranks: the link reaches {params.comm_bandwidth:.0%} of its "
+                  f"datasheet bandwidth, {params.comm_latency_ms * 1000:.1f} µs fixed cost per collective")
+    for path in paths:
+        console.print(f"profile for {gpu.key} written to {path}")
+    return 0
+
+
 def cmd_calibrate(args) -> int:
+    if args.comm:
+        return _calibrate_comm(args)
     from .bench import sweep
     from .calibrate import calibration_cases, fit_profile
     from .profile import profile_dir, save
@@ -804,6 +842,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-install", action="store_true", help="do not write it to the user's profile folder")
     p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
     p.add_argument("--quick", action="store_true", help="a toy-sized set (a smoke test, e.g. on the CPU)")
+    p.add_argument("--comm", action="store_true",
+                   help="under torchrun: time the collectives and fit the GPU link's parameters into the profile")
     _add_measure_args(p)
     p.set_defaults(run=cmd_calibrate)
     p = sub.add_parser("validate", help="measure a held-out set and compare calibrated, spec-only and roofline models")

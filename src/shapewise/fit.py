@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cost import LAYOUTS, SPEC, CostParams, _align_class, _flash_cost, predict_gemm
+from .errors import ShapewiseError
 from .hardware import GPU
 from .ops import Op
 
@@ -157,3 +158,24 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, min_byte
             table[family + ("" if pass_ == "fwd" else ".bwd")] = round(float(np.median(fractions)), 4)
     return dataclasses.replace(params, bandwidth=tuple(table.items()))
 
+
+
+def fit_comm(rows: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
+    """The link's efficiency and the per-collective latency, from `bench comm` rows (op, bytes, world,
+    median_ms): a least-squares line through time = share·bytes / (link × efficiency) + fixed, with
+    share (k-1)/k of the buffer (twice for an all-reduce), as the cost model prices collectives."""
+    from .hardware import link
+
+    peer = link(gpu)
+    if peer is None:
+        raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table to fit")
+    rows = [r for r in rows if r["world"] > 1]
+    if len(rows) < 3:
+        raise ShapewiseError("fitting the link needs at least three collective measurements on several ranks")
+    share = np.array([(r["world"] - 1) / r["world"] * (2 if r["op"] == "all_reduce" else 1) for r in rows])
+    ideal_ms = share * np.array([r["bytes"] for r in rows], float) / (peer[1] * 1e9) * 1e3
+    slope, fixed = np.polyfit(ideal_ms, np.array([r["median_ms"] for r in rows], float), 1)
+    if slope <= 0:
+        raise ShapewiseError("the collective timings do not grow with their size: measure larger messages")
+    latency = max(0.0, float(fixed) - params.launch_ms)
+    return dataclasses.replace(params, comm_bandwidth=round(float(1 / slope), 4), comm_latency_ms=round(latency, 5))
