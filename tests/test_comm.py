@@ -19,12 +19,13 @@ def test_no_collectives_without_tensor_parallelism():
 def test_collectives_per_layer_and_their_size():
     w = Workload(batch=2, seq=4096, tp=4)
     ops = {op.label: op for op in model_ops(LLAMA, w) if op.kind == COMM}
-    assert set(ops) == {"tp/all_gather", "tp/reduce_scatter", "tp/all_gather.bwd", "tp/reduce_scatter.bwd"}
-    for op in ops.values():
-        assert op.count == 2 * LLAMA.num_layers + 1 and op.k == 4
+    layer = {"tp/all_gather", "tp/reduce_scatter", "tp/all_gather.bwd", "tp/reduce_scatter.bwd"}
+    assert set(ops) == layer | {"tp/embed", "tp/logits", "tp/embed.bwd", "tp/logits.bwd"}
+    for label, op in ops.items():
+        assert op.count == (2 * LLAMA.num_layers if label in layer else 1) and op.k == 4
         assert op.bytes == 2 * 4096 * LLAMA.hidden * 2  # the gathered activation in bf16
     prefill = {op.label for op in model_ops(LLAMA, w.replace(mode="prefill")) if op.kind == COMM}
-    assert prefill == {"tp/all_gather", "tp/reduce_scatter"}
+    assert prefill == {"tp/all_gather", "tp/reduce_scatter", "tp/embed", "tp/logits"}
 
 
 def test_ring_collective_time_follows_the_link():

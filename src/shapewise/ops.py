@@ -193,11 +193,16 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
                   family=family)
 
     L = shape.num_layers
-    ops = [collective("tp/all_gather", "all_gather", "fwd", 2 * L + 1),
-           collective("tp/reduce_scatter", "reduce_scatter", "fwd", 2 * L + 1)]
+    # In each layer: before attention and before the MLP, and after each; the reverse in backward.
+    ops = [collective("tp/all_gather", "all_gather", "fwd", 2 * L),
+           collective("tp/reduce_scatter", "reduce_scatter", "fwd", 2 * L)]
     if train:
-        ops += [collective("tp/all_gather", "all_gather", "bwd", 2 * L + 1),
-                collective("tp/reduce_scatter", "reduce_scatter", "bwd", 2 * L + 1)]
+        ops += [collective("tp/all_gather", "all_gather", "bwd", 2 * L),
+                collective("tp/reduce_scatter", "reduce_scatter", "bwd", 2 * L)]
+    # Outside the layers: the vocab-parallel embedding's output, and the output layer's input.
+    ops += [collective("tp/embed", "reduce_scatter", "fwd", 1), collective("tp/logits", "all_gather", "fwd", 1)]
+    if train:
+        ops += [collective("tp/embed", "all_gather", "bwd", 1), collective("tp/logits", "reduce_scatter", "bwd", 1)]
     return ops
 
 
@@ -248,7 +253,7 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
 
 
 # Ops that run once per step, not once per layer: what "one layer" leaves out.
-OUTSIDE_LAYERS = ("embed", "final/norm", "logits", "loss")
+OUTSIDE_LAYERS = ("embed", "final/norm", "logits", "loss", "tp/embed", "tp/logits")
 
 
 def layer_ops(shape: ModelShape, workload: Workload) -> list[Op]:
