@@ -572,4 +572,63 @@ def bench_comm(sizes: list[int], ops: list[str], *, store, device: str = "cuda",
                              metrics={"slowest_rank_median_ms": ms, "algbw_gbs": algbw, "busbw_gbs": busbw})
                 rows.append(dict(op=op, bytes=nbytes, median_ms=ms, algbw_gbs=algbw, busbw_gbs=busbw))
             call = whole = part = None  # free this size's buffers before the next
+    dist.barrier()
     return rank, rows
+
+
+def bench_tp_layer(shape, workload, *, store, device: str = "cuda", warmup: int = 3, reps: int = 10,
+                   seed: int = 0) -> tuple[int, list[dict], dict]:
+    """One tensor-parallel layer (shapewise.layers.build_tp_layer) on the ranks torchrun started, one
+    per tensor-parallel rank, forward+backward and forward; rank 0 stores and returns the slowest rank's
+    medians. Fixed call counts: every rank must run its collectives equally often."""
+    import dataclasses
+
+    from .layers import build_tp_layer
+    from .measure import Timing, environment, time_fn
+    from .store import case_key
+
+    torch = _torch()
+    import torch.distributed as dist
+
+    ranks = distributed(device)
+    if ranks is None or ranks[1] != workload.tp:
+        raise ShapewiseError(f"a t={workload.tp} layer runs on {workload.tp} ranks: "
+                             f"torchrun --nproc-per-node {workload.tp} -m shapewise bench layer … --tp {workload.tp}")
+    rank, world, device = ranks
+    if workload.seq % world:
+        raise ShapewiseError(f"sequence parallelism splits the sequence: --seq must divide by t={world}")
+    layer = build_tp_layer(shape, tp=world, rank=rank, device=device, dtype=workload.dtype,
+                           attention=workload.attention, seed=seed)
+    dt = next(layer.parameters()).dtype
+    generator = torch.Generator(device="cpu").manual_seed(seed + rank)
+    local = (workload.batch, workload.seq // world, shape.hidden)
+    x = torch.randn(*local, generator=generator).to(device, dt).requires_grad_(True)
+    dy = torch.randn(*local, generator=generator).to(device, dt)
+
+    def fwd_bwd():
+        x.grad = None
+        for p in layer.parameters():
+            p.grad = None
+        torch.autograd.backward(layer(x), dy)
+
+    def fwd():
+        with torch.no_grad():
+            layer(x)
+
+    env = environment(device)
+    env_id = store.environment_id(env) if rank == 0 else None
+    rows = []
+    passes = (("fwdbwd", fwd_bwd), ("fwd", fwd)) if workload.mode == "train" else (("fwd", fwd),)
+    for pass_, fn in passes:
+        timing = time_fn(fn, device=device, warmup_calls=warmup, reps=reps, flush_l2=False, cushion=False)
+        slowest = torch.tensor([timing.median_ms], dtype=torch.float64,
+                               device=device if device.startswith("cuda") else "cpu")
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        if rank == 0:
+            params = dict(model=shape.name, shape=dataclasses.asdict(shape), batch=workload.batch, seq=workload.seq,
+                          tp=world, attention=workload.attention, dtype=workload.dtype, **{"pass": pass_})
+            store.record(env_id=env_id, bench="layer", key=case_key({"bench": "layer", **params}), params=params,
+                         timing=Timing(timing.samples_ms), metrics={"slowest_rank_median_ms": float(slowest.item())})
+            rows.append({"pass": pass_, "measured_ms": float(slowest.item())})
+    dist.barrier()
+    return rank, rows, env

@@ -174,7 +174,7 @@ def _sweep(args, cases):
 def _rank0_only(result):
     """Under torchrun every rank measures, rank 0 alone reports: the others leave quietly here."""
     if result.rank != 0:
-        sys.exit(130 if result.interrupted else 0)
+        _leave_process_group(130 if result.interrupted else 0)
     return result
 
 
@@ -298,6 +298,40 @@ def cmd_bench_comm(args) -> int:
     return 0
 
 
+def _bench_tp_layer(args, shape, workload) -> int:
+    """A tensor-parallel layer across the ranks torchrun started, beside its prediction (collectives included)."""
+    from .bench import bench_tp_layer
+    from .cost import predict_ops
+    from .ops import layer_ops
+    from .store import Store
+
+    with Store(args.db) as store:
+        rank, rows, env = bench_tp_layer(shape, workload, store=store, device=args.device)
+    if rank != 0:
+        return 0
+    gpu = _gpu_for(args, env)
+    for row in rows:
+        mode = "train" if row["pass"] == "fwdbwd" else "prefill"
+        ops = layer_ops(shape, workload.replace(mode=mode))
+        row["predicted_ms"] = sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype=workload.dtype,
+                                                                  params=_params_for(gpu))) if gpu else None
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from rich.table import Table
+
+    table = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
+                  title=f"one {shape.name} layer at t={workload.tp}, b={workload.batch} s={workload.seq}: the slowest rank")
+    for col in ("pass", "measured ms", "predicted ms", "predicted/measured"):
+        table.add_column(col, justify="left" if col == "pass" else "right")
+    for r in rows:
+        p = r["predicted_ms"]
+        table.add_row(r["pass"], f"{r['measured_ms']:.3f}", f"{p:.3f}" if p else "—",
+                      f"{p / r['measured_ms']:.2f}" if p else "")
+    _console().print(table)
+    return 0
+
+
 def cmd_bench_layer(args) -> int:
     import dataclasses
 
@@ -305,8 +339,10 @@ def cmd_bench_layer(args) -> int:
     from .cost import predict_ops
 
     shape, workload = _model_and_workload(args)
-    if workload.tp != 1 or workload.mode == "decode":
-        raise ShapewiseError("bench layer measures one GPU's layer in train or prefill mode: drop --tp and decode")
+    if workload.mode == "decode":
+        raise ShapewiseError("bench layer measures a layer in train or prefill mode, not decode")
+    if workload.tp > 1:
+        return _bench_tp_layer(args, shape, workload)
     passes = ("fwdbwd", "fwd") if workload.mode == "train" else ("fwd",)
     layer_cases = [Case("layer", dict(model=shape.name, shape=dataclasses.asdict(shape), batch=workload.batch,
                                       seq=workload.seq, attention=workload.attention, dtype=workload.dtype,
@@ -969,10 +1005,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _leave_process_group(code: int) -> int:
+    """Under torchrun: part from the other ranks and end the process here. Left to interpreter
+    shutdown, torch's collective threads can abort it ("terminate called without an active
+    exception"), turning a finished sweep into a failed rank."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return code
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        return _leave_process_group(args.run(args))
     except ShapewiseError as err:
         print(f"shapewise: error: {err}", file=sys.stderr)
         return 2

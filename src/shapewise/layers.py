@@ -417,3 +417,90 @@ def reference_layer(layer, x):
         return x + attention(norm("norm1", x)) + ffn(norm("norm2", x))
     hid = x + attention(norm("norm1", x))
     return hid + ffn(norm("norm2", hid))
+
+
+# ---- tensor parallelism ----
+
+def _local_shape(shape: ModelShape, tp: int) -> ModelShape:
+    """The part of a block one of `tp` ranks holds: its heads, kv heads and MLP columns."""
+    if shape.is_moe:
+        raise ShapewiseError("tensor-parallel layers are built for dense MLPs only")
+    if shape.num_heads % tp or shape.kv_heads % tp or shape.ffn_width % tp:
+        raise ShapewiseError(f"t={tp} must divide the heads ({shape.num_heads}), kv heads ({shape.kv_heads}) "
+                             f"and FFN width ({shape.ffn_width}) of {shape.name}")
+    return shape.replace(num_heads=shape.num_heads // tp, num_kv_heads=shape.kv_heads // tp,
+                         head_dim=shape.d_head, ffn=shape.ffn_width // tp, num_layers=1)
+
+
+def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype="bf16", attention: str = "flash",
+                   seed: int = 0):
+    """Rank `rank`'s part of one block under Megatron tensor parallelism with sequence parallelism.
+
+    The module takes this rank's slice of the sequence, (batch, seq/tp, hidden), and returns its slice
+    of the output. Before attention and before the MLP it all-gathers the sequence; the QKV, up and
+    gate projections are split by columns (this rank's heads and FFN columns), the output and down
+    projections by rows, and their partial sums are reduce-scattered back over the sequence, where
+    their biases are added. Weights are rank `rank`'s slices of build_layer(shape, seed=seed), so the
+    gathered output equals that layer's (tested on the CPU with gloo). Runs inside an initialized
+    torch.distributed process group of `tp` ranks."""
+    import torch
+    import torch.distributed.nn.functional as dist_fn
+    from torch import nn
+
+    local = _local_shape(shape, tp)
+    full = build_layer(shape, device="cpu", dtype="fp32", attention=attention, seed=seed)
+    part = build_layer(local, device="cpu", dtype="fp32", attention=attention, seed=seed)
+    d, heads, kv = shape.d_head, local.num_heads, local.kv_heads
+    q0, k0, v0 = rank * heads * d, shape.num_heads * d + rank * kv * d, (shape.num_heads + shape.kv_heads) * d + rank * kv * d
+    rows = torch.cat([torch.arange(q0, q0 + heads * d), torch.arange(k0, k0 + kv * d), torch.arange(v0, v0 + kv * d)])
+    width = local.ffn_width
+    cols = slice(rank * width, (rank + 1) * width)
+    full_params = dict(full.named_parameters())
+    with torch.no_grad():
+        for name, p in part.named_parameters():
+            source = full_params[name]
+            if name.startswith("attn.qkv"):
+                p.copy_(source[rows])
+            elif name == "attn.out.weight":
+                p.copy_(source[:, rank * heads * d:(rank + 1) * heads * d])
+            elif name.startswith(("mlp.up", "mlp.gate")):
+                p.copy_(source[cols])
+            elif name == "mlp.down.weight":
+                p.copy_(source[:, cols])
+            elif name in ("attn.out.bias", "mlp.down.bias"):
+                p.zero_()  # added once, after the reduce-scatter
+            else:
+                p.copy_(source)  # norms: replicated
+    out_bias = full_params["attn.out.bias"].detach().clone() if shape.bias else None
+    down_bias = full_params["mlp.down.bias"].detach().clone() if shape.bias else None
+
+    def gather(x):  # (b, s/t, h) on each rank -> (b, s, h)
+        return torch.cat(dist_fn.all_gather(x.contiguous()), dim=1)
+
+    def scatter(x):  # partial sums (b, s, h) -> this rank's summed slice (b, s/t, h)
+        chunks = [c.contiguous() for c in x.chunk(tp, dim=1)]
+        return dist_fn.reduce_scatter(torch.empty_like(chunks[0]), chunks)
+
+    class TensorParallelBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.part = part
+            self.shape, self.tp, self.rank = shape, tp, rank
+            self.register_buffer("out_bias", out_bias if out_bias is not None else torch.zeros(0))
+            self.register_buffer("down_bias", down_bias if down_bias is not None else torch.zeros(0))
+
+        def _attn(self, x):
+            a = scatter(self.part.attn(gather(self.part.norm1(x))))
+            return a + self.out_bias if self.out_bias.numel() else a
+
+        def _mlp(self, x):
+            m = scatter(self.part.mlp(gather(self.part.norm2(x))))
+            return m + self.down_bias if self.down_bias.numel() else m
+
+        def forward(self, x):
+            if shape.parallel_attn:
+                return x + self._attn(x) + self._mlp(x)
+            h = x + self._attn(x)
+            return h + self._mlp(h)
+
+    return TensorParallelBlock().to(device=device, dtype=_torch_dtype(dtype))

@@ -304,7 +304,8 @@ def _graph_replay(fn, calls: int):
 def time_fn(fn: Callable[[], object], *, device="cuda", warmup_ms: float = 25, budget_ms: float = 100,
             min_reps: int = 5, max_reps: int = 1000, flush_l2: bool = True, l2_bytes: int | None = None,
             cuda_graph: bool = False, graph_calls: int = 20, cushion: bool = True,
-            clock: Callable[[], float] | None = None) -> Timing:
+            clock: Callable[[], float] | None = None, warmup_calls: int | None = None,
+            reps: int | None = None) -> Timing:
     """Time fn() on `device` ("cuda", "cuda:N" or "cpu"); return every per-call sample.
 
     1. One untimed cold call (lazy init, library heuristics, allocator growth).
@@ -319,7 +320,8 @@ def time_fn(fn: Callable[[], object], *, device="cuda", warmup_ms: float = 25, b
     cuda_graph=True (GPU only) captures graph_calls calls in a CUDA graph and times its replays,
     for ops so small that launch overhead would dominate; each sample is replay time / graph_calls.
     The flush then precedes each replay only, so all but the first call of a replay find a warm L2.
-    clock (seconds) replaces time.perf_counter: tests pass a fake one.
+    clock (seconds) replaces time.perf_counter: tests pass a fake one. warmup_calls and reps, given
+    together, replace the budgets with fixed counts (for functions that run collectives across ranks).
     """
     timer = _make_timer(device, clock)
     calls_per_sample = 1
@@ -336,8 +338,15 @@ def time_fn(fn: Callable[[], object], *, device="cuda", warmup_ms: float = 25, b
         prep()
         fn()
 
-    _, per_call_ms = warm_up(timer, call, warmup_ms)
-    reps = plan_reps(per_call_ms, budget_ms, min_reps, max_reps)
+    if warmup_calls is not None and reps is not None:
+        # Fixed counts: ranks that call collectives inside fn must all call it equally often, which
+        # time budgets (each rank's own clock) cannot promise.
+        for _ in range(warmup_calls):
+            call()
+        timer.sync()
+    else:
+        _, per_call_ms = warm_up(timer, call, warmup_ms)
+        reps = plan_reps(per_call_ms, budget_ms, min_reps, max_reps)
     samples_ms = timer.time_calls(fn, prep, reps)
     return Timing(tuple(s / calls_per_sample for s in samples_ms))
 
