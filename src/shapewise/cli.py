@@ -181,10 +181,9 @@ def _rank0_only(result):
 def _params_for(gpu):
     """The cost model's parameters for a GPU: its calibrated profile's, else the spec model's."""
     from .cost import SPEC
-    from .profile import find
+    from .profile import choose
 
-    profile = find(gpu) if gpu else None
-    return profile.params if profile else SPEC
+    return choose(gpu)[0] if gpu else SPEC
 
 
 def _gpu_for(args, env):
@@ -555,13 +554,9 @@ def cmd_validate(args) -> int:
 
 
 def _cost_params(gpu, args):
-    from .cost import SPEC
-    from .profile import find, load
+    from .profile import choose
 
-    if getattr(args, "spec_only", False):
-        return SPEC, "spec-only"
-    profile = load(args.profile) if getattr(args, "profile", None) else find(gpu)
-    return (profile.params, profile.describe()) if profile else (SPEC, "spec-only (no calibrated profile)")
+    return choose(gpu, path=getattr(args, "profile", None), spec_only=getattr(args, "spec_only", False))
 
 
 def _suggestions(args):

@@ -157,3 +157,13 @@ def find(gpu: GPU | str) -> Profile | None:
         if profile is not None:
             return dataclasses.replace(profile, borrowed_for=borrowed)
     return None
+
+
+def choose(gpu: GPU | str, *, profile: Profile | None = None, path: str | None = None,
+           spec_only: bool = False) -> tuple[CostParams, str]:
+    """The cost model's parameters for a GPU and a line saying which they are: the spec model when
+    asked, else the given profile (or the one at `path`), else the GPU's own (find), else the spec."""
+    if spec_only:
+        return SPEC, "spec-only"
+    chosen = profile or (load(path) if path else find(gpu))
+    return (chosen.params, chosen.describe()) if chosen else (SPEC, "spec-only (no calibrated profile for this GPU)")

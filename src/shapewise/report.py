@@ -35,9 +35,7 @@ def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: Cost
     if params is not None:
         source = "spec-only" if params is SPEC else "given parameters"
     else:
-        profile = profile or profiles.find(gpu)
-        params = profile.params if profile else SPEC
-        source = profile.describe() if profile else "spec-only (no calibrated profile for this GPU)"
+        params, source = profiles.choose(gpu, profile=profile)
     step = predict_step(shape, workload, gpu=gpu, params=params)
     return CheckResult(step, tuple(find(step, params=params)), source, calibrated=source.startswith("calibrated"))
 
