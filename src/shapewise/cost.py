@@ -72,8 +72,9 @@ class CostParams:
         # `bench ops` (benchmarks/results/h200-bench.csv).
         ("embed", 0.59), ("embed.bwd", 0.36),
         # Rotary embeddings as Hugging Face's Llama applies them (rotate-half: five kernels where one
-        # would do), against the bytes one fused kernel would move: from the H200 calibration run
-        # (benchmarks/results/h200-calibration/calibration.csv).
+        # would do), against the bytes one fused kernel would move: read off the session's second H200
+        # calibration run; the committed third run (benchmarks/results/h200-calibration/) gives 0.075
+        # and 0.063.
         ("rope", 0.076), ("rope.bwd", 0.064))
     launch_ms: float = 0.0056
     # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay

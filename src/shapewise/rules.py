@@ -15,14 +15,16 @@ from dataclasses import dataclass
 
 from .cost import SPEC, CostParams, StepCost, predict_step
 from .errors import ShapewiseError
+from .hardware import GPU
 from .shapes import ModelShape, Workload
 
 ALIGN = 64  # the paper's power of two: dims that are multiples of 64 fill the tensor-core tiles
 GOOD_HEAD_DIMS = (128, 64, 256)  # what fused attention kernels serve best, most preferred first
-# Training with Adam in mixed precision keeps bf16 weights and grads, fp32 master weights and two
-# fp32 moments: 16 bytes per parameter. Inference keeps the weights alone.
-TRAIN_BYTES_PER_PARAM, INFER_BYTES_PER_PARAM = 16, 2
-MEMORY_HEADROOM = 0.7  # leave room for activations, the KV cache and fragmentation
+# Memory a training step needs: Adam in mixed precision keeps bf16 weights and grads, fp32 master
+# weights and two fp32 moments (16 bytes per parameter); activations without recomputation are about
+# 34·s·b·h bytes per layer (Korthikanti et al., 2022, with flash attention so the s² term is gone).
+# Inference keeps the weights alone.
+TRAIN_BYTES_PER_PARAM, INFER_BYTES_PER_PARAM, ACTIVATION_BYTES = 16, 2, 34
 
 
 def round_up(x: int, multiple: int) -> int:
@@ -126,16 +128,20 @@ def _kv_heads(shape: ModelShape, w: Workload):
                        shape, w.replace(tp=tp))
 
 
-def _fits(shape: ModelShape, w: Workload, gpu_memory_gb: float, tp: int) -> bool:
-    per_param = TRAIN_BYTES_PER_PARAM if w.mode == "train" else INFER_BYTES_PER_PARAM
-    return shape.params * per_param / tp <= gpu_memory_gb * 1e9 * MEMORY_HEADROOM
+def fits_in_memory(shape: ModelShape, workload: Workload, gpu: GPU, *, headroom: float = 0.9) -> bool:
+    """Training state and activations of one tensor-parallel rank within the GPU's memory."""
+    if workload.mode != "train":
+        return shape.params * INFER_BYTES_PER_PARAM / workload.tp <= gpu.memory_gb * 1e9 * headroom
+    state = shape.params * TRAIN_BYTES_PER_PARAM
+    activations = ACTIVATION_BYTES * workload.seq * workload.batch * shape.hidden * shape.num_layers
+    return (state + activations) / workload.tp <= gpu.memory_gb * 1e9 * headroom
 
 
-def _tp(shape: ModelShape, w: Workload, gpu_memory_gb: float):
+def _tp(shape: ModelShape, w: Workload, gpu: GPU):
     if w.tp == 1:
         return
     smaller = [t for t in range(1, w.tp) if w.tp % t == 0 and shape.num_heads % t == 0
-               and (shape.kv_heads % t == 0 or t % shape.kv_heads == 0) and _fits(shape, w, gpu_memory_gb, t)]
+               and (shape.kv_heads % t == 0 or t % shape.kv_heads == 0) and fits_in_memory(shape, w.replace(tp=t), gpu)]
     if smaller:
         t = min(smaller)
         yield Proposal("tp", f"t={w.tp} splits every GEMM {w.tp} ways, but the model fits with t={t}",
@@ -161,7 +167,7 @@ def find(step: StepCost, *, params: CostParams = SPEC, min_share: float = 1e-4) 
     """Findings for a predicted step, costliest first; rules whose fix saves nothing are dropped."""
     shape, w, gpu = step.shape, step.workload, step.gpu
     proposals = [p for rule in RULES for p in rule(shape, w)]
-    proposals += list(_tp(shape, w, gpu.memory_gb))
+    proposals += list(_tp(shape, w, gpu))
     best: dict[str, Finding] = {}  # a rule may propose several fixes: keep the one that saves most
     for p in proposals:
         try:

@@ -17,16 +17,12 @@ import numpy as np
 from .cost import SPEC, CostParams, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
-from .rules import ALIGN, find, round_up
+from .rules import ALIGN, find, fits_in_memory, round_up
 from .ops import OUTSIDE_LAYERS
 from .shapes import ModelShape, Workload, check_parallel
 
 GOOD_HEAD_DIMS = (64, 128, 256)  # what the fused attention kernels serve well (cuDNN pads to 64)
 KEEPABLE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "batch", "tp")
-# Memory a training step needs: Adam in mixed precision keeps 16 bytes per parameter; activations
-# without recomputation are about 34·s·b·h bytes per layer (Korthikanti et al., 2022, with flash
-# attention so the s² term is gone).
-TRAIN_BYTES_PER_PARAM, ACTIVATION_BYTES = 16, 34
 
 
 @dataclass(frozen=True)
@@ -64,15 +60,6 @@ def _layer_and_rest(shape: ModelShape, workload: Workload, gpu: GPU, params: Cos
     step = predict_step(shape.replace(num_layers=1), workload, gpu=gpu, params=params)
     layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_LAYERS)
     return layer, step.time_ms - layer
-
-
-def fits_in_memory(shape: ModelShape, workload: Workload, gpu: GPU, *, headroom: float = 0.9) -> bool:
-    """Training state and activations of one tensor-parallel rank within the GPU's memory."""
-    if workload.mode != "train":
-        return shape.params * 2 / workload.tp <= gpu.memory_gb * 1e9 * headroom
-    state = shape.params * TRAIN_BYTES_PER_PARAM
-    activations = ACTIVATION_BYTES * workload.seq * workload.batch * shape.hidden * shape.num_layers
-    return (state + activations) / workload.tp <= gpu.memory_gb * 1e9 * headroom
 
 
 class _Evaluator:
