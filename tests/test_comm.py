@@ -7,6 +7,7 @@ from shapewise import ShapewiseError, Workload, check, model_ops, predict_step
 from shapewise.cost import SPEC, predict_ops
 from shapewise.hardware import get_gpu, link
 from shapewise.ops import COMM
+from shapewise.profile import choose
 from shapewise.shapes import get_model
 
 LLAMA = get_model("llama2-13b")
@@ -40,8 +41,9 @@ def test_ring_collective_time_follows_the_link():
 
 
 def test_overlap_hides_the_collectives_and_the_finding_prices_it():
-    w = Workload(batch=1, seq=4096, tp=8)
-    plain, hidden = predict_step(LLAMA, w, gpu="h200"), predict_step(LLAMA, w.replace(overlap_comm=True), gpu="h200")
+    w, params = Workload(batch=1, seq=4096, tp=8), choose("h200")[0]  # check prices with the shipped profile
+    plain = predict_step(LLAMA, w, gpu="h200", params=params)
+    hidden = predict_step(LLAMA, w.replace(overlap_comm=True), gpu="h200", params=params)
     comm_ms = sum(c.total_ms for c in plain.costs if c.op.kind == COMM)
     assert plain.time_ms - hidden.time_ms == pytest.approx(comm_ms - sum(c.total_ms for c in hidden.costs if c.op.kind == COMM))
     found = {f.rule: f for f in check(LLAMA, w, gpu="h200").findings}
@@ -52,3 +54,26 @@ def test_overlap_hides_the_collectives_and_the_finding_prices_it():
 def test_a_gpu_without_a_link_cannot_model_tensor_parallelism():
     with pytest.raises(ShapewiseError, match="no GPU-to-GPU link"):
         predict_step(LLAMA, Workload(tp=2), gpu="mi250x")
+
+
+def test_the_committed_two_gpu_layers_are_predicted_within_ten_percent():
+    """Issue 7's target, re-judged from the committed two-H200 run (benchmarks/h200x2_tp.sh): every
+    t=2 layer within 15% (it is within 10%), with the link the shipped profile calibrated."""
+    import csv
+    import json
+    from pathlib import Path
+
+    from shapewise import ModelShape
+    from shapewise.ops import layer_ops
+
+    shipped = choose("h200")[0]
+    assert (shipped.comm_bandwidth, shipped.comm_latency_ms) != (SPEC.comm_bandwidth, SPEC.comm_latency_ms)
+    export = Path(__file__).parent.parent / "benchmarks" / "results" / "h200x2-tp" / "tp.csv"
+    layers = [r for r in csv.DictReader(export.open()) if r["bench"] == "layer"]
+    assert len(layers) == 10
+    for row in layers:
+        p = json.loads(row["key"])
+        ops = layer_ops(ModelShape(**p["shape"]), Workload(batch=p["batch"], seq=p["seq"], tp=p["tp"],
+                                                            mode="train" if p["pass"] == "fwdbwd" else "prefill"))
+        predicted = sum(c.total_ms for c in predict_ops(ops, gpu="h200", dtype="bf16", params=shipped))
+        assert abs(predicted / float(row["median_ms"]) - 1) <= 0.10, (p["model"], p["pass"])
