@@ -2,17 +2,20 @@
 changes after the measurements were taken.
 
 Run: python benchmarks/refit_profile.py CALIBRATION.csv OLD_PROFILE.json OUT.json
-The new profile keeps the old one's environment (the measurements are the same) and notes the refit.
+The new profile keeps the old one's environment (the measurements are the same) and its link
+parameters (calibrate --comm measures those, not this export), read from its JSON whatever its
+format version, and notes the refit.
 """
 
 import csv
+import dataclasses
 import json
 import sys
 
 from shapewise.bench import Case
 from shapewise.calibrate import fit_profile
 from shapewise.hardware import get_gpu
-from shapewise.profile import load, save
+from shapewise.profile import save
 
 
 def rows_from_export(path: str) -> list[tuple[Case, dict]]:
@@ -31,10 +34,14 @@ def rows_from_export(path: str) -> list[tuple[Case, dict]]:
 
 def main() -> int:
     source, old_path, out = sys.argv[1:4]
-    old = load(old_path)
-    profile = fit_profile(rows_from_export(source), gpu=get_gpu(old.gpu), dtype=old.fit.get("dtype", "bf16"),
-                          environment=old.environment)
-    profile.fit["refitted_from"] = source
+    with open(old_path) as f:  # read raw: the old profile may be of an older format than this shapewise reads
+        old = json.load(f)
+    profile = fit_profile(rows_from_export(source), gpu=get_gpu(old["gpu"]), dtype=old["fit"].get("dtype", "bf16"),
+                          environment=old["environment"])
+    # The link's parameters come from `calibrate --comm` on several GPUs, not from this export: keep them.
+    link = {k: v for k, v in old["params"].items() if k.startswith("comm_")}
+    profile = dataclasses.replace(profile, params=dataclasses.replace(profile.params, **link))
+    profile.fit.update({k: v for k, v in old["fit"].items() if k.startswith("comm_")}, refitted_from=source)
     save(profile, out)
     print(json.dumps(profile.fit, indent=1))
     return 0

@@ -64,20 +64,22 @@ def test_residual_table_corrects_a_systematic_error():
 
 def test_flash_and_bandwidth_fits_recover_their_tables():
     truth = dataclasses.replace(SPEC, flash_fwd=(0.4, 0.6, 0.7, 0.8), flash_bwd=(0.3, 0.5, 0.4, 0.45),
-                                flash_s0_fwd=700.0, flash_s0_bwd=1300.0)
+                                flash_overhead_fwd=2.0, flash_overhead_bwd=3.5, flash_latency_fwd_ms=0.009,
+                                flash_latency_bwd_ms=0.016)
     samples = []
-    for d in (64, 128, 192, 256):
-        for s in (1024, 2048, 4096, 8192):
-            for pass_ in ("fwd", "bwd"):
-                op = attention_op(pass_, seqs=1, heads=128, kv_heads=128, q_len=s, kv_len=s, head_dim=d, causal=True,
-                                  dtype_bytes=2)
-                samples.append(dict(batch=128, seq=s, head_dim=d, time_ms=predict_ops([op], gpu=H200, dtype="bf16",
-                                                                                       params=truth)[0].time_ms,
-                                    **{"pass": pass_}))
+    for d in (64, 96, 128, 192, 256):
+        for batch in (16, 128):  # few blocks (the longest one sets the time) and many (waves)
+            for s in (512, 1024, 2048, 4096, 8192):
+                for pass_ in ("fwd", "bwd"):
+                    op = attention_op(pass_, seqs=1, heads=batch, kv_heads=batch, q_len=s, kv_len=s, head_dim=d,
+                                      causal=True, dtype_bytes=2)
+                    time_ms = predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms
+                    samples.append(dict(batch=batch, seq=s, head_dim=d, time_ms=time_ms, **{"pass": pass_}))
     fitted = fit_flash(samples, gpu=H200, dtype="bf16", params=SPEC)
-    assert fitted.flash_s0_fwd == pytest.approx(700, abs=30) and fitted.flash_s0_bwd == pytest.approx(1300, abs=30)
-    assert np.allclose(fitted.flash_fwd, truth.flash_fwd, rtol=0.03)
-    assert np.allclose(fitted.flash_bwd, truth.flash_bwd, rtol=0.03)
+    assert (fitted.flash_overhead_fwd, fitted.flash_overhead_bwd) == (2.0, 3.5)
+    assert fitted.flash_latency_fwd_ms == pytest.approx(0.009) and fitted.flash_latency_bwd_ms == pytest.approx(0.016)
+    assert np.allclose(fitted.flash_fwd, truth.flash_fwd, rtol=0.01)
+    assert np.allclose(fitted.flash_bwd, truth.flash_bwd, rtol=0.01)
     memory = [dict(family="add", bytes=b, time_ms=b / (H200.bytes_per_s * 0.8) * 1e3 + SPEC.launch_ms, **{"pass": "fwd"})
               for b in (64e6, 256e6, 1e9)]
     assert dict(fit_bandwidth(memory, gpu=H200, params=SPEC).bandwidth)["add"] == pytest.approx(0.8, rel=1e-3)
@@ -98,9 +100,10 @@ def test_profile_round_trips(tmp_path):
     ('["a list"]', "not a shapewise profile"),
     ('{"format": "something-else"}', "not a shapewise profile"),
     ('{"format": "shapewise-profile", "version": 99, "gpu": "h200"}', "version 99"),
-    ('{"format": "shapewise-profile", "version": 1, "gpu": "h9000"}', "unknown GPU"),
-    ('{"format": "shapewise-profile", "version": 1, "gpu": "h200", "params": {"warp_magic": 1}}', "unknown cost-model"),
-    ('{"format": "shapewise-profile", "version": 1, "gpu": "h200", "params": {"gemm_ceiling": "high"}}', "must be a number"),
+    ('{"format": "shapewise-profile", "version": 1, "gpu": "h200"}', "older cost model.*calibrate"),
+    ('{"format": "shapewise-profile", "version": 2, "gpu": "h9000"}', "unknown GPU"),
+    ('{"format": "shapewise-profile", "version": 2, "gpu": "h200", "params": {"warp_magic": 1}}', "unknown cost-model"),
+    ('{"format": "shapewise-profile", "version": 2, "gpu": "h200", "params": {"gemm_ceiling": "high"}}', "must be a number"),
 ])
 def test_corrupt_foreign_or_future_files_are_rejected_clearly(tmp_path, text, needle):
     path = tmp_path / "p.json"
@@ -150,3 +153,12 @@ def test_calibrate_and_validate_run_on_the_cpu(tmp_path, capsys):
     assert models == {"calibrated", "spec-only", "roofline 50%"}
     assert main(["validate", "--from-db", "--quick", "--gpu", "h200", "--db", db, "--profile", out, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["summary"] == doc["summary"]
+
+
+def test_calibration_and_validation_share_no_case():
+    from shapewise.calibrate import calibration_cases, validation_cases
+    from shapewise.store import case_key
+
+    keys = lambda cases: [case_key({"bench": c.bench, **c.params}) for c in cases]  # noqa: E731
+    calibration, validation = keys(calibration_cases()), keys(validation_cases())
+    assert len(set(calibration)) == len(calibration) and not set(calibration) & set(validation)

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shapewise import Workload
+from shapewise.profile import choose
 from shapewise.search import KEEPABLE, megatron_args, search, suggest
 from shapewise.shapes import PRESETS, get_model, load_config
 
@@ -60,7 +61,8 @@ def test_emitted_configs_round_trip(name, tmp_path, capsys):
         return
     assert code == 0
     shape = load_config(out)
-    chosen = suggest(get_model(name), Workload(), gpu="h200", keep=("batch",), params_tol=0.05).suggestions[0]
+    chosen = suggest(get_model(name), Workload(), gpu="h200", keep=("batch",), params_tol=0.05,
+                     params=choose("h200")[0]).suggestions[0]  # as the command does: the shipped profile
     assert shape.params == chosen.candidate.shape.params and shape.hidden == chosen.candidate.shape.hidden
 
 

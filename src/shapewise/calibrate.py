@@ -20,7 +20,7 @@ import numpy as np
 from .bench import Case, gemm_cases, op_case
 from .cost import SPEC, CostParams, predict_gemm, predict_ops
 from .errors import ShapewiseError
-from .fit import GemmSamples, fit_bandwidth, fit_flash, fit_gemm, residual_rows
+from .fit import GemmSamples, fit_bandwidth, fit_flash, fit_gemm, residual_kernel, residual_rows
 from .hardware import GPU
 from .ops import FLASH, MEMORY, attention_op, layer_ops, model_ops
 from .profile import Profile
@@ -102,7 +102,31 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
                 cases.append(op_case(attention_op(pass_, seqs=4, heads=32, kv_heads=32, q_len=s, kv_len=s, head_dim=d,
                                                   causal=True, dtype_bytes=DTYPE_BYTES[dtype]), dtype))
     cases += [op_case(op, dtype) for tokens in (4096, 16384) for op in _layer_memory_ops(tokens)]
-    return cases
+    # Fused attention across the grid a model can land on: few to many sequences × heads (so few to
+    # many waves), short to long sequences, every head dim a preset uses (96 and 160 are padded).
+    for seqs, heads in ((1, 16), (2, 32), (4, 64)):
+        for s in (512, 1024, 2048, 4096, 8192):
+            for d in (64, 96, 128, 160, 192, 256):
+                for pass_ in ("fwd", "bwd"):
+                    cases.append(op_case(attention_op(pass_, seqs=seqs, heads=heads, kv_heads=heads, q_len=s, kv_len=s,
+                                                      head_dim=d, causal=True, dtype_bytes=DTYPE_BYTES[dtype]), dtype))
+    # A denser residual table: every layout × alignment group with tens of shapes, batched ones too.
+    cases += _random_gemms(rng, 600, low=32, high=16384, max_flops=1e12, classes=True, dtype=dtype)
+    cases += _random_bmms(rng, 240, dtype=dtype)
+    return _unique(cases)
+
+
+def _unique(cases: list[Case]) -> list[Case]:
+    """The cases without repeats (random draws can land on a designed shape), first one kept."""
+    from .store import case_key
+
+    seen, out = set(), []
+    for case in cases:
+        key = case_key({"bench": case.bench, **case.params})
+        if key not in seen:
+            seen.add(key)
+            out.append(case)
+    return out
 
 
 def _layer_case(shape: ModelShape, *, batch: int, seq: int, dtype: str, group: str) -> Case:
@@ -172,9 +196,12 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
               for c, r in rows if c.bench == "op" and c.params["kind"] == MEMORY and r.get("error") is None]
     if memory:
         params = fit_bandwidth(memory, gpu=gpu, params=params)
-    params = dataclasses.replace(params, gemm_residuals=residual_rows(samples, params, gpu=gpu, dtype=dtype))
+    octaves, prior = residual_kernel(samples, params, gpu=gpu, dtype=dtype)
+    params = dataclasses.replace(params, gemm_residuals=residual_rows(samples, params, gpu=gpu, dtype=dtype),
+                                 residual_octaves=octaves, residual_prior=prior)
     after = float(np.median(np.abs(samples.log_error(params, gpu, dtype))))
     fit = dict(gemm_cases=len(samples), flash_cases=len(flash), memory_cases=len(memory), dtype=dtype,
+               residual_kernel=dict(octaves=octaves, prior=prior, chosen_by="5-fold cross-validation"),
                median_abs_log_error_spec=round(before, 4), median_abs_log_error_fitted=round(after, 4),
                mean_abs_log_error_by_round=[round(h, 4) for h in history])
     return Profile(gpu=gpu.key, params=params, environment=environment,

@@ -83,15 +83,22 @@ class CostParams:
     memory_ramp_mb: float = 17.9106
     # Fused attention as torch's SDPA runs it by default: on an H200 with torch 2.11 that is the cuDNN
     # kernel (the default rows of benchmarks/results/h200-bench.csv match the probe's cuDNN rows).
-    # Fraction of peak per head-dim bucket for long sequences, forward and backward, and the sequence
-    # length s0 at which it reaches half of that (efficiency × s / (s + s0)), from the probe's causal
-    # cuDNN rows (b=4, 32 heads, s=1024…4096). cuDNN pads the head dim to a multiple of 64 (d=80 and
-    # 96 run as 128, d=160 as 192, at the bucket's time), which is a tile loss.
+    # The kernel gives each SM one query block of flash_block_q rows of one sequence and head at a
+    # time; a block walks the key blocks it attends to (all of them, or up to the diagonal when
+    # causal), at the bucket's fraction of peak per step, plus flash_overhead_* steps of its own
+    # (loading Q, writing O). The call takes as long as the SM with the most steps: the longest block
+    # when blocks are few, the average when they are many. flash_latency_* is the fixed time of a
+    # call (the backward runs several kernels), launch included. cuDNN pads the head dim to a multiple
+    # of 64 (d=80 and 96 run as 128, d=160 as 192), which is a tile loss. Defaults: the H200
+    # calibration's fit (benchmarks/results/h200-calibration/, 204 cuDNN calls of 8 to 256 sequences ×
+    # heads, 512 to 8192 tokens, head dims 64 to 256), rounded.
     flash_buckets: tuple[int, ...] = (64, 128, 192, 256)
-    flash_fwd: tuple[float, ...] = (0.527, 0.736, 0.813, 0.857)
-    flash_bwd: tuple[float, ...] = (0.495, 0.664, 0.447, 0.534)
-    flash_s0_fwd: float = 900.0
-    flash_s0_bwd: float = 1150.0
+    flash_fwd: tuple[float, ...] = (0.48, 0.65, 0.70, 0.70)
+    flash_bwd: tuple[float, ...] = (0.44, 0.58, 0.39, 0.46)
+    flash_overhead_fwd: float = 1.5
+    flash_overhead_bwd: float = 2.5
+    flash_latency_fwd_ms: float = 0.007
+    flash_latency_bwd_ms: float = 0.013
     flash_block_q: int = 128
     # Tensor-parallel collectives ride the GPU's peer link (hardware.NVLINK_DATASHEETS): ring
     # all-gather and reduce-scatter move (t-1)/t of the message each way. The fraction of the link
@@ -374,26 +381,43 @@ class OpCost:
         return self.tflops / self.peak_tflops
 
 
+def _flash_steps(op: Op, block: int) -> tuple[int, int, int]:
+    """(key-block steps of all query blocks, query blocks, steps of the longest block) of one fused
+    attention call: block×block tiles of the score matrix that the kernel computes."""
+    q_blocks, kv_blocks = -(-op.m // block), -(-op.n // block)
+    if op.causal:  # query block i attends to the key blocks up to its diagonal
+        offset = kv_blocks - q_blocks
+        per_block = np.minimum(offset + np.arange(1, q_blocks + 1), kv_blocks)
+        return op.batch * int(per_block.sum()), op.batch * q_blocks, int(per_block[-1])
+    return op.batch * q_blocks * kv_blocks, op.batch * q_blocks, kv_blocks
+
+
 def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Losses]:
     peak = gpu.peak_tflops(dtype) * 1e12
     d = op.k
     buckets = np.array(p.flash_buckets)
     bucket = int(buckets[np.searchsorted(buckets, d)]) if d <= buckets[-1] else -(-d // 64) * 64
-    table, s0 = (p.flash_fwd, p.flash_s0_fwd) if op.pass_ == "fwd" else (p.flash_bwd, p.flash_s0_bwd)
+    fwd = op.pass_ == "fwd"
+    table = p.flash_fwd if fwd else p.flash_bwd
+    overhead = p.flash_overhead_fwd if fwd else p.flash_overhead_bwd
+    latency = max(p.flash_latency_fwd_ms if fwd else p.flash_latency_bwd_ms, p.launch_ms)
     eff = table[p.flash_buckets.index(bucket)] if bucket in p.flash_buckets else table[-1]
-    eff *= op.n / (op.n + s0)  # short sequences keep each query block's loop short
-    units = op.batch * -(-op.m // p.flash_block_q)
-    wave_eff = units / (-(-units // gpu.num_sms) * gpu.num_sms)
+    block = p.flash_block_q
+    steps, blocks, longest = _flash_steps(op, block)
+    exact = op.batch * (op.m * op.n / 2 if op.causal else op.m * op.n) / block ** 2  # steps without padding
+    work = steps + overhead * blocks
+    span = max(work / gpu.num_sms, longest + overhead)  # steps on the busiest SM
     t0 = op.flops / peak
     t1 = op.flops / (peak * eff)
-    t2 = t1 * bucket / d
-    t3 = t2 / wave_eff
+    t2 = t1 * (bucket / d) * (steps / exact)  # padded head dim, whole blocks on the diagonal
+    t3 = t2 * work / steps  # each block's own prologue and epilogue
+    t4 = t3 * span * gpu.num_sms / work  # SMs idle while the busiest finishes
     t_mem = op.bytes / (gpu.bytes_per_s * p.gemm_bandwidth)
     s = 1e3
-    if t_mem > t3:
+    if t_mem > t4:
         return t_mem * s + p.launch_ms, Losses(memory=(t_mem - t0) * s, launch=p.launch_ms)
-    return t3 * s + p.launch_ms, Losses(kernel=(t1 - t0) * s, tile=(t2 - t1) * s, wave=(t3 - t2) * s,
-                                        launch=p.launch_ms)
+    return t4 * s + latency, Losses(kernel=(t1 - t0 + t3 - t2) * s + latency - p.launch_ms, tile=(t2 - t1) * s,
+                                    wave=(t4 - t3) * s, launch=p.launch_ms)
 
 
 def _comm_ms(op: Op, gpu: GPU, p: CostParams) -> float:

@@ -47,6 +47,9 @@ class GemmSamples:
     def __len__(self) -> int:
         return len(self.m)
 
+    def subset(self, mask: np.ndarray) -> "GemmSamples":
+        return GemmSamples(*(getattr(self, f.name)[mask] for f in dataclasses.fields(self)))
+
     def log_error(self, params: CostParams, gpu: GPU, dtype: str) -> np.ndarray:
         pred = predict_gemm(self.m, self.n, self.k, batch=self.batch, layout=self.layout, gpu=gpu, dtype=dtype,
                             params=params)
@@ -54,16 +57,18 @@ class GemmSamples:
 
 
 def _get(params: CostParams, name: str) -> float:
-    if name.startswith("tile_rates["):
-        return params.tile_rates[int(name[11:-1])]
+    if name.endswith("]"):  # an entry of a tuple: tile_rates[2]
+        field, index = name[:-1].split("[")
+        return getattr(params, field)[int(index)]
     return getattr(params, name)
 
 
 def _set(params: CostParams, name: str, value: float) -> CostParams:
-    if name.startswith("tile_rates["):
-        rates = list(params.tile_rates)
-        rates[int(name[11:-1])] = min(1.0, value)  # no tile beats the largest
-        return dataclasses.replace(params, tile_rates=tuple(rates))
+    if name.endswith("]"):
+        field, index = name[:-1].split("[")
+        values = list(getattr(params, field))
+        values[int(index)] = min(1.0, value) if field == "tile_rates" else value  # no tile beats the largest
+        return dataclasses.replace(params, **{field: tuple(values)})
     return dataclasses.replace(params, **{name: value})
 
 
@@ -99,41 +104,63 @@ def residual_rows(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: 
                   round(float(err[i]), 5)) for i in range(len(samples)))
 
 
+def residual_kernel(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: str = "bf16",
+                    folds: int = 5, seed: int = 0) -> tuple[float, float]:
+    """The residual table's kernel width (octaves) and prior weight, chosen by cross-validation on the
+    calibration GEMMs themselves: each fold predicted from the others' residuals, least mean |log error|."""
+    table = np.array(residual_rows(samples, params, gpu=gpu, dtype=dtype))
+    fold = np.random.default_rng(seed).integers(0, folds, len(samples))
+    best = None
+    for octaves in (0.75, 1.0, 1.5):
+        for prior in (0.1, 0.5, 2.0):
+            errors = []
+            for f in range(folds):
+                held = fold == f
+                trial = dataclasses.replace(params, gemm_residuals=tuple(map(tuple, table[~held])),
+                                            residual_octaves=octaves, residual_prior=prior)
+                errors.append(np.abs(samples.subset(held).log_error(trial, gpu, dtype)))
+            err = float(np.mean(np.concatenate(errors)))
+            if best is None or err < best[0]:
+                best = (err, octaves, prior)
+    return best[1], best[2]
+
+
 def fit_flash(samples: list[dict], *, gpu: GPU, dtype: str, params: CostParams) -> CostParams:
-    """Efficiency per head-dim bucket and pass, and the sequence-length constant s0 of each pass.
+    """Efficiency per head-dim bucket, per-block overhead and fixed latency, for each pass.
 
     samples: dicts with batch (sequences × heads), seq, head_dim, pass ("fwd" or "bwd"), time_ms
-    (a backward's own time: forward+backward minus forward). Head dims that are not a bucket are
-    left out: they measure the padding, which the model already describes."""
+    (a backward's own time: forward+backward minus forward). Overhead and latency are searched on a
+    grid; for each pair every bucket's efficiency has a closed form (the median of what its rows
+    show, head dims padded to the bucket included), and the pair with the least mean absolute log
+    error wins."""
     updates = {}
-    for pass_, table_name, s0_name in (("fwd", "flash_fwd", "flash_s0_fwd"), ("bwd", "flash_bwd", "flash_s0_bwd")):
-        rows = [r for r in samples if r["pass"] == pass_ and r["head_dim"] in params.flash_buckets]
+    for pass_ in ("fwd", "bwd"):
+        rows = [r for r in samples if r["pass"] == pass_ and r["head_dim"] <= params.flash_buckets[-1]]
         if not rows:
             continue
-        # The efficiency each row shows, with the model's own wave and launch terms taken out: run
-        # the model at efficiency 1 and compare.
-        unit = dataclasses.replace(params, flash_fwd=(1.0,) * len(params.flash_buckets),
-                                   flash_bwd=(1.0,) * len(params.flash_buckets), flash_s0_fwd=0.0, flash_s0_bwd=0.0)
-        effs, seqs, buckets = [], [], []
-        for r in rows:
-            op = _attention_op(r, pass_, dtype)
-            ideal_ms, _ = _flash_cost(op, gpu, dtype, unit)
-            effs.append((ideal_ms - unit.launch_ms) / max(r["time_ms"] - unit.launch_ms, 1e-9))
-            seqs.append(r["seq"])
-            buckets.append(r["head_dim"])
-        effs, seqs, buckets = np.array(effs), np.array(seqs, float), np.array(buckets)
+        ops = [_attention_op(r, pass_, dtype) for r in rows]
+        measured = np.array([r["time_ms"] for r in rows])
+        edges = np.array(params.flash_buckets)
+        buckets = edges[np.searchsorted(edges, [r["head_dim"] for r in rows])]
         best = None
-        for s0 in np.arange(0.0, 4001.0, 25.0):  # s0 on a grid, each bucket's efficiency in closed form
-            grow = seqs / (seqs + s0)
-            table = {b: float(np.exp(np.mean(np.log(effs[buckets == b] / grow[buckets == b])))) for b in set(buckets)}
-            fitted = np.array([table[b] for b in buckets]) * grow
-            err = float(np.mean(np.log(fitted / effs) ** 2))
-            if best is None or err < best[0]:
-                best = (err, s0, table)
-        _, s0, table = best
-        old = dict(zip(params.flash_buckets, getattr(params, table_name)))
-        updates[table_name] = tuple(round(table.get(b, old[b]), 4) for b in params.flash_buckets)
-        updates[s0_name] = float(s0)
+        for overhead in np.arange(0.0, 8.01, 0.25):
+            unit = dataclasses.replace(params, flash_fwd=(1.0,) * len(params.flash_buckets),
+                                       flash_bwd=(1.0,) * len(params.flash_buckets), flash_overhead_fwd=overhead,
+                                       flash_overhead_bwd=overhead, flash_latency_fwd_ms=0.0,
+                                       flash_latency_bwd_ms=0.0, launch_ms=0.0)
+            work_ms = np.array([_flash_cost(op, gpu, dtype, unit)[0] for op in ops])  # at efficiency 1
+            for latency in np.arange(0.004, 0.0301, 0.001):
+                effs = work_ms / np.maximum(measured - latency, 1e-6)
+                table = {b: float(np.exp(np.median(np.log(effs[buckets == b])))) for b in set(buckets)}
+                predicted = work_ms / np.array([table[b] for b in buckets]) + latency
+                err = float(np.mean(np.abs(np.log(predicted / measured))))
+                if best is None or err < best[0]:
+                    best = (err, overhead, latency, table)
+        _, overhead, latency, table = best
+        old = dict(zip(params.flash_buckets, getattr(params, f"flash_{pass_}")))
+        updates[f"flash_{pass_}"] = tuple(round(table.get(b, old[b]), 4) for b in params.flash_buckets)
+        updates[f"flash_overhead_{pass_}"] = float(overhead)
+        updates[f"flash_latency_{pass_}_ms"] = round(float(latency), 4)
     return dataclasses.replace(params, **updates)
 
 

@@ -2,7 +2,7 @@
 
 A profile is a JSON file:
 
-    {"format": "shapewise-profile", "version": 1,
+    {"format": "shapewise-profile", "version": 2,
      "gpu": "h200",                         # key in the GPU table
      "environment": {...},                  # GPU name, driver, torch, CUDA, cuBLAS, clocks, timestamp
      "created_utc": "...",
@@ -29,7 +29,7 @@ from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
 
 FORMAT = "shapewise-profile"
-VERSION = 1
+VERSION = 2  # 2: fused attention by query blocks (flash_overhead_*, flash_latency_*), not s0
 # GPUs without a profile of their own that may use another's, marked as borrowed.
 BORROW = {"h100": "h200", "h100-pcie": "h200", "h20": "h200"}
 
@@ -115,7 +115,10 @@ def from_text(text: str, *, where: str = "profile") -> Profile:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ShapewiseError(f"{where} is not a shapewise profile (no \"format\": \"{FORMAT}\")")
     version = data.get("version")
-    if not isinstance(version, int) or version > VERSION or version < 1:
+    if isinstance(version, int) and 1 <= version < VERSION:
+        raise ShapewiseError(f"{where} is profile format version {version}, from an older cost model; this "
+                             f"shapewise reads version {VERSION}: run `shapewise calibrate` again")
+    if version != VERSION:
         raise ShapewiseError(f"{where} is profile format version {version!r}; this shapewise reads version "
                              f"{VERSION}: upgrade shapewise or calibrate again")
     gpu = data.get("gpu")
