@@ -46,7 +46,10 @@ class CostParams:
     # Output tiles cuBLAS chooses among (rows, cols), and each one's rate relative to the largest.
     tiles: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 64))
     tile_rates: tuple[float, ...] = (1.0, 1.0, 0.964, 0.944, 0.695, 0.47)
-    splits: tuple[int, ...] = (1, 2, 4, 8, 16, 32)  # split-K factors; a slice keeps at least min_split_k of K
+    # Split-K factors; a slice keeps at least min_split_k of K. cuBLAS splits K by any count (and
+    # Hopper's stream-K balances the work further); the factors between powers of two cut the
+    # H200 calibration's cross-validated error of the GEMMs' p90 from 24% to 23% and median from 7.9% to 7.5%.
+    splits: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
     min_split_k: int = 256
     # Slowdown when a leading dim is only 4- or 8-byte aligned (fitted), and when it is odd: that one
     # depends on the layout and on whether the odd dim leads A or leads C (n), so it is a table over
