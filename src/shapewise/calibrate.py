@@ -1,9 +1,9 @@
 """Calibration and validation: what to measure, how to fit a profile from it, how to judge it.
 
 `calibration_cases` is a designed set: every alignment class in every layout, small and large dims,
-tile and wave regimes, tall-skinny and decode-like GEMMs, batched GEMMs, fused attention at each
-head-dim bucket and several lengths, the memory-bound kernels of a layer, and a few hundred random
-GEMMs for the residual table. `validation_cases` is drawn differently (another seed, explicit
+tile and wave regimes, tall-skinny and decode-like GEMMs, batched GEMMs, fused attention over head
+dims, lengths and numbers of sequences × heads, the memory-bound kernels of a layer, and about 1500
+random GEMMs and batched GEMMs for the residual table. `validation_cases` is drawn differently (another seed, explicit
 alignment classes, batched and attention shapes, and whole layers of presets), so that a profile
 is never judged on what it was fitted to.
 """
