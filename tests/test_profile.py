@@ -24,7 +24,7 @@ from shapewise.shapes import get_model
 
 H200 = get_gpu("h200")
 TRUTH = dataclasses.replace(SPEC, gemm_ceiling=0.70, k_overhead=120.0, misaligned_even=3.2, gemm_bandwidth=0.75,
-                            launch_ms=0.006, tile_rates=(1.0, 1.0, 0.9, 0.7, 0.85, 0.5))
+                            launch_ms=0.006, tile_rates=(1.0, 1.0, 0.9, 0.7, 0.85, 0.5, 0.3, 0.3, 0.2))
 
 
 def synthetic(params, count, seed, noise=0.02):

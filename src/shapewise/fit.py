@@ -22,7 +22,7 @@ from .ops import Op
 START = dataclasses.replace(SPEC, gemm_ceiling=0.78, k_overhead=64.0, misaligned_even=2.7, gemm_bandwidth=0.89,
                             launch_ms=0.005, memory_latency_ms=0.005, memory_ramp_mb=16.0,
                             misaligned_even_memory=1.0, misaligned_odd_memory=1.0,
-                            tile_rates=(1.0, 1.0, 0.92, 0.80, 0.80, 0.60), gemm_residuals=())
+                            tile_rates=(1.0, 1.0, 0.92, 0.80, 0.80, 0.60, 0.4, 0.4, 0.25), gemm_residuals=())
 GEMM_SCALARS = ("gemm_ceiling", "k_overhead", "misaligned_even", "gemm_bandwidth", "launch_ms",
                 "memory_latency_ms", "memory_ramp_mb", "misaligned_even_memory", "misaligned_odd_memory")
 
@@ -47,7 +47,7 @@ class GemmSamples:
     def __len__(self) -> int:
         return len(self.m)
 
-    def subset(self, mask: np.ndarray) -> "GemmSamples":
+    def subset(self, mask: np.ndarray) -> GemmSamples:
         return GemmSamples(*(getattr(self, f.name)[mask] for f in dataclasses.fields(self)))
 
     def log_error(self, params: CostParams, gpu: GPU, dtype: str) -> np.ndarray:
@@ -57,6 +57,8 @@ class GemmSamples:
 
 
 def _get(params: CostParams, name: str) -> float:
+    if name == "big_tiles":  # the largest tiles' rate against the others (see _set)
+        return params.gemm_ceiling
     if name.endswith("]"):  # an entry of a tuple: tile_rates[2]
         field, index = name[:-1].split("[")
         return getattr(params, field)[int(index)]
@@ -64,6 +66,12 @@ def _get(params: CostParams, name: str) -> float:
 
 
 def _set(params: CostParams, name: str, value: float) -> CostParams:
+    if name == "big_tiles":
+        # The ceiling moves and the smaller tiles' relative rates move the other way, so that only the
+        # largest tiles' speed changes: the ceiling and the tile rates are otherwise nearly degenerate.
+        scale = params.gemm_ceiling / value
+        rates = params.tile_rates[:2] + tuple(min(1.0, r * scale) for r in params.tile_rates[2:])
+        return dataclasses.replace(params, gemm_ceiling=value, tile_rates=rates)
     if name.endswith("]"):
         field, index = name[:-1].split("[")
         values = list(getattr(params, field))
@@ -75,7 +83,7 @@ def _set(params: CostParams, name: str, value: float) -> CostParams:
 def fit_gemm(samples: GemmSamples, *, gpu: GPU, dtype: str = "bf16", start: CostParams = START,
              rounds: int = 8) -> tuple[CostParams, list[float]]:
     """Coordinate descent over the GEMM parameters; returns the params and the loss after each round."""
-    names = list(GEMM_SCALARS) + [f"tile_rates[{i}]" for i in range(2, len(start.tile_rates))]
+    names = list(GEMM_SCALARS) + [f"tile_rates[{i}]" for i in range(2, len(start.tile_rates))] + ["big_tiles"]
     params = dataclasses.replace(start, gemm_residuals=())
     best = float(np.mean(np.abs(samples.log_error(params, gpu, dtype))))
     history, step = [], 0.2

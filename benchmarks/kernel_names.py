@@ -1,0 +1,69 @@
+"""Which kernels cuBLAS runs for each GEMM and batched GEMM of the calibration and validation sets:
+one call of each under torch.profiler, its GPU kernels' names (tile, split-K, kernel family) kept.
+
+Run on the GPU: python benchmarks/kernel_names.py OUT.csv [--quick]
+Writes one row per case: bench, the case's key (as the results store writes it), and the names of
+the kernels its one call ran, in order, joined by " | ". On a CPU it records the aten ops instead.
+"""
+
+import argparse
+import csv
+import sys
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+from shapewise.bench import build
+from shapewise.calibrate import calibration_cases, validation_cases
+from shapewise.store import case_key
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--quick", action="store_true", help="the toy sets, for a smoke test")
+    args = ap.parse_args()
+    cuda = torch.cuda.is_available()
+    device = "cuda" if cuda else "cpu"
+    cases = [c for c in calibration_cases(quick=args.quick) + validation_cases(quick=args.quick)
+             if c.bench in ("gemm", "bmm") or (c.bench == "op" and c.params.get("kind") in ("gemm", "bmm"))]
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
+    names = {}
+    batch = 200  # cases per profiler session: keeps each trace small
+    for start in range(0, len(cases), batch):
+        chunk = cases[start:start + batch]
+        with profile(activities=activities) as prof:
+            for i, case in enumerate(chunk):
+                fn, context = build(case, device)
+                with context:
+                    fn()  # warm, outside the case's range: cuBLAS picks and loads its kernel here
+                    sync()
+                    with record_function(f"case:{i}"):
+                        fn()
+                        sync()
+                del fn
+        events = prof.events()
+        ranges = {int(e.name[5:]): e.time_range for e in events if e.name.startswith("case:")}
+        if cuda:
+            kernels = [e for e in events if e.device_type.name == "CUDA"]
+        else:
+            kernels = [e for e in events if e.name in ("aten::mm", "aten::bmm", "aten::matmul")]
+        for i, r in ranges.items():
+            inside = sorted((e for e in kernels if r.start <= e.time_range.start <= r.end),
+                            key=lambda e: e.time_range.start)
+            names[start + i] = " | ".join(e.name for e in inside)
+        if cuda:
+            torch.cuda.empty_cache()
+        print(f"{min(start + batch, len(cases))}/{len(cases)}", file=sys.stderr, flush=True)
+    with open(args.out, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["bench", "key", "kernels"])
+        for i, case in enumerate(cases):
+            w.writerow([case.bench, case_key({"bench": case.bench, **case.params}), names.get(i, "")])
+    print(f"wrote {len(cases)} rows to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
