@@ -528,6 +528,17 @@ def predict_step(shape: ModelShape, workload: Workload, *, gpu: GPU | str,
     return StepCost(shape, workload, gpu, tuple(costs))
 
 
+def predict_layer_and_outside(shape: ModelShape, workload: Workload, *, gpu: GPU | str,
+                              params: CostParams = SPEC) -> tuple[float, list[OpCost]]:
+    """ms of one layer, and the costs of every op outside the layers (embedding, head, loss): a
+    model's step is its layers × that layer + those, which is how search and verify count it."""
+    from .ops import OUTSIDE_LAYERS
+
+    step = predict_step(shape.replace(num_layers=1), workload, gpu=gpu, params=params)
+    layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_LAYERS)
+    return layer, [c for c in step.costs if c.op.name in OUTSIDE_LAYERS]
+
+
 def predict_attention(*, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int, causal: bool = True,
                       pass_: str = "fwd", gpu: GPU | str, dtype: str = "bf16", params: CostParams = SPEC) -> float:
     """Predicted ms of fused attention (torch's default SDPA kernel): forward, or forward + backward."""

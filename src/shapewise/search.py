@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cost import SPEC, CostParams, predict_step
+from .cost import SPEC, CostParams, predict_layer_and_outside, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
 from .rules import ALIGN, find, fits_in_memory, round_up
-from .ops import OUTSIDE_LAYERS
 from .shapes import ModelShape, Workload, check_parallel
 
 GOOD_HEAD_DIMS = (64, 128, 256)  # what the fused attention kernels serve well (cuDNN pads to 64)
@@ -55,13 +54,6 @@ class Suggestions:
     seconds: float
 
 
-def _layer_and_rest(shape: ModelShape, workload: Workload, gpu: GPU, params: CostParams) -> tuple[float, float]:
-    """ms of one layer, and ms of everything outside the layers, for this shape and workload."""
-    step = predict_step(shape.replace(num_layers=1), workload, gpu=gpu, params=params)
-    layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_LAYERS)
-    return layer, step.time_ms - layer
-
-
 class _Evaluator:
     """Predicts candidates, one layer shape at a time."""
 
@@ -76,7 +68,8 @@ class _Evaluator:
         if key not in self.cache:
             try:
                 check_parallel(shape, workload)
-                self.cache[key] = _layer_and_rest(shape, workload, self.gpu, self.params)
+                layer, outside = predict_layer_and_outside(shape, workload, gpu=self.gpu, params=self.params)
+                self.cache[key] = layer, sum(c.total_ms for c in outside)
             except ShapewiseError:
                 self.cache[key] = None
         if self.cache[key] is None:

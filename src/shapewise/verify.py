@@ -17,10 +17,9 @@ import random
 import statistics
 from dataclasses import dataclass
 
-from .cost import SPEC, CostParams, predict_step
+from .cost import SPEC, CostParams, predict_layer_and_outside, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU
-from .ops import OUTSIDE_LAYERS
 from .shapes import ModelShape, Workload, check_parallel
 
 HEAD_OPS = ("logits", "loss")
@@ -42,10 +41,8 @@ class Verification:
 
 def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU, params: CostParams) -> float:
     """The cost model's layers × layer + head, the same parts verify measures."""
-    step = predict_step(shape.replace(num_layers=1), workload, gpu=gpu, params=params)
-    layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_LAYERS)
-    head = sum(c.total_ms for c in step.costs if c.op.name in HEAD_OPS)
-    return shape.num_layers * layer + head
+    layer, outside = predict_layer_and_outside(shape, workload, gpu=gpu, params=params)
+    return shape.num_layers * layer + sum(c.total_ms for c in outside if c.op.name in HEAD_OPS)
 
 
 def _parts(shape: ModelShape, workload: Workload, device: str, seed: int):
