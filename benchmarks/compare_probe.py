@@ -13,7 +13,7 @@ import numpy as np
 
 from shapewise import predict_gemm
 from shapewise.cost import SPEC, predict_ops
-from shapewise.ops import FLASH, MEMORY, Op
+from shapewise.ops import MEMORY, Op, attention_op
 
 
 def extra(row) -> dict:
@@ -40,14 +40,12 @@ def predict_rows(rows: list[dict], gpu: str, params=SPEC) -> list[tuple[dict, st
         # torch 2.11's SDPA runs the cuDNN kernel by default on an H200: the cost model describes that one.
         if r["kind"] == "sdpa" and e.get("backend") == "cudnn" and e.get("kv_heads") == e.get("heads"):
             b, h, s, d = int(e["b"]), int(e["heads"]), int(r["m"]), int(r["k"])
-            fwd = 4 * b * h * (s * s // 2) * d
-            q, kv = b * h * s * d * 2, b * h * s * d * 2
-            make = lambda pass_, flops, nbytes: Op("attn/flash", pass_, FLASH, 1, flops, nbytes, m=s, n=s, k=d,  # noqa: E731
-                                                   batch=b * h, causal=True)
+            make = lambda pass_: attention_op(pass_, seqs=b, heads=h, kv_heads=h, q_len=s, kv_len=s, head_dim=d,  # noqa: E731
+                                              causal=True, dtype_bytes=2)
             if e["pass"] == "fwd":
-                ops.append((r, "sdpa/fwd", [make("fwd", fwd, 2 * q + 2 * kv)]))
+                ops.append((r, "sdpa/fwd", [make("fwd")]))
             else:
-                ops.append((r, "sdpa/fwdbwd", [make("fwd", fwd, 2 * q + 2 * kv), make("bwd", fwd * 5 // 2, 4 * q + 4 * kv)]))
+                ops.append((r, "sdpa/fwdbwd", [make("fwd"), make("bwd")]))
         elif r["kind"] == "elementwise":
             nbytes = float(r["gbps"]) * float(r["time_ms"]) * 1e6
             family = {"layer_norm": "layernorm", "rms_norm": "rmsnorm", "gelu": "act", "swiglu": "glu", "add": "add",
