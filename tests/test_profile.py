@@ -162,3 +162,17 @@ def test_calibration_and_validation_share_no_case():
     keys = lambda cases: [case_key({"bench": c.bench, **c.params}) for c in cases]  # noqa: E731
     calibration, validation = keys(calibration_cases()), keys(validation_cases())
     assert len(set(calibration)) == len(calibration) and not set(calibration) & set(validation)
+
+
+def test_an_outdated_user_profile_is_set_aside_with_a_warning(tmp_path, monkeypatch, capsys):
+    from shapewise.cli import main
+
+    monkeypatch.setenv("SHAPEWISE_PROFILES", str(tmp_path))
+    (tmp_path / "h200.json").write_text('{"format": "shapewise-profile", "version": 1, "gpu": "h200", '
+                                        '"params": {"flash_s0_fwd": 900.0}}')
+    assert main(["check", "gpt2", "--gpu", "h200", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert "older cost model" in err and "calibrate" in err and "using the shipped profile" in err
+    assert json.loads(out)["cost_model"]["source"].startswith("calibrated profile of NVIDIA H200")
+    with pytest.raises(ShapewiseError, match="older cost model"):  # asked for by path, it is an error
+        load(tmp_path / "h200.json")

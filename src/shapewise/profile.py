@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -116,7 +117,7 @@ def from_text(text: str, *, where: str = "profile") -> Profile:
         raise ShapewiseError(f"{where} is not a shapewise profile (no \"format\": \"{FORMAT}\")")
     version = data.get("version")
     if isinstance(version, int) and 1 <= version < VERSION:
-        raise ShapewiseError(f"{where} is profile format version {version}, from an older cost model; this "
+        raise OutdatedProfile(f"{where} is profile format version {version}, from an older cost model; this "
                              f"shapewise reads version {VERSION}: run `shapewise calibrate` again")
     if version != VERSION:
         raise ShapewiseError(f"{where} is profile format version {version!r}; this shapewise reads version "
@@ -130,6 +131,10 @@ def from_text(text: str, *, where: str = "profile") -> Profile:
         raise ShapewiseError(f"{where}: 'environment' and 'fit' must be objects")
     return Profile(gpu=gpu, params=_params_from_json(data.get("params", {}), where), environment=environment,
                    created_utc=str(data.get("created_utc", "")), fit=fit, path=where)
+
+
+class OutdatedProfile(ShapewiseError):
+    """A profile written for an older cost model: readable as JSON, but its parameters mean other things."""
 
 
 def profile_dir() -> Path:
@@ -156,7 +161,12 @@ def find(gpu: GPU | str) -> Profile | None:
         if not key:
             continue
         user = profile_dir() / f"{key}.json"
-        profile = load(user) if user.is_file() else _shipped(key)
+        try:
+            profile = load(user) if user.is_file() else _shipped(key)
+        except OutdatedProfile as err:  # still a prediction, from the shipped profile, with the reason said
+            print(f"shapewise: warning: {err}; using the {'shipped profile' if _shipped(key) else 'spec model'} "
+                  f"until then", file=sys.stderr)
+            profile = _shipped(key)
         if profile is not None:
             return dataclasses.replace(profile, borrowed_for=borrowed)
     return None
