@@ -2,13 +2,16 @@
 one call of each under torch.profiler, its GPU kernels' names (tile, split-K, kernel family) kept.
 
 Run on the GPU: python benchmarks/kernel_names.py OUT.csv [--quick]
-Writes one row per case: bench, the case's key (as the results store writes it), and the names of
-the kernels its one call ran, in order, joined by " | ". On a CPU it records the aten ops instead.
+Writes one row per case: bench, the case's key (as the results store writes it), the names of the
+kernels its one call ran, in order, joined by " | ", and each kernel's grid (x×y×z blocks: the
+tiles, and the split-K slices). On a CPU it records the aten ops instead.
 """
 
 import argparse
 import csv
+import json
 import sys
+import tempfile
 
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
@@ -29,7 +32,7 @@ def main() -> int:
              if c.bench in ("gemm", "bmm") or (c.bench == "op" and c.params.get("kind") in ("gemm", "bmm"))]
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
-    names = {}
+    names, grids = {}, {}
     batch = 200  # cases per profiler session: keeps each trace small
     for start in range(0, len(cases), batch):
         chunk = cases[start:start + batch]
@@ -43,24 +46,27 @@ def main() -> int:
                         fn()
                         sync()
                 del fn
-        events = prof.events()
-        ranges = {int(e.name[5:]): e.time_range for e in events if e.name.startswith("case:")}
-        if cuda:
-            kernels = [e for e in events if e.device_type.name == "CUDA"]
-        else:
-            kernels = [e for e in events if e.name in ("aten::mm", "aten::bmm", "aten::matmul")]
-        for i, r in ranges.items():
-            inside = sorted((e for e in kernels if r.start <= e.time_range.start <= r.end),
-                            key=lambda e: e.time_range.start)
-            names[start + i] = " | ".join(e.name for e in inside)
+        with tempfile.TemporaryDirectory() as tmp:  # the trace holds each kernel's grid; FunctionEvents do not
+            prof.export_chrome_trace(f"{tmp}/trace.json")
+            with open(f"{tmp}/trace.json") as f:
+                trace = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+        marks = "gpu_user_annotation" if cuda else "user_annotation"
+        ranges = {int(e["name"][5:]): (e["ts"], e["ts"] + e["dur"]) for e in trace
+                  if e.get("cat") == marks and e["name"].startswith("case:")}
+        kernels = [e for e in trace if e.get("cat") == "kernel"] if cuda else \
+            [e for e in trace if e.get("cat") == "cpu_op" and e["name"] in ("aten::mm", "aten::bmm")]
+        for i, (t0, t1) in ranges.items():
+            inside = sorted((e for e in kernels if t0 <= e["ts"] <= t1), key=lambda e: e["ts"])
+            names[start + i] = " | ".join(e["name"] for e in inside)
+            grids[start + i] = " | ".join("x".join(map(str, e.get("args", {}).get("grid", []))) for e in inside)
         if cuda:
             torch.cuda.empty_cache()
         print(f"{min(start + batch, len(cases))}/{len(cases)}", file=sys.stderr, flush=True)
     with open(args.out, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["bench", "key", "kernels"])
+        w.writerow(["bench", "key", "kernels", "grids"])
         for i, case in enumerate(cases):
-            w.writerow([case.bench, case_key({"bench": case.bench, **case.params}), names.get(i, "")])
+            w.writerow([case.bench, case_key({"bench": case.bench, **case.params}), names.get(i, ""), grids.get(i, "")])
     print(f"wrote {len(cases)} rows to {args.out}")
     return 0
 
