@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shapewise import ShapewiseError, predict_gemm
-from shapewise.cost import LOSS_NAMES, Losses
+from shapewise.cost import LOSS_NAMES, Losses, predict_ops
+from shapewise.hardware import get_gpu
+from shapewise.ops import attention_op
 
 dims = st.integers(min_value=1, max_value=20000)
 layouts = st.sampled_from(["nn", "nt", "tn"])
@@ -117,3 +119,23 @@ def test_losses_add_and_scale():
     assert (2 * a).tile == 4 and (a * 2).total == 6
     assert (a + b).main == "memory"
     assert Losses(kernel=5).main is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([1, 4, 16]), st.integers(64, 8192), st.sampled_from([64, 128]),
+       st.sampled_from(["fwd", "bwd"]))
+def test_fused_attention_time_grows_with_the_sequence(batch, seq, head_dim, pass_):
+    op = lambda s: attention_op(pass_, seqs=batch, heads=32, kv_heads=32, q_len=s, kv_len=s,  # noqa: E731
+                                head_dim=head_dim, causal=True, dtype_bytes=2)
+    short, long = predict_ops([op(seq), op(seq * 2)], gpu="h200", dtype="bf16")
+    assert long.time_ms > short.time_ms and sum(long.losses.values()) == pytest.approx(long.time_ms - long.op.flops / 989.4e12 * 1e3, rel=1e-6)
+
+
+def test_decoding_attention_reads_the_cache_and_pads_no_query_block():
+    """One new token against an 8192-token cache: the kernel streams the cache; it must not be priced
+    as 128 padded query rows (three times the cache's read time)."""
+    op = attention_op("fwd", seqs=16, heads=32, kv_heads=8, q_len=1, kv_len=8192, head_dim=128, causal=False,
+                      dtype_bytes=2)
+    cost = predict_ops([op], gpu="h200", dtype="bf16")[0]
+    read_ms = op.bytes / get_gpu("h200").bytes_per_s * 1e3
+    assert cost.losses.main == "memory" and read_ms < cost.time_ms < 1.5 * read_ms

@@ -387,15 +387,20 @@ class OpCost:
         return self.tflops / self.peak_tflops
 
 
-def _flash_steps(op: Op, block: int) -> tuple[int, int, int]:
-    """(key-block steps of all query blocks, query blocks, steps of the longest block) of one fused
-    attention call: block×block tiles of the score matrix that the kernel computes."""
+def _flash_steps(op: Op, block: int, overhead: float) -> tuple[float, float, float]:
+    """Key-block steps of one fused attention call (block×block tiles of the score matrix the kernel
+    computes): the useful ones, those plus each query block's own `overhead` steps, and the busiest
+    query block's. A query shorter than a block (decoding) fills that part of it: decode kernels do
+    not pad one token to a whole block."""
     q_blocks, kv_blocks = -(-op.m // block), -(-op.n // block)
+    fill = min(op.m, block) / block
     if op.causal:  # query block i attends to the key blocks up to its diagonal
-        offset = kv_blocks - q_blocks
-        per_block = np.minimum(offset + np.arange(1, q_blocks + 1), kv_blocks)
-        return op.batch * int(per_block.sum()), op.batch * q_blocks, int(per_block[-1])
-    return op.batch * q_blocks * kv_blocks, op.batch * q_blocks, kv_blocks
+        per_block = np.minimum(kv_blocks - q_blocks + np.arange(1, q_blocks + 1), kv_blocks)
+        steps, longest = float(per_block.sum()), float(per_block[-1])
+    else:
+        steps, longest = float(q_blocks * kv_blocks), float(kv_blocks)
+    steps *= op.batch * fill
+    return steps, steps + overhead * op.batch * q_blocks * fill, (longest + overhead) * fill
 
 
 def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Losses]:
@@ -409,10 +414,9 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     latency = max(p.flash_latency_fwd_ms if fwd else p.flash_latency_bwd_ms, p.launch_ms)
     eff = table[p.flash_buckets.index(bucket)] if bucket in p.flash_buckets else table[-1]
     block = p.flash_block_q
-    steps, blocks, longest = _flash_steps(op, block)
+    steps, work, longest = _flash_steps(op, block, overhead)
     exact = op.batch * (op.m * op.n / 2 if op.causal else op.m * op.n) / block ** 2  # steps without padding
-    work = steps + overhead * blocks
-    span = max(work / gpu.num_sms, longest + overhead)  # steps on the busiest SM
+    span = max(work / gpu.num_sms, longest)  # steps on the busiest SM
     t0 = op.flops / peak
     t1 = op.flops / (peak * eff)
     t2 = t1 * (bucket / d) * (steps / exact)  # padded head dim, whole blocks on the diagonal
