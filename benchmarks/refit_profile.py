@@ -1,12 +1,13 @@
 """Fit a profile again from a calibration run's export, without a GPU: for when the cost model
 changes after the measurements were taken.
 
-Run: python benchmarks/refit_profile.py CALIBRATION.csv OLD_PROFILE.json OUT.json
+Run: python benchmarks/refit_profile.py CALIBRATION.csv OLD_PROFILE.json OUT.json [--link PROFILE.json]
 The new profile keeps the old one's environment (the measurements are the same) and its link
-parameters (calibrate --comm measures those, not this export), read from its JSON whatever its
-format version, and notes the refit.
+parameters (calibrate --comm measures those, not this export; --link takes them from another
+profile), read from its JSON whatever its format version, and notes the refit.
 """
 
+import argparse
 import csv
 import dataclasses
 import json
@@ -33,16 +34,23 @@ def rows_from_export(path: str) -> list[tuple[Case, dict]]:
 
 
 def main() -> int:
-    source, old_path, out = sys.argv[1:4]
-    with open(old_path) as f:  # read raw: the old profile may be of an older format than this shapewise reads
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("calibration", help="a calibration run's export (CSV)")
+    ap.add_argument("old", help="the profile that run wrote: its environment is kept")
+    ap.add_argument("out")
+    ap.add_argument("--link", metavar="PROFILE", help="take the link's parameters from this profile (default: OLD)")
+    args = ap.parse_args()
+    with open(args.old) as f:  # read raw: the old profile may be of an older format than this shapewise reads
         old = json.load(f)
-    profile = fit_profile(rows_from_export(source), gpu=get_gpu(old["gpu"]), dtype=old["fit"].get("dtype", "bf16"),
-                          environment=old["environment"])
+    with open(args.link or args.old) as f:
+        linked = json.load(f)
+    profile = fit_profile(rows_from_export(args.calibration), gpu=get_gpu(old["gpu"]),
+                          dtype=old["fit"].get("dtype", "bf16"), environment=old["environment"])
     # The link's parameters come from `calibrate --comm` on several GPUs, not from this export: keep them.
-    link = {k: v for k, v in old["params"].items() if k.startswith("comm_")}
+    link = {k: v for k, v in linked["params"].items() if k.startswith("comm_")}
     profile = dataclasses.replace(profile, params=dataclasses.replace(profile.params, **link))
-    profile.fit.update({k: v for k, v in old["fit"].items() if k.startswith("comm_")}, refitted_from=source)
-    save(profile, out)
+    profile.fit.update({k: v for k, v in linked["fit"].items() if k.startswith("comm_")}, refitted_from=args.calibration)
+    save(profile, args.out)
     print(json.dumps(profile.fit, indent=1))
     return 0
 

@@ -20,9 +20,10 @@ import numpy as np
 from .bench import Case, gemm_cases, op_case
 from .cost import SPEC, CostParams, predict_gemm, predict_ops
 from .errors import ShapewiseError
-from .fit import GemmSamples, fit_bandwidth, fit_flash, fit_gemm, residual_kernel, residual_rows
+from .fit import (GemmSamples, fit_bandwidth, fit_flash, fit_flash_memory, fit_gemm, residual_kernel,
+                  residual_rows)
 from .hardware import GPU
-from .ops import FLASH, MEMORY, attention_op, layer_ops, model_ops
+from .ops import FLASH, MEMORY, Op, attention_op, layer_ops, model_ops
 from .profile import Profile
 from .shapes import DTYPE_BYTES, ModelShape, Workload, get_model
 
@@ -110,6 +111,16 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
                 for pass_ in ("fwd", "bwd"):
                     cases.append(op_case(attention_op(pass_, seqs=seqs, heads=heads, kv_heads=heads, q_len=s, kv_len=s,
                                                       head_dim=d, causal=True, dtype_bytes=DTYPE_BYTES[dtype]), dtype))
+    # Decoding: the same memory-bound kernels on a few tokens' rows (their fixed cost), and one query
+    # token's attention against caches of many lengths, batches and head groupings.
+    cases += [op_case(op, dtype) for tokens in (1, 16, 128) for op in _layer_memory_ops(tokens)
+              if op.pass_ == "fwd"]
+    for seqs, heads, kv_heads in ((1, 32, 8), (8, 32, 32), (16, 32, 8), (64, 32, 8), (4, 64, 64)):
+        for kv_len in (1024, 4096, 16384):
+            for d in (64, 128):
+                cases.append(op_case(attention_op("fwd", seqs=seqs, heads=heads, kv_heads=kv_heads, q_len=1,
+                                                  kv_len=kv_len, head_dim=d, causal=False,
+                                                  dtype_bytes=DTYPE_BYTES[dtype]), dtype))
     # A denser residual table: every layout × alignment group with tens of shapes, batched ones too.
     cases += _random_gemms(rng, 600, low=32, high=16384, max_flops=1e12, classes=True, dtype=dtype)
     cases += _random_bmms(rng, 240, dtype=dtype)
@@ -159,6 +170,16 @@ def validation_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 2)
         for pass_ in ("fwd", "bwd"):
             cases.append(op_case(attention_op(pass_, seqs=seqs, heads=heads, kv_heads=heads, q_len=s, kv_len=s,
                                               head_dim=d, causal=True, dtype_bytes=DTYPE_BYTES[dtype]), dtype))
+    for _ in range(12):  # decoding's attention: one query token against caches of random lengths
+        heads = int(rng.choice([16, 32, 64]))
+        kv_heads = heads // int(rng.choice([1, 4, 8]))
+        cases.append(op_case(attention_op("fwd", seqs=int(rng.choice([1, 2, 4, 8, 16, 32])), heads=heads,
+                                          kv_heads=kv_heads, q_len=1, kv_len=int(_rng_dims(rng, 512, 32768, 1)[0]),
+                                          head_dim=int(rng.choice([64, 128])), causal=False,
+                                          dtype_bytes=DTYPE_BYTES[dtype]), dtype))
+    for name in ("llama3-8b", "gpt2-xl", "phi-2"):  # and the memory-bound ops of a decoding step
+        step = model_ops(get_model(name), Workload(batch=int(rng.integers(1, 33)), seq=2048, mode="decode"))
+        cases += [op_case(op, dtype) for op in step if op.kind == MEMORY]
     cases += [_layer_case(get_model(name), batch=1, seq=2048, dtype=dtype, group="layer") for name in LAYER_PRESETS]
     # Variants of one model's shape: what `suggest` will rank. Heads and FFN width of GPT-3 2.7B.
     base = get_model("gpt3-2.7b")
@@ -187,11 +208,13 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
     samples = GemmSamples.from_rows(gemms)
     before = float(np.median(np.abs(samples.log_error(SPEC, gpu, dtype))))
     params, history = fit_gemm(samples, gpu=gpu, dtype=dtype)
+    attention = [(c, r) for c, r in rows if c.bench == "op" and c.params["kind"] == FLASH and r.get("error") is None]
     flash = [dict(batch=c.params["batch"], seq=c.params["m"], head_dim=c.params["k"], **{"pass": c.params["pass_"]},
-                  time_ms=r["median_ms"]) for c, r in rows
-             if c.bench == "op" and c.params["kind"] == FLASH and r.get("error") is None]
+                  time_ms=r["median_ms"]) for c, r in attention if c.params["causal"]]
     if flash:
         params = fit_flash(flash, gpu=gpu, dtype=dtype, params=params)
+    decoding = [dict(bytes=c.bytes, time_ms=r["median_ms"]) for c, r in attention if c.params["m"] == 1]
+    params = fit_flash_memory(decoding, gpu=gpu, params=params)
     memory = [dict(family=c.params["family"], **{"pass": c.params["pass_"]}, bytes=c.bytes, time_ms=r["median_ms"])
               for c, r in rows if c.bench == "op" and c.params["kind"] == MEMORY and r.get("error") is None]
     if memory:
@@ -200,7 +223,8 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
     params = dataclasses.replace(params, gemm_residuals=residual_rows(samples, params, gpu=gpu, dtype=dtype),
                                  residual_octaves=octaves, residual_prior=prior)
     after = float(np.median(np.abs(samples.log_error(params, gpu, dtype))))
-    fit = dict(gemm_cases=len(samples), flash_cases=len(flash), memory_cases=len(memory), dtype=dtype,
+    fit = dict(gemm_cases=len(samples), flash_cases=len(flash), decode_attention_cases=len(decoding),
+               memory_cases=len(memory), dtype=dtype,
                residual_kernel=dict(octaves=octaves, prior=prior, chosen_by="5-fold cross-validation"),
                median_abs_log_error_spec=round(before, 4), median_abs_log_error_fitted=round(after, 4),
                mean_abs_log_error_by_round=[round(h, 4) for h in history])
@@ -231,8 +255,12 @@ def _predict_case(case: Case, gpu: GPU, params: CostParams) -> tuple[float, floa
         pred = predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu, dtype=dtype, params=params)
         return float(pred.time_ms), _roofline_ms(case.flops, case.bytes, gpu, dtype)
     if case.bench == "op":
-        op = attention_op(p["pass_"], seqs=1, heads=p["batch"], kv_heads=p["batch"] // p["groups"], q_len=p["m"],
-                          kv_len=p["n"], head_dim=p["k"], causal=p["causal"], dtype_bytes=DTYPE_BYTES[dtype])
+        if p["kind"] == MEMORY:
+            op = Op(p["label"].split(".")[0], p["pass_"], MEMORY, 1, 0, int(case.bytes), m=p["m"], n=p["n"], k=p["k"],
+                    family=p["family"])
+        else:
+            op = attention_op(p["pass_"], seqs=1, heads=p["batch"], kv_heads=p["batch"] // p["groups"], q_len=p["m"],
+                              kv_len=p["n"], head_dim=p["k"], causal=p["causal"], dtype_bytes=DTYPE_BYTES[dtype])
         return predict_ops([op], gpu=gpu, dtype=dtype, params=params)[0].time_ms, _roofline_ms(op.flops, op.bytes, gpu, dtype)
     shape = ModelShape(**p["shape"])
     ops = layer_ops(shape, Workload(batch=p["batch"], seq=p["seq"], dtype=dtype))
@@ -244,7 +272,9 @@ def _category(case: Case) -> str:
     if case.bench == "layer":
         return case.params.get("group", "layer")
     if case.bench == "op":
-        return f"attention {case.params['pass_']}"
+        if case.params["kind"] == MEMORY:
+            return "memory, decoding"
+        return "attention decode" if case.params["m"] == 1 else f"attention {case.params['pass_']}"
     return case.bench
 
 

@@ -83,6 +83,10 @@ class CostParams:
         # (benchmarks/results/h200-calibration/), rounded.
         ("rope", 0.075), ("rope.bwd", 0.063))
     launch_ms: float = 0.0056
+    # Fixed time per call of a memory-bound op, by family (as `bandwidth`), where it is not one launch:
+    # Hugging Face's rotate-half RoPE runs five kernels, and what decoding's one-token rows cost is
+    # mostly this. A calibrated profile fits it from small rows; unlisted families cost launch_ms.
+    memory_fixed_ms: tuple[tuple[str, float], ...] = ()
     # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
     memory_latency_ms: float = 0.0045
@@ -106,6 +110,10 @@ class CostParams:
     flash_latency_fwd_ms: float = 0.007
     flash_latency_bwd_ms: float = 0.013
     flash_block_q: int = 128
+    # Decoding's attention (one query token against the cache) streams the cache: a fraction of the
+    # datasheet bandwidth and a fixed cost per call (the spec model: the memory-bound GEMMs' own).
+    flash_memory_bandwidth: float = 0.8045
+    flash_memory_fixed_ms: float = 0.0056
     # Tensor-parallel collectives ride the GPU's peer link (hardware.NVLINK_DATASHEETS): ring
     # all-gather and reduce-scatter move (t-1)/t of the message each way. The fraction of the link
     # they reach is nccl-tests' usual bus bandwidth on NVLink (about 80%), not yet measured here.
@@ -422,10 +430,11 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     t2 = t1 * (bucket / d) * (steps / exact)  # padded head dim, whole blocks on the diagonal
     t3 = t2 * work / steps  # each block's own prologue and epilogue
     t4 = t3 * span * gpu.num_sms / work  # SMs idle while the busiest finishes
-    t_mem = op.bytes / (gpu.bytes_per_s * p.gemm_bandwidth)
+    t_mem = op.bytes / (gpu.bytes_per_s * p.flash_memory_bandwidth)
     s = 1e3
     if t_mem > t4:
-        return t_mem * s + p.launch_ms, Losses(memory=(t_mem - t0) * s, launch=p.launch_ms)
+        fixed = max(p.flash_memory_fixed_ms, p.launch_ms)
+        return t_mem * s + fixed, Losses(memory=(t_mem - t0) * s, launch=fixed)
     return t4 * s + latency, Losses(kernel=(t1 - t0 + t3 - t2) * s + latency - p.launch_ms, tile=(t2 - t1) * s,
                                     wave=(t4 - t3) * s, launch=p.launch_ms)
 
@@ -468,8 +477,10 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
             continue
         elif op.kind == MEMORY:
             ideal = op.bytes / gpu.bytes_per_s * 1e3
-            real = op.bytes / (gpu.bytes_per_s * bandwidth[op.family + ("" if op.pass_ == "fwd" else ".bwd")]) * 1e3
-            time_ms, losses = real + params.launch_ms, Losses(memory=real - ideal, launch=params.launch_ms)
+            key = op.family + ("" if op.pass_ == "fwd" else ".bwd")
+            real = op.bytes / (gpu.bytes_per_s * bandwidth[key]) * 1e3
+            fixed = dict(params.memory_fixed_ms).get(key, params.launch_ms)
+            time_ms, losses = real + fixed, Losses(memory=real - ideal, launch=fixed)
         else:
             continue
         costs[i] = OpCost(op, time_ms, losses, peak, gpu.bytes_per_s)

@@ -180,19 +180,44 @@ def _attention_op(r: dict, pass_: str, dtype: str) -> Op:
                         head_dim=r["head_dim"], causal=True, dtype_bytes=DTYPE_BYTES[dtype])
 
 
-def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, min_bytes: float = 32e6) -> CostParams:
-    """Fraction of the datasheet bandwidth per kernel family and pass: the median over large tensors.
+def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, min_bytes: float = 32e6,
+                  max_small_bytes: float = 1e6) -> CostParams:
+    """Per kernel family and pass: the fraction of the datasheet bandwidth (the median over large
+    tensors) and the fixed time of a call (the median over small ones, where it is nearly all of it).
 
     samples: dicts with family, pass ("fwd"/"bwd"), bytes, time_ms."""
-    table = dict(params.bandwidth)
-    keys = {(r["family"], r["pass"]) for r in samples}
-    for family, pass_ in sorted(keys):
-        rows = [r for r in samples if (r["family"], r["pass"]) == (family, pass_) and r["bytes"] >= min_bytes]
-        if rows:
-            fractions = [r["bytes"] / ((r["time_ms"] - params.launch_ms) * 1e-3) / gpu.bytes_per_s for r in rows]
-            table[family + ("" if pass_ == "fwd" else ".bwd")] = round(float(np.median(fractions)), 4)
-    return dataclasses.replace(params, bandwidth=tuple(table.items()))
+    table, fixed = dict(params.bandwidth), dict(params.memory_fixed_ms)
+    for family, pass_ in sorted({(r["family"], r["pass"]) for r in samples}):
+        key = family + ("" if pass_ == "fwd" else ".bwd")
+        rows = [r for r in samples if (r["family"], r["pass"]) == (family, pass_)]
+        small = [r for r in rows if r["bytes"] <= max_small_bytes]
+        large = [r for r in rows if r["bytes"] >= min_bytes]
+        cost = params.launch_ms
+        for _ in range(2):  # each estimate uses the other; twice settles both
+            if small:
+                stream = lambda r: r["bytes"] / (gpu.bytes_per_s * table.get(key, 1.0)) * 1e3  # noqa: E731
+                cost = float(np.median([r["time_ms"] - stream(r) for r in small]))
+            if large:
+                fractions = [r["bytes"] / ((r["time_ms"] - cost) * 1e-3) / gpu.bytes_per_s for r in large]
+                table[key] = round(float(np.median(fractions)), 4)
+        if small:
+            fixed[key] = round(cost, 5)
+    return dataclasses.replace(params, bandwidth=tuple(table.items()), memory_fixed_ms=tuple(sorted(fixed.items())))
 
+
+def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
+    """Decoding's attention, which streams the cache: time = fixed + bytes / (bandwidth × fraction),
+    the line with the least squared relative error. samples: dicts with bytes and time_ms."""
+    if len(samples) < 2:
+        return params
+    nbytes = np.array([r["bytes"] for r in samples], float)
+    measured = np.array([r["time_ms"] for r in samples])
+    design = np.stack([np.ones_like(nbytes), nbytes / gpu.bytes_per_s * 1e3], axis=1) / measured[:, None]
+    fixed, slope = np.linalg.lstsq(design, np.ones_like(measured), rcond=None)[0]
+    if slope <= 0:
+        raise ShapewiseError("decoding attention's timings do not grow with the cache: measure longer caches")
+    return dataclasses.replace(params, flash_memory_bandwidth=round(float(min(1.0, 1 / slope)), 4),
+                               flash_memory_fixed_ms=round(float(max(fixed, params.launch_ms)), 5))
 
 
 def fit_comm(rows: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
