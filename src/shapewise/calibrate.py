@@ -58,6 +58,15 @@ def _random_bmms(rng, count: int, *, dtype: str) -> list[Case]:
     return cases
 
 
+def _attention(pass_: str, *, seqs: int, heads: int, seq: int, head_dim: int, dtype: str, kv_heads: int | None = None,
+               kv_len: int | None = None) -> Case:
+    """A fused attention call as a case: causal over `seq` tokens, or one query token (seq=1) against
+    a cache of kv_len."""
+    return op_case(attention_op(pass_, seqs=seqs, heads=heads, kv_heads=kv_heads or heads, q_len=seq,
+                                kv_len=kv_len or seq, head_dim=head_dim, causal=kv_len is None,
+                                dtype_bytes=DTYPE_BYTES[dtype]), dtype)
+
+
 def _layer_memory_ops(tokens: int) -> list:
     """The memory-bound ops of real layers (both norm kinds, plain and gated MLPs), forward and backward."""
     ops = []
@@ -75,8 +84,7 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     if quick:  # toy sizes, for a CPU smoke test
         return (gemm_cases([32, 64], [64, 65], [32], layouts=("nn", "nt", "tn"), dtype=dtype)
                 + _random_gemms(rng, 6, low=16, high=128, max_flops=1e7, classes=False, dtype=dtype)
-                + [op_case(attention_op(p, seqs=1, heads=4, kv_heads=4, q_len=s, kv_len=s, head_dim=64, causal=True,
-                                        dtype_bytes=DTYPE_BYTES[dtype]), dtype) for p in ("fwd", "bwd") for s in (32, 64)]
+                + [_attention(p, seqs=1, heads=4, seq=s, head_dim=64, dtype=dtype) for p in ("fwd", "bwd") for s in (32, 64)]
                 + [op_case(op, dtype) for op in _layer_memory_ops(64)])
     cases = [c for d in (256, 512, 1024, 2048, 4096, 8192, 12288) for c in gemm_cases([d], [d], [d], dtype=dtype)]
     cases += gemm_cases([8192], list(range(64, 8193, 256)), [8192], dtype=dtype)  # tile and wave regimes
@@ -100,8 +108,7 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     for d in (64, 128, 192, 256):  # fused attention: each head-dim bucket at three lengths
         for s in (1024, 2048, 4096):
             for pass_ in ("fwd", "bwd"):
-                cases.append(op_case(attention_op(pass_, seqs=4, heads=32, kv_heads=32, q_len=s, kv_len=s, head_dim=d,
-                                                  causal=True, dtype_bytes=DTYPE_BYTES[dtype]), dtype))
+                cases.append(_attention(pass_, seqs=4, heads=32, seq=s, head_dim=d, dtype=dtype))
     cases += [op_case(op, dtype) for tokens in (4096, 16384) for op in _layer_memory_ops(tokens)]
     # Fused attention across the grid a model can land on: few to many sequences × heads (so few to
     # many waves), short to long sequences, every head dim a preset uses (96 and 160 are padded).
@@ -109,8 +116,7 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
         for s in (512, 1024, 2048, 4096, 8192):
             for d in (64, 96, 128, 160, 192, 256):
                 for pass_ in ("fwd", "bwd"):
-                    cases.append(op_case(attention_op(pass_, seqs=seqs, heads=heads, kv_heads=heads, q_len=s, kv_len=s,
-                                                      head_dim=d, causal=True, dtype_bytes=DTYPE_BYTES[dtype]), dtype))
+                    cases.append(_attention(pass_, seqs=seqs, heads=heads, seq=s, head_dim=d, dtype=dtype))
     # Decoding: the same memory-bound kernels on a few tokens' rows (their fixed cost), and one query
     # token's attention against caches of many lengths, batches and head groupings.
     cases += [op_case(op, dtype) for tokens in (1, 16, 128) for op in _layer_memory_ops(tokens)
@@ -118,9 +124,8 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     for seqs, heads, kv_heads in ((1, 32, 8), (8, 32, 32), (16, 32, 8), (64, 32, 8), (4, 64, 64)):
         for kv_len in (1024, 4096, 16384):
             for d in (64, 128):
-                cases.append(op_case(attention_op("fwd", seqs=seqs, heads=heads, kv_heads=kv_heads, q_len=1,
-                                                  kv_len=kv_len, head_dim=d, causal=False,
-                                                  dtype_bytes=DTYPE_BYTES[dtype]), dtype))
+                cases.append(_attention("fwd", seqs=seqs, heads=heads, kv_heads=kv_heads, seq=1, kv_len=kv_len,
+                                        head_dim=d, dtype=dtype))
     # A denser residual table: every layout × alignment group with tens of shapes, batched ones too.
     cases += _random_gemms(rng, 600, low=32, high=16384, max_flops=1e12, classes=True, dtype=dtype)
     cases += _random_bmms(rng, 240, dtype=dtype)
@@ -150,8 +155,7 @@ def validation_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 2)
     if quick:
         tiny = ModelShape("tiny", 64, 1, 4, 256, num_kv_heads=2, ffn=128, mlp="swiglu", norm="rmsnorm", bias=False)
         return (_random_gemms(rng, 6, low=16, high=128, max_flops=1e7, classes=True, dtype=dtype)
-                + [op_case(attention_op("fwd", seqs=1, heads=4, kv_heads=4, q_len=48, kv_len=48, head_dim=64,
-                                        causal=True, dtype_bytes=DTYPE_BYTES[dtype]), dtype)]
+                + [_attention("fwd", seqs=1, heads=4, seq=48, head_dim=64, dtype=dtype)]
                 + [_layer_case(tiny, batch=1, seq=32, dtype=dtype, group="layer"),
                    _layer_case(tiny.replace(num_heads=8, num_kv_heads=4, head_dim=None), batch=1, seq=32, dtype=dtype,
                                group="variants"),
@@ -168,15 +172,14 @@ def validation_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 2)
         s = int(_rng_dims(rng, 512, 8192, 1)[0])
         seqs = int(rng.choice([1, 2, 4]))
         for pass_ in ("fwd", "bwd"):
-            cases.append(op_case(attention_op(pass_, seqs=seqs, heads=heads, kv_heads=heads, q_len=s, kv_len=s,
-                                              head_dim=d, causal=True, dtype_bytes=DTYPE_BYTES[dtype]), dtype))
+            cases.append(_attention(pass_, seqs=seqs, heads=heads, seq=s, head_dim=d, dtype=dtype))
     for _ in range(12):  # decoding's attention: one query token against caches of random lengths
         heads = int(rng.choice([16, 32, 64]))
         kv_heads = heads // int(rng.choice([1, 4, 8]))
-        cases.append(op_case(attention_op("fwd", seqs=int(rng.choice([1, 2, 4, 8, 16, 32])), heads=heads,
-                                          kv_heads=kv_heads, q_len=1, kv_len=int(_rng_dims(rng, 512, 32768, 1)[0]),
-                                          head_dim=int(rng.choice([64, 128])), causal=False,
-                                          dtype_bytes=DTYPE_BYTES[dtype]), dtype))
+        seqs = int(rng.choice([1, 2, 4, 8, 16, 32]))
+        kv_len = int(_rng_dims(rng, 512, 32768, 1)[0])
+        cases.append(_attention("fwd", seqs=seqs, heads=heads, kv_heads=kv_heads, seq=1, kv_len=kv_len,
+                                head_dim=int(rng.choice([64, 128])), dtype=dtype))
     for name in ("llama3-8b", "gpt2-xl", "phi-2"):  # and the memory-bound ops of a decoding step
         step = model_ops(get_model(name), Workload(batch=int(rng.integers(1, 33)), seq=2048, mode="decode"))
         cases += [op_case(op, dtype) for op in step if op.kind == MEMORY]
