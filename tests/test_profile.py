@@ -14,11 +14,12 @@ from shapewise.fit import (
     GemmSamples,
     fit_bandwidth,
     fit_flash,
+    fit_flash_memory,
     fit_gemm,
     residual_rows,
 )
 from shapewise.hardware import get_gpu
-from shapewise.ops import attention_op
+from shapewise.ops import Op, attention_op
 from shapewise.profile import Profile, find, load, save
 from shapewise.shapes import get_model
 
@@ -83,6 +84,29 @@ def test_flash_and_bandwidth_fits_recover_their_tables():
     memory = [dict(family="add", bytes=b, time_ms=b / (H200.bytes_per_s * 0.8) * 1e3 + SPEC.launch_ms, **{"pass": "fwd"})
               for b in (64e6, 256e6, 1e9)]
     assert dict(fit_bandwidth(memory, gpu=H200, params=SPEC).bandwidth)["add"] == pytest.approx(0.8, rel=1e-3)
+
+
+def test_decoding_fits_recover_fixed_costs_and_the_cache_stream():
+    """Memory-bound kernels with several launches (five for rotate-half RoPE), seen at a few tokens'
+    rows and at large ones; and decoding attention streaming caches of many sizes."""
+    truth = dataclasses.replace(SPEC, bandwidth=(("rope", 0.07), ("rope.bwd", 0.06)), memory_fixed_ms=(("rope", 0.018),),
+                                flash_memory_bandwidth=0.88, flash_memory_fixed_ms=0.0115)
+    rows = []
+    for tokens in (1, 16, 4096, 16384):
+        op = Op("attn/rope", "fwd", "memory", 1, 0, tokens * 4096 * 2 * 2, m=tokens, n=4096, k=128, family="rope")
+        rows.append(dict(family="rope", bytes=op.bytes, time_ms=predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms,
+                         **{"pass": "fwd"}))
+    fitted = fit_bandwidth(rows, gpu=H200, params=SPEC)
+    assert dict(fitted.memory_fixed_ms)["rope"] == pytest.approx(0.018, rel=0.01)
+    assert dict(fitted.bandwidth)["rope"] == pytest.approx(0.07, rel=0.01)
+    decoding = []
+    for seqs, kv_len in ((1, 1024), (8, 4096), (16, 16384), (64, 8192)):
+        op = attention_op("fwd", seqs=seqs, heads=32, kv_heads=8, q_len=1, kv_len=kv_len, head_dim=128, causal=False,
+                          dtype_bytes=2)
+        decoding.append(dict(bytes=op.bytes, time_ms=predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms))
+    fitted = fit_flash_memory(decoding, gpu=H200, params=SPEC)
+    assert fitted.flash_memory_bandwidth == pytest.approx(0.88, rel=1e-3)
+    assert fitted.flash_memory_fixed_ms == pytest.approx(0.0115, rel=1e-3)
 
 
 def test_profile_round_trips(tmp_path):
