@@ -115,8 +115,9 @@ class CostParams:
     flash_memory_bandwidth: float = 0.8045
     flash_memory_fixed_ms: float = 0.0056
     # Tensor-parallel collectives ride the GPU's peer link (hardware.NVLINK_DATASHEETS): ring
-    # all-gather and reduce-scatter move (t-1)/t of the message each way. The fraction of the link
-    # they reach is nccl-tests' usual bus bandwidth on NVLink (about 80%), not yet measured here.
+    # all-gather and reduce-scatter move (t-1)/t of the message each way. The spec model assumes
+    # nccl-tests' usual bus bandwidth on NVLink (about 80%) and 10 µs a call; `calibrate --comm`
+    # measures the link (two H200s: 68.7% and 94.5 µs, benchmarks/results/h200x2-tp/).
     comm_bandwidth: float = 0.8
     comm_latency_ms: float = 0.01
     # A calibrated profile's measured residuals of GEMMs and BMMs, one row per calibration shape:
