@@ -14,7 +14,8 @@ import numpy as np
 from shapewise import ModelShape, Workload, predict_gemm
 from shapewise.cost import SPEC, predict_attention, predict_ops
 from shapewise.profile import find, load
-from shapewise.ops import Op, layer_ops
+from shapewise.bench import op_from_case
+from shapewise.ops import layer_ops
 
 
 
@@ -32,12 +33,10 @@ def predict(row, gpu: str, params=SPEC):
         return f"attention/{p['pass']}", predict_attention(
             batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"], seq=p["seq"], head_dim=p["head_dim"],
             causal=p["causal"], pass_=p["pass"], gpu=gpu, dtype=dtype, params=params)
-    seconds = float(row["median_ms"]) * 1e-3
+    seconds = float(row["median_ms"]) * 1e-3  # older exports carry rates, not the work itself
     if bench == "op":
-        flops = round(float(row["tflops"]) * 1e12 * seconds) if row["tflops"] else 0
-        nbytes = round(float(row["gbps"]) * 1e9 * seconds)
-        op = Op(p["label"].split(".")[0], p["pass_"], p["kind"], 1, flops, nbytes, m=p["m"], n=p["n"], k=p["k"],
-                batch=p["batch"], layout=p["layout"], causal=p["causal"], groups=p["groups"], family=p.get("family", ""))
+        flops = float(row["tflops"]) * 1e12 * seconds if row["tflops"] else None
+        op = op_from_case(p, flops=flops, nbytes=float(row["gbps"]) * 1e9 * seconds)
         return f"op/{p['kind']}", predict_ops([op], gpu=gpu, dtype=dtype, params=params)[0].time_ms
     if bench == "layer":
         shape = ModelShape(**p["shape"])

@@ -14,7 +14,6 @@ from shapewise.cost import SPEC, predict_ops
 from shapewise.ops import model_ops
 from shapewise.profile import find
 from shapewise.shapes import get_model
-from shapewise.store import case_key
 
 RUNS = (("llama3-8b", 16, 8192), ("llama2-7b", 1, 4096), ("mistral-7b", 32, 4096), ("gpt2", 8, 1024))
 
@@ -27,7 +26,7 @@ def main() -> int:
     print(f"{'model':12s} {'b×s':>9s} {'measured ms':>12s} " + " ".join(f"{m:>22s}" for m in models))
     for name, batch, seq in RUNS:
         ops = model_ops(get_model(name), Workload(batch=batch, seq=seq, mode="decode"))
-        keys = [case_key({"bench": "op", **op_case(op, "bf16").params}) for op in ops]
+        keys = [op_case(op, "bf16").key for op in ops]
         if any(k not in measured for k in keys):
             print(f"{name}: not every op was measured in {path}")
             continue

@@ -18,7 +18,6 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from shapewise.bench import build
 from shapewise.calibrate import calibration_cases, validation_cases
-from shapewise.store import case_key
 
 
 def main() -> int:
@@ -66,7 +65,7 @@ def main() -> int:
         w = csv.writer(f)
         w.writerow(["bench", "key", "kernels", "grids"])
         for i, case in enumerate(cases):
-            w.writerow([case.bench, case_key({"bench": case.bench, **case.params}), names.get(i, ""), grids.get(i, "")])
+            w.writerow([case.bench, case.key, names.get(i, ""), grids.get(i, "")])
     print(f"wrote {len(cases)} rows to {args.out}")
     return 0
 

@@ -14,7 +14,6 @@ import torch
 
 from shapewise.bench import build
 from shapewise.calibrate import calibration_cases
-from shapewise.store import case_key
 
 
 def main() -> int:
@@ -27,7 +26,7 @@ def main() -> int:
         with context:
             fn()
             torch.cuda.synchronize()
-        print(case_key({"bench": case.bench, **case.params}), flush=True)
+        print(case.key, flush=True)
     return 0
 
 

@@ -181,9 +181,8 @@ def test_calibrate_and_validate_run_on_the_cpu(tmp_path, capsys):
 
 def test_calibration_and_validation_share_no_case():
     from shapewise.calibrate import calibration_cases, validation_cases
-    from shapewise.store import case_key
 
-    keys = lambda cases: [case_key({"bench": c.bench, **c.params}) for c in cases]  # noqa: E731
+    keys = lambda cases: [c.key for c in cases]  # noqa: E731
     calibration, validation = keys(calibration_cases()), keys(validation_cases())
     assert len(set(calibration)) == len(calibration) and not set(calibration) & set(validation)
 

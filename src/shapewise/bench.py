@@ -60,6 +60,13 @@ class Case:
     bytes: float | None = None
 
     @property
+    def key(self) -> str:
+        """The results store's key of this case: its bench and parameters, canonical."""
+        from .store import case_key
+
+        return case_key({"bench": self.bench, **self.params})
+
+    @property
     def label(self) -> str:
         p = self.params
         if self.bench in ("gemm", "bmm"):
@@ -116,6 +123,13 @@ def op_case(op: Op, dtype: str) -> Case:
                   causal=op.causal, groups=op.groups, family=op.family, pass_=op.pass_, dtype=dtype,
                   shape=op.shape_text)
     return Case("op", params, flops=float(op.flops) or None, bytes=float(op.bytes))
+
+
+def op_from_case(params: dict, *, flops: float | None, nbytes: float) -> Op:
+    """The op an `op_case` was made from, one call of it, from the case's parameters and work."""
+    return Op(params["label"].split(".")[0], params["pass_"], params["kind"], 1, round(flops or 0), round(nbytes),
+              m=params["m"], n=params["n"], k=params["k"], batch=params["batch"], layout=params["layout"],
+              causal=params["causal"], groups=params["groups"], family=params.get("family", ""))
 
 
 # ---- builders: inputs and the function to time -----------------------------------------------
@@ -387,7 +401,7 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     env = env or environment(device)
     env_id = store.environment_id(env) if rank == 0 else None
     mode = {"cuda_graph": True} if cuda_graph else {}  # graph timings are other results: their own keys
-    keys = {id(c): case_key({"bench": c.bench, **c.params, **mode}) for c in cases}
+    keys = {id(c): case_key({"bench": c.bench, **c.params, **mode}) if mode else c.key for c in cases}
     if force:
         done = set()
     else:  # every rank reads the same store, so every rank computes the same list of cases to do

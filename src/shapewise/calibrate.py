@@ -17,13 +17,13 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from .bench import Case, gemm_cases, op_case
+from .bench import Case, gemm_cases, op_case, op_from_case
 from .cost import SPEC, CostParams, predict_gemm, predict_ops
 from .errors import ShapewiseError
 from .fit import (GemmSamples, fit_bandwidth, fit_flash, fit_flash_memory, fit_gemm, residual_kernel,
                   residual_rows)
 from .hardware import GPU
-from .ops import FLASH, MEMORY, Op, attention_op, layer_ops, model_ops
+from .ops import FLASH, MEMORY, attention_op, layer_ops, model_ops
 from .profile import Profile
 from .shapes import DTYPE_BYTES, ModelShape, Workload, get_model
 
@@ -134,15 +134,10 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
 
 def _unique(cases: list[Case]) -> list[Case]:
     """The cases without repeats (random draws can land on a designed shape), first one kept."""
-    from .store import case_key
-
-    seen, out = set(), []
+    unique: dict[str, Case] = {}
     for case in cases:
-        key = case_key({"bench": case.bench, **case.params})
-        if key not in seen:
-            seen.add(key)
-            out.append(case)
-    return out
+        unique.setdefault(case.key, case)
+    return list(unique.values())
 
 
 def _layer_case(shape: ModelShape, *, batch: int, seq: int, dtype: str, group: str) -> Case:
@@ -258,12 +253,7 @@ def _predict_case(case: Case, gpu: GPU, params: CostParams) -> tuple[float, floa
         pred = predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu, dtype=dtype, params=params)
         return float(pred.time_ms), _roofline_ms(case.flops, case.bytes, gpu, dtype)
     if case.bench == "op":
-        if p["kind"] == MEMORY:
-            op = Op(p["label"].split(".")[0], p["pass_"], MEMORY, 1, 0, int(case.bytes), m=p["m"], n=p["n"], k=p["k"],
-                    family=p["family"])
-        else:
-            op = attention_op(p["pass_"], seqs=1, heads=p["batch"], kv_heads=p["batch"] // p["groups"], q_len=p["m"],
-                              kv_len=p["n"], head_dim=p["k"], causal=p["causal"], dtype_bytes=DTYPE_BYTES[dtype])
+        op = op_from_case(p, flops=case.flops, nbytes=case.bytes)
         return predict_ops([op], gpu=gpu, dtype=dtype, params=params)[0].time_ms, _roofline_ms(op.flops, op.bytes, gpu, dtype)
     shape = ModelShape(**p["shape"])
     ops = layer_ops(shape, Workload(batch=p["batch"], seq=p["seq"], dtype=dtype))

@@ -508,12 +508,12 @@ def cmd_validate(args) -> int:
     from .bench import sweep
     from .calibrate import judge, report_json, summarize, validation_cases
     from .profile import find, load
-    from .store import Store, case_key
+    from .store import Store
 
     cases = validation_cases(dtype=args.dtype, quick=args.quick)
     with Store(args.db) as store:
         if args.from_db:
-            by_key = {case_key({"bench": c.bench, **c.params}): c for c in cases}
+            by_key = {c.key: c for c in cases}
             found = {}
             for row in store.rows():
                 if row["key"] in by_key and row.get("error") is None:

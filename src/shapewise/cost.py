@@ -458,6 +458,7 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
     peak = gpu.peak_tflops(dtype)
     costs: list[OpCost | None] = [None] * len(ops)
     bandwidth = {**dict(SPEC.bandwidth), **dict(params.bandwidth)}  # a profile may predate a family
+    memory_fixed = dict(params.memory_fixed_ms)
     mm = [i for i, op in enumerate(ops) if op.kind in (GEMM, BMM)]
     if mm:
         m, n, k, batch, layout = (np.array([getattr(ops[i], a) for i in mm]) for a in ("m", "n", "k", "batch", "layout"))
@@ -480,7 +481,7 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
             ideal = op.bytes / gpu.bytes_per_s * 1e3
             key = op.family + ("" if op.pass_ == "fwd" else ".bwd")
             real = op.bytes / (gpu.bytes_per_s * bandwidth[key]) * 1e3
-            fixed = dict(params.memory_fixed_ms).get(key, params.launch_ms)
+            fixed = memory_fixed.get(key, params.launch_ms)
             time_ms, losses = real + fixed, Losses(memory=real - ideal, launch=fixed)
         else:
             continue

@@ -164,9 +164,9 @@ def find(gpu: GPU | str) -> Profile | None:
         try:
             profile = load(user) if user.is_file() else _shipped(key)
         except OutdatedProfile as err:  # still a prediction, from the shipped profile, with the reason said
-            print(f"shapewise: warning: {err}; using the {'shipped profile' if _shipped(key) else 'spec model'} "
-                  f"until then", file=sys.stderr)
             profile = _shipped(key)
+            print(f"shapewise: warning: {err}; using the {'shipped profile' if profile else 'spec model'} until then",
+                  file=sys.stderr)
         if profile is not None:
             return dataclasses.replace(profile, borrowed_for=borrowed)
     return None
