@@ -803,6 +803,12 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _add_set_args(p: argparse.ArgumentParser) -> None:
+    """calibrate's and validate's designed sets: their dtype, and a toy-sized one for smoke tests."""
+    p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    p.add_argument("--quick", action="store_true", help="a toy-sized set (a smoke test, e.g. on the CPU)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="shapewise", description="Is this transformer's shape fast on this GPU?")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -868,11 +874,10 @@ def build_parser() -> argparse.ArgumentParser:
         _add_measure_args(p, gpu=False)
         p.set_defaults(run=fn)
 
-    p = sub.add_parser("calibrate", help="measure a designed set on this GPU and fit its profile (about 2 minutes)")
+    p = sub.add_parser("calibrate", help="measure a designed set on this GPU and fit its profile (about 90 s on an H200)")
     p.add_argument("--out", metavar="PATH", help="also write the profile here")
     p.add_argument("--no-install", action="store_true", help="do not write it to the user's profile folder")
-    p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
-    p.add_argument("--quick", action="store_true", help="a toy-sized set (a smoke test, e.g. on the CPU)")
+    _add_set_args(p)
     p.add_argument("--comm", action="store_true",
                    help="under torchrun: time the collectives and fit the GPU link's parameters into the profile")
     _add_measure_args(p)
@@ -880,8 +885,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="measure a held-out set and compare calibrated, spec-only and roofline models")
     p.add_argument("--profile", metavar="PATH", help="the profile to judge (default: the one predictions use)")
     p.add_argument("--from-db", action="store_true", help="use measurements already in the store; no GPU needed")
-    p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
-    p.add_argument("--quick", action="store_true", help="a toy-sized set (a smoke test, e.g. on the CPU)")
+    _add_set_args(p)
     _add_measure_args(p)
     p.set_defaults(run=cmd_validate)
 
