@@ -40,12 +40,10 @@ def predict_rows(rows: list[dict], gpu: str, params=SPEC) -> list[tuple[dict, st
         # torch 2.11's SDPA runs the cuDNN kernel by default on an H200: the cost model describes that one.
         if r["kind"] == "sdpa" and e.get("backend") == "cudnn" and e.get("kv_heads") == e.get("heads"):
             b, h, s, d = int(e["b"]), int(e["heads"]), int(r["m"]), int(r["k"])
-            make = lambda pass_: attention_op(pass_, seqs=b, heads=h, kv_heads=h, q_len=s, kv_len=s, head_dim=d,  # noqa: E731
-                                              causal=True, dtype_bytes=2)
-            if e["pass"] == "fwd":
-                ops.append((r, "sdpa/fwd", [make("fwd")]))
-            else:
-                ops.append((r, "sdpa/fwdbwd", [make("fwd"), make("bwd")]))
+            passes = ("fwd",) if e["pass"] == "fwd" else ("fwd", "bwd")
+            ops.append((r, "sdpa/fwd" if e["pass"] == "fwd" else "sdpa/fwdbwd",
+                        [attention_op(p, seqs=b, heads=h, kv_heads=h, q_len=s, kv_len=s, head_dim=d, causal=True,
+                                      dtype_bytes=2) for p in passes]))
         elif r["kind"] == "elementwise":
             nbytes = float(r["gbps"]) * float(r["time_ms"]) * 1e6
             family = {"layer_norm": "layernorm", "rms_norm": "rmsnorm", "gelu": "act", "swiglu": "glu", "add": "add",
