@@ -447,7 +447,7 @@ def _calibrate_comm(args) -> int:
         raise ShapewiseError("name the GPU whose profile gets the link's parameters: --gpu")
     gpu = get_gpu(args.gpu)
     with Store(args.db) as store:
-        rank, rows = bench_comm(parse_sizes(["1M:1G"] if not args.quick else ["64K:1M"]),
+        rank, rows = bench_comm(parse_sizes(["1M:1G"] if not args.quick else ["1M:16M"]),
                                 ["all_reduce", "all_gather", "reduce_scatter"], store=store, device=args.device)
     if rank != 0:
         return 0
