@@ -1,0 +1,224 @@
+"""The misaligned GEMMs with cuBLAS's kernel known: a time model per kernel, and how well the kernel
+can be told from the shape.
+
+Reads the committed calibration and held-out sets (benchmarks/results/h200-calibration/) and the
+kernel each case ran (benchmarks/results/h200-kernels/kernels.csv, from benchmarks/kernel_names.py).
+A misaligned GEMM runs a CUTLASS kernel of one configuration: family (Turing align1, Ampere align2,
+Ampere WMMA), tile, output type (fp32 partials for a split-K reduction, or bf16) and operand layout.
+Its time is modelled per configuration as
+
+    launch + T·K·a + ⌈T/occupancy⌉·K·b + T·e  [+ split-K: c + d·m·n·batch·splits]
+
+with T the tiles (× K slices) each SM runs, ⌈tiles·splits / SMs⌉, K the slice length, a the load
+path's throughput per k-step, b the latency of a k-step shared by `occupancy` resident tiles, and e
+each tile's epilogue (its narrow stores of C). Least squares on relative error with nonnegative
+coefficients; the occupancy (1–4) is the one that fits best.
+
+Run: python benchmarks/kernel_model.py
+"""
+
+import csv
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from typing import NamedTuple
+
+import numpy as np
+
+from shapewise.cost import _align_class, predict_gemm
+from shapewise.profile import find
+
+RESULTS = "benchmarks/results/"
+SMS = 132  # the H200's SMs
+OCCUPANCIES = (1, 2, 3, 4)
+SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
+MIN_CASES = 6  # a configuration seen fewer times in calibration is not fitted
+TILE = re.compile(r"_(\d+)x(\d+)(?:_\d+x\d+)?_(nn|nt|tn)_align\d")
+CUBLAS_OP = {"nn": "nn", "nt": "tn", "tn": "nt"}  # torch's row-major layout as the column-major kernel names it
+
+
+class Config(NamedTuple):
+    family: str
+    tm: int
+    tn: int
+    fp32_out: bool
+    op: str
+
+    @classmethod
+    def of(cls, kernel: str) -> "Config | None":
+        found = TILE.search(kernel)
+        if not found or "cutlass" not in kernel:
+            return None
+        family = "WMMA" if "wmma" in kernel else ("Turing" if "cutlass_75" in kernel else "Ampere")
+        return cls(family, int(found.group(1)), int(found.group(2)), bool(re.search(r"tensorop_s\d", kernel)),
+                   found.group(3))
+
+    def __str__(self):
+        return f"{self.family} {self.tm}×{self.tn} {self.op}{' fp32' if self.fp32_out else ''}"
+
+
+def read_cases(path: str, kernels: dict) -> list[dict]:
+    """GEMM and BMM rows of a results export, each with its kernel configuration and split where recorded."""
+    cases = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if row["bench"] not in ("gemm", "bmm") or not row["median_ms"]:
+                continue
+            p = json.loads(row["key"])
+            case = {"m": p["m"], "n": p["n"], "k": p["k"], "batch": p["batch"], "layout": p["layout"],
+                    "ms": float(row["median_ms"])}
+            a_lead = p["m"] if p["layout"] == "tn" else p["k"]  # as the cost model reads leading dims
+            case["worst"] = int(max(_align_class(np.array(a_lead), "bf16", 16), _align_class(np.array(p["n"]), "bf16", 16)))
+            names, grids = kernels.get(row["key"], ([""], ["1x1x1"]))
+            config = Config.of(names[0])
+            if config is not None:
+                case["config"] = config
+                case["splits"] = int(grids[0].split("x")[2]) if p["batch"] == 1 else 1  # CUTLASS splits K over z
+            cases.append(case)
+    return cases
+
+
+def features(case: dict, config: Config, splits: int, occupancy: int, epilogue: bool = True) -> list[float]:
+    tiles = -(-case["n"] // config.tm) * -(-case["m"] // config.tn) * case["batch"] * splits
+    per_sm = -(-tiles // SMS)
+    k = -(-case["k"] // splits)
+    split = splits > 1
+    return [1.0, per_sm * k, -(-per_sm // occupancy) * k, per_sm if epilogue else 0.0,
+            split * case["m"] * case["n"] * case["batch"] * splits, float(split)]
+
+
+def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Least squares with the negative coefficients dropped and the rest refitted, until none is negative."""
+    keep = np.ones(a.shape[1], bool)
+    while True:
+        coef = np.zeros(a.shape[1])
+        coef[keep] = np.linalg.lstsq(a[:, keep], b, rcond=None)[0]
+        if (coef >= 0).all():
+            return coef
+        keep &= coef >= 0
+
+
+def fit_one(cases: list[dict], config: Config, epilogue: bool = True) -> tuple[int, np.ndarray, np.ndarray]:
+    """(occupancy, coefficients, in-sample relative errors) of the best-fitting occupancy."""
+    y = np.array([c["ms"] for c in cases])
+    best = None
+    for occupancy in OCCUPANCIES:
+        x = np.array([features(c, config, c["splits"], occupancy, epilogue) for c in cases])
+        coef = nnls(x / y[:, None], np.ones_like(y))
+        err = np.abs(x @ coef / y - 1)
+        if best is None or np.median(err) < np.median(best[2]):
+            best = (occupancy, coef, err)
+    return best
+
+
+class KernelModel:
+    def __init__(self, calibration: list[dict]):
+        self.pool = [c for c in calibration if c["worst"] and "config" in c]
+        by_config = defaultdict(list)
+        for c in self.pool:
+            by_config[c["config"]].append(c)
+        self.by_config = by_config
+        self.fits = {cfg: fit_one(cases, cfg)[:2] for cfg, cases in by_config.items() if len(cases) >= MIN_CASES}
+        self.pool = [c for c in self.pool if c["config"] in self.fits]
+
+    def time(self, case: dict, config: Config, splits: int) -> float:
+        occupancy, coef = self.fits[config]
+        return float(np.array(features(case, config, splits, occupancy)) @ coef)
+
+    def fastest_split(self, case: dict, config: Config) -> float | None:
+        """The configuration's time at its fastest split, as cuBLAS's split choice mostly is."""
+        options = [s for s in (SPLITS if case["batch"] == 1 else (1,)) if s == 1 or -(-case["k"] // s) >= 64]
+        if config.fp32_out:
+            options = [s for s in options if s > 1] or options
+        return min((self.time(case, config, s) for s in options), default=None) if config in self.fits else None
+
+    def candidates(self, case: dict) -> list[Config]:
+        return [cfg for cfg in self.fits if cfg.op == CUBLAS_OP[case["layout"]]
+                and cfg.family in (("Turing", "WMMA") if case["worst"] == 2 else ("Ampere", "WMMA"))]
+
+    def neighbours(self, case: dict, pool: list[dict] | None = None, count: int = 5) -> list[Config]:
+        """The configurations cuBLAS ran for the nearest calibration shapes (log2 dims) of the same
+        alignment class, layout and batchedness, nearest first."""
+        same = [c for c in (pool or self.pool) if c is not case and c["worst"] == case["worst"]
+                and c["layout"] == case["layout"] and (c["batch"] > 1) == (case["batch"] > 1)]
+        if not same:
+            return []
+        here = np.log2([case["m"], case["n"], case["k"], case["batch"]])
+        d = ((np.log2([[c["m"], c["n"], c["k"], c["batch"]] for c in same]) - here) ** 2).sum(axis=1)
+        return [same[i]["config"] for i in np.argsort(d, kind="stable")[:count]]
+
+    def from_shape(self, case: dict, how: str) -> float | None:
+        if how == "fastest kernel":
+            times = [t for cfg in self.candidates(case) if (t := self.fastest_split(case, cfg)) is not None]
+            return min(times, default=None)
+        near = self.neighbours(case)
+        if not near:
+            return None
+        chosen = Counter(near).most_common(1)[0][0] if how == "neighbours' kernel" else near[0]
+        return self.fastest_split(case, chosen)
+
+
+def summary(errors, count: bool = True) -> str:
+    e = np.asarray(errors)
+    return f"median {np.median(e):5.1%}, p90 {np.percentile(e, 90):5.1%}" + (f" (n={len(e)})" if count else "")
+
+
+def main() -> int:
+    with open(RESULTS + "h200-kernels/kernels.csv", newline="") as f:
+        kernels = {r["key"]: (r["kernels"].split(" | "), r["grids"].split(" | ")) for r in csv.DictReader(f)}
+    calibration = read_cases(RESULTS + "h200-calibration/calibration.csv", kernels)
+    held_out = read_cases(RESULTS + "h200-calibration/validation.csv", kernels)
+    model = KernelModel(calibration)
+
+    print(f"per-configuration fits on the misaligned calibration cases ({len(model.pool)} in {len(model.fits)} "
+          "configurations); in-sample |error| with the epilogue term, and without it:")
+    for cfg, cases in sorted(model.by_config.items(), key=lambda kv: -len(kv[1])):
+        if len(cases) < 20:
+            continue
+        occupancy, _, err = fit_one(cases, cfg)
+        _, _, bare = fit_one(cases, cfg, epilogue=False)
+        print(f"  {cfg!s:26s} n={len(cases):3d} occupancy {occupancy}: {summary(err, False)}; "
+              f"without: {summary(bare, False)}")
+
+    shipped = find("h200").params
+    known = [c for c in held_out if c["worst"] and c.get("config") in model.fits]
+    misaligned = [c for c in held_out if c["worst"]]
+
+    def shipped_error(c):
+        p = predict_gemm(c["m"], c["n"], c["k"], batch=c["batch"], layout=c["layout"], gpu="h200", params=shipped)
+        return abs(float(p.time_ms) / c["ms"] - 1)
+
+    print(f"held-out misaligned GEMMs and BMMs whose kernel was recorded and fitted (n={len(known)}):")
+    print(f"  {'shipped profile:':44s}{summary([shipped_error(c) for c in known])}")
+    print(f"  {'recorded kernel and split:':44s}"
+          f"{summary([abs(model.time(c, c['config'], c['splits']) / c['ms'] - 1) for c in known])}")
+    print(f"  {'recorded kernel, fastest split:':44s}"
+          f"{summary([abs(model.fastest_split(c, c['config']) / c['ms'] - 1) for c in known])}")
+    print(f"all held-out misaligned GEMMs and BMMs, the kernel told from the shape (n={len(misaligned)}):")
+    print(f"  {'shipped profile:':44s}{summary([shipped_error(c) for c in misaligned])}")
+    for how in ("fastest kernel", "nearest neighbour's kernel", "neighbours' kernel"):
+        errs = [abs(t / c["ms"] - 1) if (t := model.from_shape(c, how)) else shipped_error(c) for c in misaligned]
+        print(f"  {how + ', fastest split:':44s}{summary(errs)}")
+    print("  by set, nearest neighbour's kernel against the shipped profile:")
+    for name, batched in (("GEMMs", False), ("batched GEMMs", True)):
+        mine = [c for c in misaligned if (c["batch"] > 1) == batched]
+        errs = [abs(t / c["ms"] - 1) if (t := model.from_shape(c, "nearest neighbour's kernel")) else shipped_error(c)
+                for c in mine]
+        print(f"    {name:14s} {summary(errs)}; shipped {summary([shipped_error(c) for c in mine], False)}")
+
+    print("the tile cuBLAS runs, told by the nearest calibration shape's (held-out cases with a recorded kernel);"
+          " learning curve over random parts of the calibration set (3 draws each):")
+    rng = np.random.default_rng(0)
+    for part in (0.25, 0.5, 0.75, 1.0):
+        rates = []
+        for _ in range(3 if part < 1 else 1):
+            pool = [model.pool[i] for i in rng.permutation(len(model.pool))[:int(part * len(model.pool))]]
+            hits = [(near[0][:3] == c["config"][:3]) for c in known if (near := model.neighbours(c, pool, 1))]
+            rates.append(np.mean(hits))
+        print(f"  {part:4.0%} of the calibration cases: {np.mean(rates):.0%} of tiles right")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
