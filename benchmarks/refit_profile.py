@@ -2,9 +2,11 @@
 changes after the measurements were taken.
 
 Run: python benchmarks/refit_profile.py CALIBRATION.csv OLD_PROFILE.json OUT.json [--link PROFILE.json]
+        [--kernels KERNELS.csv]
 The new profile keeps the old one's environment (the measurements are the same) and its link
 parameters (calibrate --comm measures those, not this export; --link takes them from another
-profile), read from its JSON whatever its format version, and notes the refit.
+profile), read from its JSON whatever its format version, and notes the refit. --kernels gives the
+kernels each case ran (benchmarks/kernel_names.py's CSV), which an export does not carry.
 """
 
 import argparse
@@ -39,17 +41,25 @@ def main() -> int:
     ap.add_argument("old", help="the profile that run wrote: its environment is kept")
     ap.add_argument("out")
     ap.add_argument("--link", metavar="PROFILE", help="take the link's parameters from this profile (default: OLD)")
+    ap.add_argument("--kernels", metavar="CSV", help="the kernels each case ran (benchmarks/kernel_names.py)")
     args = ap.parse_args()
+    kernels = {}
+    if args.kernels:
+        with open(args.kernels, newline="") as f:
+            kernels = {r["key"]: {"kernels": r["kernels"].split(" | "), "grids": r["grids"].split(" | ")}
+                       for r in csv.DictReader(f)}
     with open(args.old) as f:  # read raw: the old profile may be of an older format than this shapewise reads
         old = json.load(f)
     with open(args.link or args.old) as f:
         linked = json.load(f)
     profile = fit_profile(rows_from_export(args.calibration), gpu=get_gpu(old["gpu"]),
-                          dtype=old["fit"].get("dtype", "bf16"), environment=old["environment"])
+                          dtype=old["fit"].get("dtype", "bf16"), environment=old["environment"], kernels=kernels)
     # The link's parameters come from `calibrate --comm` on several GPUs, not from this export: keep them.
     link = {k: v for k, v in linked["params"].items() if k.startswith("comm_")}
     profile = dataclasses.replace(profile, params=dataclasses.replace(profile.params, **link))
     profile.fit.update({k: v for k, v in linked["fit"].items() if k.startswith("comm_")}, refitted_from=args.calibration)
+    if args.kernels:
+        profile.fit["kernels_from"] = args.kernels
     save(profile, args.out)
     print(json.dumps(profile.fit, indent=1))
     return 0

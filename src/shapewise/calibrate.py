@@ -20,8 +20,8 @@ import numpy as np
 from .bench import Case, gemm_cases, op_case, op_from_case
 from .cost import SPEC, CostParams, predict_gemm, predict_ops
 from .errors import ShapewiseError
-from .fit import (GemmSamples, fit_bandwidth, fit_flash, fit_flash_memory, fit_gemm, residual_kernel,
-                  residual_rows)
+from .fit import (GemmSamples, fit_bandwidth, fit_cutlass, fit_flash, fit_flash_memory, fit_gemm,
+                  residual_kernel, residual_rows)
 from .hardware import GPU
 from .ops import FLASH, MEMORY, attention_op, layer_ops, model_ops
 from .profile import Profile
@@ -194,12 +194,15 @@ def _gemm_rows(rows: list[tuple[Case, dict]]) -> list[dict]:
     for case, row in rows:
         p = case.params
         if row.get("error") is None and (case.bench in ("gemm", "bmm") or (case.bench == "op" and p["kind"] in ("gemm", "bmm"))):
-            out.append(dict(m=p["m"], n=p["n"], k=p["k"], batch=p["batch"], layout=p["layout"], time_ms=row["median_ms"]))
+            out.append(dict(m=p["m"], n=p["n"], k=p["k"], batch=p["batch"], layout=p["layout"], time_ms=row["median_ms"],
+                            key=case.key))
     return out
 
 
-def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environment: dict) -> Profile:
-    """A profile from measured calibration cases (pairs of case and stored row)."""
+def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environment: dict,
+                kernels: dict | None = None) -> Profile:
+    """A profile from measured calibration cases (pairs of case and stored row), and where given the
+    kernels each GEMM ran (case key -> {"kernels": names, "grids": grids}, from kernel_census)."""
     gemms = _gemm_rows(rows)
     if len(gemms) < 10:
         raise ShapewiseError(f"only {len(gemms)} GEMM measurements: calibration needs its whole set (run it again)")
@@ -220,9 +223,13 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
     octaves, prior = residual_kernel(samples, params, gpu=gpu, dtype=dtype)
     params = dataclasses.replace(params, gemm_residuals=residual_rows(samples, params, gpu=gpu, dtype=dtype),
                                  residual_octaves=octaves, residual_prior=prior)
+    named = [dict(r, **kernels[r["key"]]) for r in gemms if r["key"] in (kernels or {})]
+    if named:
+        params = fit_cutlass(named, params, gpu=gpu, dtype=dtype)
     after = float(np.median(np.abs(samples.log_error(params, gpu, dtype))))
     fit = dict(gemm_cases=len(samples), flash_cases=len(flash), decode_attention_cases=len(decoding),
-               memory_cases=len(memory), dtype=dtype,
+               memory_cases=len(memory), dtype=dtype, kernel_census=len(named),
+               cutlass_kernels=len(params.cutlass_kernels), cutlass_choices=len(params.cutlass_choices),
                residual_kernel=dict(octaves=octaves, prior=prior, chosen_by="5-fold cross-validation"),
                median_abs_log_error_spec=round(before, 4), median_abs_log_error_fitted=round(after, 4),
                mean_abs_log_error_by_round=[round(h, 4) for h in history])

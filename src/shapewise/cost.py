@@ -127,9 +127,28 @@ class CostParams:
     gemm_residuals: tuple[tuple[float, ...], ...] = ()
     residual_octaves: float = 0.75  # kernel width, in octaves of each dim
     residual_prior: float = 0.5  # weight of "no correction": few or far neighbours correct little
+    # Misaligned GEMMs as cuBLAS runs them, where a calibration recorded its kernels (on a GPU): not
+    # the Hopper kernels slowed down, but older CUTLASS kernels with narrow loads (odd dims: Turing
+    # align1 tiles; even: Ampere align2 and 32×32 WMMA), each with a time model of its own (see
+    # _cutlass_ms). One row per kernel configuration: (family: 0 Turing, 1 Ampere, 2 WMMA; tile
+    # rows; tile cols; 1 if it writes fp32 partials for a split-K reduction; layout index;
+    # occupancy; then the coefficients of CUTLASS_TERMS, in ms).
+    cutlass_kernels: tuple[tuple[float, ...], ...] = ()
+    # Which configuration cuBLAS ran for each misaligned single GEMM of the calibration: (layout
+    # index, worst alignment class, log2 m, log2 n, log2 k, row of cutlass_kernels). A shape takes
+    # the configuration of its nearest calibration shape of the same layout and class.
+    cutlass_choices: tuple[tuple[float, ...], ...] = ()
 
 
 SPEC = CostParams()
+
+CUTLASS_FAMILIES = ("Turing CUTLASS align1", "Ampere CUTLASS align2", "Ampere WMMA")
+# The terms of a CUTLASS kernel's time (_cutlass_terms), each with a fitted coefficient.
+CUTLASS_TERMS = ("launch", "k-steps", "k-steps per resident group", "epilogues", "partials", "reduction launch")
+# How many slices cuBLAS cuts K into for these kernels (seen up to 130 on the H200), a slice at least
+# CUTLASS_MIN_SLICE long; the fastest under the kernel's own model is taken, as cuBLAS mostly does.
+CUTLASS_SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
+CUTLASS_MIN_SLICE = 64
 LOSS_NAMES = ("kernel", "tile", "wave", "misalign", "memory", "launch")
 
 
@@ -286,17 +305,96 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         "launch": np.full_like(t0, p.launch_ms),
     }
     time_ms = np.maximum(t4, t_mem_slow) * s + p.launch_ms
-    if p.gemm_residuals:
-        # A profile's measured correction. The losses are scaled together so that they still add up
-        # to the gap between the ideal and the corrected time.
-        factor = _residual_factor(p, which, class_a, class_n, m, n, k, batch)
+    tile = np.stack([b_tm, b_tn], axis=-1)
+    if p.gemm_residuals or p.cutlass_kernels:
+        # A profile's measured corrections: the residual table, and misaligned single GEMMs timed as
+        # the CUTLASS kernel cuBLAS runs for them. The losses are scaled together so that they still
+        # add up to the gap between the ideal and the corrected time.
+        served = np.zeros(np.shape(m), dtype=bool)
+        if p.cutlass_kernels:
+            served, kernel_ms, kernel_tile, kernel_split = _cutlass_ms(p, which, worst, m, n, k, batch, gpu.num_sms)
+        factor = np.ones(np.shape(m))
+        rest = ~served
+        if p.gemm_residuals and rest.any():  # the table corrects what the kernels do not serve
+            factor[rest] = _residual_factor(p, *(np.broadcast_to(x, np.shape(m))[rest]
+                                                 for x in (which, class_a, class_n, m, n, k, batch)))
+        corrected = np.where(served, kernel_ms, time_ms * factor) if p.cutlass_kernels else time_ms * factor
+        if p.cutlass_kernels:
+            tile = np.where(served[..., None], kernel_tile, tile)
+            b_split = np.where(served, kernel_split, b_split)
         ideal = t0 * s
-        corrected = np.maximum(time_ms * factor, ideal)
+        corrected = np.maximum(corrected, ideal)
         scale = (corrected - ideal) / np.maximum(time_ms - ideal, 1e-30)
         losses = {name: loss * scale for name, loss in losses.items()}
         time_ms = corrected
-    return dict(time_ms=time_ms, flops=flops, bytes=nbytes, losses=losses,
-                tile=np.stack([b_tm, b_tn], axis=-1), split_k=b_split, peak_tflops=peak / 1e12)
+    return dict(time_ms=time_ms, flops=flops, bytes=nbytes, losses=losses, tile=tile, split_k=b_split,
+                peak_tflops=peak / 1e12)
+
+
+def cutlass_terms(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> np.ndarray:
+    """The terms of a CUTLASS kernel's time (CUTLASS_TERMS, on a last axis), broadcast over the inputs.
+
+    Each SM runs T = ⌈tiles × splits / SMs⌉ tiles (of one K slice each) in turn, `occupancy` of them
+    resident at once. A k-step's narrow loads go through the SM's load path, which its resident
+    tiles share (T × slice), and each step has a latency the resident tiles overlap (⌈T /
+    occupancy⌉ × slice); each tile ends with an epilogue of narrow stores (T). A split-K kernel
+    writes fp32 partials that a second kernel reduces (m·n·batch·splits elements, one more launch).
+    cuBLAS is column-major, so a tile's rows run along torch's n."""
+    m, n, k, batch, tm, tn, splits, occupancy = (np.asarray(x, dtype=np.int64)
+                                                 for x in (m, n, k, batch, tm, tn, splits, occupancy))
+    per_sm = -(-(-(-n // tm) * -(-m // tn) * batch * splits) // sms)
+    slice_ = -(-k // splits)
+    split = (splits > 1).astype(float)
+    return np.stack(np.broadcast_arrays(np.ones(per_sm.shape), per_sm * slice_, -(-per_sm // occupancy) * slice_,
+                                        per_sm, split * m * n * batch * splits, split), axis=-1).astype(float)
+
+
+@functools.lru_cache(maxsize=8)
+def _cutlass_tables(kernels: tuple, choices: tuple) -> tuple[np.ndarray, np.ndarray]:
+    return (np.array(kernels, dtype=float).reshape(-1, 6 + len(CUTLASS_TERMS)),
+            np.array(choices, dtype=float).reshape(-1, 6))
+
+
+def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
+    """Misaligned single GEMMs timed as the CUTLASS kernel cuBLAS runs for them: the configuration
+    of the nearest calibration shape (log2 dims) of the same layout and alignment class, at its
+    fastest split. Returns (served, ms, tile, split), each shaped as m; served is False where the
+    profile has no such shapes."""
+    kernels, choices = _cutlass_tables(p.cutlass_kernels, p.cutlass_choices)
+    shape = np.shape(m)
+    m, n, k, batch, layout_index, worst = (np.broadcast_to(x, shape).ravel()
+                                           for x in (m, n, k, batch, layout_index, worst))
+    config = np.full(m.shape, -1)
+    coords = np.log2(np.stack([m, n, k], axis=1).astype(float))
+    wanted = (batch == 1) & (worst > 0)
+    for layout, cls in {(int(a), int(b)) for a, b in zip(layout_index[wanted], worst[wanted])}:
+        mine = np.flatnonzero(wanted & (layout_index == layout) & (worst == cls))
+        theirs = (choices[:, 0] == layout) & (choices[:, 1] == cls)
+        if not theirs.any():
+            continue
+        points, rows = choices[theirs, 2:5], choices[theirs, 5].astype(np.int64)
+        for start in range(0, len(mine), 16384):  # bounded memory for many shapes at once
+            part = mine[start:start + 16384]
+            # squared distances as |a|² - 2a·b + |b|² (a matrix product: fast); |a|² is the same along a row
+            d2 = (points ** 2).sum(axis=1)[None, :] - 2 * coords[part] @ points.T
+            config[part] = rows[np.argmin(d2, axis=1)]
+    served = config >= 0
+    ms, tile, split = np.zeros(m.shape), np.zeros(m.shape + (2,), dtype=np.int64), np.ones(m.shape, dtype=np.int64)
+    if served.any():
+        row = kernels[config[served]]
+        splits = np.array(CUTLASS_SPLITS)
+        kk = k[served][:, None]
+        terms = cutlass_terms(m[served][:, None], n[served][:, None], kk, 1, row[:, 1:2], row[:, 2:3], splits,
+                              row[:, 5:6], sms)
+        t = (terms * row[:, None, 6:]).sum(axis=-1)
+        valid = (splits == 1) | (-(-kk // splits) >= CUTLASS_MIN_SLICE)
+        partials = row[:, 3:4] > 0  # a kernel that writes fp32 partials runs split when it can
+        valid &= ~partials | (splits > 1) | ~(valid & (splits > 1)).any(axis=1, keepdims=True)
+        best = np.argmin(np.where(valid, t, np.inf), axis=1)
+        ms[served] = np.take_along_axis(t, best[:, None], axis=1)[:, 0]
+        tile[served] = row[:, 1:3].astype(np.int64)
+        split[served] = splits[best]
+    return served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape)
 
 
 @functools.lru_cache(maxsize=8)

@@ -8,11 +8,14 @@ the memory-bound kernel families have closed-form fits. Everything here is numpy
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
-from .cost import LAYOUTS, SPEC, CostParams, _align_class, _flash_cost, predict_gemm
+from .cost import (CUTLASS_TERMS, LAYOUTS, SPEC, CostParams, _align_class, _flash_cost, cutlass_terms,
+                   predict_gemm)
 from .errors import ShapewiseError
 from .hardware import GPU
 from .ops import Op
@@ -239,3 +242,74 @@ def fit_comm(rows: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
         raise ShapewiseError("the collective timings do not grow with their size: measure larger messages")
     latency = max(0.0, float(fixed) - params.launch_ms)
     return dataclasses.replace(params, comm_bandwidth=round(float(1 / slope), 4), comm_latency_ms=round(latency, 5))
+
+
+# A CUTLASS GEMM kernel's name as cuBLAS's fallback kernels spell it, e.g.
+# cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_nn_align1 or
+# cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_nn_align2: the tile is the first AxB.
+_CUTLASS_NAME = re.compile(r"cutlass_(75|80)_(wmma_)?tensorop_.*?gemm_\w+?_(\d+)x(\d+)_(?:\d+x\d+_)?(?:nn|nt|tn)_align\d")
+CUTLASS_MIN_CASES = 6  # a configuration seen less often in calibration is not fitted
+CUTLASS_OCCUPANCIES = (1, 2, 3, 4)
+
+
+def cutlass_config(name: str) -> tuple[int, int, int, int] | None:
+    """(family index into cost.CUTLASS_FAMILIES, tile rows, tile cols, 1 if it writes fp32 partials)
+    of a CUTLASS kernel name, or None for any other kernel."""
+    found = _CUTLASS_NAME.search(name)
+    if not found:
+        return None
+    family = 2 if found.group(2) else (0 if found.group(1) == "75" else 1)
+    partials = re.search(r"tensorop_s\d", name) is not None  # an fp32 output type, where bf16_s… is not
+    return family, int(found.group(3)), int(found.group(4)), int(partials)
+
+
+def _nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Least squares with the coefficients that come out negative dropped and the rest refitted."""
+    keep = np.ones(a.shape[1], dtype=bool)
+    while True:
+        coef = np.zeros(a.shape[1])
+        coef[keep] = np.linalg.lstsq(a[:, keep], b, rcond=None)[0]
+        if (coef >= 0).all():
+            return coef
+        keep &= coef >= 0
+
+
+def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = "bf16") -> CostParams:
+    """The CUTLASS kernel tables of a profile, from misaligned GEMMs whose kernels were recorded.
+
+    rows: dicts with m, n, k, batch, layout, time_ms, kernels (the names of the kernels one call
+    ran, in order) and grids ("x×y×z" each; CUTLASS splits K over z). Each configuration seen at
+    least CUTLASS_MIN_CASES times gets the coefficients of cost.CUTLASS_TERMS that fit its cases
+    best (least squares on relative error, none negative) at the occupancy that fits best; each
+    single GEMM of a fitted configuration becomes a choice."""
+    cases = defaultdict(list)
+    for r in rows:
+        layout = LAYOUTS.index(r["layout"])
+        lead_a = r["m"] if r["layout"] == "tn" else r["k"]
+        worst = int(max(_align_class(np.array(lead_a), dtype, gpu.align_bytes),
+                        _align_class(np.array(r["n"]), dtype, gpu.align_bytes)))
+        found = [(c, g) for name, g in zip(r["kernels"], r["grids"]) if (c := cutlass_config(name))]
+        if worst == 0 or not found:
+            continue
+        config, grid = found[0]
+        splits = int(grid.split("x")[2]) if r["batch"] == 1 and grid.count("x") == 2 else 1
+        cases[(*config, layout)].append(dict(r, splits=splits, worst=worst))
+    kernels, choices = [], []
+    for (family, tm, tn, partials, layout), mine in sorted(cases.items()):
+        if len(mine) < CUTLASS_MIN_CASES:
+            continue
+        measured = np.array([c["time_ms"] for c in mine])
+        best = None
+        for occupancy in CUTLASS_OCCUPANCIES:
+            terms = cutlass_terms(*(np.array([c[key] for c in mine]) for key in ("m", "n", "k", "batch")), tm, tn,
+                                  np.array([c["splits"] for c in mine]), occupancy, gpu.num_sms)
+            coef = _nonnegative_lstsq(terms / measured[:, None], np.ones_like(measured))
+            err = float(np.median(np.abs(terms @ coef / measured - 1)))
+            if best is None or err < best[0]:
+                best = (err, occupancy, coef)
+        _, occupancy, coef = best
+        index = len(kernels)
+        kernels.append((family, tm, tn, partials, layout, occupancy, *(float(f"{c:.6g}") for c in coef)))
+        choices += [(layout, c["worst"], *(round(float(np.log2(c[key])), 4) for key in ("m", "n", "k")), index)
+                    for c in mine if c["batch"] == 1]
+    return dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=tuple(choices))
