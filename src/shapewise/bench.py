@@ -474,7 +474,7 @@ def _measure_one(torch, case, key, *, device, timing, time_fn) -> dict:
 
 
 @contextlib.contextmanager
-def _progress(enabled: bool, total: int):
+def _progress(enabled: bool, total: int, doing: str = "measuring"):
     """A rich progress bar with ETA on stderr; `advance(label)` after each case."""
     if not enabled or total == 0:
         yield lambda label: None
@@ -482,11 +482,104 @@ def _progress(enabled: bool, total: int):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    columns = (TextColumn("measuring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    columns = (TextColumn(doing), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"))
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("", total=total)
         yield lambda label: bar.update(task, advance=1, description=label)
+
+
+# ---- which kernels run ----------------------------------------------------------------------
+
+KERNELS = "kernels"  # the results store's bench of the kernel census
+
+
+def census_key(case: Case) -> str:
+    """The store key of a case's kernel census (its own key: never mistaken for the case's timing)."""
+    from .store import case_key
+
+    return case_key({"bench": KERNELS, "of": case.key})
+
+
+def is_gemm(case: Case) -> bool:
+    return case.bench in ("gemm", "bmm") or (case.bench == "op" and case.params.get("kind") in (GEMM, BMM))
+
+
+def kernel_census(cases: list[Case], *, store, device: str = "cuda", env: dict | None = None,
+                  progress: bool = True, chunk: int = 200) -> int:
+    """Which GPU kernels cuBLAS runs for each GEMM case: one warm call each under torch.profiler, the
+    names of the kernels it launched (in order) and their grids (x×y×z blocks: tiles, and split-K
+    slices over z) recorded in the store (bench "kernels", metrics {"case", "kernels", "grids"}).
+    Cases already named in this environment are skipped; returns how many were named now. On a CPU
+    no GPU kernel runs, and nothing is named."""
+    if not device.startswith("cuda"):
+        return 0
+    from .measure import environment
+
+    torch = _torch()
+    env_id = store.environment_id(env or environment(device))
+    done = store.done_keys(env_id, KERNELS)
+    todo = [c for c in cases if is_gemm(c) and census_key(c) not in done]
+    named = 0
+    with _progress(progress, len(todo), "naming kernels") as advance:
+        for start in range(0, len(todo), chunk):  # a profiler session per chunk keeps each trace small
+            part = todo[start:start + chunk]
+            for case, (names, grids) in zip(part, _kernels_of(torch, part, device)):
+                store.record(env_id=env_id, bench=KERNELS, key=census_key(case), params={"of": case.key},
+                             metrics={"case": case.key, "kernels": names, "grids": grids},
+                             error=None if names else "no GPU kernel ran")
+                named += bool(names)
+                advance(case.label)
+    return named
+
+
+def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], list[str]]]:
+    """(kernel names, grids) of one call of each case, from a torch.profiler trace."""
+    import json
+    import os
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i, case in enumerate(cases):
+            fn = context = None
+            try:
+                fn, context = build(case, device)
+                with context:
+                    fn()  # warm, outside the case's range: cuBLAS picks and loads its kernel here
+                    torch.cuda.synchronize()
+                    with record_function(f"case:{i}"):
+                        fn()
+                        torch.cuda.synchronize()
+            except KeyboardInterrupt:
+                raise
+            except Exception:  # out of memory or unsupported: no kernels named, said in the store
+                pass
+            finally:
+                fn = context = None
+    with tempfile.TemporaryDirectory() as tmp:  # the trace holds each kernel's grid; FunctionEvents do not
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    torch.cuda.empty_cache()
+    ranges = {int(e["name"][5:]): (e["ts"], e["ts"] + e["dur"]) for e in trace
+              if e.get("cat") == "gpu_user_annotation" and e["name"].startswith("case:")}
+    kernels = sorted((e for e in trace if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    found = []
+    for i in range(len(cases)):
+        t0, t1 = ranges.get(i, (0, -1))
+        inside = [e for e in kernels if t0 <= e["ts"] <= t1]
+        found.append(([e["name"] for e in inside],
+                      ["x".join(map(str, e.get("args", {}).get("grid", []))) for e in inside]))
+    return found
+
+
+def census_rows(store, env_id: int | None = None) -> dict[str, dict]:
+    """The kernel census in the store: case key -> {"kernels": names, "grids": grids}."""
+    return {row["metrics"]["case"]: {"kernels": row["metrics"]["kernels"], "grids": row["metrics"]["grids"]}
+            for row in store.rows(bench=KERNELS, env_id=env_id, include_errors=False) if row.get("metrics")}
 
 
 # ---- collectives ----------------------------------------------------------------------------

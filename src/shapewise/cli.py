@@ -471,25 +471,33 @@ def _calibrate_comm(args) -> int:
 def cmd_calibrate(args) -> int:
     if args.comm:
         return _calibrate_comm(args)
-    from .bench import sweep
+    from .bench import census_rows, kernel_census, sweep
     from .calibrate import calibration_cases, fit_profile
     from .profile import profile_dir, save
     from .store import Store
 
     cases = calibration_cases(dtype=args.dtype, quick=args.quick)
+    console = _console()
     with Store(args.db) as store:
         result = _rank0_only(sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms,
                                    budget_ms=args.budget_ms, force=args.force))
-    console = _console()
-    console.print(f"{len(cases)} calibration cases: {result.summary()}")
-    if result.interrupted:
-        console.print("interrupted: run `shapewise calibrate` again to finish (measured cases are kept)")
-        return 130
+        console.print(f"{len(cases)} calibration cases: {result.summary()}")
+        if result.interrupted:
+            console.print("interrupted: run `shapewise calibrate` again to finish (measured cases are kept)")
+            return 130
+        try:  # which kernels cuBLAS ran: the misaligned GEMMs' time model needs them
+            named = kernel_census(cases, store=store, device=args.device, env=result.environment)
+        except KeyboardInterrupt:
+            console.print("interrupted: run `shapewise calibrate` again to finish (named kernels are kept)")
+            return 130
+        kernels = census_rows(store, env_id=store.environment_id(result.environment))
+    if named:
+        console.print(f"named the kernels of {named} GEMMs")
     gpu = _measured_gpu(args, result.environment)
     environment = {k: result.environment.get(k) for k in ("gpu_name", "driver_version", "torch_version", "cuda_version",
                                                           "cublas_version", "cudnn_version", "sm_clock_max_mhz",
                                                           "timestamp_utc") if result.environment.get(k) is not None}
-    profile = fit_profile(result.rows, gpu=gpu, dtype=args.dtype, environment=environment)
+    profile = fit_profile(result.rows, gpu=gpu, dtype=args.dtype, environment=environment, kernels=kernels)
     paths = [save(profile, profile_dir() / f"{gpu.key}.json")] if not args.no_install else []
     if args.out:
         paths.append(save(profile, args.out))
@@ -497,6 +505,9 @@ def cmd_calibrate(args) -> int:
     console.print(f"fitted on {fit['gemm_cases']} GEMMs, {fit['flash_cases']} attention and {fit['memory_cases']} "
                   f"memory-bound ops: median |log error| of the GEMMs {fit['median_abs_log_error_spec']:.3f} "
                   f"(spec model) -> {fit['median_abs_log_error_fitted']:.3f} (profile)")
+    if fit["cutlass_kernels"]:
+        console.print(f"misaligned GEMMs: {fit['cutlass_kernels']} CUTLASS kernel configurations fitted, "
+                      f"{fit['cutlass_choices']} shapes to choose them by")
     for path in paths:
         console.print(f"profile for {gpu.key} written to {path}")
     return 0

@@ -14,8 +14,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cost import (CUTLASS_TERMS, LAYOUTS, SPEC, CostParams, _align_class, _flash_cost, cutlass_terms,
-                   predict_gemm)
+from .cost import (
+    LAYOUTS,
+    SPEC,
+    CostParams,
+    _align_class,
+    _flash_cost,
+    cutlass_terms,
+    predict_gemm,
+)
 from .errors import ShapewiseError
 from .hardware import GPU
 from .ops import Op

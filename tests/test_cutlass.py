@@ -1,0 +1,145 @@
+"""Misaligned GEMMs timed as the CUTLASS kernels cuBLAS runs for them: kernel names parsed, the
+per-configuration fit recovers a known model from noisy synthetic measurements, the nearest
+calibration shape picks the kernel, and only misaligned single GEMMs are affected."""
+
+
+import numpy as np
+import pytest
+
+from shapewise import predict_gemm
+from shapewise.cost import CUTLASS_MIN_SLICE, CUTLASS_SPLITS, SPEC, cutlass_terms
+from shapewise.fit import cutlass_config, fit_cutlass
+from shapewise.hardware import get_gpu
+from shapewise.profile import Profile, find, load, save
+
+H200 = get_gpu("h200")
+# Two configurations of a made-up GPU's cuBLAS, as (name, occupancy, coefficients of CUTLASS_TERMS in ms).
+SMALL = ("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_64x64_nn_align1>(Params)", 4,
+         (0.005, 4e-6, 2e-5, 4e-4, 0.0, 0.0))
+LARGE = ("void cutlass::Kernel2<cutlass_75_tensorop_s1688gemm_bf16_128x128_nn_align1>(Params)", 2,
+         (0.006, 1.5e-5, 2.5e-5, 2e-3, 1e-9, 0.004))
+
+
+def truth(m, n, k):
+    """What the made-up cuBLAS runs for an nn GEMM with odd n (small outputs on 64×64 tiles, large ones
+    on 128×128 with split-K as fast as it goes), and how long it takes."""
+    name, occupancy, coef = SMALL if m * n < 2**20 else LARGE
+    tile = 64 if name is SMALL[0] else 128
+    splits = np.array([s for s in CUTLASS_SPLITS if s == 1 or -(-k // s) >= CUTLASS_MIN_SLICE])
+    if name is LARGE[0]:
+        splits = splits[splits > 1] if (splits > 1).any() else splits
+    times = cutlass_terms(m, n, k, 1, tile, tile, splits, occupancy, H200.num_sms) @ np.array(coef)
+    best = int(np.argmin(times))
+    return name, int(splits[best]), float(times[best])
+
+
+def shapes(count, seed):
+    rng = np.random.default_rng(seed)
+    m, k = (np.round(2 ** rng.uniform(5, 13, count)).astype(int) for _ in range(2))
+    n = np.round(2 ** rng.uniform(5, 13, count)).astype(int) // 2 * 2 + 1  # odd: an align1 kernel
+    return list(zip(m.tolist(), n.tolist(), k.tolist()))
+
+
+def measured(count, seed, noise=0.02):
+    rng = np.random.default_rng(seed + 100)
+    rows = []
+    for m, n, k in shapes(count, seed):
+        name, splits, ms = truth(m, n, k)
+        rows.append(dict(m=m, n=n, k=k, batch=1, layout="nn", time_ms=ms * np.exp(rng.normal(0, noise)),
+                         kernels=[name, "void cutlass::Kernel2<splitKreduce_kernel>"], grids=[f"8x4x{splits}", "64x1x1"]))
+    return rows
+
+
+def test_kernel_names_are_read_as_cuBLAS_spells_them():
+    assert cutlass_config(SMALL[0]) == (0, 64, 64, 0)
+    assert cutlass_config(LARGE[0]) == (0, 128, 128, 1)  # fp32 partials: split-K with a reduction
+    assert cutlass_config("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_64x3_nt_align2>"
+                          "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_64x3_nt_align2::Params)") == (1, 256, 128, 0)
+    assert cutlass_config("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_nn_align2>"
+                          "(Params)") == (2, 32, 32, 0)
+    assert cutlass_config("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT") is None
+    assert cutlass_config("void splitKreduce_kernel<32, 16, int, float>") is None
+
+
+def test_fit_recovers_known_kernels_and_predicts_held_out_shapes():
+    params = fit_cutlass(measured(300, seed=0), SPEC, gpu=H200)
+    kernels = {(row[1], row[3]): row for row in params.cutlass_kernels}
+    assert set(kernels) == {(64, 0), (128, 1)} and len(params.cutlass_choices) == 300
+    for (name, occupancy, coef), key in ((SMALL, (64, 0)), (LARGE, (128, 1))):
+        row = kernels[key]
+        assert row[0] == 0 and row[4] == 0 and row[5] == occupancy  # Turing, layout nn
+        big = [i for i, c in enumerate(coef) if c > 1e-6]  # the terms that carry the time
+        assert np.allclose(np.array(row[6:])[big], np.array(coef)[big], rtol=0.25)
+    held_out = shapes(200, seed=1)
+    m, n, k = (np.array(x) for x in zip(*held_out))
+    want = np.array([truth(*s)[2] for s in held_out])
+    fitted = predict_gemm(m, n, k, layout="nn", gpu=H200, params=params)
+    err = np.abs(fitted.time_ms / want - 1)
+    assert np.median(err) < 0.03 and np.percentile(err, 90) < 0.15
+    spec = predict_gemm(m, n, k, layout="nn", gpu=H200, params=SPEC)
+    assert np.median(np.abs(spec.time_ms / want - 1)) > 5 * np.median(err)
+    # each shape's tile is the one its nearest calibration shape ran
+    tiles = np.array([64 if truth(*s)[0] == SMALL[0] else 128 for s in held_out])
+    assert np.mean(fitted.tile[:, 0] == tiles) > 0.9
+
+
+def test_only_misaligned_single_gemms_use_the_kernels():
+    params = fit_cutlass(measured(120, seed=2), SPEC, gpu=H200)
+    m, n, k = np.array([512, 4096, 333, 1024]), np.array([1024, 4096, 1001, 2048]), np.array([256, 4096, 777, 64])
+    for layout, batch in (("nn", 1), ("nn", 8), ("nt", 1), ("tn", 1)):
+        with_tables = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=H200, params=params)
+        without = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=H200, params=SPEC)
+        changed = with_tables.time_ms != without.time_ms
+        # n = 1001 is odd; the tables hold nn shapes only, so only nn single GEMMs with it change
+        assert changed.tolist() == [False, False, layout == "nn" and batch == 1, False]
+    one = predict_gemm(333, 1001, 777, layout="nn", gpu=H200, params=params)
+    assert sum(one.losses.values()) == pytest.approx(one.time_ms - one.flops / (one.peak_tflops * 1e9), rel=1e-9)
+    assert one.losses["misalign"] > 0
+
+
+def test_the_shipped_profile_agrees_with_itself_one_shape_at_a_time():
+    params = find("h200").params
+    assert params.cutlass_kernels and params.cutlass_choices
+    rng = np.random.default_rng(5)
+    m, n, k = (rng.integers(16, 8192, 64) for _ in range(3))
+    layouts = rng.choice(["nn", "nt", "tn"], 64)
+    many = predict_gemm(m, n, k, layout=layouts, gpu="h200", params=params)
+    for i in range(64):
+        one = predict_gemm(int(m[i]), int(n[i]), int(k[i]), layout=str(layouts[i]), gpu="h200", params=params)
+        assert one.time_ms == pytest.approx(float(many.time_ms[i]), rel=1e-12)
+        assert one.tile == tuple(int(x) for x in many.tile[i]) and one.split_k == int(many.split_k[i])
+
+
+def test_kernel_tables_round_trip_through_a_profile_file(tmp_path):
+    params = fit_cutlass(measured(60, seed=3), SPEC, gpu=H200)
+    back = load(save(Profile(gpu="h200", params=params), tmp_path / "p.json"))
+    assert back.params.cutlass_kernels == params.cutlass_kernels
+    assert back.params.cutlass_choices == params.cutlass_choices
+
+
+def test_the_census_names_nothing_on_a_cpu(tmp_path):
+    pytest.importorskip("torch")
+    from shapewise.bench import KERNELS, gemm_cases, kernel_census
+    from shapewise.store import Store
+
+    with Store(tmp_path / "r.db") as store:
+        assert kernel_census(gemm_cases([64], [65], [64]), store=store, device="cpu") == 0
+        assert store.rows(bench=KERNELS) == []
+
+
+@pytest.mark.gpu
+def test_the_census_names_cuBLAS_kernels_on_a_gpu(tmp_path):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from shapewise.bench import census_rows, gemm_cases, kernel_census
+    from shapewise.store import Store
+
+    cases = gemm_cases([1024], [1025, 1024], [512])
+    with Store(tmp_path / "r.db") as store:
+        assert kernel_census(cases, store=store, device="cuda", progress=False) == 2
+        assert kernel_census(cases, store=store, device="cuda", progress=False) == 0  # resumes: nothing left
+        found = census_rows(store)
+    misaligned, aligned = (found[c.key] for c in cases)
+    assert any(cutlass_config(name) for name in misaligned["kernels"])  # odd n: a CUTLASS align1 kernel
+    assert aligned["kernels"] and all(g.count("x") == 2 for g in aligned["grids"])
