@@ -538,10 +538,12 @@ def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], 
     import json
     import os
     import tempfile
+    import warnings
 
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with warnings.catch_warnings(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        warnings.simplefilter("ignore")  # the profiler's notes on its own cycles are not the user's business
         for i, case in enumerate(cases):
             fn = context = None
             try:

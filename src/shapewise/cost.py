@@ -135,8 +135,9 @@ class CostParams:
     # occupancy; then the coefficients of CUTLASS_TERMS, in ms).
     cutlass_kernels: tuple[tuple[float, ...], ...] = ()
     # Which configuration cuBLAS ran for each misaligned single GEMM of the calibration: (layout
-    # index, worst alignment class, log2 m, log2 n, log2 k, row of cutlass_kernels). A shape takes
-    # the configuration of its nearest calibration shape of the same layout and class.
+    # index, worst alignment class, log2 m, log2 n, log2 k, row of cutlass_kernels, ln(measured /
+    # predicted)). A shape takes the configuration of its nearest calibration shape of the same
+    # layout and class, and a correction from the residuals nearby, as the residual table's.
     cutlass_choices: tuple[tuple[float, ...], ...] = ()
 
 
@@ -352,19 +353,20 @@ def cutlass_terms(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> np.nda
 @functools.lru_cache(maxsize=8)
 def _cutlass_tables(kernels: tuple, choices: tuple) -> tuple[np.ndarray, np.ndarray]:
     return (np.array(kernels, dtype=float).reshape(-1, 6 + len(CUTLASS_TERMS)),
-            np.array(choices, dtype=float).reshape(-1, 6))
+            np.array(choices, dtype=float).reshape(-1, 7))
 
 
 def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
     """Misaligned single GEMMs timed as the CUTLASS kernel cuBLAS runs for them: the configuration
     of the nearest calibration shape (log2 dims) of the same layout and alignment class, at its
-    fastest split. Returns (served, ms, tile, split), each shaped as m; served is False where the
-    profile has no such shapes."""
+    fastest split, corrected by the residuals of the calibration shapes nearby (as _residual_factor
+    does). Returns (served, ms, tile, split), each shaped as m; served is False where the profile
+    has no such shapes."""
     kernels, choices = _cutlass_tables(p.cutlass_kernels, p.cutlass_choices)
     shape = np.shape(m)
     m, n, k, batch, layout_index, worst = (np.broadcast_to(x, shape).ravel()
                                            for x in (m, n, k, batch, layout_index, worst))
-    config = np.full(m.shape, -1)
+    config, correction = np.full(m.shape, -1), np.zeros(m.shape)
     coords = np.log2(np.stack([m, n, k], axis=1).astype(float))
     wanted = (batch == 1) & (worst > 0)
     for layout, cls in {(int(a), int(b)) for a, b in zip(layout_index[wanted], worst[wanted])}:
@@ -372,12 +374,16 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
         theirs = (choices[:, 0] == layout) & (choices[:, 1] == cls)
         if not theirs.any():
             continue
-        points, rows = choices[theirs, 2:5], choices[theirs, 5].astype(np.int64)
+        points, rows, residuals = choices[theirs, 2:5], choices[theirs, 5].astype(np.int64), choices[theirs, 6]
+        base = residuals.sum() / (len(residuals) + 1)
         for start in range(0, len(mine), 16384):  # bounded memory for many shapes at once
             part = mine[start:start + 16384]
-            # squared distances as |a|² - 2a·b + |b|² (a matrix product: fast); |a|² is the same along a row
-            d2 = (points ** 2).sum(axis=1)[None, :] - 2 * coords[part] @ points.T
+            # squared distances as |a|² - 2a·b + |b|² (a matrix product: fast)
+            d2 = np.maximum((coords[part] ** 2).sum(axis=1)[:, None] + (points ** 2).sum(axis=1)[None, :]
+                            - 2 * coords[part] @ points.T, 0.0)
             config[part] = rows[np.argmin(d2, axis=1)]
+            w = np.exp(-d2 / (2 * p.residual_octaves ** 2))
+            correction[part] = base + (w @ (residuals - base)) / (w.sum(axis=1) + p.residual_prior)
     served = config >= 0
     ms, tile, split = np.zeros(m.shape), np.zeros(m.shape + (2,), dtype=np.int64), np.ones(m.shape, dtype=np.int64)
     if served.any():
@@ -391,7 +397,7 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
         partials = row[:, 3:4] > 0  # a kernel that writes fp32 partials runs split when it can
         valid &= ~partials | (splits > 1) | ~(valid & (splits > 1)).any(axis=1, keepdims=True)
         best = np.argmin(np.where(valid, t, np.inf), axis=1)
-        ms[served] = np.take_along_axis(t, best[:, None], axis=1)[:, 0]
+        ms[served] = np.take_along_axis(t, best[:, None], axis=1)[:, 0] * np.exp(correction[served])
         tile[served] = row[:, 1:3].astype(np.int64)
         split[served] = splits[best]
     return served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape)

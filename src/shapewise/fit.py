@@ -301,7 +301,7 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
         config, grid = found[0]
         splits = int(grid.split("x")[2]) if r["batch"] == 1 and grid.count("x") == 2 else 1
         cases[(*config, layout)].append(dict(r, splits=splits, worst=worst))
-    kernels, choices = [], []
+    kernels, choices, chosen = [], [], []
     for (family, tm, tn, partials, layout), mine in sorted(cases.items()):
         if len(mine) < CUTLASS_MIN_CASES:
             continue
@@ -317,6 +317,17 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
         _, occupancy, coef = best
         index = len(kernels)
         kernels.append((family, tm, tn, partials, layout, occupancy, *(float(f"{c:.6g}") for c in coef)))
+        singles = [c for c in mine if c["batch"] == 1]
         choices += [(layout, c["worst"], *(round(float(np.log2(c[key])), 4) for key in ("m", "n", "k")), index)
-                    for c in mine if c["batch"] == 1]
-    return dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=tuple(choices))
+                    for c in singles]
+        chosen += singles
+    # Each choice's residual against what the tables predict for its own shape (its own configuration
+    # at the fastest split), with no residuals yet.
+    bare = dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=tuple(r + (0.0,) for r in choices))
+    if not chosen:
+        return bare
+    col = lambda key: np.array([c[key] for c in chosen])  # noqa: E731
+    predicted = predict_gemm(col("m"), col("n"), col("k"), layout=col("layout"), gpu=gpu, dtype=dtype,
+                             params=bare).time_ms
+    residuals = np.log(col("time_ms") / predicted)
+    return dataclasses.replace(bare, cutlass_choices=tuple(r + (round(float(e), 5),) for r, e in zip(choices, residuals)))
