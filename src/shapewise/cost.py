@@ -136,20 +136,26 @@ class CostParams:
     cutlass_kernels: tuple[tuple[float, ...], ...] = ()
     # Which configuration cuBLAS ran for each misaligned single GEMM of the calibration: (layout
     # index, worst alignment class, log2 m, log2 n, log2 k, row of cutlass_kernels, ln(measured /
-    # predicted)). A shape takes the configuration of its nearest calibration shape of the same
-    # layout and class, and a correction from the residuals nearby, as the residual table's.
+    # predicted)). A shape takes the faster configuration of its nearest calibration shapes of the
+    # same layout and class (_cutlass_ms), and a correction from the residuals nearby, as the
+    # residual table's.
     cutlass_choices: tuple[tuple[float, ...], ...] = ()
 
 
 SPEC = CostParams()
 
 CUTLASS_FAMILIES = ("Turing CUTLASS align1", "Ampere CUTLASS align2", "Ampere WMMA")
-# The terms of a CUTLASS kernel's time (_cutlass_terms), each with a fitted coefficient.
+# The terms of a CUTLASS kernel's time (cutlass_terms), each with a fitted coefficient.
 CUTLASS_TERMS = ("launch", "k-steps", "k-steps per resident group", "epilogues", "partials", "reduction launch")
 # How many slices cuBLAS cuts K into for these kernels (seen up to 130 on the H200), a slice at least
 # CUTLASS_MIN_SLICE long; the fastest under the kernel's own model is taken, as cuBLAS mostly does.
 CUTLASS_SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
 CUTLASS_MIN_SLICE = 64
+# A shape's kernel is the faster of those its nearest calibration shapes ran: two, chosen by
+# leave-one-out on the H200 calibration (one: 5.1% median, 19.4% p90; two: 4.9%, 16.8%; three and
+# more: no better). cuBLAS picks a fast kernel, and two neighbours more often hold it.
+CUTLASS_NEIGHBOURS = 2
+CHUNK = 16384  # shapes at a time where a step makes an array per shape and candidate
 LOSS_NAMES = ("kernel", "tile", "wave", "misalign", "memory", "launch")
 
 
@@ -357,49 +363,59 @@ def _cutlass_tables(kernels: tuple, choices: tuple) -> tuple[np.ndarray, np.ndar
 
 
 def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
-    """Misaligned single GEMMs timed as the CUTLASS kernel cuBLAS runs for them: the configuration
-    of the nearest calibration shape (log2 dims) of the same layout and alignment class, at its
-    fastest split, corrected by the residuals of the calibration shapes nearby (as _residual_factor
-    does). Returns (served, ms, tile, split), each shaped as m; served is False where the profile
-    has no such shapes."""
+    """Misaligned single GEMMs timed as the CUTLASS kernel cuBLAS runs for them: the faster of the
+    configurations its CUTLASS_NEIGHBOURS nearest calibration shapes (log2 dims, same layout and
+    alignment class) ran, each at its fastest split, corrected by the residuals of the calibration
+    shapes nearby (as _residual_factor does). Returns (served, ms, tile, split), each shaped as m;
+    served is False where the profile has no such shapes."""
     kernels, choices = _cutlass_tables(p.cutlass_kernels, p.cutlass_choices)
     shape = np.shape(m)
     m, n, k, batch, layout_index, worst = (np.broadcast_to(x, shape).ravel()
                                            for x in (m, n, k, batch, layout_index, worst))
-    config, correction = np.full(m.shape, -1), np.zeros(m.shape)
+    config, correction = np.full(m.shape + (CUTLASS_NEIGHBOURS,), -1), np.zeros(m.shape)
     coords = np.log2(np.stack([m, n, k], axis=1).astype(float))
     wanted = (batch == 1) & (worst > 0)
-    for layout, cls in {(int(a), int(b)) for a, b in zip(layout_index[wanted], worst[wanted])}:
+    for code in np.unique(layout_index[wanted] * 3 + worst[wanted]):
+        layout, cls = divmod(int(code), 3)
         mine = np.flatnonzero(wanted & (layout_index == layout) & (worst == cls))
         theirs = (choices[:, 0] == layout) & (choices[:, 1] == cls)
         if not theirs.any():
             continue
         points, rows, residuals = choices[theirs, 2:5], choices[theirs, 5].astype(np.int64), choices[theirs, 6]
         base = residuals.sum() / (len(residuals) + 1)
-        for start in range(0, len(mine), 16384):  # bounded memory for many shapes at once
-            part = mine[start:start + 16384]
+        nearest = min(CUTLASS_NEIGHBOURS, len(points))
+        for start in range(0, len(mine), CHUNK):  # bounded memory for many shapes at once
+            part = mine[start:start + CHUNK]
             # squared distances as |a|² - 2a·b + |b|² (a matrix product: fast)
             d2 = np.maximum((coords[part] ** 2).sum(axis=1)[:, None] + (points ** 2).sum(axis=1)[None, :]
                             - 2 * coords[part] @ points.T, 0.0)
-            config[part] = rows[np.argmin(d2, axis=1)]
-            w = np.exp(-d2 / (2 * p.residual_octaves ** 2))
+            # single precision: a smoothing weight needs no more, and the exponentials are most of the time here
+            w = np.exp(d2.astype(np.float32) * np.float32(-0.5 / p.residual_octaves ** 2))
+            for i in range(CUTLASS_NEIGHBOURS):  # the nearest, then the next (argmin beats a partition here)
+                first = np.argmin(d2, axis=1)
+                config[part, i] = rows[first]
+                if i + 1 < nearest:
+                    d2[np.arange(len(part)), first] = np.inf
             correction[part] = base + (w @ (residuals - base)) / (w.sum(axis=1) + p.residual_prior)
-    served = config >= 0
+    served = config[:, 0] >= 0
     ms, tile, split = np.zeros(m.shape), np.zeros(m.shape + (2,), dtype=np.int64), np.ones(m.shape, dtype=np.int64)
-    if served.any():
-        row = kernels[config[served]]
-        splits = np.array(CUTLASS_SPLITS)
-        kk = k[served][:, None]
-        terms = cutlass_terms(m[served][:, None], n[served][:, None], kk, 1, row[:, 1:2], row[:, 2:3], splits,
-                              row[:, 5:6], sms)
-        t = (terms * row[:, None, 6:]).sum(axis=-1)
+    splits = np.array(CUTLASS_SPLITS)
+    for start in range(0, int(served.sum()), CHUNK):
+        part = np.flatnonzero(served)[start:start + CHUNK]
+        row = kernels[config[part]]  # shapes × neighbours × columns
+        kk = k[part][:, None, None]
+        terms = cutlass_terms(m[part][:, None, None], n[part][:, None, None], kk, 1, row[..., 1:2], row[..., 2:3],
+                              splits, row[..., 5:6], sms)
+        t = (terms * row[:, :, None, 6:]).sum(axis=-1)  # shapes × neighbours × splits
         valid = (splits == 1) | (-(-kk // splits) >= CUTLASS_MIN_SLICE)
-        partials = row[:, 3:4] > 0  # a kernel that writes fp32 partials runs split when it can
-        valid &= ~partials | (splits > 1) | ~(valid & (splits > 1)).any(axis=1, keepdims=True)
-        best = np.argmin(np.where(valid, t, np.inf), axis=1)
-        ms[served] = np.take_along_axis(t, best[:, None], axis=1)[:, 0] * np.exp(correction[served])
-        tile[served] = row[:, 1:3].astype(np.int64)
-        split[served] = splits[best]
+        partials = row[..., 3:4] > 0  # a kernel that writes fp32 partials runs split when it can
+        valid = valid & (~partials | (splits > 1) | ~(valid & (splits > 1)).any(axis=-1, keepdims=True))
+        t = np.where(valid, t, np.inf).reshape(len(part), -1)
+        best = np.argmin(t, axis=1)
+        ms[part] = t[np.arange(len(part)), best] * np.exp(correction[part])
+        chosen = row[np.arange(len(part)), best // len(splits)]
+        tile[part] = chosen[:, 1:3].astype(np.int64)
+        split[part] = splits[best % len(splits)]
     return served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape)
 
 
