@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from shapewise import predict_gemm
-from shapewise.cost import CUTLASS_MIN_SLICE, CUTLASS_SPLITS, SPEC, cutlass_terms
+from shapewise.cost import CUTLASS_MIN_SLICE, CUTLASS_SPLITS, KERNEL_COLUMNS, SPEC, cutlass_terms
 from shapewise.fit import cutlass_config, fit_cutlass
 from shapewise.hardware import get_gpu
 from shapewise.profile import Profile, find, load, save
@@ -51,13 +51,23 @@ def measured(count, seed, noise=0.02):
     return rows
 
 
+def batched(count, seed, batch=16):
+    """Batched GEMMs the made-up cuBLAS runs on 64×64 tiles, unsplit, the batch over the grid's z."""
+    name, occupancy, coef = SMALL
+    rows = []
+    for m, n, k in shapes(count, seed):
+        ms = float(cutlass_terms(m, n, k, batch, 64, 64, 1, occupancy, H200.num_sms) @ np.array(coef))
+        rows.append(dict(m=m, n=n, k=k, batch=batch, layout="nn", time_ms=ms, kernels=[name], grids=[f"8x4x{batch}"]))
+    return rows
+
+
 def test_kernel_names_are_read_as_cuBLAS_spells_them():
-    assert cutlass_config(SMALL[0]) == (0, 64, 64, 0)
-    assert cutlass_config(LARGE[0]) == (0, 128, 128, 1)  # fp32 partials: split-K with a reduction
+    assert cutlass_config(SMALL[0]) == (0, 64, 64, 0, 0, 0)  # Turing kernels name no K block or stages
+    assert cutlass_config(LARGE[0]) == (0, 128, 128, 1, 0, 0)  # fp32 partials: split-K with a reduction
     assert cutlass_config("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_64x3_nt_align2>"
-                          "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_64x3_nt_align2::Params)") == (1, 256, 128, 0)
+                          "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_64x3_nt_align2::Params)") == (1, 256, 128, 0, 64, 3)
     assert cutlass_config("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_nn_align2>"
-                          "(Params)") == (2, 32, 32, 0)
+                          "(Params)") == (2, 32, 32, 0, 128, 2)
     assert cutlass_config("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT") is None
     assert cutlass_config("void splitKreduce_kernel<32, 16, int, float>") is None
 
@@ -70,7 +80,7 @@ def test_fit_recovers_known_kernels_and_predicts_held_out_shapes():
         row = kernels[key]
         assert row[0] == 0 and row[4] == 0 and row[5] == occupancy  # Turing, layout nn
         big = [i for i, c in enumerate(coef) if c > 1e-6]  # the terms that carry the time
-        assert np.allclose(np.array(row[6:])[big], np.array(coef)[big], rtol=0.25)
+        assert np.allclose(np.array(row[KERNEL_COLUMNS:])[big], np.array(coef)[big], rtol=0.25)
     held_out = shapes(200, seed=1)
     m, n, k = (np.array(x) for x in zip(*held_out))
     want = np.array([truth(*s)[2] for s in held_out])
@@ -84,14 +94,24 @@ def test_fit_recovers_known_kernels_and_predicts_held_out_shapes():
     assert np.mean(fitted.tile[:, 0] == tiles) > 0.9
 
 
-def test_only_misaligned_single_gemms_use_the_kernels():
+def test_batched_gemms_choose_among_batched_shapes():
+    params = fit_cutlass(measured(120, seed=6) + batched(60, seed=7), SPEC, gpu=H200)
+    assert sum(1 for row in params.cutlass_choices if row[5] > 0) == 60  # log2 batch kept
+    held_out = batched(40, seed=8)
+    m, n, k = (np.array([r[key] for r in held_out]) for key in "mnk")
+    got = predict_gemm(m, n, k, batch=16, layout="nn", gpu=H200, params=params)
+    want = np.array([r["time_ms"] for r in held_out])
+    assert np.median(np.abs(got.time_ms / want - 1)) < 0.03 and (got.split_k == 1).all()  # a batch is not split
+
+
+def test_only_misaligned_gemms_of_the_calibrated_kinds_use_the_kernels():
     params = fit_cutlass(measured(120, seed=2), SPEC, gpu=H200)
     m, n, k = np.array([512, 4096, 333, 1024]), np.array([1024, 4096, 1001, 2048]), np.array([256, 4096, 777, 64])
     for layout, batch in (("nn", 1), ("nn", 8), ("nt", 1), ("tn", 1)):
         with_tables = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=H200, params=params)
         without = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=H200, params=SPEC)
         changed = with_tables.time_ms != without.time_ms
-        # n = 1001 is odd; the tables hold nn shapes only, so only nn single GEMMs with it change
+        # n = 1001 is odd; the tables hold nn single GEMMs only, so only those change
         assert changed.tolist() == [False, False, layout == "nn" and batch == 1, False]
     one = predict_gemm(333, 1001, 777, layout="nn", gpu=H200, params=params)
     assert sum(one.losses.values()) == pytest.approx(one.time_ms - one.flops / (one.peak_tflops * 1e9), rel=1e-9)
@@ -152,7 +172,7 @@ def test_the_choices_residuals_correct_what_the_kernel_terms_miss():
     for r in rows:
         r["time_ms"] *= 1.25 if r["k"] > 1024 else 1.0
     params = fit_cutlass(rows, SPEC, gpu=H200)
-    bare = dataclasses.replace(params, cutlass_choices=tuple(r[:6] + (0.0,) for r in params.cutlass_choices))
+    bare = dataclasses.replace(params, cutlass_choices=tuple(r[:7] + (0.0,) for r in params.cutlass_choices))
     held_out = [s for s in shapes(300, seed=5) if s[2] > 2048]
     m, n, k = (np.array(x) for x in zip(*held_out))
     want = np.array([truth(*s)[2] for s in held_out]) * 1.25

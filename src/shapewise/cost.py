@@ -132,13 +132,14 @@ class CostParams:
     # align1 tiles; even: Ampere align2 and 32×32 WMMA), each with a time model of its own (see
     # _cutlass_ms). One row per kernel configuration: (family: 0 Turing, 1 Ampere, 2 WMMA; tile
     # rows; tile cols; 1 if it writes fp32 partials for a split-K reduction; layout index;
-    # occupancy; then the coefficients of CUTLASS_TERMS, in ms).
+    # occupancy; K block and pipeline stages, 0 where the name gives none; then the coefficients
+    # of CUTLASS_TERMS, in ms).
     cutlass_kernels: tuple[tuple[float, ...], ...] = ()
-    # Which configuration cuBLAS ran for each misaligned single GEMM of the calibration: (layout
-    # index, worst alignment class, log2 m, log2 n, log2 k, row of cutlass_kernels, ln(measured /
-    # predicted)). A shape takes the faster configuration of its nearest calibration shapes of the
-    # same layout and class (_cutlass_ms), and a correction from the residuals nearby, as the
-    # residual table's.
+    # Which configuration cuBLAS ran for each misaligned GEMM and batched GEMM of the calibration:
+    # (layout index, worst alignment class, log2 m, log2 n, log2 k, log2 batch, row of
+    # cutlass_kernels, ln(measured / predicted)). A shape takes the fastest configuration of its
+    # nearest calibration shapes of the same layout, class and batchedness (_cutlass_ms), and a
+    # correction from the residuals nearby, as the residual table's.
     cutlass_choices: tuple[tuple[float, ...], ...] = ()
 
 
@@ -151,10 +152,12 @@ CUTLASS_TERMS = ("launch", "k-steps", "k-steps per resident group", "epilogues",
 # CUTLASS_MIN_SLICE long; the fastest under the kernel's own model is taken, as cuBLAS mostly does.
 CUTLASS_SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
 CUTLASS_MIN_SLICE = 64
-# A shape's kernel is the faster of those its nearest calibration shapes ran: two, chosen by
-# leave-one-out on the H200 calibration (one: 5.1% median, 19.4% p90; two: 4.9%, 16.8%; three and
-# more: no better). cuBLAS picks a fast kernel, and two neighbours more often hold it.
-CUTLASS_NEIGHBOURS = 2
+# A shape's kernel is the fastest of those its nearest calibration shapes ran, (single GEMMs,
+# batched GEMMs) of them: cuBLAS picks a fast kernel, and a few neighbours more often hold it.
+# Chosen by leave-one-out on the H200 calibration, mean |log error| (benchmarks/kernel_model.py):
+# single GEMMs 0.083, 0.074, 0.075 for one, two, three; batched 0.080, 0.083, 0.088 for 4, 8, 12.
+CUTLASS_NEIGHBOURS = (2, 4)
+KERNEL_COLUMNS = 8  # cutlass_kernels' columns before the coefficients
 CHUNK = 16384  # shapes at a time where a step makes an array per shape and candidate
 LOSS_NAMES = ("kernel", "tile", "wave", "misalign", "memory", "launch")
 
@@ -358,32 +361,33 @@ def cutlass_terms(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> np.nda
 
 @functools.lru_cache(maxsize=8)
 def _cutlass_tables(kernels: tuple, choices: tuple) -> tuple[np.ndarray, np.ndarray]:
-    return (np.array(kernels, dtype=float).reshape(-1, 6 + len(CUTLASS_TERMS)),
-            np.array(choices, dtype=float).reshape(-1, 7))
+    return (np.array(kernels, dtype=float).reshape(-1, KERNEL_COLUMNS + len(CUTLASS_TERMS)),
+            np.array(choices, dtype=float).reshape(-1, 8))
 
 
 def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
-    """Misaligned single GEMMs timed as the CUTLASS kernel cuBLAS runs for them: the faster of the
-    configurations its CUTLASS_NEIGHBOURS nearest calibration shapes (log2 dims, same layout and
-    alignment class) ran, each at its fastest split, corrected by the residuals of the calibration
-    shapes nearby (as _residual_factor does). Returns (served, ms, tile, split), each shaped as m;
-    served is False where the profile has no such shapes."""
+    """Misaligned GEMMs and batched GEMMs timed as the CUTLASS kernel cuBLAS runs for them: the
+    fastest of the configurations their nearest calibration shapes (CUTLASS_NEIGHBOURS of them; log2
+    dims; the same layout, alignment class and batchedness) ran, each at its fastest split (a batch
+    is not split), corrected by the residuals of the calibration shapes nearby (as _residual_factor
+    does). Returns (served, ms, tile, split), each shaped as m; served is False where the profile
+    has no such shapes."""
     kernels, choices = _cutlass_tables(p.cutlass_kernels, p.cutlass_choices)
     shape = np.shape(m)
     m, n, k, batch, layout_index, worst = (np.broadcast_to(x, shape).ravel()
                                            for x in (m, n, k, batch, layout_index, worst))
-    config, correction = np.full(m.shape + (CUTLASS_NEIGHBOURS,), -1), np.zeros(m.shape)
-    coords = np.log2(np.stack([m, n, k], axis=1).astype(float))
-    wanted = (batch == 1) & (worst > 0)
-    for code in np.unique(layout_index[wanted] * 3 + worst[wanted]):
-        layout, cls = divmod(int(code), 3)
-        mine = np.flatnonzero(wanted & (layout_index == layout) & (worst == cls))
-        theirs = (choices[:, 0] == layout) & (choices[:, 1] == cls)
+    most = max(CUTLASS_NEIGHBOURS)
+    config, correction = np.full(m.shape + (most,), -1), np.zeros(m.shape)
+    coords = np.log2(np.stack([m, n, k, batch], axis=1).astype(float))
+    group = (layout_index * 3 + worst) * 2 + (batch > 1)
+    theirs_group = (choices[:, 0] * 3 + choices[:, 1]) * 2 + (choices[:, 5] > 0)
+    for code in np.unique(group[worst > 0]):
+        mine, theirs = np.flatnonzero(group == code), theirs_group == code
         if not theirs.any():
             continue
-        points, rows, residuals = choices[theirs, 2:5], choices[theirs, 5].astype(np.int64), choices[theirs, 6]
+        points, rows, residuals = choices[theirs, 2:6], choices[theirs, 6].astype(np.int64), choices[theirs, 7]
         base = residuals.sum() / (len(residuals) + 1)
-        nearest = min(CUTLASS_NEIGHBOURS, len(points))
+        count = CUTLASS_NEIGHBOURS[int(code) % 2]
         for start in range(0, len(mine), CHUNK):  # bounded memory for many shapes at once
             part = mine[start:start + CHUNK]
             # squared distances as |a|² - 2a·b + |b|² (a matrix product: fast)
@@ -391,23 +395,23 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
                             - 2 * coords[part] @ points.T, 0.0)
             # single precision: a smoothing weight needs no more, and the exponentials are most of the time here
             w = np.exp(d2.astype(np.float32) * np.float32(-0.5 / p.residual_octaves ** 2))
-            for i in range(CUTLASS_NEIGHBOURS):  # the nearest, then the next (argmin beats a partition here)
-                first = np.argmin(d2, axis=1)
-                config[part, i] = rows[first]
-                if i + 1 < nearest:
-                    d2[np.arange(len(part)), first] = np.inf
             correction[part] = base + (w @ (residuals - base)) / (w.sum(axis=1) + p.residual_prior)
+            for i in range(most):  # the nearest, then the next (argmin beats a partition here)
+                if i < min(count, len(points)):
+                    first = np.argmin(d2, axis=1)
+                    d2[np.arange(len(part)), first] = np.inf
+                config[part, i] = rows[first]  # past the count: the last one again
     served = config[:, 0] >= 0
     ms, tile, split = np.zeros(m.shape), np.zeros(m.shape + (2,), dtype=np.int64), np.ones(m.shape, dtype=np.int64)
     splits = np.array(CUTLASS_SPLITS)
     for start in range(0, int(served.sum()), CHUNK):
         part = np.flatnonzero(served)[start:start + CHUNK]
         row = kernels[config[part]]  # shapes × neighbours × columns
-        kk = k[part][:, None, None]
-        terms = cutlass_terms(m[part][:, None, None], n[part][:, None, None], kk, 1, row[..., 1:2], row[..., 2:3],
+        kk, bb = k[part][:, None, None], batch[part][:, None, None]
+        terms = cutlass_terms(m[part][:, None, None], n[part][:, None, None], kk, bb, row[..., 1:2], row[..., 2:3],
                               splits, row[..., 5:6], sms)
-        t = (terms * row[:, :, None, 6:]).sum(axis=-1)  # shapes × neighbours × splits
-        valid = (splits == 1) | (-(-kk // splits) >= CUTLASS_MIN_SLICE)
+        t = (terms * row[:, :, None, KERNEL_COLUMNS:]).sum(axis=-1)  # shapes × neighbours × splits
+        valid = (splits == 1) | ((-(-kk // splits) >= CUTLASS_MIN_SLICE) & (bb == 1))
         partials = row[..., 3:4] > 0  # a kernel that writes fp32 partials runs split when it can
         valid = valid & (~partials | (splits > 1) | ~(valid & (splits > 1)).any(axis=-1, keepdims=True))
         t = np.where(valid, t, np.inf).reshape(len(part), -1)

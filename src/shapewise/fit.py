@@ -254,20 +254,22 @@ def fit_comm(rows: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
 # A CUTLASS GEMM kernel's name as cuBLAS's fallback kernels spell it, e.g.
 # cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_nn_align1 or
 # cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_nn_align2: the tile is the first AxB.
-_CUTLASS_NAME = re.compile(r"cutlass_(75|80)_(wmma_)?tensorop_.*?gemm_\w+?_(\d+)x(\d+)_(?:\d+x\d+_)?(?:nn|nt|tn)_align\d")
+_CUTLASS_NAME = re.compile(r"cutlass_(75|80)_(wmma_)?tensorop_.*?gemm_\w+?_(\d+)x(\d+)_(?:(\d+)x(\d+)_)?(?:nn|nt|tn)_align\d")
 CUTLASS_MIN_CASES = 6  # a configuration seen less often in calibration is not fitted
 CUTLASS_OCCUPANCIES = (1, 2, 3, 4)
 
 
-def cutlass_config(name: str) -> tuple[int, int, int, int] | None:
-    """(family index into cost.CUTLASS_FAMILIES, tile rows, tile cols, 1 if it writes fp32 partials)
-    of a CUTLASS kernel name, or None for any other kernel."""
+def cutlass_config(name: str) -> tuple[int, ...] | None:
+    """(family index into cost.CUTLASS_FAMILIES, tile rows, tile cols, 1 if it writes fp32 partials,
+    K block, pipeline stages) of a CUTLASS kernel name (the Turing kernels name no K block or stages:
+    0, 0), or None for any other kernel."""
     found = _CUTLASS_NAME.search(name)
     if not found:
         return None
     family = 2 if found.group(2) else (0 if found.group(1) == "75" else 1)
     partials = re.search(r"tensorop_s\d", name) is not None  # an fp32 output type, where bf16_s… is not
-    return family, int(found.group(3)), int(found.group(4)), int(partials)
+    return family, int(found.group(3)), int(found.group(4)), int(partials), int(found.group(5) or 0), \
+        int(found.group(6) or 0)
 
 
 def _nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -285,10 +287,11 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
     """The CUTLASS kernel tables of a profile, from misaligned GEMMs whose kernels were recorded.
 
     rows: dicts with m, n, k, batch, layout, time_ms, kernels (the names of the kernels one call
-    ran, in order) and grids ("x×y×z" each; CUTLASS splits K over z). Each configuration seen at
-    least CUTLASS_MIN_CASES times gets the coefficients of cost.CUTLASS_TERMS that fit its cases
-    best (least squares on relative error, none negative) at the occupancy that fits best; each
-    single GEMM of a fitted configuration becomes a choice."""
+    ran, in order) and grids ("x×y×z" each; CUTLASS splits a single GEMM's K over z, and runs a
+    batch over z). Each configuration seen at least CUTLASS_MIN_CASES times gets the coefficients of
+    cost.CUTLASS_TERMS that fit its cases best (least squares on relative error, none negative) at
+    the occupancy that fits best; each of its cases becomes a choice, with its residual against
+    what the tables then predict for it."""
     cases = defaultdict(list)
     for r in rows:
         layout = LAYOUTS.index(r["layout"])
@@ -299,10 +302,14 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
         if worst == 0 or not found:
             continue
         config, grid = found[0]
+        if r["batch"] == 1:
+            # Single GEMMs' kernels are told apart by tile alone: by leave-one-out their K blocks add
+            # nothing and thin each fit; batched GEMMs' 32×32 WMMA kernels differ 2× by K block.
+            config = config[:4] + (0, 0)
         splits = int(grid.split("x")[2]) if r["batch"] == 1 and grid.count("x") == 2 else 1
         cases[(*config, layout)].append(dict(r, splits=splits, worst=worst))
     kernels, choices, chosen = [], [], []
-    for (family, tm, tn, partials, layout), mine in sorted(cases.items()):
+    for (family, tm, tn, partials, block, stages, layout), mine in sorted(cases.items()):
         if len(mine) < CUTLASS_MIN_CASES:
             continue
         measured = np.array([c["time_ms"] for c in mine])
@@ -316,18 +323,16 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
                 best = (err, occupancy, coef)
         _, occupancy, coef = best
         index = len(kernels)
-        kernels.append((family, tm, tn, partials, layout, occupancy, *(float(f"{c:.6g}") for c in coef)))
-        singles = [c for c in mine if c["batch"] == 1]
-        choices += [(layout, c["worst"], *(round(float(np.log2(c[key])), 4) for key in ("m", "n", "k")), index)
-                    for c in singles]
-        chosen += singles
-    # Each choice's residual against what the tables predict for its own shape (its own configuration
-    # at the fastest split), with no residuals yet.
+        kernels.append((family, tm, tn, partials, layout, occupancy, block, stages, *(float(f"{c:.6g}") for c in coef)))
+        choices += [(layout, c["worst"], *(round(float(np.log2(c[key])), 4) for key in ("m", "n", "k", "batch")), index)
+                    for c in mine]
+        chosen += mine
+    # Each choice's residual against what the tables predict for its own shape, with no residuals yet.
     bare = dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=tuple(r + (0.0,) for r in choices))
     if not chosen:
         return bare
     col = lambda key: np.array([c[key] for c in chosen])  # noqa: E731
-    predicted = predict_gemm(col("m"), col("n"), col("k"), layout=col("layout"), gpu=gpu, dtype=dtype,
-                             params=bare).time_ms
+    predicted = predict_gemm(col("m"), col("n"), col("k"), batch=col("batch"), layout=col("layout"), gpu=gpu,
+                             dtype=dtype, params=bare).time_ms
     residuals = np.log(col("time_ms") / predicted)
     return dataclasses.replace(bare, cutlass_choices=tuple(r + (round(float(e), 5),) for r, e in zip(choices, residuals)))
