@@ -36,7 +36,8 @@ OCCUPANCIES = (1, 2, 3, 4)
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
 MIN_CASES = 6  # a configuration seen fewer times in calibration is not fitted
 TILE = re.compile(r"_(\d+)x(\d+)(?:_\d+x\d+)?_(nn|nt|tn)_align\d")
-CUBLAS_OP = {"nn": "nn", "nt": "tn", "tn": "nt"}  # torch's row-major layout as the column-major kernel names it
+CUBLAS_OP = {"nn": "nn", "nt": "tn", "tn": "nt"}
+LAYOUT_INDEX = {"nn": 0, "nt": 1, "tn": 2}  # cost.LAYOUTS  # torch's row-major layout as the column-major kernel names it
 
 
 class Config(NamedTuple):
@@ -166,6 +167,42 @@ class KernelModel:
         return min(times, default=None)
 
 
+def leave_one_out(counts: tuple[int, int]) -> dict[str, str]:
+    """The profile fitted from the committed calibration and kernels with cost.CUTLASS_NEIGHBOURS =
+    counts, and each misaligned calibration GEMM predicted from the others' choices."""
+    from refit_profile import rows_from_export  # beside this script
+
+    from shapewise import cost
+    from shapewise.calibrate import fit_profile
+    from shapewise.hardware import get_gpu
+
+    with open(RESULTS + "h200-kernels/kernels.csv", newline="") as f:
+        kernels = {r["key"]: {"kernels": r["kernels"].split(" | "), "grids": r["grids"].split(" | ")}
+                   for r in csv.DictReader(f)}
+    rows = rows_from_export(RESULTS + "h200-calibration/calibration.csv")
+    saved, cost.CUTLASS_NEIGHBOURS = cost.CUTLASS_NEIGHBOURS, counts
+    try:
+        params = fit_profile(rows, gpu=get_gpu("h200"), dtype="bf16", environment={}, kernels=kernels).params
+        choices = params.cutlass_choices
+        where = {(int(c[0]), *c[2:6]): i for i, c in enumerate(choices)}
+        errors = {"single": [], "batched": []}
+        for case, row in rows:
+            p = case.params
+            if not (case.bench in ("gemm", "bmm") or p.get("kind") in ("gemm", "bmm")) or row["median_ms"] is None:
+                continue
+            key = (LAYOUT_INDEX[p["layout"]], *(round(float(np.log2(p[d])), 4) for d in ("m", "n", "k", "batch")))
+            if key not in where:
+                continue
+            i = where[key]
+            alone = dataclasses.replace(params, cutlass_choices=choices[:i] + choices[i + 1:])
+            ms = float(predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu="h200",
+                                    params=alone).time_ms)
+            errors["batched" if p["batch"] > 1 else "single"].append(abs(np.log(ms / row["median_ms"])))
+    finally:
+        cost.CUTLASS_NEIGHBOURS = saved
+    return {name: f"{np.mean(e):.4f} ({summary(np.expm1(e), False)})" for name, e in errors.items()}
+
+
 def summary(errors, count: bool = True) -> str:
     e = np.asarray(errors)
     return f"median {np.median(e):5.1%}, p90 {np.percentile(e, 90):5.1%}" + (f" (n={len(e)})" if count else "")
@@ -223,12 +260,10 @@ def main() -> int:
         print(f"    {name:14s} {summary(errs)}; {summary([shipped_error(c) for c in mine], False)}; "
               f"{summary([shipped_error(c, with_tables) for c in mine], False)}")
 
-    print("how many nearest shapes to take the fastest kernel of, by leave-one-out on the calibration's single "
-          "misaligned GEMMs (each predicted from the others' kernels):")
-    singles = [c for c in model.pool if c["batch"] == 1]
-    for count in (1, 2, 3, 4):
-        errs = [abs(t / c["ms"] - 1) for c in singles if (t := model.fastest_of_nearest(c, count))]
-        print(f"  {count}: {summary(errs)}")
+    print("the cost model's neighbour counts (single, batched), by leave-one-out on the calibration: each "
+          "misaligned GEMM predicted without its own choice; |log error| mean, then median and p90:")
+    for counts in ((1, 4), (2, 4), (3, 4), (2, 8), (2, 12)):
+        print(f"  {counts}: " + "; ".join(f"{name} {line}" for name, line in leave_one_out(counts).items()))
     print("the tile cuBLAS runs, told by the nearest calibration shape's (held-out cases with a recorded kernel);"
           " learning curve over random parts of the calibration set (3 draws each):")
     rng = np.random.default_rng(0)

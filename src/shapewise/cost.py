@@ -155,7 +155,7 @@ CUTLASS_MIN_SLICE = 64
 # A shape's kernel is the fastest of those its nearest calibration shapes ran, (single GEMMs,
 # batched GEMMs) of them: cuBLAS picks a fast kernel, and a few neighbours more often hold it.
 # Chosen by leave-one-out on the H200 calibration, mean |log error| (benchmarks/kernel_model.py):
-# single GEMMs 0.083, 0.074, 0.075 for one, two, three; batched 0.080, 0.083, 0.088 for 4, 8, 12.
+# single GEMMs 0.0826, 0.0738, 0.0745 for one, two, three; batched 0.0804, 0.0827, 0.0875 for 4, 8, 12.
 CUTLASS_NEIGHBOURS = (2, 4)
 KERNEL_COLUMNS = 8  # cutlass_kernels' columns before the coefficients
 CHUNK = 16384  # shapes at a time where a step makes an array per shape and candidate
@@ -396,16 +396,26 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
             # single precision: a smoothing weight needs no more, and the exponentials are most of the time here
             w = np.exp(d2.astype(np.float32) * np.float32(-0.5 / p.residual_octaves ** 2))
             correction[part] = base + (w @ (residuals - base)) / (w.sum(axis=1) + p.residual_prior)
-            for i in range(most):  # the nearest, then the next (argmin beats a partition here)
+            for i in range(count):  # the nearest, then the next (argmin beats a partition here)
                 if i < min(count, len(points)):
                     first = np.argmin(d2, axis=1)
                     d2[np.arange(len(part)), first] = np.inf
                 config[part, i] = rows[first]  # past the count: the last one again
     served = config[:, 0] >= 0
     ms, tile, split = np.zeros(m.shape), np.zeros(m.shape + (2,), dtype=np.int64), np.ones(m.shape, dtype=np.int64)
+    for batched, count in enumerate(CUTLASS_NEIGHBOURS):
+        _cutlass_fastest(np.flatnonzero(served & ((batch > 1) == batched)), config[:, :count], kernels, correction,
+                         m, n, k, batch, sms, out=(ms, tile, split))
+    return served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape)
+
+
+def _cutlass_fastest(rows, config, kernels, correction, m, n, k, batch, sms, out) -> None:
+    """For each of `rows`, the fastest of its candidate configurations at its fastest split, corrected,
+    written into out = (ms, tile, split)."""
+    ms, tile, split = out
     splits = np.array(CUTLASS_SPLITS)
-    for start in range(0, int(served.sum()), CHUNK):
-        part = np.flatnonzero(served)[start:start + CHUNK]
+    for start in range(0, len(rows), CHUNK):
+        part = rows[start:start + CHUNK]
         row = kernels[config[part]]  # shapes × neighbours × columns
         kk, bb = k[part][:, None, None], batch[part][:, None, None]
         terms = cutlass_terms(m[part][:, None, None], n[part][:, None, None], kk, bb, row[..., 1:2], row[..., 2:3],
@@ -420,7 +430,6 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
         chosen = row[np.arange(len(part)), best // len(splits)]
         tile[part] = chosen[:, 1:3].astype(np.int64)
         split[part] = splits[best % len(splits)]
-    return served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape)
 
 
 @functools.lru_cache(maxsize=8)
