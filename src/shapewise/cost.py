@@ -9,7 +9,8 @@ is then a factor, and each factor's share of the time is a named loss:
     kernel    the best kernel's ceiling (it never reaches the datasheet) and its per-tile prologue
     tile      tile quantization: padding the last row and column of tiles, and small tiles' lower rate
     wave      wave quantization: the last wave of tiles leaves SMs idle (split-K reductions count here)
-    misalign  a leading dim that is not a multiple of 16 bytes drops cuBLAS to slower kernels
+    misalign  a leading dim that is not a multiple of 16 bytes drops cuBLAS to slower kernels (with a
+              calibrated profile, a misaligned GEMM is timed as the CUTLASS kernel cuBLAS runs for it)
     memory    the op is bound by memory bandwidth, not by the tensor cores (roofline)
     launch    fixed cost of a kernel launch, which dominates tiny ops
 

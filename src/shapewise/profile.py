@@ -10,7 +10,8 @@ A profile is a JSON file:
      "fit": {...}}                          # how the calibration went: cases, errors before and after
 
 `params` may hold every CostParams field, tables included (`gemm_residuals`: the measured residuals
-of the calibration GEMMs). Predictions for a GPU use the user's profile for it if there is one
+of the calibration GEMMs; `cutlass_kernels` and `cutlass_choices`: the CUTLASS kernels cuBLAS ran for
+the misaligned ones, each with its fitted time model, and which shape ran which). Predictions for a GPU use the user's profile for it if there is one
 (`shapewise calibrate` writes it to profile_dir()), else the profile shipped in the package, else
 the spec model; an H100 borrows the H200's profile (the same chip and clocks, less bandwidth).
 """
