@@ -155,8 +155,9 @@ CUTLASS_SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
 CUTLASS_MIN_SLICE = 64
 # A shape's kernel is the fastest of those its nearest calibration shapes ran, (single GEMMs,
 # batched GEMMs) of them: cuBLAS picks a fast kernel, and a few neighbours more often hold it.
-# Chosen by leave-one-out on the H200 calibration, mean |log error| (benchmarks/kernel_model.py):
-# single GEMMs 0.0826, 0.0738, 0.0745 for one, two, three; batched 0.0804, 0.0827, 0.0875 for 4, 8, 12.
+# Chosen by leave-one-out on the H200 calibration's misaligned GEMMs, mean |log error|
+# (benchmarks/kernel_model.py): single GEMMs 0.0858, 0.0768, 0.0768 for one, two, three; batched
+# 0.1150, 0.1025, 0.1036, 0.1042 for 2, 4, 6, 8.
 CUTLASS_NEIGHBOURS = (2, 4)
 KERNEL_COLUMNS = 8  # cutlass_kernels' columns before the coefficients
 CHUNK = 16384  # shapes at a time where a step makes an array per shape and candidate
