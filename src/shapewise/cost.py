@@ -319,8 +319,8 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     time_ms = np.maximum(t4, t_mem_slow) * s + p.launch_ms
     tile = np.stack([b_tm, b_tn], axis=-1)
     if p.gemm_residuals or p.cutlass_kernels:
-        # A profile's measured corrections: the residual table, and misaligned single GEMMs timed as
-        # the CUTLASS kernel cuBLAS runs for them. The losses are scaled together so that they still
+        # A profile's measured corrections: misaligned GEMMs timed as the CUTLASS kernel cuBLAS runs
+        # for them, and the residual table for the rest. The losses are scaled together so that they still
         # add up to the gap between the ideal and the corrected time.
         served = np.zeros(np.shape(m), dtype=bool)
         if p.cutlass_kernels:
@@ -398,11 +398,11 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
             # single precision: a smoothing weight needs no more, and the exponentials are most of the time here
             w = np.exp(d2.astype(np.float32) * np.float32(-0.5 / p.residual_octaves ** 2))
             correction[part] = base + (w @ (residuals - base)) / (w.sum(axis=1) + p.residual_prior)
-            for i in range(count):  # the nearest, then the next (argmin beats a partition here)
-                if i < min(count, len(points)):
+            for i in range(count):  # the nearest, the next, …; past the group's size, the last one again
+                if i < len(points):  # (argmin beats a partition here)
                     first = np.argmin(d2, axis=1)
                     d2[np.arange(len(part)), first] = np.inf
-                config[part, i] = rows[first]  # past the count: the last one again
+                config[part, i] = rows[first]
     served = config[:, 0] >= 0
     ms, tile, split = np.zeros(m.shape), np.zeros(m.shape + (2,), dtype=np.int64), np.ones(m.shape, dtype=np.int64)
     for batched, count in enumerate(CUTLASS_NEIGHBOURS):
