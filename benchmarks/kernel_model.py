@@ -269,7 +269,8 @@ def main() -> int:
     print("the cost model's least cases to fit a configuration and neighbour counts (single, batched), by "
           "leave-one-out on the calibration: each misaligned GEMM predicted without its own choice; "
           "|log error| mean, then median and p90:")
-    for least, counts in ((6, (1, 2)), (6, (2, 4)), (6, (3, 6)), (6, (2, 8)), (8, (2, 4)), (10, (2, 4))):
+    for least, counts in ((6, (1, 2)), (6, (2, 4)), (6, (3, 5)), (6, (5, 8)), (4, (4, 6)), (8, (4, 6)),
+                          (10, (4, 6)), (6, (4, 6))):
         line = "; ".join(f"{name} {text}" for name, text in leave_one_out(counts, least).items())
         print(f"  {least:2d} cases, {counts}: {line}")
     print("the tile cuBLAS runs, told by the nearest calibration shape's (held-out cases with a recorded kernel);"

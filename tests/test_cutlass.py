@@ -178,3 +178,22 @@ def test_the_choices_residuals_correct_what_the_kernel_terms_miss():
     want = np.array([truth(*s)[2] for s in held_out]) * 1.25
     err = lambda p: np.median(np.abs(predict_gemm(m, n, k, layout="nn", gpu=H200, params=p).time_ms / want - 1))  # noqa: E731
     assert err(bare) > 0.05 and err(params) < err(bare) / 2
+
+
+def test_a_rare_kernel_borrows_a_fitted_ones_coefficients_scaled():
+    # Three GEMMs ran a 64×128 kernel: too few to fit, so it takes the 64×64 one's terms, 30% slower.
+    rare_name = SMALL[0].replace("64x64", "64x128")
+    rows = measured(120, seed=9, noise=0.0)
+    rare = []
+    for m, n, k in ((300, 2001, 96), (700, 1501, 120), (500, 3001, 64)):  # K too short to split
+        ms = 1.3 * float(cutlass_terms(m, n, k, 1, 64, 128, 1, SMALL[1], H200.num_sms) @ np.array(SMALL[2]))
+        rare.append(dict(m=m, n=n, k=k, batch=1, layout="nn", time_ms=ms, kernels=[rare_name], grids=["4x4x1"]))
+    params = fit_cutlass(rows + rare, SPEC, gpu=H200)
+    borrowed = [row for row in params.cutlass_kernels if row[1:3] == (64, 128)]
+    assert len(borrowed) == 1 and borrowed[0][5] == SMALL[1]  # the donor's occupancy
+    donor = next(row for row in params.cutlass_kernels if row[1:4] == (64, 64, 0))
+    theirs, mine = np.array(donor[KERNEL_COLUMNS:]), np.array(borrowed[0][KERNEL_COLUMNS:])
+    scale = mine[theirs > 0] / theirs[theirs > 0]
+    assert np.allclose(scale, scale[0], rtol=1e-4) and (mine[theirs == 0] == 0).all()  # one factor for all terms
+    got = predict_gemm(700, 1501, 120, layout="nn", gpu=H200, params=params)
+    assert tuple(got.tile) == (64, 128) and got.time_ms == pytest.approx(rare[1]["time_ms"], rel=0.05)

@@ -156,9 +156,9 @@ CUTLASS_MIN_SLICE = 64
 # A shape's kernel is the fastest of those its nearest calibration shapes ran, (single GEMMs,
 # batched GEMMs) of them: cuBLAS picks a fast kernel, and a few neighbours more often hold it.
 # Chosen by leave-one-out on the H200 calibration's misaligned GEMMs, mean |log error|
-# (benchmarks/kernel_model.py): single GEMMs 0.0858, 0.0768, 0.0768 for one, two, three; batched
-# 0.1150, 0.1025, 0.1036, 0.1042 for 2, 4, 6, 8.
-CUTLASS_NEIGHBOURS = (2, 4)
+# (benchmarks/kernel_model.py): single GEMMs 0.0886, 0.0770, 0.0760, 0.0751, 0.0757 for one to five;
+# batched 0.1134, 0.0964, 0.0970, 0.0949, 0.1049 for 2, 4, 5, 6, 8.
+CUTLASS_NEIGHBOURS = (4, 6)
 KERNEL_COLUMNS = 8  # cutlass_kernels' columns before the coefficients
 CHUNK = 16384  # shapes at a time where a step makes an array per shape and candidate
 LOSS_NAMES = ("kernel", "tile", "wave", "misalign", "memory", "launch")
@@ -344,7 +344,14 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
 
 
 def cutlass_terms(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> np.ndarray:
-    """The terms of a CUTLASS kernel's time (CUTLASS_TERMS, on a last axis), broadcast over the inputs.
+    """The terms of a CUTLASS kernel's time (CUTLASS_TERMS, on a last axis), broadcast over the inputs:
+    see _cutlass_term_list."""
+    return np.stack(np.broadcast_arrays(*_cutlass_term_list(m, n, k, batch, tm, tn, splits, occupancy, sms)),
+                    axis=-1).astype(float)
+
+
+def _cutlass_term_list(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> list:
+    """The terms of CUTLASS_TERMS, each broadcast as far as its inputs go.
 
     Each SM runs T = ⌈tiles × splits / SMs⌉ tiles (of one K slice each) in turn, `occupancy` of them
     resident at once. A k-step's narrow loads go through the SM's load path, which its resident
@@ -357,8 +364,8 @@ def cutlass_terms(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> np.nda
     per_sm = -(-(-(-n // tm) * -(-m // tn) * batch * splits) // sms)
     slice_ = -(-k // splits)
     split = (splits > 1).astype(float)
-    return np.stack(np.broadcast_arrays(np.ones(per_sm.shape), per_sm * slice_, -(-per_sm // occupancy) * slice_,
-                                        per_sm, split * m * n * batch * splits, split), axis=-1).astype(float)
+    return [np.ones(per_sm.shape), per_sm * slice_, -(-per_sm // occupancy) * slice_, per_sm,
+            split * m * n * batch * splits, split]
 
 
 @functools.lru_cache(maxsize=8)
@@ -420,9 +427,9 @@ def _cutlass_fastest(rows, config, kernels, correction, m, n, k, batch, sms, out
         part = rows[start:start + CHUNK]
         row = kernels[config[part]]  # shapes × neighbours × columns
         kk, bb = k[part][:, None, None], batch[part][:, None, None]
-        terms = cutlass_terms(m[part][:, None, None], n[part][:, None, None], kk, bb, row[..., 1:2], row[..., 2:3],
-                              splits, row[..., 5:6], sms)
-        t = (terms * row[:, :, None, KERNEL_COLUMNS:]).sum(axis=-1)  # shapes × neighbours × splits
+        terms = _cutlass_term_list(m[part][:, None, None], n[part][:, None, None], kk, bb, row[..., 1:2],
+                                   row[..., 2:3], splits, row[..., 5:6], sms)
+        t = sum(term * row[..., KERNEL_COLUMNS + i, None] for i, term in enumerate(terms))  # shapes × neighbours × splits
         valid = (splits == 1) | ((-(-kk // splits) >= CUTLASS_MIN_SLICE) & (bb == 1))
         partials = row[..., 3:4] > 0  # a kernel that writes fp32 partials runs split when it can
         valid = valid & (~partials | (splits > 1) | ~(valid & (splits > 1)).any(axis=-1, keepdims=True))
