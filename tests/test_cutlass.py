@@ -113,6 +113,8 @@ def test_only_misaligned_gemms_of_the_calibrated_kinds_use_the_kernels():
         changed = with_tables.time_ms != without.time_ms
         # n = 1001 is odd; the tables hold nn single GEMMs only, so only those change
         assert changed.tolist() == [False, False, layout == "nn" and batch == 1, False]
+    fp8 = [predict_gemm(333, 1001, 777, layout="nn", gpu=H200, dtype="fp8", params=q).time_ms for q in (params, SPEC)]
+    assert fp8[0] == fp8[1]  # the tables are of 16-bit GEMMs
     one = predict_gemm(333, 1001, 777, layout="nn", gpu=H200, params=params)
     assert sum(one.losses.values()) == pytest.approx(one.time_ms - one.flops / (one.peak_tflops * 1e9), rel=1e-9)
     assert one.losses["misalign"] > 0

@@ -323,15 +323,16 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         # for them, and the residual table for the rest. The losses are scaled together so that they still
         # add up to the gap between the ideal and the corrected time.
         served = np.zeros(np.shape(m), dtype=bool)
-        if p.cutlass_kernels:
+        if p.cutlass_kernels and size == 2:  # the tables are of 16-bit GEMMs (bf16, fp16), as calibrated
             served, kernel_ms, kernel_tile, kernel_split = _cutlass_ms(p, which, worst, m, n, k, batch, gpu.num_sms)
         factor = np.ones(np.shape(m))
         rest = ~served
         if p.gemm_residuals and rest.any():  # the table corrects what the kernels do not serve
             factor[rest] = _residual_factor(p, *(np.broadcast_to(x, np.shape(m))[rest]
                                                  for x in (which, class_a, class_n, m, n, k, batch)))
-        corrected = np.where(served, kernel_ms, time_ms * factor) if p.cutlass_kernels else time_ms * factor
-        if p.cutlass_kernels:
+        corrected = time_ms * factor
+        if served.any():
+            corrected = np.where(served, kernel_ms, corrected)
             tile = np.where(served[..., None], kernel_tile, tile)
             b_split = np.where(served, kernel_split, b_split)
         ideal = t0 * s
