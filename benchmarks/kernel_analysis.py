@@ -46,7 +46,8 @@ def main() -> int:
     kernels = read(RESULTS + "kernels.csv")
     measured = {r["key"]: float(r["median_ms"]) for r in read(CALIBRATION) if r["median_ms"]}
     by_class, splits, agree = defaultdict(Counter), defaultdict(list), defaultdict(list)
-    params = dataclasses.replace(find("h200").params, gemm_residuals=())  # the model's own choice
+    # the analytic model's own choice of tile and split: no residual table, no CUTLASS kernel tables
+    params = dataclasses.replace(find("h200").params, gemm_residuals=(), cutlass_kernels=(), cutlass_choices=())
     for row in kernels:
         p = json.loads(row["key"])
         names = row["kernels"].split(" | ")
