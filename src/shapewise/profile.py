@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from .cost import SPEC, CostParams
+from .cost import CUTLASS_TERMS, KERNEL_COLUMNS, SPEC, CostParams
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
 
 FORMAT = "shapewise-profile"
+# The tables' row widths (see CostParams): a row of another width is a corrupt or foreign file.
+TABLE_WIDTHS = {"gemm_residuals": 8, "cutlass_kernels": KERNEL_COLUMNS + len(CUTLASS_TERMS), "cutlass_choices": 8}
 VERSION = 2  # 2: fused attention by query blocks (flash_overhead_*, flash_latency_*), not s0
 # GPUs without a profile of their own that may use another's, marked as borrowed.
 BORROW = {"h100": "h200", "h100-pcie": "h200", "h20": "h200"}
@@ -78,6 +80,10 @@ def _params_from_json(data: dict, where: str) -> CostParams:
             if not isinstance(value, list):
                 raise ShapewiseError(f"{where}: parameter {name} must be a list")
             value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+            width = TABLE_WIDTHS.get(name)
+            if width and not all(isinstance(row, tuple) and len(row) == width and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) for x in row) for row in value):
+                raise ShapewiseError(f"{where}: every row of {name} must be {width} numbers")
         elif isinstance(default, (int, float)) and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ShapewiseError(f"{where}: parameter {name} must be a number, got {value!r}")
         values[name] = value
