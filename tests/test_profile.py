@@ -132,6 +132,8 @@ def test_profile_round_trips(tmp_path):
      "cutlass_choices must be 8 numbers"),
     ('{"format": "shapewise-profile", "version": 2, "gpu": "h200", "params": {"gemm_residuals": [[0, 0, 0, 1, 1, 1, 0, "x"]]}}',
      "gemm_residuals must be 8 numbers"),
+    ('{"format": "shapewise-profile", "version": 2, "gpu": "h200", "params": {"cutlass_choices": [[0, 2, 5, 5, 5, 0, 3, 0]]}}',
+     "does not hold"),
 ])
 def test_corrupt_foreign_or_future_files_are_rejected_clearly(tmp_path, text, needle):
     path = tmp_path / "p.json"

@@ -87,6 +87,9 @@ def _params_from_json(data: dict, where: str) -> CostParams:
         elif isinstance(default, (int, float)) and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ShapewiseError(f"{where}: parameter {name} must be a number, got {value!r}")
         values[name] = value
+    kernels = len(values.get("cutlass_kernels", ()))
+    if any(not (0 <= row[6] < kernels) or row[6] != int(row[6]) for row in values.get("cutlass_choices", ())):
+        raise ShapewiseError(f"{where}: cutlass_choices name kernels that cutlass_kernels does not hold")
     return dataclasses.replace(SPEC, **values)
 
 
