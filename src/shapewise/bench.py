@@ -522,19 +522,19 @@ def kernel_census(cases: list[Case], *, store, device: str = "cuda", env: dict |
     todo = [c for c in cases if is_gemm(c) and census_key(c) not in done]
     named = 0
     with _progress(progress, len(todo), "naming kernels") as advance:
-        for start in range(0, len(todo), chunk):  # a profiler session per chunk keeps each trace small
+        for start in range(0, len(todo), chunk):  # one profiler run per chunk keeps each trace small
             part = todo[start:start + chunk]
-            for case, (names, grids) in zip(part, _kernels_of(torch, part, device)):
+            for case, (names, grids, error) in zip(part, _kernels_of(torch, part, device)):
                 store.record(env_id=env_id, bench=KERNELS, key=census_key(case), params={"of": case.key},
                              metrics={"case": case.key, "kernels": names, "grids": grids},
-                             error=None if names else "no GPU kernel ran")
+                             error=error or (None if names else "no GPU kernel ran"))
                 named += bool(names)
                 advance(case.label)
     return named
 
 
-def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], list[str]]]:
-    """(kernel names, grids) of one call of each case, from a torch.profiler trace."""
+def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], list[str], str | None]]:
+    """(kernel names, grids, why it failed or None) of one call of each case, from a torch.profiler trace."""
     import json
     import os
     import tempfile
@@ -542,6 +542,7 @@ def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], 
 
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    errors = [None] * len(cases)
     with warnings.catch_warnings(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         warnings.simplefilter("ignore")  # the profiler's notes on its own cycles are not the user's business
         for i, case in enumerate(cases):
@@ -556,8 +557,8 @@ def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], 
                         torch.cuda.synchronize()
             except KeyboardInterrupt:
                 raise
-            except Exception:  # out of memory or unsupported: no kernels named, said in the store
-                pass
+            except Exception as exc:  # out of memory or unsupported: no kernels named, the reason stored
+                errors[i] = _error_text(exc)
             finally:
                 fn = context = None
     with tempfile.TemporaryDirectory() as tmp:  # the trace holds each kernel's grid; FunctionEvents do not
@@ -574,7 +575,7 @@ def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], 
         t0, t1 = ranges.get(i, (0, -1))
         inside = [e for e in kernels if t0 <= e["ts"] <= t1]
         found.append(([e["name"] for e in inside],
-                      ["x".join(map(str, e.get("args", {}).get("grid", []))) for e in inside]))
+                      ["x".join(map(str, e.get("args", {}).get("grid", []))) for e in inside], errors[i]))
     return found
 
 
