@@ -199,3 +199,28 @@ def test_a_rare_kernel_borrows_a_fitted_ones_coefficients_scaled():
     assert np.allclose(scale, scale[0], rtol=1e-4) and (mine[theirs == 0] == 0).all()  # one factor for all terms
     got = predict_gemm(700, 1501, 120, layout="nn", gpu=H200, params=params)
     assert tuple(got.tile) == (64, 128) and got.time_ms == pytest.approx(rare[1]["time_ms"], rel=0.05)
+
+
+def test_the_census_stores_names_resumes_and_keeps_failures(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from shapewise import bench
+    from shapewise.bench import KERNELS, census_rows, gemm_cases, kernel_census
+    from shapewise.store import Store
+
+    # The profiler's part runs on the CPU too (no GPU kernels to see, and the failure kept) ...
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    huge = gemm_cases([2**40], [2], [2])[0]
+    seen = bench._kernels_of(torch, [*gemm_cases([64], [65], [64]), huge], "cpu")
+    assert seen[0] == ([], [], None) and seen[1][:2] == ([], []) and "allocate" in seen[1][2]
+    # ... and the census stores what the profiler saw, as a GPU would show it.
+    fake = {64: ([LARGE[0], "splitKreduce_kernel"], ["8x2x3", "16x1x1"], None), 128: ([], [], "OutOfMemoryError: x")}
+    monkeypatch.setattr(bench, "_kernels_of", lambda torch, cases, device: [fake[c.params["m"]] for c in cases])
+    monkeypatch.setattr("shapewise.measure.environment", lambda device: {"device": device, "gpu_name": "test"})
+    cases = gemm_cases([64, 128], [65], [64])
+    with Store(tmp_path / "r.db") as store:
+        assert kernel_census(cases, store=store, device="cuda", progress=False) == 1
+        assert kernel_census(cases, store=store, device="cuda", progress=False) == 0  # named: not again
+        named = census_rows(store)
+        failed = [r for r in store.rows(bench=KERNELS) if r["error"]]
+    assert named == {cases[0].key: {"kernels": fake[64][0], "grids": fake[64][1]}}
+    assert [r["error"] for r in failed] == ["OutOfMemoryError: x"]  # kept with its reason, tried again next time

@@ -543,24 +543,25 @@ def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], 
     from torch.profiler import ProfilerActivity, profile, record_function
 
     errors = [None] * len(cases)
-    with warnings.catch_warnings(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        warnings.simplefilter("ignore")  # the profiler's notes on its own cycles are not the user's business
-        for i, case in enumerate(cases):
-            fn = context = None
-            try:
-                fn, context = build(case, device)
-                with context:
-                    fn()  # warm, outside the case's range: cuBLAS picks and loads its kernel here
-                    torch.cuda.synchronize()
-                    with record_function(f"case:{i}"):
-                        fn()
-                        torch.cuda.synchronize()
-            except KeyboardInterrupt:
-                raise
-            except Exception as exc:  # out of memory or unsupported: no kernels named, the reason stored
-                errors[i] = _error_text(exc)
-            finally:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the profiler's notes on itself are not the user's business
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for i, case in enumerate(cases):
                 fn = context = None
+                try:
+                    fn, context = build(case, device)
+                    with context:
+                        fn()  # warm, outside the case's range: cuBLAS picks and loads its kernel here
+                        torch.cuda.synchronize()
+                        with record_function(f"case:{i}"):
+                            fn()
+                            torch.cuda.synchronize()
+                except KeyboardInterrupt:
+                    raise
+                except Exception as exc:  # out of memory or unsupported: no kernels named, the reason stored
+                    errors[i] = _error_text(exc)
+                finally:
+                    fn = context = None
     with tempfile.TemporaryDirectory() as tmp:  # the trace holds each kernel's grid; FunctionEvents do not
         path = os.path.join(tmp, "trace.json")
         prof.export_chrome_trace(path)
