@@ -167,46 +167,26 @@ class KernelModel:
         return min(times, default=None)
 
 
-def leave_one_out(counts: tuple[int, int], least: int) -> dict[str, str]:
-    """The profile fitted from the committed calibration and kernels with cost.CUTLASS_NEIGHBOURS =
-    counts and fit.CUTLASS_MIN_CASES = least, and each misaligned calibration GEMM predicted from the
-    others' choices. (A GEMM whose kernel was not fitted keeps its row in the residual table; those
-    are few.)"""
+def leave_one_out(least: int) -> dict:
+    """The profile fitted from the committed calibration and kernels with fit.CUTLASS_MIN_CASES =
+    least: the neighbour counts its fit chose by leave-one-out, and each count's mean |log error|
+    (single GEMMs, batched GEMMs) over every misaligned calibration GEMM with a recorded kernel."""
     from refit_profile import rows_from_export  # beside this script
 
-    from shapewise import cost, fit
+    from shapewise import fit
     from shapewise.calibrate import fit_profile
     from shapewise.hardware import get_gpu
 
     with open(RESULTS + "h200-kernels/kernels.csv", newline="") as f:
         kernels = {r["key"]: {"kernels": r["kernels"].split(" | "), "grids": r["grids"].split(" | ")}
                    for r in csv.DictReader(f)}
-    rows = rows_from_export(RESULTS + "h200-calibration/calibration.csv")
-    saved = cost.CUTLASS_NEIGHBOURS, fit.CUTLASS_MIN_CASES
-    cost.CUTLASS_NEIGHBOURS, fit.CUTLASS_MIN_CASES = counts, least
+    saved, fit.CUTLASS_MIN_CASES = fit.CUTLASS_MIN_CASES, least
     try:
-        params = fit_profile(rows, gpu=get_gpu("h200"), dtype="bf16", environment={}, kernels=kernels).params
-        choices = params.cutlass_choices
-        where = {(int(c[0]), *c[2:6]): i for i, c in enumerate(choices)}
-        errors = {"single": [], "batched": []}
-        for case, row in rows:
-            p = case.params
-            if not (case.bench in ("gemm", "bmm") or p.get("kind") in ("gemm", "bmm")) or row["median_ms"] is None:
-                continue
-            lead_a = p["m"] if p["layout"] == "tn" else p["k"]
-            if not max(_align_class(np.array(lead_a), "bf16", 16), _align_class(np.array(p["n"]), "bf16", 16)):
-                continue  # aligned: not the kernel tables' business
-            # every misaligned GEMM, also those whose kernel was too rare to fit (they take their
-            # neighbours'): judging only the choices would judge a different set for each `least`
-            key = (LAYOUT_INDEX[p["layout"]], *(round(float(np.log2(p[d])), 4) for d in ("m", "n", "k", "batch")))
-            i = where.get(key)
-            alone = params if i is None else dataclasses.replace(params, cutlass_choices=choices[:i] + choices[i + 1:])
-            ms = float(predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu="h200",
-                                    params=alone).time_ms)
-            errors["batched" if p["batch"] > 1 else "single"].append(abs(np.log(ms / row["median_ms"])))
+        profile = fit_profile(rows_from_export(RESULTS + "h200-calibration/calibration.csv"), gpu=get_gpu("h200"),
+                              dtype="bf16", environment={}, kernels=kernels)
     finally:
-        cost.CUTLASS_NEIGHBOURS, fit.CUTLASS_MIN_CASES = saved
-    return {name: f"{np.mean(e):.4f} ({summary(np.expm1(e), False)})" for name, e in errors.items()}
+        fit.CUTLASS_MIN_CASES = saved
+    return profile.fit["cutlass_neighbours"]
 
 
 def summary(errors, count: bool = True) -> str:
@@ -266,13 +246,13 @@ def main() -> int:
         print(f"    {name:14s} {summary(errs)}; {summary([shipped_error(c) for c in mine], False)}; "
               f"{summary([shipped_error(c, with_tables) for c in mine], False)}")
 
-    print("the cost model's least cases to fit a configuration and neighbour counts (single, batched), by "
-          "leave-one-out on the calibration: each misaligned GEMM predicted without its own choice; "
-          "|log error| mean, then median and p90:")
-    for least, counts in ((6, (1, 2)), (6, (2, 4)), (6, (3, 5)), (6, (5, 8)), (4, (4, 6)), (8, (4, 6)),
-                          (10, (4, 6)), (6, (4, 6))):
-        line = "; ".join(f"{name} {text}" for name, text in leave_one_out(counts, least).items())
-        print(f"  {least:2d} cases, {counts}: {line}")
+    print("the cost model's neighbour counts, chosen by its fit by leave-one-out (every misaligned calibration "
+          "GEMM predicted without its own choice): mean |log error| of single, batched GEMMs for each count, "
+          "with configurations fitted from 4, 6, 8 and 10 cases up:")
+    for least in (4, 6, 8, 10):
+        found = leave_one_out(least)
+        table = ", ".join(f"{count}: {single:.4f} {batched:.4f}" for count, (single, batched) in found["leave_one_out"].items())
+        print(f"  {least:2d} cases — {table}; chosen {tuple(found['neighbours'])}")
     print("the tile cuBLAS runs, told by the nearest calibration shape's (held-out cases with a recorded kernel);"
           " learning curve over random parts of the calibration set (3 draws each):")
     rng = np.random.default_rng(0)

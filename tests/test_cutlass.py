@@ -224,3 +224,20 @@ def test_the_census_stores_names_resumes_and_keeps_failures(tmp_path, monkeypatc
         failed = [r for r in store.rows(bench=KERNELS) if r["error"]]
     assert named == {cases[0].key: {"kernels": fake[64][0], "grids": fake[64][1]}}
     assert [r["error"] for r in failed] == ["OutOfMemoryError: x"]  # kept with its reason, tried again next time
+
+
+def test_the_fit_chooses_its_neighbour_counts_by_leave_one_out():
+    from shapewise.fit import CUTLASS_NEIGHBOUR_COUNTS
+
+    rows = measured(200, seed=10, noise=0.05) + batched(60, seed=11)
+    report = {}
+    params = fit_cutlass(rows, SPEC, gpu=H200, report=report)
+    errors = report["leave_one_out"]
+    assert tuple(report["neighbours"]) == params.cutlass_neighbours and set(errors) == set(CUTLASS_NEIGHBOUR_COUNTS)
+    for which in (0, 1):  # single, batched: each the count of least error
+        assert errors[params.cutlass_neighbours[which]][which] == min(pair[which] for pair in errors.values())
+    # left out, a shape does not see its own measurement: its error is larger than in the fit
+    m, n, k = (np.array([r[key] for r in rows[:200]]) for key in "mnk")
+    in_fit = np.abs(np.log(predict_gemm(m, n, k, layout="nn", gpu=H200, params=params).time_ms
+                           / np.array([r["time_ms"] for r in rows[:200]])))
+    assert in_fit.mean() < errors[params.cutlass_neighbours[0]][0]

@@ -134,6 +134,8 @@ def test_profile_round_trips(tmp_path):
      "gemm_residuals must be 8 numbers"),
     ('{"format": "shapewise-profile", "version": 2, "gpu": "h200", "params": {"cutlass_choices": [[0, 2, 5, 5, 5, 0, 3, 0]]}}',
      "does not hold"),
+    ('{"format": "shapewise-profile", "version": 2, "gpu": "h200", "params": {"cutlass_neighbours": [4, 0]}}',
+     "two positive whole numbers"),
 ])
 def test_corrupt_foreign_or_future_files_are_rejected_clearly(tmp_path, text, needle):
     path = tmp_path / "p.json"

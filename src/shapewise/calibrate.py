@@ -224,12 +224,14 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
     params = dataclasses.replace(params, gemm_residuals=residual_rows(samples, params, gpu=gpu, dtype=dtype),
                                  residual_octaves=octaves, residual_prior=prior)
     named = [dict(r, **kernels[r["key"]]) for r in gemms if r["key"] in (kernels or {})]
+    cutlass = {}
     if named:
-        params = fit_cutlass(named, params, gpu=gpu, dtype=dtype)
+        params = fit_cutlass(named, params, gpu=gpu, dtype=dtype, report=cutlass)
     after = float(np.median(np.abs(samples.log_error(params, gpu, dtype))))
     fit = dict(gemm_cases=len(samples), flash_cases=len(flash), decode_attention_cases=len(decoding),
                memory_cases=len(memory), dtype=dtype, kernel_census=len(named),
                cutlass_kernels=len(params.cutlass_kernels), cutlass_choices=len(params.cutlass_choices),
+               cutlass_neighbours=dict(cutlass, chosen_by="leave-one-out") if cutlass else None,
                residual_kernel=dict(octaves=octaves, prior=prior, chosen_by="5-fold cross-validation"),
                median_abs_log_error_spec=round(before, 4), median_abs_log_error_fitted=round(after, 4),
                mean_abs_log_error_by_round=[round(h, 4) for h in history])

@@ -142,6 +142,10 @@ class CostParams:
     # nearest calibration shapes of the same layout, class and batchedness (_cutlass_ms), and a
     # correction from the residuals nearby, as the residual table's.
     cutlass_choices: tuple[tuple[float, ...], ...] = ()
+    # How many nearest calibration shapes' kernels a misaligned (single, batched) GEMM takes the
+    # fastest of: cuBLAS picks a fast kernel, and a few neighbours more often hold it. A calibration
+    # chooses them by leave-one-out (fit.fit_cutlass); these are the H200's.
+    cutlass_neighbours: tuple[int, int] = (4, 6)
 
 
 SPEC = CostParams()
@@ -153,12 +157,6 @@ CUTLASS_TERMS = ("launch", "k-steps", "k-steps per resident group", "epilogues",
 # CUTLASS_MIN_SLICE long; the fastest under the kernel's own model is taken, as cuBLAS mostly does.
 CUTLASS_SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
 CUTLASS_MIN_SLICE = 64
-# A shape's kernel is the fastest of those its nearest calibration shapes ran, (single GEMMs,
-# batched GEMMs) of them: cuBLAS picks a fast kernel, and a few neighbours more often hold it.
-# Chosen by leave-one-out on the H200 calibration's misaligned GEMMs, mean |log error|
-# (benchmarks/kernel_model.py): single GEMMs 0.0886, 0.0770, 0.0760, 0.0751, 0.0757 for one to five;
-# batched 0.1134, 0.0964, 0.0970, 0.0949, 0.1049 for 2, 4, 5, 6, 8.
-CUTLASS_NEIGHBOURS = (4, 6)
 KERNEL_COLUMNS = 8  # cutlass_kernels' columns before the coefficients
 CHUNK = 16384  # shapes at a time where a step makes an array per shape and candidate
 LOSS_NAMES = ("kernel", "tile", "wave", "misalign", "memory", "launch")
@@ -375,18 +373,19 @@ def _cutlass_tables(kernels: tuple, choices: tuple) -> tuple[np.ndarray, np.ndar
             np.array(choices, dtype=float).reshape(-1, 8))
 
 
-def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
+def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int, exclude=None):
     """Misaligned GEMMs and batched GEMMs timed as the CUTLASS kernel cuBLAS runs for them: the
-    fastest of the configurations their nearest calibration shapes (CUTLASS_NEIGHBOURS of them; log2
-    dims; the same layout, alignment class and batchedness) ran, each at its fastest split (a batch
-    is not split), corrected by the residuals of the calibration shapes nearby (as _residual_factor
-    does). Returns (served, ms, tile, split), each shaped as m; served is False where the profile
-    has no such shapes."""
+    fastest of the configurations their nearest calibration shapes (p.cutlass_neighbours of them;
+    log2 dims; the same layout, alignment class and batchedness) ran, each at its fastest split (a
+    batch is not split), corrected by the residuals of the calibration shapes nearby (as
+    _residual_factor does). Returns (served, ms, tile, split), each shaped as m; served is False
+    where the profile has no such shapes. `exclude` (a choice's row per shape, or -1) leaves a
+    shape's own choice out: the leave-one-out of fit.fit_cutlass."""
     kernels, choices = _cutlass_tables(p.cutlass_kernels, p.cutlass_choices)
     shape = np.shape(m)
     m, n, k, batch, layout_index, worst = (np.broadcast_to(x, shape).ravel()
                                            for x in (m, n, k, batch, layout_index, worst))
-    most = max(CUTLASS_NEIGHBOURS)
+    most = max(p.cutlass_neighbours)
     config, correction = np.full(m.shape + (most,), -1), np.zeros(m.shape)
     coords = np.log2(np.stack([m, n, k, batch], axis=1).astype(float))
     group = (layout_index * 3 + worst) * 2 + (batch > 1)
@@ -397,12 +396,17 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
             continue
         points, rows, residuals = choices[theirs, 2:6], choices[theirs, 6].astype(np.int64), choices[theirs, 7]
         base = residuals.sum() / (len(residuals) + 1)
-        count = CUTLASS_NEIGHBOURS[int(code) % 2]
+        count = p.cutlass_neighbours[int(code) % 2]
+        local = np.full(len(choices) + 1, -1)  # a choice's column in the group, or -1 (and exclude -1 reads -1)
+        local[np.flatnonzero(theirs)] = np.arange(int(theirs.sum()))
         for start in range(0, len(mine), CHUNK):  # bounded memory for many shapes at once
             part = mine[start:start + CHUNK]
             # squared distances as |a|² - 2a·b + |b|² (a matrix product: fast)
             d2 = np.maximum((coords[part] ** 2).sum(axis=1)[:, None] + (points ** 2).sum(axis=1)[None, :]
                             - 2 * coords[part] @ points.T, 0.0)
+            if exclude is not None:  # each shape's own choice as if never made
+                own = local[np.ravel(exclude)[part]]
+                d2[np.flatnonzero(own >= 0), own[own >= 0]] = np.inf
             # single precision: a smoothing weight needs no more, and the exponentials are most of the time here
             w = np.exp(d2.astype(np.float32) * np.float32(-0.5 / p.residual_octaves ** 2))
             correction[part] = base + (w @ (residuals - base)) / (w.sum(axis=1) + p.residual_prior)
@@ -413,7 +417,7 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
                 config[part, i] = rows[first]
     served = config[:, 0] >= 0
     ms, tile, split = np.zeros(m.shape), np.zeros(m.shape + (2,), dtype=np.int64), np.ones(m.shape, dtype=np.int64)
-    for batched, count in enumerate(CUTLASS_NEIGHBOURS):
+    for batched, count in enumerate(p.cutlass_neighbours):
         _cutlass_fastest(np.flatnonzero(served & ((batch > 1) == batched)), config[:, :count], kernels, correction,
                          m, n, k, batch, sms, out=(ms, tile, split))
     return served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape)

@@ -20,6 +20,7 @@ from .cost import (
     SPEC,
     CostParams,
     _align_class,
+    _cutlass_ms,
     _flash_cost,
     cutlass_terms,
     predict_gemm,
@@ -261,6 +262,7 @@ _CUTLASS_NAME = re.compile(r"cutlass_(75|80)_(wmma_)?tensorop_.*?gemm_\w+?_(\d+)
 # calibration (benchmarks/kernel_model.py) finds more worse and fewer no better.
 CUTLASS_MIN_CASES = 6
 CUTLASS_OCCUPANCIES = (1, 2, 3, 4)
+CUTLASS_NEIGHBOUR_COUNTS = (1, 2, 3, 4, 5, 6, 8)
 
 
 def cutlass_config(name: str) -> tuple[int, ...] | None:
@@ -287,7 +289,8 @@ def _nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         keep &= coef >= 0
 
 
-def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = "bf16") -> CostParams:
+def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = "bf16",
+                report: dict | None = None) -> CostParams:
     """The CUTLASS kernel tables of a profile, from misaligned GEMMs whose kernels were recorded.
 
     rows: dicts with m, n, k, batch, layout, time_ms, kernels (the names of the kernels one call
@@ -295,7 +298,8 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
     batch over z). Each configuration seen at least CUTLASS_MIN_CASES times gets the coefficients of
     cost.CUTLASS_TERMS that fit its cases best (least squares on relative error, none negative) at
     the occupancy that fits best; each of its cases becomes a choice, with its residual against
-    what the tables then predict for it."""
+    what the tables then predict for it. The neighbour counts are chosen by leave-one-out; `report`,
+    where given, gets them and each count's errors."""
     cases = defaultdict(list)
     for r in rows:
         layout = LAYOUTS.index(r["layout"])
@@ -350,12 +354,42 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
         choices += [(layout, c["worst"], *(round(float(np.log2(c[key])), 4) for key in ("m", "n", "k", "batch")), index)
                     for c in mine]
         chosen += mine
-    # Each choice's residual against what the tables predict for its own shape, with no residuals yet.
-    bare = dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=tuple(r + (0.0,) for r in choices))
     if not chosen:
-        return bare
+        return dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=())
+    # The neighbour counts, by leave-one-out: every misaligned calibration GEMM with a recorded kernel
+    # predicted without its own choice, for each count; single and batched GEMMs each take the count
+    # of least mean |log error|.
+    every = [c for mine in cases.values() for c in mine]
+    row_of = {id(c): i for i, c in enumerate(chosen)}
+    exclude = np.array([row_of.get(id(c), -1) for c in every])
+    errors = {}
+    for count in CUTLASS_NEIGHBOUR_COUNTS:
+        trial = _with_residuals(params, kernels, choices, chosen, (count, count), gpu=gpu, dtype=dtype)
+        errors[count] = _left_out_errors(trial, every, exclude, gpu=gpu)
+    best = tuple(min(errors, key=lambda count: errors[count][batched]) for batched in (0, 1))
+    if report is not None:
+        report.update(neighbours=list(best), leave_one_out={count: [round(e, 4) for e in pair]
+                                                            for count, pair in errors.items()})
+    return _with_residuals(params, kernels, choices, chosen, best, gpu=gpu, dtype=dtype)
+
+
+def _with_residuals(params, kernels, choices, chosen, neighbours, *, gpu: GPU, dtype: str) -> CostParams:
+    """The tables with each choice's residual against what they predict for its own shape."""
+    bare = dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=tuple(r + (0.0,) for r in choices),
+                               cutlass_neighbours=neighbours)
     col = lambda key: np.array([c[key] for c in chosen])  # noqa: E731
     predicted = predict_gemm(col("m"), col("n"), col("k"), batch=col("batch"), layout=col("layout"), gpu=gpu,
                              dtype=dtype, params=bare).time_ms
     residuals = np.log(col("time_ms") / predicted)
     return dataclasses.replace(bare, cutlass_choices=tuple(r + (round(float(e), 5),) for r, e in zip(choices, residuals)))
+
+
+def _left_out_errors(params: CostParams, cases: list[dict], exclude: np.ndarray, *, gpu: GPU) -> tuple[float, float]:
+    """Mean |log error| of single and of batched GEMMs, each predicted without its own choice (inf where none)."""
+    col = lambda key: np.array([c[key] for c in cases])  # noqa: E731
+    served, ms, _, _ = _cutlass_ms(params, np.array([LAYOUTS.index(x) for x in col("layout")]), col("worst"),
+                                   col("m"), col("n"), col("k"), col("batch"), gpu.num_sms, exclude=exclude)
+    err = np.abs(np.log(np.where(served, ms, 1.0) / col("time_ms")))
+    batched = col("batch") > 1
+    return tuple(float(np.mean(err[served & (batched == b)])) if (served & (batched == b)).any() else float("inf")
+                 for b in (False, True))
