@@ -1,6 +1,8 @@
 """Misaligned GEMMs timed as the CUTLASS kernels cuBLAS runs for them: kernel names parsed, the
-per-configuration fit recovers a known model from noisy synthetic measurements, the nearest
-calibration shape picks the kernel, and only misaligned single GEMMs are affected."""
+per-configuration fit recovers a known model from noisy synthetic measurements, rare kernels borrow,
+the nearest calibration shapes pick the kernel (how many, by leave-one-out), only misaligned 16-bit
+GEMMs of the calibrated kinds are affected and say which kernel they are timed as, and the kernel
+census stores what the profiler sees."""
 
 import dataclasses
 
@@ -8,7 +10,13 @@ import numpy as np
 import pytest
 
 from shapewise import predict_gemm
-from shapewise.cost import CUTLASS_MIN_SLICE, CUTLASS_SPLITS, KERNEL_COLUMNS, SPEC, cutlass_terms
+from shapewise.cost import (
+    CUTLASS_MIN_SLICE,
+    CUTLASS_SPLITS,
+    KERNEL_COLUMNS,
+    SPEC,
+    cutlass_terms,
+)
 from shapewise.fit import cutlass_config, fit_cutlass
 from shapewise.hardware import get_gpu
 from shapewise.profile import Profile, find, load, save
@@ -46,8 +54,8 @@ def measured(count, seed, noise=0.02):
     rows = []
     for m, n, k in shapes(count, seed):
         name, splits, ms = truth(m, n, k)
-        rows.append(dict(m=m, n=n, k=k, batch=1, layout="nn", time_ms=ms * np.exp(rng.normal(0, noise)),
-                         kernels=[name, "void cutlass::Kernel2<splitKreduce_kernel>"], grids=[f"8x4x{splits}", "64x1x1"]))
+        rows.append({"m": m, "n": n, "k": k, "batch": 1, "layout": "nn", "time_ms": ms * np.exp(rng.normal(0, noise)),
+                     "kernels": [name, "void cutlass::Kernel2<splitKreduce_kernel>"], "grids": [f"8x4x{splits}", "64x1x1"]})
     return rows
 
 
@@ -57,7 +65,8 @@ def batched(count, seed, batch=16):
     rows = []
     for m, n, k in shapes(count, seed):
         ms = float(cutlass_terms(m, n, k, batch, 64, 64, 1, occupancy, H200.num_sms) @ np.array(coef))
-        rows.append(dict(m=m, n=n, k=k, batch=batch, layout="nn", time_ms=ms, kernels=[name], grids=[f"8x4x{batch}"]))
+        rows.append({"m": m, "n": n, "k": k, "batch": batch, "layout": "nn", "time_ms": ms, "kernels": [name],
+                     "grids": [f"8x4x{batch}"]})
     return rows
 
 
@@ -178,7 +187,7 @@ def test_the_choices_residuals_correct_what_the_kernel_terms_miss():
     held_out = [s for s in shapes(300, seed=5) if s[2] > 2048]
     m, n, k = (np.array(x) for x in zip(*held_out))
     want = np.array([truth(*s)[2] for s in held_out]) * 1.25
-    err = lambda p: np.median(np.abs(predict_gemm(m, n, k, layout="nn", gpu=H200, params=p).time_ms / want - 1))  # noqa: E731
+    err = lambda p: np.median(np.abs(predict_gemm(m, n, k, layout="nn", gpu=H200, params=p).time_ms / want - 1))
     assert err(bare) > 0.05 and err(params) < err(bare) / 2
 
 
@@ -189,7 +198,8 @@ def test_a_rare_kernel_borrows_a_fitted_ones_coefficients_scaled():
     rare = []
     for m, n, k in ((300, 2001, 96), (700, 1501, 120), (500, 3001, 64)):  # K too short to split
         ms = 1.3 * float(cutlass_terms(m, n, k, 1, 64, 128, 1, SMALL[1], H200.num_sms) @ np.array(SMALL[2]))
-        rare.append(dict(m=m, n=n, k=k, batch=1, layout="nn", time_ms=ms, kernels=[rare_name], grids=["4x4x1"]))
+        rare.append({"m": m, "n": n, "k": k, "batch": 1, "layout": "nn", "time_ms": ms, "kernels": [rare_name],
+                     "grids": ["4x4x1"]})
     params = fit_cutlass(rows + rare, SPEC, gpu=H200)
     borrowed = [row for row in params.cutlass_kernels if row[1:3] == (64, 128)]
     assert len(borrowed) == 1 and borrowed[0][5] == SMALL[1]  # the donor's occupancy
@@ -241,3 +251,20 @@ def test_the_fit_chooses_its_neighbour_counts_by_leave_one_out():
     in_fit = np.abs(np.log(predict_gemm(m, n, k, layout="nn", gpu=H200, params=params).time_ms
                            / np.array([r["time_ms"] for r in rows[:200]])))
     assert in_fit.mean() < errors[params.cutlass_neighbours[0]][0]
+
+
+def test_a_misaligned_gemm_says_which_kernel_it_is_timed_as(capsys):
+    import json
+
+    from shapewise.cli import main
+    from shapewise.cost import CUTLASS_FAMILIES, kernel_words
+
+    assert kernel_words(0, (128, 256), 3) == "Turing CUTLASS align1, 128×256 tiles, K split 3 ways"
+    assert kernel_words(-1, (128, 256), 1) == ""
+    params = find("h200").params
+    odd, aligned = (predict_gemm(8192, n, 768, layout="nt", gpu="h200", params=params) for n in (50257, 50304))
+    assert CUTLASS_FAMILIES[odd.family].startswith("Turing") and aligned.family == -1
+    assert main(["check", "gpt2", "--gpu", "h200", "--json"]) == 0
+    ops = json.loads(capsys.readouterr().out)["ops"]
+    assert all(("kernel" in op) == (op["name"] == "logits") for op in ops if op["kind"] == "gemm")
+    assert all(op["kernel"].startswith("Turing CUTLASS align1") for op in ops if "kernel" in op)

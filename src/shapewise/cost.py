@@ -210,6 +210,9 @@ class GemmPrediction:
     tile: object  # (rows, cols) of the chosen tile, or an N×2 array
     split_k: object
     peak_tflops: float
+    # The CUTLASS kernel family a calibrated profile times a misaligned GEMM as (an index into
+    # CUTLASS_FAMILIES), or -1 where the GEMM is modelled as Hopper's own kernels are.
+    family: object = -1
 
     @property
     def tflops(self):
@@ -316,13 +319,15 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     }
     time_ms = np.maximum(t4, t_mem_slow) * s + p.launch_ms
     tile = np.stack([b_tm, b_tn], axis=-1)
+    family = np.full(np.shape(m), -1)
     if p.gemm_residuals or p.cutlass_kernels:
         # A profile's measured corrections: misaligned GEMMs timed as the CUTLASS kernel cuBLAS runs
         # for them, and the residual table for the rest. The losses are scaled together so that they still
         # add up to the gap between the ideal and the corrected time.
         served = np.zeros(np.shape(m), dtype=bool)
         if p.cutlass_kernels and size == 2:  # the tables are of 16-bit GEMMs (bf16, fp16), as calibrated
-            served, kernel_ms, kernel_tile, kernel_split = _cutlass_ms(p, which, worst, m, n, k, batch, gpu.num_sms)
+            served, kernel_ms, kernel_tile, kernel_split, kernel_family = _cutlass_ms(p, which, worst, m, n, k, batch,
+                                                                                      gpu.num_sms)
         factor = np.ones(np.shape(m))
         rest = ~served
         if p.gemm_residuals and rest.any():  # the table corrects what the kernels do not serve
@@ -333,13 +338,14 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
             corrected = np.where(served, kernel_ms, corrected)
             tile = np.where(served[..., None], kernel_tile, tile)
             b_split = np.where(served, kernel_split, b_split)
+            family = np.where(served, kernel_family, family)
         ideal = t0 * s
         corrected = np.maximum(corrected, ideal)
         scale = (corrected - ideal) / np.maximum(time_ms - ideal, 1e-30)
         losses = {name: loss * scale for name, loss in losses.items()}
         time_ms = corrected
     return dict(time_ms=time_ms, flops=flops, bytes=nbytes, losses=losses, tile=tile, split_k=b_split,
-                peak_tflops=peak / 1e12)
+                peak_tflops=peak / 1e12, family=family)
 
 
 def cutlass_terms(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> np.ndarray:
@@ -378,8 +384,8 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int, ex
     fastest of the configurations their nearest calibration shapes (p.cutlass_neighbours of them;
     log2 dims; the same layout, alignment class and batchedness) ran, each at its fastest split (a
     batch is not split), corrected by the residuals of the calibration shapes nearby (as
-    _residual_factor does). Returns (served, ms, tile, split), each shaped as m; served is False
-    where the profile has no such shapes. `exclude` (a choice's row per shape, or -1) leaves a
+    _residual_factor does). Returns (served, ms, tile, split, family), each shaped as m; served is
+    False where the profile has no such shapes. `exclude` (a choice's row per shape, or -1) leaves a
     shape's own choice out: the leave-one-out of fit.fit_cutlass."""
     kernels, choices = _cutlass_tables(p.cutlass_kernels, p.cutlass_choices)
     shape = np.shape(m)
@@ -417,16 +423,18 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int, ex
                 config[part, i] = rows[first]
     served = config[:, 0] >= 0
     ms, tile, split = np.zeros(m.shape), np.zeros(m.shape + (2,), dtype=np.int64), np.ones(m.shape, dtype=np.int64)
+    family = np.full(m.shape, -1)
     for batched, count in enumerate(p.cutlass_neighbours):
         _cutlass_fastest(np.flatnonzero(served & ((batch > 1) == batched)), config[:, :count], kernels, correction,
-                         m, n, k, batch, sms, out=(ms, tile, split))
-    return served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape)
+                         m, n, k, batch, sms, out=(ms, tile, split, family))
+    return (served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape),
+            family.reshape(shape))
 
 
 def _cutlass_fastest(rows, config, kernels, correction, m, n, k, batch, sms, out) -> None:
     """For each of `rows`, the fastest of its candidate configurations at its fastest split, corrected,
-    written into out = (ms, tile, split)."""
-    ms, tile, split = out
+    written into out = (ms, tile, split, family)."""
+    ms, tile, split, family = out
     splits = np.array(CUTLASS_SPLITS)
     for start in range(0, len(rows), CHUNK):
         part = rows[start:start + CHUNK]
@@ -443,6 +451,7 @@ def _cutlass_fastest(rows, config, kernels, correction, m, n, k, batch, sms, out
         ms[part] = t[np.arange(len(part)), best] * np.exp(correction[part])
         chosen = row[np.arange(len(part)), best // len(splits)]
         tile[part] = chosen[:, 1:3].astype(np.int64)
+        family[part] = chosen[:, 0].astype(np.int64)
         split[part] = splits[best % len(splits)]
 
 
@@ -521,6 +530,7 @@ class OpCost:
     losses: Losses
     peak_tflops: float
     bytes_per_s: float
+    kernel: str = ""  # for a misaligned GEMM timed from a profile's kernel tables: the kernel, in words
 
     @property
     def total_ms(self) -> float:
@@ -599,6 +609,14 @@ def _comm_ms(op: Op, gpu: GPU, p: CostParams) -> float:
     return share * op.bytes / (peer[1] * 1e9 * p.comm_bandwidth) * 1e3 + p.comm_latency_ms + p.launch_ms
 
 
+def kernel_words(family: int, tile, split: int) -> str:
+    """A CUTLASS kernel as the cost model times it, e.g. "Turing CUTLASS align1, 128×128 tiles, K split 3
+    ways"; "" for a GEMM modelled as Hopper's own kernels run (family -1)."""
+    if family < 0:
+        return ""
+    return f"{CUTLASS_FAMILIES[family]}, {int(tile[0])}×{int(tile[1])} tiles" + (f", K split {split} ways" if split > 1 else "")
+
+
 def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams = SPEC) -> list[OpCost]:
     """Predict every op of a step; all GEMMs and BMMs in one vectorized call."""
     gpu = _resolve_gpu(gpu)
@@ -612,7 +630,8 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
         pred = _gemm_arrays(m, n, k, batch, layout, gpu, dtype, params)
         for j, i in enumerate(mm):
             losses = Losses(**{name: float(pred["losses"][name][j]) for name in LOSS_NAMES})
-            costs[i] = OpCost(ops[i], float(pred["time_ms"][j]), losses, peak, gpu.bytes_per_s)
+            costs[i] = OpCost(ops[i], float(pred["time_ms"][j]), losses, peak, gpu.bytes_per_s,
+                              kernel_words(int(pred["family"][j]), pred["tile"][j], int(pred["split_k"][j])))
     for i, op in enumerate(ops):
         if op.kind == FLASH:
             time_ms, losses = _flash_cost(op, gpu, dtype, params)

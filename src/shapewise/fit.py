@@ -387,7 +387,7 @@ def _with_residuals(params, kernels, choices, chosen, neighbours, *, gpu: GPU, d
 def _left_out_errors(params: CostParams, cases: list[dict], exclude: np.ndarray, *, gpu: GPU) -> tuple[float, float]:
     """Mean |log error| of single and of batched GEMMs, each predicted without its own choice (inf where none)."""
     col = lambda key: np.array([c[key] for c in cases])  # noqa: E731
-    served, ms, _, _ = _cutlass_ms(params, np.array([LAYOUTS.index(x) for x in col("layout")]), col("worst"),
+    served, ms, *_ = _cutlass_ms(params, np.array([LAYOUTS.index(x) for x in col("layout")]), col("worst"),
                                    col("m"), col("n"), col("k"), col("batch"), gpu.num_sms, exclude=exclude)
     err = np.abs(np.log(np.where(served, ms, 1.0) / col("time_ms")))
     batched = col("batch") > 1
