@@ -268,3 +268,26 @@ def test_a_misaligned_gemm_says_which_kernel_it_is_timed_as(capsys):
     ops = json.loads(capsys.readouterr().out)["ops"]
     assert all(("kernel" in op) == (op["name"] == "logits") for op in ops if op["kind"] == "gemm")
     assert all(op["kernel"].startswith("Turing CUTLASS align1") for op in ops if "kernel" in op)
+
+
+def test_bench_names_the_kernels_beside_the_timings(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from shapewise.bench import gemm_cases, kernel_label
+    from shapewise.cli import _render_sweep, main
+
+    assert kernel_label([LARGE[0], "void cublasLt::splitKreduce_kernel<32, 16, int, float>(cublasLt::Params<float>)"]) \
+        == "cutlass_75_tensorop_s1688gemm_bf16_128x128_nn_align1 + splitKreduce_kernel"
+    case = gemm_cases([64], [65], [64])[0]
+    row = {"median_ms": 0.01, "iqr_ms": 0.001, "tflops": 0.05, "gbps": 3.0, "error": None}
+    result = SimpleNamespace(rows=[(case, row)], environment={"gpu_name": "test"}, interrupted=False,
+                             summary=lambda: "1 measured")
+    kernels = {case.key: {"kernels": [LARGE[0]], "grids": ["8x2x3"]}}
+    _render_sweep(SimpleNamespace(json=False, device="cuda"), result, lambda c: None, kernels)
+    assert "cutlass_75_tensorop_s1688gemm_bf16_128x128_nn_align1" in capsys.readouterr().out
+    _render_sweep(SimpleNamespace(json=True, device="cuda"), result, lambda c: None, kernels)
+    assert '"grids": [\n      "8x2x3"' in capsys.readouterr().out
+    # on the CPU there are no GPU kernels to name: said at once, in one line, before measuring anything
+    assert main(["bench", "gemm", "-m", "64", "-n", "65", "-k", "64", "--device", "cpu", "--kernels", "--db",
+                 str(tmp_path / "r.db")]) == 2
+    assert "CUDA device" in capsys.readouterr().err and not (tmp_path / "r.db").exists()

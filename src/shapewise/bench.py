@@ -580,6 +580,17 @@ def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], 
     return found
 
 
+def kernel_label(names: list[str]) -> str:
+    """Kernel names as a table shows them: each one's template name (cutlass_75_tensorop_…_align1,
+    nvjet_sm90_…, splitKreduce_kernel) without its signature, joined by " + "."""
+    short = []
+    for name in names:
+        inner = name[name.index("<") + 1:] if name.startswith("void cutlass::Kernel2<") else name
+        inner = inner.split("(")[0].split("<")[0].removeprefix("void ").split("::")[-1].rstrip(">")
+        short.append(inner)
+    return " + ".join(short)
+
+
 def census_rows(store, env_id: int | None = None) -> dict[str, dict]:
     """The kernel census in the store: case key -> {"kernels": names, "grids": grids}."""
     return {row["metrics"]["case"]: {"kernels": row["metrics"]["kernels"], "grids": row["metrics"]["grids"]}

@@ -198,25 +198,31 @@ def _gpu_for(args, env):
         return None
 
 
-def _render_sweep(args, result, predict) -> int:
-    """One row per case: measured median and spread, rate, and the prediction beside it."""
+def _render_sweep(args, result, predict, kernels: dict | None = None) -> int:
+    """One row per case: measured median and spread, rate, and the prediction beside it (and, where
+    `kernels` names them, the kernels the case ran)."""
     from rich.table import Table
 
+    from .bench import kernel_label
+
     if args.json:
-        print(json.dumps([{**row, "predicted_ms": predict(case)} for case, row in result.rows], indent=2, default=str))
+        print(json.dumps([{**row, "predicted_ms": predict(case), **(kernels or {}).get(case.key, {})}
+                          for case, row in result.rows], indent=2, default=str))
     else:
         table = Table(show_edge=False, pad_edge=False, header_style="bold")
-        for col in ("case", "measured ms", "IQR", "TFLOP/s", "GB/s", "predicted ms", "error"):
-            table.add_column(col, justify="left" if col in ("case", "error") else "right")
+        columns = ("case", "measured ms", "IQR", "TFLOP/s", "GB/s", "predicted ms", "error") + (("kernels",) if kernels else ())
+        for col in columns:
+            table.add_column(col, justify="left" if col in ("case", "error", "kernels") else "right")
         for case, row in result.rows:
             ok = row.get("error") is None
             predicted = predict(case) if ok else None
             error = f"{predicted / row['median_ms'] - 1:+.1%}" if predicted and ok else (row.get("error") or "")
+            named = (kernel_label(kernels.get(case.key, {}).get("kernels", [])),) if kernels else ()
             table.add_row(case.label, f"{row['median_ms']:.4f}" if ok else "—",
                           f"{row['iqr_ms'] / row['median_ms']:.1%}" if ok else "",
                           f"{row['tflops']:,.1f}" if ok and row.get("tflops") else "",
                           f"{row['gbps']:,.0f}" if ok and row.get("gbps") else "",
-                          f"{predicted:.4f}" if predicted else "", error)
+                          f"{predicted:.4f}" if predicted else "", error, *named)
         console = _console()
         console.print(table)
         env = result.environment
@@ -231,7 +237,17 @@ def cmd_bench_gemm(args) -> int:
     batches = parse_dims(args.b, name="-b") if getattr(args, "b", None) else [1]
     cases = gemm_cases(parse_dims(args.m, name="-m"), parse_dims(args.n, name="-n"), parse_dims(args.k, name="-k"),
                        batches=batches, layouts=args.layout, dtype=args.dtype)
+    if args.kernels and not args.device.startswith("cuda"):
+        raise ShapewiseError("--kernels names GPU kernels: measure on a CUDA device")
     result = _sweep(args, cases)
+    kernels = None
+    if args.kernels:
+        from .bench import census_rows, kernel_census
+        from .store import Store
+
+        with Store(args.db) as store:
+            kernel_census(cases, store=store, device=args.device, env=result.environment)
+            kernels = census_rows(store, env_id=store.environment_id(result.environment))
     gpu = _gpu_for(args, result.environment)
     params = _params_for(gpu)
 
@@ -244,7 +260,7 @@ def cmd_bench_gemm(args) -> int:
         return float(predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu,
                                   dtype=p["dtype"], params=params).time_ms)
 
-    return _render_sweep(args, result, predict)
+    return _render_sweep(args, result, predict, kernels)
 
 
 def cmd_bench_attention(args) -> int:
@@ -848,6 +864,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--layout", nargs="+", choices=("nn", "nt", "tn"), default=["nn"],
                        help="nn: x @ W; nt: x @ W.T (a linear layer); tn: a weight gradient (default nn)")
         p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16")
+        p.add_argument("--kernels", action="store_true",
+                       help="also name the kernels cuBLAS runs for each shape (one more call each, under torch.profiler)")
         _add_measure_args(p)
         p.set_defaults(run=cmd_bench_gemm)
     from .bench import ATTENTION_BACKENDS, PASSES
