@@ -218,7 +218,7 @@ def test_the_census_stores_names_resumes_and_keeps_failures(tmp_path, monkeypatc
     from shapewise.store import Store
 
     # The profiler's part runs on the CPU too (no GPU kernels to see, and the failure kept) ...
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
     huge = gemm_cases([2**40], [2], [2])[0]
     seen = bench._kernels_of(torch, [*gemm_cases([64], [65], [64]), huge], "cpu")
     assert seen[0] == ([], [], None) and seen[1][:2] == ([], []) and "allocate" in seen[1][2]

@@ -552,10 +552,10 @@ def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], 
                     fn, context = build(case, device)
                     with context:
                         fn()  # warm, outside the case's range: cuBLAS picks and loads its kernel here
-                        torch.cuda.synchronize()
+                        torch.cuda.synchronize(device)
                         with record_function(f"case:{i}"):
                             fn()
-                            torch.cuda.synchronize()
+                            torch.cuda.synchronize(device)
                 except KeyboardInterrupt:
                     raise
                 except Exception as exc:  # out of memory or unsupported: no kernels named, the reason stored
