@@ -323,37 +323,30 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
         measured = np.array([c["time_ms"] for c in mine])
         best = None
         for occupancy in CUTLASS_OCCUPANCIES:
-            terms = cutlass_terms(*(np.array([c[key] for c in mine]) for key in ("m", "n", "k", "batch")), tm, tn,
-                                  np.array([c["splits"] for c in mine]), occupancy, gpu.num_sms)
+            terms = _case_terms(mine, tm, tn, occupancy, gpu)
             coef = _nonnegative_lstsq(terms / measured[:, None], np.ones_like(measured))
             err = float(np.median(np.abs(terms @ coef / measured - 1)))
             if best is None or err < best[0]:
                 best = (err, occupancy, coef)
         _, occupancy, coef = best
-        index = len(kernels)
-        kernels.append((family, tm, tn, partials, layout, occupancy, block, stages, *(float(f"{c:.6g}") for c in coef)))
-        choices += [(layout, c["worst"], *(round(float(np.log2(c[key])), 4) for key in ("m", "n", "k", "batch")), index)
-                    for c in mine]
+        choices += _choice_rows(mine, layout, len(kernels))
         chosen += mine
+        kernels.append((family, tm, tn, partials, layout, occupancy, block, stages, *(float(f"{c:.6g}") for c in coef)))
     # A configuration too rare to fit borrows a fitted one's coefficients (the same family, output
-    # and layout, the nearest tile and K block), scaled to its own cases: by leave-one-out this
-    # takes batched GEMMs from 0.103 to 0.096 mean |log error| (single GEMMs: no change).
+    # and layout, the nearest tile and K block), scaled to its own cases: by leave-one-out, better
+    # for batched GEMMs and no worse for single ones (benchmarks/RESULTS.md).
     for (family, tm, tn, partials, block, stages, layout), mine in sorted(cases.items()):
         donors = [row for row in kernels if (row[0], row[3], row[4]) == (family, partials, layout)]
         if len(mine) >= CUTLASS_MIN_CASES or not donors:
             continue
         donor = min(donors, key=lambda row: abs(np.log(row[1] * row[2] / (tm * tn)))
                     + abs(np.log(max(row[6], 1) / max(block, 1))))
-        terms = cutlass_terms(*(np.array([c[key] for c in mine]) for key in ("m", "n", "k", "batch")), tm, tn,
-                              np.array([c["splits"] for c in mine]), donor[5], gpu.num_sms)
-        measured = np.array([c["time_ms"] for c in mine])
-        scale = float(np.exp(np.median(np.log(measured / (terms @ np.array(donor[KERNEL_COLUMNS:]))))))
-        index = len(kernels)
+        predicted = _case_terms(mine, tm, tn, donor[5], gpu) @ np.array(donor[KERNEL_COLUMNS:])
+        scale = float(np.exp(np.median(np.log(np.array([c["time_ms"] for c in mine]) / predicted))))
+        choices += _choice_rows(mine, layout, len(kernels))
+        chosen += mine
         kernels.append((family, tm, tn, partials, layout, donor[5], block, stages,
                         *(float(f"{c * scale:.6g}") for c in donor[KERNEL_COLUMNS:])))
-        choices += [(layout, c["worst"], *(round(float(np.log2(c[key])), 4) for key in ("m", "n", "k", "batch")), index)
-                    for c in mine]
-        chosen += mine
     if not chosen:
         return dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=())
     # The neighbour counts, by leave-one-out: every misaligned calibration GEMM with a recorded kernel
@@ -371,6 +364,18 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
         report.update(neighbours=list(best), leave_one_out={count: [round(e, 4) for e in pair]
                                                             for count, pair in errors.items()})
     return _with_residuals(params, kernels, choices, chosen, best, gpu=gpu, dtype=dtype)
+
+
+def _case_terms(cases: list[dict], tm: int, tn: int, occupancy: int, gpu: GPU) -> np.ndarray:
+    """cost.cutlass_terms of a configuration's cases, one row each."""
+    col = lambda key: np.array([c[key] for c in cases])  # noqa: E731
+    return cutlass_terms(col("m"), col("n"), col("k"), col("batch"), tm, tn, col("splits"), occupancy, gpu.num_sms)
+
+
+def _choice_rows(cases: list[dict], layout: int, index: int) -> list[tuple]:
+    """cost.CostParams.cutlass_choices rows of a configuration's cases, before their residuals."""
+    return [(layout, c["worst"], *(round(float(np.log2(c[key])), 4) for key in ("m", "n", "k", "batch")), index)
+            for c in cases]
 
 
 def _with_residuals(params, kernels, choices, chosen, neighbours, *, gpu: GPU, dtype: str) -> CostParams:
