@@ -26,18 +26,18 @@ from collections import Counter, defaultdict
 from typing import NamedTuple
 
 import numpy as np
+from refit_profile import kernels_from_csv, rows_from_export  # beside this script
 
-from shapewise.cost import _align_class, predict_gemm
+from shapewise.cost import align_classes, cutlass_terms, predict_gemm
+from shapewise.fit import cutlass_config, nonnegative_lstsq
 from shapewise.profile import find
 
 RESULTS = "benchmarks/results/"
-SMS = 132  # the H200's SMs
 OCCUPANCIES = (1, 2, 3, 4)
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
 MIN_CASES = 6  # a configuration seen fewer times in calibration is not fitted here (the cost model: 10)
-TILE = re.compile(r"_(\d+)x(\d+)(?:_\d+x\d+)?_(nn|nt|tn)_align\d")
-CUBLAS_OP = {"nn": "nn", "nt": "tn", "tn": "nt"}
-LAYOUT_INDEX = {"nn": 0, "nt": 1, "tn": 2}  # cost.LAYOUTS  # torch's row-major layout as the column-major kernel names it
+OP = re.compile(r"_(nn|nt|tn)_align\d")
+CUBLAS_OP = {"nn": "nn", "nt": "tn", "tn": "nt"}  # torch's row-major layout as the column-major kernel names it
 
 
 class Config(NamedTuple):
@@ -49,12 +49,13 @@ class Config(NamedTuple):
 
     @classmethod
     def of(cls, kernel: str) -> "Config | None":
-        found = TILE.search(kernel)
-        if not found or "cutlass" not in kernel:
+        """The kernel's family, tile, output and operand layout: as the cost model reads its name
+        (fit.cutlass_config), with the layout beside it and the K block left out."""
+        config = cutlass_config(kernel)
+        if config is None:
             return None
-        family = "WMMA" if "wmma" in kernel else ("Turing" if "cutlass_75" in kernel else "Ampere")
-        return cls(family, int(found.group(1)), int(found.group(2)), bool(re.search(r"tensorop_s\d", kernel)),
-                   found.group(3))
+        family, tm, tn, partials = config[:4]
+        return cls(("Turing", "Ampere", "WMMA")[family], tm, tn, bool(partials), OP.search(kernel).group(1))
 
     def __str__(self):
         return f"{self.family} {self.tm}×{self.tn} {self.op}{' fp32' if self.fp32_out else ''}"
@@ -71,35 +72,22 @@ def read_cases(path: str, kernels: dict) -> list[dict]:
                 continue  # the GEMMs, the ops of real models among them, as a profile's fit takes them
             case = {"m": p["m"], "n": p["n"], "k": p["k"], "batch": p["batch"], "layout": p["layout"],
                     "ms": float(row["median_ms"])}
-            a_lead = p["m"] if p["layout"] == "tn" else p["k"]  # as the cost model reads leading dims
-            case["worst"] = int(max(_align_class(np.array(a_lead), "bf16", 16), _align_class(np.array(p["n"]), "bf16", 16)))
-            names, grids = kernels.get(row["key"], ([""], ["1x1x1"]))
-            config = Config.of(names[0])
+            case["worst"] = int(max(align_classes(p["m"], p["n"], p["k"], p["layout"], "bf16", 16)))
+            named = kernels.get(row["key"], {"kernels": [""], "grids": ["1x1x1"]})
+            config = Config.of(named["kernels"][0])
             if config is not None:
                 case["config"] = config
-                case["splits"] = int(grids[0].split("x")[2]) if p["batch"] == 1 else 1  # CUTLASS splits K over z
+                # CUTLASS splits K over z
+                case["splits"] = int(named["grids"][0].split("x")[2]) if p["batch"] == 1 else 1
             cases.append(case)
     return cases
 
 
-def features(case: dict, config: Config, splits: int, occupancy: int, epilogue: bool = True) -> list[float]:
-    tiles = -(-case["n"] // config.tm) * -(-case["m"] // config.tn) * case["batch"] * splits
-    per_sm = -(-tiles // SMS)
-    k = -(-case["k"] // splits)
-    split = splits > 1
-    return [1.0, per_sm * k, -(-per_sm // occupancy) * k, per_sm if epilogue else 0.0,
-            split * case["m"] * case["n"] * case["batch"] * splits, float(split)]
-
-
-def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Least squares with the negative coefficients dropped and the rest refitted, until none is negative."""
-    keep = np.ones(a.shape[1], bool)
-    while True:
-        coef = np.zeros(a.shape[1])
-        coef[keep] = np.linalg.lstsq(a[:, keep], b, rcond=None)[0]
-        if (coef >= 0).all():
-            return coef
-        keep &= coef >= 0
+def features(case: dict, config: Config, splits: int, occupancy: int, epilogue: bool = True) -> np.ndarray:
+    """The cost model's terms (cost.cutlass_terms) of a case on the H200's 132 SMs; without the epilogue's
+    if asked."""
+    terms = cutlass_terms(case["m"], case["n"], case["k"], case["batch"], config.tm, config.tn, splits, occupancy, 132)
+    return terms * np.array([1, 1, 1, float(epilogue), 1, 1])
 
 
 def fit_one(cases: list[dict], config: Config, epilogue: bool = True) -> tuple[int, np.ndarray, np.ndarray]:
@@ -108,7 +96,7 @@ def fit_one(cases: list[dict], config: Config, epilogue: bool = True) -> tuple[i
     best = None
     for occupancy in OCCUPANCIES:
         x = np.array([features(c, config, c["splits"], occupancy, epilogue) for c in cases])
-        coef = nnls(x / y[:, None], np.ones_like(y))
+        coef = nonnegative_lstsq(x / y[:, None], np.ones_like(y))
         err = np.abs(x @ coef / y - 1)
         if best is None or np.median(err) < np.median(best[2]):
             best = (occupancy, coef, err)
@@ -167,23 +155,17 @@ class KernelModel:
         return min(times, default=None)
 
 
-def leave_one_out(least: int) -> dict:
-    """The profile fitted from the committed calibration and kernels with fit.CUTLASS_MIN_CASES =
-    least: the neighbour counts its fit chose by leave-one-out, and each count's mean |log error|
-    (single GEMMs, batched GEMMs) over every misaligned calibration GEMM with a recorded kernel."""
-    from refit_profile import rows_from_export  # beside this script
-
+def leave_one_out(least: int, rows: list, kernels: dict) -> dict:
+    """The profile fitted from calibration rows and their kernels with fit.CUTLASS_MIN_CASES = least:
+    the neighbour counts its fit chose by leave-one-out, and each count's mean |log error| (single
+    GEMMs, batched GEMMs) over every misaligned calibration GEMM with a recorded kernel."""
     from shapewise import fit
     from shapewise.calibrate import fit_profile
     from shapewise.hardware import get_gpu
 
-    with open(RESULTS + "h200-kernels/kernels.csv", newline="") as f:
-        kernels = {r["key"]: {"kernels": r["kernels"].split(" | "), "grids": r["grids"].split(" | ")}
-                   for r in csv.DictReader(f)}
     saved, fit.CUTLASS_MIN_CASES = fit.CUTLASS_MIN_CASES, least
     try:
-        profile = fit_profile(rows_from_export(RESULTS + "h200-calibration/calibration.csv"), gpu=get_gpu("h200"),
-                              dtype="bf16", environment={}, kernels=kernels)
+        profile = fit_profile(rows, gpu=get_gpu("h200"), dtype="bf16", environment={}, kernels=kernels)
     finally:
         fit.CUTLASS_MIN_CASES = saved
     return profile.fit["cutlass_neighbours"]
@@ -195,8 +177,7 @@ def summary(errors, count: bool = True) -> str:
 
 
 def main() -> int:
-    with open(RESULTS + "h200-kernels/kernels.csv", newline="") as f:
-        kernels = {r["key"]: (r["kernels"].split(" | "), r["grids"].split(" | ")) for r in csv.DictReader(f)}
+    kernels = kernels_from_csv(RESULTS + "h200-kernels/kernels.csv")
     calibration = read_cases(RESULTS + "h200-calibration/calibration.csv", kernels)
     held_out = read_cases(RESULTS + "h200-calibration/validation.csv", kernels)
     model = KernelModel(calibration)
@@ -249,8 +230,9 @@ def main() -> int:
     print("the cost model's neighbour counts, chosen by its fit by leave-one-out (every misaligned calibration "
           "GEMM predicted without its own choice): mean |log error| of single, batched GEMMs for each count, "
           "with configurations fitted from 4, 6, 8 and 10 cases up:")
+    rows = rows_from_export(RESULTS + "h200-calibration/calibration.csv")
     for least in (4, 6, 8, 10):
-        found = leave_one_out(least)
+        found = leave_one_out(least, rows, kernels)
         table = ", ".join(f"{count}: {single:.4f} {batched:.4f}" for count, (single, batched) in found["leave_one_out"].items())
         print(f"  {least:2d} cases — {table}; chosen {tuple(found['neighbours'])}")
     print("the tile cuBLAS runs, told by the nearest calibration shape's (held-out cases with a recorded kernel);"

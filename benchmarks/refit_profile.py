@@ -35,6 +35,13 @@ def rows_from_export(path: str) -> list[tuple[Case, dict]]:
     return pairs
 
 
+def kernels_from_csv(path: str) -> dict[str, dict]:
+    """benchmarks/kernel_names.py's CSV as fit_profile takes it: case key -> {"kernels", "grids"}."""
+    with open(path, newline="") as f:
+        return {r["key"]: {"kernels": r["kernels"].split(" | "), "grids": r["grids"].split(" | ")}
+                for r in csv.DictReader(f)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("calibration", help="a calibration run's export (CSV)")
@@ -43,11 +50,7 @@ def main() -> int:
     ap.add_argument("--link", metavar="PROFILE", help="take the link's parameters from this profile (default: OLD)")
     ap.add_argument("--kernels", metavar="CSV", help="the kernels each case ran (benchmarks/kernel_names.py)")
     args = ap.parse_args()
-    kernels = {}
-    if args.kernels:
-        with open(args.kernels, newline="") as f:
-            kernels = {r["key"]: {"kernels": r["kernels"].split(" | "), "grids": r["grids"].split(" | ")}
-                       for r in csv.DictReader(f)}
+    kernels = kernels_from_csv(args.kernels) if args.kernels else {}
     with open(args.old) as f:  # read raw: the old profile may be of an older format than this shapewise reads
         old = json.load(f)
     with open(args.link or args.old) as f:

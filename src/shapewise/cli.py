@@ -456,7 +456,7 @@ def _calibrate_comm(args) -> int:
     from .cost import SPEC
     from .fit import fit_comm
     from .hardware import get_gpu
-    from .profile import Profile, find, profile_dir, save
+    from .profile import Profile, find
     from .store import Store
 
     if not args.gpu:
@@ -473,15 +473,22 @@ def _calibrate_comm(args) -> int:
     params = fit_comm([{**r, "world": world} for r in rows], gpu=gpu, params=base.params)
     profile = dataclasses.replace(base, params=params, fit={**base.fit, "comm_cases": len(rows), "comm_ranks": world},
                                   borrowed_for="", path="")
-    paths = [save(profile, profile_dir() / f"{gpu.key}.json")] if not args.no_install else []
-    if args.out:
-        paths.append(save(profile, args.out))
     console = _console()
     console.print(f"{len(rows)} collectives on {world} ranks: the link reaches {params.comm_bandwidth:.0%} of its "
                   f"datasheet bandwidth, {params.comm_latency_ms * 1000:.1f} µs fixed cost per collective")
-    for path in paths:
-        console.print(f"profile for {gpu.key} written to {path}")
+    _install_profile(profile, args, console)
     return 0
+
+
+def _install_profile(profile, args, console) -> None:
+    """Write a fitted profile to the user's profile folder (unless --no-install) and to --out, and say where."""
+    from .profile import profile_dir, save
+
+    paths = [save(profile, profile_dir() / f"{profile.gpu}.json")] if not args.no_install else []
+    if args.out:
+        paths.append(save(profile, args.out))
+    for path in paths:
+        console.print(f"profile for {profile.gpu} written to {path}")
 
 
 def cmd_calibrate(args) -> int:
@@ -489,7 +496,6 @@ def cmd_calibrate(args) -> int:
         return _calibrate_comm(args)
     from .bench import census_rows, kernel_census, sweep
     from .calibrate import calibration_cases, fit_profile
-    from .profile import profile_dir, save
     from .store import Store
 
     cases = calibration_cases(dtype=args.dtype, quick=args.quick)
@@ -514,9 +520,6 @@ def cmd_calibrate(args) -> int:
                                                           "cublas_version", "cudnn_version", "sm_clock_max_mhz",
                                                           "timestamp_utc") if result.environment.get(k) is not None}
     profile = fit_profile(result.rows, gpu=gpu, dtype=args.dtype, environment=environment, kernels=kernels)
-    paths = [save(profile, profile_dir() / f"{gpu.key}.json")] if not args.no_install else []
-    if args.out:
-        paths.append(save(profile, args.out))
     fit = profile.fit
     console.print(f"fitted on {fit['gemm_cases']} GEMMs, {fit['flash_cases']} attention and {fit['memory_cases']} "
                   f"memory-bound ops: median |log error| of the GEMMs {fit['median_abs_log_error_spec']:.3f} "
@@ -524,8 +527,7 @@ def cmd_calibrate(args) -> int:
     if fit["cutlass_kernels"]:
         console.print(f"misaligned GEMMs: {fit['cutlass_kernels']} CUTLASS kernel configurations fitted, "
                       f"{fit['cutlass_choices']} shapes to choose them by")
-    for path in paths:
-        console.print(f"profile for {gpu.key} written to {path}")
+    _install_profile(profile, args, console)
     return 0
 
 

@@ -244,6 +244,13 @@ def _align_class(dim: np.ndarray, dtype: str, align_bytes: int) -> np.ndarray:
     return np.where(nbytes % align_bytes == 0, 0, np.where(nbytes % 4 == 0, 1, 2))
 
 
+def align_classes(m, n, k, layout, dtype: str, align_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The alignment classes (_align_class) of the leading dims cuBLAS sees: A's ("tn" stores A as k×m,
+    leading dim m; the others as m×k, leading dim k), and n, which leads B and C in every layout."""
+    lead_a = np.where(np.asarray(layout) == "tn", m, k)
+    return _align_class(np.asarray(lead_a), dtype, align_bytes), _align_class(np.asarray(n), dtype, align_bytes)
+
+
 def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) -> dict:
     """Vectorized core: every GEMM against every (tile, split) candidate, keep the fastest."""
     m, n, k, batch = (np.asarray(x, dtype=np.int64) for x in np.broadcast_arrays(m, n, k, batch))
@@ -252,11 +259,8 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     size = DTYPE_BYTES[dtype]
     flops = 2.0 * m * n * k * batch
     nbytes = (m * k + k * n + m * n) * batch * size
-    # The leading dims cuBLAS sees: "tn" stores A as k×m (leading dim m), the others store A as m×k;
-    # B and C have leading dim n in every layout.
     a_lead_is_m = layout == "tn"
-    class_a = _align_class(np.where(a_lead_is_m, m, k), dtype, gpu.align_bytes)
-    class_n = _align_class(n, dtype, gpu.align_bytes)
+    class_a, class_n = align_classes(m, n, k, layout, dtype, gpu.align_bytes)
     which = np.searchsorted(np.array(LAYOUTS), layout)  # LAYOUTS is sorted: nn, nt, tn
     slow_compute = np.maximum(
         np.choose(class_a, [1.0, p.misaligned_even, np.array(p.misaligned_odd_a)[which]]),

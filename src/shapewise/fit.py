@@ -19,7 +19,7 @@ from .cost import (
     LAYOUTS,
     SPEC,
     CostParams,
-    _align_class,
+    align_classes,
     _cutlass_ms,
     _flash_cost,
     cutlass_terms,
@@ -115,9 +115,7 @@ def residual_rows(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: 
     """The residual table of a profile: each calibration GEMM's place and ln(measured / predicted)."""
     base = dataclasses.replace(params, gemm_residuals=())
     err = -samples.log_error(base, gpu, dtype)
-    tn = samples.layout == "tn"
-    class_a = _align_class(np.where(tn, samples.m, samples.k), dtype, gpu.align_bytes)
-    class_n = _align_class(samples.n, dtype, gpu.align_bytes)
+    class_a, class_n = align_classes(samples.m, samples.n, samples.k, samples.layout, dtype, gpu.align_bytes)
     layout_index = np.searchsorted(np.array(LAYOUTS), samples.layout)
     logs = [np.log2(x.astype(float)) for x in (samples.m, samples.n, samples.k, samples.batch)]
     return tuple((int(layout_index[i]), int(class_a[i]), int(class_n[i]), *(round(float(v[i]), 4) for v in logs),
@@ -278,7 +276,7 @@ def cutlass_config(name: str) -> tuple[int, ...] | None:
         int(found.group(6) or 0)
 
 
-def _nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def nonnegative_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Least squares with the coefficients that come out negative dropped and the rest refitted."""
     keep = np.ones(a.shape[1], dtype=bool)
     while True:
@@ -303,9 +301,7 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
     cases = defaultdict(list)
     for r in rows:
         layout = LAYOUTS.index(r["layout"])
-        lead_a = r["m"] if r["layout"] == "tn" else r["k"]
-        worst = int(max(_align_class(np.array(lead_a), dtype, gpu.align_bytes),
-                        _align_class(np.array(r["n"]), dtype, gpu.align_bytes)))
+        worst = int(max(align_classes(r["m"], r["n"], r["k"], r["layout"], dtype, gpu.align_bytes)))
         found = [(c, g) for name, g in zip(r["kernels"], r["grids"]) if (c := cutlass_config(name))]
         if worst == 0 or not found:
             continue
@@ -324,7 +320,7 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
         best = None
         for occupancy in CUTLASS_OCCUPANCIES:
             terms = _case_terms(mine, tm, tn, occupancy, gpu)
-            coef = _nonnegative_lstsq(terms / measured[:, None], np.ones_like(measured))
+            coef = nonnegative_lstsq(terms / measured[:, None], np.ones_like(measured))
             err = float(np.median(np.abs(terms @ coef / measured - 1)))
             if best is None or err < best[0]:
                 best = (err, occupancy, coef)
