@@ -2,7 +2,9 @@
 the kernel census `shapewise calibrate` takes (bench.kernel_census: one warm call of each under
 torch.profiler, its GPU kernels' names and grids kept), for both sets, as a CSV.
 
-Run on the GPU: python benchmarks/kernel_names.py OUT.csv [--quick]
+Run on the GPU: python benchmarks/kernel_names.py OUT.csv [--quick] [--db STORE]
+(--db: a results store that `shapewise calibrate` wrote on this machine; the cases it named already
+are read from it, not named again.)
 Writes one row per case: bench, the case's key (as the results store writes it), the names of the
 kernels its one call ran, in order, joined by " | ", and each kernel's grid (x×y×z blocks: the
 tiles, and the split-K slices).
@@ -24,13 +26,14 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--quick", action="store_true", help="the toy sets, for a smoke test")
+    ap.add_argument("--db", help="a results store to name the kernels in (default: a temporary one)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("kernel_names.py names GPU kernels: it needs a CUDA GPU", file=sys.stderr)
         return 2
     cases = list({c.key: c for c in calibration_cases(quick=args.quick) + validation_cases(quick=args.quick)
                   if is_gemm(c)}.values())
-    with tempfile.TemporaryDirectory() as tmp, Store(f"{tmp}/census.db") as store:
+    with tempfile.TemporaryDirectory() as tmp, Store(args.db or f"{tmp}/census.db") as store:
         kernel_census(cases, store=store, device="cuda")
         found = census_rows(store)
     with open(args.out, "w", newline="") as f:

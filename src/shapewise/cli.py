@@ -539,7 +539,7 @@ def cmd_validate(args) -> int:
     from .profile import find, load
     from .store import Store
 
-    cases = validation_cases(dtype=args.dtype, quick=args.quick)
+    cases = validation_cases(dtype=args.dtype, quick=args.quick, seed=args.seed)
     with Store(args.db) as store:
         if args.from_db:
             by_key = {c.key: c for c in cases}
@@ -916,6 +916,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", help="measure a held-out set and compare calibrated, spec-only and roofline models")
     p.add_argument("--profile", metavar="PATH", help="the profile to judge (default: the one predictions use)")
     p.add_argument("--from-db", action="store_true", help="use measurements already in the store; no GPU needed")
+    p.add_argument("--seed", type=_positive_int, default=2,
+                   help="draw the held-out set with this seed (2); no case of the calibration set is ever drawn")
     _add_set_args(p)
     _add_measure_args(p)
     p.set_defaults(run=cmd_validate)
