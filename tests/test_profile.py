@@ -195,6 +195,17 @@ def test_calibration_and_validation_share_no_case():
     assert len(set(calibration)) == len(calibration) and not set(calibration) & set(validation)
 
 
+def test_validation_seeds_draw_other_held_out_sets(monkeypatch):
+    from shapewise import calibrate
+
+    two, three = ({c.key for c in calibrate.validation_cases(seed=s) if c.bench in ("gemm", "bmm")} for s in (2, 3))
+    assert len(two) == len(three) == 360 and not two & three  # 240 GEMMs and 120 batched GEMMs each
+    # Whatever the seed, a draw that lands on a calibration shape is left out.
+    drawn = calibrate.validation_cases(seed=5)
+    monkeypatch.setattr(calibrate, "calibration_cases", lambda **kw: drawn[:10])
+    assert [c.key for c in calibrate.validation_cases(seed=5)] == [c.key for c in drawn[10:]]
+
+
 def test_an_outdated_user_profile_is_set_aside_with_a_warning(tmp_path, monkeypatch, capsys):
     from shapewise.cli import main
 

@@ -3,17 +3,20 @@
 import json
 from pathlib import Path
 
+import pytest
 from helpers import run
 
 RESULTS = Path(__file__).parent.parent / "benchmarks" / "results" / "h200-calibration"
 
 
-def test_validation_reproduces_from_the_committed_export(capsys, tmp_path):
+@pytest.mark.parametrize("seed, export, judged", [(2, "validation.csv", "validate.json"),
+                                                  (3, "validation-seed3.csv", "validate-seed3.json")])
+def test_validation_reproduces_from_the_committed_export(capsys, tmp_path, seed, export, judged):
     db = str(tmp_path / "v.db")
-    assert run(capsys, "results", "--import", str(RESULTS / "validation.csv"), "--db", db)[0] == 0
-    code, out, err = run(capsys, "validate", "--from-db", "--db", db, "--gpu", "h200", "--json")
+    assert run(capsys, "results", "--import", str(RESULTS / export), "--db", db)[0] == 0
+    code, out, err = run(capsys, "validate", "--seed", str(seed), "--from-db", "--db", db, "--gpu", "h200", "--json")
     assert code == 0, err
-    recorded = {(r["category"], r["model"]): r for r in json.loads((RESULTS / "validate.json").read_text())["summary"]}
+    recorded = {(r["category"], r["model"]): r for r in json.loads((RESULTS / judged).read_text())["summary"]}
     now = {(r["category"], r["model"]): r for r in json.loads(out)["summary"]}
     assert set(now) == set(recorded)
     for key, row in now.items():  # the shipped profile and the cost model still give the recorded figures
