@@ -905,7 +905,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_measure_args(p, gpu=False)
         p.set_defaults(run=fn)
 
-    p = sub.add_parser("calibrate", help="measure a designed set on this GPU and fit its profile (about 90 s on an H200)")
+    p = sub.add_parser("calibrate", help="measure a designed set on this GPU and fit its profile (under 2 minutes on an H200)")
     p.add_argument("--out", metavar="PATH", help="also write the profile here")
     p.add_argument("--no-install", action="store_true", help="do not write it to the user's profile folder")
     _add_set_args(p)
