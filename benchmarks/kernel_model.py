@@ -226,6 +226,11 @@ def main() -> int:
         errs = [abs(t / c["ms"] - 1) if (t := model.fastest_of_nearest(c, 2)) else shipped_error(c) for c in mine]
         print(f"    {name:14s} {summary(errs)}; {summary([shipped_error(c) for c in mine], False)}; "
               f"{summary([shipped_error(c, with_tables) for c in mine], False)}")
+    print("  the shipped profile by alignment class (the worst dim's: even, or odd)")
+    for name, batched in (("GEMMs", False), ("batched GEMMs", True)):
+        for worst, words in ((1, "even"), (2, "odd")):
+            mine = [c for c in misaligned if (c["batch"] > 1) == batched and c["worst"] == worst]
+            print(f"    {name + ', ' + words:20s} {summary([shipped_error(c, with_tables) for c in mine])}")
 
     print("the cost model's neighbour counts, chosen by its fit by leave-one-out (every misaligned calibration "
           "GEMM predicted without its own choice): mean |log error| of single, batched GEMMs for each count, "
