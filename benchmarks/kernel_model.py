@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 from refit_profile import kernels_from_csv, rows_from_export  # beside this script
 
-from shapewise.cost import align_classes, cutlass_terms, predict_gemm
+from shapewise.cost import CUTLASS_MIN_PARTIAL_SLICE, CUTLASS_MIN_SLICE, align_classes, cutlass_terms, predict_gemm
 from shapewise.fit import cutlass_config, nonnegative_lstsq
 from shapewise.profile import find
 
@@ -119,9 +119,11 @@ class KernelModel:
 
     def fastest_split(self, case: dict, config: Config) -> float | None:
         """The configuration's time at its fastest split, as cuBLAS's split choice mostly is."""
-        options = [s for s in (SPLITS if case["batch"] == 1 else (1,)) if s == 1 or -(-case["k"] // s) >= 64]
-        if config.fp32_out:
-            options = [s for s in options if s > 1] or options
+        splits = SPLITS if case["batch"] == 1 else (1,)
+        options = [s for s in splits if s == 1 or -(-case["k"] // s) >= CUTLASS_MIN_SLICE]
+        if config.fp32_out:  # it runs split, in shorter slices where K is short (as the cost model has it)
+            options = ([s for s in options if s > 1]
+                       or [s for s in splits if s > 1 and -(-case["k"] // s) >= CUTLASS_MIN_PARTIAL_SLICE] or options)
         return min((self.time(case, config, s) for s in options), default=None) if config in self.fits else None
 
     def candidates(self, case: dict) -> list[Config]:
@@ -157,8 +159,9 @@ class KernelModel:
 
 def leave_one_out(least: int, rows: list, kernels: dict) -> dict:
     """The profile fitted from calibration rows and their kernels with fit.CUTLASS_MIN_CASES = least:
-    the neighbour counts its fit chose by leave-one-out, and each count's mean |log error| (single
-    GEMMs, batched GEMMs) over every misaligned calibration GEMM with a recorded kernel."""
+    the neighbour counts and numbers of fastest kernels its fit chose by leave-one-out, and each
+    pair's mean |log error| (single GEMMs, batched GEMMs) over every misaligned calibration GEMM
+    with a recorded kernel."""
     from shapewise import fit
     from shapewise.calibrate import fit_profile
     from shapewise.hardware import get_gpu
@@ -232,14 +235,20 @@ def main() -> int:
             mine = [c for c in misaligned if (c["batch"] > 1) == batched and c["worst"] == worst]
             print(f"    {name + ', ' + words:20s} {summary([shipped_error(c, with_tables) for c in mine])}")
 
-    print("the cost model's neighbour counts, chosen by its fit by leave-one-out (every misaligned calibration "
-          "GEMM predicted without its own choice): mean |log error| of single, batched GEMMs for each count, "
-          "with configurations fitted from 4, 6, 8 and 10 cases up:")
+    print("the cost model's neighbour counts and how many of their fastest kernels a time averages, chosen by "
+          "its fit by leave-one-out (every misaligned calibration GEMM predicted without its own choice): mean "
+          "|log error| of single, batched GEMMs for the pair chosen and for the best count with the fastest kernel "
+          "alone, with configurations fitted from 4, 6, 8 and 10 cases up:")
     rows = rows_from_export(RESULTS + "h200-calibration/calibration.csv")
     for least in (4, 6, 8, 10):
         found = leave_one_out(least, rows, kernels)
-        table = ", ".join(f"{count}: {single:.4f} {batched:.4f}" for count, (single, batched) in found["leave_one_out"].items())
-        print(f"  {least:2d} cases — {table}; chosen {tuple(found['neighbours'])}")
+        errors = found["leave_one_out"]
+        words = []
+        for which, name in enumerate(("single", "batched")):
+            chosen = f"{found['fastest'][which]} of {found['neighbours'][which]}"
+            alone = min((key for key in errors if key.startswith("1 of ")), key=lambda key: errors[key][which])
+            words.append(f"{name} {chosen}: {errors[chosen][which]:.4f} ({alone}: {errors[alone][which]:.4f})")
+        print(f"  {least:2d} cases — " + "; ".join(words))
     print("the tile cuBLAS runs, told by the nearest calibration shape's (held-out cases with a recorded kernel);"
           " learning curve over random parts of the calibration set (3 draws each):")
     rng = np.random.default_rng(0)

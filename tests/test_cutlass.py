@@ -237,57 +237,46 @@ def test_the_census_stores_names_resumes_and_keeps_failures(tmp_path, monkeypatc
 
 
 def test_the_fit_chooses_its_neighbour_counts_by_leave_one_out():
-    from shapewise.fit import CUTLASS_NEIGHBOUR_COUNTS
+    from shapewise.fit import CUTLASS_FASTEST, CUTLASS_NEIGHBOUR_COUNTS
 
     rows = measured(200, seed=10, noise=0.05) + batched(60, seed=11)
     report = {}
     params = fit_cutlass(rows, SPEC, gpu=H200, report=report)
     errors = report["leave_one_out"]
-    assert tuple(report["neighbours"]) == params.cutlass_neighbours and set(errors) == set(CUTLASS_NEIGHBOUR_COUNTS)
-    for which in (0, 1):  # single, batched: each the count of least error
-        assert errors[params.cutlass_neighbours[which]][which] == min(pair[which] for pair in errors.values())
+    assert tuple(report["neighbours"]) == params.cutlass_neighbours
+    assert tuple(report["fastest"]) == params.cutlass_fastest
+    # every count, with every number of its fastest kernels up to the count, was tried
+    assert set(errors) == {f"{f} of {c}" for c in CUTLASS_NEIGHBOUR_COUNTS for f in CUTLASS_FASTEST if f <= c}
+    for which in (0, 1):  # single, batched: each the pair of least error
+        chosen = f"{params.cutlass_fastest[which]} of {params.cutlass_neighbours[which]}"
+        assert errors[chosen][which] == min(pair[which] for pair in errors.values())
     # left out, a shape does not see its own measurement: its error is larger than in the fit
     m, n, k = (np.array([r[key] for r in rows[:200]]) for key in "mnk")
     in_fit = np.abs(np.log(predict_gemm(m, n, k, layout="nn", gpu=H200, params=params).time_ms
                            / np.array([r["time_ms"] for r in rows[:200]])))
-    assert in_fit.mean() < errors[params.cutlass_neighbours[0]][0]
+    assert in_fit.mean() < errors[f"{params.cutlass_fastest[0]} of {params.cutlass_neighbours[0]}"][0]
 
 
-def test_a_misaligned_gemm_says_which_kernel_it_is_timed_as(capsys):
-    import json
-
-    from shapewise.cli import main
-    from shapewise.cost import CUTLASS_FAMILIES, kernel_words
-
-    assert kernel_words(0, (128, 256), 3) == "Turing CUTLASS align1, 128×256 tiles, K split 3 ways"
-    assert kernel_words(-1, (128, 256), 1) == ""
-    params = find("h200").params
-    odd, aligned = (predict_gemm(8192, n, 768, layout="nt", gpu="h200", params=params) for n in (50257, 50304))
-    assert CUTLASS_FAMILIES[odd.family].startswith("Turing") and aligned.family == -1
-    assert main(["check", "gpt2", "--gpu", "h200", "--json"]) == 0
-    ops = json.loads(capsys.readouterr().out)["ops"]
-    assert all(("kernel" in op) == (op["name"] == "logits") for op in ops if op["kind"] == "gemm")
-    assert all(op["kernel"].startswith("Turing CUTLASS align1") for op in ops if "kernel" in op)
+def test_a_time_averages_the_fastest_of_the_neighbours_kernels():
+    # Two configurations nearby: alone, the fastest gives the time; averaging both gives their geometric mean.
+    rows = measured(200, seed=10, noise=0.05)
+    params = fit_cutlass(rows, SPEC, gpu=H200)
+    m, n, k = 1001, 3003, 517
+    times = {f: predict_gemm(m, n, k, layout="nn", gpu=H200,
+                             params=dataclasses.replace(params, cutlass_neighbours=(8, 8), cutlass_fastest=(f, f))).time_ms
+             for f in (1, 2, 8)}
+    assert times[1] <= times[2] <= times[8]  # more of the slower kernels, a slower time
+    assert times[1] < times[8]
 
 
-def test_bench_names_the_kernels_beside_the_timings(tmp_path, capsys):
-    from types import SimpleNamespace
+def test_an_fp32_partials_kernel_always_runs_split():
+    # K of 40 is too short for two 64-long slices: the kernel still splits (as cuBLAS does), into
+    # short slices, and pays for its reduction kernel; a kernel with bf16 output does not split.
+    from shapewise.cost import _kernel_times
 
-    from shapewise.bench import gemm_cases, kernel_label
-    from shapewise.cli import _render_sweep, main
-
-    assert kernel_label([LARGE[0], "void cublasLt::splitKreduce_kernel<32, 16, int, float>(cublasLt::Params<float>)"]) \
-        == "cutlass_75_tensorop_s1688gemm_bf16_128x128_nn_align1 + splitKreduce_kernel"
-    case = gemm_cases([64], [65], [64])[0]
-    row = {"median_ms": 0.01, "iqr_ms": 0.001, "tflops": 0.05, "gbps": 3.0, "error": None}
-    result = SimpleNamespace(rows=[(case, row)], environment={"gpu_name": "test"}, interrupted=False,
-                             summary=lambda: "1 measured")
-    kernels = {case.key: {"kernels": [LARGE[0]], "grids": ["8x2x3"]}}
-    _render_sweep(SimpleNamespace(json=False, device="cuda"), result, lambda c: None, kernels)
-    assert "cutlass_75_tensorop_s1688gemm_bf16_128x128_nn_align1" in capsys.readouterr().out
-    _render_sweep(SimpleNamespace(json=True, device="cuda"), result, lambda c: None, kernels)
-    assert '"grids": [\n      "8x2x3"' in capsys.readouterr().out
-    # on the CPU there are no GPU kernels to name: said at once, in one line, before measuring anything
-    assert main(["bench", "gemm", "-m", "64", "-n", "65", "-k", "64", "--device", "cpu", "--kernels", "--db",
-                 str(tmp_path / "r.db")]) == 2
-    assert "CUDA device" in capsys.readouterr().err and not (tmp_path / "r.db").exists()
+    partials = [0, 64, 64, 1, 0, 1, 0, 0, 0.005, 1e-6, 0.0, 0.0, 1e-9, 0.004]  # launch, k-steps, …, reduction launch
+    rows = np.array([partials, partials[:3] + [0] + partials[4:]])
+    times, splits = _kernel_times(rows, np.array([70]), np.array([120]), np.array([40]), np.array([1]), 132)
+    assert splits[0, 0] > 1 and -(-40 // splits[0, 0]) >= 8  # split, in slices of 8 or more
+    assert times[0, 0] > 0.005 + 0.004  # the launch and the reduction's launch
+    assert splits[0, 1] == 1 and times[0, 1] < 0.006

@@ -136,6 +136,8 @@ def test_profile_round_trips(tmp_path):
      "does not hold"),
     ('{"format": "shapewise-profile", "version": 2, "gpu": "h200", "params": {"cutlass_neighbours": [4, 0]}}',
      "two positive whole numbers"),
+    ('{"format": "shapewise-profile", "version": 2, "gpu": "h200", "params": {"cutlass_fastest": [2.5, 1]}}',
+     "cutlass_fastest must be two positive whole numbers"),
 ])
 def test_corrupt_foreign_or_future_files_are_rejected_clearly(tmp_path, text, needle):
     path = tmp_path / "p.json"

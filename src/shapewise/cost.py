@@ -142,10 +142,12 @@ class CostParams:
     # nearest calibration shapes of the same layout, class and batchedness (_cutlass_ms), and a
     # correction from the residuals nearby, as the residual table's.
     cutlass_choices: tuple[tuple[float, ...], ...] = ()
-    # How many nearest calibration shapes' kernels a misaligned (single, batched) GEMM takes the
-    # fastest of: cuBLAS picks a fast kernel, and a few neighbours more often hold it. A calibration
-    # chooses them by leave-one-out (fit.fit_cutlass); these are the H200's.
+    # How many nearest calibration shapes' kernels a misaligned (single, batched) GEMM weighs, and
+    # how many of the fastest of those its time averages (geometric mean): cuBLAS picks a fast
+    # kernel, but not always the one its own model would call fastest, so a prediction hedges over
+    # the fast kernels nearby shapes ran. A calibration chooses both by leave-one-out (fit.fit_cutlass).
     cutlass_neighbours: tuple[int, int] = (4, 6)
+    cutlass_fastest: tuple[int, int] = (1, 1)
 
 
 SPEC = CostParams()
@@ -155,8 +157,12 @@ CUTLASS_FAMILIES = ("Turing CUTLASS align1", "Ampere CUTLASS align2", "Ampere WM
 CUTLASS_TERMS = ("launch", "k-steps", "k-steps per resident group", "epilogues", "partials", "reduction launch")
 # How many slices cuBLAS cuts K into for these kernels (seen up to 130 on the H200), a slice at least
 # CUTLASS_MIN_SLICE long; the fastest under the kernel's own model is taken, as cuBLAS mostly does.
+# A kernel that writes fp32 partials always runs split, with the reduction kernel after it: where K
+# is too short for two such slices, cuBLAS cuts shorter ones (down to 6 on the H200), and so does
+# the model, down to CUTLASS_MIN_PARTIAL_SLICE.
 CUTLASS_SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
 CUTLASS_MIN_SLICE = 64
+CUTLASS_MIN_PARTIAL_SLICE = 8
 KERNEL_COLUMNS = 8  # cutlass_kernels' columns before the coefficients
 CHUNK = 16384  # shapes at a time where a step makes an array per shape and candidate
 LOSS_NAMES = ("kernel", "tile", "wave", "misalign", "memory", "launch")
@@ -384,19 +390,21 @@ def _cutlass_tables(kernels: tuple, choices: tuple) -> tuple[np.ndarray, np.ndar
 
 
 def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int, exclude=None):
-    """Misaligned GEMMs and batched GEMMs timed as the CUTLASS kernel cuBLAS runs for them: the
-    fastest of the configurations their nearest calibration shapes (p.cutlass_neighbours of them;
-    log2 dims; the same layout, alignment class and batchedness) ran, each at its fastest split (a
-    batch is not split), corrected by the residuals of the calibration shapes nearby (as
-    _residual_factor does). Returns (served, ms, tile, split, family), each shaped as m; served is
-    False where the profile has no such shapes. `exclude` (a choice's row per shape, or -1) leaves a
-    shape's own choice out: the leave-one-out of fit.fit_cutlass."""
+    """Misaligned GEMMs and batched GEMMs timed as the CUTLASS kernels cuBLAS runs for them: of
+    the configurations their nearest calibration shapes (p.cutlass_neighbours of them; log2 dims;
+    the same layout, alignment class and batchedness) ran, one per neighbour (so that a kernel more
+    neighbours ran weighs more), each at its fastest split (a batch is not split), the geometric
+    mean of the p.cutlass_fastest fastest, corrected by the residuals of the calibration shapes
+    nearby (as _residual_factor does). Returns (served, ms, tile, split, family), each shaped as m,
+    the tile, split and family those of the fastest configuration; served is False where the
+    profile has no such shapes. `exclude` (a choice's row per shape, or -1) leaves a shape's own
+    choice out: the leave-one-out of fit.fit_cutlass."""
     kernels, choices = _cutlass_tables(p.cutlass_kernels, p.cutlass_choices)
     shape = np.shape(m)
     m, n, k, batch, layout_index, worst = (np.broadcast_to(x, shape).ravel()
                                            for x in (m, n, k, batch, layout_index, worst))
-    most = max(p.cutlass_neighbours)
-    config, correction = np.full(m.shape + (most,), -1), np.zeros(m.shape)
+    served, ms = np.zeros(m.shape, dtype=bool), np.zeros(m.shape)
+    tile, split, family = np.zeros(m.shape + (2,), dtype=np.int64), np.ones(m.shape, dtype=np.int64), np.full(m.shape, -1)
     coords = np.log2(np.stack([m, n, k, batch], axis=1).astype(float))
     group = (layout_index * 3 + worst) * 2 + (batch > 1)
     theirs_group = (choices[:, 0] * 3 + choices[:, 1]) * 2 + (choices[:, 5] > 0)
@@ -404,9 +412,12 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int, ex
         mine, theirs = np.flatnonzero(group == code), theirs_group == code
         if not theirs.any():
             continue
-        points, rows, residuals = choices[theirs, 2:6], choices[theirs, 6].astype(np.int64), choices[theirs, 7]
+        points, residuals = choices[theirs, 2:6], choices[theirs, 7]
+        # the group's configurations, each timed once per shape; a choice names one by its position
+        configs, position = np.unique(choices[theirs, 6].astype(np.int64), return_inverse=True)
         base = residuals.sum() / (len(residuals) + 1)
-        count = p.cutlass_neighbours[int(code) % 2]
+        count = min(p.cutlass_neighbours[int(code) % 2], len(points))
+        fastest = p.cutlass_fastest[int(code) % 2]
         local = np.full(len(choices) + 1, -1)  # a choice's column in the group, or -1 (and exclude -1 reads -1)
         local[np.flatnonzero(theirs)] = np.arange(int(theirs.sum()))
         for start in range(0, len(mine), CHUNK):  # bounded memory for many shapes at once
@@ -419,44 +430,44 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int, ex
                 d2[np.flatnonzero(own >= 0), own[own >= 0]] = np.inf
             # single precision: a smoothing weight needs no more, and the exponentials are most of the time here
             w = np.exp(d2.astype(np.float32) * np.float32(-0.5 / p.residual_octaves ** 2))
-            correction[part] = base + (w @ (residuals - base)) / (w.sum(axis=1) + p.residual_prior)
-            for i in range(count):  # the nearest, the next, …; past the group's size, the last one again
-                if i < len(points):  # (argmin beats a partition here)
-                    first = np.argmin(d2, axis=1)
-                    d2[np.arange(len(part)), first] = np.inf
-                config[part, i] = rows[first]
-    served = config[:, 0] >= 0
-    ms, tile, split = np.zeros(m.shape), np.zeros(m.shape + (2,), dtype=np.int64), np.ones(m.shape, dtype=np.int64)
-    family = np.full(m.shape, -1)
-    for batched, count in enumerate(p.cutlass_neighbours):
-        _cutlass_fastest(np.flatnonzero(served & ((batch > 1) == batched)), config[:, :count], kernels, correction,
-                         m, n, k, batch, sms, out=(ms, tile, split, family))
+            correction = base + (w @ (residuals - base)) / (w.sum(axis=1) + p.residual_prior)
+            near = (np.argpartition(d2, count - 1, axis=1)[:, :count] if count < len(points)
+                    else np.broadcast_to(np.arange(len(points)), d2.shape))
+            times, splits = _kernel_times(kernels[configs], m[part], n[part], k[part], batch[part], sms)
+            which = position[near]  # shapes × neighbours: their configurations
+            each = np.take_along_axis(times, which, axis=1)
+            each[~np.isfinite(np.take_along_axis(d2, near, axis=1))] = np.inf  # a choice left out
+            ordered = np.sort(each, axis=1)[:, :fastest]
+            seen = np.isfinite(ordered)
+            served[part] = seen[:, 0]
+            ms[part] = np.exp(np.where(seen, np.log(np.where(seen, ordered, 1.0)), 0.0).sum(axis=1)
+                              / np.maximum(seen.sum(axis=1), 1) + correction)
+            best = which[np.arange(len(part)), np.argmin(each, axis=1)]
+            tile[part] = kernels[configs[best], 1:3].astype(np.int64)
+            family[part] = kernels[configs[best], 0].astype(np.int64)
+            split[part] = splits[np.arange(len(part)), best]
     return (served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape),
             family.reshape(shape))
 
 
-def _cutlass_fastest(rows, config, kernels, correction, m, n, k, batch, sms, out) -> None:
-    """For each of `rows`, the fastest of its candidate configurations at its fastest split, corrected,
-    written into out = (ms, tile, split, family)."""
-    ms, tile, split, family = out
+def _kernel_times(rows, m, n, k, batch, sms) -> tuple[np.ndarray, np.ndarray]:
+    """Each shape's time on each kernel configuration (rows of cutlass_kernels) at its fastest split,
+    and that split: two arrays of shapes × configurations."""
     splits = np.array(CUTLASS_SPLITS)
-    for start in range(0, len(rows), CHUNK):
-        part = rows[start:start + CHUNK]
-        row = kernels[config[part]]  # shapes × neighbours × columns
-        kk, bb = k[part][:, None, None], batch[part][:, None, None]
-        terms = _cutlass_term_list(m[part][:, None, None], n[part][:, None, None], kk, bb, row[..., 1:2],
-                                   row[..., 2:3], splits, row[..., 5:6], sms)
-        t = sum(term * row[..., KERNEL_COLUMNS + i, None] for i, term in enumerate(terms))  # shapes × neighbours × splits
-        valid = (splits == 1) | ((-(-kk // splits) >= CUTLASS_MIN_SLICE) & (bb == 1))
-        partials = row[..., 3:4] > 0  # a kernel that writes fp32 partials runs split when it can
-        valid = valid & (~partials | (splits > 1) | ~(valid & (splits > 1)).any(axis=-1, keepdims=True))
-        t = np.where(valid, t, np.inf).reshape(len(part), -1)
-        best = np.argmin(t, axis=1)
-        ms[part] = t[np.arange(len(part)), best] * np.exp(correction[part])
-        chosen = row[np.arange(len(part)), best // len(splits)]
-        tile[part] = chosen[:, 1:3].astype(np.int64)
-        family[part] = chosen[:, 0].astype(np.int64)
-        split[part] = splits[best % len(splits)]
+    kk, bb = k[:, None, None], batch[:, None, None]
+    terms = _cutlass_term_list(m[:, None, None], n[:, None, None], kk, bb, rows[None, :, 1:2], rows[None, :, 2:3],
+                               splits, rows[None, :, 5:6], sms)
+    t = sum(term * rows[None, :, KERNEL_COLUMNS + i, None] for i, term in enumerate(terms))  # shapes × configs × splits
+    slice_ = -(-kk // splits)
+    valid = (splits == 1) | ((slice_ >= CUTLASS_MIN_SLICE) & (bb == 1))
+    # a kernel that writes fp32 partials runs split: in slices of CUTLASS_MIN_SLICE or more where
+    # K allows, in shorter ones where not, and unsplit only where K is too short even for those
+    split_ok = valid & (splits > 1)
+    split_ok |= (splits > 1) & (slice_ >= CUTLASS_MIN_PARTIAL_SLICE) & (bb == 1) & ~split_ok.any(axis=-1, keepdims=True)
+    valid = np.where((rows[None, :, 3:4] > 0) & split_ok.any(axis=-1, keepdims=True), split_ok, valid)
+    t = np.where(valid, t, np.inf)
+    best = np.argmin(t, axis=-1)
+    return np.take_along_axis(t, best[..., None], axis=-1)[..., 0], splits[best]
 
 
 @functools.lru_cache(maxsize=8)

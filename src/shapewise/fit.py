@@ -260,8 +260,9 @@ _CUTLASS_NAME = re.compile(r"cutlass_(75|80)_(wmma_)?tensorop_.*?gemm_\w+?_(\d+)
 # kernels' coefficients, scaled): as many cases as a fit has coefficients. Leave-one-out on the H200
 # calibration (benchmarks/kernel_model.py) finds more worse and fewer no better.
 CUTLASS_MIN_CASES = 6
-CUTLASS_OCCUPANCIES = (1, 2, 3, 4)
-CUTLASS_NEIGHBOUR_COUNTS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16)
+CUTLASS_OCCUPANCIES = (1, 2, 3, 4, 6, 8)
+CUTLASS_NEIGHBOUR_COUNTS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32)
+CUTLASS_FASTEST = (1, 2, 3, 4, 6, 8, 12)  # how many of the neighbours' fastest kernels a time averages
 
 
 def cutlass_config(name: str) -> tuple[int, ...] | None:
@@ -297,8 +298,9 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
     batch over z). Each configuration seen at least CUTLASS_MIN_CASES times gets the coefficients of
     cost.CUTLASS_TERMS that fit its cases best (least squares on relative error, none negative) at
     the occupancy that fits best; each of its cases becomes a choice, with its residual against
-    what the tables then predict for it. The neighbour counts are chosen by leave-one-out; `report`,
-    where given, gets them and each count's errors."""
+    what the tables then predict for it. The neighbour counts, and how many of their fastest kernels a
+    time averages, are chosen by leave-one-out; `report`, where given, gets them and the errors of
+    each pair ("F of N": the F fastest of N neighbours)."""
     cases = defaultdict(list)
     for r in rows:
         layout = LAYOUTS.index(r["layout"])
@@ -347,21 +349,24 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
                         *(float(f"{c * scale:.6g}") for c in donor[KERNEL_COLUMNS:])))
     if not chosen:
         return dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=())
-    # The neighbour counts, by leave-one-out: every misaligned calibration GEMM with a recorded kernel
-    # predicted without its own choice, for each count; single and batched GEMMs each take the count
-    # of least mean |log error|.
+    # The neighbour counts and how many of their fastest kernels to average, by leave-one-out: every
+    # misaligned calibration GEMM with a recorded kernel predicted without its own choice, for each
+    # pair; single and batched GEMMs each take the pair of least mean |log error|.
     every = [c for mine in cases.values() for c in mine]
     row_of = {id(c): i for i, c in enumerate(chosen)}
     exclude = np.array([row_of.get(id(c), -1) for c in every])
     errors = {}
     for count in CUTLASS_NEIGHBOUR_COUNTS:
-        trial = _with_residuals(params, kernels, choices, chosen, (count, count), gpu=gpu, dtype=dtype)
-        errors[count] = _left_out_errors(trial, every, exclude, gpu=gpu)
-    best = tuple(min(errors, key=lambda count: errors[count][batched]) for batched in (0, 1))
+        for fastest in (f for f in CUTLASS_FASTEST if f <= count):
+            trial = _with_residuals(params, kernels, choices, chosen, (count, count), (fastest, fastest), gpu=gpu,
+                                    dtype=dtype)
+            errors[count, fastest] = _left_out_errors(trial, every, exclude, gpu=gpu)
+    best = [min(errors, key=lambda pair: errors[pair][batched]) for batched in (0, 1)]
+    neighbours, fastest = tuple(pair[0] for pair in best), tuple(pair[1] for pair in best)
     if report is not None:
-        report.update(neighbours=list(best), leave_one_out={count: [round(e, 4) for e in pair]
-                                                            for count, pair in errors.items()})
-    return _with_residuals(params, kernels, choices, chosen, best, gpu=gpu, dtype=dtype)
+        report.update(neighbours=list(neighbours), fastest=list(fastest),
+                      leave_one_out={f"{f} of {c}": [round(e, 4) for e in pair] for (c, f), pair in errors.items()})
+    return _with_residuals(params, kernels, choices, chosen, neighbours, fastest, gpu=gpu, dtype=dtype)
 
 
 def _case_terms(cases: list[dict], tm: int, tn: int, occupancy: int, gpu: GPU) -> np.ndarray:
@@ -376,10 +381,10 @@ def _choice_rows(cases: list[dict], layout: int, index: int) -> list[tuple]:
             for c in cases]
 
 
-def _with_residuals(params, kernels, choices, chosen, neighbours, *, gpu: GPU, dtype: str) -> CostParams:
+def _with_residuals(params, kernels, choices, chosen, neighbours, fastest, *, gpu: GPU, dtype: str) -> CostParams:
     """The tables with each choice's residual against what they predict for its own shape."""
     bare = dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=tuple(r + (0.0,) for r in choices),
-                               cutlass_neighbours=neighbours)
+                               cutlass_neighbours=neighbours, cutlass_fastest=fastest)
     col = lambda key: np.array([c[key] for c in chosen])  # noqa: E731
     predicted = predict_gemm(col("m"), col("n"), col("k"), batch=col("batch"), layout=col("layout"), gpu=gpu,
                              dtype=dtype, params=bare).time_ms

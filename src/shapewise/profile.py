@@ -87,9 +87,10 @@ def _params_from_json(data: dict, where: str) -> CostParams:
         elif isinstance(default, (int, float)) and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ShapewiseError(f"{where}: parameter {name} must be a number, got {value!r}")
         values[name] = value
-    counts = values.get("cutlass_neighbours", SPEC.cutlass_neighbours)
-    if len(counts) != 2 or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in counts):
-        raise ShapewiseError(f"{where}: cutlass_neighbours must be two positive whole numbers")
+    for name in ("cutlass_neighbours", "cutlass_fastest"):
+        counts = values.get(name, getattr(SPEC, name))
+        if len(counts) != 2 or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in counts):
+            raise ShapewiseError(f"{where}: {name} must be two positive whole numbers")
     kernels = len(values.get("cutlass_kernels", ()))
     if any(not (0 <= row[6] < kernels) or row[6] != int(row[6]) for row in values.get("cutlass_choices", ())):
         raise ShapewiseError(f"{where}: cutlass_choices name kernels that cutlass_kernels does not hold")
