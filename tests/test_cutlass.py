@@ -280,3 +280,43 @@ def test_an_fp32_partials_kernel_always_runs_split():
     assert splits[0, 0] > 1 and -(-40 // splits[0, 0]) >= 8  # split, in slices of 8 or more
     assert times[0, 0] > 0.005 + 0.004  # the launch and the reduction's launch
     assert splits[0, 1] == 1 and times[0, 1] < 0.006
+
+
+def test_a_misaligned_gemm_says_which_kernel_it_is_timed_as(capsys):
+    import json
+
+    from shapewise.cli import main
+    from shapewise.cost import CUTLASS_FAMILIES, kernel_words
+
+    assert kernel_words(0, (128, 256), 3) == "Turing CUTLASS align1, 128×256 tiles, K split 3 ways"
+    assert kernel_words(-1, (128, 256), 1) == ""
+    params = find("h200").params
+    odd, aligned = (predict_gemm(8192, n, 768, layout="nt", gpu="h200", params=params) for n in (50257, 50304))
+    assert CUTLASS_FAMILIES[odd.family].startswith("Turing") and aligned.family == -1
+    assert main(["check", "gpt2", "--gpu", "h200", "--json"]) == 0
+    ops = json.loads(capsys.readouterr().out)["ops"]
+    assert all(("kernel" in op) == (op["name"] == "logits") for op in ops if op["kind"] == "gemm")
+    assert all(op["kernel"].startswith("Turing CUTLASS align1") for op in ops if "kernel" in op)
+
+
+def test_bench_names_the_kernels_beside_the_timings(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from shapewise.bench import gemm_cases, kernel_label
+    from shapewise.cli import _render_sweep, main
+
+    assert kernel_label([LARGE[0], "void cublasLt::splitKreduce_kernel<32, 16, int, float>(cublasLt::Params<float>)"]) \
+        == "cutlass_75_tensorop_s1688gemm_bf16_128x128_nn_align1 + splitKreduce_kernel"
+    case = gemm_cases([64], [65], [64])[0]
+    row = {"median_ms": 0.01, "iqr_ms": 0.001, "tflops": 0.05, "gbps": 3.0, "error": None}
+    result = SimpleNamespace(rows=[(case, row)], environment={"gpu_name": "test"}, interrupted=False,
+                             summary=lambda: "1 measured")
+    kernels = {case.key: {"kernels": [LARGE[0]], "grids": ["8x2x3"]}}
+    _render_sweep(SimpleNamespace(json=False, device="cuda"), result, lambda c: None, kernels)
+    assert "cutlass_75_tensorop_s1688gemm_bf16_128x128_nn_align1" in capsys.readouterr().out
+    _render_sweep(SimpleNamespace(json=True, device="cuda"), result, lambda c: None, kernels)
+    assert '"grids": [\n      "8x2x3"' in capsys.readouterr().out
+    # on the CPU there are no GPU kernels to name: said at once, in one line, before measuring anything
+    assert main(["bench", "gemm", "-m", "64", "-n", "65", "-k", "64", "--device", "cpu", "--kernels", "--db",
+                 str(tmp_path / "r.db")]) == 2
+    assert "CUDA device" in capsys.readouterr().err and not (tmp_path / "r.db").exists()
