@@ -139,3 +139,30 @@ def test_decoding_attention_reads_the_cache_and_pads_no_query_block():
     cost = predict_ops([op], gpu="h200", dtype="bf16")[0]
     read_ms = op.bytes / get_gpu("h200").bytes_per_s * 1e3
     assert cost.losses.main == "memory" and read_ms < cost.time_ms < 1.5 * read_ms
+
+
+def test_the_busiest_sm_takes_blocks_in_order_as_they_free():
+    from shapewise.cost import _busiest_sm
+
+    assert _busiest_sm((5.0, 3.0, 1.0), 2, 132) == 5.0  # fewer blocks than SMs: the longest
+    assert _busiest_sm((2.0,), 4 * 132, 132) == 8.0  # equal blocks: whole waves
+    # Two SMs, blocks 4, 3, 2, 1 twice: 4 | 3, then 2 -> the SM free at 3 (5), 1 -> the one at 4 (5),
+    # 4 -> 5+4 = 9, 3 -> 8, 2 -> 10, 1 -> 9: the busiest ends at 10, an even share.
+    assert _busiest_sm((4.0, 3.0, 2.0, 1.0), 2, 2) == 10.0
+    # Three: 4 | 3 | 2, 1 -> 3, 4 -> 7, 3 -> 6, 2 -> 6, 1 -> 7: whole blocks end at 7, past 20/3.
+    assert _busiest_sm((4.0, 3.0, 2.0, 1.0), 2, 3) == 7.0
+    # many waves: an SM's share plus the longest block, close to the dealt-out answer
+    blocks = tuple(float(x) for x in range(16, 0, -1))
+    dealt = _busiest_sm(blocks, 8 * 64 * 132 // 16, 132)
+    share = sum(blocks) * (8 * 64 * 132 // 16) / 132
+    assert share <= dealt <= share + 16
+
+
+def test_fused_attention_with_few_heads_waits_for_its_busiest_sm():
+    # 16 sequences × heads of 2048 tokens: 256 query blocks on 132 SMs, the long ones first, so
+    # some SMs run two long blocks: slower per FLOP than 256 sequences × heads, whose 4096 blocks
+    # fill many waves evenly.
+    op = lambda heads: attention_op("fwd", seqs=1, heads=heads, kv_heads=heads, q_len=2048, kv_len=2048,  # noqa: E731
+                                    head_dim=128, causal=True, dtype_bytes=2)
+    few, many = predict_ops([op(16), op(256)], gpu="h200", dtype="bf16")
+    assert few.tflops < 0.8 * many.tflops and few.losses.wave > 0.2 * few.time_ms
