@@ -12,7 +12,7 @@ Its time is modelled per configuration as
 with T the tiles (× K slices) each SM runs, ⌈tiles·splits / SMs⌉, K the slice length, a the load
 path's throughput per k-step, b the latency of a k-step shared by `occupancy` resident tiles, and e
 each tile's epilogue (its narrow stores of C). Least squares on relative error with nonnegative
-coefficients; the occupancy (1–4) is the one that fits best.
+coefficients; the occupancy (1–8, as the cost model's fit tries) is the one that fits best.
 
 Run: python benchmarks/kernel_model.py
 """
@@ -29,11 +29,11 @@ import numpy as np
 from refit_profile import kernels_from_csv, rows_from_export  # beside this script
 
 from shapewise.cost import CUTLASS_MIN_PARTIAL_SLICE, CUTLASS_MIN_SLICE, align_classes, cutlass_terms, predict_gemm
-from shapewise.fit import cutlass_config, nonnegative_lstsq
+from shapewise.fit import CUTLASS_OCCUPANCIES, cutlass_config, nonnegative_lstsq
 from shapewise.profile import find
 
 RESULTS = "benchmarks/results/"
-OCCUPANCIES = (1, 2, 3, 4)
+OCCUPANCIES = CUTLASS_OCCUPANCIES
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
 MIN_CASES = 6  # a configuration seen fewer times in calibration is not fitted here (the cost model: 10)
 OP = re.compile(r"_(nn|nt|tn)_align\d")

@@ -591,10 +591,10 @@ def _busiest_sm(blocks: tuple, copies: int, sms: int) -> float:
     order, each block to the SM that frees first, as the GPU's block scheduler does.
 
     The query blocks of one sequence and head go longest first (the one on the diagonal, when
-    causal), then the next head's: against the H200 calibration's cuDNN calls this order fits
-    (mean |log error| forward 0.085 -> 0.027, backward 0.084 -> 0.054) where an SM's even share of
-    the work, or the other orders, do not. Many waves even out: past 64 blocks an SM, each gets its
-    share plus the longest block."""
+    causal), then the next head's: against the H200 calibration's causal cuDNN calls this order
+    fits (mean |log error| forward 0.086 -> 0.025, backward 0.084 -> 0.053, benchmarks/RESULTS.md)
+    where the longest block or an SM's even share of the work did not, and better than the other
+    orders. Many waves even out: past 64 blocks an SM, each gets its share plus the longest block."""
     total = len(blocks) * copies
     if total > 64 * sms:
         return sum(blocks) * copies / sms + max(blocks)

@@ -260,6 +260,7 @@ _CUTLASS_NAME = re.compile(r"cutlass_(75|80)_(wmma_)?tensorop_.*?gemm_\w+?_(\d+)
 # kernels' coefficients, scaled): as many cases as a fit has coefficients. Leave-one-out on the H200
 # calibration (benchmarks/kernel_model.py) finds more worse and fewer no better.
 CUTLASS_MIN_CASES = 6
+# Tiles an SM may hold at once: small tiles (32×32, 64×64) fit up to 8.
 CUTLASS_OCCUPANCIES = (1, 2, 3, 4, 6, 8)
 CUTLASS_NEIGHBOUR_COUNTS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32)
 CUTLASS_FASTEST = (1, 2, 3, 4, 6, 8, 12)  # how many of the neighbours' fastest kernels a time averages
