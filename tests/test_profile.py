@@ -25,7 +25,8 @@ from shapewise.shapes import get_model
 
 H200 = get_gpu("h200")
 TRUTH = dataclasses.replace(SPEC, gemm_ceiling=0.70, k_overhead=120.0, misaligned_even=3.2, gemm_bandwidth=0.75,
-                            launch_ms=0.006, tile_rates=(1.0, 1.0, 0.9, 0.7, 0.85, 0.5, 0.3, 0.3, 0.2))
+                            launch_ms=0.006, tile_rates=(1.0, 1.0, 0.9, 0.7, 0.85, 0.5, 0.3, 0.3, 0.2),
+                            wave_credit=0.3)
 
 
 def synthetic(params, count, seed, noise=0.02):
@@ -43,6 +44,7 @@ def test_fit_recovers_a_known_model_from_noisy_measurements():
     assert history[-1] < history[0] or history[0] < 0.03
     assert fitted.gemm_ceiling == pytest.approx(TRUTH.gemm_ceiling, rel=0.06)
     assert fitted.misaligned_even == pytest.approx(TRUTH.misaligned_even, rel=0.08)
+    assert fitted.wave_credit == pytest.approx(TRUTH.wave_credit, abs=0.1)
     held_out = synthetic(TRUTH, 300, seed=1, noise=0.0)
     err = np.abs(held_out.log_error(fitted, H200, "bf16"))
     start_err = np.abs(held_out.log_error(START, H200, "bf16"))
@@ -220,3 +222,16 @@ def test_an_outdated_user_profile_is_set_aside_with_a_warning(tmp_path, monkeypa
     assert json.loads(out)["cost_model"]["source"].startswith("calibrated profile of NVIDIA H200")
     with pytest.raises(ShapewiseError, match="older cost model"):  # asked for by path, it is an error
         load(tmp_path / "h200.json")
+
+
+def test_wave_credit_wins_back_part_of_a_last_wave():
+    # 7 × 19 = 133 tiles of 128×256 on 132 SMs: two waves, the second nearly empty. With whole waves
+    # the model takes smaller tiles to fill it; with credit the idle time shrinks, and all of it
+    # back is one wave's time.
+    m, n, k = 7 * 128, 19 * 256, 8192
+    times = [predict_gemm(m, n, k, gpu=H200, params=dataclasses.replace(SPEC, wave_credit=c)).time_ms
+             for c in (0.0, 0.5, 1.0)]
+    assert times[0] > times[1] > times[2]
+    whole, none_idle = (predict_gemm(m, n, k, gpu=H200, params=dataclasses.replace(SPEC, wave_credit=c))
+                        for c in (0.0, 1.0))
+    assert whole.losses["wave"] > 0.15 * whole.time_ms and none_idle.losses["wave"] == 0

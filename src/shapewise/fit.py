@@ -34,10 +34,11 @@ from .ops import Op
 # fixed point (not the current defaults) makes the fit reproducible.
 START = dataclasses.replace(SPEC, gemm_ceiling=0.78, k_overhead=64.0, misaligned_even=2.7, gemm_bandwidth=0.89,
                             launch_ms=0.005, memory_latency_ms=0.005, memory_ramp_mb=16.0,
-                            misaligned_even_memory=1.0, misaligned_odd_memory=1.0,
+                            misaligned_even_memory=1.0, misaligned_odd_memory=1.0, wave_credit=0.5,
                             tile_rates=(1.0, 1.0, 0.92, 0.80, 0.80, 0.60, 0.4, 0.4, 0.25), gemm_residuals=())
 GEMM_SCALARS = ("gemm_ceiling", "k_overhead", "misaligned_even", "gemm_bandwidth", "launch_ms",
-                "memory_latency_ms", "memory_ramp_mb", "misaligned_even_memory", "misaligned_odd_memory")
+                "memory_latency_ms", "memory_ramp_mb", "misaligned_even_memory", "misaligned_odd_memory", "wave_credit")
+FRACTIONS = ("wave_credit",)  # parameters between 0 and 1
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,13 @@ def fit_gemm(samples: GemmSamples, *, gpu: GPU, dtype: str = "bf16", start: Cost
     history, step = [], 0.2
     for _ in range(rounds):
         for name in names:
-            for factor in (1 + step, 1 / (1 + step), 1 + step / 4, 1 / (1 + step / 4)):
-                trial = _set(params, name, _get(params, name) * factor)
+            value = _get(params, name)
+            if name in FRACTIONS:  # steps of the fraction itself, so that 0 and 1 are within reach
+                trials = [min(max(value + d, 0.0), 1.0) for d in (step, -step, step / 4, -step / 4)]
+            else:
+                trials = [value * f for f in (1 + step, 1 / (1 + step), 1 + step / 4, 1 / (1 + step / 4))]
+            for value in trials:
+                trial = _set(params, name, value)
                 loss = float(np.mean(np.abs(samples.log_error(trial, gpu, dtype))))
                 if loss < best:
                     params, best = trial, loss
