@@ -111,6 +111,33 @@ def test_decoding_fits_recover_fixed_costs_and_the_cache_stream():
     assert fitted.flash_memory_fixed_ms == pytest.approx(0.0115, rel=1e-3)
 
 
+def test_a_norms_fixed_cost_grows_with_its_rows_width():
+    """One row's reduction is a norm's fixed time: wider rows, more of it. Rows of several widths
+    recover the constant and the cost per element; rows of one width leave no cost per element."""
+    truth = dataclasses.replace(SPEC, bandwidth=(("layernorm", 0.6),), memory_fixed_ms=(("layernorm", 0.0056),),
+                                memory_fixed_per_width_ms=(("layernorm", 1.8e-6),))
+
+    def rows(widths):
+        out = []
+        for width in widths:
+            for tokens in (1, 16, 16384):
+                op = Op("attn/norm", "fwd", "memory", 1, 0, tokens * width * 2 * 2, m=tokens, n=width, family="layernorm")
+                out.append(dict(family="layernorm", bytes=op.bytes, width=width, **{"pass": "fwd"},
+                                time_ms=predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms))
+        return out
+
+    fitted = fit_bandwidth(rows((768, 2048, 4096, 8192)), gpu=H200, params=SPEC)
+    assert dict(fitted.memory_fixed_ms)["layernorm"] == pytest.approx(0.0056, rel=0.02)
+    assert dict(fitted.memory_fixed_per_width_ms)["layernorm"] == pytest.approx(1.8e-6, rel=0.02)
+    assert dict(fitted.bandwidth)["layernorm"] == pytest.approx(0.6, rel=0.01)
+    narrow, wide = (predict_ops([Op("n", "fwd", "memory", 1, 0, 8 * w * 4, m=8, n=w, family="layernorm")],
+                                gpu=H200, dtype="bf16", params=fitted)[0].time_ms for w in (768, 8192))
+    assert wide - narrow == pytest.approx(1.8e-6 * (8192 - 768), rel=0.05)
+    one_width = fit_bandwidth(rows((4096,)), gpu=H200, params=SPEC)
+    assert "layernorm" not in dict(one_width.memory_fixed_per_width_ms)
+    assert dict(one_width.memory_fixed_ms)["layernorm"] == pytest.approx(0.0056 + 1.8e-6 * 4096, rel=0.02)
+
+
 def test_profile_round_trips(tmp_path):
     params = dataclasses.replace(SPEC, gemm_ceiling=0.7, gemm_residuals=((0, 0, 0, 12.0, 12.0, 12.0, 0.0, -0.1),))
     profile = Profile(gpu="h200", params=params, environment={"gpu_name": "NVIDIA H200", "torch_version": "2.11"},

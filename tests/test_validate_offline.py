@@ -13,7 +13,8 @@ RESULTS = Path(__file__).parent.parent / "benchmarks" / "results" / "h200-calibr
                                                   (3, "validation-seed3.csv", "validate-seed3.json"),
                                                   (4, "validation-seed4.csv", "validate-seed4.json"),
                                                   (5, "validation-seed5.csv", "validate-seed5.json"),
-                                                  (2, "validation-live.csv", "validate-live.json")])
+                                                  (2, "validation-live.csv", "validate-live.json"),
+                                                  (4, "validation-live-seed4.csv", "validate-live-seed4.json")])
 def test_validation_reproduces_from_the_committed_export(capsys, tmp_path, seed, export, judged):
     db = str(tmp_path / "v.db")
     assert run(capsys, "results", "--import", str(RESULTS / export), "--db", db)[0] == 0

@@ -136,7 +136,25 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     # nearest calibration shapes: batched GEMMs above all (benchmarks/RESULTS.md, the learning curve).
     cases += _random_bmms(rng, 600, dtype=dtype)
     cases += _random_gemms(rng, 300, low=32, high=16384, max_flops=1e12, classes=True, dtype=dtype)
+    # The norms on rows of many widths: a norm's fixed time grows with its rows' width (one row's
+    # reduction), which rows of 4096 alone cannot tell. Few rows for the fixed time, many for a check.
+    cases += [op_case(op, dtype) for width in NORM_WIDTHS for tokens in (1, 16, 2048) for op in _norm_ops(width, tokens)]
     return _unique(cases)
+
+
+NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-out set's presets' (1600, 2560, 4096)
+
+
+def _norm_ops(width: int, tokens: int) -> list:
+    """LayerNorm and RMSNorm, forward and backward, on `tokens` rows of `width`."""
+    ops = []
+    for norm in ("layernorm", "rmsnorm"):
+        shape = ModelShape(f"{norm}-{width}", width, 1, width // 64, 32000, norm=norm)
+        ops += [op for op in model_ops(shape, Workload(batch=1, seq=tokens)) if op.family == norm]
+    unique = {}
+    for op in ops:
+        unique.setdefault((op.family, op.pass_, op.m, op.n), op)
+    return list(unique.values())
 
 
 def _unique(cases: list[Case]) -> list[Case]:
@@ -223,8 +241,9 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
         params = fit_flash(flash, gpu=gpu, dtype=dtype, params=params)
     decoding = [dict(bytes=c.bytes, time_ms=r["median_ms"]) for c, r in attention if c.params["m"] == 1]
     params = fit_flash_memory(decoding, gpu=gpu, params=params)
-    memory = [dict(family=c.params["family"], **{"pass": c.params["pass_"]}, bytes=c.bytes, time_ms=r["median_ms"])
-              for c, r in rows if c.bench == "op" and c.params["kind"] == MEMORY and r.get("error") is None]
+    memory = [dict(family=c.params["family"], **{"pass": c.params["pass_"]}, bytes=c.bytes, time_ms=r["median_ms"],
+                   width=c.params["n"]) for c, r in rows
+              if c.bench == "op" and c.params["kind"] == MEMORY and r.get("error") is None]
     if memory:
         params = fit_bandwidth(memory, gpu=gpu, params=params)
     octaves, prior = residual_kernel(samples, params, gpu=gpu, dtype=dtype)

@@ -94,6 +94,11 @@ class CostParams:
     # Hugging Face's rotate-half RoPE runs five kernels, and what decoding's one-token rows cost is
     # mostly this. A calibrated profile fits it from small rows; unlisted families cost launch_ms.
     memory_fixed_ms: tuple[tuple[str, float], ...] = ()
+    # And where a kernel reduces each row (the norms), its fixed time grows with the row's width: a
+    # few rows' call takes one row's reduction. Per element of a row, by family; a calibration with
+    # rows of several widths fits it (on the H200, LayerNorm took 8.5 µs on 1600-wide rows, 13 µs on
+    # 4096-wide ones); unlisted families have none.
+    memory_fixed_per_width_ms: tuple[tuple[str, float], ...] = ()
     # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
     memory_latency_ms: float = 0.0045
@@ -664,7 +669,7 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
     peak = gpu.peak_tflops(dtype)
     costs: list[OpCost | None] = [None] * len(ops)
     bandwidth = {**dict(SPEC.bandwidth), **dict(params.bandwidth)}  # a profile may predate a family
-    memory_fixed = dict(params.memory_fixed_ms)
+    memory_fixed, per_width = dict(params.memory_fixed_ms), dict(params.memory_fixed_per_width_ms)
     mm = [i for i, op in enumerate(ops) if op.kind in (GEMM, BMM)]
     if mm:
         m, n, k, batch, layout = (np.array([getattr(ops[i], a) for i in mm]) for a in ("m", "n", "k", "batch", "layout"))
@@ -688,7 +693,7 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
             ideal = op.bytes / gpu.bytes_per_s * 1e3
             key = op.family + ("" if op.pass_ == "fwd" else ".bwd")
             real = op.bytes / (gpu.bytes_per_s * bandwidth[key]) * 1e3
-            fixed = memory_fixed.get(key, params.launch_ms)
+            fixed = memory_fixed.get(key, params.launch_ms) + per_width.get(key, 0.0) * op.n
             time_ms, losses = real + fixed, Losses(memory=real - ideal, launch=fixed)
         else:
             continue

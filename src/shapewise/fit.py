@@ -200,26 +200,41 @@ def _attention_op(r: dict, pass_: str, dtype: str) -> Op:
 def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, min_bytes: float = 32e6,
                   max_small_bytes: float = 1e6) -> CostParams:
     """Per kernel family and pass: the fraction of the datasheet bandwidth (the median over large
-    tensors) and the fixed time of a call (the median over small ones, where it is nearly all of it).
+    tensors) and the fixed time of a call (from small ones, where it is nearly all of it): a
+    constant, or where the small ones have rows of several widths, a constant plus a cost per
+    element of a row (least squares, neither negative).
 
-    samples: dicts with family, pass ("fwd"/"bwd"), bytes, time_ms."""
+    samples: dicts with family, pass ("fwd"/"bwd"), bytes, time_ms and width (a row's elements)."""
     table, fixed = dict(params.bandwidth), dict(params.memory_fixed_ms)
+    per_width = dict(params.memory_fixed_per_width_ms)
     for family, pass_ in sorted({(r["family"], r["pass"]) for r in samples}):
         key = family + ("" if pass_ == "fwd" else ".bwd")
         rows = [r for r in samples if (r["family"], r["pass"]) == (family, pass_)]
         small = [r for r in rows if r["bytes"] <= max_small_bytes]
         large = [r for r in rows if r["bytes"] >= min_bytes]
-        cost = params.launch_ms
+        widths = np.array([float(r.get("width", 0)) for r in small])
+        cost, slope = params.launch_ms, 0.0
         for _ in range(2):  # each estimate uses the other; twice settles both
             if small:
-                stream = lambda r: r["bytes"] / (gpu.bytes_per_s * table.get(key, 1.0)) * 1e3  # noqa: E731
-                cost = float(np.median([r["time_ms"] - stream(r) for r in small]))
+                stream = np.array([r["bytes"] / (gpu.bytes_per_s * table.get(key, 1.0)) * 1e3 for r in small])
+                rest = np.array([r["time_ms"] for r in small]) - stream
+                if len(set(widths)) > 1:  # relative error: the narrow rows' few microseconds count as much
+                    a = np.stack([np.ones_like(widths), widths], axis=1) / rest[:, None]
+                    cost, slope = (float(x) for x in nonnegative_lstsq(a, np.ones_like(rest)))
+                else:
+                    cost = float(np.median(rest))
             if large:
-                fractions = [r["bytes"] / ((r["time_ms"] - cost) * 1e-3) / gpu.bytes_per_s for r in large]
+                fractions = [r["bytes"] / ((r["time_ms"] - cost - slope * r.get("width", 0)) * 1e-3) / gpu.bytes_per_s
+                             for r in large]
                 table[key] = round(float(np.median(fractions)), 4)
         if small:
             fixed[key] = round(cost, 5)
-    return dataclasses.replace(params, bandwidth=tuple(table.items()), memory_fixed_ms=tuple(sorted(fixed.items())))
+            if slope > 0:
+                per_width[key] = float(f"{slope:.4g}")
+            else:
+                per_width.pop(key, None)
+    return dataclasses.replace(params, bandwidth=tuple(table.items()), memory_fixed_ms=tuple(sorted(fixed.items())),
+                               memory_fixed_per_width_ms=tuple(sorted(per_width.items())))
 
 
 def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
