@@ -60,7 +60,7 @@ class CostParams:
     # How much of a partly filled last wave's idle time a GPU's kernels win back (0: whole waves, as
     # the classic wave quantization has it; 1: none idle). Hopper's cuBLAS runs persistent kernels
     # and picks among tiles of many sizes (192×192, 320×128, … on the H200: benchmarks/results/
-    # h200-kernels/), so a calibration fits it (the H200's: 0.65); the spec model keeps whole waves.
+    # h200-kernels/), so a calibration fits it (the H200's: 0.71); the spec model keeps whole waves.
     wave_credit: float = 0.0
     # Slowdown when a leading dim is only 4- or 8-byte aligned (fitted), and when it is odd: that one
     # depends on the layout and on whether the odd dim leads A or leads C (n), so it is a table over
@@ -606,10 +606,11 @@ def _busiest_sm(blocks: tuple, copies: int, sms: int) -> float:
     causal), then the next head's: against the H200 calibration's causal cuDNN calls this order
     fits (mean |log error| forward 0.086 -> 0.025, backward 0.084 -> 0.053, benchmarks/RESULTS.md)
     where the longest block or an SM's even share of the work did not, and better than the other
-    orders. Many waves even out: past 64 blocks an SM, each gets its share plus the longest block."""
+    orders. Many waves even out: past 64 blocks an SM, the busiest gets its share and half the
+    longest block (dealt out, it gets 0.45 to 0.62 of one more)."""
     total = len(blocks) * copies
     if total > 64 * sms:
-        return sum(blocks) * copies / sms + max(blocks)
+        return sum(blocks) * copies / sms + max(blocks) / 2
     free = [0.0] * sms
     for length in blocks * copies:
         heapq.heappush(free, heapq.heappop(free) + length)
