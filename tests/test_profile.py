@@ -138,6 +138,26 @@ def test_a_norms_fixed_cost_grows_with_its_rows_width():
     assert dict(one_width.memory_fixed_ms)["layernorm"] == pytest.approx(0.0056 + 1.8e-6 * 4096, rel=0.02)
 
 
+def test_the_embeddings_few_rows_cost_by_the_row():
+    """index_select walks 16 indices or fewer one by one: 1 and 16 rows recover a cost per row that
+    a call of 17 rows or more does not pay."""
+    from shapewise.cost import SMALL_INDEX
+
+    truth = dataclasses.replace(SPEC, bandwidth=(("embed", 0.8),), memory_fixed_ms=(("embed", 0.0047),),
+                                memory_fixed_per_row_ms=(("embed", 0.0006),))
+
+    def op(tokens):
+        return Op("embed", "fwd", "memory", 1, 0, tokens * 4096 * 2 * 2, m=tokens, n=4096, k=32000, family="embed")
+
+    rows = [dict(family="embed", bytes=op(t).bytes, width=4096, rows=t, **{"pass": "fwd"},
+                 time_ms=predict_ops([op(t)], gpu=H200, dtype="bf16", params=truth)[0].time_ms) for t in (1, 16, 4096, 16384)]
+    fitted = fit_bandwidth(rows, gpu=H200, params=SPEC)
+    assert dict(fitted.memory_fixed_per_row_ms)["embed"] == pytest.approx(0.0006, rel=0.02)
+    assert dict(fitted.memory_fixed_ms)["embed"] == pytest.approx(0.0047, rel=0.02)
+    few, more = (predict_ops([op(t)], gpu=H200, dtype="bf16", params=fitted)[0].time_ms for t in (SMALL_INDEX, SMALL_INDEX + 1))
+    assert few > more  # sixteen rows one by one take longer than seventeen at once
+
+
 def test_profile_round_trips(tmp_path):
     params = dataclasses.replace(SPEC, gemm_ceiling=0.7, gemm_residuals=((0, 0, 0, 12.0, 12.0, 12.0, 0.0, -0.1),))
     profile = Profile(gpu="h200", params=params, environment={"gpu_name": "NVIDIA H200", "torch_version": "2.11"},

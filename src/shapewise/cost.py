@@ -99,6 +99,10 @@ class CostParams:
     # rows of several widths fits it (on the H200, LayerNorm took 8.5 µs on 1600-wide rows, 13 µs on
     # 4096-wide ones); unlisted families have none.
     memory_fixed_per_width_ms: tuple[tuple[str, float], ...] = ()
+    # torch's embedding gathers its rows with index_select, which for SMALL_INDEX rows or fewer runs a
+    # kernel that walks the indices one after another: a few rows cost more than many (on the H200,
+    # 1 row 5.3 µs, 16 rows 14.5 µs, 31 rows 5.1 µs). Per row up to SMALL_INDEX, by family (embed).
+    memory_fixed_per_row_ms: tuple[tuple[str, float], ...] = ()
     # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
     memory_latency_ms: float = 0.0045
@@ -175,6 +179,7 @@ CUTLASS_SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
 CUTLASS_MIN_SLICE = 64
 CUTLASS_MIN_PARTIAL_SLICE = 8
 KERNEL_COLUMNS = 8  # cutlass_kernels' columns before the coefficients
+SMALL_INDEX = 16  # index_select's small-index kernel takes this many indices or fewer (ATen's Indexing.cu)
 CHUNK = 16384  # shapes at a time where a step makes an array per shape and candidate
 LOSS_NAMES = ("kernel", "tile", "wave", "misalign", "memory", "launch")
 
@@ -671,6 +676,7 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
     costs: list[OpCost | None] = [None] * len(ops)
     bandwidth = {**dict(SPEC.bandwidth), **dict(params.bandwidth)}  # a profile may predate a family
     memory_fixed, per_width = dict(params.memory_fixed_ms), dict(params.memory_fixed_per_width_ms)
+    per_row = dict(params.memory_fixed_per_row_ms)
     mm = [i for i, op in enumerate(ops) if op.kind in (GEMM, BMM)]
     if mm:
         m, n, k, batch, layout = (np.array([getattr(ops[i], a) for i in mm]) for a in ("m", "n", "k", "batch", "layout"))
@@ -695,6 +701,8 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
             key = op.family + ("" if op.pass_ == "fwd" else ".bwd")
             real = op.bytes / (gpu.bytes_per_s * bandwidth[key]) * 1e3
             fixed = memory_fixed.get(key, params.launch_ms) + per_width.get(key, 0.0) * op.n
+            if op.m <= SMALL_INDEX:
+                fixed += per_row.get(key, 0.0) * op.m
             time_ms, losses = real + fixed, Losses(memory=real - ideal, launch=fixed)
         else:
             continue

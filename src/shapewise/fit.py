@@ -18,6 +18,7 @@ from .cost import (
     CUTLASS_FAMILIES,
     KERNEL_COLUMNS,
     LAYOUTS,
+    SMALL_INDEX,
     SPEC,
     CostParams,
     align_classes,
@@ -39,6 +40,7 @@ START = dataclasses.replace(SPEC, gemm_ceiling=0.78, k_overhead=64.0, misaligned
 GEMM_SCALARS = ("gemm_ceiling", "k_overhead", "misaligned_even", "gemm_bandwidth", "launch_ms",
                 "memory_latency_ms", "memory_ramp_mb", "misaligned_even_memory", "misaligned_odd_memory", "wave_credit")
 FRACTIONS = ("wave_credit",)  # parameters between 0 and 1
+PER_ROW = ("embed",)  # families whose few-row calls cost by the row (cost.SMALL_INDEX)
 
 
 @dataclass(frozen=True)
@@ -202,39 +204,48 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, min_byte
     """Per kernel family and pass: the fraction of the datasheet bandwidth (the median over large
     tensors) and the fixed time of a call (from small ones, where it is nearly all of it): a
     constant, or where the small ones have rows of several widths, a constant plus a cost per
-    element of a row (least squares, neither negative).
+    element of a row (least squares, neither negative); for the embedding's gather (PER_ROW), whose
+    few-row kernel walks its rows one by one, a constant plus a cost per row.
 
-    samples: dicts with family, pass ("fwd"/"bwd"), bytes, time_ms and width (a row's elements)."""
+    samples: dicts with family, pass ("fwd"/"bwd"), bytes, time_ms, width (a row's elements) and
+    rows."""
     table, fixed = dict(params.bandwidth), dict(params.memory_fixed_ms)
-    per_width = dict(params.memory_fixed_per_width_ms)
+    per_width, per_row = dict(params.memory_fixed_per_width_ms), dict(params.memory_fixed_per_row_ms)
     for family, pass_ in sorted({(r["family"], r["pass"]) for r in samples}):
         key = family + ("" if pass_ == "fwd" else ".bwd")
         rows = [r for r in samples if (r["family"], r["pass"]) == (family, pass_)]
         small = [r for r in rows if r["bytes"] <= max_small_bytes]
         large = [r for r in rows if r["bytes"] >= min_bytes]
         widths = np.array([float(r.get("width", 0)) for r in small])
-        cost, slope = params.launch_ms, 0.0
+        counts = np.array([float(r.get("rows", 0)) for r in small])
+        # the embedding's few-row kernel: a cost per row where the small rows' counts differ, up to SMALL_INDEX
+        by_rows = key in PER_ROW and len(set(counts)) > 1 and (counts <= SMALL_INDEX).all()
+        cost, slope, row_cost = params.launch_ms, 0.0, 0.0
         for _ in range(2):  # each estimate uses the other; twice settles both
             if small:
                 stream = np.array([r["bytes"] / (gpu.bytes_per_s * table.get(key, 1.0)) * 1e3 for r in small])
                 rest = np.array([r["time_ms"] for r in small]) - stream
-                if len(set(widths)) > 1:  # relative error: the narrow rows' few microseconds count as much
-                    a = np.stack([np.ones_like(widths), widths], axis=1) / rest[:, None]
-                    cost, slope = (float(x) for x in nonnegative_lstsq(a, np.ones_like(rest)))
+                if by_rows or len(set(widths)) > 1:  # relative error: the few microseconds count alike
+                    x = counts if by_rows else widths
+                    coef = nonnegative_lstsq(np.stack([np.ones_like(x), x], axis=1) / rest[:, None], np.ones_like(rest))
+                    cost, slope, row_cost = (float(coef[0]), 0.0, float(coef[1])) if by_rows else (*map(float, coef), 0.0)
                 else:
                     cost = float(np.median(rest))
             if large:
-                fractions = [r["bytes"] / ((r["time_ms"] - cost - slope * r.get("width", 0)) * 1e-3) / gpu.bytes_per_s
-                             for r in large]
+                fractions = [r["bytes"] / ((r["time_ms"] - cost - slope * r.get("width", 0)
+                                            - row_cost * r.get("rows", 0) * (r.get("rows", 0) <= SMALL_INDEX))
+                                           * 1e-3) / gpu.bytes_per_s for r in large]
                 table[key] = round(float(np.median(fractions)), 4)
         if small:
             fixed[key] = round(cost, 5)
-            if slope > 0:
-                per_width[key] = float(f"{slope:.4g}")
-            else:
-                per_width.pop(key, None)
+            for found, value in ((per_width, slope), (per_row, row_cost)):
+                if value > 0:
+                    found[key] = float(f"{value:.4g}")
+                else:
+                    found.pop(key, None)
     return dataclasses.replace(params, bandwidth=tuple(table.items()), memory_fixed_ms=tuple(sorted(fixed.items())),
-                               memory_fixed_per_width_ms=tuple(sorted(per_width.items())))
+                               memory_fixed_per_width_ms=tuple(sorted(per_width.items())),
+                               memory_fixed_per_row_ms=tuple(sorted(per_row.items())))
 
 
 def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
