@@ -11,6 +11,7 @@ tiles, and the split-K slices).
 """
 
 import argparse
+import contextlib
 import csv
 import sys
 import tempfile
@@ -33,9 +34,11 @@ def main() -> int:
         return 2
     cases = list({c.key: c for c in calibration_cases(quick=args.quick) + validation_cases(quick=args.quick)
                   if is_gemm(c)}.values())
-    with tempfile.TemporaryDirectory() as tmp, Store(args.db or f"{tmp}/census.db") as store:
-        kernel_census(cases, store=store, device="cuda")
-        found = census_rows(store)
+    with contextlib.ExitStack() as stack:  # a temporary store only where none was given
+        path = args.db or f"{stack.enter_context(tempfile.TemporaryDirectory())}/census.db"
+        with Store(path) as store:
+            kernel_census(cases, store=store, device="cuda")
+            found = census_rows(store)
     with open(args.out, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["bench", "key", "kernels", "grids"])
