@@ -225,16 +225,19 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, min_byte
             if small:
                 stream = np.array([r["bytes"] / (gpu.bytes_per_s * table.get(key, 1.0)) * 1e3 for r in small])
                 rest = np.array([r["time_ms"] for r in small]) - stream
-                if by_rows or len(set(widths)) > 1:  # relative error: the few microseconds count alike
+                if by_rows or len(set(widths)) > 1:  # a line, on relative error: each few microseconds count alike
                     x = counts if by_rows else widths
-                    coef = nonnegative_lstsq(np.stack([np.ones_like(x), x], axis=1) / rest[:, None], np.ones_like(rest))
-                    cost, slope, row_cost = (float(coef[0]), 0.0, float(coef[1])) if by_rows else (*map(float, coef), 0.0)
+                    line = np.stack([np.ones_like(x), x], axis=1) / rest[:, None]
+                    cost, per = (float(c) for c in nonnegative_lstsq(line, np.ones_like(rest)))
+                    slope, row_cost = (0.0, per) if by_rows else (per, 0.0)
                 else:
                     cost = float(np.median(rest))
             if large:
-                fractions = [r["bytes"] / ((r["time_ms"] - cost - slope * r.get("width", 0)
-                                            - row_cost * r.get("rows", 0) * (r.get("rows", 0) <= SMALL_INDEX))
-                                           * 1e-3) / gpu.bytes_per_s for r in large]
+                def fixed_ms(r):
+                    few = r.get("rows", 0) <= SMALL_INDEX
+                    return cost + slope * r.get("width", 0) + row_cost * r.get("rows", 0) * few
+
+                fractions = [r["bytes"] / ((r["time_ms"] - fixed_ms(r)) * 1e-3) / gpu.bytes_per_s for r in large]
                 table[key] = round(float(np.median(fractions)), 4)
         if small:
             fixed[key] = round(cost, 5)
