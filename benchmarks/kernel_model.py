@@ -28,13 +28,12 @@ from typing import NamedTuple
 import numpy as np
 from refit_profile import kernels_from_csv, rows_from_export  # beside this script
 
-from shapewise.cost import CUTLASS_MIN_PARTIAL_SLICE, CUTLASS_MIN_SLICE, align_classes, cutlass_terms, predict_gemm
+from shapewise.cost import _kernel_times, align_classes, cutlass_terms, predict_gemm
 from shapewise.fit import CUTLASS_OCCUPANCIES, cutlass_config, nonnegative_lstsq
 from shapewise.profile import find
 
 RESULTS = "benchmarks/results/"
 OCCUPANCIES = CUTLASS_OCCUPANCIES
-SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
 MIN_CASES = 6  # a configuration seen fewer times in calibration is not fitted here (the cost model: 10)
 OP = re.compile(r"_(nn|nt|tn)_align\d")
 CUBLAS_OP = {"nn": "nn", "nt": "tn", "tn": "nt"}  # torch's row-major layout as the column-major kernel names it
@@ -118,13 +117,14 @@ class KernelModel:
         return float(np.array(features(case, config, splits, occupancy)) @ coef)
 
     def fastest_split(self, case: dict, config: Config) -> float | None:
-        """The configuration's time at its fastest split, as cuBLAS's split choice mostly is."""
-        splits = SPLITS if case["batch"] == 1 else (1,)
-        options = [s for s in splits if s == 1 or -(-case["k"] // s) >= CUTLASS_MIN_SLICE]
-        if config.fp32_out:  # it runs split, in shorter slices where K is short (as the cost model has it)
-            options = ([s for s in options if s > 1]
-                       or [s for s in splits if s > 1 and -(-case["k"] // s) >= CUTLASS_MIN_PARTIAL_SLICE] or options)
-        return min((self.time(case, config, s) for s in options), default=None) if config in self.fits else None
+        """The configuration's time at its fastest split, as cuBLAS's split choice mostly is: the cost
+        model's own rule (cost._kernel_times) on this fit's coefficients."""
+        if config not in self.fits:
+            return None
+        occupancy, coef = self.fits[config]
+        row = np.array([[0, config.tm, config.tn, float(config.fp32_out), 0, occupancy, 0, 0, *coef]])
+        times, _ = _kernel_times(row, *(np.array([case[key]]) for key in ("m", "n", "k", "batch")), 132)
+        return float(times[0, 0])
 
     def candidates(self, case: dict) -> list[Config]:
         return [cfg for cfg in self.fits if cfg.op == CUBLAS_OP[case["layout"]]

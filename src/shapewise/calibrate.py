@@ -70,16 +70,22 @@ def _attention(pass_: str, *, seqs: int, heads: int, seq: int, head_dim: int, dt
                                 dtype_bytes=DTYPE_BYTES[dtype]), dtype)
 
 
+def _memory_ops(shapes, tokens: int, families: tuple[str, ...] | None = None) -> list:
+    """The memory-bound ops (of `families`, or all) of one-layer models of `shapes` on `tokens` rows,
+    forward and backward, each distinct op once."""
+    unique = {}
+    for shape in shapes:
+        for op in model_ops(shape, Workload(batch=1, seq=tokens)):
+            if op.kind == MEMORY and (families is None or op.family in families):
+                unique.setdefault((op.family, op.pass_, op.m, op.n, op.k), op)
+    return list(unique.values())
+
+
 def _layer_memory_ops(tokens: int) -> list:
     """The memory-bound ops of real layers (both norm kinds, plain and gated MLPs), forward and backward."""
-    ops = []
-    for shape in (ModelShape("gelu", 4096, 1, 32, 50304), ModelShape("glu", 4096, 1, 32, 32000, ffn=11008,
-                                                                      mlp="swiglu", norm="rmsnorm", bias=False)):
-        ops += [op for op in model_ops(shape, Workload(batch=1, seq=tokens)) if op.kind == MEMORY]
-    unique = {}
-    for op in ops:
-        unique.setdefault((op.family, op.pass_, op.m, op.n, op.k), op)
-    return list(unique.values())
+    return _memory_ops((ModelShape("gelu", 4096, 1, 32, 50304),
+                        ModelShape("glu", 4096, 1, 32, 32000, ffn=11008, mlp="swiglu", norm="rmsnorm", bias=False)),
+                       tokens)
 
 
 def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1) -> list[Case]:
@@ -147,14 +153,8 @@ NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-ou
 
 def _norm_ops(width: int, tokens: int) -> list:
     """LayerNorm and RMSNorm, forward and backward, on `tokens` rows of `width`."""
-    ops = []
-    for norm in ("layernorm", "rmsnorm"):
-        shape = ModelShape(f"{norm}-{width}", width, 1, width // 64, 32000, norm=norm)
-        ops += [op for op in model_ops(shape, Workload(batch=1, seq=tokens)) if op.family == norm]
-    unique = {}
-    for op in ops:
-        unique.setdefault((op.family, op.pass_, op.m, op.n), op)
-    return list(unique.values())
+    norms = ("layernorm", "rmsnorm")
+    return _memory_ops([ModelShape(f"{n}-{width}", width, 1, width // 64, 32000, norm=n) for n in norms], tokens, norms)
 
 
 def _unique(cases: list[Case]) -> list[Case]:
