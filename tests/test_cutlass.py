@@ -77,6 +77,9 @@ def test_kernel_names_are_read_as_cuBLAS_spells_them():
                           "(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_64x3_nt_align2::Params)") == (1, 256, 128, 0, 64, 3)
     assert cutlass_config("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_nn_align2>"
                           "(Params)") == (2, 32, 32, 0, 128, 2)
+    # the Turing 32×32 WMMA kernel loads one element at a time: a family of its own
+    assert cutlass_config("void cutlass::Kernel2<cutlass_75_wmma_tensorop_bf16_s161616gemm_bf16_32x32_32x1_nn_align1>"
+                          "(Params)") == (3, 32, 32, 0, 32, 1)
     assert cutlass_config("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT") is None
     assert cutlass_config("void splitKreduce_kernel<32, 16, int, float>") is None
 
@@ -111,6 +114,30 @@ def test_batched_gemms_choose_among_batched_shapes():
     got = predict_gemm(m, n, k, batch=16, layout="nn", gpu=H200, params=params)
     want = np.array([r["time_ms"] for r in held_out])
     assert np.median(np.abs(got.time_ms / want - 1)) < 0.03 and (got.split_k == 1).all()  # a batch is not split
+
+
+def test_the_two_wmma_kernels_are_fitted_apart():
+    """cuBLAS names a 32×32 WMMA kernel of one K block and stages for Turing (align1: odd dims) and for
+    Ampere (align2: even ones); the align1 one is twice as slow, and each shape is timed as its own."""
+    wmma = "void cutlass::Kernel2<cutlass_{}_wmma_tensorop_bf16_s161616gemm_bf16_32x32_32x1_nn_align{}>(Params)"
+    coef = np.array((0.004, 4e-6, 2e-5, 2e-4, 0.0, 0.0))
+    rows, held_out = [], []
+    for i, (m, n, k) in enumerate(shapes(160, seed=9)):
+        odd = i % 2 == 0
+        m, k = m // 8 * 8 + 2, k // 8 * 8 + 2  # even, never 8-aligned
+        n = n if odd else n + 1  # shapes() draws odd n: every other one made even
+        scale = 2.0 if odd else 1.0
+        ms = float(cutlass_terms(m, n, k, 16, 32, 32, 1, 3, H200.num_sms) @ coef) * scale
+        (rows if i < 120 else held_out).append(
+            {"m": m, "n": n, "k": k, "batch": 16, "layout": "nn", "time_ms": ms, "grids": ["8x4x16"],
+             "kernels": [wmma.format(75, 1) if odd else wmma.format(80, 2)]})
+    params = fit_cutlass(rows, SPEC, gpu=H200)
+    assert sorted(row[0] for row in params.cutlass_kernels) == [2, 3]  # Ampere WMMA, Turing WMMA
+    m, n, k = (np.array([r[key] for r in held_out]) for key in "mnk")
+    got = predict_gemm(m, n, k, batch=16, layout="nn", gpu=H200, params=params)
+    want = np.array([r["time_ms"] for r in held_out])
+    assert np.median(np.abs(got.time_ms / want - 1)) < 0.05
+    assert {int(f) for f in got.family[n % 2 == 1]} == {3} and {int(f) for f in got.family[n % 2 == 0]} == {2}
 
 
 def test_only_misaligned_gemms_of_the_calibrated_kinds_use_the_kernels():

@@ -297,6 +297,8 @@ _CUTLASS_NAME = re.compile(r"cutlass_(75|80)_(wmma_)?tensorop_.*?gemm_\w+?_(\d+)
 CUTLASS_MIN_CASES = 6
 # Tiles an SM may hold at once: small tiles (32×32, 64×64) fit up to 8.
 CUTLASS_OCCUPANCIES = (1, 2, 3, 4, 6, 8)
+# The 32×32 WMMA kernels (Ampere align2, Turing align1): batched, they are told apart by K block too.
+WMMA = (CUTLASS_FAMILIES.index("Ampere WMMA"), CUTLASS_FAMILIES.index("Turing WMMA align1"))
 CUTLASS_NEIGHBOUR_COUNTS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32)
 CUTLASS_FASTEST = (1, 2, 3, 4, 6, 8, 12)  # how many of the neighbours' fastest kernels a time averages
 
@@ -308,7 +310,7 @@ def cutlass_config(name: str) -> tuple[int, ...] | None:
     found = _CUTLASS_NAME.search(name)
     if not found:
         return None
-    family = 2 if found.group(2) else (0 if found.group(1) == "75" else 1)
+    family = (3 if found.group(1) == "75" else 2) if found.group(2) else (0 if found.group(1) == "75" else 1)
     partials = re.search(r"tensorop_s\d", name) is not None  # an fp32 output type, where bf16_s… is not
     return family, int(found.group(3)), int(found.group(4)), int(partials), int(found.group(5) or 0), \
         int(found.group(6) or 0)
@@ -345,7 +347,7 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
         if worst == 0 or not found:
             continue
         config, grid = found[0]
-        if r["batch"] == 1 or config[0] != CUTLASS_FAMILIES.index("Ampere WMMA"):
+        if r["batch"] == 1 or config[0] not in WMMA:
             # Kernels are told apart by tile alone: by leave-one-out their K blocks and stages add
             # nothing and thin each fit (batched GEMMs' mean |log error| 0.0802 -> 0.0774 without
             # them), but batched GEMMs' 32×32 WMMA kernels differ 2× by K block.
