@@ -2,10 +2,12 @@
 the kernel census `shapewise calibrate` takes (bench.kernel_census: one warm call of each under
 torch.profiler, its GPU kernels' names and grids kept), for both sets, as a CSV.
 
-Run on the GPU: python benchmarks/kernel_names.py OUT.csv [--quick] [--db STORE] [--seeds S ...] [--held-out-only]
+Run on the GPU: python benchmarks/kernel_names.py OUT.csv [--quick] [--db STORE] [--seeds S ...] [--held-out-only] [--census]
 (--db: a results store that `shapewise calibrate` wrote on this machine; the cases it named already
 are read from it, not named again. --seeds: the held-out sets to name, by the seed `shapewise
-validate --seed` draws them with (default 2); --held-out-only leaves the calibration set out.)
+validate --seed` draws them with (default 2; none: `--seeds` alone); --held-out-only leaves the
+calibration set out; --census adds 5330 random misaligned shapes, none of the calibration's: the
+census of the experiment in benchmarks/RESULTS.md that told kernels by shapes named but not timed.)
 Writes one row per case: bench, the case's key (as the results store writes it), the names of the
 kernels its one call ran, in order, joined by " | ", and each kernel's grid (x×y×z blocks: the
 tiles, and the split-K slices).
@@ -17,11 +19,27 @@ import csv
 import sys
 import tempfile
 
+import numpy as np
 import torch
 
 from shapewise.bench import census_rows, is_gemm, kernel_census
-from shapewise.calibrate import calibration_cases, validation_cases
+from shapewise.calibrate import _random_bmms, _random_gemms, calibration_cases, validation_cases
+from shapewise.cost import align_classes
 from shapewise.store import Store
+
+
+def census_shapes(*, quick: bool, seed: int = 11) -> list:
+    """3000 random GEMMs and as many batched ones, drawn as the calibration draws its own (every
+    alignment class), the aligned ones and the calibration's own left out."""
+    rng = np.random.default_rng(seed)
+    if quick:
+        cases = _random_gemms(rng, 6, low=16, high=128, max_flops=1e7, classes=True, dtype="bf16")
+    else:
+        cases = (_random_gemms(rng, 3000, low=32, high=16384, max_flops=1e12, classes=True, dtype="bf16")
+                 + _random_bmms(rng, 3000, dtype="bf16"))
+    timed = {c.key for c in calibration_cases(quick=quick)}
+    return [c for c in cases if c.key not in timed
+            and max(align_classes(c.params["m"], c.params["n"], c.params["k"], c.params["layout"], "bf16", 16)) > 0]
 
 
 def main() -> int:
@@ -29,13 +47,15 @@ def main() -> int:
     ap.add_argument("out")
     ap.add_argument("--quick", action="store_true", help="the toy sets, for a smoke test")
     ap.add_argument("--db", help="a results store to name the kernels in (default: a temporary one)")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[2], help="the held-out sets' seeds (default: 2)")
+    ap.add_argument("--seeds", type=int, nargs="*", default=[2], help="the held-out sets' seeds (default: 2)")
     ap.add_argument("--held-out-only", action="store_true", help="leave the calibration set out")
+    ap.add_argument("--census", action="store_true", help="add random misaligned shapes, none of the calibration's")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("kernel_names.py names GPU kernels: it needs a CUDA GPU", file=sys.stderr)
         return 2
     drawn = [] if args.held_out_only else calibration_cases(quick=args.quick)
+    drawn += census_shapes(quick=args.quick) if args.census else []
     for seed in args.seeds:
         drawn += validation_cases(quick=args.quick, seed=seed)
     cases = list({c.key: c for c in drawn if is_gemm(c)}.values())
