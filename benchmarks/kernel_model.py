@@ -7,9 +7,10 @@ A misaligned GEMM runs a CUTLASS kernel of one configuration: family (Turing ali
 Ampere WMMA), tile, output type (fp32 partials for a split-K reduction, or bf16) and operand layout.
 Its time is modelled per configuration as
 
-    launch + T·K·a + ⌈T/occupancy⌉·K·b + T·e  [+ split-K: c + d·m·n·batch·splits]
+    launch + T·K·f·a + ⌈T/occupancy⌉·K·b + T·e  [+ split-K: c + d·m·n·batch·splits]
 
-with T the tiles (× K slices) each SM runs, ⌈tiles·splits / SMs⌉, K the slice length, a the load
+with T the tiles (× K slices) each SM runs, ⌈tiles·splits / SMs⌉, K the slice length, f the filled
+share of a tile's rows and columns (a partial tile's empty ones load nothing), a the load
 path's throughput per k-step, b the latency of a k-step shared by `occupancy` resident tiles, and e
 each tile's epilogue (its narrow stores of C). Least squares on relative error with nonnegative
 coefficients; the occupancy (1–8, as the cost model's fit tries) is the one that fits best.

@@ -116,6 +116,13 @@ def test_batched_gemms_choose_among_batched_shapes():
     assert np.median(np.abs(got.time_ms / want - 1)) < 0.03 and (got.split_k == 1).all()  # a batch is not split
 
 
+def test_a_partial_tile_loads_only_its_filled_rows_and_columns():
+    full = cutlass_terms(128, 128, 256, 1, 64, 64, 1, 2, H200.num_sms)  # 2×2 full tiles
+    part = cutlass_terms(65, 65, 256, 1, 64, 64, 1, 2, H200.num_sms)  # 2×2 tiles, just over half full
+    assert (np.delete(part, 1) == np.delete(full, 1)).all()  # the same tiles, k-steps and epilogues
+    assert part[1] == pytest.approx(full[1] * 65 / 128)  # predicated-off rows and columns load nothing
+
+
 def test_the_two_wmma_kernels_are_fitted_apart():
     """cuBLAS names a 32×32 WMMA kernel of one K block and stages for Turing (align1: odd dims) and for
     Ampere (align2: even ones); the align1 one is twice as slow, and each shape is timed as its own."""

@@ -2,7 +2,7 @@
 
 A profile is a JSON file:
 
-    {"format": "shapewise-profile", "version": 2,
+    {"format": "shapewise-profile", "version": 3,
      "gpu": "h200",                         # key in the GPU table
      "environment": {...},                  # GPU name, driver, torch, CUDA, cuBLAS, clocks, timestamp
      "created_utc": "...",
@@ -33,7 +33,9 @@ from .hardware import GPU, get_gpu
 FORMAT = "shapewise-profile"
 # The tables' row widths (see CostParams): a row of another width is a corrupt or foreign file.
 TABLE_WIDTHS = {"gemm_residuals": 8, "cutlass_kernels": KERNEL_COLUMNS + len(CUTLASS_TERMS), "cutlass_choices": 8}
-VERSION = 2  # 2: fused attention by query blocks (flash_overhead_*, flash_latency_*), not s0
+# 2: fused attention by query blocks (flash_overhead_*, flash_latency_*), not s0; 3: a CUTLASS
+# kernel's load term counts only the filled share of a partial tile (cost._cutlass_term_list)
+VERSION = 3
 # GPUs without a profile of their own that may use another's, marked as borrowed.
 BORROW = {"h100": "h200", "h100-pcie": "h200", "h20": "h200"}
 
