@@ -168,7 +168,8 @@ class CostParams:
 SPEC = CostParams()
 
 # The Turing WMMA kernel is not the Ampere one with another name: it loads one element at a time
-# and runs twice as long (by its own fit, batched GEMMs' in-sample p90 error 15.9% -> 13.2%).
+# and runs 1.5-2.6x as long (fitted apart, batched GEMMs' in-sample p90 error 15.1% -> 12.6%:
+# benchmarks/kernel_model.py).
 CUTLASS_FAMILIES = ("Turing CUTLASS align1", "Ampere CUTLASS align2", "Ampere WMMA", "Turing WMMA align1")
 # The terms of a CUTLASS kernel's time (cutlass_terms), each with a fitted coefficient.
 CUTLASS_TERMS = ("launch", "k-steps", "k-steps per resident group", "epilogues", "partials", "reduction launch")
@@ -390,8 +391,9 @@ def _cutlass_term_list(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> l
 
     Each SM runs T = ⌈tiles × splits / SMs⌉ tiles (of one K slice each) in turn, `occupancy` of them
     resident at once. A k-step's narrow loads go through the SM's load path, which its resident
-    tiles share (T × slice × the filled share of a tile's rows and columns), and each step has a latency the resident tiles overlap (⌈T /
-    occupancy⌉ × slice); each tile ends with an epilogue of narrow stores (T). A split-K kernel
+    tiles share (T × slice × the filled share of a tile's rows and columns), and each step has a
+    latency the resident tiles overlap (⌈T / occupancy⌉ × slice); each tile ends with an epilogue
+    of narrow stores (T). A split-K kernel
     writes fp32 partials that a second kernel reduces (m·n·batch·splits elements, one more launch).
     cuBLAS is column-major, so a tile's rows run along torch's n."""
     m, n, k, batch, tm, tn, splits, occupancy = (np.asarray(x, dtype=np.int64)
