@@ -65,10 +65,11 @@ def test_residual_table_corrects_a_systematic_error():
     assert before > 0.15 and after < 0.08
 
 
-def test_flash_and_bandwidth_fits_recover_their_tables():
+@pytest.mark.parametrize("block_bwd", [64, 128])
+def test_flash_and_bandwidth_fits_recover_their_tables(block_bwd):
     truth = dataclasses.replace(SPEC, flash_fwd=(0.4, 0.6, 0.7, 0.8), flash_bwd=(0.3, 0.5, 0.4, 0.45),
                                 flash_overhead_fwd=2.0, flash_overhead_bwd=3.5, flash_latency_fwd_ms=0.009,
-                                flash_latency_bwd_ms=0.016)
+                                flash_latency_bwd_ms=0.016, flash_block_bwd=block_bwd)
     samples = []
     for d in (64, 96, 128, 192, 256):
         for batch in (16, 128):  # few blocks (the longest one sets the time) and many (waves)
@@ -78,7 +79,8 @@ def test_flash_and_bandwidth_fits_recover_their_tables():
                                       causal=True, dtype_bytes=2)
                     time_ms = predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms
                     samples.append(dict(batch=batch, seq=s, head_dim=d, time_ms=time_ms, **{"pass": pass_}))
-    fitted = fit_flash(samples, gpu=H200, dtype="bf16", params=SPEC)
+    fitted = fit_flash(samples, gpu=H200, dtype="bf16", params=dataclasses.replace(SPEC, flash_block_bwd=32))
+    assert fitted.flash_block_bwd == block_bwd  # the backward's blocks told from its timings
     assert (fitted.flash_overhead_fwd, fitted.flash_overhead_bwd) == (2.0, 3.5)
     assert fitted.flash_latency_fwd_ms == pytest.approx(0.009) and fitted.flash_latency_bwd_ms == pytest.approx(0.016)
     assert np.allclose(fitted.flash_fwd, truth.flash_fwd, rtol=0.01)

@@ -109,8 +109,8 @@ class CostParams:
     memory_ramp_mb: float = 17.9106
     # Fused attention as torch's SDPA runs it by default: on an H200 with torch 2.11 that is the cuDNN
     # kernel (the default rows of benchmarks/results/h200-bench.csv match the probe's cuDNN rows).
-    # The kernel gives each SM one query block of flash_block_q rows of one sequence and head at a
-    # time; a block walks the key blocks it attends to (all of them, or up to the diagonal when
+    # The kernel gives each SM one query block of flash_block_q rows (the backward's kernels: blocks of
+    # flash_block_bwd rows) of one sequence and head at a time; a block walks the key blocks it attends to (all of them, or up to the diagonal when
     # causal), at the bucket's fraction of peak per step, plus flash_overhead_* steps of its own
     # (loading Q, writing O). The call takes as long as the SM with the most steps, with the blocks
     # dealt out in order to whichever SM frees first (_busiest_sm). flash_latency_* is the fixed time of a
@@ -120,12 +120,17 @@ class CostParams:
     # heads, 512 to 8192 tokens, head dims 64 to 256), rounded.
     flash_buckets: tuple[int, ...] = (64, 128, 192, 256)
     flash_fwd: tuple[float, ...] = (0.48, 0.65, 0.70, 0.70)
-    flash_bwd: tuple[float, ...] = (0.44, 0.58, 0.39, 0.46)
+    flash_bwd: tuple[float, ...] = (0.43, 0.57, 0.39, 0.45)
     flash_overhead_fwd: float = 1.5
-    flash_overhead_bwd: float = 2.5
+    flash_overhead_bwd: float = 4.25
     flash_latency_fwd_ms: float = 0.007
-    flash_latency_bwd_ms: float = 0.013
+    flash_latency_bwd_ms: float = 0.020
     flash_block_q: int = 128
+    # cuDNN's backward deals out 64-row blocks: the H200 calibration's backward calls fit it best (mean
+    # |log error| 0.055 at 128 rows, 0.040 at 64, 0.050 at 32; fit.fit_flash chooses among these). At
+    # 128 a few heads of short sequences came out 20-67% over: 8 × 1067 tokens, d=192, are 72
+    # blocks of 128 rows for 132 SMs, but 136 of 64.
+    flash_block_bwd: int = 64
     # Decoding's attention (one query token against the cache) streams the cache: a fraction of the
     # datasheet bandwidth and a fixed cost per call (the spec model: the memory-bound GEMMs' own).
     flash_memory_bandwidth: float = 0.8045
@@ -642,7 +647,7 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     overhead = p.flash_overhead_fwd if fwd else p.flash_overhead_bwd
     latency = max(p.flash_latency_fwd_ms if fwd else p.flash_latency_bwd_ms, p.launch_ms)
     eff = table[p.flash_buckets.index(bucket)] if bucket in p.flash_buckets else table[-1]
-    block = p.flash_block_q
+    block = p.flash_block_q if fwd else p.flash_block_bwd
     steps, work, span = _flash_steps(op, block, overhead, gpu.num_sms)  # span: steps on the busiest SM
     exact = op.batch * (op.m * op.n / 2 if op.causal else op.m * op.n) / block ** 2  # steps without padding
     t0 = op.flops / peak

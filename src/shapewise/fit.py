@@ -152,14 +152,18 @@ def residual_kernel(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype
     return best[1], best[2]
 
 
+FLASH_BLOCKS_BWD = (32, 64, 128)  # the backward's block rows a fit tries
+
+
 def fit_flash(samples: list[dict], *, gpu: GPU, dtype: str, params: CostParams) -> CostParams:
-    """Efficiency per head-dim bucket, per-block overhead and fixed latency, for each pass.
+    """Efficiency per head-dim bucket, per-block overhead and fixed latency, for each pass, and the
+    backward's block rows.
 
     samples: dicts with batch (sequences × heads), seq, head_dim, pass ("fwd" or "bwd"), time_ms
-    (a backward's own time: forward+backward minus forward). Overhead and latency are searched on a
-    grid; for each pair every bucket's efficiency has a closed form (the median of what its rows
-    show, head dims padded to the bucket included), and the pair with the least mean absolute log
-    error wins."""
+    (a backward's own time: forward+backward minus forward). Overhead and latency (and the
+    backward's block, of FLASH_BLOCKS_BWD) are searched on a grid; for each choice every bucket's
+    efficiency has a closed form (the median of what its rows show, head dims padded to the bucket
+    included), and the choice with the least mean absolute log error wins."""
     updates = {}
     for pass_ in ("fwd", "bwd"):
         rows = [r for r in samples if r["pass"] == pass_ and r["head_dim"] <= params.flash_buckets[-1]]
@@ -170,20 +174,23 @@ def fit_flash(samples: list[dict], *, gpu: GPU, dtype: str, params: CostParams) 
         edges = np.array(params.flash_buckets)
         buckets = edges[np.searchsorted(edges, [r["head_dim"] for r in rows])]
         best = None
-        for overhead in np.arange(0.0, 8.01, 0.25):
-            unit = dataclasses.replace(params, flash_fwd=(1.0,) * len(params.flash_buckets),
-                                       flash_bwd=(1.0,) * len(params.flash_buckets), flash_overhead_fwd=overhead,
-                                       flash_overhead_bwd=overhead, flash_latency_fwd_ms=0.0,
-                                       flash_latency_bwd_ms=0.0, launch_ms=0.0)
-            work_ms = np.array([_flash_cost(op, gpu, dtype, unit)[0] for op in ops])  # at efficiency 1
-            for latency in np.arange(0.004, 0.0301, 0.001):
-                effs = work_ms / np.maximum(measured - latency, 1e-6)
-                table = {b: float(np.exp(np.median(np.log(effs[buckets == b])))) for b in set(buckets)}
-                predicted = work_ms / np.array([table[b] for b in buckets]) + latency
-                err = float(np.mean(np.abs(np.log(predicted / measured))))
-                if best is None or err < best[0]:
-                    best = (err, overhead, latency, table)
-        _, overhead, latency, table = best
+        for block in (FLASH_BLOCKS_BWD if pass_ == "bwd" else (params.flash_block_q,)):
+            for overhead in np.arange(0.0, 8.01, 0.25):
+                unit = dataclasses.replace(params, flash_fwd=(1.0,) * len(params.flash_buckets),
+                                           flash_bwd=(1.0,) * len(params.flash_buckets), flash_overhead_fwd=overhead,
+                                           flash_overhead_bwd=overhead, flash_latency_fwd_ms=0.0,
+                                           flash_latency_bwd_ms=0.0, launch_ms=0.0, flash_block_bwd=block)
+                work_ms = np.array([_flash_cost(op, gpu, dtype, unit)[0] for op in ops])  # at efficiency 1
+                for latency in np.arange(0.004, 0.0301, 0.001):
+                    effs = work_ms / np.maximum(measured - latency, 1e-6)
+                    table = {b: float(np.exp(np.median(np.log(effs[buckets == b])))) for b in set(buckets)}
+                    predicted = work_ms / np.array([table[b] for b in buckets]) + latency
+                    err = float(np.mean(np.abs(np.log(predicted / measured))))
+                    if best is None or err < best[0]:
+                        best = (err, overhead, latency, table, block)
+        _, overhead, latency, table, block = best
+        if pass_ == "bwd":
+            updates["flash_block_bwd"] = int(block)
         old = dict(zip(params.flash_buckets, getattr(params, f"flash_{pass_}")))
         updates[f"flash_{pass_}"] = tuple(round(table.get(b, old[b]), 4) for b in params.flash_buckets)
         updates[f"flash_overhead_{pass_}"] = float(overhead)
