@@ -94,7 +94,7 @@ def test_decoding_fits_recover_fixed_costs_and_the_cache_stream():
     """Memory-bound kernels with several launches (five for rotate-half RoPE), seen at a few tokens'
     rows and at large ones; and decoding attention streaming caches of many sizes."""
     truth = dataclasses.replace(SPEC, bandwidth=(("rope", 0.07), ("rope.bwd", 0.06)), memory_fixed_ms=(("rope", 0.018),),
-                                flash_memory_bandwidth=0.88, flash_memory_fixed_ms=0.0115)
+                                flash_memory_bandwidth=0.88, flash_memory_fixed_ms=0.0115, flash_memory_stream_ms=0.003)
     rows = []
     for tokens in (1, 16, 4096, 16384):
         op = Op("attn/rope", "fwd", "memory", 1, 0, tokens * 4096 * 2 * 2, m=tokens, n=4096, k=128, family="rope")
@@ -104,13 +104,15 @@ def test_decoding_fits_recover_fixed_costs_and_the_cache_stream():
     assert dict(fitted.memory_fixed_ms)["rope"] == pytest.approx(0.018, rel=0.01)
     assert dict(fitted.bandwidth)["rope"] == pytest.approx(0.07, rel=0.01)
     decoding = []
-    for seqs, kv_len in ((1, 1024), (8, 4096), (16, 16384), (64, 8192)):
-        op = attention_op("fwd", seqs=seqs, heads=32, kv_heads=8, q_len=1, kv_len=kv_len, head_dim=128, causal=False,
+    for seqs, kv_len, head_dim in ((1, 1024, 128), (8, 4096, 64), (16, 16384, 128), (64, 8192, 64), (2, 32768, 128)):
+        op = attention_op("fwd", seqs=seqs, heads=32, kv_heads=8, q_len=1, kv_len=kv_len, head_dim=head_dim, causal=False,
                           dtype_bytes=2)
-        decoding.append(dict(bytes=op.bytes, time_ms=predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms))
+        decoding.append(dict(bytes=op.bytes, kv_len=kv_len, head_dim=head_dim,
+                             time_ms=predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms))
     fitted = fit_flash_memory(decoding, gpu=H200, params=SPEC)
     assert fitted.flash_memory_bandwidth == pytest.approx(0.88, rel=1e-3)
     assert fitted.flash_memory_fixed_ms == pytest.approx(0.0115, rel=1e-3)
+    assert fitted.flash_memory_stream_ms == pytest.approx(0.003, rel=1e-3)  # one head's cache walked in turn
 
 
 def test_a_norms_fixed_cost_grows_with_its_rows_width():

@@ -259,18 +259,23 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, min_byte
 
 
 def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
-    """Decoding's attention, which streams the cache: time = fixed + bytes / (bandwidth × fraction),
-    the line with the least squared relative error. samples: dicts with bytes and time_ms."""
+    """Decoding's attention, which streams the cache: time = fixed + bytes / (bandwidth × fraction) +
+    a time per million elements of one head's cache (kv_len × head_dim), by least squares on
+    relative error, none negative (the line alone from fewer than three samples). samples: dicts
+    with bytes, kv_len, head_dim and time_ms."""
     if len(samples) < 2:
         return params
     nbytes = np.array([r["bytes"] for r in samples], float)
     measured = np.array([r["time_ms"] for r in samples])
-    design = np.stack([np.ones_like(nbytes), nbytes / gpu.bytes_per_s * 1e3], axis=1) / measured[:, None]
-    fixed, slope = np.linalg.lstsq(design, np.ones_like(measured), rcond=None)[0]
+    columns = [np.ones_like(nbytes), nbytes / gpu.bytes_per_s * 1e3]
+    if len(samples) >= 3:
+        columns.append(np.array([r["kv_len"] * r["head_dim"] for r in samples], float) / 1e6)
+    fixed, slope, *stream = nonnegative_lstsq(np.stack(columns, axis=1) / measured[:, None], np.ones_like(measured))
     if slope <= 0:
         raise ShapewiseError("decoding attention's timings do not grow with the cache: measure longer caches")
     return dataclasses.replace(params, flash_memory_bandwidth=round(float(min(1.0, 1 / slope)), 4),
-                               flash_memory_fixed_ms=round(float(max(fixed, params.launch_ms)), 5))
+                               flash_memory_fixed_ms=round(float(max(fixed, params.launch_ms)), 5),
+                               flash_memory_stream_ms=round(float(stream[0]) if stream else 0.0, 6))
 
 
 def fit_comm(rows: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
