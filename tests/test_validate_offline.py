@@ -19,6 +19,7 @@ RESULTS = Path(__file__).parent.parent / "benchmarks" / "results" / "h200-calibr
                                                   (9, "validation-seed9.csv", "validate-seed9.json"),
                                                   (10, "validation-seed10.csv", "validate-seed10.json"),
                                                   (11, "validation-seed11.csv", "validate-seed11.json"),
+                                                  (12, "validation-seed12.csv", "validate-seed12.json"),
                                                   (2, "validation-live.csv", "validate-live.json"),
                                                   (4, "validation-live-seed4.csv", "validate-live-seed4.json")])
 def test_validation_reproduces_from_the_committed_export(capsys, tmp_path, seed, export, judged):
