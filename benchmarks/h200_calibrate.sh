@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One calibration run for the H200 profile, and its validation. The shipped profile averages three
+# One calibration run for the H200 profile, and its validation. The shipped profile averages four
 # such runs' exports (benchmarks/results/h200-calibration/calibration*.csv, refitted by
 # benchmarks/refit_profile.py: benchmarks/RESULTS.md has the command). Run from the repository root
 # on the GPU:
