@@ -109,9 +109,9 @@ class CostParams:
     memory_ramp_mb: float = 17.9106
     # Fused attention as torch's SDPA runs it by default: on an H200 with torch 2.11 that is the cuDNN
     # kernel (the default rows of benchmarks/results/h200-bench.csv match the probe's cuDNN rows).
-    # The kernel gives each SM one query block of flash_block_q rows (the backward's kernels: blocks of
-    # flash_block_bwd rows) of one sequence and head at a time; a block walks the key blocks it attends to (all of them, or up to the diagonal when
-    # causal), at the bucket's fraction of peak per step, plus flash_overhead_* steps of its own
+    # The kernel gives each SM one query block of flash_block_q rows (the backward's kernels: blocks
+    # of flash_block_bwd rows) of one sequence and head at a time; a block walks the key blocks it
+    # attends to (all of them, or up to the diagonal when causal), at the bucket's fraction of peak per step, plus flash_overhead_* steps of its own
     # (loading Q, writing O). The call takes as long as the SM with the most steps, with the blocks
     # dealt out in order to whichever SM frees first (_busiest_sm). flash_latency_* is the fixed time of a
     # call (the backward runs several kernels), launch included. cuDNN pads the head dim to a multiple
@@ -138,7 +138,8 @@ class CostParams:
     # One head's cache is walked by a few blocks in turn, however many heads and sequences run beside
     # it: a time per million of its elements (kv_len × head dim). The spec model has none. On the
     # H200, fitted from the calibration's 24 decoding calls, it took the held-out sets' decoding
-    # attention from 7.4% to 5.6% median error (too fast before on long caches of few heads).
+    # attention from 7.3% to 5.3% median error (too fast before on long caches of few heads;
+    # benchmarks/RESULTS.md).
     flash_memory_stream_ms: float = 0.0
     # Tensor-parallel collectives ride the GPU's peer link (hardware.NVLINK_DATASHEETS): ring
     # all-gather and reduce-scatter move (t-1)/t of the message each way. The spec model assumes
@@ -403,9 +404,9 @@ def _cutlass_term_list(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> l
     resident at once. A k-step's narrow loads go through the SM's load path, which its resident
     tiles share (T × slice × the filled share of a tile's rows and columns), and each step has a
     latency the resident tiles overlap (⌈T / occupancy⌉ × slice); each tile ends with an epilogue
-    of narrow stores (T). A split-K kernel
-    writes fp32 partials that a second kernel reduces (m·n·batch·splits elements, one more launch).
-    cuBLAS is column-major, so a tile's rows run along torch's n."""
+    of narrow stores (T). A split-K kernel writes fp32 partials that a second kernel reduces
+    (m·n·batch·splits elements, one more launch). cuBLAS is column-major, so a tile's rows run
+    along torch's n."""
     m, n, k, batch, tm, tn, splits, occupancy = (np.asarray(x, dtype=np.int64)
                                                  for x in (m, n, k, batch, tm, tn, splits, occupancy))
     rows, cols = -(-n // tm), -(-m // tn)

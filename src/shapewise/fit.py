@@ -174,7 +174,7 @@ def fit_flash(samples: list[dict], *, gpu: GPU, dtype: str, params: CostParams) 
         edges = np.array(params.flash_buckets)
         buckets = edges[np.searchsorted(edges, [r["head_dim"] for r in rows])]
         best = None
-        for block in (FLASH_BLOCKS_BWD if pass_ == "bwd" else (params.flash_block_q,)):
+        for block in (FLASH_BLOCKS_BWD if pass_ == "bwd" else (params.flash_block_bwd,)):
             for overhead in np.arange(0.0, 8.01, 0.25):
                 unit = dataclasses.replace(params, flash_fwd=(1.0,) * len(params.flash_buckets),
                                            flash_bwd=(1.0,) * len(params.flash_buckets), flash_overhead_fwd=overhead,
