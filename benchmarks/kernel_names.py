@@ -25,6 +25,7 @@ import torch
 from shapewise.bench import census_rows, is_gemm, kernel_census
 from shapewise.calibrate import _random_bmms, _random_gemms, calibration_cases, validation_cases
 from shapewise.cost import align_classes
+from shapewise.hardware import get_gpu
 from shapewise.store import Store
 
 
@@ -39,7 +40,8 @@ def census_shapes(*, quick: bool, seed: int = 11) -> list:
                  + _random_bmms(rng, 3000, dtype="bf16"))
     timed = {c.key for c in calibration_cases(quick=quick)}
     return [c for c in cases if c.key not in timed
-            and max(align_classes(c.params["m"], c.params["n"], c.params["k"], c.params["layout"], "bf16", 16)) > 0]
+            and max(align_classes(c.params["m"], c.params["n"], c.params["k"], c.params["layout"], "bf16",
+                                  get_gpu("h200").align_bytes)) > 0]
 
 
 def main() -> int:

@@ -111,8 +111,8 @@ class CostParams:
     # kernel (the default rows of benchmarks/results/h200-bench.csv match the probe's cuDNN rows).
     # The kernel gives each SM one query block of flash_block_q rows (the backward's kernels: blocks
     # of flash_block_bwd rows) of one sequence and head at a time; a block walks the key blocks it
-    # attends to (all of them, or up to the diagonal when causal), at the bucket's fraction of peak per step, plus flash_overhead_* steps of its own
-    # (loading Q, writing O). The call takes as long as the SM with the most steps, with the blocks
+    # attends to (all of them, or up to the diagonal when causal), at the bucket's fraction of peak
+    # per step, plus flash_overhead_* steps of its own (loading Q, writing O). The call takes as long as the SM with the most steps, with the blocks
     # dealt out in order to whichever SM frees first (_busiest_sm). flash_latency_* is the fixed time of a
     # call (the backward runs several kernels), launch included. cuDNN pads the head dim to a multiple
     # of 64 (d=80 and 96 run as 128, d=160 as 192), which is a tile loss. Defaults: the H200
@@ -691,6 +691,12 @@ def kernel_words(family: int, tile, split: int) -> str:
     return f"{CUTLASS_FAMILIES[family]}, {int(tile[0])}×{int(tile[1])} tiles" + (f", K split {split} ways" if split > 1 else "")
 
 
+def memory_fixed_ms(base: float, per_width: float, per_row: float, *, width: int, rows: int) -> float:
+    """A memory-bound call's fixed time: its own, plus its rows' width's share (a norm reduces each
+    row) and, on SMALL_INDEX rows or fewer, a cost per row (the embedding's small-index gather)."""
+    return base + per_width * width + (per_row * rows if rows <= SMALL_INDEX else 0.0)
+
+
 def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams = SPEC) -> list[OpCost]:
     """Predict every op of a step; all GEMMs and BMMs in one vectorized call."""
     gpu = _resolve_gpu(gpu)
@@ -722,9 +728,8 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
             ideal = op.bytes / gpu.bytes_per_s * 1e3
             key = op.family + ("" if op.pass_ == "fwd" else ".bwd")
             real = op.bytes / (gpu.bytes_per_s * bandwidth[key]) * 1e3
-            fixed = memory_fixed.get(key, params.launch_ms) + per_width.get(key, 0.0) * op.n
-            if op.m <= SMALL_INDEX:
-                fixed += per_row.get(key, 0.0) * op.m
+            fixed = memory_fixed_ms(memory_fixed.get(key, params.launch_ms), per_width.get(key, 0.0),
+                                    per_row.get(key, 0.0), width=op.n, rows=op.m)
             time_ms, losses = real + fixed, Losses(memory=real - ideal, launch=fixed)
         else:
             continue

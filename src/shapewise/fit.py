@@ -25,6 +25,7 @@ from .cost import (
     _cutlass_ms,
     _flash_cost,
     cutlass_terms,
+    memory_fixed_ms,
     predict_gemm,
 )
 from .errors import ShapewiseError
@@ -240,11 +241,9 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, min_byte
                 else:
                     cost = float(np.median(rest))
             if large:
-                def fixed_ms(r):
-                    few = r.get("rows", 0) <= SMALL_INDEX
-                    return cost + slope * r.get("width", 0) + row_cost * r.get("rows", 0) * few
-
-                fractions = [r["bytes"] / ((r["time_ms"] - fixed_ms(r)) * 1e-3) / gpu.bytes_per_s for r in large]
+                fixed_ms = [memory_fixed_ms(cost, slope, row_cost, width=r.get("width", 0), rows=r.get("rows", 0))
+                            for r in large]
+                fractions = [r["bytes"] / ((r["time_ms"] - f) * 1e-3) / gpu.bytes_per_s for r, f in zip(large, fixed_ms)]
                 table[key] = round(float(np.median(fractions)), 4)
         if small:
             fixed[key] = round(cost, 5)
