@@ -2,11 +2,12 @@
 the kernel census `shapewise calibrate` takes (bench.kernel_census: one warm call of each under
 torch.profiler, its GPU kernels' names and grids kept), for both sets, as a CSV.
 
-Run on the GPU: python benchmarks/kernel_names.py OUT.csv [--quick] [--db STORE] [--seeds S ...] [--held-out-only] [--census]
+Run on the GPU: python benchmarks/kernel_names.py OUT.csv [--quick] [--db STORE] [--seeds S ...] [--held-out-only]
+[--extended [SEED]] [--census]
 (--db: a results store that `shapewise calibrate` wrote on this machine; the cases it named already
 are read from it, not named again. --seeds: the held-out sets to name, by the seed `shapewise
 validate --seed` draws them with (default 2; none: `--seeds` alone); --held-out-only leaves the
-calibration set out; --census adds 5330 random misaligned shapes, none of the calibration's: the
+calibration set out; --extended [SEED] takes the set of `calibrate --extended [SEED]`; --census adds 5330 random misaligned shapes, none of the calibration's: the
 census of the experiment in benchmarks/RESULTS.md that told kernels by shapes named but not timed.)
 Writes one row per case: bench, the case's key (as the results store writes it), the names of the
 kernels its one call ran, in order, joined by " | ", and each kernel's grid (x×y×z blocks: the
@@ -51,12 +52,14 @@ def main() -> int:
     ap.add_argument("--db", help="a results store to name the kernels in (default: a temporary one)")
     ap.add_argument("--seeds", type=int, nargs="*", default=[2], help="the held-out sets' seeds (default: 2)")
     ap.add_argument("--held-out-only", action="store_true", help="leave the calibration set out")
+    ap.add_argument("--extended", type=int, nargs="?", const=1, metavar="SEED",
+                    help="the calibration set of `calibrate --extended SEED`")
     ap.add_argument("--census", action="store_true", help="add random misaligned shapes, none of the calibration's")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("kernel_names.py names GPU kernels: it needs a CUDA GPU", file=sys.stderr)
         return 2
-    drawn = [] if args.held_out_only else calibration_cases(quick=args.quick)
+    drawn = [] if args.held_out_only else calibration_cases(quick=args.quick, extended=args.extended)
     drawn += census_shapes(quick=args.quick) if args.census else []
     for seed in args.seeds:
         drawn += validation_cases(quick=args.quick, seed=seed)

@@ -2,11 +2,11 @@
 changes after the measurements were taken.
 
 Run: python benchmarks/refit_profile.py CALIBRATION.csv [MORE.csv ...] OLD_PROFILE.json OUT.json
-        [--link PROFILE.json] [--kernels KERNELS.csv]
+        [--link PROFILE.json] [--kernels KERNELS.csv [MORE.csv ...]]
 The new profile keeps the old one's environment (the measurements are the same) and its link
 parameters (calibrate --comm measures those, not this export; --link takes them from another
 profile), read from its JSON whatever its format version, and notes the refit. --kernels gives the
-kernels each case ran (benchmarks/kernel_names.py's CSV), which an export does not carry.
+kernels each case ran (benchmarks/kernel_names.py's CSVs), which an export does not carry.
 Several exports (calibration runs on several GPUs of one kind) are fitted as one: a case measured
 in more than one takes the geometric mean of its medians, which evens out one machine's or one
 moment's clocks.
@@ -70,9 +70,10 @@ def main() -> int:
     ap.add_argument("old", help="the profile the (first) run wrote: its environment is kept")
     ap.add_argument("out")
     ap.add_argument("--link", metavar="PROFILE", help="take the link's parameters from this profile (default: OLD)")
-    ap.add_argument("--kernels", metavar="CSV", help="the kernels each case ran (benchmarks/kernel_names.py)")
+    ap.add_argument("--kernels", metavar="CSV", nargs="+", default=[],
+                    help="the kernels each case ran (benchmarks/kernel_names.py's CSVs)")
     args = ap.parse_args()
-    kernels = kernels_from_csv(args.kernels) if args.kernels else {}
+    kernels = {key: named for path in args.kernels for key, named in kernels_from_csv(path).items()}
     with open(args.old) as f:  # read raw: the old profile may be of an older format than this shapewise reads
         old = json.load(f)
     with open(args.link or args.old) as f:

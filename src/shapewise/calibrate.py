@@ -47,13 +47,13 @@ def _random_gemms(rng, count: int, *, low: int, high: int, max_flops: float, cla
     return cases
 
 
-def _random_bmms(rng, count: int, *, classes: bool = True, dtype: str) -> list[Case]:
-    """Batched GEMMs: batch 8…512, dims 32…4096 log-uniform, within 1 TFLOP and 4 GB; with `classes`,
+def _random_bmms(rng, count: int, *, high: int = 4096, classes: bool = True, dtype: str) -> list[Case]:
+    """Batched GEMMs: batch 8…512, dims 32…`high` log-uniform, within 1 TFLOP and 4 GB; with `classes`,
     each dim's alignment (multiple of 8, even, odd) drawn uniformly."""
     cases = []
     while len(cases) < count:
         b = int(_rng_dims(rng, 8, 512, 1)[0])
-        m, n, k = (int(d) for d in _rng_dims(rng, 32, 4096, 3))
+        m, n, k = (int(d) for d in _rng_dims(rng, 32, high, 3))
         if classes:
             m, n, k = (max(1, d - d % 8 + int(rng.choice([0, 2, 1]))) for d in (m, n, k))
         if 2.0 * b * m * n * k <= 1e12 and b * (m * k + k * n + m * n) * 2 <= 4e9:
@@ -88,13 +88,27 @@ def _layer_memory_ops(tokens: int) -> list:
                        tokens)
 
 
-def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1) -> list[Case]:
+# `calibrate --extended [SEED]`: this many more random GEMMs and batched GEMMs, drawn as the held-out
+# set draws its own but from streams of their own (EXTENDED_STREAM beside the seed, which no
+# `validate --seed` draws from). Runs of several seeds, refitted together, know more shapes.
+EXTENDED_GEMMS, EXTENDED_BMMS = 2400, 1200
+EXTENDED_STREAM = 4099
+
+
+def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1,
+                      extended: int | None = None) -> list[Case]:
+    """The designed set; with `extended` (a seed), the extended draws too."""
     rng = np.random.default_rng(seed)
+    more = np.random.default_rng([extended or 0, EXTENDED_STREAM])
     if quick:  # toy sizes, for a CPU smoke test
-        return (gemm_cases([32, 64], [64, 65], [32], layouts=("nn", "nt", "tn"), dtype=dtype)
-                + _random_gemms(rng, 6, low=16, high=128, max_flops=1e7, classes=False, dtype=dtype)
-                + [_attention(p, seqs=1, heads=4, seq=s, head_dim=64, dtype=dtype) for p in ("fwd", "bwd") for s in (32, 64)]
-                + [op_case(op, dtype) for op in _layer_memory_ops(64)])
+        return _unique(gemm_cases([32, 64], [64, 65], [32], layouts=("nn", "nt", "tn"), dtype=dtype)
+                       + _random_gemms(rng, 6, low=16, high=128, max_flops=1e7, classes=False, dtype=dtype)
+                       + [_attention(p, seqs=1, heads=4, seq=s, head_dim=64, dtype=dtype) for p in ("fwd", "bwd")
+                          for s in (32, 64)]
+                       + [op_case(op, dtype) for op in _layer_memory_ops(64)]
+                       + (_random_gemms(more, 4, low=16, high=128, max_flops=1e7, classes=True, dtype=dtype)
+                          + _random_bmms(more, 2, high=64, classes=False, dtype=dtype) if extended is not None
+                          else []))
     cases = [c for d in (256, 512, 1024, 2048, 4096, 8192, 12288) for c in gemm_cases([d], [d], [d], dtype=dtype)]
     cases += gemm_cases([8192], list(range(64, 8193, 256)), [8192], dtype=dtype)  # tile and wave regimes
     for layout in ("nn", "nt", "tn"):  # every alignment class of every leading dim
@@ -145,6 +159,9 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     # The norms on rows of many widths: a norm's fixed time grows with its rows' width (one row's
     # reduction), which rows of 4096 alone cannot tell. Few rows for the fixed time, many for a check.
     cases += [op_case(op, dtype) for width in NORM_WIDTHS for tokens in (1, 16, 2048) for op in _norm_ops(width, tokens)]
+    if extended is not None:  # which kernel cuBLAS runs for a misaligned shape is learned from many shapes' choices
+        cases += _random_gemms(more, EXTENDED_GEMMS, low=32, high=16384, max_flops=1e12, classes=True, dtype=dtype)
+        cases += _random_bmms(more, EXTENDED_BMMS, classes=False, dtype=dtype)
     return _unique(cases)
 
 
@@ -208,7 +225,7 @@ def validation_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 2)
     # More batched GEMMs, drawn last so that the cases above stay as they were: with 40 of them the
     # 90th percentile rested on four cases.
     cases += _random_bmms(rng, 80, classes=False, dtype=dtype)
-    fitted = {c.key for c in calibration_cases(dtype=dtype)}
+    fitted = {c.key for c in calibration_cases(dtype=dtype, extended=1)}
     return [c for c in cases if c.key not in fitted]  # held out whatever the seed
 
 
@@ -258,7 +275,7 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
     fit = dict(gemm_cases=len(samples), flash_cases=len(flash), decode_attention_cases=len(decoding),
                memory_cases=len(memory), dtype=dtype, kernel_census=len(named),
                cutlass_kernels=len(params.cutlass_kernels), cutlass_choices=len(params.cutlass_choices),
-               cutlass_neighbours=dict(cutlass, chosen_by="leave-one-out") if cutlass else None,
+               cutlass_chooser=cutlass or None,
                residual_kernel=dict(octaves=octaves, prior=prior, chosen_by="5-fold cross-validation"),
                median_abs_log_error_spec=round(before, 4), median_abs_log_error_fitted=round(after, 4),
                mean_abs_log_error_by_round=[round(h, 4) for h in history])

@@ -498,7 +498,7 @@ def cmd_calibrate(args) -> int:
     from .calibrate import calibration_cases, fit_profile
     from .store import Store
 
-    cases = calibration_cases(dtype=args.dtype, quick=args.quick)
+    cases = calibration_cases(dtype=args.dtype, quick=args.quick, extended=args.extended)
     console = _console()
     with Store(args.db) as store:
         result = _rank0_only(sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms,
@@ -905,8 +905,11 @@ def build_parser() -> argparse.ArgumentParser:
         _add_measure_args(p, gpu=False)
         p.set_defaults(run=fn)
 
-    p = sub.add_parser("calibrate", help="measure a designed set on this GPU and fit its profile (under 2 minutes on an H200)")
+    p = sub.add_parser("calibrate", help="measure a designed set on this GPU and fit its profile (about 2 minutes on an H200)")
     p.add_argument("--out", metavar="PATH", help="also write the profile here")
+    p.add_argument("--extended", type=_positive_int, nargs="?", const=1, metavar="SEED",
+                   help="and 3600 random GEMMs and batched GEMMs more, drawn with SEED (1), for a profile that tells "
+                        "better which kernel cuBLAS runs for a misaligned shape (about 2 minutes more on an H200)")
     p.add_argument("--no-install", action="store_true", help="do not write it to the user's profile folder")
     _add_set_args(p)
     p.add_argument("--comm", action="store_true",

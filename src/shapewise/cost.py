@@ -164,24 +164,27 @@ class CostParams:
     cutlass_kernels: tuple[tuple[float, ...], ...] = ()
     # Which configuration cuBLAS ran for each misaligned GEMM and batched GEMM of the calibration:
     # (layout index, worst alignment class, log2 m, log2 n, log2 k, log2 batch, row of
-    # cutlass_kernels, ln(measured / predicted)). A shape takes the fastest configuration of its
-    # nearest calibration shapes of the same layout, class and batchedness (_cutlass_ms), and a
-    # correction from the residuals nearby, as the residual table's.
+    # cutlass_kernels, ln(measured / predicted)). They tell a shape which configurations its group
+    # (the same layout, class and batchedness) runs, which of them its neighbours ran, and how far the
+    # tables missed nearby (a correction, as the residual table's).
     cutlass_choices: tuple[tuple[float, ...], ...] = ()
-    # How many nearest calibration shapes' kernels a misaligned (single, batched) GEMM weighs, and
-    # how many of the fastest of those its time averages (geometric mean): cuBLAS picks a fast
-    # kernel, but not always the one its own model would call fastest, so a prediction hedges over
-    # the fast kernels nearby shapes ran. A calibration chooses both by leave-one-out (fit.fit_cutlass).
-    cutlass_neighbours: tuple[int, int] = (4, 6)
-    cutlass_fastest: tuple[int, int] = (1, 1)
-
+    # Which configuration cuBLAS picks, as a calibration learned it from the choices (fit.fit_chooser):
+    # one row per row of cutlass_kernels, the weights of CHOOSER_FEATURES of the shape in that
+    # configuration's score; the score also adds cutlass_chooser_vote times the share of the
+    # neighbours that ran it and takes off cutlass_chooser_sharpness times its log time. cuBLAS picks
+    # by a model of its own, not always the kernel that runs fastest: on the H200 the likeliest
+    # configuration is cuBLAS's for 4 in 5 held-out shapes, where the nearest calibration shape's was
+    # for 2 in 3 (benchmarks/RESULTS.md).
+    cutlass_chooser: tuple[tuple[float, ...], ...] = ()
+    cutlass_chooser_sharpness: float = 0.0
+    cutlass_chooser_vote: float = 0.0
 
 SPEC = CostParams()
 
 # The Turing WMMA kernel is not the Ampere one with another name: it loads one element at a time
 # and runs 1.5-2.6x as long (fitted apart, batched GEMMs' in-sample p90 error 15.1% -> 12.6%:
 # benchmarks/kernel_model.py).
-CUTLASS_FAMILIES = ("Turing CUTLASS align1", "Ampere CUTLASS align2", "Ampere WMMA", "Turing WMMA align1")
+CUTLASS_FAMILIES = ("Turing CUTLASS align1", "Ampere CUTLASS align2", "Ampere WMMA", "Turing WMMA align1", "Hopper xmma")
 # The terms of a CUTLASS kernel's time (cutlass_terms), each with a fitted coefficient.
 CUTLASS_TERMS = ("launch", "k-steps", "k-steps per resident group", "epilogues", "partials", "reduction launch")
 # How many slices cuBLAS cuts K into for these kernels (seen up to 130 on the H200), a slice at least
@@ -193,8 +196,17 @@ CUTLASS_SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
 CUTLASS_MIN_SLICE = 64
 CUTLASS_MIN_PARTIAL_SLICE = 8
 KERNEL_COLUMNS = 8  # cutlass_kernels' columns before the coefficients
+# What a kernel's score in cutlass_chooser weighs: log2 of m, n, k and batch, centred on CHOOSER_CENTRE
+# and scaled by CHOOSER_SCALE, their squares and the products of m, n and k, and whether it is batched.
+CHOOSER_FEATURES = ("1", "m", "n", "k", "batch", "m²", "n²", "k²", "batch²", "m·n", "m·k", "n·k", "m·batch", "n·batch",
+                    "k·batch", "batched")
+CHOOSER_CENTRE = (8.0, 8.0, 9.0, 2.0)
+CHOOSER_SCALE = 3.0
 SMALL_INDEX = 16  # index_select's small-index kernel takes this many indices or fewer (ATen's Indexing.cu)
 CHUNK = 16384  # shapes at a time where a step makes an array per shape and candidate
+# A calibration shape farther than this many kernel widths (CostParams.residual_octaves) from a
+# prediction's shape weighs nothing in its corrections (its weight would be under 1.2%).
+NEIGHBOUR_REACH = 3.0
 LOSS_NAMES = ("kernel", "tile", "wave", "misalign", "memory", "launch")
 
 
@@ -421,23 +433,79 @@ def _cutlass_term_list(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> l
             split * m * n * batch * splits, split]
 
 
-@functools.lru_cache(maxsize=8)
-def _cutlass_tables(kernels: tuple, choices: tuple) -> tuple[np.ndarray, np.ndarray]:
-    return (np.array(kernels, dtype=float).reshape(-1, KERNEL_COLUMNS + len(CUTLASS_TERMS)),
-            np.array(choices, dtype=float).reshape(-1, 8))
+def _tables(p: CostParams) -> dict:
+    """The profile's tables as arrays, made once per profile (keyed by the tables' identity: hashing
+    tuples of thousands of rows on every call would cost more than the prediction)."""
+    key = (id(p.cutlass_kernels), id(p.cutlass_choices), id(p.cutlass_chooser), id(p.gemm_residuals))
+    found = _TABLES.get(key)
+    if found is not None and found[0] == (p.cutlass_kernels, p.cutlass_choices, p.cutlass_chooser, p.gemm_residuals):
+        return found[1]
+    residuals = np.array(p.gemm_residuals, dtype=float).reshape(-1, 8)
+    tables = dict(kernels=np.array(p.cutlass_kernels, dtype=float).reshape(-1, KERNEL_COLUMNS + len(CUTLASS_TERMS)),
+                  choices=np.array(p.cutlass_choices, dtype=float).reshape(-1, 8),
+                  chooser=np.array(p.cutlass_chooser, dtype=float).reshape(-1, len(CHOOSER_FEATURES)),
+                  residual_groups=(residuals[:, 0] * 9 + residuals[:, 1] * 3 + residuals[:, 2]).astype(np.int64),
+                  residual_points=residuals[:, 3:7], residual_values=residuals[:, 7])
+    if len(_TABLES) >= 8:
+        _TABLES.clear()
+    # the tuples themselves are kept, so that their ids stay theirs while the entry lives
+    _TABLES[key] = ((p.cutlass_kernels, p.cutlass_choices, p.cutlass_chooser, p.gemm_residuals), tables)
+    return tables
 
 
-def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int, exclude=None):
-    """Misaligned GEMMs and batched GEMMs timed as the CUTLASS kernels cuBLAS runs for them: of
-    the configurations their nearest calibration shapes (p.cutlass_neighbours of them; log2 dims;
-    the same layout, alignment class and batchedness) ran, one per neighbour (so that a kernel more
-    neighbours ran weighs more), each at its fastest split (a batch is not split), the geometric
-    mean of the p.cutlass_fastest fastest, corrected by the residuals of the calibration shapes
-    nearby (as _residual_factor does). Returns (served, ms, tile, split, family), each shaped as m,
-    the tile, split and family those of the fastest configuration; served is False where the
-    profile has no such shapes. `exclude` (a choice's row per shape, or -1) leaves a shape's own
-    choice out: the leave-one-out of fit.fit_cutlass."""
-    kernels, choices = _cutlass_tables(p.cutlass_kernels, p.cutlass_choices)
+_TABLES: dict = {}
+
+
+def neighbour_sums(queries: np.ndarray, points: np.ndarray, values: np.ndarray, octaves: float):
+    """For each query (a row of log2 dims), the sum over points of w × the point's row of `values`,
+    and the sum of w: w = exp(-d² / 2σ²) with d the distance in log2 dims and σ = `octaves`, and
+    nothing from points beyond NEIGHBOUR_REACH σ. The points are bucketed in cells as wide as that
+    reach (in m, n and k), so that a query meets only the points of its own cell and the cells
+    around it: a profile of many calibration shapes stays fast."""
+    sums, total = np.zeros((len(queries), values.shape[1])), np.zeros(len(queries))
+    if not len(queries) or not len(points):
+        return sums, total
+    reach = NEIGHBOUR_REACH * octaves
+    cell_q, cell_p = (np.floor(x[:, :3] / reach).astype(np.int64) for x in (queries, points))
+    low = np.minimum(cell_q.min(axis=0), cell_p.min(axis=0)) - 1
+    span = np.maximum(cell_q.max(axis=0), cell_p.max(axis=0)) - low + 2
+    key_p = np.ravel_multi_index((cell_p - low).T, span)
+    order = np.argsort(key_p, kind="stable")
+    sorted_keys = key_p[order]
+    around = np.ravel_multi_index(np.indices((3, 3, 3)).reshape(3, -1), span) - np.ravel_multi_index((1, 1, 1), span)
+    cells, which = np.unique(np.ravel_multi_index((cell_q - low).T, span), return_inverse=True)
+    by_cell = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[by_cell], np.arange(len(cells) + 1))
+    scale, square_q, square_p = np.float32(-0.5 / octaves ** 2), (queries ** 2).sum(axis=1), (points ** 2).sum(axis=1)
+    for c, cell in enumerate(cells):
+        lo, hi = np.searchsorted(sorted_keys, cell + around, "left"), np.searchsorted(sorted_keys, cell + around, "right")
+        near = np.concatenate([order[a:b] for a, b in zip(lo, hi) if b > a] or [np.zeros(0, dtype=np.int64)])
+        if not len(near):
+            continue
+        mine = by_cell[bounds[c]:bounds[c + 1]]
+        # squared distances as |a|² + |b|² - 2a·b (a matrix product: fast); single precision for the
+        # weights, which need no more, and whose exponentials are most of the time here
+        d2 = (square_q[mine][:, None] + square_p[near][None, :] - 2 * queries[mine] @ points[near].T).astype(np.float32)
+        w = np.exp(np.maximum(d2, 0) * scale)
+        w[d2 > reach ** 2] = 0
+        sums[mine] = w @ values[near].astype(np.float32)
+        total[mine] = w.sum(axis=1)
+    return sums, total
+
+
+def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
+    """Misaligned GEMMs and batched GEMMs timed as the CUTLASS kernels cuBLAS runs for them. A shape's
+    candidates are the configurations its calibration group (the same layout, alignment class and
+    batchedness) ran, each at its fastest split (a batch is not split). Each gets a probability that
+    cuBLAS runs it, from the profile's chooser: a softmax of its score, a quadratic in the log dims
+    (CHOOSER_FEATURES), plus cutlass_chooser_vote times the share of the calibration shapes nearby
+    that ran it, less cutlass_chooser_sharpness times its log time. The time is the geometric mean of
+    the candidates' times by those probabilities, corrected by the residuals of the calibration
+    shapes nearby (as _residual_factor does). Returns (served, ms, tile, split, family), each shaped
+    as m, the tile, split and family those of the likeliest configuration; served is False where the
+    profile has no such shapes."""
+    tables = _tables(p)
+    kernels, choices, chooser = tables["kernels"], tables["choices"], tables["chooser"]
     shape = np.shape(m)
     m, n, k, batch, layout_index, worst = (np.broadcast_to(x, shape).ravel()
                                            for x in (m, n, k, batch, layout_index, worst))
@@ -446,47 +514,46 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int, ex
     family = np.full(m.shape, -1)
     coords = np.log2(np.stack([m, n, k, batch], axis=1).astype(float))
     group = (layout_index * 3 + worst) * 2 + (batch > 1)
-    theirs_group = (choices[:, 0] * 3 + choices[:, 1]) * 2 + (choices[:, 5] > 0)
+    theirs_group = choice_groups(choices)
     for code in np.unique(group[worst > 0]):
         mine, theirs = np.flatnonzero(group == code), theirs_group == code
-        if not theirs.any():
+        if not theirs.any() or not len(chooser):
             continue
         points, residuals = choices[theirs, 2:6], choices[theirs, 7]
         # the group's configurations, each timed once per shape; a choice names one by its position
         configs, position = np.unique(choices[theirs, 6].astype(np.int64), return_inverse=True)
         base = residuals.sum() / (len(residuals) + 1)
-        count = min(p.cutlass_neighbours[int(code) % 2], len(points))
-        fastest = p.cutlass_fastest[int(code) % 2]
-        local = np.full(len(choices) + 1, -1)  # a choice's column in the group, or -1 (and exclude -1 reads -1)
-        local[np.flatnonzero(theirs)] = np.arange(int(theirs.sum()))
+        # what a shape's neighbours say: their residuals' deviation from the group's mean, and which
+        # configuration each ran
+        values = np.column_stack([residuals - base, np.eye(len(configs))[position]])
         for start in range(0, len(mine), CHUNK):  # bounded memory for many shapes at once
             part = mine[start:start + CHUNK]
-            # squared distances as |a|² - 2a·b + |b|² (a matrix product: fast)
-            d2 = np.maximum((coords[part] ** 2).sum(axis=1)[:, None] + (points ** 2).sum(axis=1)[None, :]
-                            - 2 * coords[part] @ points.T, 0.0)
-            if exclude is not None:  # each shape's own choice as if never made
-                own = local[np.ravel(exclude)[part]]
-                d2[np.flatnonzero(own >= 0), own[own >= 0]] = np.inf
-            # single precision: a smoothing weight needs no more, and the exponentials are most of the time here
-            w = np.exp(d2.astype(np.float32) * np.float32(-0.5 / p.residual_octaves ** 2))
-            correction = base + (w @ (residuals - base)) / (w.sum(axis=1) + p.residual_prior)
-            near = (np.argpartition(d2, count - 1, axis=1)[:, :count] if count < len(points)
-                    else np.broadcast_to(np.arange(len(points)), d2.shape))
+            sums, total = neighbour_sums(coords[part], points, values, p.residual_octaves)
+            correction = base + sums[:, 0] / (total + p.residual_prior)
+            share = sums[:, 1:] / (total + p.residual_prior)[:, None]
             times, splits = _kernel_times(kernels[configs], m[part], n[part], k[part], batch[part], sms)
-            which = position[near]  # shapes × neighbours: their configurations
-            each = np.take_along_axis(times, which, axis=1)
-            each[~np.isfinite(np.take_along_axis(d2, near, axis=1))] = np.inf  # a choice left out
-            ordered = np.sort(each, axis=1)[:, :fastest]
-            seen = np.isfinite(ordered)
-            served[part] = seen[:, 0]
-            ms[part] = np.exp(np.where(seen, np.log(np.where(seen, ordered, 1.0)), 0.0).sum(axis=1)
-                              / np.maximum(seen.sum(axis=1), 1) + correction)
-            best = which[np.arange(len(part)), np.argmin(each, axis=1)]
+            log_t = np.log(times)
+            finite = np.isfinite(log_t)
+            log_t = np.where(finite, log_t, 0.0)
+            score = (chooser_features(m[part], n[part], k[part], batch[part]) @ chooser[configs].T
+                     + p.cutlass_chooser_vote * share - p.cutlass_chooser_sharpness * log_t)
+            score = np.where(finite, score, -np.inf)
+            best = np.argmax(score, axis=1)
+            prob = np.exp(score - score[np.arange(len(part)), best][:, None])
+            prob /= prob.sum(axis=1, keepdims=True)
+            served[part] = finite.any(axis=1)
+            ms[part] = np.exp((prob * log_t).sum(axis=1) + correction)
             tile[part] = kernels[configs[best], 1:3].astype(np.int64)
             family[part] = kernels[configs[best], 0].astype(np.int64)
             split[part] = splits[np.arange(len(part)), best]
     return (served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape),
             family.reshape(shape))
+
+
+def choice_groups(choices: np.ndarray) -> np.ndarray:
+    """The group of each row of cutlass_choices: its layout, alignment class and batchedness, as _cutlass_ms
+    groups shapes."""
+    return ((choices[:, 0] * 3 + choices[:, 1]) * 2 + (choices[:, 5] > 0)).astype(np.int64)
 
 
 def _kernel_times(rows, m, n, k, batch, sms) -> tuple[np.ndarray, np.ndarray]:
@@ -509,18 +576,19 @@ def _kernel_times(rows, m, n, k, batch, sms) -> tuple[np.ndarray, np.ndarray]:
     return np.take_along_axis(t, best[..., None], axis=-1)[..., 0], splits[best]
 
 
-@functools.lru_cache(maxsize=8)
-def _residual_table(rows: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    table = np.array(rows, dtype=float).reshape(-1, 8)
-    groups = (table[:, 0] * 9 + table[:, 1] * 3 + table[:, 2]).astype(np.int64)
-    return groups, table[:, 3:7], table[:, 7]
+def chooser_features(m, n, k, batch) -> np.ndarray:
+    """CHOOSER_FEATURES of shapes (1-D arrays): one row each."""
+    x = (np.log2(np.stack([m, n, k, batch], axis=1).astype(float)) - np.array(CHOOSER_CENTRE)) / CHOOSER_SCALE
+    return np.column_stack([np.ones(len(x)), x, x ** 2, x[:, 0] * x[:, 1], x[:, 0] * x[:, 2], x[:, 1] * x[:, 2],
+                            x[:, :3] * x[:, 3:], (np.asarray(batch) > 1).astype(float)])
 
 
 def _residual_factor(p: CostParams, layout_index, class_a, class_n, m, n, k, batch) -> np.ndarray:
     """exp of the profile's log residuals over calibration shapes of the same layout and alignment
     classes: their mean, plus a Nadaraya-Watson average of the deviations nearby (a Gaussian kernel
-    in log2 dims)."""
-    groups, points, values = _residual_table(p.gemm_residuals)
+    in log2 dims, neighbour_sums)."""
+    tables = _tables(p)
+    groups, points, values = tables["residual_groups"], tables["residual_points"], tables["residual_values"]
     query_groups = (np.asarray(layout_index) * 9 + class_a * 3 + class_n).ravel()
     coords = np.stack([np.log2(np.asarray(x, dtype=float)).ravel() for x in np.broadcast_arrays(m, n, k, batch)], axis=1)
     out = np.zeros(len(coords))
@@ -532,9 +600,8 @@ def _residual_factor(p: CostParams, layout_index, class_a, class_n, m, n, k, bat
         # kernel-weighted average of what nearby shapes deviate from that mean.
         v = values[theirs]
         base = v.sum() / (len(v) + 1)
-        d2 = ((coords[mine][:, None, :] - points[theirs][None, :, :]) ** 2).sum(axis=-1)
-        w = np.exp(-d2 / (2 * p.residual_octaves ** 2))
-        out[mine] = base + (w @ (v - base)) / (w.sum(axis=1) + p.residual_prior)
+        sums, total = neighbour_sums(coords[mine], points[theirs], (v - base)[:, None], p.residual_octaves)
+        out[mine] = base + sums[:, 0] / (total + p.residual_prior)
     return np.exp(out).reshape(np.shape(m))
 
 

@@ -22,10 +22,13 @@ from .cost import (
     SPEC,
     CostParams,
     align_classes,
-    _cutlass_ms,
     _flash_cost,
+    _kernel_times,
+    choice_groups,
+    chooser_features,
     cutlass_terms,
     memory_fixed_ms,
+    neighbour_sums,
     predict_gemm,
 )
 from .errors import ShapewiseError
@@ -302,6 +305,11 @@ def fit_comm(rows: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
 # cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_nn_align1 or
 # cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_nn_align2: the tile is the first AxB.
 _CUTLASS_NAME = re.compile(r"cutlass_(75|80)_(wmma_)?tensorop_.*?gemm_\w+?_(\d+)x(\d+)_(?:(\d+)x(\d+)_)?(?:nn|nt|tn)_align\d")
+# cuBLAS's Hopper xmma kernels, which it runs for some misaligned batched GEMMs, e.g.
+# sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cgasize1x1x1_…: persistent, one tile per SM
+# at a time, timed as the CUTLASS kernels are (the tile is rows × cols × K block).
+_XMMA_NAME = re.compile(r"sm90_xmma_gemm_\w*?_tilesize(\d+)x(\d+)x(\d+)_")
+XMMA = CUTLASS_FAMILIES.index("Hopper xmma")
 # A configuration seen less often in calibration is not fitted (its shapes take their neighbours'
 # kernels' coefficients, scaled): as many cases as a fit has coefficients. Leave-one-out on the H200
 # calibration (benchmarks/kernel_model.py) finds more worse and fewer no better.
@@ -310,8 +318,6 @@ CUTLASS_MIN_CASES = 6
 CUTLASS_OCCUPANCIES = (1, 2, 3, 4, 6, 8)
 # The 32×32 WMMA kernels (Ampere align2, Turing align1): batched, they are told apart by K block too.
 WMMA = (CUTLASS_FAMILIES.index("Ampere WMMA"), CUTLASS_FAMILIES.index("Turing WMMA align1"))
-CUTLASS_NEIGHBOUR_COUNTS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32)
-CUTLASS_FASTEST = (1, 2, 3, 4, 6, 8, 12)  # how many of the neighbours' fastest kernels a time averages
 
 
 def cutlass_config(name: str) -> tuple[int, ...] | None:
@@ -320,7 +326,8 @@ def cutlass_config(name: str) -> tuple[int, ...] | None:
     0, 0), or None for any other kernel."""
     found = _CUTLASS_NAME.search(name)
     if not found:
-        return None
+        xmma = _XMMA_NAME.search(name)
+        return (XMMA, int(xmma.group(1)), int(xmma.group(2)), 0, int(xmma.group(3)), 0) if xmma else None
     family = (3 if found.group(1) == "75" else 2) if found.group(2) else (0 if found.group(1) == "75" else 1)
     partials = re.search(r"tensorop_s\d", name) is not None  # an fp32 output type, where bf16_s… is not
     return family, int(found.group(3)), int(found.group(4)), int(partials), int(found.group(5) or 0), \
@@ -347,9 +354,10 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
     batch over z). Each configuration seen at least CUTLASS_MIN_CASES times gets the coefficients of
     cost.CUTLASS_TERMS that fit its cases best (least squares on relative error, none negative) at
     the occupancy that fits best; each of its cases becomes a choice, with its residual against
-    what the tables then predict for it. The neighbour counts, and how many of their fastest kernels a
-    time averages, are chosen by leave-one-out; `report`, where given, gets them and the errors of
-    each pair ("F of N": the F fastest of N neighbours)."""
+    what the tables then predict for it. Which configuration cuBLAS picks for a shape is learned from
+    the choices (fit_chooser); `report`, where given, gets how well that tells the choices apart.
+    Hopper's xmma kernels, which cuBLAS runs for some misaligned batched GEMMs, are fitted as the
+    CUTLASS ones are."""
     cases = defaultdict(list)
     for r in rows:
         layout = LAYOUTS.index(r["layout"])
@@ -398,24 +406,72 @@ def fit_cutlass(rows: list[dict], params: CostParams, *, gpu: GPU, dtype: str = 
                         *(float(f"{c * scale:.6g}") for c in donor[KERNEL_COLUMNS:])))
     if not chosen:
         return dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=())
-    # The neighbour counts and how many of their fastest kernels to average, by leave-one-out: every
-    # misaligned calibration GEMM with a recorded kernel predicted without its own choice, for each
-    # pair; single and batched GEMMs each take the pair of least mean |log error|.
-    every = [c for mine in cases.values() for c in mine]
-    row_of = {id(c): i for i, c in enumerate(chosen)}
-    exclude = np.array([row_of.get(id(c), -1) for c in every])
-    errors = {}
-    for count in CUTLASS_NEIGHBOUR_COUNTS:
-        for fastest in (f for f in CUTLASS_FASTEST if f <= count):
-            trial = _with_residuals(params, kernels, choices, chosen, (count, count), (fastest, fastest), gpu=gpu,
-                                    dtype=dtype)
-            errors[count, fastest] = _left_out_errors(trial, every, exclude, gpu=gpu)
-    best = [min(errors, key=lambda pair: errors[pair][batched]) for batched in (0, 1)]
-    neighbours, fastest = tuple(pair[0] for pair in best), tuple(pair[1] for pair in best)
+    chooser, sharpness, vote = fit_chooser(kernels, choices, chosen, gpu=gpu, octaves=params.residual_octaves,
+                                           prior=params.residual_prior, report=report)
+    params = dataclasses.replace(params, cutlass_chooser=chooser, cutlass_chooser_sharpness=sharpness,
+                                 cutlass_chooser_vote=vote)
+    return _with_residuals(params, kernels, choices, chosen, gpu=gpu, dtype=dtype)
+
+
+# The chooser's fit (fit_chooser): Adam on the mean cross-entropy of cuBLAS's recorded choices, with
+# a small ridge on the weights, a fixed number of steps from zeros (so a refit is reproducible).
+CHOOSER_STEPS = 3000
+CHOOSER_RATE = 0.05
+CHOOSER_RIDGE = 1e-4
+
+
+def fit_chooser(kernels: list[tuple], choices: list[tuple], chosen: list[dict], *, gpu: GPU, octaves: float,
+                prior: float, report: dict | None = None) -> tuple[tuple[tuple[float, ...], ...], float, float]:
+    """cost.CostParams.cutlass_chooser, its sharpness and its vote, from the configurations cuBLAS ran
+    for the calibration's misaligned GEMMs (`choices`, rows of cutlass_choices, and `chosen`, their
+    shapes): a multinomial logit over the configurations each shape's group ran, scored as
+    cost._cutlass_ms scores them. A shape's own choice is left out of its neighbours' votes, as a
+    new shape's would be. `report`, where given, gets the cases and the share of them whose
+    likeliest configuration is the one cuBLAS ran."""
+    rows, table = np.array(kernels, dtype=float), np.array(choices, dtype=float)
+    label, group, coords = table[:, 6].astype(np.int64), choice_groups(table), table[:, 2:6]
+    col = lambda key: np.array([c[key] for c in chosen], dtype=np.int64)  # noqa: E731
+    m, n, k, batch = col("m"), col("n"), col("k"), col("batch")
+    log_t = np.full((len(chosen), len(rows)), np.inf)
+    share = np.zeros_like(log_t)
+    for code in np.unique(group):
+        mine = np.flatnonzero(group == code)
+        configs = np.unique(label[mine])
+        times, _ = _kernel_times(rows[configs], m[mine], n[mine], k[mine], batch[mine], gpu.num_sms)
+        log_t[np.ix_(mine, configs)] = np.log(times)
+        votes = np.eye(len(rows))[label[mine]]
+        sums, total = neighbour_sums(coords[mine], coords[mine], votes, octaves)
+        share[mine] = (sums - votes) / (total - 1.0 + prior)[:, None]  # less its own (weight 1)
+    finite = np.isfinite(log_t)
+    keep = finite[np.arange(len(label)), label]  # a shape its own kernel cannot run (no valid split) teaches nothing
+    finite, label, share = finite[keep], label[keep], share[keep]
+    log_t = np.where(finite, log_t[keep], 0.0)
+    x = chooser_features(m[keep], n[keep], k[keep], batch[keep])
+    onehot = np.eye(len(rows))[label]
+
+    def scores(weights, sharpness, vote):
+        return np.where(finite, x @ weights - sharpness * log_t + vote * share, -np.inf)
+
+    params = [np.zeros((x.shape[1], len(rows))), np.zeros(()), np.zeros(())]  # weights, sharpness, vote
+    first, second = [np.zeros_like(q) for q in params], [np.zeros_like(q) for q in params]
+    for step in range(1, CHOOSER_STEPS + 1):
+        score = scores(*params)
+        prob = np.exp(score - score.max(axis=1, keepdims=True))
+        prob /= prob.sum(axis=1, keepdims=True)
+        slope = (prob - onehot) / len(label)  # d(mean cross-entropy) / d(score)
+        grads = (x.T @ slope + CHOOSER_RIDGE * params[0], -(slope * log_t).sum(), (slope * share).sum())
+        for i, g in enumerate(grads):
+            first[i] = 0.9 * first[i] + 0.1 * g
+            second[i] = 0.999 * second[i] + 0.001 * g * g
+            params[i] = params[i] - CHOOSER_RATE * (first[i] / (1 - 0.9 ** step)) / (
+                np.sqrt(second[i] / (1 - 0.999 ** step)) + 1e-8)
+    weights, sharpness, vote = params[0], float(params[1]), float(params[2])
     if report is not None:
-        report.update(neighbours=list(neighbours), fastest=list(fastest),
-                      leave_one_out={f"{f} of {c}": [round(e, 4) for e in pair] for (c, f), pair in errors.items()})
-    return _with_residuals(params, kernels, choices, chosen, neighbours, fastest, gpu=gpu, dtype=dtype)
+        right = scores(*params).argmax(axis=1) == label
+        report.update(chooser_cases=int(len(label)), chooser_right=round(float(right.mean()), 4),
+                      sharpness=round(sharpness, 4), vote=round(vote, 4))
+    return (tuple(tuple(float(f"{w:.6g}") for w in row) for row in weights.T), float(f"{sharpness:.6g}"),
+            float(f"{vote:.6g}"))
 
 
 def _case_terms(cases: list[dict], tm: int, tn: int, occupancy: int, gpu: GPU) -> np.ndarray:
@@ -430,23 +486,11 @@ def _choice_rows(cases: list[dict], layout: int, index: int) -> list[tuple]:
             for c in cases]
 
 
-def _with_residuals(params, kernels, choices, chosen, neighbours, fastest, *, gpu: GPU, dtype: str) -> CostParams:
+def _with_residuals(params, kernels, choices, chosen, *, gpu: GPU, dtype: str) -> CostParams:
     """The tables with each choice's residual against what they predict for its own shape."""
-    bare = dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=tuple(r + (0.0,) for r in choices),
-                               cutlass_neighbours=neighbours, cutlass_fastest=fastest)
+    bare = dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=tuple(r + (0.0,) for r in choices))
     col = lambda key: np.array([c[key] for c in chosen])  # noqa: E731
     predicted = predict_gemm(col("m"), col("n"), col("k"), batch=col("batch"), layout=col("layout"), gpu=gpu,
                              dtype=dtype, params=bare).time_ms
     residuals = np.log(col("time_ms") / predicted)
     return dataclasses.replace(bare, cutlass_choices=tuple(r + (round(float(e), 5),) for r, e in zip(choices, residuals)))
-
-
-def _left_out_errors(params: CostParams, cases: list[dict], exclude: np.ndarray, *, gpu: GPU) -> tuple[float, float]:
-    """Mean |log error| of single and of batched GEMMs, each predicted without its own choice (inf where none)."""
-    col = lambda key: np.array([c[key] for c in cases])  # noqa: E731
-    served, ms, *_ = _cutlass_ms(params, np.array([LAYOUTS.index(x) for x in col("layout")]), col("worst"),
-                                   col("m"), col("n"), col("k"), col("batch"), gpu.num_sms, exclude=exclude)
-    err = np.abs(np.log(np.where(served, ms, 1.0) / col("time_ms")))
-    batched = col("batch") > 1
-    return tuple(float(np.mean(err[served & (batched == b)])) if (served & (batched == b)).any() else float("inf")
-                 for b in (False, True))

@@ -2,7 +2,7 @@
 
 A profile is a JSON file:
 
-    {"format": "shapewise-profile", "version": 3,
+    {"format": "shapewise-profile", "version": 4,
      "gpu": "h200",                         # key in the GPU table
      "environment": {...},                  # GPU name, driver, torch, CUDA, cuBLAS, clocks, timestamp
      "created_utc": "...",
@@ -10,8 +10,9 @@ A profile is a JSON file:
      "fit": {...}}                          # how the calibration went: cases, errors before and after
 
 `params` may hold every CostParams field, tables included (`gemm_residuals`: the measured residuals
-of the calibration GEMMs; `cutlass_kernels` and `cutlass_choices`: the CUTLASS kernels cuBLAS ran for
-the misaligned ones, each with its fitted time model, and which shape ran which). Predictions for a GPU use the user's profile for it if there is one
+of the calibration GEMMs; `cutlass_kernels`, `cutlass_choices` and `cutlass_chooser`: the CUTLASS kernels cuBLAS
+ran for the misaligned ones, each with its fitted time model, which shape ran which, and what was
+learned from that about which one cuBLAS picks). Predictions for a GPU use the user's profile for it if there is one
 (`shapewise calibrate` writes it to profile_dir()), else the profile shipped in the package, else
 the spec model; an H100 borrows the H200's profile (the same chip and clocks, less bandwidth).
 """
@@ -26,16 +27,18 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from .cost import CUTLASS_TERMS, KERNEL_COLUMNS, SPEC, CostParams
+from .cost import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS, SPEC, CostParams
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
 
 FORMAT = "shapewise-profile"
 # The tables' row widths (see CostParams): a row of another width is a corrupt or foreign file.
-TABLE_WIDTHS = {"gemm_residuals": 8, "cutlass_kernels": KERNEL_COLUMNS + len(CUTLASS_TERMS), "cutlass_choices": 8}
+TABLE_WIDTHS = {"gemm_residuals": 8, "cutlass_kernels": KERNEL_COLUMNS + len(CUTLASS_TERMS), "cutlass_choices": 8,
+                "cutlass_chooser": len(CHOOSER_FEATURES)}
 # 2: fused attention by query blocks (flash_overhead_*, flash_latency_*), not s0; 3: a CUTLASS
-# kernel's load term counts only the filled share of a partial tile (cost._cutlass_term_list)
-VERSION = 3
+# kernel's load term counts only the filled share of a partial tile (cost._cutlass_term_list); 4: which
+# CUTLASS kernel cuBLAS runs is learned (cutlass_chooser), not taken from the nearest shapes
+VERSION = 4
 # GPUs without a profile of their own that may use another's, marked as borrowed.
 BORROW = {"h100": "h200", "h100-pcie": "h200", "h20": "h200"}
 
@@ -89,13 +92,11 @@ def _params_from_json(data: dict, where: str) -> CostParams:
         elif isinstance(default, (int, float)) and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ShapewiseError(f"{where}: parameter {name} must be a number, got {value!r}")
         values[name] = value
-    for name in ("cutlass_neighbours", "cutlass_fastest"):
-        counts = values.get(name, getattr(SPEC, name))
-        if len(counts) != 2 or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in counts):
-            raise ShapewiseError(f"{where}: {name} must be two positive whole numbers")
     kernels = len(values.get("cutlass_kernels", ()))
     if any(not (0 <= row[6] < kernels) or row[6] != int(row[6]) for row in values.get("cutlass_choices", ())):
         raise ShapewiseError(f"{where}: cutlass_choices name kernels that cutlass_kernels does not hold")
+    if values.get("cutlass_chooser") and len(values["cutlass_chooser"]) != kernels:
+        raise ShapewiseError(f"{where}: cutlass_chooser needs one row per row of cutlass_kernels")
     return dataclasses.replace(SPEC, **values)
 
 
