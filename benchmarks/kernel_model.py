@@ -36,7 +36,7 @@ from shapewise.profile import find
 RESULTS = "benchmarks/results/"
 OCCUPANCIES = CUTLASS_OCCUPANCIES
 MIN_CASES = 6  # a configuration seen fewer times in calibration is not fitted here (the cost model: 10)
-OP = re.compile(r"_(nn|nt|tn)_align\d")
+OP = re.compile(r"_(nn|nt|tn)_(?:align\d|n_tilesize)")
 CUBLAS_OP = {"nn": "nn", "nt": "tn", "tn": "nt"}  # torch's row-major layout as the column-major kernel names it
 
 
@@ -55,7 +55,8 @@ class Config(NamedTuple):
         if config is None:
             return None
         family, tm, tn, partials = config[:4]
-        return cls(("Turing", "Ampere", "WMMA", "Turing WMMA")[family], tm, tn, bool(partials), OP.search(kernel).group(1))
+        return cls(("Turing", "Ampere", "WMMA", "Turing WMMA", "xmma")[family], tm, tn, bool(partials),
+                   OP.search(kernel).group(1))
 
     def __str__(self):
         return f"{self.family} {self.tm}×{self.tn} {self.op}{' fp32' if self.fp32_out else ''}"
@@ -158,11 +159,9 @@ class KernelModel:
         return min(times, default=None)
 
 
-def leave_one_out(least: int, rows: list, kernels: dict) -> dict:
+def chooser_fit(least: int, rows: list, kernels: dict) -> dict:
     """The profile fitted from calibration rows and their kernels with fit.CUTLASS_MIN_CASES = least:
-    the neighbour counts and numbers of fastest kernels its fit chose by leave-one-out, and each
-    pair's mean |log error| (single GEMMs, batched GEMMs) over every misaligned calibration GEMM
-    with a recorded kernel."""
+    its chooser's report (how many choices it learned from, and the share it tells right in-sample)."""
     from shapewise import fit
     from shapewise.calibrate import fit_profile
     from shapewise.hardware import get_gpu
@@ -172,7 +171,7 @@ def leave_one_out(least: int, rows: list, kernels: dict) -> dict:
         profile = fit_profile(rows, gpu=get_gpu("h200"), dtype="bf16", environment={}, kernels=kernels)
     finally:
         fit.CUTLASS_MIN_CASES = saved
-    return profile.fit["cutlass_neighbours"]
+    return profile.fit["cutlass_chooser"]
 
 
 def summary(errors, count: bool = True) -> str:
@@ -278,20 +277,30 @@ def main() -> int:
         print(f"    {part:4.0%} of the choices: GEMMs {summary(errors[False], False)}; "
               f"batched GEMMs {summary(errors[True], False)}")
 
-    print("the cost model's neighbour counts and how many of their fastest kernels a time averages, chosen by "
-          "its fit by leave-one-out (every misaligned calibration GEMM predicted without its own choice): mean "
-          "|log error| of single, batched GEMMs for the pair chosen and for the best count with the fastest kernel "
-          "alone, with configurations fitted from 4, 6, 8 and 10 cases up:")
+    print("the chooser fitted from the first calibration run alone, with configurations fitted from 4, 6, 8 and "
+          "10 cases up: the choices it learned from, and the share it tells right in-sample:")
     rows = rows_from_export(RESULTS + "h200-calibration/calibration.csv")
     for least in (4, 6, 8, 10):
-        found = leave_one_out(least, rows, kernels)
-        errors = found["leave_one_out"]
-        words = []
-        for which, name in enumerate(("single", "batched")):
-            chosen = f"{found['fastest'][which]} of {found['neighbours'][which]}"
-            alone = min((key for key in errors if key.startswith("1 of ")), key=lambda key: errors[key][which])
-            words.append(f"{name} {chosen}: {errors[chosen][which]:.4f} ({alone}: {errors[alone][which]:.4f})")
-        print(f"  {least:2d} cases — " + "; ".join(words))
+        found = chooser_fit(least, rows, kernels)
+        print(f"  {least:2d} cases — {found['chooser_cases']} choices, {found['chooser_right']:.1%} right")
+    print("the tile cuBLAS runs for held-out seeds 3-12 (recorded), told by the shipped profile's likeliest "
+          "configuration and by the nearest shape of its choices:")
+    choices = np.array(with_tables.cutlass_choices)
+    kernels_table = np.array(with_tables.cutlass_kernels)
+    for name, batched in (("GEMMs", False), ("batched GEMMs", True)):
+        mine = [c for c in later if (c["batch"] > 1) == batched]
+        col = lambda key: np.array([c[key] for c in mine])  # noqa: E731
+        told = predict_gemm(col("m"), col("n"), col("k"), batch=col("batch"), layout=col("layout"), gpu="h200",
+                            params=with_tables)
+        right = [tuple(t) == (c["config"].tm, c["config"].tn) for t, c in zip(told.tile, mine)]
+        nearest = []
+        for c in mine:
+            layout = ["nn", "nt", "tn"].index(c["layout"])
+            same = (choices[:, 0] == layout) & (choices[:, 1] == c["worst"]) & ((choices[:, 5] > 0) == batched)
+            d = ((choices[same, 2:6] - np.log2([c["m"], c["n"], c["k"], c["batch"]])) ** 2).sum(axis=1)
+            row = kernels_table[int(choices[same][np.argmin(d), 6])]
+            nearest.append((int(row[1]), int(row[2])) == (c["config"].tm, c["config"].tn))
+        print(f"  {name:14s} the chooser {np.mean(right):.0%}, the nearest shape {np.mean(nearest):.0%} (n={len(mine)})")
     print("the tile cuBLAS runs, told by the nearest calibration shape's (held-out cases with a recorded kernel);"
           " learning curve over random parts of the calibration set (3 draws each):")
     for part in (0.25, 0.5, 0.75, 1.0):
