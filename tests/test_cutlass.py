@@ -80,6 +80,9 @@ def test_kernel_names_are_read_as_cuBLAS_spells_them():
     # the Turing 32×32 WMMA kernel loads one element at a time: a family of its own
     assert cutlass_config("void cutlass::Kernel2<cutlass_75_wmma_tensorop_bf16_s161616gemm_bf16_32x32_32x1_nn_align1>"
                           "(Params)") == (3, 32, 32, 0, 32, 1)
+    # Hopper's xmma kernels, which cuBLAS runs for some misaligned batched GEMMs: tile and K block
+    assert cutlass_config("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cgasize1x1x1_warpgroupsize1x1x1_"
+                          "execute_segment_k_off_kernel__5x_cublas") == (4, 128, 128, 0, 64, 0)
     assert cutlass_config("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT") is None
     assert cutlass_config("void splitKreduce_kernel<32, 16, int, float>") is None
 

@@ -244,12 +244,37 @@ def test_calibrate_and_validate_run_on_the_cpu(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["summary"] == doc["summary"]
 
 
+def test_calibrate_extended_measures_its_draws_too(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from shapewise.calibrate import calibration_cases
+    from shapewise.cli import main
+
+    db = str(tmp_path / "r.db")
+    fast = ["--device", "cpu", "--quick", "--gpu", "h200", "--db", db, "--warmup-ms", "1", "--budget-ms", "2", "--no-install"]
+    assert main(["calibrate", *fast, "--extended", "2"]) == 0
+    wanted = len(calibration_cases(quick=True, extended=2))
+    assert wanted > len(calibration_cases(quick=True))
+    assert f"{wanted} calibration cases: {wanted} measured" in capsys.readouterr().out
+
+
 def test_calibration_and_validation_share_no_case():
     from shapewise.calibrate import calibration_cases, validation_cases
 
     keys = lambda cases: [c.key for c in cases]  # noqa: E731
     calibration, validation = keys(calibration_cases()), keys(validation_cases())
     assert len(set(calibration)) == len(calibration) and not set(calibration) & set(validation)
+
+
+def test_extended_draws_are_new_shapes_and_never_held_out():
+    from shapewise.calibrate import EXTENDED_BMMS, EXTENDED_GEMMS, calibration_cases, validation_cases
+
+    designed = [c.key for c in calibration_cases()]
+    one, two = ([c.key for c in calibration_cases(extended=s)] for s in (1, 2))
+    assert one[:len(designed)] == designed == two[:len(designed)]  # the designed set comes first, as it was
+    more_one, more_two = set(one[len(designed):]), set(two[len(designed):])
+    assert len(more_one) == len(more_two) == EXTENDED_GEMMS + EXTENDED_BMMS and len(more_one & more_two) < 5
+    held_out = {c.key for s in (2, 3, 13) for c in validation_cases(seed=s)}
+    assert not (more_one | more_two) & held_out
 
 
 def test_validation_seeds_draw_other_held_out_sets(monkeypatch):

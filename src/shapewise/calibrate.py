@@ -3,7 +3,8 @@
 `calibration_cases` is a designed set: every alignment class in every layout, small and large dims,
 tile and wave regimes, tall-skinny and decode-like GEMMs, batched GEMMs, fused attention over head
 dims, lengths and numbers of sequences × heads, the memory-bound kernels of a layer, and about 1800
-random GEMMs and 900 batched GEMMs for the residual and kernel tables. `validation_cases` is drawn
+random GEMMs and 900 batched GEMMs for the residual and kernel tables; extended, 3600 random GEMMs and
+batched GEMMs more, drawn as the held-out set draws its own. `validation_cases` is drawn
 differently (another seed, explicit alignment classes, batched and attention shapes, and whole
 layers of presets), so that a profile is never judged on what it was fitted to.
 """
@@ -97,18 +98,15 @@ EXTENDED_STREAM = 4099
 
 def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1,
                       extended: int | None = None) -> list[Case]:
-    """The designed set; with `extended` (a seed), the extended draws too."""
+    """The designed set; with `extended` (a seed), that seed's extended draws too."""
     rng = np.random.default_rng(seed)
-    more = np.random.default_rng([extended or 0, EXTENDED_STREAM])
     if quick:  # toy sizes, for a CPU smoke test
         return _unique(gemm_cases([32, 64], [64, 65], [32], layouts=("nn", "nt", "tn"), dtype=dtype)
                        + _random_gemms(rng, 6, low=16, high=128, max_flops=1e7, classes=False, dtype=dtype)
                        + [_attention(p, seqs=1, heads=4, seq=s, head_dim=64, dtype=dtype) for p in ("fwd", "bwd")
                           for s in (32, 64)]
                        + [op_case(op, dtype) for op in _layer_memory_ops(64)]
-                       + (_random_gemms(more, 4, low=16, high=128, max_flops=1e7, classes=True, dtype=dtype)
-                          + _random_bmms(more, 2, high=64, classes=False, dtype=dtype) if extended is not None
-                          else []))
+                       + _extended_cases(extended, quick=True, dtype=dtype))
     cases = [c for d in (256, 512, 1024, 2048, 4096, 8192, 12288) for c in gemm_cases([d], [d], [d], dtype=dtype)]
     cases += gemm_cases([8192], list(range(64, 8193, 256)), [8192], dtype=dtype)  # tile and wave regimes
     for layout in ("nn", "nt", "tn"):  # every alignment class of every leading dim
@@ -159,10 +157,21 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     # The norms on rows of many widths: a norm's fixed time grows with its rows' width (one row's
     # reduction), which rows of 4096 alone cannot tell. Few rows for the fixed time, many for a check.
     cases += [op_case(op, dtype) for width in NORM_WIDTHS for tokens in (1, 16, 2048) for op in _norm_ops(width, tokens)]
-    if extended is not None:  # which kernel cuBLAS runs for a misaligned shape is learned from many shapes' choices
-        cases += _random_gemms(more, EXTENDED_GEMMS, low=32, high=16384, max_flops=1e12, classes=True, dtype=dtype)
-        cases += _random_bmms(more, EXTENDED_BMMS, classes=False, dtype=dtype)
+    cases += _extended_cases(extended, quick=False, dtype=dtype)
     return _unique(cases)
+
+
+def _extended_cases(extended: int | None, *, quick: bool, dtype: str) -> list[Case]:
+    """`calibrate --extended SEED`'s draws (none without a seed): which kernel cuBLAS runs for a
+    misaligned shape is learned from many shapes' choices."""
+    if extended is None:
+        return []
+    more = np.random.default_rng([extended, EXTENDED_STREAM])
+    if quick:
+        return (_random_gemms(more, 4, low=16, high=128, max_flops=1e7, classes=True, dtype=dtype)
+                + _random_bmms(more, 2, high=64, classes=False, dtype=dtype))
+    return (_random_gemms(more, EXTENDED_GEMMS, low=32, high=16384, max_flops=1e12, classes=True, dtype=dtype)
+            + _random_bmms(more, EXTENDED_BMMS, classes=False, dtype=dtype))
 
 
 NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-out set's presets' (1600, 2560, 4096)

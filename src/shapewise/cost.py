@@ -436,9 +436,9 @@ def _cutlass_term_list(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> l
 def _tables(p: CostParams) -> dict:
     """The profile's tables as arrays, made once per profile (keyed by the tables' identity: hashing
     tuples of thousands of rows on every call would cost more than the prediction)."""
-    key = (id(p.cutlass_kernels), id(p.cutlass_choices), id(p.cutlass_chooser), id(p.gemm_residuals))
-    found = _TABLES.get(key)
-    if found is not None and found[0] == (p.cutlass_kernels, p.cutlass_choices, p.cutlass_chooser, p.gemm_residuals):
+    mine = (p.cutlass_kernels, p.cutlass_choices, p.cutlass_chooser, p.gemm_residuals)
+    found = _TABLES.get(tuple(map(id, mine)))
+    if found is not None:  # the entry holds the tables it was made from, so their ids are still theirs
         return found[1]
     residuals = np.array(p.gemm_residuals, dtype=float).reshape(-1, 8)
     tables = dict(kernels=np.array(p.cutlass_kernels, dtype=float).reshape(-1, KERNEL_COLUMNS + len(CUTLASS_TERMS)),
@@ -448,8 +448,7 @@ def _tables(p: CostParams) -> dict:
                   residual_points=residuals[:, 3:7], residual_values=residuals[:, 7])
     if len(_TABLES) >= 8:
         _TABLES.clear()
-    # the tuples themselves are kept, so that their ids stay theirs while the entry lives
-    _TABLES[key] = ((p.cutlass_kernels, p.cutlass_choices, p.cutlass_chooser, p.gemm_residuals), tables)
+    _TABLES[tuple(map(id, mine))] = (mine, tables)
     return tables
 
 

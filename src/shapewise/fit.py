@@ -323,7 +323,7 @@ WMMA = (CUTLASS_FAMILIES.index("Ampere WMMA"), CUTLASS_FAMILIES.index("Turing WM
 def cutlass_config(name: str) -> tuple[int, ...] | None:
     """(family index into cost.CUTLASS_FAMILIES, tile rows, tile cols, 1 if it writes fp32 partials,
     K block, pipeline stages) of a CUTLASS kernel name (the Turing kernels name no K block or stages:
-    0, 0), or None for any other kernel."""
+    0, 0) or of a Hopper xmma one (its stages unnamed: 0), or None for any other kernel."""
     found = _CUTLASS_NAME.search(name)
     if not found:
         xmma = _XMMA_NAME.search(name)

@@ -10,11 +10,12 @@ A profile is a JSON file:
      "fit": {...}}                          # how the calibration went: cases, errors before and after
 
 `params` may hold every CostParams field, tables included (`gemm_residuals`: the measured residuals
-of the calibration GEMMs; `cutlass_kernels`, `cutlass_choices` and `cutlass_chooser`: the CUTLASS kernels cuBLAS
-ran for the misaligned ones, each with its fitted time model, which shape ran which, and what was
-learned from that about which one cuBLAS picks). Predictions for a GPU use the user's profile for it if there is one
-(`shapewise calibrate` writes it to profile_dir()), else the profile shipped in the package, else
-the spec model; an H100 borrows the H200's profile (the same chip and clocks, less bandwidth).
+of the calibration GEMMs; `cutlass_kernels`, `cutlass_choices` and `cutlass_chooser`: the CUTLASS
+kernels cuBLAS ran for the misaligned ones, each with its fitted time model, which shape ran which,
+and what that taught about which one cuBLAS picks). Predictions for a GPU use the user's profile for
+it if there is one (`shapewise calibrate` writes it to profile_dir()), else the profile shipped in
+the package, else the spec model; an H100 borrows the H200's profile (the same chip and clocks, less
+bandwidth).
 """
 
 from __future__ import annotations
