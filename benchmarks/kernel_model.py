@@ -4,7 +4,8 @@ can be told from the shape.
 Reads the committed calibration and held-out sets (benchmarks/results/h200-calibration/) and the
 kernel each case ran (benchmarks/results/h200-kernels/kernels.csv, from benchmarks/kernel_names.py).
 A misaligned GEMM runs a CUTLASS kernel of one configuration: family (Turing align1, Ampere align2,
-Ampere WMMA), tile, output type (fp32 partials for a split-K reduction, or bf16) and operand layout.
+Ampere WMMA, Turing WMMA, or Hopper's xmma), tile, output type (fp32 partials for a split-K
+reduction, or bf16) and operand layout.
 Its time is modelled per configuration as
 
     launch + T·K·f·a + ⌈T/occupancy⌉·K·b + T·e  [+ split-K: c + d·m·n·batch·splits]
@@ -13,9 +14,11 @@ with T the tiles (× K slices) each SM runs, ⌈tiles·splits / SMs⌉, K the sl
 share of a tile's rows and columns (a partial tile's empty ones load nothing), a the load
 path's throughput per k-step, b the latency of a k-step shared by `occupancy` resident tiles, and e
 each tile's epilogue (its narrow stores of C). Least squares on relative error with nonnegative
-coefficients; the occupancy (1–8, as the cost model's fit tries) is the one that fits best.
+coefficients; the occupancy (1–8, as the cost model's fit tries) is the one that fits best. Then how
+well the kernel is told from the shape: by the nearest calibration shapes, by the shipped profile's
+chooser (fit.fit_chooser), and what error each leaves.
 
-Run: python benchmarks/kernel_model.py
+Run: python benchmarks/kernel_model.py (about a minute)
 """
 
 import csv
