@@ -38,7 +38,7 @@ from shapewise.profile import find
 
 RESULTS = "benchmarks/results/"
 OCCUPANCIES = CUTLASS_OCCUPANCIES
-MIN_CASES = 6  # a configuration seen fewer times in calibration is not fitted here (the cost model: 10)
+MIN_CASES = 6  # a configuration seen fewer times in calibration is not fitted here (as fit.CUTLASS_MIN_CASES)
 OP = re.compile(r"_(nn|nt|tn)_(?:align\d|n_tilesize)")
 CUBLAS_OP = {"nn": "nn", "nt": "tn", "tn": "nt"}  # torch's row-major layout as the column-major kernel names it
 

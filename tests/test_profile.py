@@ -163,12 +163,16 @@ def test_the_embeddings_few_rows_cost_by_the_row():
 
 
 def test_profile_round_trips(tmp_path):
-    params = dataclasses.replace(SPEC, gemm_ceiling=0.7, gemm_residuals=((0, 0, 0, 12.0, 12.0, 12.0, 0.0, -0.1),))
+    rows = ((0, 0, 0, 12.0, 12.0, 12.0, 0.0, -0.1), (1, 2, 1, 5.5, 7.25, 1e-05, 3.0, -2.5e-07))
+    params = dataclasses.replace(SPEC, gemm_ceiling=0.7, gemm_residuals=rows)
     profile = Profile(gpu="h200", params=params, environment={"gpu_name": "NVIDIA H200", "torch_version": "2.11"},
                       created_utc="2026-11-30T12:00:00+00:00", fit={"gemm_cases": 1})
     path = save(profile, tmp_path / "p.json")
     back = load(path)
     assert back.params == params and back.gpu == "h200" and back.environment == profile.environment
+    # a table is written a row per line
+    lines = [line.strip().rstrip(",") for line in path.read_text().splitlines()]
+    assert "[1, 2, 1, 5.5, 7.25, 1e-05, 3.0, -2.5e-07]" in lines
     assert back.describe().startswith("calibrated profile of NVIDIA H200, torch 2.11, 2026-11-30")
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
@@ -106,11 +107,21 @@ def to_json(profile: Profile) -> dict:
             "created_utc": profile.created_utc, "params": _params_to_json(profile.params), "fit": profile.fit}
 
 
+# A list of numbers alone, as json.dumps(indent=1) spreads it over lines: written on one line instead,
+# so that a table is a row per line (a profile's tables hold thousands of rows).
+_NUMBER_LIST = re.compile(r"\[\s*(-?[0-9][-+0-9.eE]*(?:,\s*-?[0-9][-+0-9.eE]*)*)\s*\]")
+
+
+def to_text(profile: Profile) -> str:
+    text = json.dumps(to_json(profile), indent=1)
+    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
+
+
 def save(profile: Profile, path: str | os.PathLike) -> Path:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(to_json(profile), indent=1) + "\n")
+        path.write_text(to_text(profile))
     except OSError as err:
         raise ShapewiseError(f"cannot write the profile to {path}: {err.strerror or err}") from None
     return path
