@@ -204,6 +204,11 @@ CHOOSER_CENTRE = (8.0, 8.0, 9.0, 2.0)
 CHOOSER_SCALE = 3.0
 SMALL_INDEX = 16  # index_select's small-index kernel takes this many indices or fewer (ATen's Indexing.cu)
 CHUNK = 16384  # shapes at a time where a step makes an array per shape and candidate
+# A kernel configuration is a candidate for a shape only within this many octaves of the range of the
+# calibration shapes it ran, in each of m, n, k and batch: its time model is not to be trusted far
+# outside it (on the H200, Hopper's xmma kernels ran K of 34 to 60 alone, and their fit, with no
+# K-step terms, put a batched GEMM of K 3178 at a seventh of its time).
+CANDIDATE_REACH = 1.0
 # A calibration shape farther than this many kernel widths (CostParams.residual_octaves) from a
 # prediction's shape weighs nothing in its corrections (its weight would be under 1.2%).
 NEIGHBOUR_REACH = 3.0
@@ -444,6 +449,8 @@ def _tables(p: CostParams) -> dict:
     tables = dict(kernels=np.array(p.cutlass_kernels, dtype=float).reshape(-1, KERNEL_COLUMNS + len(CUTLASS_TERMS)),
                   choices=np.array(p.cutlass_choices, dtype=float).reshape(-1, 8),
                   chooser=np.array(p.cutlass_chooser, dtype=float).reshape(-1, len(CHOOSER_FEATURES)),
+                  ranges=kernel_ranges(np.array(p.cutlass_choices, dtype=float).reshape(-1, 8),
+                                       len(p.cutlass_kernels)),
                   residual_groups=(residuals[:, 0] * 9 + residuals[:, 1] * 3 + residuals[:, 2]).astype(np.int64),
                   residual_points=residuals[:, 3:7], residual_values=residuals[:, 7])
     if len(_TABLES) >= 8:
@@ -531,6 +538,7 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
             correction = base + sums[:, 0] / (total + p.residual_prior)
             share = sums[:, 1:] / (total + p.residual_prior)[:, None]
             times, splits = _kernel_times(kernels[configs], m[part], n[part], k[part], batch[part], sms)
+            times = np.where(within_range(tables["ranges"][configs], coords[part]), times, np.inf)
             log_t = np.log(times)
             finite = np.isfinite(log_t)
             log_t = np.where(finite, log_t, 0.0)
@@ -547,6 +555,26 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
             split[part] = splits[np.arange(len(part)), best]
     return (served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape),
             family.reshape(shape))
+
+
+def kernel_ranges(choices: np.ndarray, count: int) -> np.ndarray:
+    """Each kernel configuration's range: the least and the most log2 m, n, k and batch of the
+    calibration shapes that ran it (rows of cutlass_choices), as configurations × 2 × 4."""
+    ranges = np.full((count, 2, 4), np.nan)
+    for row in range(count):
+        mine = choices[choices[:, 6] == row, 2:6]
+        if len(mine):
+            ranges[row] = mine.min(axis=0), mine.max(axis=0)
+    return ranges
+
+
+def within_range(ranges: np.ndarray, coords: np.ndarray) -> np.ndarray:
+    """Shapes × configurations: whether each shape (log2 dims) lies within CANDIDATE_REACH octaves of
+    each configuration's range; where none does, all count (a shape far from every calibration
+    shape is better priced by all the kernels than by none)."""
+    inside = ((coords[:, None, :] >= ranges[None, :, 0] - CANDIDATE_REACH)
+              & (coords[:, None, :] <= ranges[None, :, 1] + CANDIDATE_REACH)).all(axis=-1)
+    return inside | ~inside.any(axis=1, keepdims=True)
 
 
 def choice_groups(choices: np.ndarray) -> np.ndarray:

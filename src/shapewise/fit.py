@@ -27,9 +27,11 @@ from .cost import (
     choice_groups,
     chooser_features,
     cutlass_terms,
+    kernel_ranges,
     memory_fixed_ms,
     neighbour_sums,
     predict_gemm,
+    within_range,
 )
 from .errors import ShapewiseError
 from .hardware import GPU
@@ -430,6 +432,7 @@ def fit_chooser(kernels: list[tuple], choices: list[tuple], chosen: list[dict], 
     likeliest configuration is the one cuBLAS ran."""
     rows, table = np.array(kernels, dtype=float), np.array(choices, dtype=float)
     label, group, coords = table[:, 6].astype(np.int64), choice_groups(table), table[:, 2:6]
+    ranges = kernel_ranges(table, len(rows))
     col = lambda key: np.array([c[key] for c in chosen], dtype=np.int64)  # noqa: E731
     m, n, k, batch = col("m"), col("n"), col("k"), col("batch")
     log_t = np.full((len(chosen), len(rows)), np.inf)
@@ -438,6 +441,7 @@ def fit_chooser(kernels: list[tuple], choices: list[tuple], chosen: list[dict], 
         mine = np.flatnonzero(group == code)
         configs = np.unique(label[mine])
         times, _ = _kernel_times(rows[configs], m[mine], n[mine], k[mine], batch[mine], gpu.num_sms)
+        times = np.where(within_range(ranges[configs], coords[mine]), times, np.inf)
         log_t[np.ix_(mine, configs)] = np.log(times)
         votes = np.eye(len(rows))[label[mine]]
         sums, total = neighbour_sums(coords[mine], coords[mine], votes, octaves)
