@@ -25,6 +25,8 @@ RESULTS = Path(__file__).parent.parent / "benchmarks" / "results" / "h200-calibr
                                                   (15, "validation-seed15.csv", "validate-seed15.json"),
                                                   (16, "validation-seed16.csv", "validate-seed16.json"),
                                                   (17, "validation-seed17.csv", "validate-seed17.json"),
+                                                  (18, "validation-seed18.csv", "validate-seed18.json"),
+                                                  (19, "validation-seed19.csv", "validate-seed19.json"),
                                                   (2, "validation-live.csv", "validate-live.json"),
                                                   (4, "validation-live-seed4.csv", "validate-live-seed4.json")])
 def test_validation_reproduces_from_the_committed_export(capsys, tmp_path, seed, export, judged):
