@@ -502,7 +502,7 @@ def neighbour_sums(queries: np.ndarray, points: np.ndarray, values: np.ndarray, 
 def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
     """Misaligned GEMMs and batched GEMMs timed as the CUTLASS kernels cuBLAS runs for them. A shape's
     candidates are the configurations its calibration group (the same layout, alignment class and
-    batchedness) ran, each at its fastest split (a batch is not split). Each gets a probability that
+    batchedness) ran near it (within_range), each at its fastest split (a batch is not split). Each gets a probability that
     cuBLAS runs it, from the profile's chooser: a softmax of its score, a quadratic in the log dims
     (CHOOSER_FEATURES), plus cutlass_chooser_vote times the share of the calibration shapes nearby
     that ran it, less cutlass_chooser_sharpness times its log time. The time is the geometric mean of
