@@ -446,11 +446,10 @@ def _tables(p: CostParams) -> dict:
     if found is not None:  # the entry holds the tables it was made from, so their ids are still theirs
         return found[1]
     residuals = np.array(p.gemm_residuals, dtype=float).reshape(-1, 8)
+    choices = np.array(p.cutlass_choices, dtype=float).reshape(-1, 8)
     tables = dict(kernels=np.array(p.cutlass_kernels, dtype=float).reshape(-1, KERNEL_COLUMNS + len(CUTLASS_TERMS)),
-                  choices=np.array(p.cutlass_choices, dtype=float).reshape(-1, 8),
+                  choices=choices, ranges=kernel_ranges(choices, len(p.cutlass_kernels)),
                   chooser=np.array(p.cutlass_chooser, dtype=float).reshape(-1, len(CHOOSER_FEATURES)),
-                  ranges=kernel_ranges(np.array(p.cutlass_choices, dtype=float).reshape(-1, 8),
-                                       len(p.cutlass_kernels)),
                   residual_groups=(residuals[:, 0] * 9 + residuals[:, 1] * 3 + residuals[:, 2]).astype(np.int64),
                   residual_points=residuals[:, 3:7], residual_values=residuals[:, 7])
     if len(_TABLES) >= 8:
@@ -502,14 +501,14 @@ def neighbour_sums(queries: np.ndarray, points: np.ndarray, values: np.ndarray, 
 def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
     """Misaligned GEMMs and batched GEMMs timed as the CUTLASS kernels cuBLAS runs for them. A shape's
     candidates are the configurations its calibration group (the same layout, alignment class and
-    batchedness) ran near it (within_range), each at its fastest split (a batch is not split). Each gets a probability that
-    cuBLAS runs it, from the profile's chooser: a softmax of its score, a quadratic in the log dims
-    (CHOOSER_FEATURES), plus cutlass_chooser_vote times the share of the calibration shapes nearby
-    that ran it, less cutlass_chooser_sharpness times its log time. The time is the geometric mean of
-    the candidates' times by those probabilities, corrected by the residuals of the calibration
-    shapes nearby (as _residual_factor does). Returns (served, ms, tile, split, family), each shaped
-    as m, the tile, split and family those of the likeliest configuration; served is False where the
-    profile has no such shapes."""
+    batchedness) ran near it (within_range), each at its fastest split (a batch is not split). Each
+    gets a probability that cuBLAS runs it, from the profile's chooser: a softmax of its score, a
+    quadratic in the log dims (CHOOSER_FEATURES), plus cutlass_chooser_vote times the share of the
+    calibration shapes nearby that ran it, less cutlass_chooser_sharpness times its log time. The
+    time is the geometric mean of the candidates' times by those probabilities, corrected by the
+    residuals of the calibration shapes nearby (as _residual_factor does). Returns (served, ms,
+    tile, split, family), each shaped as m, the tile, split and family those of the likeliest
+    configuration; served is False where the profile has no such shapes."""
     tables = _tables(p)
     kernels, choices, chooser = tables["kernels"], tables["choices"], tables["chooser"]
     shape = np.shape(m)
