@@ -359,7 +359,8 @@ def test_bench_names_the_kernels_beside_the_timings(tmp_path, capsys):
     from types import SimpleNamespace
 
     from shapewise.bench import gemm_cases, kernel_label
-    from shapewise.cli import _render_sweep, main
+    from shapewise.cli import main
+    from shapewise.cli.bench import _render_sweep
 
     assert kernel_label([LARGE[0], "void cublasLt::splitKreduce_kernel<32, 16, int, float>(cublasLt::Params<float>)"]) \
         == "cutlass_75_tensorop_s1688gemm_bf16_128x128_nn_align1 + splitKreduce_kernel"

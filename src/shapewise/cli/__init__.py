@@ -1,0 +1,34 @@
+"""The command line: each command parses its flags, calls one library function and renders the result.
+
+One module per group of commands, each command's flags beside its handler; common.py holds what
+they share (the model and measurement flags, the one choice of cost model, the console)."""
+
+from __future__ import annotations
+
+import sys
+
+from .. import __version__
+from ..errors import ShapewiseError
+from . import bench, calibrate, check, report, suggest
+from .common import Parser, leave_process_group
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="shapewise", description="Is this transformer's shape fast on this GPU?")
+    parser.add_argument("--version", action="version", version=f"shapewise {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for add in (*check.COMMANDS, bench.add_bench, *calibrate.COMMANDS, *suggest.COMMANDS, *report.COMMANDS):
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return leave_process_group(args.run(args))
+    except ShapewiseError as err:
+        print(f"shapewise: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("shapewise: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,91 @@
+"""`shapewise check`, `gpus` and `models`: a model's step on a GPU, and the tables they come from."""
+
+from __future__ import annotations
+
+import json
+
+from .common import add_cost_args, add_model_args, console, cost_model, model_and_workload
+
+STRICT_SHARE = 0.01  # --strict fails on a finding that costs more than 1% of the step
+
+
+def add_check(sub) -> None:
+    p = sub.add_parser("check", help="predict every op of a step and list the rules the shape breaks")
+    add_model_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a finding costs more than 1%% of the step")
+    add_cost_args(p)
+    p.set_defaults(run=run_check)
+
+
+def run_check(args) -> int:
+    from ..hardware import get_gpu
+    from ..report import check, render, to_json
+
+    shape, workload = model_and_workload(args)
+    gpu = get_gpu(args.gpu)
+    result = check(shape, workload, gpu=gpu, **cost_model(args, gpu).library_args())
+    if args.json:
+        print(json.dumps(to_json(result), indent=2))
+    else:
+        render(result, console())
+    return 1 if args.strict and any(f.share > STRICT_SHARE for f in result.findings) else 0
+
+
+def add_gpus(sub) -> None:
+    p = sub.add_parser("gpus", help="list the GPUs and their datasheet numbers")
+    p.add_argument("gpu", nargs="?", help="show one GPU with the source of every number")
+    p.set_defaults(run=run_gpus)
+
+
+def run_gpus(args) -> int:
+    from rich.table import Table
+
+    from ..hardware import GPUS, NUMERIC_FIELDS, get_gpu
+
+    out = console()
+    if args.gpu:  # one GPU, every number with its source
+        gpu = get_gpu(args.gpu)
+        table = Table(title=gpu.name, show_edge=False, pad_edge=False, header_style="bold", title_justify="left")
+        for col in ("field", "value", "source"):
+            table.add_column(col)
+        for name in NUMERIC_FIELDS:
+            value = getattr(gpu, name)
+            text = ", ".join(f"{d} {v:g}" for d, v in value.items()) if isinstance(value, dict) else f"{value:g}"
+            table.add_row(name, text, gpu.sources.get(name, ""))
+        out.print(table)
+        return 0
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    for col in ("key", "name", "SMs", "boost MHz", "fp32", "tf32", "bf16", "fp8", "TB/s", "L2 MB", "GB"):
+        table.add_column(col, justify="left" if col in ("key", "name") else "right")
+    for g in GPUS:
+        peaks = (f"{g.tflops[d]:,.0f}" if d in g.tflops else "—" for d in ("fp32", "tf32", "bf16", "fp8"))
+        table.add_row(g.key, g.name, str(g.num_sms), str(g.boost_clock_mhz), *peaks,
+                      f"{g.mem_bandwidth_gbs / 1000:.2f}", f"{g.l2_mb:g}", f"{g.memory_gb:g}")
+    out.print(table)
+    out.print("Dense peak TFLOP/s. `shapewise gpus NAME` shows one GPU with the source of every number.")
+    return 0
+
+
+def add_models(sub) -> None:
+    sub.add_parser("models", help="list the model presets").set_defaults(run=run_models)
+
+
+def run_models(args) -> int:
+    from rich.table import Table
+
+    from ..shapes import PRESETS
+
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    for col in ("name", "params", "hidden", "layers", "heads", "kv", "head dim", "ffn", "mlp", "vocab"):
+        table.add_column(col, justify="left" if col in ("name", "mlp") else "right")
+    for name, s in PRESETS.items():
+        experts = f" ×{s.num_experts}" if s.is_moe else ""
+        table.add_row(name, f"{s.params / 1e9:.2f}B", str(s.hidden), str(s.num_layers), str(s.num_heads),
+                      str(s.kv_heads), str(s.d_head), f"{s.ffn_width if not s.is_moe else s.expert_width}{experts}",
+                      s.mlp, str(s.vocab))
+    console().print(table)
+    return 0
+
+
+COMMANDS = (add_check, add_gpus, add_models)

@@ -1,0 +1,189 @@
+"""What the commands share: the parser class, the flags of a model, of a measurement and of the cost
+model, the one place the cost model is chosen, and the console they render on."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import ShapewiseError
+
+if TYPE_CHECKING:
+    from ..cost import CostParams
+    from ..hardware import GPU
+    from ..profile import Profile
+
+GPU_TO_PREDICT = "GPU to predict for beside each measurement (default: the one measured)"
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit code 2, as for every other bad input
+        self.exit(2, f"shapewise: error: {message} (see `{self.prog} --help`)\n")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return value
+
+
+def console():
+    from rich.console import Console
+
+    out = Console(highlight=False)
+    # Piped output has no terminal width: keep table rows whole rather than wrap them at 80 columns.
+    return out if out.is_terminal else Console(highlight=False, width=180)
+
+
+# ---- a model and its workload -----------------------------------------------------------------
+
+def add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> None:
+    from ..shapes import ATTENTION_KINDS, DTYPE_BYTES, MODES
+
+    p.add_argument("model", nargs="?", help="a preset name (`shapewise models` lists them)")
+    p.add_argument("--config", metavar="PATH", help="a Hugging Face config.json (or a folder holding one)")
+    if measuring:
+        p.add_argument("--gpu", help=GPU_TO_PREDICT)
+    else:
+        p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them; default h200)")
+    p.add_argument("--batch", "-b", type=positive_int, default=4, help="micro-batch, sequences per step (4)")
+    p.add_argument("--seq", "-s", type=positive_int, default=2048, help="sequence length, or KV-cache length in decode (2048)")
+    p.add_argument("--tp", "-t", type=positive_int, default=1, help="tensor-parallel degree (1)")
+    p.add_argument("--mode", choices=MODES, default="train", help="train (fwd+bwd), prefill or decode (train)")
+    p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="(bf16)")
+    p.add_argument("--attention", choices=ATTENTION_KINDS, default="flash", help="fused or unfused attention (flash)")
+    p.add_argument("--overlap-comm", action="store_true",
+                   help="tensor-parallel collectives hidden behind compute (an upper bound on overlap)")
+
+
+def model_and_workload(args):
+    from ..shapes import Workload, get_model, load_config
+
+    if args.model and args.config:
+        raise ShapewiseError("give a preset name or --config, not both")
+    if not args.model and not args.config:
+        raise ShapewiseError("name a model (`shapewise models` lists them) or give --config PATH")
+    shape = load_config(args.config) if args.config else get_model(args.model)
+    workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode=args.mode,
+                        attention=args.attention, overlap_comm=args.overlap_comm)
+    return shape, workload
+
+
+# ---- the cost model ---------------------------------------------------------------------------
+
+def add_cost_args(p: argparse.ArgumentParser, *, judged: bool = False) -> None:
+    """--profile and --spec-only: which cost model a command predicts with (see cost_model); for a
+    command that judges a profile (validate), --profile alone: which one."""
+    if judged:
+        p.add_argument("--profile", metavar="PATH", help="the profile to judge (default: the one predictions use)")
+        return
+    p.add_argument("--profile", metavar="PATH",
+                   help="use this calibrated profile (default: the GPU's own, else the shipped one)")
+    p.add_argument("--spec-only", action="store_true", help="ignore profiles: the spec model alone")
+
+
+@dataclass(frozen=True)
+class CostChoice:
+    """Which cost model a command predicts with: the spec model, a profile read from --profile, or
+    (neither) the GPU's calibrated profile if it has one. Resolved on first use: check and report
+    resolve it themselves from `library_args`."""
+
+    gpu: GPU | None
+    profile: Profile | None  # the one --profile named
+    spec_only: bool
+
+    @functools.cached_property
+    def _chosen(self) -> tuple[CostParams, str]:
+        from ..profile import choose
+
+        return choose(self.gpu, profile=self.profile, spec_only=self.spec_only)
+
+    @property
+    def params(self) -> CostParams:
+        return self._chosen[0]
+
+    @property
+    def source(self) -> str:
+        """A line saying which: a calibrated profile (which one), or the spec model."""
+        return self._chosen[1]
+
+    def library_args(self) -> dict:
+        """The same choice as the keyword arguments of report.check and document.write_report."""
+        from ..cost import SPEC
+
+        return {"params": SPEC} if self.spec_only else {"profile": self.profile}
+
+
+def cost_model(args, gpu: GPU | None) -> CostChoice:
+    """The one place a command chooses its cost model: the spec model with --spec-only (or with no GPU
+    to predict for), else the profile at --profile, else the GPU's calibrated profile (the user's, the
+    shipped one or a borrowed one), else the spec model."""
+    from ..profile import load
+
+    path, spec_only = getattr(args, "profile", None), getattr(args, "spec_only", False)
+    if path and spec_only:
+        raise ShapewiseError("give --profile or --spec-only, not both")
+    return CostChoice(gpu, load(path) if path else None, spec_only or gpu is None)
+
+
+# ---- measuring --------------------------------------------------------------------------------
+
+def add_measure_args(p: argparse.ArgumentParser, *, gpu: bool = True) -> None:
+    if gpu:
+        p.add_argument("--gpu", help=GPU_TO_PREDICT)
+    p.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
+    add_db_arg(p)
+    p.add_argument("--force", action="store_true", help="measure again cases the store already holds")
+    # 3 ms + 10 ms (and at least 10 repetitions) measured 5× faster than the co-design paper's
+    # harness and repeated within 0.7% on an H200 (benchmarks/RESULTS.md).
+    p.add_argument("--warmup-ms", type=float, default=3.0, help="warm-up time per case (3)")
+    p.add_argument("--budget-ms", type=float, default=10.0, help="timed repetitions per case, at least 10 (10)")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="time replays of a CUDA graph of 20 calls: for ops of a few microseconds")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+
+
+def add_db_arg(p: argparse.ArgumentParser, text: str = "results store (default: $SHAPEWISE_DB or "
+                                                      "~/.cache/shapewise/results.db)") -> None:
+    p.add_argument("--db", metavar="PATH", help=text)
+
+
+def gpu_for(args, env):
+    """The GPU to predict for: --gpu, else the measured one if the table knows it; None on a CPU."""
+    from ..hardware import get_gpu
+
+    if args.gpu:
+        return get_gpu(args.gpu)
+    try:
+        return get_gpu(env["gpu_name"]) if env.get("gpu_name") else None
+    except ShapewiseError:
+        return None
+
+
+def rank0_only(result):
+    """Under torchrun every rank measures, rank 0 alone reports: the others leave quietly here."""
+    if result.rank != 0:
+        leave_process_group(130 if result.interrupted else 0)
+    return result
+
+
+def leave_process_group(code: int) -> int:
+    """Under torchrun: part from the other ranks and end the process here. Left to interpreter
+    shutdown, torch's collective threads can abort it ("terminate called without an active
+    exception"), turning a finished sweep into a failed rank."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return code
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,181 @@
+"""`shapewise results`, `plot` and `report`: the results store, the co-design paper's figures, and a
+shareable report of a model on a GPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import ShapewiseError
+from .common import Parser, add_cost_args, add_db_arg, add_model_args, cost_model, model_and_workload, positive_int
+
+
+def add_results(sub) -> None:
+    p = sub.add_parser("results", help="summarize the results store, or export it to CSV or JSON")
+    add_db_arg(p)
+    p.add_argument("--export", metavar="PATH", help="write the rows to PATH (.csv or .json)")
+    p.add_argument("--format", choices=("csv", "json"), help="export format (default: from the file name)")
+    p.add_argument("--bench", help="only this benchmark (gemm, bmm, attention, layer, op)")
+    p.add_argument("--import", dest="import_csv", metavar="FILE.csv",
+                   help="read a CSV export (another machine's, say) into the store")
+    p.set_defaults(run=run_results)
+
+
+def run_results(args) -> int:
+    from ..store import Store
+
+    with Store(args.db) as store:
+        if args.import_csv:
+            count = store.import_csv(args.import_csv)
+            print(f"imported {count} rows from {args.import_csv}")
+            return 0
+        if args.export:
+            fmt = args.format or ("json" if args.export.endswith(".json") else "csv")
+            count = store.export(args.export, fmt=fmt, bench=args.bench)
+            print(f"wrote {count} rows to {args.export}")
+            return 0
+        summary = store.summary()
+    print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
+
+def _measured_rows(db):
+    from ..store import Store
+
+    if not db:
+        return None
+    with Store(db) as store:
+        return store.rows()
+
+
+def add_plot(sub) -> None:
+    p = sub.add_parser("plot", help="the co-design paper's figures, predicted and measured (PNG or SVG)")
+    kinds = p.add_subparsers(dest="kind", required=True, parser_class=Parser)
+    for name, text in (("gemm", "GEMM throughput against one swept dim, tile and wave boundaries marked"),
+                       ("attention", "attention throughput against hidden size, by the power of two dividing h/a"),
+                       ("attention-heads", "attention throughput at fixed head dim, by head count"),
+                       ("layer", "layer throughput against hidden size, one series per head count")):
+        q = kinds.add_parser(name, help=text)
+        q.add_argument("--gpu", default="h200")
+        q.add_argument("--dtype", choices=("bf16", "fp16", "fp32", "tf32", "fp8"), default="bf16")
+        add_db_arg(q, "overlay the measurements of this results store")
+        q.add_argument("--out", required=True, metavar="FILE", help=".png or .svg")
+        add_cost_args(q)
+        if name == "gemm":
+            q.add_argument("--dim", choices=("m", "n", "k"), default="n", help="the swept dim (n)")
+            q.add_argument("--values", nargs="+", required=True, help="its values or START:STOP:STEP ranges")
+            for dim in ("m", "n", "k"):
+                q.add_argument(f"-{dim}", type=positive_int, default=8192, help="the fixed dims (8192)")
+            q.add_argument("--layout", choices=("nn", "nt", "tn"), default="nn")
+        else:
+            q.add_argument("--seq", type=positive_int, default=2048)
+            q.add_argument("--batch", type=positive_int, default=4)
+        if name == "attention":
+            q.add_argument("--hiddens", nargs="+", required=True)
+            q.add_argument("--heads", type=positive_int, required=True)
+            q.add_argument("--kind", dest="attention_kind", choices=("flash", "bmm"), default="flash",
+                           help="fused attention, or the score BMM of unfused attention (flash)")
+        if name == "attention-heads":
+            q.add_argument("--head-dim", type=positive_int, required=True)
+            q.add_argument("--head-counts", nargs="+", required=True)
+        if name == "layer":
+            q.add_argument("--hiddens", nargs="+", required=True)
+            q.add_argument("--head-counts", nargs="+", required=True)
+            q.add_argument("--mlp", choices=("gelu", "relu", "swiglu", "geglu"), default="gelu")
+        q.set_defaults(run=run_plot)
+    for name, text in (("breakdown", "a model's step time by op: train, prefill and decode side by side"),
+                       ("suggestions", "a model against its top suggestions: predicted speedups")):
+        q = kinds.add_parser(name, help=text)
+        add_model_args(q)
+        q.add_argument("--out", required=True, metavar="FILE", help=".png or .svg")
+        q.add_argument("--top", type=positive_int, default=5)
+        if name == "suggestions":
+            q.add_argument("--verified", metavar="JSON", help="draw a `shapewise verify --json` run: measured beside predicted")
+        add_cost_args(q)
+        q.set_defaults(run=run_plot)
+
+
+def run_plot(args) -> int:
+    from .. import plots
+    from ..bench import parse_dims
+    from ..hardware import get_gpu
+
+    gpu = get_gpu(args.gpu)
+    params = cost_model(args, gpu).params
+    if args.kind == "gemm":
+        data = plots.gemm_data(gpu=gpu, params=params, dim=args.dim, values=parse_dims(args.values, name="--values"),
+                               m=args.m, n=args.n, k=args.k, layout=args.layout, dtype=args.dtype,
+                               measured=_measured_rows(args.db))
+        fig = plots.gemm_figure(data)
+    elif args.kind == "attention":
+        data = plots.attention_data(gpu=gpu, params=params, hiddens=parse_dims(args.hiddens, name="--hiddens"),
+                                    heads=args.heads, seq=args.seq, batch=args.batch, kind=args.attention_kind,
+                                    dtype=args.dtype, measured=_measured_rows(args.db))
+        fig = plots.attention_figure(data)
+    elif args.kind == "attention-heads":
+        data = plots.attention_heads_data(gpu=gpu, params=params, head_dim=args.head_dim,
+                                          head_counts=parse_dims(args.head_counts, name="--head-counts"), seq=args.seq,
+                                          batch=args.batch, dtype=args.dtype, measured=_measured_rows(args.db))
+        fig = plots.attention_figure(data)
+    elif args.kind == "layer":
+        data = plots.layer_data(gpu=gpu, params=params, hiddens=parse_dims(args.hiddens, name="--hiddens"),
+                                head_counts=parse_dims(args.head_counts, name="--head-counts"), seq=args.seq,
+                                batch=args.batch, mlp=args.mlp, dtype=args.dtype, measured=_measured_rows(args.db))
+        fig = plots.layer_figure(data)
+    else:
+        shape, workload = model_and_workload(args)
+        if args.kind == "breakdown":
+            modes = {mode: workload.replace(mode=mode) for mode in ("train", "prefill", "decode")}
+            fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=gpu, params=params, workloads=modes))
+        elif args.verified:  # a `shapewise verify --json` run: its predictions and measurements as they were
+            try:
+                rows = json.loads(Path(args.verified).read_text())
+                data = plots.verified_data(rows, model=shape.name, gpu=gpu, dtype=workload.dtype)
+            except (OSError, ValueError, KeyError, TypeError) as err:
+                raise ShapewiseError(f"{args.verified} is not the output of `shapewise verify --json` ({err})") from None
+            fig = plots.suggestions_figure(data)
+        else:
+            from ..search import suggest
+
+            result = suggest(shape, workload, gpu=gpu, params=params, top=args.top)
+            fig = plots.suggestions_figure(plots.suggestions_data(result, gpu=gpu))
+    path = plots.save(fig, args.out)
+    print(f"wrote {path}")
+    return 0
+
+
+def add_report(sub) -> None:
+    p = sub.add_parser("report", help="a shareable self-contained HTML (or Markdown) report of a model on a GPU")
+    add_model_args(p)
+    p.add_argument("--out", required=True, metavar="FILE", help="report.html, or report.md with figures beside it")
+    p.add_argument("--format", choices=("html", "md"), help="default: from the file name")
+    add_db_arg(p, "include measured-vs-predicted from this results store")
+    p.add_argument("--top", type=positive_int, default=5, help="suggestions to include (5)")
+    add_cost_args(p)
+    p.set_defaults(run=run_report)
+
+
+def run_report(args) -> int:
+    from ..document import write_report
+    from ..hardware import get_gpu
+    from ..store import Store, default_path
+
+    shape, workload = model_and_workload(args)
+    gpu = get_gpu(args.gpu)
+    chosen = cost_model(args, gpu)
+    db = args.db or (default_path() if default_path().exists() else None)  # never create a store just to read it
+    store = Store(db) if db else None
+    try:
+        written = write_report(shape, workload, out=args.out, gpu=gpu, fmt=args.format, top=args.top, store=store,
+                               model_arg=args.model or ["--config", args.config],
+                               **chosen.library_args())
+    finally:
+        if store:
+            store.close()
+    print("wrote " + ", ".join(map(str, written)))
+    return 0
+
+
+
+COMMANDS = (add_results, add_plot, add_report)
