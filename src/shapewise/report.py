@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from .cost import SPEC, CostParams, StepCost, predict_step
 from .hardware import GPU, get_gpu
 from .ops import COMM, MEMORY
-from .rules import Finding, find
+from .memory import Memory, capacity_bytes, estimate
+from .rules import Finding, find, memory_finding
 from .shapes import ModelShape, Workload
 
 LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "wave quantization",
@@ -21,6 +22,7 @@ class CheckResult:
     findings: tuple[Finding, ...]
     model_source: str  # which cost model: a calibrated profile (which one), or the spec model
     calibrated: bool = False
+    memory: Memory | None = None  # per GPU: mixed-precision Adam, no pipeline, no ZeRO, no recompute
 
 
 def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: CostParams | None = None,
@@ -37,7 +39,9 @@ def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: Cost
     else:
         params, source = profiles.choose(gpu, profile=profile)
     step = predict_step(shape, workload, gpu=gpu, params=params)
-    return CheckResult(step, tuple(find(step, params=params)), source, calibrated=source.startswith("calibrated"))
+    needed = estimate(shape, workload)
+    findings = [f for f in (memory_finding(step, needed),) if f] + find(step, params=params)
+    return CheckResult(step, tuple(findings), source, calibrated=source.startswith("calibrated"), memory=needed)
 
 
 def to_json(result: CheckResult) -> dict:
@@ -61,6 +65,9 @@ def to_json(result: CheckResult) -> dict:
                  **({"kernel": c.kernel} if c.kernel else {})} for c in step.costs],
         "totals": {"step_ms": step.time_ms, "tokens_per_s": step.tokens_per_s, "mfu": step.mfu,
                    "flops": step.flops, "losses_ms": step.losses.as_dict()},
+        "memory": None if result.memory is None else {
+            "per_gpu_bytes": result.memory.total_bytes, "gpu_bytes": capacity_bytes(gpu),
+            "fits": result.memory.fits(gpu), "parts_bytes": result.memory.as_dict()},
         "findings": [{"rule": f.rule, "title": f.title, "fix": f.fix, "ops": list(f.ops), "cost_ms": f.cost_ms,
                       "share": f.share} for f in result.findings],
     }
@@ -95,6 +102,9 @@ def render(result: CheckResult, console) -> None:
     console.print(f"[bold]step {total_ms:,.2f} ms[/bold]  ·  {step.tokens_per_s:,.0f} tokens/s"
                   + (f" per {w.tp}-GPU group" if w.tp > 1 else "")
                   + f"  ·  MFU {step.mfu:.1%}  ·  {step.flops / 1e12:,.1f} TFLOP per step")
+    if result.memory is not None:
+        console.print(f"memory per GPU {result.memory.text()} of {capacity_bytes(gpu) / 2**30:,.1f} GiB"
+                      + (" (mixed-precision Adam, no pipeline, no ZeRO, no recomputation)" if w.mode == "train" else ""))
     if not result.findings:
         console.print("[green]No findings: the shape follows every co-design rule that costs time here.[/green]")
         return

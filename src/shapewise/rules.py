@@ -16,15 +16,11 @@ from dataclasses import dataclass
 from .cost import SPEC, CostParams, StepCost, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU
+from .memory import capacity_bytes, estimate
 from .shapes import ModelShape, Workload
 
 ALIGN = 64  # the paper's power of two: dims that are multiples of 64 fill the tensor-core tiles
 GOOD_HEAD_DIMS = (128, 64, 256)  # what fused attention kernels serve best, most preferred first
-# Memory a training step needs: Adam in mixed precision keeps bf16 weights and grads, fp32 master
-# weights and two fp32 moments (16 bytes per parameter); activations without recomputation are about
-# 34·s·b·h bytes per layer (Korthikanti et al., 2022, with flash attention so the s² term is gone).
-# Inference keeps the weights alone.
-TRAIN_BYTES_PER_PARAM, INFER_BYTES_PER_PARAM, ACTIVATION_BYTES = 16, 2, 34
 
 
 def round_up(x: int, multiple: int) -> int:
@@ -128,13 +124,20 @@ def _kv_heads(shape: ModelShape, w: Workload):
                        shape, w.replace(tp=tp))
 
 
-def fits_in_memory(shape: ModelShape, workload: Workload, gpu: GPU, *, headroom: float = 0.9) -> bool:
-    """Training state and activations of one tensor-parallel rank within the GPU's memory."""
-    if workload.mode != "train":
-        return shape.params * INFER_BYTES_PER_PARAM / workload.tp <= gpu.memory_gb * 1e9 * headroom
-    state = shape.params * TRAIN_BYTES_PER_PARAM
-    activations = ACTIVATION_BYTES * workload.seq * workload.batch * shape.hidden * shape.num_layers
-    return (state + activations) / workload.tp <= gpu.memory_gb * 1e9 * headroom
+def fits_in_memory(shape: ModelShape, workload: Workload, gpu: GPU, *, headroom: float = 1.0) -> bool:
+    """One tensor-parallel rank's step within the GPU's memory (memory.estimate: mixed-precision Adam,
+    no pipeline, no ZeRO, no recomputation; the allocator's allowance is part of the estimate)."""
+    return estimate(shape, workload).total_bytes <= capacity_bytes(gpu) * headroom
+
+
+def memory_finding(step: StepCost, memory) -> Finding | None:
+    """A model that does not fit costs the whole step: a finding ahead of every other, or None."""
+    if memory.fits(step.gpu):
+        return None
+    need, have = memory.total_bytes / 2**30, capacity_bytes(step.gpu) / 2**30
+    return Finding("memory", f"needs {need:,.1f} GiB per GPU; the {step.gpu.key} has {have:,.1f} GiB",
+                   "use more tensor parallelism, recomputation or ZeRO (`shapewise plan` searches them), "
+                   "or a smaller micro-batch", (), step.time_ms, 1.0)
 
 
 def _tp(shape: ModelShape, w: Workload, gpu: GPU):

@@ -104,13 +104,14 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
 
 
 def _whole_models_fit(shapes, device: str, headroom: float = 0.6) -> bool:
-    """Every shape's model at once: weights and grads (4 bytes a parameter in bf16), activations
-    (about 34·s·b·h bytes a layer) and the logits with their gradient."""
+    """Every shape's model at once, as memory.estimate counts a forward+backward without an optimizer
+    (weights, grads, activations, and the logits' buffers of a loss in the model's own dtype)."""
     import torch
 
+    from .memory import estimate
+
     def need(shape, w):
-        tokens = w.batch * w.seq
-        return (4 * shape.params + 34 * tokens * shape.hidden * shape.num_layers + 8 * tokens * shape.vocab)
+        return estimate(shape, w, precision="no-optimizer", framework="torch-bf16-loss").allocated_bytes
 
     total = sum(need(shape, w) for _, shape, w in shapes)
     if device.startswith("cuda"):

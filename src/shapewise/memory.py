@@ -1,0 +1,321 @@
+"""Memory per GPU of a training or inference step: the one estimate every command uses.
+
+Training holds the model state (weights, gradients, optimizer state, sharded by ZeRO/FSDP over the
+data-parallel ranks) and, at its peak, the activations the backward pass needs plus the loss's
+buffers. The peak comes at the start of the last micro-batch's backward (all its activations alive,
+the logits' gradient being made), or at the optimizer step (activations gone, the optimizer's
+temporaries made), whichever is larger. Gradients are persistent buffers, as in DDP, FSDP, DeepSpeed
+and Megatron.
+
+Activations follow Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+Models" (arXiv:2205.05198, section 4): a GPT layer keeps sbh(34 + 5as/h) bytes in 16-bit: 11sbh +
+5as²b in attention (QKV input 2, Q and K 4, V 2, softmax output 2as²b, its dropout mask as²b, the
+dropout output 2as²b, the output projection's input 2, its dropout mask 1), 19sbh in the MLP (input
+2, GeLU input 8, GeLU output 8, dropout mask 1) and 4sbh for the two LayerNorms' inputs. With tensor
+and sequence parallelism everything divides by t (their Table 2). Here the same count is made from
+the shape (GQA's narrower K and V, SwiGLU's gate, MoE's routed copies), tensor by tensor, for what
+stays alive:
+
+- flash attention keeps no s² tensor: its backward recomputes the scores from Q, K, V, the output O
+  and the row log-sum-exp, 4 bytes per query row per head (Dao et al. 2022, "FlashAttention",
+  arXiv:2205.14135, section 3.1: "we store the output O and the softmax normalization statistics
+  (m, ℓ)"; today's kernels keep their log-sum-exp, one fp32 per row). So a flash layer keeps
+  sbh·34/t + 4·a·s·b/t bytes (with dropout, as the paper counts; modern models have none: 32);
+- selective recomputation (Megatron's default --recompute-activations: core attention) drops what
+  core attention keeps inside itself: the s² tensors unfused, the log-sum-exp with flash;
+- full recomputation keeps each layer's input (2sbh/t) and, during backward, one layer's working set;
+- pipelines: the first stage of 1F1B holds p micro-batches in flight, the interleaved schedule
+  L(1 + (p-1)/(pv)) layers' worth (Korthikanti et al. section 4.2.3; Megatron's warm-up counts).
+
+Implementation details that change what is kept are a Framework: eager PyTorch (shapewise.layers,
+Hugging Face-style code) against Megatron-LM's fused kernels.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .errors import ShapewiseError
+from .hardware import GPU
+from .parallel import RECOMPUTE, Parallelism
+from .shapes import MLP_KINDS, ModelShape, Workload
+
+GIB = 2 ** 30
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Bytes per parameter of the model state, and of the optimizer step's temporaries."""
+
+    name: str
+    weights: int
+    grads: int
+    master: int  # an fp32 copy of the weights, where the weights are narrower
+    moments: int  # Adam's two moments
+    step_temp: int  # made at the step only: an fp32 copy of a narrow gradient, or foreach's sqrt(v)
+
+    @property
+    def optimizer(self) -> int:
+        return self.master + self.moments
+
+
+PRECISIONS = {p.name: p for p in (
+    # ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054, section 3.1): 2 + 2 + (4 + 4 + 4) = 16 bytes a
+    # parameter; the step upcasts each bf16 gradient to fp32 for the master's update.
+    Precision("mixed", weights=2, grads=2, master=4, moments=8, step_temp=4),
+    # Megatron-LM's default: gradients accumulate in an fp32 main_grad buffer (18 bytes a parameter).
+    Precision("mixed-fp32-grads", weights=2, grads=4, master=4, moments=8, step_temp=0),
+    # bf16 weights and AdamW in bf16: torch's foreach AdamW makes sqrt(v) for every parameter at once.
+    Precision("bf16", weights=2, grads=2, master=0, moments=4, step_temp=2),
+    # Forward and backward only (verify's measurement): no optimizer.
+    Precision("no-optimizer", weights=2, grads=2, master=0, moments=0, step_temp=0),
+)}
+
+
+@dataclass(frozen=True)
+class Framework:
+    """What an implementation keeps for backward where implementations differ."""
+
+    name: str
+    glu_widths: int  # FFN-wide tensors a gated MLP keeps: eager 4 (gate, up, act(gate), product), fused 3
+    rope_copies: bool  # rotated Q and K are new tensors while V, a view, keeps the QKV output alive
+    loss_bytes_per_logit: int  # the loss's buffers at the start of backward, per logit
+    dropout: bool  # dropout masks (1 byte an element) after attention and the MLP
+
+
+FRAMEWORKS = {f.name: f for f in (
+    # F.cross_entropy(logits.float()): the fp32 log-softmax kept (4), at backward its gradient (4) and
+    # the input's gradient (4) at once: 12 bytes a logit.
+    Framework("torch", glu_widths=4, rope_copies=True, loss_bytes_per_logit=12, dropout=False),
+    # The same with F.cross_entropy on bf16 logits (verify's step): 2 + 2 + 2 bytes a logit.
+    Framework("torch-bf16-loss", glu_widths=4, rope_copies=True, loss_bytes_per_logit=6, dropout=False),
+    # Megatron-LM: fused bias-SwiGLU saves its input alone; vocab-parallel cross-entropy upcasts once
+    # and works in place (fp32 softmax 4 + the bf16 gradient 2).
+    Framework("megatron", glu_widths=3, rope_copies=True, loss_bytes_per_logit=6, dropout=False),
+    # Korthikanti et al.'s GPT: GeLU MLP, learned positions, dropout everywhere.
+    Framework("megatron-gpt", glu_widths=3, rope_copies=False, loss_bytes_per_logit=6, dropout=True),
+)}
+
+# The caching allocator rounds and splits blocks, and CUDA, cuBLAS and NCCL keep memory outside it:
+# an allowance on top of what max_memory_allocated counts. ALLOCATOR_FRACTION of the peak and
+# CONTEXT_BYTES were measured on the H200 by benchmarks/h200_memory.py (benchmarks/RESULTS.md).
+ALLOCATOR_FRACTION = 0.05
+CONTEXT_BYTES = 0.5 * GIB
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Bytes per GPU at the step's peak, by part. Parts add; total_bytes is their sum."""
+
+    weights: float = 0.0
+    grads: float = 0.0
+    optimizer: float = 0.0
+    activations: float = 0.0
+    loss: float = 0.0  # logits and the loss's buffers (training), or the last positions' logits
+    kv_cache: float = 0.0
+    allocator: float = 0.0  # the allocator's rounding and the CUDA context
+
+    def __add__(self, other: "Memory") -> "Memory":
+        return Memory(*(a + b for a, b in zip(self.values(), other.values())))
+
+    def values(self) -> tuple[float, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @property
+    def total_bytes(self) -> float:
+        return sum(self.values())
+
+    @property
+    def allocated_bytes(self) -> float:
+        """What torch.cuda.max_memory_allocated would report: the total less the allowance."""
+        return self.total_bytes - self.allocator
+
+    def fits(self, gpu: GPU) -> bool:
+        return self.total_bytes <= capacity_bytes(gpu)
+
+    def text(self) -> str:
+        """'52.3 GiB: weights 13.0, grads 13.0, … GiB', the parts that are not zero."""
+        parts = ", ".join(f"{k.replace('_', ' ')} {v / GIB:,.1f}" for k, v in self.as_dict().items() if v)
+        return f"{self.total_bytes / GIB:,.1f} GiB ({parts} GiB)"
+
+
+def capacity_bytes(gpu: GPU) -> float:
+    return gpu.memory_gb * 1e9  # the datasheet's decimal gigabytes
+
+
+def _lookup(table: dict, key, what: str):
+    if isinstance(key, str):
+        if key not in table:
+            raise ShapewiseError(f"unknown {what} {key!r}; use one of {', '.join(table)}")
+        return table[key]
+    return key
+
+
+def _expert_params(shape: ModelShape) -> int:
+    """Parameters of one layer's routed experts (what expert parallelism splits)."""
+    if not shape.is_moe:
+        return 0
+    mats, f = MLP_KINDS[shape.mlp], shape.expert_width
+    return shape.num_experts * (mats * shape.hidden * f + ((mats - 1) * f + shape.hidden) * shape.bias)
+
+
+def layer_activation_bytes(shape: ModelShape, *, seq: int, dtype_bytes: int, attention: str, tp, recompute,
+                           framework: Framework):
+    """Bytes one layer keeps for backward per token of a micro-batch, on one tensor-parallel rank.
+
+    tp and recompute (0 none, 1 selective, 2 full) may be numpy arrays; full recompute's layer
+    input is returned (the working set of the layer being recomputed is added once, elsewhere)."""
+    tp = np.asarray(tp, dtype=float)
+    recompute = np.asarray(recompute)
+    B, h, d = dtype_bytes, shape.hidden, shape.d_head
+    q = shape.num_heads * d / tp
+    kv = np.ceil(shape.kv_heads / tp) * d  # kv heads that do not divide by t are replicated
+    heads = shape.num_heads / tp
+    norm_stats = 8 if shape.norm == "layernorm" else 4  # fp32 mean and rstd per row, or rstd alone
+    drop = 1 if framework.dropout else 0
+    sp = 1 / tp  # sequence parallelism: the norms' and the projections' inputs keep s/t rows
+    rope = shape.learned_positions == 0 and framework.rope_copies
+    # Attention: norm input, norm output (the QKV GEMM's input), Q K V (and rotated copies), O.
+    attn = (2 * B * h + norm_stats + drop * h) * sp + B * (q + 2 * kv) + rope * B * (q + kv) + B * q
+    if attention == "flash":
+        core = 4 * heads  # fp32 log-sum-exp per query row and head
+    else:  # softmax output (and with dropout its mask and output) over s keys, per query row and head
+        core = heads * seq * (B + drop * (1 + B)) + (framework.name == "torch") * B * q  # q·scale copy
+    # MLP: norm input (shared with attention's when the two run in parallel), norm output, the FFN.
+    mlp = ((0 if shape.parallel_attn else B * h) + B * h + norm_stats + drop * h) * sp
+    widths = framework.glu_widths if shape.gated else 2
+    if shape.is_moe:
+        f = shape.expert_width / tp
+        k = shape.top_k
+        # Router logits and probabilities; each routed copy: its input, FFN tensors, output and indices.
+        mlp = mlp + 2 * B * shape.num_experts * sp + k * (2 * B * h + widths * B * f + 16)
+        mlp = mlp + shape.num_shared_experts * widths * B * f
+    else:
+        mlp = mlp + widths * B * shape.ffn_width / tp
+    whole = attn + core + mlp
+    layer_input = B * h * sp
+    return np.where(recompute == 2, layer_input, np.where(recompute == 1, whole - core, whole))
+
+
+def _in_flight_layers(num_layers: int, pp, vp, micro_batches, first: bool):
+    """Layers' worth of one micro-batch's activations a stage holds at its peak: 1F1B's first stage
+    has min(p, m) micro-batches of its L/p layers in flight, the last one; the interleaved schedule's
+    first rank 2(p-1) + (v-1)p + 1 chunks of L/(pv) layers (Megatron's warm-up plus one), its last
+    (v-1)p + 1, never more than the m·v chunks a step has."""
+    pp, vp, m = (np.asarray(x, dtype=float) for x in (pp, vp, micro_batches))
+    stage = num_layers / pp
+    if first:
+        plain, chunks = np.minimum(pp, m), 2 * (pp - 1) + (vp - 1) * pp + 1
+    else:
+        plain, chunks = np.ones_like(pp), (vp - 1) * pp + 1
+    interleaved = np.minimum(chunks, m * vp) * stage / vp
+    return np.where(vp > 1, interleaved, plain * stage)
+
+
+def _state(params, precision: Precision, shard_w, shard_g, shard_o):
+    return params * precision.weights / shard_w, params * precision.grads / shard_g, \
+        params * precision.optimizer / shard_o
+
+
+def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention: str, tp, pp, dp, vp, ep, zero,
+                    recompute, batch, micro_batches, precision: Precision, framework: Framework) -> dict:
+    """Each part of the peak per GPU (bytes), over numpy arrays of layouts; the worse of the
+    pipeline's first and last stage. Keys: the fields of Memory."""
+    tp, pp, dp, vp, ep, zero, recompute, batch = (np.asarray(x) for x in (tp, pp, dp, vp, ep, zero, recompute, batch))
+    L, h, V = shape.num_layers, shape.hidden, shape.vocab
+    tokens = batch * seq
+    experts = _expert_params(shape)
+    dense_layer = shape.layer_params - experts
+    stage_layers = L / pp
+    layers_dense = stage_layers * dense_layer / tp
+    layers_experts = stage_layers * experts / (tp * ep)
+    embed = V * h / tp + shape.learned_positions * h
+    head = np.where(pp > 1, V * h / tp, 0.0) if shape.tied_embeddings else V * h / tp  # Megatron keeps a copy
+    final_norm = shape.params - L * shape.layer_params - V * h * (1 if shape.tied_embeddings else 2) \
+        - shape.learned_positions * h
+    edp = np.maximum(dp // ep, 1)  # replicas of each expert
+    shard_w = np.where(zero >= 3, dp, 1), np.where(zero >= 3, edp, 1)
+    shard_g = np.where(zero >= 2, dp, 1), np.where(zero >= 2, edp, 1)
+    shard_o = np.where(zero >= 1, dp, 1), np.where(zero >= 1, edp, 1)
+    per_layer = layer_activation_bytes(shape, seq=seq, dtype_bytes=dtype_bytes, attention=attention, tp=tp,
+                                       recompute=recompute, framework=framework)
+    working = layer_activation_bytes(shape, seq=seq, dtype_bytes=dtype_bytes, attention=attention, tp=tp,
+                                     recompute=np.zeros_like(recompute), framework=framework)
+    # FSDP gathers a layer's weights before it runs and prefetches the next: two layers unsharded.
+    gathered = np.where((zero >= 3) & (dp > 1), 2 * (dense_layer / tp + experts / (tp * ep)) * precision.weights, 0.0)
+    best = None
+    for first, extra_params, logits in ((True, embed, False), (False, head + final_norm, True)):
+        if not first:  # with one stage, the first is the last: embedding, head and loss on one GPU
+            extra_params = np.where(pp == 1, embed + head + final_norm, extra_params)
+        dense = layers_dense + extra_params
+        w1, g1, o1 = _state(dense, precision, *(s[0] for s in (shard_w, shard_g, shard_o)))
+        w2, g2, o2 = _state(layers_experts, precision, *(s[1] for s in (shard_w, shard_g, shard_o)))
+        weights, grads, optimizer = w1 + w2 + gathered, g1 + g2, o1 + o2
+        held = _in_flight_layers(L, pp, vp, micro_batches, first) * per_layer * tokens
+        held = held + np.where(recompute == 2, working * tokens, 0.0)
+        has_logits = np.full(np.shape(pp), logits) | (pp == 1)
+        # The final norm's input and output (the output layer's input) with the logits' buffers.
+        loss = np.where(has_logits, tokens * (V / tp * framework.loss_bytes_per_logit + 2 * dtype_bytes * h / tp), 0.0)
+        step = (dense + layers_experts) / np.where(zero >= 1, dp, 1) * precision.step_temp
+        backward, at_step = held + loss, step
+        peak_is_step = at_step > backward
+        parts = {"weights": weights, "grads": grads, "optimizer": optimizer,
+                 "activations": np.where(peak_is_step, 0.0, held), "loss": np.where(peak_is_step, 0.0, loss),
+                 "step": np.where(peak_is_step, at_step, 0.0)}
+        total = sum(parts.values())
+        if best is None:
+            best = parts, total
+        else:
+            worse = total > best[1]
+            best = {k: np.where(worse, parts[k], best[0][k]) for k in parts}, np.maximum(total, best[1])
+    parts = best[0]
+    # The optimizer step's temporaries count with the optimizer.
+    parts["optimizer"] = parts["optimizer"] + parts.pop("step")
+    parts["kv_cache"] = np.zeros_like(parts["weights"])
+    parts["allocator"] = ALLOCATOR_FRACTION * sum(parts.values()) + CONTEXT_BYTES
+    return parts
+
+
+def estimate(shape: ModelShape, workload: Workload, parallel: Parallelism = Parallelism(), *,
+             precision: str | Precision = "mixed", framework: str | Framework = "torch") -> Memory:
+    """The peak bytes per GPU of one step (training) or of serving (prefill, decode), by part."""
+    precision = _lookup(PRECISIONS, precision, "precision")
+    framework = _lookup(FRAMEWORKS, framework, "framework")
+    if workload.mode != "train":
+        return _inference(shape, workload, framework)
+    if shape.num_layers % (parallel.pp * parallel.vp):
+        raise ShapewiseError(f"{shape.num_layers} layers do not split into {parallel.pp} pipeline stages of "
+                             f"{parallel.vp} chunks; use a pp·vp that divides {shape.num_layers}")
+    parts = training_arrays(shape, seq=workload.seq, dtype_bytes=workload.dtype_bytes, attention=workload.attention,
+                            tp=workload.tp, pp=parallel.pp, dp=parallel.dp, vp=parallel.vp, ep=parallel.ep,
+                            zero=parallel.zero, recompute=RECOMPUTE.index(parallel.recompute), batch=workload.batch,
+                            micro_batches=parallel.micro_batches, precision=precision, framework=framework)
+    return Memory(**{k: float(v) for k, v in parts.items()})
+
+
+def _inference(shape: ModelShape, w: Workload, framework: Framework) -> Memory:
+    """Weights, the KV cache of batch sequences of seq tokens, and the largest live tensors of one
+    layer (the MLP's input and its FFN-wide tensors); logits of the last positions only."""
+    B, t = w.dtype_bytes, w.tp
+    kv = math.ceil(shape.kv_heads / t) * shape.d_head
+    cache = 2 * shape.num_layers * kv * w.batch * w.seq * B
+    rows = w.tokens  # prefill: every position; decode: one new token per sequence
+    width = shape.expert_width if shape.is_moe else shape.ffn_width
+    widths = 3 if shape.gated else 2
+    transient = rows * B * (2 * shape.hidden + widths * width / t) * (shape.top_k if shape.is_moe else 1)
+    logits = w.batch * shape.vocab / t * 4  # fp32 logits of each sequence's last position
+    parts = Memory(weights=shape.params * B / t, activations=transient, loss=logits, kv_cache=cache)
+    return parts + Memory(allocator=ALLOCATOR_FRACTION * parts.total_bytes + CONTEXT_BYTES)
+
+
+def korthikanti_bytes(shape: ModelShape, *, seq: int, batch: int, tp: int = 1) -> float:
+    """The paper's sbh(34 + 5as/h)/t for one layer, 16-bit, with sequence parallelism (their eq. 2 and
+    Table 2): the check the tensor-by-tensor count reproduces for a GPT layer with dropout."""
+    s, b, h, a = seq, batch, shape.hidden, shape.num_heads
+    return s * b * h * (34 + 5 * a * s / h) / tp

@@ -1,0 +1,139 @@
+"""The memory estimate against hand-computed cases and the paper it follows."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shapewise.errors import ShapewiseError
+from shapewise.hardware import get_gpu
+from shapewise.memory import (ALLOCATOR_FRACTION, CONTEXT_BYTES, FRAMEWORKS, PRECISIONS, Memory, estimate,
+                              korthikanti_bytes, layer_activation_bytes)
+from shapewise.parallel import Parallelism
+from shapewise.shapes import ModelShape, Workload, get_model
+
+GPT = ModelShape(name="gpt", hidden=4096, num_layers=8, num_heads=32, vocab=51200, learned_positions=2048)
+STATS = 2 * 8  # two LayerNorms' fp32 mean and rstd per row: the paper leaves them out
+
+
+@pytest.mark.parametrize("tp", [1, 2, 8])
+def test_gpt_layer_reproduces_korthikanti(tp):
+    """Unfused attention with dropout, as the paper's GPT runs: sbh(34 + 5as/h)/t exactly (plus the
+    norms' statistics, which the paper leaves out)."""
+    s, b = 2048, 2
+    per_token = layer_activation_bytes(GPT, seq=s, dtype_bytes=2, attention="unfused", tp=tp, recompute=0,
+                                       framework=FRAMEWORKS["megatron-gpt"])
+    assert per_token * s * b == pytest.approx(korthikanti_bytes(GPT, seq=s, batch=b, tp=tp) + STATS * s * b / tp)
+
+
+def test_flash_keeps_no_square_term_and_selective_drops_the_core():
+    s, b, a, h = 2048, 1, GPT.num_heads, GPT.hidden
+    gpt = FRAMEWORKS["megatron-gpt"]
+    flash = layer_activation_bytes(GPT, seq=s, dtype_bytes=2, attention="flash", tp=1, recompute=0, framework=gpt)
+    assert flash == pytest.approx(34 * h + 4 * a + STATS)  # fp32 log-sum-exp per row and head
+    selective = layer_activation_bytes(GPT, seq=s, dtype_bytes=2, attention="unfused", tp=1, recompute=1, framework=gpt)
+    assert selective == pytest.approx(34 * h + STATS)  # Korthikanti's selective: the 5as term recomputed
+    full = layer_activation_bytes(GPT, seq=s, dtype_bytes=2, attention="flash", tp=4, recompute=2, framework=gpt)
+    assert full == pytest.approx(2 * h / 4)  # the layer's input, sequence-parallel
+
+
+def test_swiglu_gqa_rope_layer_by_hand():
+    """Eager PyTorch, Llama-style: every kept tensor counted by hand (bytes per token, bf16)."""
+    shape = ModelShape(name="l", hidden=1024, num_layers=2, num_heads=16, num_kv_heads=4, ffn=2816, vocab=32000,
+                       mlp="swiglu", norm="rmsnorm", bias=False, tied_embeddings=False)
+    q, kv, h, f = 1024, 256, 1024, 2816
+    expected = (2 * h + 4  # norm input, its rstd
+                + 2 * h  # the QKV projection's input
+                + 2 * (q + 2 * kv) + 2 * (q + kv)  # the QKV output (V's view keeps it) and rotated Q, K
+                + 4 * 16  # flash's log-sum-exp
+                + 2 * q  # O, the output projection's input
+                + 2 * h + 4 + 2 * h  # MLP norm input, rstd, output
+                + 4 * 2 * f)  # gate, up, silu(gate), product
+    got = layer_activation_bytes(shape, seq=512, dtype_bytes=2, attention="flash", tp=1, recompute=0,
+                                 framework=FRAMEWORKS["torch"])
+    assert got == pytest.approx(expected)
+
+
+def test_model_state_by_precision_and_zero_stage():
+    shape, w = get_model("llama2-7b"), Workload(batch=1, seq=1024)
+    P = shape.params
+    for zero in range(4):
+        m = estimate(shape, w, Parallelism(dp=8, zero=zero), precision="mixed")
+        assert m.grads == pytest.approx(2 * P / (8 if zero >= 2 else 1))
+        low = 12 * P / (8 if zero >= 1 else 1)
+        assert low <= m.optimizer <= low + 4 * P  # plus the step's fp32 gradient copy when that is the peak
+        layer_weights = 2 * shape.layer_params * 2  # FSDP's two gathered layers
+        assert m.weights == pytest.approx(2 * P / 8 + layer_weights if zero == 3 else 2 * P)
+    bf16 = estimate(shape, w, precision="bf16")
+    assert bf16.weights + bf16.grads == pytest.approx(4 * P)
+
+
+def test_optimizer_step_can_be_the_peak():
+    """Tiny activations: the step's temporaries (fp32 copies of the grads) exceed the backward's."""
+    shape = get_model("gpt2")
+    m = estimate(shape, Workload(batch=1, seq=16), precision="mixed")
+    assert m.activations == 0 and m.loss == 0
+    assert m.optimizer == pytest.approx(16 * shape.params)
+
+
+def test_pipeline_in_flight_micro_batches():
+    shape, w = GPT.replace(num_layers=16), Workload(batch=1, seq=2048)
+    kw = dict(framework="megatron-gpt", precision="mixed-fp32-grads")  # no step temporaries: the backward peaks
+    one = estimate(shape, w, Parallelism(pp=1), **kw).activations
+    plain = estimate(shape, w, Parallelism(pp=4, micro_batches=8), **kw).activations
+    # The first stage holds 4 micro-batches of its 4 layers: the whole model's activations of one.
+    assert plain == pytest.approx(one, rel=1e-9)
+    few = estimate(shape, w, Parallelism(pp=4, micro_batches=2), **kw).activations
+    assert few == pytest.approx(one / 2)
+    interleaved = estimate(shape, w, Parallelism(pp=4, vp=2, micro_batches=8), **kw).activations
+    assert interleaved == pytest.approx(one * (1 + 3 / 8))  # L(1 + (p-1)/(pv))
+
+
+def test_logits_loss_buffers_and_kv_cache():
+    shape = get_model("llama2-7b")
+    m = estimate(shape, Workload(batch=2, seq=1024), framework="torch", precision="mixed-fp32-grads")
+    assert m.loss == pytest.approx(2 * 1024 * (32000 * 12 + 2 * 2 * 4096))
+    infer = estimate(shape, Workload(batch=8, seq=4096, mode="decode", tp=2))
+    assert infer.kv_cache == pytest.approx(2 * 32 * (32 // 2) * 128 * 8 * 4096 * 2)
+    assert infer.weights == pytest.approx(shape.params)  # bf16 over two ranks
+
+
+def test_parts_add_and_allowance():
+    a, b = Memory(weights=1, activations=2), Memory(grads=3, activations=4)
+    assert (a + b).as_dict() == Memory(weights=1, grads=3, activations=6).as_dict()
+    m = estimate(get_model("gpt2"), Workload(batch=2, seq=512))
+    assert m.allocator == pytest.approx(ALLOCATOR_FRACTION * m.allocated_bytes + CONTEXT_BYTES)
+    assert m.total_bytes == pytest.approx(sum(m.values()))
+
+
+def test_bad_layouts_refused():
+    with pytest.raises(ShapewiseError, match="pipeline"):
+        estimate(GPT, Workload(), Parallelism(pp=3))
+    with pytest.raises(ShapewiseError, match="precision"):
+        estimate(GPT, Workload(), precision="fp64")
+    with pytest.raises(ShapewiseError):
+        Parallelism(zero=4)
+    with pytest.raises(ShapewiseError):
+        Parallelism(dp=6, ep=4)
+
+
+def test_check_reports_memory_and_a_finding_when_it_does_not_fit():
+    from shapewise.report import check
+
+    big = check(get_model("llama2-70b"), Workload(batch=1, seq=2048), gpu="l4")
+    assert big.findings[0].rule == "memory" and not big.memory.fits(get_gpu("l4"))
+    small = check(get_model("gpt2"), Workload(batch=1, seq=1024), gpu="h200")
+    assert small.memory.fits(get_gpu("h200")) and all(f.rule != "memory" for f in small.findings)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4]), st.integers(1, 8), st.sampled_from(list(PRECISIONS)))
+def test_more_sharding_or_recompute_never_needs_more(tp, dp, batch, precision):
+    shape, w = get_model("llama2-7b"), Workload(batch=batch, seq=1024, tp=tp)
+    base = estimate(shape, w, Parallelism(dp=dp), precision=precision).total_bytes
+    assert estimate(shape, w, Parallelism(dp=dp, zero=3), precision=precision).total_bytes <= base + 1
+    assert estimate(shape, w, Parallelism(dp=dp, recompute="full"), precision=precision).total_bytes <= base + 1
+    assert estimate(shape, w.replace(batch=batch + 1), Parallelism(dp=dp), precision=precision).total_bytes >= base - 1
+    assert math.isfinite(base) and not np.isnan(base)
