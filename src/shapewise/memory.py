@@ -40,8 +40,8 @@ import numpy as np
 
 from .errors import ShapewiseError
 from .hardware import GPU
-from .parallel import RECOMPUTE, Parallelism
-from .shapes import MLP_KINDS, ModelShape, Workload
+from .parallel import RECOMPUTE, Parallelism, expert_params
+from .shapes import ModelShape, Workload
 
 GIB = 2 ** 30
 
@@ -159,14 +159,6 @@ def _lookup(table: dict, key, what: str):
     return key
 
 
-def _expert_params(shape: ModelShape) -> int:
-    """Parameters of one layer's routed experts (what expert parallelism splits)."""
-    if not shape.is_moe:
-        return 0
-    mats, f = MLP_KINDS[shape.mlp], shape.expert_width
-    return shape.num_experts * (mats * shape.hidden * f + ((mats - 1) * f + shape.hidden) * shape.bias)
-
-
 def layer_activation_bytes(shape: ModelShape, *, seq: int, dtype_bytes: int, attention: str, tp, recompute,
                            framework: Framework):
     """Bytes one layer keeps for backward per token of a micro-batch, on one tensor-parallel rank.
@@ -233,7 +225,7 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
     tp, pp, dp, vp, ep, zero, recompute, batch = (np.asarray(x) for x in (tp, pp, dp, vp, ep, zero, recompute, batch))
     L, h, V = shape.num_layers, shape.hidden, shape.vocab
     tokens = batch * seq
-    experts = _expert_params(shape)
+    experts = expert_params(shape)
     dense_layer = shape.layer_params - experts
     stage_layers = L / pp
     layers_dense = stage_layers * dense_layer / tp

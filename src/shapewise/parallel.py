@@ -10,9 +10,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .errors import ShapewiseError
 
 RECOMPUTE = ("none", "selective", "full")
+
+
+def expert_params(shape) -> int:
+    """Parameters of one layer's routed experts (what expert parallelism splits)."""
+    from .shapes import MLP_KINDS
+
+    if not shape.is_moe:
+        return 0
+    mats, f = MLP_KINDS[shape.mlp], shape.expert_width
+    return shape.num_experts * (mats * shape.hidden * f + ((mats - 1) * f + shape.hidden) * shape.bias)
 
 
 @dataclass(frozen=True)
@@ -38,3 +50,173 @@ class Parallelism:
             raise ShapewiseError(f"parallelism: expert parallelism {self.ep} must divide data parallelism {self.dp}")
         if self.vp > 1 and self.pp == 1:
             raise ShapewiseError("parallelism: virtual stages need pipeline parallelism (pp > 1)")
+
+
+# ---- links: within a node (hardware.NVLINK_DATASHEETS) and between nodes (below) ----
+
+# Network bandwidth per GPU between nodes, per direction (one NIC per GPU in these systems).
+SCALE_OUT = {
+    "a100-40gb": (25.0, "NVIDIA DGX A100 datasheet: 8x single-port ConnectX-6 HDR InfiniBand 200 Gb/s, one per GPU"),
+    "a100-80gb": (25.0, "NVIDIA DGX A100 datasheet: 8x single-port ConnectX-6 HDR InfiniBand 200 Gb/s, one per GPU"),
+    "h100": (50.0, "NVIDIA DGX H100 datasheet: 8x single-port ConnectX-7 400 Gb/s InfiniBand/Ethernet, one per GPU"),
+    "h200": (50.0, "NVIDIA DGX H200 datasheet: 8x single-port ConnectX-7 400 Gb/s InfiniBand/Ethernet, one per GPU"),
+    "b200": (50.0, "NVIDIA DGX B200 datasheet: 8x single-port ConnectX-7 400 Gb/s InfiniBand/Ethernet, one per GPU"),
+}
+
+
+@dataclass(frozen=True)
+class Network:
+    """The links a step's collectives use: GB/s per direction per GPU within a node and between nodes."""
+
+    intra_gbs: float
+    inter_gbs: float
+    gpus_per_node: int = 8
+    source: str = ""
+
+    def __post_init__(self):
+        if not (self.intra_gbs > 0 and self.inter_gbs > 0):
+            raise ShapewiseError("network: link bandwidths must be positive GB/s")
+        if isinstance(self.gpus_per_node, bool) or not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
+            raise ShapewiseError(f"network: GPUs per node must be a positive whole number, got {self.gpus_per_node!r}")
+
+
+def network_for(gpu, *, gpus_per_node: int = 8, inter_gbs: float | None = None,
+                intra_gbs: float | None = None) -> Network:
+    """The GPU's datasheet links, each overridable; refuses where the table has none and none is given."""
+    from .hardware import link
+
+    peer = link(gpu)
+    if intra_gbs is None:
+        if peer is None:
+            raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table; give --intra-node-gbs")
+        intra_gbs = peer[1]
+    row = SCALE_OUT.get(gpu.key)
+    if inter_gbs is None:
+        if row is None:
+            raise ShapewiseError(f"no datasheet network for {gpu.name}; give --inter-node-gbs (GB/s per GPU)")
+        inter_gbs = row[0]
+    source = f"within a node {intra_gbs:g} GB/s ({peer[0] if peer else 'given'}), between nodes {inter_gbs:g} GB/s" \
+             + (f" ({row[1]})" if row and inter_gbs == row[0] else " (given)")
+    return Network(float(intra_gbs), float(inter_gbs), gpus_per_node, source)
+
+
+# ---- step time ----
+
+CORE_ATTENTION = ("attn/flash", "attn/score", "attn/softmax", "attn/over_v")
+EMBED_OPS, HEAD_OPS = ("embed", "tp/embed"), ("final/norm", "logits", "loss", "tp/logits")
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    """One micro-batch on one tensor-parallel rank, from the cost model: ms and matrix FLOPs."""
+
+    fwd_ms: float  # one layer's forward (its tensor-parallel collectives included)
+    bwd_ms: float
+    core_fwd_ms: float  # the forward of core attention alone (what selective recomputation repeats)
+    tp_comm_ms: float  # one layer's tensor-parallel collectives, forward and backward
+    embed_ms: float  # the embedding, forward and backward (first stage)
+    head_ms: float  # final norm, output layer and loss, forward and backward (last stage)
+    layer_flops: float
+    outside_flops: float
+    bytes_per_s: float  # the GPU's memory bandwidth (the optimizer's update is memory-bound)
+
+
+def layer_times(shape, workload, *, gpu, params) -> LayerTimes:
+    from .cost import predict_step
+    from .ops import COMM
+
+    step = predict_step(shape.replace(num_layers=1), workload, gpu=gpu, params=params)
+
+    def ms(keep) -> float:
+        return sum(c.total_ms for c in step.costs if keep(c.op))
+
+    inside = lambda op: op.name not in EMBED_OPS + HEAD_OPS  # noqa: E731
+    return LayerTimes(
+        fwd_ms=ms(lambda op: inside(op) and op.pass_ == "fwd"),
+        bwd_ms=ms(lambda op: inside(op) and op.pass_ != "fwd"),
+        core_fwd_ms=ms(lambda op: op.name in CORE_ATTENTION and op.pass_ == "fwd"),
+        tp_comm_ms=ms(lambda op: inside(op) and op.kind == COMM),
+        embed_ms=ms(lambda op: op.name in EMBED_OPS), head_ms=ms(lambda op: op.name in HEAD_OPS),
+        layer_flops=float(sum(c.op.total_flops for c in step.costs if inside(c.op))),
+        outside_flops=float(sum(c.op.total_flops for c in step.costs if not inside(c.op))),
+        bytes_per_s=step.gpu.bytes_per_s)
+
+
+def ring_ms(nbytes, ranks, gbs, params, *, passes: float = 1.0):
+    """A ring collective over `ranks`: (ranks-1)/ranks of the message per pass (2 for an all-reduce)
+    at the link's bus bandwidth (cost.CostParams.comm_bandwidth of the datasheet), plus its latency."""
+    ranks = np.asarray(ranks, dtype=float)
+    moved = passes * (ranks - 1) / ranks * nbytes
+    return np.where(ranks > 1, moved / (gbs * 1e9 * params.comm_bandwidth) * 1e3 + params.comm_latency_ms, 0.0)
+
+
+def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, recompute, micro_batches,
+                network: Network, params, precision, overlap_dp: bool = True) -> dict:
+    """A training step's time, ms, by part, over numpy arrays of layouts (recompute: 0, 1, 2).
+
+    compute: m micro-batches through the slowest stage (tensor-parallel collectives included, as
+      the cost model prices them); recompute: the part of it that repeats forward work;
+    bubble: 1F1B idles (p-1) stage-times, the interleaved schedule (p-1)/v of them (Narayanan et
+      al. 2021, section 2.2): a share (p-1)/(v·m) of compute;
+    pipeline_comm: each micro-batch's activation forward and its gradient back across every
+      chunk boundary (v per rank), s·b·h/t bytes with sequence parallelism, not hidden;
+    dp_comm: gradients reduced over d (all-reduce; with ZeRO a reduce-scatter and, after the
+      optimizer, an all-gather of the updated weights; ZeRO-3/FSDP gathers the weights for every
+      micro-batch's forward and backward). With overlap_dp, as DDP, FSDP and Megatron's
+      --overlap-grad-reduce/--overlap-param-gather do, the gradient reduction hides behind the last
+      micro-batch's backward, the weights' gather behind the first forward, FSDP's behind each
+      micro-batch; what is longer than that compute, and always the last layer's bucket, is exposed;
+    ep_comm: expert parallelism's dispatch and combine all-to-alls, forward and backward, exposed;
+    optimizer: reading and writing the local optimizer shard at the GPU's memory bandwidth."""
+    pp, vp, dp, ep, zero, recompute, m = (np.asarray(x) for x in (pp, vp, dp, ep, zero, recompute, micro_batches))
+    L, t, B = shape.num_layers, workload.tp, workload.dtype_bytes
+    stage_layers = L / pp
+    extra = np.where(recompute == 2, times.fwd_ms, np.where(recompute == 1, times.core_fwd_ms, 0.0))
+    layers = stage_layers * (times.fwd_ms + times.bwd_ms + extra)
+    first = layers + times.embed_ms + np.where(pp == 1, times.head_ms, 0.0)
+    last = layers + times.head_ms + np.where(pp == 1, times.embed_ms, 0.0)
+    stage = np.maximum(first, last)
+    compute = m * stage
+    recomputed = m * stage_layers * extra
+    bubble = (pp - 1) / vp * stage
+    gpn = network.gpus_per_node
+    # Megatron orders ranks tensor-fastest, then data, then pipeline: a pipeline neighbour is t·d
+    # ranks away, a data-parallel one t; a group within one node uses NVLink, else the network.
+    p2p_gbs = np.where(t * dp >= gpn, network.inter_gbs, network.intra_gbs)
+    message = workload.batch * workload.seq * shape.hidden * B / t
+    sends = np.where(pp > 1, 2 * vp * m, 0)
+    pipeline_comm = sends * (message / (p2p_gbs * 1e9 * params.comm_bandwidth) * 1e3 + params.comm_latency_ms)
+    # Data parallelism: the stage's parameters (the largest stage: the embedding's or the head's).
+    experts = expert_params(shape)
+    dense_stage = stage_layers * (shape.layer_params - experts) / t + shape.vocab * shape.hidden / t
+    expert_stage = stage_layers * experts / (t * ep)
+    dp_gbs = np.where(t * dp > gpn, network.inter_gbs, network.intra_gbs)
+    edp = np.maximum(dp // ep, 1)
+
+    def over_dp(count, *, passes):
+        return ring_ms(dense_stage * count, dp, dp_gbs, params, passes=passes) + \
+            ring_ms(expert_stage * count, edp, dp_gbs, params, passes=passes)
+
+    grads = over_dp(precision.grads, passes=np.where(zero >= 1, 1, 2))
+    gather = np.where((zero >= 1) & (zero <= 2), over_dp(precision.weights, passes=1), 0.0)
+    fsdp = np.where(zero == 3, over_dp(2 * precision.weights + precision.grads, passes=1), 0.0)  # per micro-batch
+    bwd_one, fwd_one = stage_layers * times.bwd_ms, stage_layers * times.fwd_ms
+    if overlap_dp:
+        bucket = 1 / np.maximum(stage_layers, 1)
+        exposed = np.maximum(grads - bwd_one, grads * bucket) + np.maximum(gather - fwd_one, gather * bucket)
+        exposed = np.where(zero == 3, m * np.maximum(fsdp - stage, fsdp * bucket), exposed)
+    else:
+        exposed = np.where(zero == 3, m * fsdp, grads + gather)
+    hidden = np.where(zero == 3, m * fsdp, grads + gather) - exposed
+    # Expert parallelism: dispatch and combine, forward and backward, of every routed copy.
+    routed = workload.batch * workload.seq * shape.top_k * shape.hidden * B
+    ep_gbs = np.where(t * ep > gpn, network.inter_gbs, network.intra_gbs)
+    ep_comm = m * stage_layers * 4 * ring_ms(routed, ep, ep_gbs, params) if shape.is_moe else np.zeros_like(compute)
+    # The optimizer reads weights, grads and its state and writes weights and state back.
+    local = (dense_stage + expert_stage) / np.where(zero >= 1, dp, 1)
+    touched = local * (2 * precision.weights + precision.grads + 2 * precision.optimizer)
+    optimizer = touched / (params.gemm_bandwidth * times.bytes_per_s) * 1e3
+    total = compute + bubble + pipeline_comm + exposed + ep_comm + optimizer
+    return {"total_ms": total, "compute_ms": compute, "recompute_ms": recomputed, "bubble_ms": bubble,
+            "pipeline_comm_ms": pipeline_comm, "dp_comm_ms": exposed, "dp_hidden_ms": hidden,
+            "ep_comm_ms": ep_comm, "optimizer_ms": optimizer, "tp_comm_ms": m * stage_layers * times.tp_comm_ms}

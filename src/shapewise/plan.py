@@ -1,0 +1,201 @@
+"""The whole run on a cluster: every way to spread a model over N GPUs (tensor, pipeline and data
+parallelism, virtual stages, micro-batch, recomputation, ZeRO stage, expert parallelism), the ones
+that fit in memory, ranked by predicted time per step.
+
+Each distinct (shape, t, micro-batch) is priced once by the cost model (parallel.layer_times); the
+thousands of layouts built on it are combined with numpy (parallel.step_arrays for time,
+memory.training_arrays for memory).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cost import SPEC, CostParams
+from .errors import ShapewiseError
+from .hardware import GPU, get_gpu
+from .memory import PRECISIONS, FRAMEWORKS, Memory, capacity_bytes, training_arrays
+from .parallel import RECOMPUTE, Network, layer_times, network_for, step_arrays
+from .shapes import ModelShape, Workload
+
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
+MAX_VIRTUAL = 8  # virtual stages per pipeline rank tried (Megatron's interleaved schedule)
+LAYOUT = ("tp", "pp", "dp", "vp", "ep", "batch", "micro_batches", "recompute", "zero")
+TIME_PARTS = ("compute_ms", "recompute_ms", "bubble_ms", "pipeline_comm_ms", "dp_comm_ms", "ep_comm_ms",
+              "optimizer_ms", "tp_comm_ms")
+
+
+@dataclass(frozen=True)
+class Plan:
+    shape: ModelShape
+    tp: int
+    pp: int
+    dp: int
+    vp: int
+    ep: int
+    batch: int  # micro-batch, sequences
+    micro_batches: int  # m, per pipeline per step
+    recompute: str
+    zero: int
+    step_ms: float
+    tokens_per_s: float
+    mfu: float
+    memory: Memory
+    times_ms: dict  # the parts of TIME_PARTS; compute includes recompute and tensor-parallel collectives
+
+    @property
+    def communication_share(self) -> float:
+        t = self.times_ms
+        return (t["tp_comm_ms"] + t["pipeline_comm_ms"] + t["dp_comm_ms"] + t["ep_comm_ms"]) / self.step_ms
+
+    @property
+    def bubble_share(self) -> float:
+        return self.times_ms["bubble_ms"] / self.step_ms
+
+    def layout_text(self) -> str:
+        return (f"t={self.tp} p={self.pp}" + (f"×{self.vp}" if self.vp > 1 else "") + f" d={self.dp}"
+                + (f" e={self.ep}" if self.ep > 1 else "") + f" b={self.batch} m={self.micro_batches}"
+                + f" recompute={self.recompute} zero={self.zero}")
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    plans: tuple[Plan, ...]  # fitting, fastest first, `top` of them
+    considered: int  # layouts enumerated
+    fitting: int
+    seconds: float
+    gpus: int
+    global_batch_tokens: int
+    seq: int
+    network: Network
+    cost_source: str
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def layouts(shape: ModelShape, *, gpus: int, global_batch: int, gpus_per_node: int,
+            micro_batches=MICRO_BATCHES, zero_stages=(0, 1, 2, 3), recompute=RECOMPUTE) -> dict:
+    """Every layout as numpy arrays (keys: LAYOUT). The constraints: t divides the heads, the kv heads
+    and the FFN width and stays within a node; p divides the layers and p·v the layers too; d = N/(t·p);
+    b·d divides the global batch (sequences) into m micro-batches, m a multiple of p when interleaved;
+    e divides d and the experts."""
+    width = shape.expert_width if shape.is_moe else shape.ffn_width
+    tps = [t for t in _divisors(gpus_per_node) if gpus % t == 0 and shape.num_heads % t == 0
+           and shape.kv_heads % t == 0 and width % t == 0]
+    rows = []
+    for t in tps:
+        for p in _divisors(shape.num_layers):
+            if gpus % (t * p):
+                continue
+            d = gpus // (t * p)
+            eps = [e for e in _divisors(d) if shape.num_experts % e == 0] if shape.is_moe else [1]
+            for b in micro_batches:
+                if global_batch % (b * d):
+                    continue
+                m = global_batch // (b * d)
+                vps = [1] + [v for v in range(2, MAX_VIRTUAL + 1)
+                             if p > 1 and shape.num_layers % (p * v) == 0 and m % p == 0]
+                zeros = zero_stages if d > 1 else (0,)
+                for v, e, r, z in itertools.product(vps, eps, range(len(recompute)), zeros):
+                    rows.append((t, p, d, v, e, b, m, RECOMPUTE.index(recompute[r]), z))
+    if not rows:
+        return {k: np.zeros(0, dtype=int) for k in LAYOUT}
+    table = np.array(rows, dtype=np.int64)
+    return {k: table[:, i] for i, k in enumerate(LAYOUT)}
+
+
+def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str, global_batch_tokens: int, seq: int,
+         gpus_per_node: int = 8, network: Network | None = None, params: CostParams = SPEC,
+         cost_source: str = "spec-only", precision: str = "mixed", framework: str = "megatron",
+         dtype: str = "bf16", attention: str = "flash", top: int = 5, overlap_dp: bool = True,
+         shapes: tuple[ModelShape, ...] = ()) -> PlanResult:
+    """The fastest layouts of `shape` (and of each of `shapes`, alternatives of about its size) on
+    `gpus` GPUs that fit in memory; a step is global_batch_tokens tokens of sequences of `seq`."""
+    start = time.perf_counter()
+    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    for name, value in (("--gpus", gpus), ("--seq", seq), ("--global-batch", global_batch_tokens),
+                        ("--gpus-per-node", gpus_per_node), ("--top", top)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ShapewiseError(f"{name} must be a positive whole number, got {value!r}")
+    if global_batch_tokens % seq:
+        raise ShapewiseError(f"the global batch of {global_batch_tokens:,} tokens is not a whole number of "
+                             f"sequences of {seq}; give a multiple of {seq}")
+    if gpus > gpus_per_node and gpus % gpus_per_node:
+        raise ShapewiseError(f"{gpus} GPUs do not fill whole nodes of {gpus_per_node}; give a multiple of {gpus_per_node}")
+    network = network or network_for(gpu, gpus_per_node=gpus_per_node)
+    prec, fw = PRECISIONS[precision], FRAMEWORKS[framework]
+    sequences = global_batch_tokens // seq
+    found: list[tuple[float, ModelShape, dict, int]] = []
+    considered = fitting = 0
+    for s in (shape, *shapes):
+        lay = layouts(s, gpus=gpus, global_batch=sequences, gpus_per_node=min(gpus_per_node, gpus))
+        count = len(lay["tp"])
+        considered += count
+        if not count:
+            continue
+        mem = training_arrays(s, seq=seq, dtype_bytes=Workload(dtype=dtype).dtype_bytes, attention=attention,
+                              tp=lay["tp"], pp=lay["pp"], dp=lay["dp"], vp=lay["vp"], ep=lay["ep"], zero=lay["zero"],
+                              recompute=lay["recompute"], batch=lay["batch"], micro_batches=lay["micro_batches"],
+                              precision=prec, framework=fw)
+        total = sum(mem.values())
+        fits = total <= capacity_bytes(gpu)
+        fitting += int(fits.sum())
+        parts = {k: np.zeros(count) for k in (*TIME_PARTS, "total_ms", "dp_hidden_ms")}
+        flops = np.zeros(count)
+        # Price each distinct (t, micro-batch) once; every layout on it is arithmetic.
+        for t, b in {(int(t), int(b)) for t, b in zip(lay["tp"][fits], lay["batch"][fits])}:
+            rows = fits & (lay["tp"] == t) & (lay["batch"] == b)
+            w = Workload(batch=b, seq=seq, tp=t, dtype=dtype, attention=attention)
+            times = layer_times(s, w, gpu=gpu, params=params)
+            out = step_arrays(times, s, w, pp=lay["pp"][rows], vp=lay["vp"][rows], dp=lay["dp"][rows],
+                              ep=lay["ep"][rows], zero=lay["zero"][rows], recompute=lay["recompute"][rows],
+                              micro_batches=lay["micro_batches"][rows], network=network, params=params,
+                              precision=prec, overlap_dp=overlap_dp)
+            for k in parts:
+                parts[k][rows] = out[k]
+            flops[rows] = (s.num_layers * times.layer_flops + times.outside_flops) * t \
+                * lay["micro_batches"][rows] * lay["dp"][rows]
+        for i in np.flatnonzero(fits):
+            found.append((float(parts["total_ms"][i]), s, {k: int(lay[k][i]) for k in LAYOUT},
+                          {k: float(v[i]) for k, v in parts.items()}, {k: float(v[i]) for k, v in mem.items()},
+                          float(flops[i])))
+    found.sort(key=lambda row: row[0])
+    peak = gpu.peak_tflops(dtype) * 1e12
+    plans = tuple(Plan(s, lay["tp"], lay["pp"], lay["dp"], lay["vp"], lay["ep"], lay["batch"], lay["micro_batches"],
+                       RECOMPUTE[lay["recompute"]], lay["zero"], step_ms, global_batch_tokens / (step_ms * 1e-3),
+                       flops / (step_ms * 1e-3 * gpus * peak), Memory(**mem), times)
+                  for step_ms, s, lay, times, mem, flops in found[:top])
+    return PlanResult(plans, considered, fitting, time.perf_counter() - start, gpus, global_batch_tokens, seq,
+                      network, cost_source)
+
+
+def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int) -> str:
+    """The plan as Megatron-LM's command-line flags."""
+    flags = [f"--tensor-model-parallel-size {p.tp}", f"--pipeline-model-parallel-size {p.pp}",
+             f"--micro-batch-size {p.batch}", f"--global-batch-size {global_batch_tokens // seq}",
+             f"--seq-length {seq}", "--bf16"]
+    if p.tp > 1:
+        flags.append("--sequence-parallel")
+    if p.vp > 1:
+        flags.append(f"--num-layers-per-virtual-pipeline-stage {p.shape.num_layers // (p.pp * p.vp)}")
+    if p.ep > 1:
+        flags.append(f"--expert-model-parallel-size {p.ep}")
+    if p.recompute == "selective":
+        flags.append("--recompute-activations")
+    elif p.recompute == "full":
+        flags += ["--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1"]
+    if p.zero >= 1:
+        flags.append("--use-distributed-optimizer")  # ZeRO-1: optimizer state sharded over d
+    if p.zero >= 2:
+        flags.append("--data-parallel-sharding-strategy optim_grads")  # Megatron-FSDP's ZeRO-2
+    if p.zero == 3:
+        flags[-1] = "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params"
+    if p.dp > 1:
+        flags += ["--overlap-grad-reduce"] + (["--overlap-param-gather"] if p.zero >= 1 else [])
+    return " \\\n  ".join(flags)
