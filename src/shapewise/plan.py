@@ -199,3 +199,47 @@ def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int) -> str:
     if p.dp > 1:
         flags += ["--overlap-grad-reduce"] + (["--overlap-param-gather"] if p.zero >= 1 else [])
     return " \\\n  ".join(flags)
+
+
+def _duration(seconds: float) -> str:
+    days = seconds / 86400
+    return f"{days:,.1f} days" if days >= 1 else f"{seconds / 3600:,.1f} h"
+
+
+def to_json(result: PlanResult, *, train_tokens: int | None = None) -> dict:
+    def row(p: Plan) -> dict:
+        return {"model": p.shape.name, "params": p.shape.params, "tp": p.tp, "pp": p.pp, "vp": p.vp, "dp": p.dp,
+                "ep": p.ep, "micro_batch": p.batch, "micro_batches": p.micro_batches, "recompute": p.recompute,
+                "zero": p.zero, "step_ms": p.step_ms, "tokens_per_s": p.tokens_per_s, "mfu": p.mfu,
+                "memory_per_gpu_bytes": p.memory.total_bytes, "memory_bytes": p.memory.as_dict(),
+                "times_ms": p.times_ms, "communication_share": p.communication_share,
+                "bubble_share": p.bubble_share,
+                **({"time_to_train_s": train_tokens / p.tokens_per_s} if train_tokens else {})}
+
+    return {"gpus": result.gpus, "global_batch_tokens": result.global_batch_tokens, "seq": result.seq,
+            "network": result.network.source, "cost_model": result.cost_source, "considered": result.considered,
+            "fitting": result.fitting, "seconds": result.seconds, "plans": [row(p) for p in result.plans]}
+
+
+def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = None) -> None:
+    from rich.table import Table
+
+    console.print(f"{result.considered:,} layouts of {result.gpus:,} {gpu.key} GPUs considered, {result.fitting:,} fit "
+                  f"in {capacity_bytes(gpu) / 2**30:,.1f} GiB, in {result.seconds:.2f} s; global batch "
+                  f"{result.global_batch_tokens:,} tokens of {result.seq}; network: {result.network.source}; "
+                  f"cost model: {result.cost_source}")
+    if not result.plans:
+        console.print("[red]No layout fits in memory: more GPUs, a smaller global batch or a GPU with more memory.[/red]")
+        return
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    columns = ["#", "model", "layout (t p×v d e b m)", "step s", "tokens/s", "MFU", "memory GiB",
+               "weights/grads/optim/act/loss", "comm", "bubble"] + (["to train"] if train_tokens else [])
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("model", "layout (t p×v d e b m)") else "right")
+    for i, p in enumerate(result.plans, 1):
+        m = p.memory
+        split = "/".join(f"{v / 2**30:.1f}" for v in (m.weights, m.grads, m.optimizer, m.activations, m.loss))
+        table.add_row(str(i), p.shape.name, p.layout_text(), f"{p.step_ms / 1e3:,.2f}", f"{p.tokens_per_s:,.0f}",
+                      f"{p.mfu:.1%}", f"{m.total_bytes / 2**30:,.1f}", split, f"{p.communication_share:.1%}",
+                      f"{p.bubble_share:.1%}", *([_duration(train_tokens / p.tokens_per_s)] if train_tokens else []))
+    console.print(table)

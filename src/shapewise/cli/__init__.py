@@ -9,7 +9,7 @@ import sys
 
 from .. import __version__
 from ..errors import ShapewiseError
-from . import bench, calibrate, check, report, suggest
+from . import bench, calibrate, check, plan, report, suggest
 from .common import Parser, leave_process_group
 
 
@@ -17,7 +17,7 @@ def build_parser() -> Parser:
     parser = Parser(prog="shapewise", description="Is this transformer's shape fast on this GPU?")
     parser.add_argument("--version", action="version", version=f"shapewise {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for add in (*check.COMMANDS, bench.add_bench, *calibrate.COMMANDS, *suggest.COMMANDS, *report.COMMANDS):
+    for add in (*check.COMMANDS, bench.add_bench, *calibrate.COMMANDS, *suggest.COMMANDS, *plan.COMMANDS, *report.COMMANDS):
         add(sub)
     return parser
 

@@ -1,0 +1,79 @@
+"""`shapewise plan`: the fastest ways to train a model on a cluster that fit in memory."""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import ShapewiseError
+from .common import add_cost_args, console, cost_model, positive_int
+
+
+def add_plan(sub) -> None:
+    p = sub.add_parser("plan", help="the fastest ways to train a model on a cluster that fit in memory")
+    p.add_argument("model", nargs="?", help="a preset name (`shapewise models` lists them)")
+    p.add_argument("--config", metavar="PATH", help="a Hugging Face config.json (or a folder holding one)")
+    p.add_argument("--params", type=float, help="a parameter budget, e.g. 7e9: the fastest shape of that size")
+    p.add_argument("--gpus", type=positive_int, required=True, help="GPUs in the cluster")
+    p.add_argument("--gpu", default="h100", help="GPU name (default h100)")
+    p.add_argument("--gpus-per-node", type=positive_int, default=8, help="GPUs sharing NVLink (8)")
+    p.add_argument("--global-batch", type=positive_int, required=True, metavar="TOKENS", help="tokens per step")
+    p.add_argument("--seq", "-s", type=positive_int, required=True, help="sequence length")
+    p.add_argument("--tokens", type=float, metavar="T", help="tokens to train on: prints the time it takes")
+    p.add_argument("--shapes", action="store_true", help="also plan the faster shapes of about the same size")
+    p.add_argument("--inter-node-gbs", type=float, help="network GB/s per GPU between nodes (default: datasheet)")
+    p.add_argument("--intra-node-gbs", type=float, help="GB/s per GPU within a node (default: NVLink datasheet)")
+    p.add_argument("--top", type=positive_int, default=5, help="how many plans (5)")
+    p.add_argument("--emit", choices=("megatron",), help="print the best plan as Megatron-LM flags")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_cost_args(p)
+    p.set_defaults(run=run_plan)
+
+
+def _shape(args, gpu, params):
+    from ..search import search
+    from ..shapes import Workload, get_model, load_config
+
+    given = [x for x in (args.model, args.config, args.params) if x is not None]
+    if len(given) != 1:
+        raise ShapewiseError("give one of: a preset name, --config PATH or --params N")
+    if args.params is None:
+        return load_config(args.config) if args.config else get_model(args.model)
+    found = search(params_target=int(args.params), gpu=gpu, workload=Workload(batch=1, seq=args.seq),
+                   cost_params=params, top=1)  # the fastest shape of that size on this GPU
+    if not found.top:
+        raise ShapewiseError(f"no shape within the tolerance of {args.params:g} parameters; try another size")
+    return found.top[0].shape
+
+
+def run_plan(args) -> int:
+    from ..hardware import get_gpu
+    from ..parallel import network_for
+    from ..plan import megatron_flags, plan, render, to_json
+    from ..search import change_text, suggest
+    from ..shapes import Workload
+
+    gpu = get_gpu(args.gpu)
+    cost = cost_model(args, gpu)
+    shape = _shape(args, gpu, cost.params)
+    network = network_for(gpu, gpus_per_node=args.gpus_per_node, inter_gbs=args.inter_node_gbs,
+                          intra_gbs=args.intra_node_gbs)
+    shapes = ()
+    if args.shapes:  # the neighbourhood suggest searches, each named by what it changes
+        near = suggest(shape, Workload(batch=1, seq=args.seq), gpu=gpu, params=cost.params, keep=("batch", "tp"),
+                       top=args.top, require_fit=False)
+        shapes = tuple(s.candidate.shape.replace(name=change_text(s.changes)) for s in near.suggestions)
+    result = plan(shape, gpus=args.gpus, gpu=gpu, global_batch_tokens=args.global_batch, seq=args.seq,
+                  gpus_per_node=args.gpus_per_node, network=network, params=cost.params, cost_source=cost.source,
+                  top=args.top, shapes=shapes)
+    if args.emit == "megatron":
+        if not result.plans:
+            raise ShapewiseError("no layout fits in memory, so there are no flags to emit")
+        print(megatron_flags(result.plans[0], seq=args.seq, global_batch_tokens=args.global_batch))
+    elif args.json:
+        print(json.dumps(to_json(result, train_tokens=args.tokens), indent=2))
+    else:
+        render(result, console(), gpu=gpu, train_tokens=args.tokens)
+    return 0
+
+
+COMMANDS = (add_plan,)
