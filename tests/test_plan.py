@@ -1,0 +1,132 @@
+"""Parallel step time (bubbles, overlap), the plan's enumeration and its command."""
+
+import json
+
+import numpy as np
+import pytest
+
+from shapewise.cost import SPEC
+from shapewise.errors import ShapewiseError
+from shapewise.hardware import get_gpu
+from shapewise.memory import PRECISIONS
+from shapewise.parallel import LayerTimes, Network, network_for, ring_ms, step_arrays
+from shapewise.plan import layouts, megatron_flags, plan
+from shapewise.shapes import ModelShape, Workload, get_model
+
+from helpers import run
+
+SHAPE = ModelShape(name="m", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn=14336, vocab=128256,
+                   mlp="swiglu", norm="rmsnorm", bias=False, tied_embeddings=False)
+TIMES = LayerTimes(fwd_ms=1.0, bwd_ms=2.0, core_fwd_ms=0.25, tp_comm_ms=0.1, embed_ms=0.0, head_ms=0.0,
+                   layer_flops=1e12, outside_flops=0.0, bytes_per_s=4.8e12)
+NET = Network(intra_gbs=450, inter_gbs=50)
+
+
+def steps(**layout):
+    base = dict(pp=1, vp=1, dp=1, ep=1, zero=0, recompute=0, micro_batches=8)
+    w = Workload(batch=1, seq=4096, tp=1)
+    out = step_arrays(TIMES, SHAPE, w, network=NET, params=SPEC, precision=PRECISIONS["mixed"], **(base | layout))
+    return {k: float(v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("pp,vp,m", [(4, 1, 8), (4, 2, 8), (8, 4, 32), (2, 1, 1)])
+def test_pipeline_bubble_is_p_minus_1_over_v_m_of_compute(pp, vp, m):
+    got = steps(pp=pp, vp=vp, micro_batches=m)
+    assert got["bubble_ms"] / got["compute_ms"] == pytest.approx((pp - 1) / (vp * m))
+    stage = 32 / pp * (1.0 + 2.0)  # layers per stage × (fwd + bwd), no embedding or head here
+    assert got["compute_ms"] == pytest.approx(m * stage)
+
+
+def test_recompute_repeats_forward_work():
+    none, selective, full = (steps(recompute=r) for r in (0, 1, 2))
+    assert selective["compute_ms"] - none["compute_ms"] == pytest.approx(8 * 32 * 0.25)
+    assert full["compute_ms"] - none["compute_ms"] == pytest.approx(8 * 32 * 1.0)
+    assert full["recompute_ms"] == pytest.approx(8 * 32 * 1.0)
+
+
+def test_data_parallel_reduction_overlaps_the_last_backward():
+    """The all-reduce hides behind the last micro-batch's backward; what is longer is exposed, and
+    never less than one layer's bucket."""
+    slow = Network(intra_gbs=450, inter_gbs=0.5)
+    w = Workload(batch=1, seq=4096, tp=1)
+    kw = dict(pp=1, vp=1, ep=1, recompute=0, micro_batches=8, params=SPEC, precision=PRECISIONS["mixed"])
+    dp = np.array([16])
+    for net in (NET, slow):
+        over = step_arrays(TIMES, SHAPE, w, dp=dp, zero=0, network=net, overlap_dp=True, **kw)
+        plain = step_arrays(TIMES, SHAPE, w, dp=dp, zero=0, network=net, overlap_dp=False, **kw)
+        comm = float(plain["dp_comm_ms"][0])
+        backward = 32 * TIMES.bwd_ms
+        assert float(over["dp_comm_ms"][0]) == pytest.approx(max(comm - backward, comm / 32))
+        assert float(over["dp_comm_ms"][0] + over["dp_hidden_ms"][0]) == pytest.approx(comm)
+    grads = (SHAPE.layer_params * 32 + SHAPE.vocab * SHAPE.hidden) * 2  # bf16, the first stage's
+    assert comm == pytest.approx(float(ring_ms(grads, 16, 0.5, SPEC, passes=2)))
+    assert float(ring_ms(grads, 1, 0.5, SPEC)) == 0.0  # one replica: nothing to reduce
+
+
+def test_fsdp_gathers_every_micro_batch():
+    zero1, zero3 = steps(dp=8, zero=1), steps(dp=8, zero=3)
+    assert zero3["dp_comm_ms"] + zero3["dp_hidden_ms"] > 4 * (zero1["dp_comm_ms"] + zero1["dp_hidden_ms"])
+
+
+def test_layouts_keep_the_constraints():
+    shape = get_model("llama2-13b")  # 40 heads, 40 layers
+    lay = layouts(shape, gpus=64, global_batch=256, gpus_per_node=8)
+    assert len(lay["tp"]) > 100
+    t, p, d, v, b, m = (lay[k] for k in ("tp", "pp", "dp", "vp", "batch", "micro_batches"))
+    assert np.all(shape.num_heads % t == 0) and np.all(shape.kv_heads % t == 0) and np.all(t <= 8)
+    assert np.all(shape.num_layers % (p * v) == 0)
+    assert np.all(t * p * d == 64)
+    assert np.all(m * b * d == 256)
+    assert np.all((v == 1) | (m % p == 0))
+    assert set(np.unique(t)) == {1, 2, 4, 8}
+    assert not np.any((d == 1) & (lay["zero"] > 0))
+
+
+def test_plan_ranks_fitting_layouts_fast():
+    result = plan(get_model("llama2-70b"), gpus=256, gpu="h100", global_batch_tokens=2**22, seq=4096, top=3)
+    assert result.considered > 1000 and 0 < result.fitting < result.considered
+    times = [p.step_ms for p in result.plans]
+    assert times == sorted(times)
+    best = result.plans[0]
+    assert best.memory.fits(get_gpu("h100"))
+    assert best.tokens_per_s == pytest.approx(2**22 / (best.step_ms / 1e3))
+    assert 0.2 < best.mfu < 0.8
+    flags = megatron_flags(best, seq=4096, global_batch_tokens=2**22)
+    assert f"--tensor-model-parallel-size {best.tp}" in flags and "--global-batch-size 1024" in flags
+
+
+def test_plan_refuses_bad_input():
+    with pytest.raises(ShapewiseError, match="sequences"):
+        plan(SHAPE, gpus=8, gpu="h100", global_batch_tokens=1000, seq=4096)
+    with pytest.raises(ShapewiseError, match="nodes"):
+        plan(SHAPE, gpus=12, gpu="h100", global_batch_tokens=4096 * 12, seq=4096)
+    with pytest.raises(ShapewiseError, match="inter-node"):
+        network_for(get_gpu("l4"))
+
+
+def test_cli_plan_table_json_and_flags(capsys):
+    args = ("plan", "llama2-7b", "--gpus", "64", "--gpu", "h100", "--global-batch", "1048576", "--seq", "4096")
+    code, out, _ = run(capsys, *args, "--tokens", "1e12", "--spec-only")
+    assert code == 0 and "tokens/s" in out and "days" in out
+    code, out, _ = run(capsys, *args, "--json", "--spec-only", "--top", "2")
+    doc = json.loads(out)
+    assert code == 0 and len(doc["plans"]) == 2 and doc["plans"][0]["step_ms"] <= doc["plans"][1]["step_ms"]
+    code, out, _ = run(capsys, *args, "--emit", "megatron", "--spec-only")
+    assert code == 0 and out.startswith("--tensor-model-parallel-size")
+
+
+@pytest.mark.parametrize("extra,message", [
+    (("--global-batch", "1000"), "sequences"),
+    (("--gpu", "nope"), "unknown GPU"),
+    (("--config", "x.json"), "one of"),
+    (("--gpus", "0"), "positive"),
+])
+def test_cli_plan_bad_input_is_one_line_exit_2(capsys, extra, message):
+    args = ["plan", "llama2-7b", "--gpus", "64", "--global-batch", "1048576", "--seq", "4096"]
+    for i in range(0, len(extra), 2):
+        if extra[i] in args:
+            args[args.index(extra[i]) + 1] = extra[i + 1]
+        else:
+            args += extra[i:i + 2]
+    code, out, err = run(capsys, *args)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
