@@ -192,10 +192,10 @@ def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int) -> str:
         flags += ["--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1"]
     if p.zero >= 1:
         flags.append("--use-distributed-optimizer")  # ZeRO-1: optimizer state sharded over d
-    if p.zero >= 2:
-        flags.append("--data-parallel-sharding-strategy optim_grads")  # Megatron-FSDP's ZeRO-2
-    if p.zero == 3:
-        flags[-1] = "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params"
+    if p.zero >= 2:  # Megatron-FSDP's strategies: optim_grads is ZeRO-2, optim_grads_params ZeRO-3
+        strategy = "optim_grads" if p.zero == 2 else "optim_grads_params"
+        flags += ["--use-megatron-fsdp", f"--data-parallel-sharding-strategy {strategy}",
+                  "--no-gradient-accumulation-fusion"]
     if p.dp > 1:
         flags += ["--overlap-grad-reduce"] + (["--overlap-param-gather"] if p.zero >= 1 else [])
     return " \\\n  ".join(flags)
