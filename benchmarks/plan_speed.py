@@ -3,8 +3,6 @@
     PYTHONPATH=src python3 benchmarks/plan_speed.py
 """
 
-import time
-
 from shapewise.plan import plan
 from shapewise.shapes import get_model
 

@@ -28,7 +28,13 @@ from dataclasses import dataclass
 from shapewise.cost import SPEC
 from shapewise.hardware import get_gpu
 from shapewise.memory import FRAMEWORKS, PRECISIONS, estimate
-from shapewise.parallel import RECOMPUTE, Parallelism, layer_times, network_for, step_arrays
+from shapewise.parallel import (
+    RECOMPUTE,
+    Parallelism,
+    layer_times,
+    network_for,
+    step_arrays,
+)
 from shapewise.plan import plan
 from shapewise.shapes import ModelShape, Workload
 

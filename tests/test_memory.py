@@ -9,8 +9,16 @@ from hypothesis import strategies as st
 
 from shapewise.errors import ShapewiseError
 from shapewise.hardware import get_gpu
-from shapewise.memory import (ALLOCATOR_FRACTION, CONTEXT_BYTES, FRAMEWORKS, PRECISIONS, Memory, estimate,
-                              korthikanti_bytes, layer_activation_bytes)
+from shapewise.memory import (
+    ALLOCATOR_FRACTION,
+    CONTEXT_BYTES,
+    FRAMEWORKS,
+    PRECISIONS,
+    Memory,
+    estimate,
+    korthikanti_bytes,
+    layer_activation_bytes,
+)
 from shapewise.parallel import Parallelism
 from shapewise.shapes import ModelShape, Workload, get_model
 
@@ -29,7 +37,7 @@ def test_gpt_layer_reproduces_korthikanti(tp):
 
 
 def test_flash_keeps_no_square_term_and_selective_drops_the_core():
-    s, b, a, h = 2048, 1, GPT.num_heads, GPT.hidden
+    s, a, h = 2048, GPT.num_heads, GPT.hidden
     gpt = FRAMEWORKS["megatron-gpt"]
     flash = layer_activation_bytes(GPT, seq=s, dtype_bytes=2, attention="flash", tp=1, recompute=0, framework=gpt)
     assert flash == pytest.approx(34 * h + 4 * a + STATS)  # fp32 log-sum-exp per row and head

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from helpers import run
 
 from shapewise.cost import SPEC
 from shapewise.errors import ShapewiseError
@@ -12,8 +13,6 @@ from shapewise.memory import PRECISIONS
 from shapewise.parallel import LayerTimes, Network, network_for, ring_ms, step_arrays
 from shapewise.plan import layouts, megatron_flags, plan
 from shapewise.shapes import ModelShape, Workload, get_model
-
-from helpers import run
 
 SHAPE = ModelShape(name="m", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn=14336, vocab=128256,
                    mlp="swiglu", norm="rmsnorm", bias=False, tied_embeddings=False)
@@ -128,5 +127,12 @@ def test_cli_plan_bad_input_is_one_line_exit_2(capsys, extra, message):
             args[args.index(extra[i]) + 1] = extra[i + 1]
         else:
             args += extra[i:i + 2]
-    code, out, err = run(capsys, *args)
+    code, _, err = run(capsys, *args)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_plan_shapes_plans_the_neighbourhood_too(capsys):
+    code, out, _ = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "524288", "--seq", "1024",
+                       "--shapes", "--json", "--spec-only", "--top", "3")
+    names = [p["model"] for p in json.loads(out)["plans"]]
+    assert code == 0 and any("vocab 50257→50304" in n for n in names)  # a padded vocab outruns GPT-2's own

@@ -120,7 +120,7 @@ class Memory:
     kv_cache: float = 0.0
     allocator: float = 0.0  # the allocator's rounding and the CUDA context
 
-    def __add__(self, other: "Memory") -> "Memory":
+    def __add__(self, other: Memory) -> Memory:
         return Memory(*(a + b for a, b in zip(self.values(), other.values())))
 
     def values(self) -> tuple[float, ...]:

@@ -130,7 +130,7 @@ def layer_times(shape, workload, *, gpu, params) -> LayerTimes:
     def ms(keep) -> float:
         return sum(c.total_ms for c in step.costs if keep(c.op))
 
-    inside = lambda op: op.name not in EMBED_OPS + HEAD_OPS  # noqa: E731
+    inside = lambda op: op.name not in EMBED_OPS + HEAD_OPS
     return LayerTimes(
         fwd_ms=ms(lambda op: inside(op) and op.pass_ == "fwd"),
         bwd_ms=ms(lambda op: inside(op) and op.pass_ != "fwd"),

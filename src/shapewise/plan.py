@@ -18,7 +18,7 @@ import numpy as np
 from .cost import SPEC, CostParams
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
-from .memory import PRECISIONS, FRAMEWORKS, Memory, capacity_bytes, training_arrays
+from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays
 from .parallel import RECOMPUTE, Network, layer_times, network_for, step_arrays
 from .shapes import ModelShape, Workload
 
