@@ -18,8 +18,9 @@ stays alive:
 
 - flash attention keeps no s² tensor: its backward recomputes the scores from Q, K, V, the output O
   and the row log-sum-exp, 4 bytes per query row per head (Dao et al. 2022, "FlashAttention",
-  arXiv:2205.14135, section 3.1: "we store the output O and the softmax normalization statistics
-  (m, ℓ)"; today's kernels keep their log-sum-exp, one fp32 per row). So a flash layer keeps
+  arXiv:2205.14135, section 3.1: the backward recomputes S and P from Q, K, V, the output O and
+  the softmax's normalization statistics; today's kernels keep their log-sum-exp, one fp32 per
+  row). So a flash layer keeps
   sbh·34/t + 4·a·s·b/t bytes (with dropout, as the paper counts; modern models have none: 32);
 - selective recomputation (Megatron's default --recompute-activations: core attention) drops what
   core attention keeps inside itself: the s² tensors unfused, the log-sum-exp with flash;
