@@ -36,6 +36,16 @@ def test_pipeline_bubble_is_p_minus_1_over_v_m_of_compute(pp, vp, m):
     assert got["compute_ms"] == pytest.approx(m * stage)
 
 
+def test_uneven_stages_run_at_the_slowest_ranks_pace():
+    """30 layers on 4 ranks as 7, 8, 8, 7: the middle ranks' 8 layers set the stage time, bubble and
+    recomputation; an even split (32 on 4) is what split=None gives."""
+    uneven = steps(pp=4, micro_batches=8, recompute=2, split=(7, 8, 7))
+    assert uneven["compute_ms"] == pytest.approx(8 * 8 * (1.0 + 2.0 + 1.0))
+    assert uneven["bubble_ms"] == pytest.approx(3 * 8 * (1.0 + 2.0 + 1.0))
+    assert uneven["recompute_ms"] == pytest.approx(8 * 8 * 1.0)
+    assert steps(pp=4, split=(8, 8, 8)) == steps(pp=4)
+
+
 def test_recompute_repeats_forward_work():
     none, selective, full = (steps(recompute=r) for r in (0, 1, 2))
     assert selective["compute_ms"] - none["compute_ms"] == pytest.approx(8 * 32 * 0.25)

@@ -151,7 +151,7 @@ def ring_ms(nbytes, ranks, gbs, params, *, passes: float = 1.0):
 
 
 def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, recompute, micro_batches,
-                network: Network, params, precision, overlap_dp: bool = True) -> dict:
+                network: Network, params, precision, overlap_dp: bool = True, split=None) -> dict:
     """A training step's time, ms, by part, over numpy arrays of layouts (recompute: 0, 1, 2).
 
     compute: m micro-batches through the slowest stage (tensor-parallel collectives included, as
@@ -167,15 +167,20 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
       micro-batch's backward, the weights' gather behind the first forward, FSDP's behind each
       micro-batch; what is longer than that compute, and always the last layer's bucket, is exposed;
     ep_comm: expert parallelism's dispatch and combine all-to-alls, forward and backward, exposed;
-    optimizer: reading and writing the local optimizer shard at the GPU's memory bandwidth."""
+    optimizer: reading and writing the local optimizer shard at the GPU's memory bandwidth.
+
+    split: the layers of the first, a middle and the last pipeline rank where the layers do not
+    divide evenly (BLOOM's 70 over 12 ranks: 5, 6, 5, the embedding beside the first and last five);
+    the slowest rank sets the pace. None: L/p each."""
     pp, vp, dp, ep, zero, recompute, m = (np.asarray(x) for x in (pp, vp, dp, ep, zero, recompute, micro_batches))
     L, t, B = shape.num_layers, workload.tp, workload.dtype_bytes
-    stage_layers = L / pp
+    first_layers, middle_layers, last_layers = split or (L / pp,) * 3
+    stage_layers = np.maximum(np.maximum(first_layers, middle_layers), last_layers)
     extra = np.where(recompute == 2, times.fwd_ms, np.where(recompute == 1, times.core_fwd_ms, 0.0))
-    layers = stage_layers * (times.fwd_ms + times.bwd_ms + extra)
-    first = layers + times.embed_ms + np.where(pp == 1, times.head_ms, 0.0)
-    last = layers + times.head_ms + np.where(pp == 1, times.embed_ms, 0.0)
-    stage = np.maximum(first, last)
+    layer = times.fwd_ms + times.bwd_ms + extra
+    first = first_layers * layer + times.embed_ms + np.where(pp == 1, times.head_ms, 0.0)
+    last = last_layers * layer + times.head_ms + np.where(pp == 1, times.embed_ms, 0.0)
+    stage = np.maximum(np.maximum(first, last), middle_layers * layer)
     compute = m * stage
     recomputed = m * stage_layers * extra
     bubble = (pp - 1) / vp * stage
