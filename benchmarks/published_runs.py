@@ -180,7 +180,7 @@ BLOOM_RUN = Run("BLOOM-176B", B176, "a100", 4, 12, 8, 1, 2, 2048, 2048, "full", 
 # Full recomputation, fp16, learned positions (2048), ReLU, LayerNorm, biases, tied embeddings.
 # NOT STATED: the cluster's network (the DGX A100 rows are taken) and how the 147 TFLOP/s count
 # FLOPs (the Megatron rule is taken; counting 3 passes instead of 4 would put the implied step
-# 25% shorter). "Up to": the published figure is a best, not an average.
+# about 25% shorter). "Up to": the published figure is a best, not an average.
 O175 = ModelShape(name="opt-175b", hidden=12288, num_layers=96, num_heads=96, vocab=50272, mlp="relu",
                   norm="layernorm", bias=True, tied_embeddings=True, learned_positions=2048, source=OPT)
 OPT_RUN = Run("OPT-175B", O175, "a100", 8, 1, 124, 1, 8, 992, 2048, "full", OPT, published_tflops=147,
