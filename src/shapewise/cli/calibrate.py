@@ -121,11 +121,17 @@ def run_calibrate(args) -> int:
 
 
 def add_validate(sub) -> None:
+    from ..judges import SETS
+
     p = sub.add_parser("validate", help="measure a held-out set and compare calibrated, spec-only and roofline models")
     add_cost_args(p, judged=True)
     p.add_argument("--from-db", action="store_true", help="use measurements already in the store; no GPU needed")
     p.add_argument("--seed", type=positive_int, default=2,
                    help="draw the held-out set with this seed (2); no case of the calibration set is ever drawn")
+    p.add_argument("--set", choices=SETS, default="default",
+                   help="which held-out set: default (drawn as calibration draws), wide (a generator of its own), "
+                        "attention (fused attention, MHA and GQA) or models (the ops and steps of --configs)")
+    p.add_argument("--configs", nargs="+", metavar="PATH", help="the models set's config.json files or folders")
     _add_set_args(p)
     add_measure_args(p)
     p.set_defaults(run=run_validate)
@@ -135,11 +141,13 @@ def run_validate(args) -> int:
     from rich.table import Table
 
     from ..bench import sweep
-    from ..calibrate import judge, report_json, summarize, validation_cases
+    from ..calibrate import report_json, summarize
+    from ..judges import judge_set_cases, judge_sets
     from ..profile import find, load
     from ..store import Store
 
-    cases = validation_cases(dtype=args.dtype, quick=args.quick, seed=args.seed)
+    drawn = judge_set_cases(args.set, seed=args.seed, dtype=args.dtype, quick=args.quick, configs=args.configs)
+    cases = drawn.cases
     with Store(args.db) as store:
         if args.from_db:
             by_key = {c.key: c for c in cases}
@@ -157,13 +165,13 @@ def run_validate(args) -> int:
             rows, env = result.rows, result.environment
     gpu = _measured_gpu(args, env)
     profile = load(args.profile) if args.profile else find(gpu)
-    judged = judge(rows, gpu=gpu, profile=profile)
+    judged = judge_sets(drawn, rows, gpu=gpu, profile=profile)
     if args.json:
         print(json.dumps({**report_json(judged), "gpu": gpu.key,
                           "profile": profile.describe() if profile else None}, indent=2))
         return 0
     table = Table(show_edge=False, pad_edge=False, header_style="bold",
-                  title=f"{len(judged)} held-out cases on {gpu.name}; profile: "
+                  title=f"{len(rows)} held-out cases ({args.set} set) on {gpu.name}; profile: "
                         f"{profile.describe() if profile else 'none (spec-only)'}", title_justify="left")
     for col in ("cases", "n", "model", "median error", "p90 error", "max error", "Spearman"):
         table.add_column(col, justify="left" if col in ("cases", "model") else "right")

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# validate's independent sets measured on an H200 (issue 17): `wide` (seeds in WIDE), `attention`
+# (ATTENTION) and `models` (MODELS, over the configs in CONFIGS), into one results store, each phase
+# time-limited so that what was measured comes back; then the kernels each case ran. Writes
+# OUT/judges.csv (every measurement: `shapewise results --import` it and judge with `validate
+# --from-db`), OUT/judges.db (the store itself, in case the export is cut short), OUT/kernels.csv, OUT/gpu.txt (which H200: its serial and UUID) and OUT/log.txt.
+#   OUT=folder WIDE="1 2" ATTENTION="1" MODELS="1" WIDE_LATE="3" CONFIGS=tests/data/configs BUDGET_S=480 \
+#     bash benchmarks/h200_judges.sh
+set -uo pipefail
+export PYTHONPATH=src PYTHONUNBUFFERED=1
+start=$(date +%s)
+db="$OUT/judges.db"
+nvidia-smi --query-gpu=name,serial,uuid,driver_version,clocks.max.sm,temperature.gpu --format=csv > "$OUT/gpu.txt"
+cat "$OUT/gpu.txt"
+profile=src/shapewise/data/profiles/h200.json
+sets=()
+left() { echo $(( ${BUDGET_S:-480} - 60 - $(date +%s) + start )); }  # 60 s kept for naming kernels and exporting
+v() {  # one set: LIMIT_S NAME SEED, cut to the time left
+    local limit=$1 name=$2 seed=$3 step
+    step=$(date +%s)
+    (( $(left) < limit )) && limit=$(left)
+    (( limit < 10 )) && { echo "$name $seed: skipped, out of time"; return; }
+    timeout "$limit" python3 -m shapewise validate --set "$name" --seed "$seed" --configs "$CONFIGS" --db "$db" \
+        --gpu h200 --profile "$profile" 2>&1 | grep -E "^(gemm|bmm|attention|memory|step|gemm) " | grep calibrated
+    echo "$name $seed: $(( $(date +%s) - step )) s (all: $(( $(date +%s) - start )) s)"
+    sets+=("$name:$seed")
+}
+for seed in ${WIDE:-}; do v 150 wide "$seed"; done
+for seed in ${ATTENTION:-}; do v 90 attention "$seed"; done
+for seed in ${MODELS:-}; do v 120 models "$seed"; done
+for seed in ${WIDE_LATE:-}; do v 150 wide "$seed"; done
+timeout 45 python3 benchmarks/judge_kernels.py "$OUT/kernels.csv" --db "$db" --set "${sets[@]}" --configs "$CONFIGS"
+python3 -m shapewise results --db "$db" --export "$OUT/judges.csv"
+echo "all took $(( $(date +%s) - start )) s"
