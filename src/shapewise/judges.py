@@ -63,6 +63,7 @@ class JudgeSet:
     cases: list[Case]
     groups: dict = field(default_factory=dict)  # case key -> regime
     steps: tuple = ()
+    fitted: frozenset = frozenset()  # keys of cases measured for a step but fitted on: not judged alone
 
 
 # ---- drawing -----------------------------------------------------------------------------------
@@ -167,15 +168,18 @@ def wide_set(*, seed: int, dtype: str = "bf16", quick: bool = False) -> JudgeSet
 
 
 def _held_out(name: str, drawn: list[tuple[Case, str]], *, dtype: str, steps: tuple = ()) -> JudgeSet:
-    """The drawn cases without repeats and without any case of the designed calibration set."""
-    fitted = {c.key for c in calibration_cases(dtype=dtype)}
+    """The drawn cases without repeats and, where no step needs them, without any case of the
+    designed calibration set (a real model's step can run a calibration shape: measured for the
+    step, never judged alone)."""
+    designed = {c.key for c in calibration_cases(dtype=dtype)}
+    needed = {key for step in steps for key, _ in step.ops}
     groups: dict[str, str] = {}
     cases = []
     for case, group in drawn:
-        if case.key not in fitted and case.key not in groups:
+        if case.key not in groups and (case.key not in designed or case.key in needed):
             groups[case.key] = group
             cases.append(case)
-    return JudgeSet(name, cases, groups, steps)
+    return JudgeSet(name, cases, groups, steps, frozenset(designed & set(groups)))
 
 
 def attention_set(*, seed: int, dtype: str = "bf16", quick: bool = False) -> JudgeSet:
@@ -313,6 +317,8 @@ def judge_sets(judge_set: JudgeSet, rows: list[tuple[Case, dict]], *, gpu, profi
     for (case, _), j in zip(ok, judged):
         j = dataclasses.replace(j, category=_kind(case))
         by_key[case.key] = j
+        if case.key in judge_set.fitted:
+            continue
         out.append(j)
         group = judge_set.groups.get(case.key)
         if group and group != j.category:

@@ -1,0 +1,79 @@
+"""validate's independent sets: deterministic per seed, apart from calibration's draws, and run end
+to end on the CPU."""
+
+import json
+
+import pytest
+
+from shapewise.calibrate import calibration_cases, validation_cases
+from shapewise.errors import ShapewiseError
+from shapewise.judges import attention_set, judge_set_cases, models_set, read_configs, wide_set
+
+CONFIGS = "tests/data/configs"
+
+
+def _keys(judge_set):
+    return [c.key for c in judge_set.cases]
+
+
+@pytest.mark.parametrize("make", [wide_set, attention_set])
+def test_a_set_is_the_same_for_a_seed_and_another_for_another(make):
+    assert _keys(make(seed=3)) == _keys(make(seed=3))
+    assert not set(_keys(make(seed=3))) & set(_keys(make(seed=4)))
+
+
+def test_the_models_set_is_the_same_for_a_seed():
+    shapes = read_configs([CONFIGS])
+    one, again, other = (models_set(shapes, seed=s) for s in (1, 1, 2))
+    assert _keys(one) == _keys(again) and [s.name for s in one.steps] == [s.name for s in again.steps]
+    assert [s.name for s in one.steps] != [s.name for s in other.steps]
+    assert {s.mode for s in one.steps} == {"train", "prefill", "decode"} and len(one.steps) == 3 * len(shapes)
+
+
+def test_the_sets_never_judge_what_calibration_measured():
+    """Disjoint from the designed set and from the extended draws the shipped profile was fitted on
+    (seeds 1 to 3); the models set may measure a designed shape for a step, never judges it alone."""
+    fitted = {c.key for c in calibration_cases()} | {c.key for s in (1, 2, 3) for c in calibration_cases(extended=s)}
+    for seed in (1, 2, 11):
+        for drawn in (wide_set(seed=seed), attention_set(seed=seed)):
+            assert not set(_keys(drawn)) & fitted and not drawn.fitted
+    models = models_set(read_configs([CONFIGS]), seed=1)
+    assert set(_keys(models)) & fitted == models.fitted  # the designed shapes of its steps, and only those
+
+
+def test_the_wide_set_reaches_what_calibration_does_not():
+    cases = wide_set(seed=1).cases
+    dims = [(c.params["m"], c.params["n"], c.params["k"]) for c in cases]
+    assert min(m for m, _, _ in dims) == 1 and max(max(d) for d in dims) > 16384
+    assert {c.params["layout"] for c in cases} == {"nn", "nt", "tn"}
+    assert {d % 2 for d, _, _ in dims} == {0, 1} and any(all(x % 64 == 0 for x in d) for d in dims)
+    scores = [c for c in cases if c.bench == "bmm" and c.params["m"] == c.params["n"] and c.params["layout"] == "nt"]
+    assert scores and any(c.params["m"] & (c.params["m"] - 1) for c in scores)  # lengths not powers of two
+    assert all(c.flops <= 2e12 for c in cases)  # one case stays well under ~50 ms on an H200
+
+
+def test_the_default_set_is_validates_own():
+    assert _keys(judge_set_cases("default", seed=2)) == [c.key for c in validation_cases(seed=2)]
+
+
+def test_the_models_set_needs_configs():
+    with pytest.raises(ShapewiseError, match="--configs"):
+        judge_set_cases("models", seed=1)
+
+
+@pytest.mark.parametrize("name", ["wide", "attention", "models"])
+def test_each_set_runs_end_to_end_on_the_cpu(name, tmp_path, capsys):
+    pytest.importorskip("torch")
+    from shapewise.cli import main
+
+    db = str(tmp_path / "r.db")
+    args = ["validate", "--set", name, "--quick", "--device", "cpu", "--gpu", "h200", "--db", db,
+            "--warmup-ms", "1", "--budget-ms", "2", "--configs", CONFIGS, "--json"]
+    assert main(args) == 0
+    measured = json.loads(capsys.readouterr().out)
+    categories = {row["category"] for row in measured["summary"]}
+    assert {"wide": "gemm", "attention": "attention fwd", "models": "step train"}[name] in categories
+    if name == "models":
+        assert {"step prefill", "step decode", "memory"} <= categories
+    assert main([*args[:-1], "--from-db", "--json"]) == 0  # judged again from the store alone
+    assert json.loads(capsys.readouterr().out)["summary"] == measured["summary"]
