@@ -2,7 +2,7 @@
 # validate's independent sets measured on an H200 (issue 17): `wide` (seeds in WIDE), `attention`
 # (ATTENTION) and `models` (MODELS, over the configs in CONFIGS), into one results store, each phase
 # time-limited so that what was measured comes back; then the kernels each case ran. Writes
-# OUT/judges.csv (every measurement: `shapewise results --import` it and judge with `validate
+# OUT/h200-machine.json (with QUICK_CALIBRATE=1: `calibrate --quick`'s profile), OUT/judges.csv (every measurement: `shapewise results --import` it and judge with `validate
 # --from-db`), OUT/judges.db (the store itself, in case the export is cut short), OUT/kernels.csv, OUT/gpu.txt (which H200: its serial and UUID) and OUT/log.txt.
 #   OUT=folder WIDE="1 2" ATTENTION="1" MODELS="1" WIDE_LATE="3" CONFIGS=tests/data/configs BUDGET_S=480 \
 #     bash benchmarks/h200_judges.sh
@@ -25,6 +25,11 @@ v() {  # one set: LIMIT_S NAME SEED, cut to the time left
     echo "$name $seed: $(( $(date +%s) - step )) s (all: $(( $(date +%s) - start )) s)"
     sets+=("$name:$seed")
 }
+if [ -n "${QUICK_CALIBRATE:-}" ]; then  # this machine's factors on top of the shipped profile, timed end to end
+    step=$(date +%s)
+    python3 -m shapewise calibrate --quick --db "$db" --out "$OUT/h200-machine.json" --no-install
+    echo "calibrate --quick: $(( $(date +%s) - step )) s"
+fi
 for seed in ${WIDE:-}; do v 150 wide "$seed"; done
 for seed in ${ATTENTION:-}; do v 90 attention "$seed"; done
 for seed in ${MODELS:-}; do v 120 models "$seed"; done

@@ -178,6 +178,13 @@ class CostParams:
     cutlass_chooser: tuple[tuple[float, ...], ...] = ()
     cutlass_chooser_sharpness: float = 0.0
     cutlass_chooser_vote: float = 0.0
+    # This machine against the one its profile was fitted on, by op family: a time factor fitted by
+    # `calibrate --quick` (calibrate.machine_factors). GPUs of one model differ by a few percent in
+    # clocks and memory (benchmarks/RESULTS.md: the same GEMMs on two H200s, 2.3% apart).
+    machine_gemm: float = 1.0
+    machine_bmm: float = 1.0
+    machine_flash: float = 1.0
+    machine_memory: float = 1.0
 
 SPEC = CostParams()
 
@@ -403,8 +410,19 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         scale = (corrected - ideal) / np.maximum(time_ms - ideal, 1e-30)
         losses = {name: loss * scale for name, loss in losses.items()}
         time_ms = corrected
+    factor = np.where(batch > 1, p.machine_bmm, p.machine_gemm)
+    if np.any(factor != 1.0):
+        time_ms, losses = _on_this_machine(time_ms, losses, t0 * s, factor, "kernel")
     return dict(time_ms=time_ms, flops=flops, bytes=nbytes, losses=losses, tile=tile, split_k=b_split,
                 peak_tflops=peak / 1e12, family=family)
+
+
+def _on_this_machine(time_ms, losses: dict, ideal_ms, factor, into: str):
+    """A time and its losses on this machine: every loss scaled with the time, and what the factor
+    adds to (or takes from) the ideal time booked to `into`, so that the losses still add up."""
+    scaled = {name: loss * factor for name, loss in losses.items()}
+    scaled[into] = scaled[into] + (factor - 1.0) * ideal_ms
+    return time_ms * factor, scaled
 
 
 def cutlass_terms(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> np.ndarray:
@@ -826,6 +844,12 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str, dtype: str, params: CostParams
             time_ms, losses = real + fixed, Losses(memory=real - ideal, launch=fixed)
         else:
             continue
+        factor = params.machine_flash if op.kind == FLASH else params.machine_memory
+        if factor != 1.0:
+            ideal = (op.bytes / gpu.bytes_per_s if op.kind == MEMORY else op.flops / (peak * 1e12)) * 1e3
+            time_ms, scaled = _on_this_machine(time_ms, losses.as_dict(), ideal, factor,
+                                               "memory" if op.kind == MEMORY else "kernel")
+            losses = Losses(**scaled)
         costs[i] = OpCost(op, time_ms, losses, peak, gpu.bytes_per_s)
     assert all(c is not None for c in costs)
     return costs  # type: ignore[return-value]

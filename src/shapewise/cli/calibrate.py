@@ -14,7 +14,9 @@ from .common import add_cost_args, add_measure_args, console, gpu_for, positive_
 def _add_set_args(p) -> None:
     """calibrate's and validate's designed sets: their dtype, and a toy-sized one for smoke tests."""
     p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
-    p.add_argument("--quick", action="store_true", help="a toy-sized set (a smoke test, e.g. on the CPU)")
+    p.add_argument("--quick", action="store_true",
+                   help="calibrate: on a GPU, refit this machine's factors on top of its profile (about 35 s); "
+                        "on the CPU, and for validate, a toy-sized set (a smoke test)")
 
 
 def _measured_gpu(args, env):
@@ -51,15 +53,30 @@ def _calibrate_comm(args) -> int:
     out = console()
     out.print(f"{len(rows)} collectives on {world} ranks: the link reaches {params.comm_bandwidth:.0%} of its "
               f"datasheet bandwidth, {params.comm_latency_ms * 1000:.1f} µs fixed cost per collective")
-    _install_profile(profile, args, out)
+    from ..measure import environment
+
+    _install_profile(profile, args, out, environment(args.device))
     return 0
 
 
-def _install_profile(profile, args, out) -> None:
-    """Write a fitted profile to the user's profile folder (unless --no-install) and to --out, and say where."""
+def _install_profile(profile, args, out, measured: dict) -> None:
+    """Write a fitted profile to the user's profile folder (unless --no-install, or unless it was
+    measured on another device than its GPU: a CPU's or another GPU's times are never that GPU's
+    profile) and to --out, and say where."""
+    from ..hardware import get_gpu
     from ..profile import profile_dir, save
 
-    paths = [save(profile, profile_dir() / f"{profile.gpu}.json")] if not args.no_install else []
+    name = measured.get("gpu_name")
+    try:
+        on = get_gpu(name).key if name else None
+    except ShapewiseError:
+        on = None
+    install = not args.no_install
+    if install and on != profile.gpu:
+        out.print(f"measured on {name or 'the CPU'}, not on the {profile.gpu} it is for: not installed as its "
+                  f"profile" + (", written to --out only" if args.out else " (--out PATH writes it to a file)"))
+        install = False
+    paths = [save(profile, profile_dir() / f"{profile.gpu}.json")] if install else []
     if args.out:
         paths.append(save(profile, args.out))
     for path in paths:
@@ -80,9 +97,47 @@ def add_calibrate(sub) -> None:
     p.set_defaults(run=run_calibrate)
 
 
+def _calibrate_machine(args) -> int:
+    """`calibrate --quick` on a GPU: this machine's factors by op family on top of the GPU's profile."""
+    from ..bench import sweep
+    from ..machine import LIMITS, machine_cases, machine_factors, with_factors
+    from ..profile import find
+    from ..store import Store
+
+    cases = machine_cases(dtype=args.dtype)
+    out = console()
+    with Store(args.db) as store:
+        result = rank0_only(sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms,
+                                  budget_ms=args.budget_ms, force=args.force))
+    out.print(f"{len(cases)} cases of this machine: {result.summary()}")
+    if result.interrupted:
+        return 130
+    gpu = _measured_gpu(args, result.environment)
+    base = find(gpu)
+    if base is None or base.borrowed_for:
+        raise ShapewiseError(f"no profile of {gpu.name}'s own to refit for this machine: run `shapewise calibrate` "
+                             f"(without --quick) for a whole one")
+    factors = machine_factors(result.rows, gpu=gpu, params=base.params)
+    off = [name for name, f in factors.items() if not LIMITS[0] <= f["factor"] <= LIMITS[1]]
+    if off:
+        raise ShapewiseError(f"this machine's {off[0]} times are {factors[off[0]]['factor']:.2f}x the profile's: not "
+                             f"the same kind of GPU or software; run `shapewise calibrate` for a whole profile")
+    for name, f in factors.items():
+        out.print(f"{name}: this machine runs {f['factor'] - 1:+.1%} against the profile ({f['cases']} cases, "
+                  f"interquartile range {f['iqr']:.1%}); was {getattr(base.params, 'machine_' + name) - 1:+.1%}")
+    machine = {"factors": factors,
+               "environment": {k: v for k, v in result.environment.items() if isinstance(v, (str, int, float))}}
+    profile = dataclasses.replace(base, params=with_factors(base.params, factors), fit={**base.fit, "machine": machine},
+                                  path="")
+    _install_profile(profile, args, out, result.environment)
+    return 0
+
+
 def run_calibrate(args) -> int:
     if args.comm:
         return _calibrate_comm(args)
+    if args.quick and args.device.startswith("cuda"):
+        return _calibrate_machine(args)
     from ..bench import census_rows, kernel_census, sweep
     from ..calibrate import calibration_cases, fit_profile
     from ..store import Store
@@ -116,7 +171,7 @@ def run_calibrate(args) -> int:
     if fit["cutlass_kernels"]:
         out.print(f"misaligned GEMMs: {fit['cutlass_kernels']} CUTLASS kernel configurations fitted, "
                       f"{fit['cutlass_choices']} shapes to choose them by")
-    _install_profile(profile, args, out)
+    _install_profile(profile, args, out, result.environment)
     return 0
 
 

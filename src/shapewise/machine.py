@@ -1,0 +1,81 @@
+"""The machine at hand: `calibrate --quick` refits a few time factors, by op family, on top of the
+GPU's profile, so that a user's GPU lands where the one the profile was fitted on did.
+
+GPUs of one model differ by a few percent (clocks, power, memory); the shapes a profile was fitted
+on are where it is right on its own machine, so a sample of them, measured here, tells this
+machine's factor for each family: GEMMs, batched GEMMs, fused attention and memory-bound ops.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .bench import Case
+from .cost import CostParams
+
+FAMILIES = ("gemm", "bmm", "flash", "memory")
+MACHINE_STREAM = 5021  # the sample's own random stream
+# Per family, how many of the designed calibration cases are measured: about 20 s on an H200.
+SAMPLE = {"gemm": 120, "bmm": 60, "flash": 40, "memory": 40}
+MIN_MS = 0.03  # shorter calls repeat within ~1% only at the median of many runs: left out
+LIMITS = (0.7, 1.4)  # a factor past these says the profile is not this machine's: refused, not fitted
+
+
+def family(case: Case) -> str | None:
+    kind = case.params.get("kind", case.bench) if case.bench == "op" else case.bench
+    return kind if kind in FAMILIES else None
+
+
+def machine_cases(*, dtype: str = "bf16", quick: bool = False) -> list[Case]:
+    """A fixed sample of the designed calibration set, per family (toy sizes with `quick`)."""
+    from .calibrate import calibration_cases
+
+    from .cost import SPEC
+    from .hardware import get_gpu
+
+    designed = calibration_cases(dtype=dtype, quick=quick)
+    rng = np.random.default_rng(MACHINE_STREAM)
+    out = []
+    for name in FAMILIES:  # long enough to repeat well (by the spec model, so the sample is every profile's)
+        of = [c for c in designed if family(c) == name
+              and (quick or _predicted_ms(c, get_gpu("h200"), SPEC) >= MIN_MS)]
+        count = min(len(of), SAMPLE[name])
+        out += [of[i] for i in sorted(rng.choice(len(of), count, replace=False))] if count else []
+    return out
+
+
+def _predicted_ms(case: Case, gpu, params: CostParams) -> float:
+    from .calibrate import _predict_case
+
+    return _predict_case(case, gpu, params)[0]
+
+
+def machine_factors(rows: list[tuple[Case, dict]], *, gpu, params: CostParams,
+                    min_ms: float = MIN_MS) -> dict[str, dict]:
+    """Each family's factor: the median of measured over predicted (by `params`, its own factors
+    left out) over its cases of at least `min_ms`; with the cases it rests on and the spread."""
+    base = without_factors(params)
+    ratios: dict[str, list[float]] = {name: [] for name in FAMILIES}
+    for case, row in rows:
+        name = family(case)
+        if name and row.get("error") is None and row["median_ms"] >= min_ms:
+            ratios[name].append(row["median_ms"] / _predicted_ms(case, gpu, base))
+    out = {}
+    for name, values in ratios.items():
+        if values:
+            logs = np.log(values)
+            out[name] = dict(factor=float(np.exp(np.median(logs))), cases=len(values),
+                             iqr=float(np.subtract(*np.percentile(logs, [75, 25]))))
+    return out
+
+
+def without_factors(params: CostParams) -> CostParams:
+    return dataclasses.replace(params, **{f"machine_{name}": 1.0 for name in FAMILIES})
+
+
+def with_factors(params: CostParams, factors: dict[str, dict]) -> CostParams:
+    """The parameters with these factors (a family without cases keeps 1)."""
+    return dataclasses.replace(without_factors(params),
+                               **{f"machine_{name}": round(f["factor"], 4) for name, f in factors.items()})
