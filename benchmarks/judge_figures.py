@@ -1,0 +1,92 @@
+"""The figures of benchmarks/RESULTS.md's independent sets, from the committed exports: each set and
+seed judged (median and 90th-percentile error per category), the same cases on two H200s, and
+`calibrate --quick`'s factors before and after.
+
+python benchmarks/judge_figures.py [--profile PATH] [--machine-factors JSON]
+(on this machine's CPU; about a minute).
+"""
+
+import argparse
+import dataclasses
+import json
+import tempfile
+
+import numpy as np
+
+from shapewise.calibrate import summarize
+from shapewise.hardware import get_gpu
+from shapewise.judges import judge_set_cases, judge_sets
+from shapewise.profile import find, load
+from shapewise.store import Store
+
+R = "benchmarks/results/h200-judges"
+CONFIGS = ["tests/data/configs"]
+# Which sets each export measured (first H200, second H200); seeds 11, 12 and models 2 were drawn
+# after the first export was judged.
+MEASURED = {"judges-1.csv": [("wide", 1), ("wide", 2), ("wide", 3), ("attention", 1), ("models", 1)],
+            "judges-2.csv": [("wide", 11), ("wide", 12), ("wide", 1), ("attention", 11), ("attention", 1),
+                             ("models", 2), ("models", 1)]}
+SHOWN = ("gemm", "bmm", "attention fwd", "attention bwd", "attention decode", "memory", "step train", "step prefill",
+         "step decode")
+
+
+def measured_rows(db: str, name: str, seed: int):
+    drawn = judge_set_cases(name, seed=seed, configs=CONFIGS)
+    by_key = {c.key: c for c in drawn.cases}
+    with Store(db) as store:
+        found = {r["key"]: r for r in store.rows() if r["key"] in by_key and r.get("error") is None}
+    return drawn, [(by_key[k], r) for k, r in found.items()]
+
+
+def table(judged, *, categories=None) -> list[str]:
+    lines = []
+    for row in summarize(judged):
+        if row["model"] == "calibrated" and (categories is None or row["category"] in categories):
+            lines.append(f"{row['category']:22s} {row['n']:4d}  {row['median_ape']:6.1%} {row['p90_ape']:6.1%} "
+                         f"{row['max_ape']:7.1%}")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--profile", help="the profile to judge (default: the shipped H200 profile)")
+    ap.add_argument("--regimes", action="store_true", help="every regime's line, not only the kinds'")
+    args = ap.parse_args()
+    gpu = get_gpu("h200")
+    shipped = load(args.profile) if args.profile else find(gpu)
+    machine = json.load(open(f"{R}/machine-2.json"))["params"]
+    on_second = dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, **machine))
+    with tempfile.TemporaryDirectory() as tmp:
+        dbs = {}
+        for export in MEASURED:
+            dbs[export] = f"{tmp}/{export}.db"
+            with Store(dbs[export]) as store:
+                store.import_csv(f"{R}/{export}")
+        for export, sets in MEASURED.items():
+            for name, seed in sets:
+                drawn, rows = measured_rows(dbs[export], name, seed)
+                print(f"== {export} {name} seed {seed}: {len(rows)} of {len(drawn.cases)} cases measured")
+                for line in table(judge_sets(drawn, rows, gpu=gpu, profile=shipped),
+                                  categories=None if args.regimes else SHOWN):
+                    print("  " + line)
+                if export == "judges-2.csv":
+                    print("  with calibrate --quick's factors:")
+                    for line in table(judge_sets(drawn, rows, gpu=gpu, profile=on_second), categories=SHOWN):
+                        print("    " + line)
+        print("== the same cases on the two H200s (second / first, median of each case's times)")
+        for name in ("wide", "attention", "models"):
+            _, one = measured_rows(dbs["judges-1.csv"], name, 1)
+            _, two = measured_rows(dbs["judges-2.csv"], name, 1)
+            first = {c.key: r["median_ms"] for c, r in one}
+            ratio = np.array([r["median_ms"] / first[c.key] for c, r in two if c.key in first])
+            big = np.array([first[c.key] >= 0.03 for c, r in two if c.key in first])
+            dev = np.abs(ratio - 1)
+            print(f"  {name:10s} {len(ratio):4d} cases: |difference| median {np.median(dev):.1%}, p90 "
+                  f"{np.percentile(dev, 90):.1%}; second/first geometric mean {np.exp(np.mean(np.log(ratio))):.4f}; "
+                  f"cases of 30 µs or more ({big.sum()}): median {np.median(dev[big]):.1%}, p90 "
+                  f"{np.percentile(dev[big], 90):.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
