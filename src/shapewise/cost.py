@@ -778,8 +778,14 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
         fixed = max(p.flash_memory_fixed_ms, p.launch_ms)
         stream = p.flash_memory_stream_ms * op.n * op.k / 1e6  # the longest walk of one head's cache
         return t_mem * s + stream + fixed, Losses(memory=(t_mem - t0) * s + stream, launch=fixed)
-    return t4 * s + latency, Losses(kernel=(t1 - t0 + t3 - t2) * s + latency - p.launch_ms, tile=(t2 - t1) * s,
-                                    wave=(t4 - t3) * s, launch=p.launch_ms)
+    # Grouped-query backward: each query head's dK and dV are accumulated in fp32 and then summed over
+    # its group, one more pass over 8 bytes per element of every query head's K and V. On the H200
+    # (cuDNN) the grouped backwards of the independent attention set ran 5-6% over the model without
+    # it, 0.55 of twice these bytes at full bandwidth; the MHA ones 1% (benchmarks/RESULTS.md).
+    t_groups = 8 * op.batch * op.n * op.k / gpu.bytes_per_s if not fwd and op.groups > 1 else 0.0
+    return (t4 + t_groups) * s + latency, Losses(kernel=(t1 - t0 + t3 - t2) * s + latency - p.launch_ms,
+                                                 tile=(t2 - t1) * s, wave=(t4 - t3) * s, memory=t_groups * s,
+                                                 launch=p.launch_ms)
 
 
 def _comm_ms(op: Op, gpu: GPU, p: CostParams) -> float:
