@@ -54,7 +54,8 @@ def main() -> int:
     args = ap.parse_args()
     gpu = get_gpu("h200")
     shipped = load(args.profile) if args.profile else find(gpu)
-    machine = json.load(open(f"{R}/machine-2.json"))["params"]
+    with open(f"{R}/machine-2.json") as f:
+        machine = json.load(f)["params"]
     on_second = dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, **machine))
     with tempfile.TemporaryDirectory() as tmp:
         dbs = {}

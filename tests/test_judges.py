@@ -7,7 +7,13 @@ import pytest
 
 from shapewise.calibrate import calibration_cases, validation_cases
 from shapewise.errors import ShapewiseError
-from shapewise.judges import attention_set, judge_set_cases, models_set, read_configs, wide_set
+from shapewise.judges import (
+    attention_set,
+    judge_set_cases,
+    models_set,
+    read_configs,
+    wide_set,
+)
 
 CONFIGS = "tests/data/configs"
 
@@ -77,3 +83,52 @@ def test_each_set_runs_end_to_end_on_the_cpu(name, tmp_path, capsys):
         assert {"step prefill", "step decode", "memory"} <= categories
     assert main([*args[:-1], "--from-db", "--json"]) == 0  # judged again from the store alone
     assert json.loads(capsys.readouterr().out)["summary"] == measured["summary"]
+
+
+def test_machine_factors_are_the_median_ratio_per_family_and_refit_from_scratch():
+    import dataclasses
+
+    from shapewise.calibrate import _predict_case
+    from shapewise.hardware import get_gpu
+    from shapewise.machine import (
+        FAMILIES,
+        family,
+        machine_cases,
+        machine_factors,
+        with_factors,
+    )
+    from shapewise.profile import find
+
+    gpu = get_gpu("h200")
+    params = find(gpu).params
+    cases = machine_cases()
+    assert {family(c) for c in cases} == set(FAMILIES) and [c.key for c in cases] == [c.key for c in machine_cases()]
+    scale = {"gemm": 1.04, "bmm": 0.97, "flash": 1.1, "memory": 1.0}
+    rows = [(c, {"median_ms": _predict_case(c, gpu, params)[0] * scale[family(c)]}) for c in cases]
+    factors = machine_factors(rows, gpu=gpu, params=params)
+    assert {name: round(f["factor"], 6) for name, f in factors.items()} == scale
+    refitted = with_factors(params, factors)
+    assert (refitted.machine_gemm, refitted.machine_flash) == (1.04, 1.1)
+    # Fitted again on a profile that has factors already: the same factors, not their product.
+    assert machine_factors(rows, gpu=gpu, params=refitted)["gemm"]["factor"] == pytest.approx(1.04)
+    # And the predictions move by them, losses still adding up to the time over the ideal.
+    case = next(c for c in cases if family(c) == "gemm")
+    assert _predict_case(case, gpu, refitted)[0] == pytest.approx(1.04 * _predict_case(case, gpu, params)[0])
+    assert dataclasses.replace(refitted, machine_gemm=1.0).machine_bmm == 0.97
+
+
+def test_a_profile_measured_elsewhere_is_never_installed_as_a_gpus(tmp_path, monkeypatch, capsys):
+    import argparse
+
+    from shapewise.cli import _console, _install_profile
+    from shapewise.profile import find
+
+    monkeypatch.setenv("SHAPEWISE_PROFILES", str(tmp_path / "profiles"))
+    profile = find("h200")
+    for measured in ({"cpu_model": "AMD EPYC"}, {"gpu_name": "NVIDIA A100-SXM4-80GB"}):
+        args = argparse.Namespace(no_install=False, out=str(tmp_path / "p.json"))
+        _install_profile(profile, args, _console(), measured)
+        assert "not installed" in capsys.readouterr().out
+        assert not (tmp_path / "profiles" / "h200.json").exists() and (tmp_path / "p.json").exists()
+    _install_profile(profile, argparse.Namespace(no_install=False, out=None), _console(), {"gpu_name": "NVIDIA H200"})
+    assert (tmp_path / "profiles" / "h200.json").exists()

@@ -31,7 +31,6 @@ def family(case: Case) -> str | None:
 def machine_cases(*, dtype: str = "bf16", quick: bool = False) -> list[Case]:
     """A fixed sample of the designed calibration set, per family (toy sizes with `quick`)."""
     from .calibrate import calibration_cases
-
     from .cost import SPEC
     from .hardware import get_gpu
 
@@ -66,8 +65,8 @@ def machine_factors(rows: list[tuple[Case, dict]], *, gpu, params: CostParams,
     for name, values in ratios.items():
         if values:
             logs = np.log(values)
-            out[name] = dict(factor=float(np.exp(np.median(logs))), cases=len(values),
-                             iqr=float(np.subtract(*np.percentile(logs, [75, 25]))))
+            out[name] = {"factor": float(np.exp(np.median(logs))), "cases": len(values),
+                         "iqr": float(np.subtract(*np.percentile(logs, [75, 25])))}
     return out
 
 
