@@ -120,7 +120,8 @@ def test_machine_factors_are_the_median_ratio_per_family_and_refit_from_scratch(
 def test_a_profile_measured_elsewhere_is_never_installed_as_a_gpus(tmp_path, monkeypatch, capsys):
     import argparse
 
-    from shapewise.cli import _console, _install_profile
+    from shapewise.cli.calibrate import _install_profile
+    from shapewise.cli.common import console as _console
     from shapewise.profile import find
 
     monkeypatch.setenv("SHAPEWISE_PROFILES", str(tmp_path / "profiles"))
