@@ -26,6 +26,7 @@ CONFIGS = ["tests/data/configs"]
 MEASURED = {"judges-1.csv": [("wide", 1), ("wide", 2), ("wide", 3), ("attention", 1), ("models", 1)],
             "judges-2.csv": [("wide", 11), ("wide", 12), ("wide", 1), ("attention", 11), ("attention", 1),
                              ("models", 2), ("models", 1)]}
+REPEATS = {("judges-2.csv", "wide", 1), ("judges-2.csv", "attention", 1), ("judges-2.csv", "models", 1)}
 SHOWN = ("gemm", "bmm", "attention fwd", "attention bwd", "attention decode", "memory", "step train", "step prefill",
          "step decode")
 
@@ -63,17 +64,24 @@ def main() -> int:
             dbs[export] = f"{tmp}/{export}.db"
             with Store(dbs[export]) as store:
                 store.import_csv(f"{R}/{export}")
+        pooled: dict = {}
         for export, sets in MEASURED.items():
             for name, seed in sets:
                 drawn, rows = measured_rows(dbs[export], name, seed)
+                judged = judge_sets(drawn, rows, gpu=gpu, profile=shipped)
+                if (export, name, seed) not in REPEATS:
+                    pooled.setdefault((export, name), []).extend(judged)
                 print(f"== {export} {name} seed {seed}: {len(rows)} of {len(drawn.cases)} cases measured")
-                for line in table(judge_sets(drawn, rows, gpu=gpu, profile=shipped),
-                                  categories=None if args.regimes else SHOWN):
+                for line in table(judged, categories=None if args.regimes else SHOWN):
                     print("  " + line)
                 if export == "judges-2.csv":
                     print("  with calibrate --quick's factors:")
                     for line in table(judge_sets(drawn, rows, gpu=gpu, profile=on_second), categories=SHOWN):
                         print("    " + line)
+        for (export, name), judged in pooled.items():
+            print(f"== pooled: {export} {name}, every regime")
+            for line in table(judged):
+                print("  " + line)
         print("== the same cases on the two H200s (second / first, median of each case's times)")
         for name in ("wide", "attention", "models"):
             _, one = measured_rows(dbs["judges-1.csv"], name, 1)
