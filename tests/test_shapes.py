@@ -1,4 +1,4 @@
-"""Presets, name lookup, and config.json reading and writing (src/shapewise/shapes.py)."""
+"""Presets and name lookup (presets.py), config.json reading and writing (hf.py)."""
 
 import json
 from pathlib import Path
@@ -8,16 +8,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shapewise.errors import ShapewiseError
+from shapewise.hf import load_config, to_hf_config
+from shapewise.presets import PRESETS, get_model
 from shapewise.shapes import (
     MLP_KINDS,
     NORM_KINDS,
-    PRESETS,
     STRUCTURAL_FIELDS,
     ModelShape,
-    _canonical,
-    get_model,
-    load_config,
-    to_hf_config,
+    canonical,
 )
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
@@ -114,7 +112,7 @@ def test_get_model_aliases(alias, name):
 
 
 def test_lookup_keys_do_not_collide():
-    from shapewise.shapes import _key
+    from shapewise.presets import _key
 
     keys = [_key(n) for n in PRESETS]
     assert len(keys) == len(set(keys))
@@ -226,7 +224,7 @@ def test_round_trip_onto_real_config(file, preset, tmp_path):
     assert to_hf_config(PRESETS[preset], base) == base
     # changed: new values under the keys the original already uses, nothing else touched
     shape = PRESETS[preset]
-    wider = _canonical(shape.replace(hidden=shape.hidden * 2, num_layers=shape.num_layers + 1))
+    wider = canonical(shape.replace(hidden=shape.hidden * 2, num_layers=shape.num_layers + 1))
     cfg = to_hf_config(wider, base)
     assert set(cfg) - set(base) <= {"_name_or_path"}
     back = load_config(_write(tmp_path, cfg))
@@ -268,7 +266,7 @@ def _shapes(draw) -> ModelShape:
 @given(shape=_shapes())
 def test_round_trip_any_shape(shape, tmp_path):
     back = load_config(_write(tmp_path, to_hf_config(shape)))
-    assert structure(back) == structure(_canonical(shape))
+    assert structure(back) == structure(canonical(shape))
 
 
 # ---- errors ----

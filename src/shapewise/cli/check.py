@@ -74,7 +74,7 @@ def add_models(sub) -> None:
 def run_models(args) -> int:
     from rich.table import Table
 
-    from ..shapes import PRESETS
+    from ..presets import PRESETS
 
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     for col in ("name", "params", "hidden", "layers", "heads", "kv", "head dim", "ffn", "mlp", "vocab"):

@@ -65,7 +65,9 @@ def add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> No
 
 
 def model_and_workload(args):
-    from ..shapes import Workload, get_model, load_config
+    from ..hf import load_config
+    from ..presets import get_model
+    from ..shapes import Workload
 
     if args.model and args.config:
         raise ShapewiseError("give a preset name or --config, not both")

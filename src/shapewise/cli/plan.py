@@ -30,8 +30,10 @@ def add_plan(sub) -> None:
 
 
 def _shape(args, gpu, params):
+    from ..hf import load_config
+    from ..presets import get_model
     from ..search import search
-    from ..shapes import Workload, get_model, load_config
+    from ..shapes import Workload
 
     given = [x for x in (args.model, args.config, args.params) if x is not None]
     if len(given) != 1:

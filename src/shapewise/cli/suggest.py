@@ -47,8 +47,8 @@ def _suggestions(args):
 def run_suggest(args) -> int:
     from rich.table import Table
 
+    from ..hf import load_config, to_hf_config
     from ..search import change_text, megatron_args
-    from ..shapes import load_config, to_hf_config
 
     shape, workload, gpu, source, result = _suggestions(args)
     chosen = None
@@ -184,7 +184,9 @@ def run_verify(args) -> int:
     from rich.table import Table
 
     from ..hardware import get_gpu
-    from ..shapes import Workload, get_model, load_config
+    from ..hf import load_config
+    from ..presets import get_model
+    from ..shapes import Workload
     from ..verify import verify
 
     source = args.model
