@@ -18,7 +18,7 @@ from shapewise.shapes import (
     canonical,
 )
 
-CONFIGS = Path(__file__).parent / "data" / "configs"
+CONFIGS = Path(__file__).parent / "data" / "hf"
 
 # Presets whose only published figure is a size label that the real structure misses by more than 0.5%.
 # Each is a known fact about the label, not a shape error; strict xfail makes a fix show up.
@@ -131,7 +131,7 @@ def test_get_model_miss_suggests_and_hints():
 
 # ---- load_config on real configs ----
 
-REAL = {"gpt2": "gpt2", "pythia-1b": "pythia-1b", "llama2-7b": "llama2-7b", "mixtral-8x7b": "mixtral-8x7b",
+REAL = {"gpt2": "gpt2", "pythia-1b": "pythia-1b", "llama-2-7b": "llama2-7b", "mixtral-8x7b": "mixtral-8x7b",
         "falcon-7b": "falcon-7b", "phi-2": "phi-2", "qwen2-7b": "qwen2-7b", "gemma-7b": "gemma-7b",
         "opt-1.3b": "opt-1.3b", "bloom-7b1": "bloom-7b1"}
 
@@ -144,7 +144,7 @@ def test_real_config_matches_preset(file, preset):
 
 
 def test_name_from_name_or_path_or_file(tmp_path):
-    assert load_config(CONFIGS / "llama2-7b.json").name == "meta-llama/Llama-2-7b-hf"
+    assert load_config(CONFIGS / "llama-2-7b.json").name == "meta-llama/Llama-2-7b-hf"
     assert load_config(CONFIGS / "gpt2.json").name == "gpt2"  # no _name_or_path: the file name
     folder = tmp_path / "my-model"
     folder.mkdir()
@@ -160,7 +160,7 @@ def _write(tmp_path, cfg, name="config.json") -> Path:
 
 
 def _llama(**changes):
-    cfg = json.loads((CONFIGS / "llama2-7b.json").read_text())
+    cfg = json.loads((CONFIGS / "llama-2-7b.json").read_text())
     cfg.update(changes)
     return {k: v for k, v in cfg.items() if v is not ...}
 
@@ -236,7 +236,7 @@ def test_round_trip_onto_real_config(file, preset, tmp_path):
 
 
 def test_round_trip_writes_what_a_style_leaves_implicit(tmp_path):
-    base = json.loads((CONFIGS / "llama2-7b.json").read_text())
+    base = json.loads((CONFIGS / "llama-2-7b.json").read_text())
     odd = get_model("llama2-7b").replace(norm="layernorm", parallel_attn=True, bias=True, num_kv_heads=8)
     back = load_config(_write(tmp_path, to_hf_config(odd, base)))
     assert structure(back) == structure(odd)

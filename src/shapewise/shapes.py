@@ -46,6 +46,20 @@ class ModelShape:
     top_k: int = 0
     expert_ffn: int | None = None  # None: ffn
     num_shared_experts: int = 0
+    # Beyond the plain pre-norm block (each default is the plain block):
+    norms_per_layer: int = 2  # Gemma-2/3 wrap attention and MLP in pre- and post-norms: 4
+    qk_norm: bool = False  # each query and key head normalized before attention (Qwen3, OLMo-2, Gemma-3)
+    rotary_fraction: float = 1.0  # share of each head's dims rotated; 0: no rotary (ALiBi); NeoX 0.25
+    logit_softcap: bool = False  # the output logits squashed by tanh (Gemma-2)
+    window: int = 0  # sliding-window attention span in tokens; 0: every layer attends to all tokens
+    global_every: int = 0  # with a window, every n-th layer attends globally (Gemma-2: 2, Gemma-3: 6)
+    num_dense_layers: int = 0  # MoE models: layers whose MLP is dense (DeepSeek's first_k_dense_replace)
+    # Multi-head latent attention (DeepSeek-V2/V3): keys and values, and optionally queries, pass through
+    # low-rank latents; each query/key head is head_dim non-rotary dims plus rope_head_dim rotary ones.
+    kv_lora_rank: int = 0  # width of the key/value latent; 0: ordinary attention
+    q_lora_rank: int = 0  # width of the query latent; 0: queries projected straight from the input
+    rope_head_dim: int = 0
+    v_head_dim: int | None = None  # value head width; None: head_dim
     source: str = ""  # where the numbers come from
     published_params: int | None = None  # the parameter count its authors give, for checking
 
@@ -56,8 +70,23 @@ class ModelShape:
         for field in ("num_kv_heads", "head_dim", "ffn", "expert_ffn"):
             if getattr(self, field) is not None:
                 _require_positive_int(owner, field, getattr(self, field))
-        for field in ("learned_positions", "num_experts", "top_k", "num_shared_experts"):
+        for field in ("learned_positions", "num_experts", "top_k", "num_shared_experts", "window", "global_every",
+                      "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim"):
             _require_positive_int(owner, field, getattr(self, field), allow_zero=True)
+        _require_positive_int(owner, "norms_per_layer", self.norms_per_layer)
+        if self.v_head_dim is not None:
+            _require_positive_int(owner, "v_head_dim", self.v_head_dim)
+        if isinstance(self.rotary_fraction, bool) or not isinstance(self.rotary_fraction, (int, float)) or \
+                not 0 <= self.rotary_fraction <= 1:
+            raise ShapewiseError(f"{owner}: rotary_fraction must be between 0 and 1, got {self.rotary_fraction!r}")
+        if self.num_dense_layers and not (self.num_experts and self.num_dense_layers < self.num_layers):
+            raise ShapewiseError(f"{owner}: num_dense_layers ({self.num_dense_layers}) needs experts and fewer "
+                                 f"dense layers than layers ({self.num_layers})")
+        if self.global_every and not self.window:
+            raise ShapewiseError(f"{owner}: global_every needs a sliding window (window > 0)")
+        if (self.q_lora_rank or self.rope_head_dim or self.v_head_dim) and not self.is_mla:
+            raise ShapewiseError(f"{owner}: q_lora_rank, rope_head_dim and v_head_dim describe latent attention; "
+                                 f"give kv_lora_rank too")
         if self.head_dim is None and self.hidden % self.num_heads:
             raise ShapewiseError(
                 f"{owner}: {self.num_heads} heads do not divide hidden size {self.hidden}; "
@@ -101,22 +130,69 @@ class ModelShape:
         return self.num_experts > 0
 
     @property
-    def layer_params(self) -> int:
-        """Exact parameter count of one transformer block: attention, MLP (or router and experts) and
-        its two norms; params is num_layers of these plus the embeddings and the final norm."""
-        h, d = self.hidden, self.d_head
-        q, kv = self.num_heads * d, self.kv_heads * d
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Width of each query and key head: with latent attention, its non-rotary and rotary parts."""
+        return self.d_head + self.rope_head_dim
+
+    @property
+    def v_dim(self) -> int:
+        """Width of each value head."""
+        return self.d_head if self.v_head_dim is None else self.v_head_dim
+
+    @property
+    def rotary_width(self) -> int:
+        """Rotated dims of each query and key head."""
+        if self.learned_positions:
+            return 0
+        if self.is_mla:
+            return self.rope_head_dim
+        return round(self.d_head * self.rotary_fraction)
+
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.num_dense_layers if self.is_moe else 0
+
+    @property
+    def num_global_layers(self) -> int:
+        """Layers that attend to the whole sequence; the others attend within the window."""
+        if not self.window:
+            return self.num_layers
+        return self.num_layers // self.global_every if self.global_every else 0
+
+    @property
+    def attention_params(self) -> int:
+        """Parameters of one layer's attention: projections, their biases and any query/key norms."""
+        h, H = self.hidden, self.num_heads
+        if self.is_mla:
+            qk, q_rank, kv_rank = self.qk_head_dim, self.q_lora_rank, self.kv_lora_rank
+            # queries: down to the latent, its norm, up to every head; or straight from the input
+            q = h * q_rank + q_rank + q_rank * H * qk if q_rank else h * H * qk
+            # keys/values: down to the latent plus the shared rotary key, its norm, up to nope keys and values
+            kv = h * (kv_rank + self.rope_head_dim) + kv_rank + kv_rank * H * (self.d_head + self.v_dim)
+            return q + kv + H * self.v_dim * h
+        d = self.d_head
+        q, kv = H * d, self.kv_heads * d
         attn = h * (q + 2 * kv) + q * h + (q + 2 * kv + h) * self.bias
+        return attn + 2 * d * self.qk_norm
+
+    def _mlp_params(self, width: int) -> int:
         mats = MLP_KINDS[self.mlp]
+        return mats * self.hidden * width + ((mats - 1) * width + self.hidden) * self.bias
 
-        def mlp(width: int) -> int:
-            return mats * h * width + ((mats - 1) * width + h) * self.bias
-
+    @property
+    def layer_params(self) -> int:
+        """Exact parameter count of one transformer block (an MoE block, in an MoE model): attention, MLP
+        (or router and experts) and its norms."""
+        h = self.hidden
         if self.is_moe:
-            ffn = h * self.num_experts + (self.num_experts + self.num_shared_experts) * mlp(self.expert_width)
+            ffn = h * self.num_experts + (self.num_experts + self.num_shared_experts) * self._mlp_params(self.expert_width)
         else:
-            ffn = mlp(self.ffn_width)
-        return attn + ffn + 2 * NORM_KINDS[self.norm] * h
+            ffn = self._mlp_params(self.ffn_width)
+        return self.attention_params + ffn + self.norms_per_layer * NORM_KINDS[self.norm] * h
 
     @property
     def params(self) -> int:
@@ -124,7 +200,10 @@ class ModelShape:
         h = self.hidden
         norm = NORM_KINDS[self.norm] * h  # the final norm
         embed = self.vocab * h * (1 if self.tied_embeddings else 2) + self.learned_positions * h
-        return self.num_layers * self.layer_params + embed + norm
+        norms = self.norms_per_layer * NORM_KINDS[self.norm] * h
+        dense_block = self.attention_params + self._mlp_params(self.ffn_width) + norms
+        blocks = self.num_moe_layers * self.layer_params + (self.num_layers - self.num_moe_layers) * dense_block
+        return blocks + embed + norm
 
     @property
     def active_params(self) -> int:
@@ -132,9 +211,7 @@ class ModelShape:
         if not self.is_moe:
             return self.params
         idle = self.num_experts - self.top_k
-        mats = MLP_KINDS[self.mlp]
-        per_expert = mats * self.hidden * self.expert_width + ((mats - 1) * self.expert_width + self.hidden) * self.bias
-        return self.params - self.num_layers * idle * per_expert
+        return self.params - self.num_moe_layers * idle * self._mlp_params(self.expert_width)
 
     def replace(self, **changes) -> "ModelShape":
         return dataclasses.replace(self, **changes)
@@ -207,6 +284,8 @@ def canonical(shape: ModelShape) -> ModelShape:
         changes["ffn"] = None
     if shape.expert_ffn is not None and (not shape.is_moe or shape.expert_ffn == shape.ffn_width):
         changes["expert_ffn"] = None
+    if shape.v_head_dim is not None and shape.v_head_dim == shape.d_head:
+        changes["v_head_dim"] = None
     return shape.replace(**changes) if changes else shape
 
 
