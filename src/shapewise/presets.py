@@ -151,6 +151,11 @@ _KEYS: dict[str, str] = {_key(n): n for n in PRESETS}
 _KEYS.update(_ALIASES)
 
 
+def preset_key(name: str) -> str | None:
+    """The preset a name (or hub id of the same checkpoint) means, or None."""
+    return _KEYS.get(_key(name)) if isinstance(name, str) else None
+
+
 def get_model(name: str) -> ModelShape:
     """The preset called name (case-insensitive; HF ids like meta-llama/Llama-2-7b-hf work too)."""
     if not isinstance(name, str) or not name.strip():

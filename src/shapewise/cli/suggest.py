@@ -185,12 +185,12 @@ def run_verify(args) -> int:
 
     from ..hardware import get_gpu
     from ..hf import load_config
-    from ..presets import get_model
+    from ..hub import resolve_model
     from ..shapes import Workload
     from ..verify import verify
 
     source = args.model
-    shape = load_config(source) if (source.endswith(".json") or Path(source).is_dir()) else get_model(source)
+    shape = resolve_model(source)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode="train",
                         attention=args.attention)
     gpu = get_gpu(args.gpu)
