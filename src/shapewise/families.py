@@ -102,3 +102,11 @@ ACTIVATIONS = {
     "gelu_python": "geglu", "gelu_accurate": "geglu", "geglu": "geglu",
     "relu": "relu", "relu2": "relu",
 }
+
+
+def families_text() -> str:
+    """What `shapewise models` says about config.json files beside its presets."""
+    return (f"Hugging Face config.json (--config PATH, or a hub id from the local cache) is read by its own "
+            f"rules for model types {', '.join(sorted(FAMILIES))}; other types are read with a warning naming "
+            f"each guessed field (refused with --strict); refused as not attention transformers: "
+            f"{', '.join(sorted(NOT_ATTENTION))}.")
