@@ -9,7 +9,13 @@ import sys
 from pathlib import Path
 
 from .errors import ShapewiseError
-from .families import ACTIVATIONS, FALCON_TYPES, FAMILIES, NOT_ATTENTION, NOT_ATTENTION_KEYS
+from .families import (
+    ACTIVATIONS,
+    FALCON_TYPES,
+    FAMILIES,
+    NOT_ATTENTION,
+    NOT_ATTENTION_KEYS,
+)
 from .shapes import STRUCTURAL_FIELDS, ModelShape, canonical
 
 # ---- config.json reading ----
