@@ -293,3 +293,16 @@ def canonical(shape: ModelShape) -> ModelShape:
 STRUCTURAL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelShape)
                           if f.name not in ("name", "source", "published_params"))
 
+
+
+# Fields added for real configs (windows, latent attention, ...). A shape's record in a results store
+# leaves them out while they hold their defaults, so that measurements keyed before they existed match.
+_EXTENSIONS = ("norms_per_layer", "qk_norm", "rotary_fraction", "logit_softcap", "window", "global_every",
+               "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim")
+
+
+def shape_record(shape: ModelShape) -> dict:
+    """The shape's fields as a results store keys them (ModelShape(**record) gives it back)."""
+    record = dataclasses.asdict(shape)
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelShape) if f.name in _EXTENSIONS}
+    return {k: v for k, v in record.items() if k not in defaults or v != defaults[k]}
