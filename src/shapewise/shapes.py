@@ -195,15 +195,28 @@ class ModelShape:
         return self.attention_params + ffn + self.norms_per_layer * NORM_KINDS[self.norm] * h
 
     @property
+    def blocks_params(self) -> int:
+        """All transformer blocks together: the MoE ones and the dense ones (every block of a dense model)."""
+        norms = self.norms_per_layer * NORM_KINDS[self.norm] * self.hidden
+        dense_block = self.attention_params + self._mlp_params(self.ffn_width) + norms
+        return self.num_moe_layers * self.layer_params + (self.num_layers - self.num_moe_layers) * dense_block
+
+    @property
     def params(self) -> int:
         """Exact parameter count of the structure described (embeddings included)."""
         h = self.hidden
         norm = NORM_KINDS[self.norm] * h  # the final norm
         embed = self.vocab * h * (1 if self.tied_embeddings else 2) + self.learned_positions * h
-        norms = self.norms_per_layer * NORM_KINDS[self.norm] * h
-        dense_block = self.attention_params + self._mlp_params(self.ffn_width) + norms
-        blocks = self.num_moe_layers * self.layer_params + (self.num_layers - self.num_moe_layers) * dense_block
-        return blocks + embed + norm
+        return self.blocks_params + embed + norm
+
+    def kv_cache_values(self, *, seq: int, tp: int = 1) -> int:
+        """Values one sequence of seq tokens keeps cached on one tensor-parallel rank, over all layers:
+        keys and values of its kv heads, or with latent attention the latent and rotary key (shared by
+        every head, so not split across ranks); sliding-window layers keep at most the window."""
+        per_token = self.kv_lora_rank + self.rope_head_dim if self.is_mla else \
+            2 * -(-self.kv_heads // tp) * self.d_head
+        local = self.num_layers - self.num_global_layers
+        return per_token * (self.num_global_layers * seq + local * min(seq, self.window or seq))
 
     @property
     def active_params(self) -> int:
