@@ -14,8 +14,8 @@ import numpy as np
 
 from shapewise import Workload, check, predict_gemm
 from shapewise.cost import SPEC
+from shapewise.presets import get_model
 from shapewise.profile import find
-from shapewise.shapes import get_model
 
 
 def predictions_per_second(params=SPEC, num: int = 200_000, rounds: int = 5) -> float:

@@ -12,8 +12,8 @@ from shapewise import Workload
 from shapewise.bench import op_case
 from shapewise.cost import SPEC, predict_ops
 from shapewise.ops import model_ops
+from shapewise.presets import get_model
 from shapewise.profile import find
-from shapewise.shapes import get_model
 
 RUNS = (("llama3-8b", 16, 8192), ("llama2-7b", 1, 4096), ("mistral-7b", 32, 4096), ("gpt2", 8, 1024))
 

@@ -4,7 +4,7 @@
 """
 
 from shapewise.plan import plan
-from shapewise.shapes import get_model
+from shapewise.presets import get_model
 
 CASES = (("llama2-7b", 64, 2**20, 4096), ("llama2-70b", 1024, 2**22, 4096), ("llama3-70b", 4096, 2**24, 8192),
          ("gpt3-175b", 1024, 1536 * 2048, 2048), ("mixtral-8x7b", 256, 2**22, 4096))

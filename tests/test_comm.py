@@ -7,8 +7,8 @@ from shapewise import ShapewiseError, Workload, check, model_ops, predict_step
 from shapewise.cost import SPEC, predict_ops
 from shapewise.hardware import get_gpu, link
 from shapewise.ops import COMM
+from shapewise.presets import get_model
 from shapewise.profile import choose
-from shapewise.shapes import get_model
 
 LLAMA = get_model("llama2-13b")
 

@@ -16,8 +16,9 @@ from shapewise.cost import SPEC
 from shapewise.document import build_report, write_report
 from shapewise.errors import ShapewiseError
 from shapewise.measure import Timing
+from shapewise.presets import get_model
 from shapewise.report import check
-from shapewise.shapes import Workload, get_model
+from shapewise.shapes import Workload
 from shapewise.store import Store, case_key
 
 PNG = b"\x89PNG\r\n\x1a\n"

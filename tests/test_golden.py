@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from shapewise import Workload, model_ops
-from shapewise.shapes import get_model
+from shapewise.presets import get_model
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = {

@@ -20,7 +20,8 @@ from shapewise.layers import (  # noqa: E402
     run_fwd,
     run_fwd_bwd,
 )
-from shapewise.shapes import MLP_KINDS, NORM_KINDS, PRESETS, ModelShape  # noqa: E402
+from shapewise.presets import PRESETS  # noqa: E402
+from shapewise.shapes import MLP_KINDS, NORM_KINDS, ModelShape  # noqa: E402
 
 
 def tiny(name, **fields):

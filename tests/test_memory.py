@@ -20,7 +20,8 @@ from shapewise.memory import (
     layer_activation_bytes,
 )
 from shapewise.parallel import Parallelism
-from shapewise.shapes import ModelShape, Workload, get_model
+from shapewise.presets import get_model
+from shapewise.shapes import ModelShape, Workload
 
 GPT = ModelShape(name="gpt", hidden=4096, num_layers=8, num_heads=32, vocab=51200, learned_positions=2048)
 STATS = 2 * 8  # two LayerNorms' fp32 mean and rstd per row: the paper leaves them out

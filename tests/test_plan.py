@@ -12,7 +12,8 @@ from shapewise.hardware import get_gpu
 from shapewise.memory import PRECISIONS
 from shapewise.parallel import LayerTimes, Network, network_for, ring_ms, step_arrays
 from shapewise.plan import layouts, megatron_flags, plan
-from shapewise.shapes import ModelShape, Workload, get_model
+from shapewise.presets import get_model
+from shapewise.shapes import ModelShape, Workload
 
 SHAPE = ModelShape(name="m", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn=14336, vocab=128256,
                    mlp="swiglu", norm="rmsnorm", bias=False, tied_embeddings=False)

@@ -17,8 +17,9 @@ import pytest
 from shapewise import plots
 from shapewise.errors import ShapewiseError
 from shapewise.hardware import get_gpu
+from shapewise.presets import get_model
 from shapewise.search import suggest
-from shapewise.shapes import Workload, get_model
+from shapewise.shapes import Workload
 from shapewise.verify import Verification
 
 H200 = get_gpu("h200")

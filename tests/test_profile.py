@@ -20,8 +20,8 @@ from shapewise.fit import (
 )
 from shapewise.hardware import get_gpu
 from shapewise.ops import Op, attention_op
+from shapewise.presets import get_model
 from shapewise.profile import Profile, find, load, save
-from shapewise.shapes import get_model
 
 H200 = get_gpu("h200")
 TRUTH = dataclasses.replace(SPEC, gemm_ceiling=0.70, k_overhead=120.0, misaligned_even=3.2, gemm_bandwidth=0.75,

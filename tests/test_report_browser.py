@@ -17,7 +17,8 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from shapewise.document import write_report
-from shapewise.shapes import Workload, get_model
+from shapewise.presets import get_model
+from shapewise.shapes import Workload
 
 TIMEOUT_S = 60
 CHECK = re.compile(r'<p id="browser-check"[^>]*>images=(\d+) images-ok=(\d+) network=(\d+)</p>')

@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shapewise import Workload
+from shapewise.hf import load_config
+from shapewise.presets import PRESETS, get_model
 from shapewise.profile import choose
 from shapewise.search import KEEPABLE, megatron_args, search, suggest
-from shapewise.shapes import PRESETS, get_model, load_config
 
 LOSSY = ["gpt2", "gpt3-2.7b", "pythia-2.8b", "phi-2", "falcon-7b", "llama2-7b", "gpt2-medium"]
 

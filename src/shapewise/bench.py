@@ -703,10 +703,9 @@ def bench_tp_layer(shape, workload, *, store, device: str = "cuda", warmup: int 
     """One tensor-parallel layer (shapewise.layers.build_tp_layer) on the ranks torchrun started, one
     per tensor-parallel rank, forward+backward and forward; rank 0 stores and returns the slowest rank's
     medians. Fixed call counts: every rank must run its collectives equally often."""
-    import dataclasses
-
     from .layers import build_tp_layer
     from .measure import Timing, environment, time_fn
+    from .shapes import shape_record
     from .store import case_key
 
     torch = _torch()
@@ -747,7 +746,7 @@ def bench_tp_layer(shape, workload, *, store, device: str = "cuda", warmup: int 
                                device=device if device.startswith("cuda") else "cpu")
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         if rank == 0:
-            params = dict(model=shape.name, shape=dataclasses.asdict(shape), batch=workload.batch, seq=workload.seq,
+            params = dict(model=shape.name, shape=shape_record(shape), batch=workload.batch, seq=workload.seq,
                           tp=world, attention=workload.attention, dtype=workload.dtype, **{"pass": pass_})
             store.record(env_id=env_id, bench="layer", key=case_key({"bench": "layer", **params}), params=params,
                          timing=Timing(timing.samples_ms), metrics={"slowest_rank_median_ms": float(slowest.item())})

@@ -25,8 +25,9 @@ from .fit import (GemmSamples, fit_bandwidth, fit_cutlass, fit_flash, fit_flash_
                   residual_kernel, residual_rows)
 from .hardware import GPU
 from .ops import FLASH, MEMORY, attention_op, layer_ops, model_ops
+from .presets import get_model
 from .profile import Profile
-from .shapes import DTYPE_BYTES, ModelShape, Workload, get_model
+from .shapes import DTYPE_BYTES, ModelShape, Workload, shape_record
 
 LAYER_PRESETS = ("gpt2-medium", "gpt2-xl", "pythia-1b", "pythia-2.8b", "gpt3-2.7b", "gpt3-6.7b", "opt-1.3b",
                  "phi-2", "llama2-7b", "llama3-8b", "mistral-7b", "qwen2-7b", "gemma-7b", "falcon-7b")
@@ -192,7 +193,7 @@ def _unique(cases: list[Case]) -> list[Case]:
 
 
 def _layer_case(shape: ModelShape, *, batch: int, seq: int, dtype: str, group: str) -> Case:
-    return Case("layer", dict(model=shape.name, shape=dataclasses.asdict(shape), batch=batch, seq=seq,
+    return Case("layer", dict(model=shape.name, shape=shape_record(shape), batch=batch, seq=seq,
                               attention="flash", dtype=dtype, group=group, **{"pass": "fwdbwd"}))
 
 

@@ -30,9 +30,10 @@ from .cost import SPEC, CostParams
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
 from .ops import COMM, MEMORY
+from .presets import PRESETS
 from .report import LOSS_WORDS, CheckResult, check
 from .search import change_text
-from .shapes import MODES, PRESETS, ModelShape, Workload
+from .shapes import MODES, ModelShape, Workload
 
 FORMATS = ("html", "md")
 MATCH_FIELDS = ("label", "m", "n", "k", "batch", "layout")  # and dtype: the op's params a measurement must share

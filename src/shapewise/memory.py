@@ -34,7 +34,6 @@ Hugging Face-style code) against Megatron-LM's fused kernels.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -233,7 +232,7 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
     layers_experts = stage_layers * experts / (tp * ep)
     embed = V * h / tp + shape.learned_positions * h
     head = np.where(pp > 1, V * h / tp, 0.0) if shape.tied_embeddings else V * h / tp  # Megatron keeps a copy
-    final_norm = shape.params - L * shape.layer_params - V * h * (1 if shape.tied_embeddings else 2) \
+    final_norm = shape.params - shape.blocks_params - V * h * (1 if shape.tied_embeddings else 2) \
         - shape.learned_positions * h
     edp = np.maximum(dp // ep, 1)  # replicas of each expert
     shard_w = np.where(zero >= 3, dp, 1), np.where(zero >= 3, edp, 1)
@@ -304,8 +303,7 @@ def _inference(shape: ModelShape, w: Workload, framework: Framework) -> Memory:
     """Weights, the KV cache of batch sequences of seq tokens, and the largest live tensors of one
     layer (the MLP's input and its FFN-wide tensors); logits of the last positions only."""
     B, t = w.dtype_bytes, w.tp
-    kv = math.ceil(shape.kv_heads / t) * shape.d_head
-    cache = 2 * shape.num_layers * kv * w.batch * w.seq * B
+    cache = shape.kv_cache_values(seq=w.seq, tp=t) * w.batch * B  # latent and windowed caches too
     rows = w.tokens  # prefill: every position; decode: one new token per sequence
     width = shape.expert_width if shape.is_moe else shape.ffn_width
     widths = 3 if shape.gated else 2

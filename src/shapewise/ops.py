@@ -102,49 +102,98 @@ def elementwise(name: str, rows: int, width: int, *, reads: int, writes: int, bw
 
 
 def attention_op(pass_: str, *, seqs: int, heads: int, kv_heads: int, q_len: int, kv_len: int, head_dim: int,
-                 causal: bool, dtype_bytes: int, count: int = 1) -> Op:
-    """One fused attention kernel call over `seqs` sequences of `heads` query heads."""
-    # Causal kernels skip the masked half of the score matrix, so count only the other half.
-    pairs = q_len * kv_len // 2 if causal else q_len * kv_len
-    fwd_flops = 4 * seqs * heads * pairs * head_dim  # QKᵀ and PV
+                 causal: bool, dtype_bytes: int, count: int = 1, v_dim: int = 0, window: int = 0,
+                 name: str = "attn/flash") -> Op:
+    """One fused attention kernel call over `seqs` sequences of `heads` query heads. Queries and keys
+    have head_dim dims, values v_dim (latent attention: 192 and 128); with a window, each query sees
+    only the last `window` keys (sliding-window layers), which bounds the work at long sequences."""
+    v_dim = v_dim or head_dim
+    pairs = _attended_pairs(q_len, kv_len, causal=causal, window=window)
+    fwd_flops = 2 * seqs * heads * pairs * (head_dim + v_dim)  # QKᵀ and PV
     q_bytes = seqs * heads * q_len * head_dim * dtype_bytes
-    kv_bytes = seqs * kv_heads * kv_len * head_dim * dtype_bytes
+    o_bytes = seqs * heads * q_len * v_dim * dtype_bytes
+    kv_bytes = seqs * kv_heads * kv_len * (head_dim + v_dim) * dtype_bytes
     groups = heads // kv_heads if heads % kv_heads == 0 else 1
     if pass_ == "fwd":  # read q, k, v; write o
-        flops, nbytes = fwd_flops, 2 * q_bytes + 2 * kv_bytes
+        flops, nbytes = fwd_flops, q_bytes + o_bytes + kv_bytes
     else:  # backward recomputes QKᵀ and runs four more products (dV, dP, dQ, dK): 2.5× the forward
-        flops, nbytes = fwd_flops * 5 // 2, 4 * q_bytes + 4 * kv_bytes
-    return Op("attn/flash", pass_, FLASH, count=count, flops=flops, bytes=nbytes, m=q_len, n=kv_len, k=head_dim,
+        flops, nbytes = fwd_flops * 5 // 2, 2 * (q_bytes + o_bytes + kv_bytes)
+    return Op(name, pass_, FLASH, count=count, flops=flops, bytes=nbytes, m=q_len, n=kv_len, k=head_dim,
               batch=seqs * heads, causal=causal, groups=groups)
 
 
+def _attended_pairs(q_len: int, kv_len: int, *, causal: bool, window: int) -> int:
+    """Query-key pairs a kernel computes. Causal kernels skip the masked half of the score matrix; a
+    window keeps, for each query, only the last `window` keys up to itself."""
+    if not causal:
+        return q_len * min(kv_len, window or kv_len)
+    if not window or window >= kv_len:
+        return q_len * kv_len // 2
+    # queries 0..w-1 see 1..w keys; every later query sees w
+    return window * (window + 1) // 2 + (q_len - window) * window
+
+
 def attention(shape: ModelShape, w: Workload, *, train: bool, B: int) -> list[Op]:
-    """The attention core (after the QKV projection, before the output projection) of one layer."""
-    L, t = shape.num_layers, w.tp
-    heads, kv_heads, d = shape.num_heads // t, math.ceil(shape.kv_heads / t), shape.d_head
+    """The attention core (after the projections, before the output projection) of every layer:
+    global layers, and sliding-window layers apart where the model has them."""
+    t = w.tp
+    heads = shape.num_heads // t
     q_len = 1 if w.mode == "decode" else w.seq
-    kv_len = w.seq
+    ops = []
+    for layers, window in ((shape.num_global_layers, 0), (shape.num_layers - shape.num_global_layers, shape.window)):
+        if layers == 0:
+            continue
+        # A window shorter than the sequence bounds what each query sees, and in decode the cache itself.
+        windowed = window if window and window < w.seq else 0
+        kv_len = min(w.seq, windowed) if windowed and w.mode == "decode" else w.seq
+        ops += _attention_core(shape, w, heads=heads, q_len=q_len, kv_len=kv_len,
+                               window=windowed if w.mode != "decode" else 0, count=layers, train=train, B=B,
+                               name="attn/window" if windowed else "attn/flash")
+    return ops
+
+
+def _attention_core(shape: ModelShape, w: Workload, *, heads: int, q_len: int, kv_len: int, window: int, count: int,
+                    train: bool, B: int, name: str) -> list[Op]:
     seqs = w.batch
     causal = q_len == kv_len  # decoding attends to the whole cache
+    if shape.is_mla and w.mode == "decode":
+        return _latent_decode(shape, w, heads=heads, kv_len=kv_len, count=count, B=B)
+    kv_heads = heads if shape.is_mla else math.ceil(shape.kv_heads / w.tp)  # MLA expands keys to every head
+    d, v = shape.qk_head_dim, shape.v_dim
     if w.attention == "flash":
         make = lambda pass_: attention_op(pass_, seqs=seqs, heads=heads, kv_heads=kv_heads, q_len=q_len,  # noqa: E731
-                                          kv_len=kv_len, head_dim=d, causal=causal, dtype_bytes=B, count=L)
+                                          kv_len=kv_len, head_dim=d, causal=causal, dtype_bytes=B, count=count,
+                                          v_dim=v, window=window, name=name)
         return [make("fwd"), make("bwd")] if train else [make("fwd")]
-    # Unfused: kv heads are expanded to every query head, then two BMMs around a softmax.
+    # Unfused: kv heads are expanded to every query head, then two BMMs around a softmax (a window masks
+    # scores but the BMMs still compute the whole matrix).
     bh = seqs * heads
-    ops = [matmul("attn/score", "fwd", q_len, kv_len, d, batch=bh, layout="nt", count=L, dtype_bytes=B),
+    ops = [matmul("attn/score", "fwd", q_len, kv_len, d, batch=bh, layout="nt", count=count, dtype_bytes=B),
            *elementwise("attn/softmax", bh * q_len, kv_len, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=False,
-                        count=L, dtype_bytes=B, family="softmax"),
-           matmul("attn/over_v", "fwd", q_len, d, kv_len, batch=bh, layout="nn", count=L, dtype_bytes=B)]
+                        count=count, dtype_bytes=B, family="softmax"),
+           matmul("attn/over_v", "fwd", q_len, v, kv_len, batch=bh, layout="nn", count=count, dtype_bytes=B)]
     if train:
         ops += [
-            matmul("attn/over_v", "dp", q_len, kv_len, d, batch=bh, layout="nt", count=L, dtype_bytes=B),  # dO·Vᵀ
-            matmul("attn/over_v", "dv", kv_len, d, q_len, batch=bh, layout="tn", count=L, dtype_bytes=B),  # Pᵀ·dO
-            memory("attn/softmax", "bwd", 3 * bh * q_len * kv_len * B, rows=bh * q_len, width=kv_len, count=L,
+            matmul("attn/over_v", "dp", q_len, kv_len, v, batch=bh, layout="nt", count=count, dtype_bytes=B),  # dO·Vᵀ
+            matmul("attn/over_v", "dv", kv_len, v, q_len, batch=bh, layout="tn", count=count, dtype_bytes=B),  # Pᵀ·dO
+            memory("attn/softmax", "bwd", 3 * bh * q_len * kv_len * B, rows=bh * q_len, width=kv_len, count=count,
                    family="softmax"),
-            matmul("attn/score", "dq", q_len, d, kv_len, batch=bh, layout="nn", count=L, dtype_bytes=B),  # dS·K
-            matmul("attn/score", "dk", kv_len, d, q_len, batch=bh, layout="tn", count=L, dtype_bytes=B),  # dSᵀ·Q
+            matmul("attn/score", "dq", q_len, d, kv_len, batch=bh, layout="nn", count=count, dtype_bytes=B),  # dS·K
+            matmul("attn/score", "dk", kv_len, d, q_len, batch=bh, layout="tn", count=count, dtype_bytes=B),  # dSᵀ·Q
         ]
+    return ops
+
+
+def _latent_decode(shape: ModelShape, w: Workload, *, heads: int, kv_len: int, count: int, B: int) -> list[Op]:
+    """Latent attention in decode, in its absorbed form: the cache holds each token's latent and its
+    rotary key (kv_lora_rank + rope_head_dim values), shared by every head; each query's non-rotary part
+    is mapped into the latent by the key up-projection, attention runs there as multi-query attention,
+    and the value up-projection maps the result back to each head's values."""
+    seqs, rank, nope, v = w.batch, shape.kv_lora_rank, shape.d_head, shape.v_dim
+    ops = [matmul("attn/absorb_q", "fwd", seqs, rank, nope, batch=heads, layout="nn", count=count, dtype_bytes=B)]
+    ops.append(attention_op("fwd", seqs=seqs, heads=heads, kv_heads=1, q_len=1, kv_len=kv_len,
+                            head_dim=rank + shape.rope_head_dim, v_dim=rank, causal=False, dtype_bytes=B, count=count))
+    ops.append(matmul("attn/absorb_v", "fwd", seqs, v, rank, batch=heads, layout="nn", count=count, dtype_bytes=B))
     return ops
 
 
@@ -164,18 +213,51 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
         ops += linear(f"{prefix}/down", rows, h, width, train=train, count=count, dtype_bytes=B)
         return ops
 
-    if not shape.is_moe:
-        return block("mlp", tokens, shape.ffn_width // t, L)
+    # Layers of two kinds, counted and priced apart: dense MLPs (every layer of a dense model, and the
+    # dense layers of an MoE model such as DeepSeek's first three), and MoE layers.
+    dense, moe = L - shape.num_moe_layers, shape.num_moe_layers
+    ops = block("mlp", tokens, shape.ffn_width // t, dense) if dense else []
+    if not moe:
+        return ops
     # Routed experts: with balanced routing each expert sees tokens·top_k / experts rows.
     rows = math.ceil(tokens * shape.top_k / shape.num_experts)
     width = shape.expert_width // t
-    ops = linear("moe/router", tokens, shape.num_experts, h, train=train, count=L, dtype_bytes=B)
+    ops += linear("moe/router", tokens, shape.num_experts, h, train=train, count=moe, dtype_bytes=B)
     # Dispatch and combine copy each routed token's hidden vector out and back.
     ops += elementwise("moe/permute", tokens * shape.top_k, h, reads=2, writes=2, bwd_reads=2, bwd_writes=2,
-                       train=train, count=L, dtype_bytes=B, family="copy")
-    ops += block("moe/experts", rows, width, L * shape.num_experts)
+                       train=train, count=moe, dtype_bytes=B, family="copy")
+    ops += block("moe/experts", rows, width, moe * shape.num_experts)
     if shape.num_shared_experts:
-        ops += block("moe/shared", tokens, width, L * shape.num_shared_experts)
+        ops += block("moe/shared", tokens, width, moe * shape.num_shared_experts)
+    return ops
+
+
+def projections(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> list[Op]:
+    """Query, key and value projections of every layer: one fused QKV linear, or for latent attention
+    the low-rank paths (queries through their latent, keys and values through theirs; the down
+    projections are not split across tensor-parallel ranks, the up projections are, by head)."""
+    L, t, h = shape.num_layers, w.tp, shape.hidden
+    heads = shape.num_heads // t
+    if not shape.is_mla:
+        width = (heads + 2 * math.ceil(shape.kv_heads / t)) * shape.d_head
+        return linear("attn/qkv", tokens, width, h, train=train, count=L, dtype_bytes=B)
+    rank, q_rank = shape.kv_lora_rank, shape.q_lora_rank
+
+    def latent_norm(name: str, width: int) -> list[Op]:
+        return elementwise(name, tokens, width, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=train, count=L,
+                           dtype_bytes=B, family="rmsnorm")
+
+    if q_rank:
+        ops = linear("attn/q_down", tokens, q_rank, h, train=train, count=L, dtype_bytes=B)
+        ops += latent_norm("attn/q_norm", q_rank)
+        ops += linear("attn/q_up", tokens, heads * shape.qk_head_dim, q_rank, train=train, count=L, dtype_bytes=B)
+    else:
+        ops = linear("attn/q", tokens, heads * shape.qk_head_dim, h, train=train, count=L, dtype_bytes=B)
+    ops += linear("attn/kv_down", tokens, rank + shape.rope_head_dim, h, train=train, count=L, dtype_bytes=B)
+    ops += latent_norm("attn/kv_norm", rank)
+    if w.mode != "decode":  # decode works in the latent (see _latent_decode); the others expand it per head
+        ops += linear("attn/kv_up", tokens, heads * (shape.d_head + shape.v_dim), rank, train=train, count=L,
+                      dtype_bytes=B)
     return ops
 
 
@@ -227,21 +309,34 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     # The embedding gathers token rows of the (vocab/t)×h table (k holds the table's rows).
     ops = [Op("embed", "fwd", MEMORY, count=1, flops=0, bytes=2 * tokens * h * B, m=tokens, n=h, k=vocab,
               family="embed")]
+    post_norms = shape.norms_per_layer > 2  # Gemma-2/3 also normalize each sublayer's output
     ops += norm("attn/norm", L)
-    ops += linear("attn/qkv", tokens, q_width + 2 * kv_width, h, train=train, count=L, dtype_bytes=B)
-    if shape.learned_positions == 0:  # rotary embeddings: every query and key rotated by position
-        ops += elementwise("attn/rope", tokens, q_width + kv_width, reads=1, writes=1, bwd_reads=1, bwd_writes=1,
-                           train=train, count=L, dtype_bytes=B, family="rope", head_dim=shape.d_head)
+    ops += projections(shape, w, tokens=tokens, train=train, B=B)
+    if shape.qk_norm:  # each query and key head normalized before attention
+        ops += elementwise("attn/qk_norm", tokens, q_width + kv_width, reads=1, writes=1, bwd_reads=2, bwd_writes=1,
+                           train=train, count=L, dtype_bytes=B, family=shape.norm)
+    if shape.rotary_width:  # rotary embeddings: the rotated part of every query and key head
+        heads = shape.num_heads // t + (math.ceil(shape.kv_heads / t) if not shape.is_mla else 1)
+        ops += elementwise("attn/rope", tokens, heads * shape.rotary_width, reads=1, writes=1, bwd_reads=1,
+                           bwd_writes=1, train=train, count=L, dtype_bytes=B, family="rope",
+                           head_dim=shape.rotary_width)
     ops += attention(shape, w, train=train, B=B)
-    ops += linear("attn/out", tokens, h, q_width, train=train, count=L, dtype_bytes=B)
+    ops += linear("attn/out", tokens, h, shape.num_heads // t * shape.v_dim, train=train, count=L, dtype_bytes=B)
+    if post_norms:
+        ops += norm("attn/post_norm", L)
     ops += norm("mlp/norm", L)
     ops += mlp(shape, w, tokens=tokens, train=train, B=B)
+    if post_norms:
+        ops += norm("mlp/post_norm", L)
     ops += tensor_parallel_collectives(shape, w, tokens=tokens, train=train)
     # Two residual adds per layer, also with parallel attention (x + attn(…) + mlp(…)).
     ops += elementwise("residual", local, h, reads=2, writes=1, bwd_reads=2, bwd_writes=1, train=train,
                        count=2 * L, dtype_bytes=B, family="add")
     ops += norm("final/norm", 1)
     ops += linear("logits", logit_rows, vocab, h, train=train, count=1, dtype_bytes=B)
+    if shape.logit_softcap:  # cap·tanh(logits / cap): one more pass over the logits
+        ops += elementwise("logits/softcap", logit_rows, vocab, reads=1, writes=1, bwd_reads=2, bwd_writes=1,
+                           train=train, count=1, dtype_bytes=B, family="act")
     if train:
         # Cross-entropy reads the logits once forward and writes their gradient once backward.
         ops += elementwise("loss", logit_rows, vocab, reads=1, writes=0, bwd_reads=1, bwd_writes=1, train=True,
@@ -257,5 +352,7 @@ OUTSIDE_LAYERS = ("embed", "final/norm", "logits", "loss", "tp/embed", "tp/logit
 
 
 def layer_ops(shape: ModelShape, workload: Workload) -> list[Op]:
-    """The ops of one transformer block: a one-layer step without embedding, final norm and head."""
-    return [op for op in model_ops(shape.replace(num_layers=1), workload) if op.name not in OUTSIDE_LAYERS]
+    """The ops of one transformer block (an MoE block, in an MoE model; a global-attention one where
+    layers alternate): a one-layer step without embedding, final norm and head."""
+    one = shape.replace(num_layers=1, num_dense_layers=0, global_every=min(shape.global_every, 1))
+    return [op for op in model_ops(one, workload) if op.name not in OUTSIDE_LAYERS + ("logits/softcap",)]

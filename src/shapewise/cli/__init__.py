@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         return leave_process_group(args.run(args))
     except ShapewiseError as err:
         print(f"shapewise: error: {err}", file=sys.stderr)
-        return 2
+        return getattr(err, "exit_code", 2)  # a config read only by guessing, under --strict: 1
     except KeyboardInterrupt:
         print("shapewise: interrupted", file=sys.stderr)
         return 130

@@ -74,7 +74,8 @@ def add_models(sub) -> None:
 def run_models(args) -> int:
     from rich.table import Table
 
-    from ..shapes import PRESETS
+    from ..families import families_text
+    from ..presets import PRESETS
 
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     for col in ("name", "params", "hidden", "layers", "heads", "kv", "head dim", "ffn", "mlp", "vocab"):
@@ -84,7 +85,9 @@ def run_models(args) -> int:
         table.add_row(name, f"{s.params / 1e9:.2f}B", str(s.hidden), str(s.num_layers), str(s.num_heads),
                       str(s.kv_heads), str(s.d_head), f"{s.ffn_width if not s.is_moe else s.expert_width}{experts}",
                       s.mlp, str(s.vocab))
-    console().print(table)
+    out = console()
+    out.print(table)
+    out.print(families_text())
     return 0
 
 

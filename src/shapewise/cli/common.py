@@ -48,7 +48,8 @@ def console():
 def add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> None:
     from ..shapes import ATTENTION_KINDS, DTYPE_BYTES, MODES
 
-    p.add_argument("model", nargs="?", help="a preset name (`shapewise models` lists them)")
+    p.add_argument("model", nargs="?", help="a preset name (`shapewise models` lists them), a Hugging Face hub id "
+                   "(org/name, read from the local cache) or a config.json path")
     p.add_argument("--config", metavar="PATH", help="a Hugging Face config.json (or a folder holding one)")
     if measuring:
         p.add_argument("--gpu", help=GPU_TO_PREDICT)
@@ -65,13 +66,16 @@ def add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> No
 
 
 def model_and_workload(args):
-    from ..shapes import Workload, get_model, load_config
+    from ..hf import load_config
+    from ..hub import resolve_model
+    from ..shapes import Workload
 
     if args.model and args.config:
         raise ShapewiseError("give a preset name or --config, not both")
     if not args.model and not args.config:
         raise ShapewiseError("name a model (`shapewise models` lists them) or give --config PATH")
-    shape = load_config(args.config) if args.config else get_model(args.model)
+    strict = getattr(args, "strict", False)
+    shape = load_config(args.config, strict=strict) if args.config else resolve_model(args.model, strict=strict)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode=args.mode,
                         attention=args.attention, overlap_comm=args.overlap_comm)
     return shape, workload

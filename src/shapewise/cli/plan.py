@@ -30,14 +30,16 @@ def add_plan(sub) -> None:
 
 
 def _shape(args, gpu, params):
+    from ..hf import load_config
+    from ..hub import resolve_model
     from ..search import search
-    from ..shapes import Workload, get_model, load_config
+    from ..shapes import Workload
 
     given = [x for x in (args.model, args.config, args.params) if x is not None]
     if len(given) != 1:
         raise ShapewiseError("give one of: a preset name, --config PATH or --params N")
     if args.params is None:
-        return load_config(args.config) if args.config else get_model(args.model)
+        return load_config(args.config) if args.config else resolve_model(args.model)
     found = search(params_target=int(args.params), gpu=gpu, workload=Workload(batch=1, seq=args.seq),
                    cost_params=params, top=1)  # the fastest shape of that size on this GPU
     if not found.top:

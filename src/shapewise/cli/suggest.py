@@ -47,8 +47,8 @@ def _suggestions(args):
 def run_suggest(args) -> int:
     from rich.table import Table
 
+    from ..hf import load_config, to_hf_config
     from ..search import change_text, megatron_args
-    from ..shapes import load_config, to_hf_config
 
     shape, workload, gpu, source, result = _suggestions(args)
     chosen = None
@@ -184,11 +184,13 @@ def run_verify(args) -> int:
     from rich.table import Table
 
     from ..hardware import get_gpu
-    from ..shapes import Workload, get_model, load_config
+    from ..hf import load_config
+    from ..hub import resolve_model
+    from ..shapes import Workload
     from ..verify import verify
 
     source = args.model
-    shape = load_config(source) if (source.endswith(".json") or Path(source).is_dir()) else get_model(source)
+    shape = resolve_model(source)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode="train",
                         attention=args.attention)
     gpu = get_gpu(args.gpu)

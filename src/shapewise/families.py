@@ -1,0 +1,112 @@
+"""The model types shapewise reads by their own rules: Hugging Face's defaults for the fields a
+config.json may omit, and the architectures it refuses because they are not attention transformers.
+
+Each default below is the value of the model type's configuration class in Hugging Face transformers
+(e.g. LlamaConfig(tie_word_embeddings=False), StableLmConfig(tie_word_embeddings=False),
+Gemma2Config(hidden_activation="gelu_pytorch_tanh")) or of the model's own configuration code
+(BTLM, MPT), so that a file that leaves a field out reads as the library would build the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Family:
+    gated: bool  # MLP with a gate (GLU); the activation then picks swiglu or geglu
+    norm: str
+    bias: bool
+    tied: bool  # the model type's default for tie_word_embeddings
+    parallel: bool  # attention and MLP read the same normalized input
+    act: str = "silu"  # default activation when the file names none
+    positions: str = ""  # learned position table: "gpt2", "opt", "gpt_neo"; "alibi"; "" for rotary
+    rotary: str = "full"  # "full", or the key holding the rotated fraction or width ("partial_rotary_factor", ...)
+    norms_per_layer: int = 2
+    qk_norm: bool = False
+    window: str = ""  # "all": every layer slides (Mistral); "alternate": every other one (Gemma-2); "pattern": Gemma-3
+    softcap: bool = False  # reads final_logit_softcapping
+
+
+_LLAMA = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False)
+_QWEN3 = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True)
+_NEOX = Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu",
+               rotary="rotary_pct")
+_FALCON = Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=True, act="gelu")
+_GEMMA2 = Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh",
+                 norms_per_layer=4, window="alternate", softcap=True)
+
+FAMILIES: dict[str, Family] = {
+    **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2",
+                           "deepseek_v3", "olmo")},
+    "mistral": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, window="all"),
+    **{t: _QWEN3 for t in ("qwen3", "qwen3_moe")},
+    "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True),
+    "phi3": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
+                   rotary="partial_rotary_factor", window="all"),
+    "phimoe": Family(gated=True, norm="layernorm", bias=True, tied=False, parallel=False, window="all"),
+    "stablelm": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False,
+                       rotary="partial_rotary_factor"),
+    "cohere": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True),
+    "dbrx": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
+    "gemma": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh"),
+    "gemma2": _GEMMA2,
+    "gemma3_text": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh",
+                          norms_per_layer=4, qk_norm=True, window="pattern", softcap=True),
+    "gpt2": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
+                   positions="gpt2"),
+    "gpt_bigcode": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,
+                          act="gelu_pytorch_tanh", positions="gpt2"),
+    "gpt_neo": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
+                      positions="gpt_neo"),
+    "opt": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="relu", positions="opt"),
+    "btlm": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
+                   positions="btlm"),
+    "gptj": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
+                   rotary="rotary_dim"),
+    "gpt_neox": _NEOX,
+    "phi": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
+                  rotary="partial_rotary_factor"),
+    "bloom": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
+                    positions="alibi"),
+    "mpt": Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=False, act="gelu",
+                  positions="alibi"),
+    "starcoder2": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,
+                         act="gelu_pytorch_tanh", window="all"),
+    **{t: _FALCON for t in ("falcon", "refinedwebmodel", "refinedweb")},
+}
+FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = FAMILIES["phi"]  # phi-2's first config
+FALCON_TYPES = ("falcon", "refinedwebmodel", "refinedweb")
+
+# Architectures whose layers are not (all) attention blocks: shapewise has no ops for their state-space
+# or recurrent layers, so it refuses them rather than price them as transformers.
+NOT_ATTENTION = {
+    "mamba": "a Mamba state-space model", "mamba2": "a Mamba-2 state-space model",
+    "falcon_mamba": "a Mamba state-space model", "jamba": "a Mamba/attention hybrid",
+    "zamba": "a Mamba/attention hybrid", "zamba2": "a Mamba/attention hybrid", "bamba": "a Mamba/attention hybrid",
+    "falcon_h1": "a Mamba/attention hybrid", "nemotron_h": "a Mamba/attention hybrid",
+    "granitemoehybrid": "a Mamba/attention hybrid", "recurrent_gemma": "a recurrent (Griffin) model",
+    "rwkv": "an RWKV recurrent model", "rwkv5": "an RWKV recurrent model", "rwkv6": "an RWKV recurrent model",
+    "rwkv7": "an RWKV recurrent model", "xlstm": "an xLSTM recurrent model", "lfm2": "a convolution/attention hybrid",
+    "qwen3_next": "a linear-attention hybrid", "minimax_text_01": "a linear-attention hybrid",
+}
+# Keys that only hybrid or recurrent configs carry: an unknown type with one of them is refused too.
+NOT_ATTENTION_KEYS = ("mamba_d_state", "ssm_cfg", "state_size", "attn_layer_period", "block_types",
+                      "_block_types", "layers_block_type", "hybrid_override_pattern", "lru_width")
+
+# Activations by the MLP they make: a gated family's activation picks SwiGLU or GeGLU; a plain one GELU
+# or ReLU. Anything else is refused rather than guessed.
+ACTIVATIONS = {
+    "silu": "swiglu", "swish": "swiglu", "swiglu": "swiglu",
+    "gelu": "geglu", "gelu_new": "geglu", "gelu_pytorch_tanh": "geglu", "gelu_fast": "geglu",
+    "gelu_python": "geglu", "gelu_accurate": "geglu", "geglu": "geglu",
+    "relu": "relu", "relu2": "relu",
+}
+
+
+def families_text() -> str:
+    """What `shapewise models` says about config.json files beside its presets."""
+    return (f"Hugging Face config.json (--config PATH, or a hub id from the local cache) is read by its own "
+            f"rules for model types {', '.join(sorted(FAMILIES))}; other types are read with a warning naming "
+            f"each guessed field (refused with --strict); refused as not attention transformers: "
+            f"{', '.join(sorted(NOT_ATTENTION))}.")

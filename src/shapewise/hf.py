@@ -1,0 +1,515 @@
+"""Hugging Face config.json: reading one into a ModelShape, and writing a ModelShape as one."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from pathlib import Path
+
+from .errors import ShapewiseError
+from .families import (
+    ACTIVATIONS,
+    FALCON_TYPES,
+    FAMILIES,
+    NOT_ATTENTION,
+    NOT_ATTENTION_KEYS,
+)
+from .shapes import STRUCTURAL_FIELDS, ModelShape, canonical
+
+# ---- config.json reading ----
+
+# Every spelling tried for each field, in order of preference.
+_HIDDEN = ("hidden_size", "n_embd", "d_model", "dim", "n_embed")  # n_embed: BLOOM
+_LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
+_KV_HEADS = ("num_key_value_heads", "n_head_kv", "num_kv_heads", "n_kv_heads")
+_HEAD_DIM = ("head_dim", "kv_channels")
+_FFN = ("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size")
+_VOCAB = ("padded_vocab_size", "vocab_size")  # the padded size is the real table size
+_ACT = ("hidden_activation", "hidden_act", "activation_function")  # Gemma: hidden_activation wins
+_BIAS = ("bias", "use_bias", "enable_bias", "attention_bias", "mlp_bias", "add_bias_linear")
+_PARALLEL = ("use_parallel_residual", "parallel_attn", "parallel_residual")
+_EXPERTS = ("num_local_experts", "num_experts", "n_routed_experts")
+_TOP_K = ("num_experts_per_tok", "moe_top_k")
+_EXPERT_FFN = ("moe_intermediate_size",)
+
+
+class _Reader:
+    """Reads the fields of one config dict; every error names where the dict came from."""
+
+    def __init__(self, cfg: dict, where: str):
+        self.cfg, self.where = cfg, where
+
+    def fail(self, message: str):
+        raise ShapewiseError(f"{self.where}: {message}")
+
+    def _present(self, keys) -> list[str]:
+        return [k for k in keys if self.cfg.get(k) is not None]  # null counts as absent (n_inner: null)
+
+    def whole(self, keys, what: str, *, required: bool = False, minimum: int = 1, agree: bool = True) -> int | None:
+        """A whole number under the first present spelling; all present spellings must agree."""
+        present = self._present(keys)
+        if not present:
+            if required:
+                self.fail(f"no {what} found; tried {', '.join(keys)}")
+            return None
+        values = {}
+        for k in present:
+            v = self.cfg[k]
+            if isinstance(v, bool) or not isinstance(v, int):
+                self.fail(f"{k} must be a whole number, got {json.dumps(v)[:40]}")
+            if v < minimum:
+                self.fail(f"{k} must be {'positive' if minimum == 1 else f'at least {minimum}'}, got {v}")
+            values[k] = v
+        if agree and len(set(values.values())) > 1:
+            self.fail(f"{' and '.join(f'{k}={v}' for k, v in values.items())} disagree about the {what}")
+        return values[present[0]]
+
+    def flag(self, keys, default: bool | None) -> bool | None:
+        """A true/false under the first present spelling."""
+        for k in self._present(keys):
+            v = self.cfg[k]
+            if not isinstance(v, bool):
+                self.fail(f"{k} must be true or false, got {json.dumps(v)[:40]}")
+            return v
+        return default
+
+    def text(self, keys) -> str | None:
+        for k in self._present(keys):
+            v = self.cfg[k]
+            if not isinstance(v, str):
+                self.fail(f"{k} must be a string, got {json.dumps(v)[:40]}")
+            return v
+        return None
+
+
+def _unwrap(cfg: dict) -> dict:
+    """The language model's fields: multimodal wrappers (Gemma-3, LLaVA) nest them in text_config."""
+    inner = cfg.get("text_config")
+    if isinstance(inner, dict) and not any(k in cfg for k in _HIDDEN):
+        return inner
+    return cfg
+
+
+def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
+    arch = cfg.get("architectures")
+    named = f"{model_type} ({arch[0]})" if isinstance(arch, list) and arch and isinstance(arch[0], str) else model_type
+    what = NOT_ATTENTION.get(model_type)
+    if what is None and model_type not in FAMILIES:
+        hybrid = [k for k in NOT_ATTENTION_KEYS if k in cfg]
+        types = cfg.get("layer_types")
+        if isinstance(types, list) and any(t not in ("full_attention", "sliding_attention", "attention")
+                                           for t in types if isinstance(t, str)):
+            hybrid.append("layer_types")
+        what = f"not an attention-only transformer (its config has {', '.join(hybrid)})" if hybrid else None
+    if what:
+        raise ShapewiseError(f"{where}: {named or 'this model'} is {what}; shapewise models attention "
+                             f"transformers only and cannot price its other layers")
+
+
+def _moe_dense_layers(r: _Reader, model_type: str, layers: int) -> int:
+    """How many layers of an MoE model have a dense MLP instead of experts, by its type's rule."""
+    cfg = r.cfg
+    if model_type in ("deepseek_v2", "deepseek_v3"):
+        # DeepseekV3: a layer is MoE when idx >= first_k_dense_replace and idx % moe_layer_freq == 0
+        first = r.whole(("first_k_dense_replace",), "dense layer count", minimum=0) or 0
+        freq = r.whole(("moe_layer_freq",), "MoE layer frequency") or 1
+        return sum(1 for i in range(layers) if not (i >= first and i % freq == 0))
+    if model_type in ("qwen2_moe", "qwen3_moe"):
+        # Qwen-MoE: dense where listed in mlp_only_layers or (idx + 1) % decoder_sparse_step != 0
+        step = r.whole(("decoder_sparse_step",), "sparse step") or 1
+        only = cfg.get("mlp_only_layers") or []
+        if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only):
+            r.fail("mlp_only_layers must be a list of layer numbers")
+        return sum(1 for i in range(layers) if i in only or (i + 1) % step)
+    return 0
+
+
+def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str]]:
+    """ModelShape keyword arguments (all structural fields) read from a config dict, and the names of
+    the fields guessed because neither the file nor a known model type's defaults give them."""
+    cfg = _unwrap(cfg)
+    r = _Reader(cfg, where)
+    model_type = (r.text(("model_type",)) or "").lower()
+    _refuse_non_attention(cfg, model_type, where)
+    if model_type == "dbrx":  # DBRX nests its attention and MoE fields
+        cfg = {**cfg, **{f"attn_{k}": v for k, v in (cfg.get("attn_config") or {}).items()},
+               **{f"ffn_{k}": v for k, v in (cfg.get("ffn_config") or {}).items()}}
+        r = _Reader(cfg, where)
+    family = FAMILIES.get(model_type)
+    guesses: list[str] = []
+
+    hidden = r.whole(_HIDDEN, "hidden size", required=True)
+    layers = r.whole(_LAYERS, "layer count", required=True)
+    heads = r.whole(_HEADS, "attention head count", required=True)
+    vocab = r.whole(_VOCAB, "vocabulary size", required=True, agree=False)
+    if r.whole(("vocab_size",), "vocabulary size") and cfg["vocab_size"] > vocab:
+        r.fail(f"padded_vocab_size {vocab} is smaller than vocab_size {cfg['vocab_size']}")
+
+    # Falcon's first design reads multi_query and ignores num_kv_heads (the hub's expanded configs
+    # carry num_kv_heads = 71 beside multi_query = true); its new_decoder_architecture reads num_kv_heads.
+    multi_query = r.flag(("multi_query",), None)
+    if model_type in FALCON_TYPES and not r.flag(("new_decoder_architecture",), False):
+        kv = 1 if multi_query in (None, True) else heads
+    else:
+        kv = r.whole((*_KV_HEADS, "attn_kv_n_heads"), "key/value head count")
+        if kv is None and multi_query:
+            kv = 1
+
+    mla = {}
+    if r.whole(("kv_lora_rank",), "key/value latent width"):
+        mla = dict(kv_lora_rank=cfg["kv_lora_rank"], q_lora_rank=r.whole(("q_lora_rank",), "query latent width") or 0,
+                   rope_head_dim=r.whole(("qk_rope_head_dim",), "rotary head dim", required=True),
+                   v_head_dim=r.whole(("v_head_dim",), "value head dim", required=True))
+        head_dim = r.whole(("qk_nope_head_dim",), "non-rotary head dim", required=True)
+        kv = None  # latent attention expands keys and values to every head
+    else:
+        head_dim = r.whole(_HEAD_DIM, "head dimension")
+    ffn = r.whole((*_FFN, "ffn_ffn_hidden_size"), "MLP width")
+    if ffn is None and model_type == "mpt":
+        ratio = cfg.get("expansion_ratio", 4)
+        ffn = int(ratio * hidden) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else None
+
+    act = (r.text(_ACT) or (family.act if family else "")).lower()
+    mlp_type = (r.text(("mlp_type",)) or "").lower()  # StarCoder2 writes "default" for a plain MLP
+    if act in ("swiglu", "geglu") or "glu" in mlp_type or "gated" in mlp_type:
+        gated = True  # BTLM names its gated MLP by the activation
+    elif mlp_type in ("default", "mlp", "plain"):
+        gated = False
+    elif family is not None:
+        gated = family.gated
+    else:
+        gated = act in ("silu", "swish")  # llama derivatives: a SiLU MLP is a SwiGLU
+        guesses.append(f"{'gated' if gated else 'plain'} MLP")
+    if not act:
+        act = "silu" if gated else "gelu"
+        guesses.append(f"activation {act}")
+    if act not in ACTIVATIONS or (not gated and ACTIVATIONS[act] == "swiglu" and act != "swiglu"):
+        r.fail(f"activation {act!r} is not one shapewise models (it knows {', '.join(sorted(ACTIVATIONS))})")
+    kind = ACTIVATIONS[act]
+    if gated:
+        if kind == "relu":
+            r.fail(f"a gated MLP with {act} (ReGLU) is not one shapewise models")
+        mlp = kind
+    else:
+        mlp = "relu" if kind == "relu" else "gelu"
+
+    norm_type = (r.text(("norm_type", "normalization_type")) or "").lower()
+    if "rms" in norm_type:
+        norm = "rmsnorm"
+    elif "layer" in norm_type:
+        norm = "layernorm"
+    elif family is not None:
+        norm = family.norm
+    else:
+        norm = "rmsnorm" if "rms_norm_eps" in cfg else "layernorm"
+        guesses.append(norm)
+
+    no_bias = r.flag(("no_bias",), None)  # Qwen (1) and MPT spell it negatively
+    bias = r.flag(_BIAS, None if no_bias is None else not no_bias)
+    if bias is None:
+        bias = family.bias if family is not None else norm == "layernorm"
+        if family is None:
+            guesses.append("biases" if bias else "no biases")
+    tied = r.flag(("tie_word_embeddings",), family.tied if family is not None else None)
+    if tied is None:
+        tied = True  # PretrainedConfig's own default
+        guesses.append("tied embeddings")
+    parallel = r.flag(_PARALLEL, family.parallel if family is not None else None)
+    if parallel is None:
+        parallel = False
+        if family is None:
+            guesses.append("sequential attention and MLP")
+
+    positions, rotary = 0, None
+    how = family.positions if family is not None else ""
+    if how == "gpt2":
+        positions = r.whole(("n_positions", "max_position_embeddings", "n_ctx"), "position count",
+                            agree=False) or 1024  # n_positions is the table; n_ctx may differ
+    elif how == "gpt_neo":
+        positions = r.whole(("max_position_embeddings",), "position count") or 2048
+    elif how == "opt":  # OPT's learned table has two extra rows (its positions start at 2)
+        positions = (r.whole(("max_position_embeddings",), "position count") or 2048) + 2
+    elif how == "btlm":
+        if cfg.get("position_embedding_type", "learned") == "alibi":
+            rotary = 0
+        else:
+            positions = r.whole(("n_positions",), "position count") or 1024
+    elif how == "alibi" or cfg.get("alibi") is True or (cfg.get("attn_config") or {}).get("alibi") is True:
+        rotary = 0
+    elif family is None and not any(k in cfg for k in ("rope_theta", "rope_scaling", "rotary_emb_base")):
+        guesses.append("rotary positions")
+    if rotary is None and family is not None and family.rotary != "full" and not positions:
+        rotary = _rotary_fraction(r, family.rotary, head_dim or hidden // heads)
+
+    experts = r.whole((*_EXPERTS, "ffn_moe_num_experts"), "expert count", minimum=0) or 0
+    top_k = shared = dense = 0
+    expert_ffn = None
+    if experts:
+        top_k = r.whole((*_TOP_K, "ffn_moe_top_k"), "experts per token")
+        if top_k is None:
+            r.fail(f"{experts} experts but no experts per token; tried {', '.join(_TOP_K)}")
+        expert_ffn = r.whole(_EXPERT_FFN, "expert MLP width")
+        width = expert_ffn or ffn or 4 * hidden
+        shared = r.whole(("n_shared_experts", "num_shared_experts"), "shared expert count", minimum=0) or 0
+        shared_width = r.whole(("shared_expert_intermediate_size",), "shared expert width", minimum=0)
+        if shared_width and not shared:
+            # Qwen2-MoE gives one shared MLP of this width; shapewise models it as whole experts.
+            if shared_width % width:
+                r.fail(f"shared_expert_intermediate_size {shared_width} is not a multiple of the expert "
+                       f"width {width}; shapewise counts shared experts in whole experts")
+            shared = shared_width // width
+        dense = _moe_dense_layers(r, model_type, layers)
+
+    window, global_every = _window(r, family, layers)
+    extra = dict(norms_per_layer=family.norms_per_layer if family else 2,
+                 qk_norm=r.flag(("use_qk_norm", "qk_layernorm"), family.qk_norm if family else False),
+                 rotary_fraction=1.0 if rotary is None else rotary, window=window, global_every=global_every,
+                 logit_softcap=bool(family and family.softcap and cfg.get("final_logit_softcapping")),
+                 num_dense_layers=dense, **mla)
+    return dict(hidden=hidden, num_layers=layers, num_heads=heads, vocab=vocab, num_kv_heads=kv,
+                head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
+                bias=bias, learned_positions=positions, num_experts=experts, top_k=top_k,
+                expert_ffn=expert_ffn, num_shared_experts=shared, **extra), guesses
+
+
+def _rotary_fraction(r: _Reader, key: str, head_dim: int) -> float:
+    """The rotated share of each head, from a fraction (partial_rotary_factor, rotary_pct) or a width
+    (GPT-J's rotary_dim)."""
+    value = r.cfg.get(key)
+    if value is None:
+        return 0.25 if key == "rotary_pct" else 1.0  # GPTNeoXConfig's rotary_pct default is 0.25
+    limit = head_dim if key == "rotary_dim" else 1
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= limit:
+        r.fail(f"{key} must be a number from 0 to {limit}, got {json.dumps(value)[:40]}")
+    return value / head_dim if key == "rotary_dim" else float(value)
+
+
+def _window(r: _Reader, family, layers: int) -> tuple[int, int]:
+    """Sliding-window span and how often a layer attends globally, by the model type's rule."""
+    rule = family.window if family is not None else ""
+    span = r.whole(("sliding_window",), "sliding window", minimum=0) or 0
+    if not rule or not span or r.flag(("use_sliding_window",), True) is False or span >= _context(r):
+        return 0, 0  # Qwen2 writes a window it does not use; a window as long as the context is none
+    if rule == "alternate":
+        return span, 2
+    if rule == "pattern":
+        types = r.cfg.get("layer_types")
+        if isinstance(types, list) and types:
+            full = sum(1 for t in types if t == "full_attention")
+            if full == 0:
+                return span, 0
+            if layers % full == 0 and all(t == "full_attention" for t in types[layers // full - 1::layers // full]):
+                return span, layers // full
+        return span, r.whole(("sliding_window_pattern", "_sliding_window_pattern"), "sliding window pattern") or 6
+    return span, 0
+
+
+def _context(r: _Reader) -> int:
+    return r.whole(("max_position_embeddings",), "context length", agree=False) or 1 << 62
+
+
+class GuessedFields(ShapewiseError):
+    """A config read only by guessing some fields, refused because the caller asked for strictness.
+    The CLI exits 1 for it (a finding, as `check --strict` exits 1), not 2 (bad input)."""
+
+    exit_code = 1
+
+
+def _shape_from_config(cfg: dict, where: str, name: str, source: str = "", *, strict: bool = False) -> ModelShape:
+    fields, guesses = _fields_from_config(cfg, where)
+    if guesses:
+        model_type = _unwrap(cfg).get("model_type")
+        message = (f"{where}: model type {model_type!r} is not one shapewise knows; it guessed "
+                   f"{', '.join(guesses)}" if model_type else
+                   f"{where}: no model_type, so shapewise guessed {', '.join(guesses)}")
+        if strict:
+            raise GuessedFields(f"{message} (--strict refuses guesses; `shapewise models` lists the known types)")
+        print(f"shapewise: warning: {message}", file=sys.stderr)
+    try:
+        return canonical(ModelShape(name=name, source=source, **fields))
+    except ShapewiseError as err:
+        raise ShapewiseError(f"{where}: {err}") from None
+
+
+def _config_name(cfg: dict, file: Path) -> str:
+    """The model's name: _name_or_path when it names a hub model, else the folder or file name."""
+    named = cfg.get("_name_or_path")
+    if isinstance(named, str) and named.strip() and not named.startswith((".", "/", "~")) and "\\" not in named:
+        return named.strip()
+    return file.parent.name if file.name == "config.json" and file.parent.name else file.stem
+
+
+def load_config(path, *, strict: bool = False) -> ModelShape:
+    """A ModelShape from a Hugging Face config.json, given the file or a folder holding one. A field
+    that neither the file nor its model type's defaults give is guessed with a one-line warning on
+    stderr, or, with strict, refused (GuessedFields)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ShapewiseError(f"expected a path to a config.json, got {path!r}")
+    file = Path(path)
+    if file.is_dir():
+        if not (file / "config.json").is_file():
+            raise ShapewiseError(f"{file}: folder has no config.json; give the file itself or its folder")
+        file = file / "config.json"
+    elif not file.exists():
+        raise ShapewiseError(f"{file}: no such file; give a config.json or the folder holding one")
+    try:
+        cfg = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ShapewiseError(f"{file}: cannot read it ({err.strerror or err})") from None
+    except UnicodeDecodeError:
+        raise ShapewiseError(f"{file}: not a text file (not UTF-8), so not a config.json") from None
+    except json.JSONDecodeError as err:
+        raise ShapewiseError(f"{file}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except RecursionError:
+        raise ShapewiseError(f"{file}: JSON nested too deeply to be a config.json") from None
+    if not isinstance(cfg, dict):
+        raise ShapewiseError(f"{file}: holds a JSON {type(cfg).__name__}, but a config.json is an object {{...}}")
+    return _shape_from_config(cfg, str(file), _config_name(cfg, file), source=str(file), strict=strict)
+
+
+# ---- config.json writing ----
+
+_ACT_NAME = {"swiglu": "silu", "geglu": "gelu_pytorch_tanh", "gelu": "gelu_new", "relu": "relu"}
+
+
+def _template(s: ModelShape) -> dict:
+    """A fresh config for s: GPT-2 style when it has learned positions, Llama (or Mixtral) style when
+    its MLP is gated, GPT-NeoX style otherwise; _fit then adds whatever that style leaves implicit."""
+    if s.learned_positions:
+        return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": s.hidden,
+                "n_layer": s.num_layers, "n_head": s.num_heads, "n_inner": s.ffn, "n_positions": s.learned_positions,
+                "n_ctx": s.learned_positions, "vocab_size": s.vocab, "activation_function": _ACT_NAME[s.mlp],
+                "layer_norm_epsilon": 1e-5, "tie_word_embeddings": s.tied_embeddings}
+    if s.gated:
+        cfg = {"architectures": ["MixtralForCausalLM" if s.is_moe else "LlamaForCausalLM"],
+               "model_type": "mixtral" if s.is_moe else "llama", "hidden_size": s.hidden,
+               "intermediate_size": s.ffn_width, "num_hidden_layers": s.num_layers,
+               "num_attention_heads": s.num_heads, "num_key_value_heads": s.kv_heads, "head_dim": s.d_head,
+               "vocab_size": s.vocab, "hidden_act": _ACT_NAME[s.mlp], "rms_norm_eps": 1e-5,
+               "attention_bias": s.bias, "mlp_bias": s.bias, "tie_word_embeddings": s.tied_embeddings}
+        return cfg
+    return {"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", "hidden_size": s.hidden,
+            "intermediate_size": s.ffn_width, "num_hidden_layers": s.num_layers,
+            "num_attention_heads": s.num_heads, "vocab_size": s.vocab, "hidden_act": _ACT_NAME[s.mlp],
+            "layer_norm_eps": 1e-5, "use_parallel_residual": s.parallel_attn, "attention_bias": s.bias,
+            "rotary_pct": s.rotary_fraction, "tie_word_embeddings": s.tied_embeddings}
+
+
+def _put(cfg: dict, keys, value, fallback: str) -> None:
+    """Write value under every spelling of keys the config already uses, or under fallback."""
+    present = [k for k in keys if cfg.get(k) is not None]
+    for k in present or [fallback]:
+        cfg[k] = value
+
+
+def _fit(cfg: dict, s: ModelShape) -> bool:
+    """Change cfg, field by field, until it reads back as s; fields that already match stay as written.
+    Returns whether anything had to change."""
+    try:
+        now = canonical(ModelShape(name="x", **_fields_from_config(cfg, "config")[0]))
+    except ShapewiseError:
+        now = None  # an unreadable base: every field gets written
+    model_type = str(cfg.get("model_type", "")).lower()
+    family = FAMILIES.get(model_type)
+
+    def differs(*fields) -> bool:
+        return now is None or any(getattr(now, f) != getattr(s, f) for f in fields)
+
+    if differs("hidden"):
+        _put(cfg, _HIDDEN, s.hidden, "n_embd" if model_type == "gpt2" else "hidden_size")
+    if differs("num_layers"):
+        _put(cfg, _LAYERS, s.num_layers, "n_layer" if model_type == "gpt2" else "num_hidden_layers")
+    if differs("num_heads"):
+        _put(cfg, _HEADS, s.num_heads, "n_head" if model_type == "gpt2" else "num_attention_heads")
+    if differs("vocab"):
+        _put(cfg, _VOCAB, s.vocab, "vocab_size")
+    if (now is None or now.d_head != s.d_head) and (
+            s.head_dim is not None or any(cfg.get(k) is not None for k in _HEAD_DIM)):
+        _put(cfg, _HEAD_DIM, s.d_head, "head_dim")
+    if now is None or now.kv_heads != s.kv_heads:
+        if model_type in FALCON_TYPES and not cfg.get("new_decoder_architecture"):
+            if s.kv_heads in (1, s.num_heads):
+                cfg["multi_query"] = s.kv_heads == 1
+            else:  # only Falcon's newer layout has grouped kv heads
+                cfg["new_decoder_architecture"] = True
+                _put(cfg, ("num_kv_heads", "n_head_kv"), s.kv_heads, "num_kv_heads")
+        else:
+            _put(cfg, _KV_HEADS, s.kv_heads, "num_key_value_heads")
+            if cfg.get("multi_query") is not None:
+                cfg["multi_query"] = s.kv_heads == 1
+    if (now is None or now.ffn_width != s.ffn_width) and (
+            s.ffn is not None or any(cfg.get(k) is not None for k in _FFN)):  # else 4h follows hidden
+        key = {"gpt2": "n_inner", "opt": "ffn_dim"}.get(model_type, "intermediate_size")
+        _put(cfg, _FFN, s.ffn_width, "ffn_hidden_size" if model_type in FALCON_TYPES else key)
+    if differs("mlp"):
+        _put(cfg, _ACT, _ACT_NAME[s.mlp], "activation_function" if model_type in ("gpt2", "opt") else "hidden_act")
+        family_gated = family.gated if family is not None else s.gated
+        if s.gated != family_gated or cfg.get("mlp_type") is not None:
+            cfg["mlp_type"] = "glu" if s.gated else "default"
+    if differs("norm"):
+        cfg["norm_type"] = "rms_norm" if s.norm == "rmsnorm" else "layer_norm"
+    if differs("bias"):
+        if cfg.get("no_bias") is not None:
+            cfg["no_bias"] = not s.bias
+        _put(cfg, _BIAS, s.bias, "bias")
+    if differs("tied_embeddings"):
+        cfg["tie_word_embeddings"] = s.tied_embeddings
+    if differs("parallel_attn"):
+        _put(cfg, _PARALLEL, s.parallel_attn, "parallel_attn")
+    if differs("rotary_fraction") and family is not None and family.rotary != "full":
+        cfg[family.rotary] = s.rotary_width if family.rotary == "rotary_dim" else s.rotary_fraction
+    if differs("window") and s.window and family is not None and family.window:
+        cfg["sliding_window"] = s.window
+    if differs("learned_positions"):
+        how = family.positions if family is not None else ""
+        if how and s.learned_positions <= (2 if how == "opt" else 0):
+            raise ShapewiseError(f"{model_type} configs always have a learned position table; cannot describe "
+                                 f"{s.learned_positions} learned positions in one (drop base to write a fresh config)")
+        if how == "gpt2":
+            _put(cfg, ("n_positions", "max_position_embeddings", "n_ctx"), s.learned_positions, "n_positions")
+        elif how == "gpt_neo":
+            cfg["max_position_embeddings"] = s.learned_positions
+        elif how == "opt":
+            cfg["max_position_embeddings"] = s.learned_positions - 2
+        else:
+            raise ShapewiseError(f"{model_type or 'untyped'} configs have no learned position table; cannot "
+                                 f"describe {s.learned_positions} learned positions in one (drop base to write "
+                                 f"a fresh config)")
+    if differs("num_experts", "top_k", "expert_ffn", "num_shared_experts") or (
+            now is not None and s.is_moe and now.expert_width != s.expert_width):
+        if s.is_moe:
+            _put(cfg, _EXPERTS, s.num_experts, "num_local_experts")
+            _put(cfg, _TOP_K, s.top_k, "num_experts_per_tok")
+            if s.expert_width != s.ffn_width or cfg.get("moe_intermediate_size") is not None:
+                cfg["moe_intermediate_size"] = s.expert_width
+            cfg.pop("shared_expert_intermediate_size", None)
+            cfg["n_shared_experts"] = s.num_shared_experts
+        else:
+            for k in (*_EXPERTS, *_TOP_K, "moe_intermediate_size", "n_shared_experts", "num_shared_experts",
+                      "shared_expert_intermediate_size"):
+                cfg.pop(k, None)
+    return now is None or any(getattr(now, f) != getattr(s, f) for f in STRUCTURAL_FIELDS)
+
+
+def to_hf_config(shape: ModelShape, base: dict | None = None) -> dict:
+    """A config.json dict describing shape. With base (an original config), a copy of it with the changed
+    fields rewritten under the keys base already uses; without, a fresh Llama/GPT-2/NeoX-style config."""
+    if base is not None and not isinstance(base, dict):
+        raise ShapewiseError(f"base must be a config dict, got {type(base).__name__}")
+    target = canonical(shape)
+    cfg = copy.deepcopy(base) if base is not None else _template(target)
+    inner = cfg.get("text_config")
+    if not (isinstance(inner, dict) and not any(k in cfg for k in _HIDDEN)):
+        inner = cfg  # the language model's fields sit at the top unless a multimodal wrapper nests them
+    if _fit(inner, target) or base is None:
+        cfg["_name_or_path"] = shape.name  # base's name would now mislabel it
+    back = canonical(ModelShape(name=shape.name, **_fields_from_config(cfg, "written config")[0]))
+    for field in STRUCTURAL_FIELDS:
+        if getattr(back, field) != getattr(target, field):  # a gap in _fit, not bad input
+            raise ShapewiseError(f"cannot write {field}={getattr(target, field)!r} into this "
+                                 f"{cfg.get('model_type', 'generic')} config (it reads back as "
+                                 f"{getattr(back, field)!r})")
+    return cfg
