@@ -12,10 +12,10 @@ actions, F(micro-batch, chunk) and B(micro-batch, chunk):
 - interleaved 1F1B (their section 2.2.2, Megatron-LM's forward_backward_pipelining_with_interleaving):
   rank r runs 2(p−r−1) + (v−1)·p warm-up forwards, chunks taken in groups of p micro-batches.
 
-With a forward of f and a backward of b per chunk, both leave every rank idle for (p−1)·v·(f+b)/v
-= (p−1)(f+b) chunk-times' worth of a stage's work divided by v: the bubble (p−1)/(v·m) of the step
-that parallel.step_arrays prices. simulate() counts those idle slots from the dependencies alone;
-the runner counts them again from the run itself, a logical clock carried with every message.
+With a forward of f and a backward of b per chunk, both leave every rank idle for (p−1)(f+b): (p−1)/v
+of a stage's time for one micro-batch (v chunks), the bubble (p−1)/(v·m) of the step that
+parallel.step_arrays prices. simulate() counts those idle slots from the dependencies alone; the
+runner counts them again from the run itself, a logical clock carried with every message.
 
 torch is imported only inside functions.
 """
