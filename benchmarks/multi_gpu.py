@@ -27,7 +27,7 @@ from shapewise.cost import SPEC
 from shapewise.hardware import get_gpu
 from shapewise.memory import PRECISIONS
 from shapewise.parallel import layer_times, network_for, ring_ms, step_arrays
-from shapewise.shapes import get_model
+from shapewise.presets import get_model
 
 # Models and step sizes on GPUs: (model, micro-batch, seq). Tiny ones on the CPU.
 DP_MODELS = [("gpt2", 8, 1024), ("pythia-1b", 4, 2048), ("pythia-2.8b", 2, 2048)]
