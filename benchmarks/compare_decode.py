@@ -9,7 +9,7 @@ import csv
 import sys
 
 from shapewise import Workload
-from shapewise.bench import op_case
+from shapewise.cases import op_case
 from shapewise.cost import SPEC, predict_ops
 from shapewise.ops import model_ops
 from shapewise.presets import get_model

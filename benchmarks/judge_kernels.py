@@ -13,7 +13,8 @@ import sys
 
 import torch
 
-from shapewise.bench import _kernels_of, census_rows, is_gemm, kernel_census
+from shapewise.bench import _kernels_of, census_rows, kernel_census
+from shapewise.cases import is_gemm
 from shapewise.judges import judge_set_cases
 from shapewise.ops import FLASH
 from shapewise.store import Store

@@ -61,7 +61,8 @@ def estimate(samples, how: str) -> float:
 def child(rounds: int, seed: int) -> None:
     import torch
 
-    from shapewise.bench import build, gemm_cases
+    from shapewise.bench import build
+    from shapewise.cases import gemm_cases
     from shapewise.measure import _make_prep, _make_timer, plan_reps, warm_up
 
     device = "cuda"

@@ -24,10 +24,12 @@ GEMMS = [(217, 122, 73, "nn"), (346, 56, 953, "nn"), (121, 88, 345, "nt"), (81, 
 
 
 def child() -> None:
-    from shapewise.bench import _kernels_of, _torch, build, gemm_cases
+    from shapewise.bench import _kernels_of, build
+    from shapewise.cases import gemm_cases
+    from shapewise.measure import import_torch
     from shapewise.measure import time_fn
 
-    torch = _torch()
+    torch = import_torch()
     cases = [gemm_cases([m], [n], [k], layouts=(layout,))[0] for m, n, k, layout in GEMMS]
     named = _kernels_of(torch, cases, "cuda")
     for case, (kernels, grids, _) in zip(cases, named):

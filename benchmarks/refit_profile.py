@@ -19,7 +19,7 @@ import json
 import math
 import sys
 
-from shapewise.bench import Case
+from shapewise.cases import Case
 from shapewise.calibrate import fit_profile
 from shapewise.hardware import get_gpu
 from shapewise.profile import save

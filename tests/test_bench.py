@@ -5,7 +5,8 @@ import json
 import pytest
 from helpers import run
 
-from shapewise.bench import Case, gemm_cases, parse_dims, sweep
+from shapewise.bench import sweep
+from shapewise.cases import Case, gemm_cases, parse_dims
 from shapewise.errors import ShapewiseError
 from shapewise.store import Store
 
@@ -139,7 +140,7 @@ def test_case_labels():
 
 
 def test_parse_sizes_takes_units_and_doubling_ranges():
-    from shapewise.bench import parse_sizes
+    from shapewise.cases import parse_sizes
 
     assert parse_sizes(["4096", "64K", "1M", "1G"]) == [4096, 65536, 2**20, 2**30]
     assert parse_sizes(["1K:8K"]) == [1024, 2048, 4096, 8192]

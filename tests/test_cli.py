@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shapewise.cli import main
+from shapewise.errors import ShapewiseError
 
 
 def test_check_gpt2_flags_the_vocab(capsys):
@@ -114,3 +115,27 @@ def test_check_says_which_cost_model_it_used(capsys, tmp_path):
     assert "cost model: spec-only" in out
     code, out, err = run(capsys, "check", "gpt2", "--profile", str(tmp_path / "missing.json"))
     assert code == 2 and "cannot read profile" in err
+
+
+def test_version_prints_the_package_version(capsys):
+    import shapewise
+
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.strip() == f"shapewise {shapewise.__version__}"
+
+
+def test_every_command_chooses_its_cost_model_in_one_place(capsys):
+    from types import SimpleNamespace
+
+    from shapewise.cli.common import cost_model
+    from shapewise.cost import SPEC
+    from shapewise.hardware import get_gpu
+
+    h200 = get_gpu("h200")
+    spec = cost_model(SimpleNamespace(spec_only=True), h200)
+    assert spec.params is SPEC and spec.source == "spec-only" and spec.library_args() == {"params": SPEC}
+    own = cost_model(SimpleNamespace(), h200)  # a command without the flags: the GPU's own profile
+    assert own.source.startswith("calibrated profile of NVIDIA H200") and own.library_args() == {"profile": None}
+    assert cost_model(SimpleNamespace(), None).params is SPEC  # nothing to predict for: the spec model
+    with pytest.raises(ShapewiseError, match="not both"):
+        cost_model(SimpleNamespace(spec_only=True, profile="x.json"), h200)

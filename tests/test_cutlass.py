@@ -189,7 +189,8 @@ def test_kernel_tables_round_trip_through_a_profile_file(tmp_path):
 
 def test_the_census_names_nothing_on_a_cpu(tmp_path):
     pytest.importorskip("torch")
-    from shapewise.bench import KERNELS, gemm_cases, kernel_census
+    from shapewise.bench import kernel_census
+    from shapewise.cases import KERNELS, gemm_cases
     from shapewise.store import Store
 
     with Store(tmp_path / "r.db") as store:
@@ -202,7 +203,8 @@ def test_the_census_names_cuBLAS_kernels_on_a_gpu(tmp_path):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    from shapewise.bench import census_rows, gemm_cases, kernel_census
+    from shapewise.bench import census_rows, kernel_census
+    from shapewise.cases import gemm_cases
     from shapewise.store import Store
 
     cases = gemm_cases([1024], [1025, 1024], [512])
@@ -256,7 +258,8 @@ def test_a_rare_kernel_borrows_a_fitted_ones_coefficients_scaled():
 def test_the_census_stores_names_resumes_and_keeps_failures(tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
     from shapewise import bench
-    from shapewise.bench import KERNELS, census_rows, gemm_cases, kernel_census
+    from shapewise.bench import census_rows, kernel_census
+    from shapewise.cases import KERNELS, gemm_cases
     from shapewise.store import Store
 
     # The profiler's part runs on the CPU too (no GPU kernels to see, and the failure kept) ...
@@ -358,7 +361,8 @@ def test_a_misaligned_gemm_says_which_kernel_it_is_timed_as(capsys):
 def test_bench_names_the_kernels_beside_the_timings(tmp_path, capsys):
     from types import SimpleNamespace
 
-    from shapewise.bench import gemm_cases, kernel_label
+    from shapewise.bench import Bench
+    from shapewise.cases import gemm_cases, kernel_label
     from shapewise.cli import main
     from shapewise.cli.bench import _render_sweep
 
@@ -368,10 +372,10 @@ def test_bench_names_the_kernels_beside_the_timings(tmp_path, capsys):
     row = {"median_ms": 0.01, "iqr_ms": 0.001, "tflops": 0.05, "gbps": 3.0, "error": None}
     result = SimpleNamespace(rows=[(case, row)], environment={"gpu_name": "test"}, interrupted=False,
                              summary=lambda: "1 measured")
-    kernels = {case.key: {"kernels": [LARGE[0]], "grids": ["8x2x3"]}}
-    _render_sweep(SimpleNamespace(json=False, device="cuda"), result, lambda c: None, kernels)
+    bench = Bench(result, [(case, row, None)], {case.key: {"kernels": [LARGE[0]], "grids": ["8x2x3"]}})
+    _render_sweep(SimpleNamespace(json=False, device="cuda"), bench)
     assert "cutlass_75_tensorop_s1688gemm_bf16_128x128_nn_align1" in capsys.readouterr().out
-    _render_sweep(SimpleNamespace(json=True, device="cuda"), result, lambda c: None, kernels)
+    _render_sweep(SimpleNamespace(json=True, device="cuda"), bench)
     assert '"grids": [\n      "8x2x3"' in capsys.readouterr().out
     # on the CPU there are no GPU kernels to name: said at once, in one line, before measuring anything
     assert main(["bench", "gemm", "-m", "64", "-n", "65", "-k", "64", "--device", "cpu", "--kernels", "--db",

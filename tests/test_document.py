@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from shapewise.bench import op_case
+from shapewise.cases import op_case
 from shapewise.cost import SPEC
 from shapewise.document import build_report, write_report
 from shapewise.errors import ShapewiseError

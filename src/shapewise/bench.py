@@ -1,4 +1,5 @@
-"""Benchmarks: the cases a sweep measures, the torch callables that run them, and the sweep itself.
+"""Benchmarks: the torch callables that run a case (cases.py defines them), the sweep that measures
+many, and the census of the kernels cuBLAS runs for GEMMs.
 
 A sweep is resumable: each case has a canonical key, and a case the results store already holds for
 this environment (same GPU, driver, torch, CUDA, cuBLAS) is skipped unless forced. Each result is
@@ -10,143 +11,28 @@ torch is imported only inside functions: this module loads without it.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import time
 from dataclasses import dataclass, field
 
+from .cases import KERNELS, Case, census_key, is_gemm
+from .distributed import distributed, gather
+from .dtypes import torch_dtype
 from .errors import ShapewiseError
-from .ops import BMM, FLASH, GEMM, MEMORY, Op
+from .measure import import_torch
+from .ops import BMM, FLASH, GEMM, MEMORY
 
-TORCH_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16",
-                "fp8": "float8_e4m3fn"}
-ATTENTION_BACKENDS = ("flash", "efficient", "cudnn", "math", "unfused", "default")
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
                  "math": "MATH"}
-PASSES = ("fwd", "fwdbwd")
 MIN_REPS = 10  # samples per case at the least, however slow the op: a median of fewer is not worth keeping
-
-
-def parse_dims(values: list[str], *, name: str) -> list[int]:
-    """Dims from the command line: numbers and inclusive ranges START:STOP:STEP (or START:STOP, step 1)."""
-    dims: list[int] = []
-    for value in values:
-        parts = value.split(":")
-        try:
-            numbers = [int(p) for p in parts]
-        except ValueError:
-            raise ShapewiseError(f"{name}: {value!r} is not a number or a START:STOP:STEP range") from None
-        if len(numbers) == 1:
-            dims.append(numbers[0])
-        elif len(numbers) in (2, 3):
-            start, stop, step = (*numbers, 1) if len(numbers) == 2 else numbers
-            if step <= 0 or stop < start:
-                raise ShapewiseError(f"{name}: range {value!r} needs START <= STOP and a positive STEP")
-            dims.extend(range(start, stop + 1, step))
-        else:
-            raise ShapewiseError(f"{name}: {value!r} is not a number or a START:STOP:STEP range")
-    if not dims or any(d <= 0 for d in dims):
-        raise ShapewiseError(f"{name}: dims must be positive, got {' '.join(values)}")
-    return list(dict.fromkeys(dims))  # keep order, drop repeats
-
-
-@dataclass(frozen=True)
-class Case:
-    """One measurement: what to build (`bench` and `params`), and the work it does."""
-
-    bench: str  # gemm, bmm, attention, layer or op
-    params: dict = field(hash=False)
-    flops: float | None = None
-    bytes: float | None = None
-
-    @property
-    def key(self) -> str:
-        """The results store's key of this case: its bench and parameters, canonical."""
-        from .store import case_key
-
-        return case_key({"bench": self.bench, **self.params})
-
-    @property
-    def label(self) -> str:
-        p = self.params
-        if self.bench in ("gemm", "bmm"):
-            batch = f"{p['batch']}×" if self.bench == "bmm" else ""
-            return f"{self.bench} {batch}{p['m']}×{p['n']}×{p['k']} {p['layout']} {p['dtype']}"
-        if self.bench == "attention":
-            return (f"attention b{p['batch']} h{p['heads']}/{p['kv_heads']} d{p['head_dim']} s{p['seq']} "
-                    f"{p['backend']} {p['pass']}")
-        if self.bench == "layer":
-            return f"layer {p['model']} b{p['batch']} s{p['seq']} {p['attention']} {p['pass']}"
-        return f"op {p['label']} {p.get('shape', '')}"
-
-
-# ---- cases ----------------------------------------------------------------------------------
-
-def gemm_cases(ms, ns, ks, *, batches=(1,), layouts=("nn",), dtype="bf16") -> list[Case]:
-    from .shapes import DTYPE_BYTES
-
-    size = DTYPE_BYTES[dtype]
-    bench = "bmm" if any(b > 1 for b in batches) else "gemm"
-    return [Case(bench, dict(m=m, n=n, k=k, batch=b, layout=layout, dtype=dtype),
-                 flops=2.0 * m * n * k * b, bytes=float((m * k + k * n + m * n) * b * size))
-            for b in batches for layout in layouts for m in ms for n in ns for k in ks]
-
-
-def attention_flops(batch: int, heads: int, seq: int, head_dim: int, *, causal: bool, pass_: str) -> float:
-    """QKᵀ and PV forward (half the square when causal); backward is 2.5× the forward."""
-    fwd = 4.0 * batch * heads * seq * seq * head_dim * (0.5 if causal else 1.0)
-    return fwd if pass_ == "fwd" else 3.5 * fwd
-
-
-def attention_cases(*, batches, heads, kv_heads, head_dims, seqs, causal=True, backends=("default",),
-                    passes=PASSES, dtype="bf16") -> list[Case]:
-    cases = []
-    for b in batches:
-        for h in heads:
-            for kv in kv_heads or [h]:
-                if h % kv:
-                    raise ShapewiseError(f"--kv-heads {kv} does not divide --heads {h}")
-                for d in head_dims:
-                    for s in seqs:
-                        for backend in backends:
-                            for pass_ in passes:
-                                params = dict(batch=b, heads=h, kv_heads=kv, head_dim=d, seq=s, causal=causal,
-                                              backend=backend, dtype=dtype, **{"pass": pass_})
-                                cases.append(Case("attention", params,
-                                                  flops=attention_flops(b, h, s, d, causal=causal, pass_=pass_)))
-    return cases
-
-
-def op_case(op: Op, dtype: str) -> Case:
-    """A case that runs one op of a model's step alone."""
-    params = dict(label=op.label, kind=op.kind, m=op.m, n=op.n, k=op.k, batch=op.batch, layout=op.layout,
-                  causal=op.causal, groups=op.groups, family=op.family, pass_=op.pass_, dtype=dtype,
-                  shape=op.shape_text)
-    return Case("op", params, flops=float(op.flops) or None, bytes=float(op.bytes))
-
-
-def op_from_case(params: dict, *, flops: float | None, nbytes: float) -> Op:
-    """The op an `op_case` was made from, one call of it, from the case's parameters and work."""
-    return Op(params["label"].split(".")[0], params["pass_"], params["kind"], 1, round(flops or 0), round(nbytes),
-              m=params["m"], n=params["n"], k=params["k"], batch=params["batch"], layout=params["layout"],
-              causal=params["causal"], groups=params["groups"], family=params.get("family", ""))
 
 
 # ---- builders: inputs and the function to time -----------------------------------------------
 
-def _torch():
-    try:
-        import torch
-    except ImportError:
-        raise ShapewiseError("measuring needs torch: pip install 'shapewise[gpu]'") from None
-    return torch
-
-
 def _randn(torch, device, *shape, dtype="bf16", requires_grad=False):
     # Random normal data: zeros let kernels skip work and hide wrong results.
-    x = torch.randn(*shape, device=device, dtype=torch.float32 if dtype == "fp8" else getattr(torch, TORCH_DTYPES[dtype]))
+    x = torch.randn(*shape, device=device, dtype=torch.float32 if dtype == "fp8" else torch_dtype(dtype))
     if dtype == "fp8":
-        x = x.to(torch.float8_e4m3fn)
+        x = x.to(torch_dtype(dtype))
     return x.requires_grad_(requires_grad)
 
 
@@ -289,7 +175,7 @@ def _memory_op(torch, device, op_params: dict, dtype: str):
 
 def build(case: Case, device: str):
     """The callable that runs a case once, and the context to run it in."""
-    torch = _torch()
+    torch = import_torch()
     p = case.params
     if case.bench in ("gemm", "bmm"):
         return _matmul(torch, device, p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"],
@@ -360,27 +246,6 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"[:300]
 
 
-def distributed(device: str) -> tuple[int, int, str] | None:
-    """(rank, world size, this rank's device) under torchrun (WORLD_SIZE > 1), with the process
-    group set up once: gloo on the CPU, NCCL on GPUs, one GPU per rank. None in a plain process."""
-    import os
-    from datetime import timedelta
-
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        return None
-    torch = _torch()
-    import torch.distributed as dist
-
-    if device.startswith("cuda") and device == "cuda":
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
-        torch.cuda.set_device(torch.device(device))
-    if not dist.is_initialized():
-        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", timeout=timedelta(minutes=30))
-        # Leaving with the group alive aborts the process (its threads are torn down mid-flight).
-        atexit.register(lambda: dist.is_initialized() and dist.destroy_process_group())
-    return dist.get_rank(), dist.get_world_size(), device
-
-
 def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 3, budget_ms: float = 10,
           force: bool = False, progress: bool = True, env: dict | None = None, cuda_graph: bool = False) -> SweepResult:
     """Measure every case not yet in the store for this environment; keep what is done on Ctrl-C.
@@ -391,7 +256,7 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     from .measure import environment, time_fn
     from .store import case_key
 
-    torch = _torch()
+    torch = import_torch()
     ranks = distributed(device)
     rank, world, device = ranks if ranks else (0, 1, device)
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -427,32 +292,22 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
         result.interrupted = True
         lost = [c.label for c in mine[len(records):]] if world > 1 else []
     if world > 1:
-        _gather(records, lost, env, store=store, rank=rank, world=world, result=result)
+        gather(records, lost, env, store=store, rank=rank, world=world, result=result)
     if rank == 0:
         stored = {row["key"]: row for row in store.rows(env_id=env_id)}
         result.rows = [(c, stored[keys[id(c)]]) for c in cases if keys[id(c)] in stored]
     return result
 
 
-def _gather(records, lost, env, *, store, rank, world, result) -> None:
-    """Every rank's results to rank 0, which writes them, each under its own rank's environment."""
-    import torch.distributed as dist
-
-    payload = {"rank": rank, "records": records, "lost": lost, "env": env, "measured": result.measured,
-               "failed": result.failed, "interrupted": result.interrupted}
-    gathered = [None] * world if rank == 0 else None
-    dist.gather_object(payload, gathered, dst=0)
-    if rank != 0:
-        return
-    result.measured = result.failed = 0
-    for part in gathered:
-        env_id = store.environment_id(part["env"])
-        for record in part["records"]:
-            store.record(env_id=env_id, **record)
-        result.measured += part["measured"]
-        result.failed += part["failed"]
-        result.interrupted |= part["interrupted"]
-        result.lost += [f"rank {part['rank']}: {label}" for label in part["lost"]]
+def stored_rows(cases: list[Case], *, store) -> list[tuple[Case, dict]]:
+    """The cases the store holds a good measurement of (the newest, whatever the environment), each
+    with its row: a sweep's rows without measuring anything."""
+    by_key = {c.key: c for c in cases}
+    newest = {}
+    for row in store.rows():
+        if row["key"] in by_key and row.get("error") is None:
+            newest[row["key"]] = row  # rows come oldest first: the newest of a case wins
+    return [(by_key[key], row) for key, row in newest.items()]
 
 
 def _measure_one(torch, case, key, *, device, timing, time_fn) -> dict:
@@ -491,20 +346,6 @@ def _progress(enabled: bool, total: int, doing: str = "measuring"):
 
 # ---- which kernels run ----------------------------------------------------------------------
 
-KERNELS = "kernels"  # the results store's bench of the kernel census
-
-
-def census_key(case: Case) -> str:
-    """The store key of a case's kernel census (its own key: never mistaken for the case's timing)."""
-    from .store import case_key
-
-    return case_key({"bench": KERNELS, "of": case.key})
-
-
-def is_gemm(case: Case) -> bool:
-    return case.bench in ("gemm", "bmm") or (case.bench == "op" and case.params.get("kind") in (GEMM, BMM))
-
-
 def kernel_census(cases: list[Case], *, store, device: str = "cuda", env: dict | None = None,
                   progress: bool = True, chunk: int = 200) -> int:
     """Which GPU kernels cuBLAS runs for each GEMM case: one warm call each under torch.profiler, the
@@ -516,7 +357,7 @@ def kernel_census(cases: list[Case], *, store, device: str = "cuda", env: dict |
         return 0
     from .measure import environment
 
-    torch = _torch()
+    torch = import_torch()
     env_id = store.environment_id(env or environment(device))
     done = store.done_keys(env_id, KERNELS)
     todo = [c for c in cases if is_gemm(c) and census_key(c) not in done]
@@ -580,176 +421,164 @@ def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], 
     return found
 
 
-def kernel_label(names: list[str]) -> str:
-    """Kernel names as a table shows them: each one's template name (cutlass_75_tensorop_…_align1,
-    nvjet_sm90_…, splitKreduce_kernel) without its signature, joined by " + "."""
-    short = []
-    for name in names:
-        inner = name[name.index("<") + 1:] if name.startswith("void cutlass::Kernel2<") else name
-        inner = inner.split("(")[0].split("<")[0].removeprefix("void ").split("::")[-1].rstrip(">")
-        short.append(inner)
-    return " + ".join(short)
-
-
 def census_rows(store, env_id: int | None = None) -> dict[str, dict]:
     """The kernel census in the store: case key -> {"kernels": names, "grids": grids}."""
     return {row["metrics"]["case"]: {"kernels": row["metrics"]["kernels"], "grids": row["metrics"]["grids"]}
             for row in store.rows(bench=KERNELS, env_id=env_id, include_errors=False) if row.get("metrics")}
 
 
-# ---- collectives ----------------------------------------------------------------------------
+# ---- benchmarks beside their predictions ----------------------------------------------------------
 
-# nccl-tests' bus bandwidth: algorithm bandwidth (size / time) times the share of the data each
-# rank must send over its link in a ring: 2(n-1)/n for an all-reduce, (n-1)/n for the others. The
-# size is the whole buffer: all-reduce's, all-gather's output, reduce-scatter's input.
-COLLECTIVES = {"all_reduce": 2.0, "all_gather": 1.0, "reduce_scatter": 1.0}
-SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+@dataclass(frozen=True)
+class Bench:
+    """Measured cases, each with its stored row and the cost model's time of one call (None where the
+    model has none, or where no GPU was named or measured)."""
 
-
-def parse_sizes(values: list[str]) -> list[int]:
-    """Bytes from the command line: 4096, 64K, 1M, and START:STOP ranges that double (1K:1G)."""
-    def one(text: str) -> int:
-        text = text.strip().upper().removesuffix("B")
-        unit = text[-1] if text and text[-1] in SIZE_UNITS else ""
-        try:
-            number = float(text[: len(text) - len(unit)]) * SIZE_UNITS[unit]
-        except ValueError:
-            raise ShapewiseError(f"--sizes: {text!r} is not a size such as 4096, 64K, 16M or 1G") from None
-        if number < 1:
-            raise ShapewiseError(f"--sizes: sizes must be at least one byte, got {text!r}")
-        return int(number)
-
-    sizes: list[int] = []
-    for value in values:
-        if ":" in value:
-            low, high = (one(part) for part in value.split(":", 1))
-            while low <= high:
-                sizes.append(low)
-                low *= 2
-        else:
-            sizes.append(one(value))
-    return list(dict.fromkeys(sizes))
+    sweep: SweepResult
+    rows: list  # of (Case, row, predicted ms or None)
+    kernels: dict | None = None  # case key -> {"kernels": names, "grids": grids}, where asked for
 
 
-def bench_comm(sizes: list[int], ops: list[str], *, store, device: str = "cuda", dtype: str = "bf16",
-               warmup: int = 5, iters: int = 20) -> tuple[int, list[dict]]:
-    """Time collectives across the ranks torchrun started; rank 0 stores and returns one row per case.
+def _params(gpu, params):
+    """The parameters to predict with: those given, else the GPU's own profile's (profile.choose)."""
+    from .profile import choose
 
-    Every rank runs the same fixed number of calls (a time budget would let ranks disagree and
-    hang); each call starts after a barrier, and the slowest rank's median is the result."""
-    from .measure import Timing, environment
-    from .store import case_key
-
-    torch = _torch()
-    import torch.distributed as dist
-
-    ranks = distributed(device)
-    if ranks is None:
-        raise ShapewiseError("bench comm needs several ranks: run it under torchrun, e.g. "
-                             "torchrun --nproc-per-node 2 -m shapewise bench comm …")
-    rank, world, device = ranks
-    unknown = sorted(set(ops) - set(COLLECTIVES))
-    if unknown:
-        raise ShapewiseError(f"unknown collective {', '.join(unknown)}; use {', '.join(COLLECTIVES)}")
-    env = environment(device)
-    env_id = store.environment_id(env) if rank == 0 else None
-    dt = getattr(torch, TORCH_DTYPES[dtype])
-    size_of = torch.tensor([], dtype=dt).element_size()
-    rows = []
-    for op in ops:
-        for size in sizes:
-            elements = max(world, size // size_of // world * world)  # divisible among the ranks
-            whole = torch.randn(elements, device=device).to(dt)
-            part = torch.empty(elements // world, device=device, dtype=dt)
-            # torch renamed the single-tensor collectives (2.13: *_single); older releases have the old names.
-            gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-            scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-            call = {"all_reduce": lambda: dist.all_reduce(whole),
-                    "all_gather": lambda: gather(whole, part),
-                    "reduce_scatter": lambda: scatter(part, whole)}[op]
-            for _ in range(warmup):
-                call()
-            samples = []
-            for _ in range(iters):
-                dist.barrier()
-                if device.startswith("cuda"):
-                    torch.cuda.synchronize()
-                start = time.perf_counter()
-                call()
-                if device.startswith("cuda"):
-                    torch.cuda.synchronize()
-                samples.append((time.perf_counter() - start) * 1e3)
-            slowest = torch.tensor([Timing(tuple(samples)).median_ms], dtype=torch.float64,
-                                   device=device if device.startswith("cuda") else "cpu")
-            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-            if rank == 0:
-                nbytes = elements * size_of
-                timing = Timing(tuple(samples))
-                ms = float(slowest.item())
-                algbw = nbytes / (ms * 1e-3) / 1e9
-                busbw = algbw * COLLECTIVES[op] * (world - 1) / world
-                params = dict(op=op, bytes=nbytes, world=world, dtype=dtype, backend=dist.get_backend())
-                store.record(env_id=env_id, bench="comm", key=case_key({"bench": "comm", **params}), params=params,
-                             timing=timing, bytes=nbytes,
-                             metrics={"slowest_rank_median_ms": ms, "algbw_gbs": algbw, "busbw_gbs": busbw})
-                rows.append(dict(op=op, bytes=nbytes, median_ms=ms, algbw_gbs=algbw, busbw_gbs=busbw))
-            call = whole = part = None  # free this size's buffers before the next
-    dist.barrier()
-    return rank, rows
+    return params if params is not None or gpu is None else choose(gpu)[0]
 
 
-def bench_tp_layer(shape, workload, *, store, device: str = "cuda", warmup: int = 3, reps: int = 10,
-                   seed: int = 0) -> tuple[int, list[dict], dict]:
-    """One tensor-parallel layer (shapewise.layers.build_tp_layer) on the ranks torchrun started, one
-    per tensor-parallel rank, forward+backward and forward; rank 0 stores and returns the slowest rank's
-    medians. Fixed call counts: every rank must run its collectives equally often."""
-    from .layers import build_tp_layer
-    from .measure import Timing, environment, time_fn
+def _measure(cases, predict, *, store, device, gpu, params, kernels=False, **timing) -> Bench:
+    from .measure import gpu_of
+
+    result = sweep(cases, store=store, device=device, **timing)
+    if result.rank != 0:  # under torchrun only rank 0 holds the rows
+        return Bench(result, [])
+    named = None
+    if kernels:
+        kernel_census(cases, store=store, device=device, env=result.environment)
+        named = census_rows(store, env_id=store.environment_id(result.environment))
+    gpu = gpu_of(result.environment, gpu=gpu)
+    predicted = predict(gpu, _params(gpu, params)) if gpu else {}
+    return Bench(result, [(case, row, predicted.get(id(case))) for case, row in result.rows], named)
+
+
+def bench_cases(cases: list[Case], *, store, device: str = "cuda", gpu=None, params=None, kernels: bool = False,
+                warmup_ms: float = 3, budget_ms: float = 10, force: bool = False, cuda_graph: bool = False,
+                progress: bool = True) -> Bench:
+    """Measure GEMM or attention cases (cases.gemm_cases, cases.attention_cases) beside the cost model's
+    time of each on `gpu` (default: the GPU measured) with `params` (default: its profile); with
+    `kernels`, name the kernels cuBLAS ran for each GEMM too."""
+    from .cases import predict_case
+
+    def predict(gpu, params):
+        return {id(c): predict_case(c, gpu=gpu, params=params) for c in cases}
+
+    return _measure(cases, predict, store=store, device=device, gpu=gpu, params=params, kernels=kernels,
+                    warmup_ms=warmup_ms, budget_ms=budget_ms, force=force, cuda_graph=cuda_graph, progress=progress)
+
+
+@dataclass(frozen=True)
+class OpsBench(Bench):
+    ops: list = field(default_factory=list)  # the step's ops, in the order of `rows`
+
+    def step_ms(self) -> tuple[float, float | None]:
+        """The step summed op by op (each op's time × its count) over the ops measured without error:
+        measured, and predicted for the same ops (None without predictions)."""
+        pairs = [(op, row["median_ms"], predicted) for op, (_, row, predicted) in zip(self.ops, self.rows)
+                 if row.get("error") is None]
+        measured = sum(op.count * ms for op, ms, _ in pairs)
+        if any(predicted is None for _, _, predicted in self.rows):
+            return measured, None
+        return measured, sum(op.count * p for op, _, p in pairs)
+
+
+def bench_ops(shape, workload, *, store, device: str = "cuda", gpu=None, params=None, **timing) -> OpsBench:
+    """Every op of a model's step (what `check` lists) measured alone, beside its prediction."""
+    from .cases import op_case
+    from .cost import predict_ops
+    from .ops import model_ops
+
+    ops = model_ops(shape, workload)
+    cases = [op_case(op, workload.dtype) for op in ops]
+
+    def predict(gpu, params):
+        return {id(c): cost.time_ms for c, cost in
+                zip(cases, predict_ops(ops, gpu=gpu, dtype=workload.dtype, params=params))}
+
+    bench = _measure(cases, predict, store=store, device=device, gpu=gpu, params=params, **timing)
+    by_case = {id(case): (case, row, p) for case, row, p in bench.rows}
+    rows = [(op, by_case[id(c)]) for op, c in zip(ops, cases) if id(c) in by_case]
+    return OpsBench(bench.sweep, [r for _, r in rows], bench.kernels, ops=[op for op, _ in rows])
+
+
+@dataclass(frozen=True)
+class LayerPass:
+    """One pass (fwdbwd or fwd) of a layer: measured whole, its ops measured alone, and predicted."""
+
+    pass_: str
+    measured_ms: float | None  # None where it failed (see error)
+    error: str | None = None
+    ops_ms: float | None = None  # its ops measured alone, × their counts (not under tensor parallelism)
+    ops_failed: int = 0
+    predicted_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class LayerBench:
+    passes: list  # of LayerPass
+    sweep: SweepResult | None = None  # every case measured; None for a tensor-parallel layer (rank 0's rows)
+    rank: int = 0
+
+
+def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, params=None, **timing) -> LayerBench:
+    """One transformer layer, forward+backward and forward (train) or forward (prefill), measured whole
+    and op by op, beside its prediction. At t > 1, the tensor-parallel layer across the ranks torchrun
+    started (distributed.bench_tp_layer), collectives included."""
+    from .cases import op_case, predict_case
+    from .measure import gpu_of
+    from .ops import layer_ops
     from .shapes import shape_record
-    from .store import case_key
 
-    torch = _torch()
-    import torch.distributed as dist
+    if workload.mode == "decode":
+        raise ShapewiseError("bench layer measures a layer in train or prefill mode, not decode")
+    passes = ("fwdbwd", "fwd") if workload.mode == "train" else ("fwd",)
+    layers = {pass_: Case("layer", dict(model=shape.name, shape=shape_record(shape), batch=workload.batch,
+                                        seq=workload.seq, attention=workload.attention, dtype=workload.dtype,
+                                        **{"pass": pass_})) for pass_ in passes}
+    if workload.tp > 1:
+        from .distributed import bench_tp_layer
 
-    ranks = distributed(device)
-    if ranks is None or ranks[1] != workload.tp:
-        raise ShapewiseError(f"a t={workload.tp} layer runs on {workload.tp} ranks: "
-                             f"torchrun --nproc-per-node {workload.tp} -m shapewise bench layer … --tp {workload.tp}")
-    rank, world, device = ranks
-    if workload.seq % world:
-        raise ShapewiseError(f"sequence parallelism splits the sequence: --seq must divide by t={world}")
-    layer = build_tp_layer(shape, tp=world, rank=rank, device=device, dtype=workload.dtype,
-                           attention=workload.attention, seed=seed)
-    dt = next(layer.parameters()).dtype
-    generator = torch.Generator(device="cpu").manual_seed(seed + rank)
-    local = (workload.batch, workload.seq // world, shape.hidden)
-    x = torch.randn(*local, generator=generator).to(device, dt).requires_grad_(True)
-    dy = torch.randn(*local, generator=generator).to(device, dt)
+        rank, rows, env = bench_tp_layer(shape, workload, store=store, device=device)
+        gpu = gpu_of(env, gpu=gpu)
+        return LayerBench([LayerPass(r["pass"], r["measured_ms"], predicted_ms=_layer_ms(
+            shape, workload.replace(mode="train" if r["pass"] == "fwdbwd" else "prefill"), gpu, params))
+            for r in rows], rank=rank)
+    ops = {pass_: layer_ops(shape, workload.replace(mode="train" if pass_ == "fwdbwd" else "prefill"))
+           for pass_ in passes}
+    op_cases = {(op.label, pass_): op_case(op, workload.dtype) for pass_ in passes for op in ops[pass_]}
+    result = sweep(list(layers.values()) + list(op_cases.values()), store=store, device=device, **timing)
+    if result.rank != 0:
+        return LayerBench([], result, rank=result.rank)
+    measured = {id(case): row for case, row in result.rows}
+    gpu = gpu_of(result.environment, gpu=gpu)
+    params = _params(gpu, params)
+    out = []
+    for pass_, case in layers.items():
+        row = measured.get(id(case)) or {}
+        op_rows = [(op, measured.get(id(op_cases[op.label, pass_]))) for op in ops[pass_]]
+        ok = [(op, r) for op, r in op_rows if r and r.get("error") is None]
+        whole = row.get("median_ms") if row and row.get("error") is None else None
+        out.append(LayerPass(pass_, whole, row.get("error", "—") if whole is None else None,
+                             sum(r["median_ms"] * op.count for op, r in ok), len(op_rows) - len(ok),
+                             predict_case(case, gpu=gpu, params=params) if gpu else None))
+    return LayerBench(out, result)
 
-    def fwd_bwd():
-        x.grad = None
-        for p in layer.parameters():
-            p.grad = None
-        torch.autograd.backward(layer(x), dy)
 
-    def fwd():
-        with torch.no_grad():
-            layer(x)
+def _layer_ms(shape, workload, gpu, params) -> float | None:
+    """The predicted time of one layer's ops (collectives included), None without a GPU."""
+    from .cost import predict_ops
+    from .ops import layer_ops
 
-    env = environment(device)
-    env_id = store.environment_id(env) if rank == 0 else None
-    rows = []
-    passes = (("fwdbwd", fwd_bwd), ("fwd", fwd)) if workload.mode == "train" else (("fwd", fwd),)
-    for pass_, fn in passes:
-        timing = time_fn(fn, device=device, warmup_calls=warmup, reps=reps, flush_l2=False, cushion=False)
-        slowest = torch.tensor([timing.median_ms], dtype=torch.float64,
-                               device=device if device.startswith("cuda") else "cpu")
-        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-        if rank == 0:
-            params = dict(model=shape.name, shape=shape_record(shape), batch=workload.batch, seq=workload.seq,
-                          tp=world, attention=workload.attention, dtype=workload.dtype, **{"pass": pass_})
-            store.record(env_id=env_id, bench="layer", key=case_key({"bench": "layer", **params}), params=params,
-                         timing=Timing(timing.samples_ms), metrics={"slowest_rank_median_ms": float(slowest.item())})
-            rows.append({"pass": pass_, "measured_ms": float(slowest.item())})
-    dist.barrier()
-    return rank, rows, env
+    if gpu is None:
+        return None
+    return sum(c.total_ms for c in predict_ops(layer_ops(shape, workload), gpu=gpu, dtype=workload.dtype,
+                                               params=_params(gpu, params)))

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import numpy as np
 
-from .bench import Case, gemm_cases, op_case, op_from_case
-from .cost import SPEC, CostParams, predict_gemm, predict_ops
+from .cases import Case, gemm_cases, op_case, predict_case
+from .cost import SPEC, CostParams
 from .errors import ShapewiseError
 from .fit import (GemmSamples, fit_bandwidth, fit_cutlass, fit_flash, fit_flash_memory, fit_gemm,
                   residual_kernel, residual_rows)
@@ -310,18 +311,16 @@ def _roofline_ms(flops: float, nbytes: float, gpu: GPU, dtype: str, efficiency: 
 
 def _predict_case(case: Case, gpu: GPU, params: CostParams) -> tuple[float, float]:
     """(cost-model ms, flat-roofline ms) for one validation case: a GEMM, a fused attention op or a layer."""
-    p = case.params
-    dtype = p["dtype"]
-    if case.bench in ("gemm", "bmm"):
-        pred = predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu, dtype=dtype, params=params)
-        return float(pred.time_ms), _roofline_ms(case.flops, case.bytes, gpu, dtype)
-    if case.bench == "op":
-        op = op_from_case(p, flops=case.flops, nbytes=case.bytes)
-        return predict_ops([op], gpu=gpu, dtype=dtype, params=params)[0].time_ms, _roofline_ms(op.flops, op.bytes, gpu, dtype)
-    shape = ModelShape(**p["shape"])
-    ops = layer_ops(shape, Workload(batch=p["batch"], seq=p["seq"], dtype=dtype))
-    return (sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype=dtype, params=params)),
-            sum(_roofline_ms(op.flops, op.bytes, gpu, dtype) * op.count for op in ops))
+    dtype = case.params["dtype"]
+    if case.bench == "layer":
+        p = case.params
+        ops = layer_ops(ModelShape(**p["shape"]), Workload(batch=p["batch"], seq=p["seq"], dtype=dtype))
+        roofline = sum(_roofline_ms(op.flops, op.bytes, gpu, dtype) * op.count for op in ops)
+    elif case.bench == "op":  # as the op it was made from holds its work: whole FLOPs and bytes
+        roofline = _roofline_ms(round(case.flops or 0), round(case.bytes), gpu, dtype)
+    else:
+        roofline = _roofline_ms(case.flops, case.bytes, gpu, dtype)
+    return predict_case(case, gpu=gpu, params=params), roofline
 
 
 def _category(case: Case) -> str:
@@ -386,3 +385,165 @@ def report_json(judged: list[Judged]) -> dict:
             "cases": [dict(category=j.category, label=j.label, measured_ms=j.measured_ms, predicted_ms=j.predicted_ms)
                       for j in judged]}
 
+
+
+# ---- the whole of a calibration or a validation, as the command line runs it ----------------------
+
+PROFILE_ENVIRONMENT = ("gpu_name", "driver_version", "torch_version", "cuda_version", "cublas_version", "cudnn_version",
+                       "sm_clock_max_mhz", "timestamp_utc")  # what a profile records of where it was measured
+
+
+@dataclass(frozen=True)
+class Calibration:
+    cases: int
+    sweep: object  # bench.SweepResult: the calibration set's rows
+    profile: Profile | None  # None when interrupted (or on a rank other than 0)
+    named: int = 0  # GEMMs whose kernels were named now
+    interrupted: str = ""  # what an interruption kept: "measured cases" or "named kernels"
+
+
+def calibrate(*, store, gpu: GPU | str | None = None, device: str = "cuda", dtype: str = "bf16", quick: bool = False,
+              extended: int | None = None, warmup_ms: float = 3, budget_ms: float = 10, force: bool = False,
+              progress: bool = True) -> Calibration:
+    """Measure the designed set on `device` (what the store holds for this environment is kept), name
+    the kernels cuBLAS ran for its GEMMs, and fit a profile for `gpu` (default: the GPU measured).
+    Ctrl-C returns what was kept, with no profile: run it again to finish."""
+    from .bench import census_rows, kernel_census, sweep
+    from .measure import measured_gpu
+
+    cases = calibration_cases(dtype=dtype, quick=quick, extended=extended)
+    result = sweep(cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
+                   progress=progress)
+    if result.interrupted or result.rank != 0:
+        return Calibration(len(cases), result, None, interrupted="measured cases" if result.interrupted else "")
+    try:  # which kernels cuBLAS ran: the misaligned GEMMs' time model needs them
+        named = kernel_census(cases, store=store, device=device, env=result.environment, progress=progress)
+    except KeyboardInterrupt:
+        return Calibration(len(cases), result, None, interrupted="named kernels")
+    kernels = census_rows(store, env_id=store.environment_id(result.environment))
+    gpu = measured_gpu(result.environment, gpu=gpu, device=device)
+    environment = {k: result.environment[k] for k in PROFILE_ENVIRONMENT if result.environment.get(k) is not None}
+    profile = fit_profile(result.rows, gpu=gpu, dtype=dtype, environment=environment, kernels=kernels)
+    return Calibration(len(cases), result, profile, named)
+
+
+COMM_SIZES, COMM_SIZES_QUICK = ["1M:1G"], ["1M:16M"]
+
+
+def calibrate_comm(*, store, gpu: GPU | str, device: str = "cuda", quick: bool = False) -> tuple[Profile | None, int]:
+    """Under torchrun: time the collectives across the ranks and fit the GPU link's parameters into
+    this GPU's own profile (the spec model's where it has none of its own). Returns the profile (None
+    on ranks other than 0) and how many collectives it was fitted on."""
+    from .cases import parse_sizes
+    from .distributed import bench_comm
+    from .fit import fit_comm
+    from .hardware import get_gpu
+    from .profile import find
+
+    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    rank, rows = bench_comm(parse_sizes(COMM_SIZES_QUICK if quick else COMM_SIZES),
+                            ["all_reduce", "all_gather", "reduce_scatter"], store=store, device=device)
+    if rank != 0:
+        return None, 0
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    old = find(gpu)
+    base = old if old is not None and not old.borrowed_for else Profile(gpu=gpu.key, params=SPEC)
+    params = fit_comm([{**r, "world": world} for r in rows], gpu=gpu, params=base.params)
+    profile = dataclasses.replace(base, params=params, fit={**base.fit, "comm_cases": len(rows), "comm_ranks": world},
+                                  borrowed_for="", path="")
+    return profile, len(rows)
+
+
+def install(profile: Profile, *, user: bool = True, out: str | None = None) -> list:
+    """Write a fitted profile to the user's profile folder (where predictions find it; unless `user`
+    is False) and to `out`; returns the paths written."""
+    from .profile import profile_dir, save
+
+    paths = [save(profile, profile_dir() / f"{profile.gpu}.json")] if user else []
+    if out:
+        paths.append(save(profile, out))
+    return paths
+
+
+@dataclass(frozen=True)
+class Validation:
+    gpu: GPU
+    profile: Profile | None  # the profile judged (None: the GPU has none)
+    judged: list  # of Judged
+    num_cases: int = 0  # held-out cases measured (or found in the store)
+    sweep: object = None  # bench.SweepResult when measured now; None when read from the store
+
+    def to_json(self) -> dict:
+        return {**report_json(self.judged), "gpu": self.gpu.key,
+                "profile": self.profile.describe() if self.profile else None}
+
+
+def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = None, judge_set: str = "default",
+             configs=None, device: str = "cuda", dtype: str = "bf16", quick: bool = False, seed: int = 2,
+             from_store: bool = False, warmup_ms: float = 3, budget_ms: float = 10, force: bool = False,
+             progress: bool = True) -> Validation:
+    """Measure a held-out set (judges.SETS: `judge_set` drawn with `seed`; or, `from_store`, read its
+    newest measurements from the store: no GPU needed) and judge `profile` (default: the one
+    predictions for the GPU use) against the spec model and a flat roofline."""
+    from .bench import stored_rows, sweep
+    from .judges import judge_set_cases, judge_sets
+    from .measure import measured_gpu
+    from .profile import find
+
+    drawn = judge_set_cases(judge_set, seed=seed, dtype=dtype, quick=quick, configs=configs)
+    result = None
+    if from_store:
+        rows = stored_rows(drawn.cases, store=store)
+        if not rows:
+            raise ShapewiseError("the store holds no validation measurements: run `shapewise validate` on a GPU first")
+        env = {"gpu_name": rows[0][1].get("gpu_name")}
+    else:
+        result = sweep(drawn.cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
+                       progress=progress)
+        if result.rank != 0:
+            return Validation(None, None, [], sweep=result)
+        rows, env = result.rows, result.environment
+    gpu = measured_gpu(env, gpu=gpu, device=device)
+    profile = profile or find(gpu)
+    return Validation(gpu, profile, judge_sets(drawn, rows, gpu=gpu, profile=profile), len(rows), result)
+
+
+@dataclass(frozen=True)
+class MachineFit:
+    cases: int
+    sweep: object  # bench.SweepResult
+    base: Profile | None = None  # the GPU's profile the factors were fitted on top of
+    factors: dict = dataclasses.field(default_factory=dict)  # op family -> {"factor", "cases", "iqr"}
+    profile: Profile | None = None  # base with this machine's factors; None when interrupted
+
+
+def calibrate_machine(*, store, gpu: GPU | str | None = None, device: str = "cuda", dtype: str = "bf16",
+                      warmup_ms: float = 3, budget_ms: float = 10, force: bool = False,
+                      progress: bool = True) -> MachineFit:
+    """`calibrate --quick` on a GPU: this machine's factors by op family (machine.py), measured on a
+    small set and fitted on top of the GPU's own profile."""
+    from .bench import sweep
+    from .machine import LIMITS, machine_cases, machine_factors, with_factors
+    from .measure import measured_gpu
+    from .profile import find
+
+    cases = machine_cases(dtype=dtype)
+    result = sweep(cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
+                   progress=progress)
+    if result.interrupted or result.rank != 0:
+        return MachineFit(len(cases), result)
+    gpu = measured_gpu(result.environment, gpu=gpu, device=device)
+    base = find(gpu)
+    if base is None or base.borrowed_for:
+        raise ShapewiseError(f"no profile of {gpu.name}'s own to refit for this machine: run `shapewise calibrate` "
+                             f"(without --quick) for a whole one")
+    factors = machine_factors(result.rows, gpu=gpu, params=base.params)
+    off = [name for name, f in factors.items() if not LIMITS[0] <= f["factor"] <= LIMITS[1]]
+    if off:
+        raise ShapewiseError(f"this machine's {off[0]} times are {factors[off[0]]['factor']:.2f}x the profile's: not "
+                             f"the same kind of GPU or software; run `shapewise calibrate` for a whole profile")
+    machine = {"factors": factors,
+               "environment": {k: v for k, v in result.environment.items() if isinstance(v, (str, int, float))}}
+    profile = dataclasses.replace(base, params=with_factors(base.params, factors), fit={**base.fit, "machine": machine},
+                                  path="")
+    return MachineFit(len(cases), result, base, factors, profile)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .bench import Case, gemm_cases, op_case
+from .cases import Case, gemm_cases, op_case
 from .calibrate import Judged, calibration_cases, judge, validation_cases
 from .errors import ShapewiseError
 from .ops import COMM, FLASH, MEMORY, attention_op, model_ops

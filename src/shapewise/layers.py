@@ -33,24 +33,20 @@ import functools
 import math
 from types import SimpleNamespace
 
+from .dtypes import torch_dtype
 from .errors import ShapewiseError
 from .shapes import ModelShape
 
 NORM_EPS = 1e-5
 ROPE_THETA = 10000.0
 ATTENTION = ("flash", "unfused")
-_DTYPE_NAMES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16",
-                "float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
 
-def _torch_dtype(dtype):
-    import torch
-
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    if dtype not in _DTYPE_NAMES:
-        raise ShapewiseError(f"unknown dtype {dtype!r} for a layer; use fp32, bf16 or fp16")
-    return getattr(torch, _DTYPE_NAMES[dtype])
+def _layer_dtype(dtype):
+    """A layer's torch dtype: fp32, tf32, bf16 or fp16 (or a torch dtype). No fp8: its matmuls need scales."""
+    if dtype == "fp8":
+        raise ShapewiseError("no fp8 layers: use dtype fp32, bf16 or fp16")
+    return torch_dtype(dtype)
 
 
 @functools.lru_cache(maxsize=None)
@@ -256,7 +252,7 @@ def build_layer(shape: ModelShape, *, device="cpu", dtype="bf16", attention: str
     if attention not in ATTENTION:
         raise ShapewiseError(f"unknown attention {attention!r}; use one of {', '.join(ATTENTION)}")
     device = torch.device(device)
-    layer = _classes().Block(shape, attention, device="meta", dtype=_torch_dtype(dtype))
+    layer = _classes().Block(shape, attention, device="meta", dtype=_layer_dtype(dtype))
     if device.type != "meta":
         layer = layer.to_empty(device=device)
         _init_(layer, seed)
@@ -271,7 +267,7 @@ def layer_inputs(shape: ModelShape, *, batch: int, seq: int, device="cpu", dtype
     gen = torch.Generator(device=torch.device(device))
     gen.manual_seed(seed)
     x = torch.randn(batch, seq, shape.hidden, device=device, dtype=torch.float32, generator=gen)
-    return x.to(_torch_dtype(dtype)).requires_grad_(requires_grad)
+    return x.to(_layer_dtype(dtype)).requires_grad_(requires_grad)
 
 
 # ---- timing helpers ----
@@ -503,4 +499,4 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
             h = x + self._attn(x)
             return h + self._mlp(h)
 
-    return TensorParallelBlock().to(device=device, dtype=_torch_dtype(dtype))
+    return TensorParallelBlock().to(device=device, dtype=_layer_dtype(dtype))

@@ -12,7 +12,7 @@ import dataclasses
 
 import numpy as np
 
-from .bench import Case
+from .cases import Case
 from .cost import CostParams
 
 FAMILIES = ("gemm", "bmm", "flash", "memory")

@@ -25,6 +25,17 @@ DEFAULT_FLUSH_BYTES = 256 * 2**20  # flush buffer when the L2 size cannot be rea
 MAX_WARMUP_CALLS = 100_000  # guards the warm-up loop against a clock that never advances
 
 
+def import_torch():
+    """torch, or an error that says how to install it: measuring needs it, nothing else does."""
+    try:
+        import torch
+    except ImportError:
+        from .errors import ShapewiseError
+
+        raise ShapewiseError("measuring needs torch: pip install 'shapewise[gpu]'") from None
+    return torch
+
+
 # ---- statistics -------------------------------------------------------------------------------
 
 def _quantile(sorted_xs, q: float) -> float:
@@ -563,6 +574,30 @@ def environment(device="cuda") -> dict:
         env["torch_version"] = None
     env.update(_cuda_environment(device) if _is_cuda(device) else _cpu_environment())
     return env
+
+
+def gpu_of(env: dict, *, gpu=None):
+    """The GPU (hardware.GPU) to predict for beside measurements taken in `env`: `gpu` if named, else
+    the measured one if the GPU table knows it; None on a CPU or an unknown GPU."""
+    from .errors import ShapewiseError
+    from .hardware import get_gpu
+
+    if gpu:
+        return get_gpu(gpu) if isinstance(gpu, str) else gpu
+    try:
+        return get_gpu(env["gpu_name"]) if env.get("gpu_name") else None
+    except ShapewiseError:
+        return None
+
+
+def measured_gpu(env: dict, *, gpu=None, device: str = ""):
+    """gpu_of, where a GPU is needed: an unknown one is an error that says to name it."""
+    from .errors import ShapewiseError
+
+    found = gpu_of(env, gpu=gpu)
+    if found is None:
+        raise ShapewiseError(f"{env.get('gpu_name') or device} is not in the GPU table: name the GPU to calibrate with --gpu")
+    return found
 
 
 if __name__ == "__main__":  # quick look: python -m shapewise.measure [device]

@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from .dtypes import DTYPE_BYTES
 from .errors import ShapewiseError
 
 # Matrices per MLP block: plain MLPs have up and down, gated ones (GLU family) add a gate.
 MLP_KINDS = {"gelu": 2, "relu": 2, "swiglu": 3, "geglu": 3}
 NORM_KINDS = {"layernorm": 2, "rmsnorm": 1}  # parameters per channel: LayerNorm has a bias
-DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 MODES = ("train", "prefill", "decode")
 ATTENTION_KINDS = ("flash", "unfused")
 

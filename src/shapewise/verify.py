@@ -18,6 +18,7 @@ import statistics
 from dataclasses import dataclass
 
 from .cost import SPEC, CostParams, predict_layer_and_outside, predict_step
+from .dtypes import torch_dtype
 from .errors import ShapewiseError
 from .hardware import GPU
 from .shapes import ModelShape, Workload, check_parallel
@@ -57,7 +58,7 @@ def _parts(shape: ModelShape, workload: Workload, device: str, seed: int):
                      requires_grad=True, seed=seed)
     layer_fn = fwd_bwd_call(layer, x)
     generator = torch.Generator(device="cpu").manual_seed(seed)
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(workload.dtype, torch.float32)
+    dtype = torch_dtype(workload.dtype)
     tokens = workload.batch * workload.seq
     hidden = torch.randn(tokens, shape.hidden, generator=generator).to(device, dtype).requires_grad_(True)
     weight = (torch.randn(shape.vocab, shape.hidden, generator=generator) * shape.hidden ** -0.5).to(device, dtype)
@@ -78,7 +79,7 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
 
     from .layers import build_layer
 
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(workload.dtype, torch.float32)
+    dtype = torch_dtype(workload.dtype)
     layers = [build_layer(shape.replace(num_layers=1), device=device, dtype=workload.dtype,
                           attention=workload.attention, seed=seed + i) for i in range(shape.num_layers)]
     generator = torch.Generator(device="cpu").manual_seed(seed)

@@ -7,8 +7,8 @@ import argparse
 import json
 
 from ..errors import ShapewiseError
-from .common import (Parser, add_db_arg, add_measure_args, add_model_args, console, cost_model, gpu_for,
-                     model_and_workload, positive_int, rank0_only)
+from .common import Parser, add_db_arg, add_measure_args, add_model_args, console, model_and_workload, positive_int
+from .common import rank0_only
 
 
 def add_bench(sub) -> None:
@@ -18,34 +18,30 @@ def add_bench(sub) -> None:
         add(kinds)
 
 
-def _sweep(args, cases):
-    from ..bench import sweep
-    from ..store import Store
-
-    with Store(args.db) as store:
-        result = sweep(cases, store=store, device=args.device, warmup_ms=args.warmup_ms, budget_ms=args.budget_ms,
-                       force=args.force, cuda_graph=args.cuda_graph)
-    return rank0_only(result)
+def _timing(args) -> dict:
+    return dict(device=args.device, warmup_ms=args.warmup_ms, budget_ms=args.budget_ms, force=args.force,
+                cuda_graph=args.cuda_graph)
 
 
-def _render_sweep(args, result, predict, kernels: dict | None = None) -> int:
+def _render_sweep(args, bench) -> int:
     """One row per case: measured median and spread, rate, and the prediction beside it (and, where
-    `kernels` names them, the kernels the case ran)."""
+    the bench named them, the kernels the case ran)."""
     from rich.table import Table
 
-    from ..bench import kernel_label
+    from ..cases import kernel_label
 
+    kernels = bench.kernels
     if args.json:
-        print(json.dumps([{**row, "predicted_ms": predict(case), **(kernels or {}).get(case.key, {})}
-                          for case, row in result.rows], indent=2, default=str))
+        print(json.dumps([{**row, "predicted_ms": predicted, **(kernels or {}).get(case.key, {})}
+                          for case, row, predicted in bench.rows], indent=2, default=str))
     else:
         table = Table(show_edge=False, pad_edge=False, header_style="bold")
         columns = ("case", "measured ms", "IQR", "TFLOP/s", "GB/s", "predicted ms", "error") + (("kernels",) if kernels else ())
         for col in columns:
             table.add_column(col, justify="left" if col in ("case", "error", "kernels") else "right")
-        for case, row in result.rows:
+        for case, row, predicted in bench.rows:
             ok = row.get("error") is None
-            predicted = predict(case) if ok else None
+            predicted = predicted if ok else None
             error = f"{predicted / row['median_ms'] - 1:+.1%}" if predicted and ok else (row.get("error") or "")
             named = (kernel_label(kernels.get(case.key, {}).get("kernels", [])),) if kernels else ()
             table.add_row(case.label, f"{row['median_ms']:.4f}" if ok else "—",
@@ -55,10 +51,10 @@ def _render_sweep(args, result, predict, kernels: dict | None = None) -> int:
                           f"{predicted:.4f}" if predicted else "", error, *named)
         out = console()
         out.print(table)
-        env = result.environment
+        env = bench.sweep.environment
         out.print(f"{env.get('gpu_name') or env.get('cpu_model') or args.device}, torch {env.get('torch_version')}: "
-                      + result.summary())
-    return 130 if result.interrupted else 0
+                  + bench.sweep.summary())
+    return 130 if bench.sweep.interrupted else 0
 
 
 def add_gemm(kinds) -> None:
@@ -80,39 +76,23 @@ def add_gemm(kinds) -> None:
 
 
 def run_bench_gemm(args) -> int:
-    from ..bench import gemm_cases, parse_dims
+    from ..bench import bench_cases
+    from ..cases import gemm_cases, parse_dims
+    from ..store import Store
 
     batches = parse_dims(args.b, name="-b") if getattr(args, "b", None) else [1]
     cases = gemm_cases(parse_dims(args.m, name="-m"), parse_dims(args.n, name="-n"), parse_dims(args.k, name="-k"),
                        batches=batches, layouts=args.layout, dtype=args.dtype)
     if args.kernels and not args.device.startswith("cuda"):
         raise ShapewiseError("--kernels names GPU kernels: measure on a CUDA device")
-    result = _sweep(args, cases)
-    kernels = None
-    if args.kernels:
-        from ..bench import census_rows, kernel_census
-        from ..store import Store
-
-        with Store(args.db) as store:
-            kernel_census(cases, store=store, device=args.device, env=result.environment)
-            kernels = census_rows(store, env_id=store.environment_id(result.environment))
-    gpu = gpu_for(args, result.environment)
-    params = cost_model(args, gpu).params
-
-    def predict(case):
-        from ..cost import predict_gemm
-
-        p = case.params
-        if gpu is None or p["dtype"] not in gpu.tflops:
-            return None
-        return float(predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu,
-                                  dtype=p["dtype"], params=params).time_ms)
-
-    return _render_sweep(args, result, predict, kernels)
+    with Store(args.db) as store:
+        bench = bench_cases(cases, store=store, gpu=args.gpu, kernels=args.kernels, **_timing(args))
+    rank0_only(bench.sweep)
+    return _render_sweep(args, bench)
 
 
 def add_attention(kinds) -> None:
-    from ..bench import ATTENTION_BACKENDS, PASSES
+    from ..cases import ATTENTION_BACKENDS, PASSES
 
     p = kinds.add_parser("attention", help="time fused and unfused attention, forward and forward+backward")
     p.add_argument("--heads", nargs="+", required=True)
@@ -130,31 +110,22 @@ def add_attention(kinds) -> None:
 
 
 def run_bench_attention(args) -> int:
-    from ..bench import attention_cases, parse_dims
+    from ..bench import bench_cases
+    from ..cases import attention_cases, parse_dims
+    from ..store import Store
 
     cases = attention_cases(batches=parse_dims(args.batch, name="--batch"), heads=parse_dims(args.heads, name="--heads"),
                             kv_heads=parse_dims(args.kv_heads, name="--kv-heads") if args.kv_heads else None,
                             head_dims=parse_dims(args.head_dim, name="--head-dim"), seqs=parse_dims(args.seq, name="--seq"),
                             causal=args.causal, backends=args.backend, passes=args.passes, dtype=args.dtype)
-    result = _sweep(args, cases)
-    gpu = gpu_for(args, result.environment)
-    params = cost_model(args, gpu).params
-
-    def predict(case):
-        from ..cost import predict_attention
-
-        p = case.params
-        if gpu is None or p["backend"] not in ("default", "cudnn"):
-            return None  # the cost model describes SDPA's default kernel (cuDNN on Hopper with torch 2.11)
-        return predict_attention(batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"], seq=p["seq"],
-                                 head_dim=p["head_dim"], causal=p["causal"], pass_=p["pass"], gpu=gpu, dtype=p["dtype"],
-                                 params=params)
-
-    return _render_sweep(args, result, predict)
+    with Store(args.db) as store:
+        bench = bench_cases(cases, store=store, gpu=args.gpu, **_timing(args))
+    rank0_only(bench.sweep)
+    return _render_sweep(args, bench)
 
 
 def add_comm(kinds) -> None:
-    from ..bench import COLLECTIVES
+    from ..cases import COLLECTIVES
 
     p = kinds.add_parser("comm", help="time collectives across the ranks torchrun started (NCCL on GPUs, gloo on CPUs)")
     p.add_argument("--sizes", nargs="+", default=["1M:1G"], help="bytes: 4096, 64K, 16M, 1G, or doubling ranges (1M:1G)")
@@ -171,7 +142,8 @@ def add_comm(kinds) -> None:
 def run_bench_comm(args) -> int:
     from rich.table import Table
 
-    from ..bench import bench_comm, parse_sizes
+    from ..cases import parse_sizes
+    from ..distributed import bench_comm
     from ..store import Store
 
     with Store(args.db) as store:
@@ -201,88 +173,60 @@ def add_layer(kinds) -> None:
     p.set_defaults(run=run_bench_layer)
 
 
-def _bench_tp_layer(args, shape, workload) -> int:
-    """A tensor-parallel layer across the ranks torchrun started, beside its prediction (collectives included)."""
-    from ..bench import bench_tp_layer
-    from ..cost import predict_ops
-    from ..ops import layer_ops
+def run_bench_layer(args) -> int:
+    from ..bench import bench_layer
     from ..store import Store
 
+    shape, workload = model_and_workload(args)
+    timing = {} if workload.tp > 1 else _timing(args)  # a tensor-parallel layer is timed by call counts
     with Store(args.db) as store:
-        rank, rows, env = bench_tp_layer(shape, workload, store=store, device=args.device)
-    if rank != 0:
+        layer = bench_layer(shape, workload, store=store, gpu=args.gpu, **{"device": args.device, **timing})
+    if layer.sweep is not None:
+        rank0_only(layer.sweep)
+    elif layer.rank != 0:
         return 0
-    gpu = gpu_for(args, env)
-    for row in rows:
-        mode = "train" if row["pass"] == "fwdbwd" else "prefill"
-        ops = layer_ops(shape, workload.replace(mode=mode))
-        row["predicted_ms"] = sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype=workload.dtype,
-                                                                  params=cost_model(args, gpu).params)) if gpu else None
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
+    return _render_tp_layer(args, shape, workload, layer) if workload.tp > 1 else _render_layer(args, shape, workload, layer)
+
+
+def _render_layer(args, shape, workload, layer) -> int:
     from rich.table import Table
 
-    table = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
-                  title=f"one {shape.name} layer at t={workload.tp}, b={workload.batch} s={workload.seq}: the slowest rank")
-    for col in ("pass", "measured ms", "predicted ms", "predicted/measured"):
-        table.add_column(col, justify="left" if col == "pass" else "right")
-    for r in rows:
-        p = r["predicted_ms"]
-        table.add_row(r["pass"], f"{r['measured_ms']:.3f}", f"{p:.3f}" if p else "—",
-                      f"{p / r['measured_ms']:.2f}" if p else "")
-    console().print(table)
-    return 0
-
-
-def run_bench_layer(args) -> int:
-    import dataclasses
-
-    from ..bench import Case, op_case
-    from ..cost import predict_ops
-
-    shape, workload = model_and_workload(args)
-    if workload.mode == "decode":
-        raise ShapewiseError("bench layer measures a layer in train or prefill mode, not decode")
-    if workload.tp > 1:
-        return _bench_tp_layer(args, shape, workload)
-    passes = ("fwdbwd", "fwd") if workload.mode == "train" else ("fwd",)
-    layer_cases = [Case("layer", dict(model=shape.name, shape=dataclasses.asdict(shape), batch=workload.batch,
-                                      seq=workload.seq, attention=workload.attention, dtype=workload.dtype,
-                                      **{"pass": pass_})) for pass_ in passes]
-    from ..ops import layer_ops
-
-    ops = {pass_: layer_ops(shape, workload.replace(mode="train" if pass_ == "fwdbwd" else "prefill"))
-           for pass_ in passes}
-    op_cases = {op.label + "|" + pass_: op_case(op, workload.dtype) for pass_ in passes for op in ops[pass_]}
-    result = _sweep(args, layer_cases + list(op_cases.values()))
-    measured = {id(case): row for case, row in result.rows}
-    gpu = gpu_for(args, result.environment)
+    result = layer.sweep
     if args.json:
         print(json.dumps([{**row, "label": case.label} for case, row in result.rows], indent=2, default=str))
         return 130 if result.interrupted else 0
-    from rich.table import Table
-
     table = Table(show_edge=False, pad_edge=False, header_style="bold",
                   title=f"one {shape.name} layer, b={workload.batch} s={workload.seq} {workload.dtype}", title_justify="left")
     for col in ("pass", "layer ms", "sum of its ops ms", "ops/layer", "predicted ms", "predicted/layer", "ops failed"):
         table.add_column(col, justify="left" if col == "pass" else "right")
-    for case in layer_cases:
-        pass_ = case.params["pass"]
-        row = measured.get(id(case))
-        op_rows = [(op, measured.get(id(op_cases[op.label + "|" + pass_]))) for op in ops[pass_]]
-        ok = [(op, r) for op, r in op_rows if r and r.get("error") is None]
-        op_sum = sum(r["median_ms"] * op.count for op, r in ok)
-        predicted = sum(c.total_ms for c in predict_ops(ops[pass_], gpu=gpu, dtype=workload.dtype,
-                                                        params=cost_model(args, gpu).params)) if gpu else None
-        layer_ms = row["median_ms"] if row and row.get("error") is None else None
-        table.add_row(pass_, f"{layer_ms:.3f}" if layer_ms else (row or {}).get("error", "—"), f"{op_sum:.3f}",
-                      f"{op_sum / layer_ms:.2f}" if layer_ms else "", f"{predicted:.3f}" if predicted else "",
-                      f"{predicted / layer_ms:.2f}" if predicted and layer_ms else "", str(len(op_rows) - len(ok)))
+    for p in layer.passes:
+        layer_ms, predicted = p.measured_ms, p.predicted_ms
+        table.add_row(p.pass_, f"{layer_ms:.3f}" if layer_ms else p.error, f"{p.ops_ms:.3f}",
+                      f"{p.ops_ms / layer_ms:.2f}" if layer_ms else "", f"{predicted:.3f}" if predicted else "",
+                      f"{predicted / layer_ms:.2f}" if predicted and layer_ms else "", str(p.ops_failed))
     out = console()
     out.print(table)
     out.print(result.summary())
     return 130 if result.interrupted else 0
+
+
+def _render_tp_layer(args, shape, workload, layer) -> int:
+    """A tensor-parallel layer across the ranks torchrun started, beside its prediction (collectives included)."""
+    from rich.table import Table
+
+    if args.json:
+        print(json.dumps([{"pass": p.pass_, "measured_ms": p.measured_ms, "predicted_ms": p.predicted_ms}
+                          for p in layer.passes], indent=2))
+        return 0
+    table = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
+                  title=f"one {shape.name} layer at t={workload.tp}, b={workload.batch} s={workload.seq}: the slowest rank")
+    for col in ("pass", "measured ms", "predicted ms", "predicted/measured"):
+        table.add_column(col, justify="left" if col == "pass" else "right")
+    for r in layer.passes:
+        p = r.predicted_ms
+        table.add_row(r.pass_, f"{r.measured_ms:.3f}", f"{p:.3f}" if p else "—", f"{p / r.measured_ms:.2f}" if p else "")
+    console().print(table)
+    return 0
 
 
 def add_ops(kinds) -> None:
@@ -293,27 +237,18 @@ def add_ops(kinds) -> None:
 
 
 def run_bench_ops(args) -> int:
-    from ..bench import op_case
-    from ..cost import predict_ops
-    from ..ops import model_ops
+    from ..bench import bench_ops
+    from ..store import Store
 
     shape, workload = model_and_workload(args)
-    ops = model_ops(shape, workload)
-    cases = [op_case(op, workload.dtype) for op in ops]
-    result = _sweep(args, cases)
-    gpu = gpu_for(args, result.environment)
-    predicted = {id(c): cost.time_ms for c, cost in
-                 zip(cases, predict_ops(ops, gpu=gpu, dtype=workload.dtype, params=cost_model(args, gpu).params))} if gpu else {}
-    status = _render_sweep(args, result, lambda case: predicted.get(id(case)))
+    with Store(args.db) as store:
+        bench = bench_ops(shape, workload, store=store, gpu=args.gpu, **_timing(args))
+    rank0_only(bench.sweep)
+    status = _render_sweep(args, bench)
     if not args.json:
-        rows = {id(case): row for case, row in result.rows}
-        pairs = [(op, rows[id(c)]["median_ms"], predicted.get(id(c))) for op, c in zip(ops, cases)
-                 if id(c) in rows and rows[id(c)].get("error") is None]
-        measured_ms = sum(op.count * ms for op, ms, _ in pairs)
+        measured_ms, predicted_ms = bench.step_ms()
         line = f"step, measured op by op: {measured_ms:,.2f} ms"
-        if predicted:
-            line += f"; predicted {sum(op.count * p for op, _, p in pairs):,.2f} ms for the same ops"
+        if predicted_ms is not None:
+            line += f"; predicted {predicted_ms:,.2f} ms for the same ops"
         console().print(line)
     return status
-
-

@@ -160,18 +160,6 @@ def add_db_arg(p: argparse.ArgumentParser, text: str = "results store (default: 
     p.add_argument("--db", metavar="PATH", help=text)
 
 
-def gpu_for(args, env):
-    """The GPU to predict for: --gpu, else the measured one if the table knows it; None on a CPU."""
-    from ..hardware import get_gpu
-
-    if args.gpu:
-        return get_gpu(args.gpu)
-    try:
-        return get_gpu(env["gpu_name"]) if env.get("gpu_name") else None
-    except ShapewiseError:
-        return None
-
-
 def rank0_only(result):
     """Under torchrun every rank measures, rank 0 alone reports: the others leave quietly here."""
     if result.rank != 0:

@@ -39,7 +39,6 @@ def run_results(args) -> int:
     return 0
 
 
-
 def _measured_rows(db):
     from ..store import Store
 
@@ -98,7 +97,7 @@ def add_plot(sub) -> None:
 
 def run_plot(args) -> int:
     from .. import plots
-    from ..bench import parse_dims
+    from ..cases import parse_dims
     from ..hardware import get_gpu
 
     gpu = get_gpu(args.gpu)
@@ -175,7 +174,6 @@ def run_report(args) -> int:
             store.close()
     print("wrote " + ", ".join(map(str, written)))
     return 0
-
 
 
 COMMANDS = (add_results, add_plot, add_report)

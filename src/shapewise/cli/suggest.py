@@ -235,5 +235,4 @@ def run_verify(args) -> int:
     return 0
 
 
-
 COMMANDS = (add_suggest, add_search, add_verify)

@@ -1,0 +1,26 @@
+"""The number formats shapewise knows: each one's size in bytes and the torch dtype that holds it.
+
+The one table of them: the cost model reads the sizes, the measurement modules the torch names.
+"""
+
+from __future__ import annotations
+
+from .errors import ShapewiseError
+
+# name -> (bytes per element, torch dtype). tf32 is fp32 in memory: only the tensor cores' mode differs.
+DTYPES = {"fp32": (4, "float32"), "tf32": (4, "float32"), "bf16": (2, "bfloat16"), "fp16": (2, "float16"),
+          "fp8": (1, "float8_e4m3fn")}
+DTYPE_BYTES = {name: size for name, (size, _) in DTYPES.items()}
+
+
+def torch_dtype(dtype):
+    """The torch dtype of a name of DTYPES (a torch dtype or its name is taken as it is)."""
+    import torch
+
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    name = DTYPES[dtype][1] if dtype in DTYPES else dtype
+    found = getattr(torch, name, None) if isinstance(name, str) else None
+    if not isinstance(found, torch.dtype):
+        raise ShapewiseError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+    return found
