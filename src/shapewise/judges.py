@@ -216,7 +216,7 @@ MAX_CACHE_BYTES = 8e9  # one decoding attention call's K and V: what one op meas
 def read_configs(paths) -> list[ModelShape]:
     """Model shapes from config.json files or folders of them (searched recursively), by the
     library's config reader; sorted by name, repeats dropped."""
-    from .shapes import load_config
+    from .hf import load_config
 
     files: list[Path] = []
     for path in paths or ():
