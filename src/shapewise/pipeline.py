@@ -299,7 +299,8 @@ def build_chunk(shape, layout: Layout, virtual_stage: int, *, device="cpu", dtyp
     index (shapewise.layers.build_layer), so that any split of one seed holds the same weights."""
     import torch
 
-    from .layers import _torch_dtype, build_layer
+    from .dtypes import torch_dtype
+    from .layers import build_layer
 
     if shape.num_layers % layout.chunks:
         raise ShapewiseError(f"{shape.name}'s {shape.num_layers} layers do not split into {layout.stages} stages "
@@ -308,7 +309,7 @@ def build_chunk(shape, layout: Layout, virtual_stage: int, *, device="cpu", dtyp
     blocks = [build_layer(shape, device=device, dtype=dtype, attention=attention, seed=seed + i)
               for i in range(virtual_stage * per, (virtual_stage + 1) * per)]
     chunk = _chunk_class()(shape, blocks, first=virtual_stage == 0, last=virtual_stage == layout.chunks - 1,
-                           device=device, dtype=_torch_dtype(dtype))
+                           device=device, dtype=torch_dtype(dtype))
     gen = torch.Generator(device=torch.device(device)).manual_seed(seed + 1_000_003)
     with torch.no_grad():  # the ends' weights, from their own stream so that both ends are drawn the same
         for name in ("embed", "positions", "head"):
