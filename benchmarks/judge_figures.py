@@ -20,7 +20,9 @@ from shapewise.profile import find, load
 from shapewise.store import Store
 
 R = "benchmarks/results/h200-judges"
-CONFIGS = ["tests/data/configs"]
+# The ten real configs the models set was drawn from when it was measured (now in the corpus).
+CONFIGS = [f"tests/data/hf/{name}.json" for name in ("bloom-7b1", "falcon-7b", "gemma-7b", "gpt2", "llama-2-7b",
+                                                   "mixtral-8x7b", "opt-1.3b", "phi-2", "pythia-1b", "qwen2-7b")]
 # Which sets each export measured (first H200, second H200); seeds 11, 12 and models 2 were drawn
 # after the first export was judged.
 MEASURED = {"judges-1.csv": [("wide", 1), ("wide", 2), ("wide", 3), ("attention", 1), ("models", 1)],

@@ -15,7 +15,7 @@ from shapewise.judges import (
     wide_set,
 )
 
-CONFIGS = "tests/data/configs"
+CONFIGS = "tests/data/hf"
 
 
 def _keys(judge_set):

@@ -93,6 +93,10 @@ def _unwrap(cfg: dict) -> dict:
     return cfg
 
 
+class NotATransformer(ShapewiseError):
+    """A config of an architecture shapewise does not price (state-space, recurrent, hybrid)."""
+
+
 def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
     arch = cfg.get("architectures")
     named = f"{model_type} ({arch[0]})" if isinstance(arch, list) and arch and isinstance(arch[0], str) else model_type
@@ -105,7 +109,7 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
             hybrid.append("layer_types")
         what = f"not an attention-only transformer (its config has {', '.join(hybrid)})" if hybrid else None
     if what:
-        raise ShapewiseError(f"{where}: {named or 'this model'} is {what}; shapewise models attention "
+        raise NotATransformer(f"{where}: {named or 'this model'} is {what}; shapewise models attention "
                              f"transformers only and cannot price its other layers")
 
 

@@ -20,6 +20,7 @@ calibration set is ever judged.
 
 from __future__ import annotations
 
+import sys
 import dataclasses
 import math
 from dataclasses import dataclass, field
@@ -216,21 +217,30 @@ MAX_CACHE_BYTES = 8e9  # one decoding attention call's K and V: what one op meas
 def read_configs(paths) -> list[ModelShape]:
     """Model shapes from config.json files or folders of them (searched recursively), by the
     library's config reader; sorted by name, repeats dropped."""
-    from .hf import load_config
+    from .hf import NotATransformer, load_config
 
-    files: list[Path] = []
+    files: list[tuple[Path, bool]] = []  # (file, found in a folder)
     for path in paths or ():
         p = Path(path)
         if p.is_dir():
-            files += sorted(p.rglob("*.json"))
+            files += [(f, True) for f in sorted(p.rglob("*.json"))]
         elif p.is_file():
-            files.append(p)
+            files.append((p, False))
         else:
             raise ShapewiseError(f"{p}: no such file or folder; give config.json files or folders of them")
-    shapes = {}
-    for file in files:
-        shape = load_config(file)
+    shapes, skipped = {}, []
+    for file, in_folder in files:
+        try:
+            shape = load_config(file)
+        except NotATransformer:
+            if not in_folder:
+                raise
+            skipped.append(file.name)  # a folder of real configs may hold models shapewise refuses
+            continue
         shapes.setdefault(shape.name, shape)
+    if skipped:
+        print(f"warning: left out {len(skipped)} configs that are not attention transformers: {', '.join(skipped)}",
+              file=sys.stderr)
     if not shapes:
         raise ShapewiseError("the models set needs real model configs: --configs FILE_OR_FOLDER (config.json files)")
     return [shapes[name] for name in sorted(shapes)]
