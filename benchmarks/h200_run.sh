@@ -33,7 +33,7 @@ python3 -m shapewise results --db "$db" --export "$OUT/h200-results.csv"
 python3 -m shapewise results --db "$db" > "$OUT/summary.json"
 # The paper's timing method against shapewise's timer (SKIP_HARNESS=1 leaves it out).
 if [ -z "${SKIP_HARNESS:-}" ]; then
-  python3 benchmarks/harness_compare.py --out "$OUT" > "$OUT/harness.txt"
+  python3 benchmarks/archive/harness_compare.py --out "$OUT" > "$OUT/harness.txt"
   tail -n 8 "$OUT/harness.txt"
 fi
 tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -r "$log" "$db" "$db"-wal "$db"-shm 2>/dev/null
