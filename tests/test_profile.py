@@ -21,7 +21,7 @@ from shapewise.fit import (
 from shapewise.hardware import get_gpu
 from shapewise.ops import Op, attention_op
 from shapewise.presets import get_model
-from shapewise.profile import Profile, find, load, save
+from shapewise.profile import CostModel, Profile, find, load, save
 
 H200 = get_gpu("h200")
 TRUTH = dataclasses.replace(SPEC, gemm_ceiling=0.70, k_overhead=120.0, misaligned_even=3.2, gemm_bandwidth=0.75,
@@ -34,7 +34,7 @@ def synthetic(params, count, seed, noise=0.02):
     m, n, k = (np.round(2 ** rng.uniform(5, 14, count)).astype(int) for _ in range(3))
     layout = rng.choice(["nn", "nt", "tn"], count)
     batch = np.ones(count, dtype=int)
-    truth = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=H200, params=params).time_ms
+    truth = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=CostModel(H200, params)).time_ms
     return GemmSamples(m, n, k, batch, layout, truth * np.exp(rng.normal(0, noise, count)))
 
 
@@ -77,7 +77,7 @@ def test_flash_and_bandwidth_fits_recover_their_tables(block_bwd):
                 for pass_ in ("fwd", "bwd"):
                     op = attention_op(pass_, seqs=1, heads=batch, kv_heads=batch, q_len=s, kv_len=s, head_dim=d,
                                       causal=True, dtype_bytes=2)
-                    time_ms = predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms
+                    time_ms = predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms
                     samples.append(dict(batch=batch, seq=s, head_dim=d, time_ms=time_ms, **{"pass": pass_}))
     fitted = fit_flash(samples, gpu=H200, dtype="bf16", params=dataclasses.replace(SPEC, flash_block_bwd=32))
     assert fitted.flash_block_bwd == block_bwd  # the backward's blocks told from its timings
@@ -98,7 +98,7 @@ def test_decoding_fits_recover_fixed_costs_and_the_cache_stream():
     rows = []
     for tokens in (1, 16, 4096, 16384):
         op = Op("attn/rope", "fwd", "memory", 1, 0, tokens * 4096 * 2 * 2, m=tokens, n=4096, k=128, family="rope")
-        rows.append(dict(family="rope", bytes=op.bytes, time_ms=predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms,
+        rows.append(dict(family="rope", bytes=op.bytes, time_ms=predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms,
                          **{"pass": "fwd"}))
     fitted = fit_bandwidth(rows, gpu=H200, params=SPEC)
     assert dict(fitted.memory_fixed_ms)["rope"] == pytest.approx(0.018, rel=0.01)
@@ -108,7 +108,7 @@ def test_decoding_fits_recover_fixed_costs_and_the_cache_stream():
         op = attention_op("fwd", seqs=seqs, heads=32, kv_heads=8, q_len=1, kv_len=kv_len, head_dim=head_dim, causal=False,
                           dtype_bytes=2)
         decoding.append(dict(bytes=op.bytes, kv_len=kv_len, head_dim=head_dim,
-                             time_ms=predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms))
+                             time_ms=predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms))
     fitted = fit_flash_memory(decoding, gpu=H200, params=SPEC)
     assert fitted.flash_memory_bandwidth == pytest.approx(0.88, rel=1e-3)
     assert fitted.flash_memory_fixed_ms == pytest.approx(0.0115, rel=1e-3)
@@ -127,7 +127,7 @@ def test_a_norms_fixed_cost_grows_with_its_rows_width():
             for tokens in (1, 16, 16384):
                 op = Op("attn/norm", "fwd", "memory", 1, 0, tokens * width * 2 * 2, m=tokens, n=width, family="layernorm")
                 out.append(dict(family="layernorm", bytes=op.bytes, width=width, **{"pass": "fwd"},
-                                time_ms=predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms))
+                                time_ms=predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms))
         return out
 
     fitted = fit_bandwidth(rows((768, 2048, 4096, 8192)), gpu=H200, params=SPEC)
@@ -135,7 +135,7 @@ def test_a_norms_fixed_cost_grows_with_its_rows_width():
     assert dict(fitted.memory_fixed_per_width_ms)["layernorm"] == pytest.approx(1.8e-6, rel=0.02)
     assert dict(fitted.bandwidth)["layernorm"] == pytest.approx(0.6, rel=0.01)
     narrow, wide = (predict_ops([Op("n", "fwd", "memory", 1, 0, 8 * w * 4, m=8, n=w, family="layernorm")],
-                                gpu=H200, dtype="bf16", params=fitted)[0].time_ms for w in (768, 8192))
+                                gpu=CostModel(H200, fitted), dtype="bf16")[0].time_ms for w in (768, 8192))
     assert wide - narrow == pytest.approx(1.8e-6 * (8192 - 768), rel=0.05)
     one_width = fit_bandwidth(rows((4096,)), gpu=H200, params=SPEC)
     assert "layernorm" not in dict(one_width.memory_fixed_per_width_ms)
@@ -154,11 +154,11 @@ def test_the_embeddings_few_rows_cost_by_the_row():
         return Op("embed", "fwd", "memory", 1, 0, tokens * 4096 * 2 * 2, m=tokens, n=4096, k=32000, family="embed")
 
     rows = [dict(family="embed", bytes=op(t).bytes, width=4096, rows=t, **{"pass": "fwd"},
-                 time_ms=predict_ops([op(t)], gpu=H200, dtype="bf16", params=truth)[0].time_ms) for t in (1, 16, 4096, 16384)]
+                 time_ms=predict_ops([op(t)], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms) for t in (1, 16, 4096, 16384)]
     fitted = fit_bandwidth(rows, gpu=H200, params=SPEC)
     assert dict(fitted.memory_fixed_per_row_ms)["embed"] == pytest.approx(0.0006, rel=0.02)
     assert dict(fitted.memory_fixed_ms)["embed"] == pytest.approx(0.0047, rel=0.02)
-    few, more = (predict_ops([op(t)], gpu=H200, dtype="bf16", params=fitted)[0].time_ms for t in (SMALL_INDEX, SMALL_INDEX + 1))
+    few, more = (predict_ops([op(t)], gpu=CostModel(H200, fitted), dtype="bf16")[0].time_ms for t in (SMALL_INDEX, SMALL_INDEX + 1))
     assert few > more  # sixteen rows one by one take longer than seventeen at once
 
 
@@ -214,7 +214,7 @@ def test_a_user_profile_is_found_and_an_h100_borrows_the_h200s(tmp_path, monkeyp
     assert find("a100") is None
     result = check(get_model("gpt2"), Workload(), gpu="h200")
     assert result.calibrated and "calibrated profile" in result.model_source
-    assert result.step.time_ms > check(get_model("gpt2"), Workload(), gpu="h200", params=SPEC).step.time_ms
+    assert result.step.time_ms > check(get_model("gpt2"), Workload(), gpu="h200", spec_only=True).step.time_ms
 
 
 def test_prediction_with_a_profile_stays_vectorized():
@@ -226,7 +226,7 @@ def test_prediction_with_a_profile_stays_vectorized():
     params = dataclasses.replace(SPEC, gemm_residuals=rows)
     m, n, k = (rng.integers(16, 16384, 100_000) for _ in range(3))
     start = time.perf_counter()
-    predict_gemm(m, n, k, layout="nt", params=params)
+    predict_gemm(m, n, k, layout="nt", gpu=CostModel("h200", params))
     assert time.perf_counter() - start < 5.0  # the real figure is in benchmarks/RESULTS.md
 
 
@@ -311,9 +311,9 @@ def test_wave_credit_wins_back_part_of_a_last_wave():
     # the model takes smaller tiles to fill it; with credit the idle time shrinks, and all of it
     # back is one wave's time.
     m, n, k = 7 * 128, 19 * 256, 8192
-    times = [predict_gemm(m, n, k, gpu=H200, params=dataclasses.replace(SPEC, wave_credit=c)).time_ms
+    times = [predict_gemm(m, n, k, gpu=CostModel(H200, dataclasses.replace(SPEC, wave_credit=c))).time_ms
              for c in (0.0, 0.5, 1.0)]
     assert times[0] > times[1] > times[2]
-    whole, none_idle = (predict_gemm(m, n, k, gpu=H200, params=dataclasses.replace(SPEC, wave_credit=c))
+    whole, none_idle = (predict_gemm(m, n, k, gpu=CostModel(H200, dataclasses.replace(SPEC, wave_credit=c)))
                         for c in (0.0, 1.0))
     assert whole.losses["wave"] > 0.15 * whole.time_ms and none_idle.losses["wave"] == 0

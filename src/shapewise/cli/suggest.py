@@ -36,10 +36,10 @@ def _suggestions(args):
 
     shape, workload = model_and_workload(args)
     gpu = get_gpu(args.gpu)
-    cost = cost_model(args, gpu)
-    params, source = cost.params, cost.source
+    model = cost_model(args, gpu)
+    source = model.source
     keep = tuple(k.strip() for k in args.keep.split(",") if k.strip()) if args.keep else ()
-    result = suggest(shape, workload, gpu=gpu, params=params, params_tol=args.params_tol, keep=keep,
+    result = suggest(shape, workload, gpu=model, params_tol=args.params_tol, keep=keep,
                      aspect_band=args.aspect_band, top=args.top)
     return shape, workload, gpu, source, result
 
@@ -131,11 +131,11 @@ def run_search(args) -> int:
     from ..shapes import Workload
 
     gpu = get_gpu(args.gpu)
-    cost = cost_model(args, gpu)
-    params, source = cost.params, cost.source
+    model = cost_model(args, gpu)
+    source = model.source
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype)
-    result = search(params_target=args.params, gpu=gpu, workload=workload, vocab=args.vocab, mlp=args.mlp,
-                    attention=args.attention_kind, params_tol=args.params_tol, top=args.top, cost_params=params)
+    result = search(params_target=args.params, gpu=model, workload=workload, vocab=args.vocab, mlp=args.mlp,
+                    attention=args.attention_kind, params_tol=args.params_tol, top=args.top)
     rows = lambda cands: [{"name": c.shape.name, "params": c.params, "hidden": c.shape.hidden,  # noqa: E731
                            "layers": c.shape.num_layers, "heads": c.shape.num_heads, "kv_heads": c.shape.kv_heads,
                            "ffn": c.shape.ffn_width, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token} for c in cands]
@@ -194,15 +194,15 @@ def run_verify(args) -> int:
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode="train",
                         attention=args.attention)
     gpu = get_gpu(args.gpu)
-    cost = cost_model(args, gpu)
-    params, model_source = cost.params, cost.source
+    model = cost_model(args, gpu)
+    model_source = model.source
     if args.config:
         other = load_config(args.config)
         candidates = [(f"config {Path(args.config).name}", other, workload)]
     else:
         from ..search import change_text, suggest
 
-        result = suggest(shape, workload, gpu=gpu, params=params, params_tol=args.params_tol, top=args.top)
+        result = suggest(shape, workload, gpu=model, params_tol=args.params_tol, top=args.top)
         picked = list(enumerate(result.suggestions, 1))
         if args.suggestion:
             if not 1 <= args.suggestion <= len(picked):
@@ -211,7 +211,7 @@ def run_verify(args) -> int:
         if not picked:
             raise ShapewiseError("no suggestion to verify: the neighbourhood holds no faster shape")
         candidates = [(f"#{i} " + change_text(s.changes), s.candidate.shape, s.candidate.workload) for i, s in picked]
-    results = verify((shape, workload), candidates, gpu=gpu, params=params, device=args.device, rounds=args.rounds,
+    results = verify((shape, workload), candidates, gpu=model, device=args.device, rounds=args.rounds,
                      mode=args.measure)
     if args.json:
         print(json.dumps([{"candidate": v.label, "mode": v.mode, "predicted_speedup": v.predicted_speedup,
