@@ -21,7 +21,7 @@ from shapewise.fit import (
 from shapewise.hardware import get_gpu
 from shapewise.ops import Op, attention_op
 from shapewise.presets import get_model
-from shapewise.profile import CostModel, Profile, find, load, save
+from shapewise.profile import CostModel, Profile, cost_model, find, load, save
 
 H200 = get_gpu("h200")
 TRUTH = dataclasses.replace(SPEC, gemm_ceiling=0.70, k_overhead=120.0, misaligned_even=3.2, gemm_bandwidth=0.75,
@@ -317,3 +317,52 @@ def test_wave_credit_wins_back_part_of_a_last_wave():
     whole, none_idle = (predict_gemm(m, n, k, gpu=CostModel(H200, dataclasses.replace(SPEC, wave_credit=c)))
                         for c in (0.0, 1.0))
     assert whole.losses["wave"] > 0.15 * whole.time_ms and none_idle.losses["wave"] == 0
+
+
+def test_a_slow_devices_attention_fit_keeps_its_efficiencies_above_zero():
+    """On a slow device (the CPU, a loaded machine) fused attention runs at a tiny fraction of the
+    H200's datasheet: rounded to four decimals the fitted efficiencies were 0.0, and the next
+    prediction divided by zero. Here every call takes 20,000 times the spec model's H200 time."""
+    from shapewise.cost import predict_attention
+    from shapewise.fit import MIN_EFFICIENCY
+
+    spec = CostModel(H200)
+    samples = []
+    for pass_ in ("fwd", "bwd"):
+        for seq in (512, 1024, 2048):
+            for d in (64, 128):
+                op = attention_op(pass_, seqs=1, heads=16, kv_heads=16, q_len=seq, kv_len=seq, head_dim=d, causal=True,
+                                  dtype_bytes=2)
+                ms = predict_ops([op], gpu=spec, dtype="bf16")[0].time_ms
+                samples.append(dict(batch=16, seq=seq, head_dim=d, time_ms=ms * 20000, **{"pass": pass_}))
+    fitted = fit_flash(samples, gpu=H200, dtype="bf16", params=SPEC)
+    for fitted_eff, spec_eff in zip(fitted.flash_fwd[:2] + fitted.flash_bwd[:2], SPEC.flash_fwd[:2] + SPEC.flash_bwd[:2]):
+        assert MIN_EFFICIENCY <= fitted_eff == pytest.approx(spec_eff / 20000, rel=0.5)  # not zero: the right size
+    ms = predict_attention(batch=1, heads=16, kv_heads=16, seq=1024, head_dim=64, pass_="fwdbwd",
+                           gpu=CostModel(H200, fitted))
+    assert 0 < ms < float("inf")
+
+
+def test_a_zero_rate_is_refused_not_divided_by():
+    """A profile written before the floor may hold a zero efficiency: a clear error, not a division by zero."""
+    zero = CostModel(H200, dataclasses.replace(SPEC, flash_fwd=(0.0,) * len(SPEC.flash_fwd)))
+    op = attention_op("fwd", seqs=1, heads=16, kv_heads=16, q_len=1024, kv_len=1024, head_dim=64, causal=True,
+                      dtype_bytes=2)
+    with pytest.raises(ShapewiseError, match="calibrate"):
+        predict_ops([op], gpu=zero, dtype="bf16")
+
+
+def test_predict_gemm_check_and_validate_agree_by_default():
+    """The public functions, check and validate all use the GPU's calibrated profile unless told otherwise."""
+    from shapewise.bench import Case
+    from shapewise.calibrate import judge
+
+    logits = next(c for c in check(get_model("gpt2"), Workload(), gpu="h200").step.costs if c.op.label == "logits")
+    m, n, k = logits.op.m, logits.op.n, logits.op.k
+    direct = predict_gemm(m, n, k, layout=logits.op.layout, gpu="h200").time_ms
+    case = Case("gemm", dict(m=m, n=n, k=k, batch=1, layout=logits.op.layout, dtype="bf16"), flops=2.0 * m * n * k,
+                bytes=2.0 * (m * k + k * n + m * n))
+    validated = judge([(case, {"median_ms": 1.0})], gpu=H200, profile=find("h200"))[0].predicted_ms["calibrated"]
+    assert direct == logits.time_ms == validated
+    assert direct != predict_gemm(m, n, k, layout=logits.op.layout, gpu=cost_model("h200", spec_only=True)).time_ms
+    assert check(get_model("gpt2"), Workload(), gpu="h200").model_source.startswith("calibrated profile of")

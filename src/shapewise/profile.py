@@ -243,6 +243,9 @@ class CostModel:
         if not self.source:
             object.__setattr__(self, "source", SPEC_ASKED if self.params is SPEC else "given parameters")
 
+    def __repr__(self) -> str:
+        return f"CostModel({self.gpu.key!r}, {self.source!r})"
+
     @property
     def calibrated(self) -> bool:
         return self.profile is not None

@@ -45,10 +45,9 @@ def _suggestions(args):
 
 
 def run_suggest(args) -> int:
-    from rich.table import Table
-
     from ..hf import load_config, to_hf_config
-    from ..search import change_text, megatron_args
+    from ..report import rich_table, suggestion_table
+    from ..search import megatron_args
 
     shape, workload, gpu, source, result = _suggestions(args)
     chosen = None
@@ -86,15 +85,9 @@ def run_suggest(args) -> int:
         out.print(f"[green]No faster shape within {args.params_tol:.0%} of the parameters "
                       f"({result.considered} considered).[/green]")
         return 0
-    table = Table(show_edge=False, pad_edge=False, header_style="bold",
-                  title=f"{len(result.suggestions)} fastest of {result.considered} shapes within "
-                        f"{args.params_tol:.0%} of the parameters ({result.seconds:.2f} s)", title_justify="left")
-    for col in ("#", "changes", "params", "Δ params", "predicted speedup", "fixes"):
-        table.add_column(col, justify="left" if col in ("changes", "fixes") else "right")
-    for i, sug in enumerate(result.suggestions, 1):
-        table.add_row(str(i), change_text(sug.changes), f"{sug.candidate.params / 1e9:.3f}B", f"{sug.params_delta:+.2%}",
-                      f"{sug.speedup:.3f}×", ", ".join(sug.fixes))
-    out.print(table)
+    out.print(rich_table(suggestion_table(result.suggestions), title_justify="left",
+                         title=f"{len(result.suggestions)} fastest of {result.considered} shapes within "
+                               f"{args.params_tol:.0%} of the parameters ({result.seconds:.2f} s)"))
     if args.emit_config:
         out.print(f"suggestion {args.pick} written to {args.emit_config}")
     return 0
