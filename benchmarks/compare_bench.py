@@ -13,10 +13,9 @@ import numpy as np
 
 from shapewise import ModelShape, Workload, predict_gemm
 from shapewise.cost import SPEC, predict_attention, predict_ops
-from shapewise.profile import find, load
+from shapewise.profile import CostModel, find, load
 from shapewise.cases import op_from_case
 from shapewise.ops import layer_ops
-from shapewise.profile import CostModel
 
 
 

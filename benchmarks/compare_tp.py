@@ -16,8 +16,7 @@ from shapewise import ModelShape, Workload
 from shapewise.cost import SPEC, predict_ops
 from shapewise.hardware import get_gpu
 from shapewise.ops import COMM, Op, layer_ops
-from shapewise.profile import find, load
-from shapewise.profile import CostModel
+from shapewise.profile import CostModel, find, load
 
 
 def main() -> None:

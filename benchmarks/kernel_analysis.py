@@ -16,8 +16,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from shapewise.cost import _align_class, predict_gemm
-from shapewise.profile import find
-from shapewise.profile import CostModel
+from shapewise.profile import CostModel, find
 
 RESULTS = "benchmarks/results/h200-kernels/"
 CALIBRATION = "benchmarks/results/h200-calibration/calibration.csv"

@@ -35,8 +35,7 @@ from refit_profile import kernels_from_csv, rows_from_export  # beside this scri
 from shapewise.corrections import cutlass_terms, kernel_times as _kernel_times
 from shapewise.cost import align_classes, predict_gemm
 from shapewise.fit import CUTLASS_OCCUPANCIES, cutlass_config, nonnegative_lstsq
-from shapewise.profile import find
-from shapewise.profile import CostModel
+from shapewise.profile import CostModel, find
 
 RESULTS = "benchmarks/results/"
 OCCUPANCIES = CUTLASS_OCCUPANCIES
