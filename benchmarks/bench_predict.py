@@ -15,7 +15,7 @@ import numpy as np
 from shapewise import Workload, check, predict_gemm
 from shapewise.cost import SPEC
 from shapewise.presets import get_model
-from shapewise.profile import find
+from shapewise.profile import CostModel, find
 
 
 def predictions_per_second(params=SPEC, num: int = 200_000, rounds: int = 5) -> float:
@@ -25,7 +25,7 @@ def predictions_per_second(params=SPEC, num: int = 200_000, rounds: int = 5) -> 
     best = float("inf")
     for _ in range(rounds):
         start = time.perf_counter()
-        predict_gemm(m, n, k, layout=layouts, gpu="h200", params=params)
+        predict_gemm(m, n, k, layout=layouts, gpu=CostModel("h200", params))
         best = min(best, time.perf_counter() - start)
     return num / best
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from shapewise import ModelShape, Workload, predict_gemm
 from shapewise.cost import SPEC, predict_attention, predict_ops
-from shapewise.profile import find, load
+from shapewise.profile import CostModel, find, load
 from shapewise.cases import op_from_case
 from shapewise.ops import layer_ops
 
@@ -24,25 +24,24 @@ def predict(row, gpu: str, params=SPEC):
     bench, dtype = row["bench"], row["p_dtype"]
     p = json.loads(row["key"])  # the case's parameters, canonical JSON
     if bench in ("gemm", "bmm"):
-        pred = predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu, dtype=dtype,
-                            params=params)
+        pred = predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=CostModel(gpu, params), dtype=dtype)
         return bench, float(pred.time_ms)
     if bench == "attention":
         if p["backend"] != "default":
             return None
         return f"attention/{p['pass']}", predict_attention(
             batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"], seq=p["seq"], head_dim=p["head_dim"],
-            causal=p["causal"], pass_=p["pass"], gpu=gpu, dtype=dtype, params=params)
+            causal=p["causal"], pass_=p["pass"], gpu=CostModel(gpu, params), dtype=dtype)
     seconds = float(row["median_ms"]) * 1e-3  # older exports carry rates, not the work itself
     if bench == "op":
         flops = float(row["tflops"]) * 1e12 * seconds if row["tflops"] else None
         op = op_from_case(p, flops=flops, nbytes=float(row["gbps"]) * 1e9 * seconds)
-        return f"op/{p['kind']}", predict_ops([op], gpu=gpu, dtype=dtype, params=params)[0].time_ms
+        return f"op/{p['kind']}", predict_ops([op], gpu=CostModel(gpu, params), dtype=dtype)[0].time_ms
     if bench == "layer":
         shape = ModelShape(**p["shape"])
         mode = "train" if p["pass"] == "fwdbwd" else "prefill"
         ops = layer_ops(shape, Workload(batch=p["batch"], seq=p["seq"], mode=mode))
-        return f"layer/{p['pass']}", sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype=dtype, params=params))
+        return f"layer/{p['pass']}", sum(c.total_ms for c in predict_ops(ops, gpu=CostModel(gpu, params), dtype=dtype))
     return None
 
 

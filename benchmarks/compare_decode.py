@@ -13,7 +13,7 @@ from shapewise.cases import op_case
 from shapewise.cost import SPEC, predict_ops
 from shapewise.ops import model_ops
 from shapewise.presets import get_model
-from shapewise.profile import find
+from shapewise.profile import CostModel, find
 
 RUNS = (("llama3-8b", 16, 8192), ("llama2-7b", 1, 4096), ("mistral-7b", 32, 4096), ("gpt2", 8, 1024))
 
@@ -33,7 +33,7 @@ def main() -> int:
         step = sum(op.count * measured[k] for op, k in zip(ops, keys))
         line = []
         for params in models.values():
-            predicted = sum(c.total_ms for c in predict_ops(ops, gpu="h200", dtype="bf16", params=params))
+            predicted = sum(c.total_ms for c in predict_ops(ops, gpu=CostModel("h200", params), dtype="bf16"))
             line.append(f"{predicted:12.3f} ({predicted / step - 1:+6.1%})")
         print(f"{name:12s} {batch:>4d}×{seq:<4d} {step:12.3f} " + " ".join(f"{x:>22s}" for x in line))
     return 0

@@ -16,7 +16,7 @@ from shapewise import ModelShape, Workload
 from shapewise.cost import SPEC, predict_ops
 from shapewise.hardware import get_gpu
 from shapewise.ops import COMM, Op, layer_ops
-from shapewise.profile import find, load
+from shapewise.profile import CostModel, find, load
 
 
 def main() -> None:
@@ -39,7 +39,7 @@ def main() -> None:
     for r in (r for r in rows if r["bench"] == "comm"):
         size, world = int(r["p_bytes"]), int(r["p_world"])
         op = Op(r["p_op"], "fwd", COMM, count=1, flops=0, bytes=size, k=world, family=r["p_op"])
-        ratios = [predict_ops([op], gpu=gpu, dtype="bf16", params=p)[0].time_ms / float(r["median_ms"])
+        ratios = [predict_ops([op], gpu=CostModel(gpu, p), dtype="bf16")[0].time_ms / float(r["median_ms"])
                   for p in models.values()]
         print(f"{r['p_op']:15s} {size / 2**20:8.2f} {float(r['median_ms']):12.4f} " + " ".join(f"{x:16.2f}" for x in ratios))
 
@@ -54,7 +54,7 @@ def main() -> None:
         measured = float(r["median_ms"])
         line = []
         for name, params in models.items():
-            err = sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype="bf16", params=params)) / measured - 1
+            err = sum(c.total_ms for c in predict_ops(ops, gpu=CostModel(gpu, params), dtype="bf16")) / measured - 1
             errors[name].append(abs(err))
             line.append(f"{err:+16.1%}")
         print(f"{shape.name:12s} {p['batch']:>4d}×{p['seq']:<4d} {p['pass']:6s} {measured:12.3f} " + " ".join(line))

@@ -8,7 +8,7 @@ from shapewise.cost import SPEC, predict_ops
 from shapewise.hardware import get_gpu, link
 from shapewise.ops import COMM
 from shapewise.presets import get_model
-from shapewise.profile import choose
+from shapewise.profile import CostModel, cost_model
 
 LLAMA = get_model("llama2-13b")
 
@@ -32,7 +32,7 @@ def test_collectives_per_layer_and_their_size():
 def test_ring_collective_time_follows_the_link():
     gpu = get_gpu("h200")
     op = next(op for op in model_ops(LLAMA, Workload(tp=8)) if op.kind == COMM)
-    cost = predict_ops([op], gpu=gpu, dtype="bf16")[0]
+    cost = predict_ops([op], gpu=CostModel(gpu), dtype="bf16")[0]  # the spec model's link
     expected = 7 / 8 * op.bytes / (link(gpu)[1] * 1e9 * SPEC.comm_bandwidth) * 1e3 + SPEC.comm_latency_ms + SPEC.launch_ms
     assert cost.time_ms == pytest.approx(expected)
     assert cost.losses.main == "comm"
@@ -41,9 +41,9 @@ def test_ring_collective_time_follows_the_link():
 
 
 def test_overlap_hides_the_collectives_and_the_finding_prices_it():
-    w, params = Workload(batch=1, seq=4096, tp=8), choose("h200")[0]  # check prices with the shipped profile
-    plain = predict_step(LLAMA, w, gpu="h200", params=params)
-    hidden = predict_step(LLAMA, w.replace(overlap_comm=True), gpu="h200", params=params)
+    w, params = Workload(batch=1, seq=4096, tp=8), cost_model("h200").params  # check prices with the shipped profile
+    plain = predict_step(LLAMA, w, gpu=CostModel("h200", params))
+    hidden = predict_step(LLAMA, w.replace(overlap_comm=True), gpu=CostModel("h200", params))
     comm_ms = sum(c.total_ms for c in plain.costs if c.op.kind == COMM)
     assert plain.time_ms - hidden.time_ms == pytest.approx(comm_ms - sum(c.total_ms for c in hidden.costs if c.op.kind == COMM))
     found = {f.rule: f for f in check(LLAMA, w, gpu="h200").findings}
@@ -66,7 +66,7 @@ def test_the_committed_two_gpu_layers_are_predicted_within_ten_percent():
     from shapewise import ModelShape
     from shapewise.ops import layer_ops
 
-    shipped = choose("h200")[0]
+    shipped = cost_model("h200").params
     assert (shipped.comm_bandwidth, shipped.comm_latency_ms) != (SPEC.comm_bandwidth, SPEC.comm_latency_ms)
     export = Path(__file__).parent.parent / "benchmarks" / "results" / "h200x2-tp" / "tp.csv"
     layers = [r for r in csv.DictReader(export.open()) if r["bench"] == "layer"]
@@ -75,5 +75,5 @@ def test_the_committed_two_gpu_layers_are_predicted_within_ten_percent():
         p = json.loads(row["key"])
         ops = layer_ops(ModelShape(**p["shape"]), Workload(batch=p["batch"], seq=p["seq"], tp=p["tp"],
                                                             mode="train" if p["pass"] == "fwdbwd" else "prefill"))
-        predicted = sum(c.total_ms for c in predict_ops(ops, gpu="h200", dtype="bf16", params=shipped))
+        predicted = sum(c.total_ms for c in predict_ops(ops, gpu=CostModel("h200", shipped), dtype="bf16"))
         assert abs(predicted / float(row["median_ms"]) - 1) <= 0.10, (p["model"], p["pass"])

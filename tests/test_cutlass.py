@@ -10,16 +10,11 @@ import numpy as np
 import pytest
 
 from shapewise import predict_gemm
-from shapewise.cost import (
-    CUTLASS_MIN_SLICE,
-    CUTLASS_SPLITS,
-    KERNEL_COLUMNS,
-    SPEC,
-    cutlass_terms,
-)
+from shapewise.corrections import CUTLASS_MIN_SLICE, CUTLASS_SPLITS, KERNEL_COLUMNS, cutlass_terms
+from shapewise.params import SPEC
 from shapewise.fit import cutlass_config, fit_cutlass
 from shapewise.hardware import get_gpu
-from shapewise.profile import Profile, find, load, save
+from shapewise.profile import CostModel, Profile, cost_model, find, load, save
 
 H200 = get_gpu("h200")
 # Two configurations of a made-up GPU's cuBLAS, as (name, occupancy, coefficients of CUTLASS_TERMS in ms).
@@ -99,10 +94,10 @@ def test_fit_recovers_known_kernels_and_predicts_held_out_shapes():
     held_out = shapes(200, seed=1)
     m, n, k = (np.array(x) for x in zip(*held_out))
     want = np.array([truth(*s)[2] for s in held_out])
-    fitted = predict_gemm(m, n, k, layout="nn", gpu=H200, params=params)
+    fitted = predict_gemm(m, n, k, layout="nn", gpu=CostModel(H200, params))
     err = np.abs(fitted.time_ms / want - 1)
     assert np.median(err) < 0.03 and np.percentile(err, 90) < 0.15
-    spec = predict_gemm(m, n, k, layout="nn", gpu=H200, params=SPEC)
+    spec = predict_gemm(m, n, k, layout="nn", gpu=CostModel(H200, SPEC))
     assert np.median(np.abs(spec.time_ms / want - 1)) > 5 * np.median(err)
     # each shape's tile is the one its nearest calibration shape ran
     tiles = np.array([64 if truth(*s)[0] == SMALL[0] else 128 for s in held_out])
@@ -114,7 +109,7 @@ def test_batched_gemms_choose_among_batched_shapes():
     assert sum(1 for row in params.cutlass_choices if row[5] > 0) == 60  # log2 batch kept
     held_out = batched(40, seed=8)
     m, n, k = (np.array([r[key] for r in held_out]) for key in "mnk")
-    got = predict_gemm(m, n, k, batch=16, layout="nn", gpu=H200, params=params)
+    got = predict_gemm(m, n, k, batch=16, layout="nn", gpu=CostModel(H200, params))
     want = np.array([r["time_ms"] for r in held_out])
     assert np.median(np.abs(got.time_ms / want - 1)) < 0.03 and (got.split_k == 1).all()  # a batch is not split
 
@@ -144,7 +139,7 @@ def test_the_two_wmma_kernels_are_fitted_apart():
     params = fit_cutlass(rows, SPEC, gpu=H200)
     assert sorted(row[0] for row in params.cutlass_kernels) == [2, 3]  # Ampere WMMA, Turing WMMA
     m, n, k = (np.array([r[key] for r in held_out]) for key in "mnk")
-    got = predict_gemm(m, n, k, batch=16, layout="nn", gpu=H200, params=params)
+    got = predict_gemm(m, n, k, batch=16, layout="nn", gpu=CostModel(H200, params))
     want = np.array([r["time_ms"] for r in held_out])
     assert np.median(np.abs(got.time_ms / want - 1)) < 0.05
     assert {int(f) for f in got.family[n % 2 == 1]} == {3} and {int(f) for f in got.family[n % 2 == 0]} == {2}
@@ -154,14 +149,14 @@ def test_only_misaligned_gemms_of_the_calibrated_kinds_use_the_kernels():
     params = fit_cutlass(measured(120, seed=2), SPEC, gpu=H200)
     m, n, k = np.array([512, 4096, 333, 1024]), np.array([1024, 4096, 1001, 2048]), np.array([256, 4096, 777, 64])
     for layout, batch in (("nn", 1), ("nn", 8), ("nt", 1), ("tn", 1)):
-        with_tables = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=H200, params=params)
-        without = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=H200, params=SPEC)
+        with_tables = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=CostModel(H200, params))
+        without = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=CostModel(H200, SPEC))
         changed = with_tables.time_ms != without.time_ms
         # n = 1001 is odd; the tables hold nn single GEMMs only, so only those change
         assert changed.tolist() == [False, False, layout == "nn" and batch == 1, False]
-    fp8 = [predict_gemm(333, 1001, 777, layout="nn", gpu=H200, dtype="fp8", params=q).time_ms for q in (params, SPEC)]
+    fp8 = [predict_gemm(333, 1001, 777, layout="nn", gpu=CostModel(H200, q), dtype="fp8").time_ms for q in (params, SPEC)]
     assert fp8[0] == fp8[1]  # the tables are of 16-bit GEMMs
-    one = predict_gemm(333, 1001, 777, layout="nn", gpu=H200, params=params)
+    one = predict_gemm(333, 1001, 777, layout="nn", gpu=CostModel(H200, params))
     assert sum(one.losses.values()) == pytest.approx(one.time_ms - one.flops / (one.peak_tflops * 1e9), rel=1e-9)
     assert one.losses["misalign"] > 0
 
@@ -172,9 +167,9 @@ def test_the_shipped_profile_agrees_with_itself_one_shape_at_a_time():
     rng = np.random.default_rng(5)
     m, n, k = (rng.integers(16, 8192, 64) for _ in range(3))
     layouts = rng.choice(["nn", "nt", "tn"], 64)
-    many = predict_gemm(m, n, k, layout=layouts, gpu="h200", params=params)
+    many = predict_gemm(m, n, k, layout=layouts, gpu=CostModel("h200", params))
     for i in range(64):
-        one = predict_gemm(int(m[i]), int(n[i]), int(k[i]), layout=str(layouts[i]), gpu="h200", params=params)
+        one = predict_gemm(int(m[i]), int(n[i]), int(k[i]), layout=str(layouts[i]), gpu=CostModel("h200", params))
         # the same sums one shape at a time, but their single-precision weights add up in another order
         assert one.time_ms == pytest.approx(float(many.time_ms[i]), rel=1e-6)
         assert one.tile == tuple(int(x) for x in many.tile[i]) and one.split_k == int(many.split_k[i])
@@ -227,7 +222,7 @@ def test_the_choices_residuals_correct_what_the_kernel_terms_miss():
     held_out = [s for s in shapes(300, seed=5) if s[2] > 2048]
     m, n, k = (np.array(x) for x in zip(*held_out))
     want = np.array([truth(*s)[2] for s in held_out]) * 1.25
-    err = lambda p: np.median(np.abs(predict_gemm(m, n, k, layout="nn", gpu=H200, params=p).time_ms / want - 1))
+    err = lambda p: np.median(np.abs(predict_gemm(m, n, k, layout="nn", gpu=CostModel(H200, p)).time_ms / want - 1))
     assert err(bare) > 0.05 and err(params) < err(bare) / 2
 
 
@@ -247,11 +242,11 @@ def test_a_rare_kernel_borrows_a_fitted_ones_coefficients_scaled():
     theirs, mine = np.array(donor[KERNEL_COLUMNS:]), np.array(borrowed[0][KERNEL_COLUMNS:])
     scale = mine[theirs > 0] / theirs[theirs > 0]
     assert np.allclose(scale, scale[0], rtol=1e-4) and (mine[theirs == 0] == 0).all()  # one factor for all terms
-    from shapewise.cost import _kernel_times
+    from shapewise.corrections import kernel_times as _kernel_times
 
     times, _ = _kernel_times(np.array(borrowed), *(np.array([x]) for x in (700, 1501, 120, 1)), H200.num_sms)
     assert float(times[0, 0]) == pytest.approx(rare[1]["time_ms"], rel=0.05)  # its own time, from the donor's terms
-    got = predict_gemm(700, 1501, 120, layout="nn", gpu=H200, params=params)
+    got = predict_gemm(700, 1501, 120, layout="nn", gpu=CostModel(H200, params))
     assert tuple(got.tile) == (64, 128) and got.time_ms == pytest.approx(rare[1]["time_ms"], rel=0.1)
 
 
@@ -291,15 +286,15 @@ def test_the_fit_learns_which_kernel_cublas_picks():
     held_out = shapes(200, seed=11)
     m, n, k = (np.array(x) for x in zip(*held_out))
     want = np.where(m < n, 64, 128)
-    assert np.mean(predict_gemm(m, n, k, layout="nn", gpu=H200, params=params).tile[:, 0] == want) >= 0.9
+    assert np.mean(predict_gemm(m, n, k, layout="nn", gpu=CostModel(H200, params)).tile[:, 0] == want) >= 0.9
     # unlearned (every score alike), it would be right about half the time
     blind = dataclasses.replace(params, cutlass_chooser=tuple((0.0,) * len(row) for row in params.cutlass_chooser),
                                 cutlass_chooser_vote=0.0, cutlass_chooser_sharpness=0.0)
-    assert np.mean(predict_gemm(m, n, k, layout="nn", gpu=H200, params=blind).tile[:, 0] == want) < 0.8
+    assert np.mean(predict_gemm(m, n, k, layout="nn", gpu=CostModel(H200, blind)).tile[:, 0] == want) < 0.8
 
 
 def test_a_kernel_is_a_candidate_only_near_the_shapes_it_ran():
-    from shapewise.cost import CANDIDATE_REACH, kernel_ranges, within_range
+    from shapewise.corrections import CANDIDATE_REACH, kernel_ranges, within_range
 
     # two configurations: one ran K of 32 to 64 alone, the other K of 256 to 4096
     choices = np.array([[0, 2, 10, 10, k, 0, row, 0.0] for row, ks in ((0, (5, 6)), (1, (8, 12))) for k in ks])
@@ -312,7 +307,7 @@ def test_a_kernel_is_a_candidate_only_near_the_shapes_it_ran():
 
 
 def test_a_time_is_the_geometric_mean_of_the_kernels_by_their_probabilities():
-    from shapewise.cost import _kernel_times
+    from shapewise.corrections import kernel_times as _kernel_times
 
     params = fit_cutlass(measured(200, seed=10, noise=0.05), SPEC, gpu=H200)
     # no corrections, every score alike: each of the two configurations has probability 1/2
@@ -321,17 +316,17 @@ def test_a_time_is_the_geometric_mean_of_the_kernels_by_their_probabilities():
                                cutlass_choices=tuple(row[:7] + (0.0,) for row in params.cutlass_choices))
     m, n, k = 1001, 3003, 517
     times, _ = _kernel_times(np.array(params.cutlass_kernels), *(np.array([x]) for x in (m, n, k, 1)), H200.num_sms)
-    assert predict_gemm(m, n, k, layout="nn", gpu=H200, params=even).time_ms == pytest.approx(
+    assert predict_gemm(m, n, k, layout="nn", gpu=CostModel(H200, even)).time_ms == pytest.approx(
         float(np.exp(np.log(times).mean())), rel=1e-9)
     # sharp on time alone, it takes the faster one
     sharp = dataclasses.replace(even, cutlass_chooser_sharpness=1e3)
-    assert predict_gemm(m, n, k, layout="nn", gpu=H200, params=sharp).time_ms == pytest.approx(float(times.min()), rel=1e-6)
+    assert predict_gemm(m, n, k, layout="nn", gpu=CostModel(H200, sharp)).time_ms == pytest.approx(float(times.min()), rel=1e-6)
 
 
 def test_an_fp32_partials_kernel_always_runs_split():
     # K of 40 is too short for two 64-long slices: the kernel still splits (as cuBLAS does), into
     # short slices, and pays for its reduction kernel; a kernel with bf16 output does not split.
-    from shapewise.cost import _kernel_times
+    from shapewise.corrections import kernel_times as _kernel_times
 
     partials = [0, 64, 64, 1, 0, 1, 0, 0, 0.005, 1e-6, 0.0, 0.0, 1e-9, 0.004]  # launch, k-steps, …, reduction launch
     rows = np.array([partials, partials[:3] + [0] + partials[4:]])
@@ -345,17 +340,32 @@ def test_a_misaligned_gemm_says_which_kernel_it_is_timed_as(capsys):
     import json
 
     from shapewise.cli import main
-    from shapewise.cost import CUTLASS_FAMILIES, kernel_words
+    from shapewise.corrections import CUTLASS_FAMILIES, kernel_words
 
     assert kernel_words(0, (128, 256), 3) == "Turing CUTLASS align1, 128×256 tiles, K split 3 ways"
-    assert kernel_words(-1, (128, 256), 1) == ""
-    params = find("h200").params
-    odd, aligned = (predict_gemm(8192, n, 768, layout="nt", gpu="h200", params=params) for n in (50257, 50304))
+    assert kernel_words(-1, (128, 256), 1) == "modelled kernel, 128×256 tiles"
+    odd, aligned = (predict_gemm(8192, n, 768, layout="nt", gpu="h200") for n in (50257, 50304))
     assert CUTLASS_FAMILIES[odd.family].startswith("Turing") and aligned.family == -1
     assert main(["check", "gpt2", "--gpu", "h200", "--json"]) == 0
-    ops = json.loads(capsys.readouterr().out)["ops"]
-    assert all(("kernel" in op) == (op["name"] == "logits") for op in ops if op["kind"] == "gemm")
-    assert all(op["kernel"].startswith("Turing CUTLASS align1") for op in ops if "kernel" in op)
+    ops = [op for op in json.loads(capsys.readouterr().out)["ops"] if op["kind"] == "gemm"]
+    assert all(op["kernel"].startswith("Turing CUTLASS align1" if op["name"] == "logits" else "modelled kernel")
+               for op in ops)
+
+
+def test_a_profiles_correction_is_its_own_part_and_the_causes_stay():
+    """With the shipped profile, a misaligned GEMM timed as its CUTLASS kernel loses to misalignment what
+    that kernel takes over the aligned GEMM's analytic time; an aligned GEMM keeps the analytic causes,
+    and what the residual table adds is the measured correction, not a stretch of every loss."""
+    spec, profiled = CostModel("h200"), cost_model("h200")
+    odd = predict_gemm(8192, 50257, 768, layout="nt", gpu=profiled)
+    aligned_spec = predict_gemm(8192, 50304, 768, layout="nt", gpu=CostModel("h200", dataclasses.replace(
+        profiled.params, gemm_residuals=(), cutlass_kernels=(), cutlass_choices=(), cutlass_chooser=())))
+    aligned = predict_gemm(8192, 50304, 768, layout="nt", gpu=profiled)
+    assert odd.main_loss == "misalign" and odd.losses["misalign"] > 0.5 * odd.time_ms
+    for name in ("kernel", "tile", "wave", "memory", "launch"):  # the analytic causes, unscaled
+        assert aligned.losses[name] == pytest.approx(aligned_spec.losses[name], rel=1e-12, abs=1e-15)
+    assert aligned.losses["correction"] == pytest.approx(aligned.time_ms - aligned_spec.time_ms, rel=1e-9)
+    assert predict_gemm(8192, 50304, 768, layout="nt", gpu=spec).losses["correction"] == 0
 
 
 def test_bench_names_the_kernels_beside_the_timings(tmp_path, capsys):

@@ -77,6 +77,7 @@ def test_fit_comm_recovers_a_known_link():
     import dataclasses
 
     from shapewise.cost import SPEC, predict_ops
+    from shapewise.profile import CostModel
     from shapewise.fit import fit_comm
     from shapewise.hardware import get_gpu
     from shapewise.ops import COMM, Op
@@ -88,7 +89,7 @@ def test_fit_comm_recovers_a_known_link():
         for size in (2**20, 2**24, 2**28, 2**30):
             collective = Op("tp/x", "fwd", COMM, 1, 0, size, m=1, n=1, k=8, family=op)
             rows.append(dict(op=op, bytes=size, world=8,
-                             median_ms=predict_ops([collective], gpu=gpu, dtype="bf16", params=truth)[0].time_ms))
+                             median_ms=predict_ops([collective], gpu=CostModel(gpu, truth), dtype="bf16")[0].time_ms))
     fitted = fit_comm(rows, gpu=gpu, params=SPEC)
     assert fitted.comm_bandwidth == pytest.approx(0.7, rel=1e-3) and fitted.comm_latency_ms == pytest.approx(0.02, abs=1e-4)
 

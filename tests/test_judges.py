@@ -97,14 +97,14 @@ def test_machine_factors_are_the_median_ratio_per_family_and_refit_from_scratch(
         machine_factors,
         with_factors,
     )
-    from shapewise.profile import find
+    from shapewise.profile import CostModel, find
 
     gpu = get_gpu("h200")
     params = find(gpu).params
     cases = machine_cases()
     assert {family(c) for c in cases} == set(FAMILIES) and [c.key for c in cases] == [c.key for c in machine_cases()]
     scale = {"gemm": 1.04, "bmm": 0.97, "flash": 1.1, "memory": 1.0}
-    rows = [(c, {"median_ms": _predict_case(c, gpu, params)[0] * scale[family(c)]}) for c in cases]
+    rows = [(c, {"median_ms": _predict_case(c, CostModel(gpu, params))[0] * scale[family(c)]}) for c in cases]
     factors = machine_factors(rows, gpu=gpu, params=params)
     assert {name: round(f["factor"], 6) for name, f in factors.items()} == scale
     refitted = with_factors(params, factors)
@@ -113,7 +113,7 @@ def test_machine_factors_are_the_median_ratio_per_family_and_refit_from_scratch(
     assert machine_factors(rows, gpu=gpu, params=refitted)["gemm"]["factor"] == pytest.approx(1.04)
     # And the predictions move by them, losses still adding up to the time over the ideal.
     case = next(c for c in cases if family(c) == "gemm")
-    assert _predict_case(case, gpu, refitted)[0] == pytest.approx(1.04 * _predict_case(case, gpu, params)[0])
+    assert _predict_case(case, CostModel(gpu, refitted))[0] == pytest.approx(1.04 * _predict_case(case, CostModel(gpu, params))[0])
     assert dataclasses.replace(refitted, machine_gemm=1.0).machine_bmm == 0.97
 
 

@@ -21,7 +21,7 @@ from shapewise.fit import (
 from shapewise.hardware import get_gpu
 from shapewise.ops import Op, attention_op
 from shapewise.presets import get_model
-from shapewise.profile import Profile, find, load, save
+from shapewise.profile import CostModel, Profile, cost_model, find, load, save
 
 H200 = get_gpu("h200")
 TRUTH = dataclasses.replace(SPEC, gemm_ceiling=0.70, k_overhead=120.0, misaligned_even=3.2, gemm_bandwidth=0.75,
@@ -34,7 +34,7 @@ def synthetic(params, count, seed, noise=0.02):
     m, n, k = (np.round(2 ** rng.uniform(5, 14, count)).astype(int) for _ in range(3))
     layout = rng.choice(["nn", "nt", "tn"], count)
     batch = np.ones(count, dtype=int)
-    truth = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=H200, params=params).time_ms
+    truth = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=CostModel(H200, params)).time_ms
     return GemmSamples(m, n, k, batch, layout, truth * np.exp(rng.normal(0, noise, count)))
 
 
@@ -77,7 +77,7 @@ def test_flash_and_bandwidth_fits_recover_their_tables(block_bwd):
                 for pass_ in ("fwd", "bwd"):
                     op = attention_op(pass_, seqs=1, heads=batch, kv_heads=batch, q_len=s, kv_len=s, head_dim=d,
                                       causal=True, dtype_bytes=2)
-                    time_ms = predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms
+                    time_ms = predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms
                     samples.append(dict(batch=batch, seq=s, head_dim=d, time_ms=time_ms, **{"pass": pass_}))
     fitted = fit_flash(samples, gpu=H200, dtype="bf16", params=dataclasses.replace(SPEC, flash_block_bwd=32))
     assert fitted.flash_block_bwd == block_bwd  # the backward's blocks told from its timings
@@ -98,7 +98,7 @@ def test_decoding_fits_recover_fixed_costs_and_the_cache_stream():
     rows = []
     for tokens in (1, 16, 4096, 16384):
         op = Op("attn/rope", "fwd", "memory", 1, 0, tokens * 4096 * 2 * 2, m=tokens, n=4096, k=128, family="rope")
-        rows.append(dict(family="rope", bytes=op.bytes, time_ms=predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms,
+        rows.append(dict(family="rope", bytes=op.bytes, time_ms=predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms,
                          **{"pass": "fwd"}))
     fitted = fit_bandwidth(rows, gpu=H200, params=SPEC)
     assert dict(fitted.memory_fixed_ms)["rope"] == pytest.approx(0.018, rel=0.01)
@@ -108,7 +108,7 @@ def test_decoding_fits_recover_fixed_costs_and_the_cache_stream():
         op = attention_op("fwd", seqs=seqs, heads=32, kv_heads=8, q_len=1, kv_len=kv_len, head_dim=head_dim, causal=False,
                           dtype_bytes=2)
         decoding.append(dict(bytes=op.bytes, kv_len=kv_len, head_dim=head_dim,
-                             time_ms=predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms))
+                             time_ms=predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms))
     fitted = fit_flash_memory(decoding, gpu=H200, params=SPEC)
     assert fitted.flash_memory_bandwidth == pytest.approx(0.88, rel=1e-3)
     assert fitted.flash_memory_fixed_ms == pytest.approx(0.0115, rel=1e-3)
@@ -127,7 +127,7 @@ def test_a_norms_fixed_cost_grows_with_its_rows_width():
             for tokens in (1, 16, 16384):
                 op = Op("attn/norm", "fwd", "memory", 1, 0, tokens * width * 2 * 2, m=tokens, n=width, family="layernorm")
                 out.append(dict(family="layernorm", bytes=op.bytes, width=width, **{"pass": "fwd"},
-                                time_ms=predict_ops([op], gpu=H200, dtype="bf16", params=truth)[0].time_ms))
+                                time_ms=predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms))
         return out
 
     fitted = fit_bandwidth(rows((768, 2048, 4096, 8192)), gpu=H200, params=SPEC)
@@ -135,7 +135,7 @@ def test_a_norms_fixed_cost_grows_with_its_rows_width():
     assert dict(fitted.memory_fixed_per_width_ms)["layernorm"] == pytest.approx(1.8e-6, rel=0.02)
     assert dict(fitted.bandwidth)["layernorm"] == pytest.approx(0.6, rel=0.01)
     narrow, wide = (predict_ops([Op("n", "fwd", "memory", 1, 0, 8 * w * 4, m=8, n=w, family="layernorm")],
-                                gpu=H200, dtype="bf16", params=fitted)[0].time_ms for w in (768, 8192))
+                                gpu=CostModel(H200, fitted), dtype="bf16")[0].time_ms for w in (768, 8192))
     assert wide - narrow == pytest.approx(1.8e-6 * (8192 - 768), rel=0.05)
     one_width = fit_bandwidth(rows((4096,)), gpu=H200, params=SPEC)
     assert "layernorm" not in dict(one_width.memory_fixed_per_width_ms)
@@ -154,11 +154,11 @@ def test_the_embeddings_few_rows_cost_by_the_row():
         return Op("embed", "fwd", "memory", 1, 0, tokens * 4096 * 2 * 2, m=tokens, n=4096, k=32000, family="embed")
 
     rows = [dict(family="embed", bytes=op(t).bytes, width=4096, rows=t, **{"pass": "fwd"},
-                 time_ms=predict_ops([op(t)], gpu=H200, dtype="bf16", params=truth)[0].time_ms) for t in (1, 16, 4096, 16384)]
+                 time_ms=predict_ops([op(t)], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms) for t in (1, 16, 4096, 16384)]
     fitted = fit_bandwidth(rows, gpu=H200, params=SPEC)
     assert dict(fitted.memory_fixed_per_row_ms)["embed"] == pytest.approx(0.0006, rel=0.02)
     assert dict(fitted.memory_fixed_ms)["embed"] == pytest.approx(0.0047, rel=0.02)
-    few, more = (predict_ops([op(t)], gpu=H200, dtype="bf16", params=fitted)[0].time_ms for t in (SMALL_INDEX, SMALL_INDEX + 1))
+    few, more = (predict_ops([op(t)], gpu=CostModel(H200, fitted), dtype="bf16")[0].time_ms for t in (SMALL_INDEX, SMALL_INDEX + 1))
     assert few > more  # sixteen rows one by one take longer than seventeen at once
 
 
@@ -214,7 +214,7 @@ def test_a_user_profile_is_found_and_an_h100_borrows_the_h200s(tmp_path, monkeyp
     assert find("a100") is None
     result = check(get_model("gpt2"), Workload(), gpu="h200")
     assert result.calibrated and "calibrated profile" in result.model_source
-    assert result.step.time_ms > check(get_model("gpt2"), Workload(), gpu="h200", params=SPEC).step.time_ms
+    assert result.step.time_ms > check(get_model("gpt2"), Workload(), gpu="h200", spec_only=True).step.time_ms
 
 
 def test_prediction_with_a_profile_stays_vectorized():
@@ -226,7 +226,7 @@ def test_prediction_with_a_profile_stays_vectorized():
     params = dataclasses.replace(SPEC, gemm_residuals=rows)
     m, n, k = (rng.integers(16, 16384, 100_000) for _ in range(3))
     start = time.perf_counter()
-    predict_gemm(m, n, k, layout="nt", params=params)
+    predict_gemm(m, n, k, layout="nt", gpu=CostModel("h200", params))
     assert time.perf_counter() - start < 5.0  # the real figure is in benchmarks/RESULTS.md
 
 
@@ -311,9 +311,58 @@ def test_wave_credit_wins_back_part_of_a_last_wave():
     # the model takes smaller tiles to fill it; with credit the idle time shrinks, and all of it
     # back is one wave's time.
     m, n, k = 7 * 128, 19 * 256, 8192
-    times = [predict_gemm(m, n, k, gpu=H200, params=dataclasses.replace(SPEC, wave_credit=c)).time_ms
+    times = [predict_gemm(m, n, k, gpu=CostModel(H200, dataclasses.replace(SPEC, wave_credit=c))).time_ms
              for c in (0.0, 0.5, 1.0)]
     assert times[0] > times[1] > times[2]
-    whole, none_idle = (predict_gemm(m, n, k, gpu=H200, params=dataclasses.replace(SPEC, wave_credit=c))
+    whole, none_idle = (predict_gemm(m, n, k, gpu=CostModel(H200, dataclasses.replace(SPEC, wave_credit=c)))
                         for c in (0.0, 1.0))
     assert whole.losses["wave"] > 0.15 * whole.time_ms and none_idle.losses["wave"] == 0
+
+
+def test_a_slow_devices_attention_fit_keeps_its_efficiencies_above_zero():
+    """On a slow device (the CPU, a loaded machine) fused attention runs at a tiny fraction of the
+    H200's datasheet: rounded to four decimals the fitted efficiencies were 0.0, and the next
+    prediction divided by zero. Here every call takes 20,000 times the spec model's H200 time."""
+    from shapewise.cost import predict_attention
+    from shapewise.fit import MIN_EFFICIENCY
+
+    spec = CostModel(H200)
+    samples = []
+    for pass_ in ("fwd", "bwd"):
+        for seq in (512, 1024, 2048):
+            for d in (64, 128):
+                op = attention_op(pass_, seqs=1, heads=16, kv_heads=16, q_len=seq, kv_len=seq, head_dim=d, causal=True,
+                                  dtype_bytes=2)
+                ms = predict_ops([op], gpu=spec, dtype="bf16")[0].time_ms
+                samples.append(dict(batch=16, seq=seq, head_dim=d, time_ms=ms * 20000, **{"pass": pass_}))
+    fitted = fit_flash(samples, gpu=H200, dtype="bf16", params=SPEC)
+    for fitted_eff, spec_eff in zip(fitted.flash_fwd[:2] + fitted.flash_bwd[:2], SPEC.flash_fwd[:2] + SPEC.flash_bwd[:2]):
+        assert MIN_EFFICIENCY <= fitted_eff == pytest.approx(spec_eff / 20000, rel=0.5)  # not zero: the right size
+    ms = predict_attention(batch=1, heads=16, kv_heads=16, seq=1024, head_dim=64, pass_="fwdbwd",
+                           gpu=CostModel(H200, fitted))
+    assert 0 < ms < float("inf")
+
+
+def test_a_zero_rate_is_refused_not_divided_by():
+    """A profile written before the floor may hold a zero efficiency: a clear error, not a division by zero."""
+    zero = CostModel(H200, dataclasses.replace(SPEC, flash_fwd=(0.0,) * len(SPEC.flash_fwd)))
+    op = attention_op("fwd", seqs=1, heads=16, kv_heads=16, q_len=1024, kv_len=1024, head_dim=64, causal=True,
+                      dtype_bytes=2)
+    with pytest.raises(ShapewiseError, match="calibrate"):
+        predict_ops([op], gpu=zero, dtype="bf16")
+
+
+def test_predict_gemm_check_and_validate_agree_by_default():
+    """The public functions, check and validate all use the GPU's calibrated profile unless told otherwise."""
+    from shapewise.bench import Case
+    from shapewise.calibrate import judge
+
+    logits = next(c for c in check(get_model("gpt2"), Workload(), gpu="h200").step.costs if c.op.label == "logits")
+    m, n, k = logits.op.m, logits.op.n, logits.op.k
+    direct = predict_gemm(m, n, k, layout=logits.op.layout, gpu="h200").time_ms
+    case = Case("gemm", dict(m=m, n=n, k=k, batch=1, layout=logits.op.layout, dtype="bf16"), flops=2.0 * m * n * k,
+                bytes=2.0 * (m * k + k * n + m * n))
+    validated = judge([(case, {"median_ms": 1.0})], gpu=H200, profile=find("h200"))[0].predicted_ms["calibrated"]
+    assert direct == logits.time_ms == validated
+    assert direct != predict_gemm(m, n, k, layout=logits.op.layout, gpu=cost_model("h200", spec_only=True)).time_ms
+    assert check(get_model("gpt2"), Workload(), gpu="h200").model_source.startswith("calibrated profile of")

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from shapewise import Workload
 from shapewise.hf import load_config
 from shapewise.presets import PRESETS, get_model
-from shapewise.profile import choose
 from shapewise.search import KEEPABLE, megatron_args, search, suggest
 
 LOSSY = ["gpt2", "gpt3-2.7b", "pythia-2.8b", "phi-2", "falcon-7b", "llama2-7b", "gpt2-medium"]
@@ -62,8 +61,8 @@ def test_emitted_configs_round_trip(name, tmp_path, capsys):
         return
     assert code == 0
     shape = load_config(out)
-    chosen = suggest(get_model(name), Workload(), gpu="h200", keep=("batch",), params_tol=0.05,
-                     params=choose("h200")[0]).suggestions[0]  # as the command does: the shipped profile
+    chosen = suggest(get_model(name), Workload(), gpu="h200", keep=("batch",),
+                     params_tol=0.05).suggestions[0]  # the default, as the command's: the shipped profile
     assert shape.params == chosen.candidate.shape.params and shape.hidden == chosen.candidate.shape.hidden
 
 

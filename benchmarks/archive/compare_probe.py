@@ -14,6 +14,7 @@ import numpy as np
 from shapewise import predict_gemm
 from shapewise.cost import SPEC, predict_ops
 from shapewise.ops import MEMORY, Op, attention_op
+from shapewise.profile import CostModel
 
 
 def extra(row) -> dict:
@@ -32,7 +33,7 @@ def predict_rows(rows: list[dict], gpu: str, params=SPEC) -> list[tuple[dict, st
     if mm:
         col = lambda key: np.array([int(r[key]) for r in mm])  # noqa: E731
         pred = predict_gemm(col("m"), col("n"), col("k"), batch=col("batch"),
-                            layout=np.array([r["layout"] for r in mm]), gpu=gpu, params=params)
+                            layout=np.array([r["layout"] for r in mm]), gpu=CostModel(gpu, params))
         out += [(r, f"{r['kind']}/{extra(r).get('set', '')}", float(t)) for r, t in zip(mm, pred.time_ms)]
     ops = []
     for r in rows:
@@ -55,7 +56,7 @@ def predict_rows(rows: list[dict], gpu: str, params=SPEC) -> list[tuple[dict, st
                 ops.append((r, f"elementwise/{e['op']}.fwdbwd", [Op("x", "fwd", MEMORY, 1, 0, 4 * elems, family=family),
                                                                 Op("x", "bwd", MEMORY, 1, 0, 6 * elems, family=family)]))
     for r, name, op_list in ops:
-        out.append((r, name, sum(c.time_ms for c in predict_ops(op_list, gpu=gpu, dtype="bf16", params=params))))
+        out.append((r, name, sum(c.time_ms for c in predict_ops(op_list, gpu=CostModel(gpu, params), dtype="bf16"))))
     return out
 
 

@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from shapewise.cost import _align_class, predict_gemm
-from shapewise.profile import find
+from shapewise.profile import CostModel, find
 
 RESULTS = "benchmarks/results/h200-kernels/"
 CALIBRATION = "benchmarks/results/h200-calibration/calibration.csv"
@@ -60,7 +60,7 @@ def main() -> int:
             depth = int(row["grids"].split(" | ")[0].split("x")[2]) if split and "CUTLASS" in fam else 1 + split
             splits["misaligned" if worst else "aligned"].append(depth)
             if worst and row["key"] in measured:
-                pred = predict_gemm(p["m"], p["n"], p["k"], layout=p["layout"], gpu="h200", params=params)
+                pred = predict_gemm(p["m"], p["n"], p["k"], layout=p["layout"], gpu=CostModel("h200", params))
                 agree[(fam, split, int(pred.split_k) > 1)].append(abs(np.log(measured[row["key"]] / pred.time_ms)))
     print("kernel family by the worst-aligned leading dim (0: multiple of 8 elements, 1: even, 2: odd)")
     for worst in sorted(by_class):

@@ -32,9 +32,10 @@ from typing import NamedTuple
 import numpy as np
 from refit_profile import kernels_from_csv, rows_from_export  # beside this script
 
-from shapewise.cost import _kernel_times, align_classes, cutlass_terms, predict_gemm
+from shapewise.corrections import cutlass_terms, kernel_times as _kernel_times
+from shapewise.cost import align_classes, predict_gemm
 from shapewise.fit import CUTLASS_OCCUPANCIES, cutlass_config, nonnegative_lstsq
-from shapewise.profile import find
+from shapewise.profile import CostModel, find
 
 RESULTS = "benchmarks/results/"
 OCCUPANCIES = CUTLASS_OCCUPANCIES
@@ -123,7 +124,7 @@ class KernelModel:
 
     def fastest_split(self, case: dict, config: Config) -> float | None:
         """The configuration's time at its fastest split, as cuBLAS's split choice mostly is: the cost
-        model's own rule (cost._kernel_times) on this fit's coefficients."""
+        model's own rule (corrections.kernel_times) on this fit's coefficients."""
         if config not in self.fits:
             return None
         occupancy, coef = self.fits[config]
@@ -223,7 +224,7 @@ def main() -> int:
     misaligned = [c for c in held_out if c["worst"]]
 
     def shipped_error(c, params=shipped):
-        p = predict_gemm(c["m"], c["n"], c["k"], batch=c["batch"], layout=c["layout"], gpu="h200", params=params)
+        p = predict_gemm(c["m"], c["n"], c["k"], batch=c["batch"], layout=c["layout"], gpu=CostModel("h200", params))
         return abs(float(p.time_ms) / c["ms"] - 1)
 
     print(f"held-out misaligned GEMMs and BMMs whose kernel was recorded and fitted (n={len(known)}):")
@@ -293,8 +294,7 @@ def main() -> int:
     for name, batched in (("GEMMs", False), ("batched GEMMs", True)):
         mine = [c for c in later if (c["batch"] > 1) == batched]
         col = lambda key: np.array([c[key] for c in mine])  # noqa: E731
-        told = predict_gemm(col("m"), col("n"), col("k"), batch=col("batch"), layout=col("layout"), gpu="h200",
-                            params=with_tables)
+        told = predict_gemm(col("m"), col("n"), col("k"), batch=col("batch"), layout=col("layout"), gpu=CostModel("h200", with_tables))
         right = [tuple(t) == (c["config"].tm, c["config"].tn) for t, c in zip(told.tile, mine)]
         nearest = []
         for c in mine:

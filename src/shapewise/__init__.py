@@ -8,9 +8,10 @@ from .cost import CostParams, Losses, predict_gemm, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU, GPUS, get_gpu
 from .ops import Op, model_ops
+from .profile import CostModel, cost_model
 from .report import check
 from .shapes import ModelShape, Workload
 
 __version__ = "0.1.0"
-__all__ = ["CostParams", "GPU", "GPUS", "Losses", "ModelShape", "Op", "ShapewiseError", "Workload", "check",
-           "get_gpu", "model_ops", "predict_gemm", "predict_step"]
+__all__ = ["CostModel", "CostParams", "GPU", "GPUS", "Losses", "ModelShape", "Op", "ShapewiseError", "Workload",
+           "check", "cost_model", "get_gpu", "model_ops", "predict_gemm", "predict_step"]

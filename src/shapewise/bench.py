@@ -439,11 +439,14 @@ class Bench:
     kernels: dict | None = None  # case key -> {"kernels": names, "grids": grids}, where asked for
 
 
-def _params(gpu, params):
-    """The parameters to predict with: those given, else the GPU's own profile's (profile.choose)."""
-    from .profile import choose
+def _model(gpu, params):
+    """The cost model to predict with: the given parameters on this GPU, else the GPU's own
+    (profile.cost_model); None without a GPU."""
+    from .profile import CostModel, cost_model
 
-    return params if params is not None or gpu is None else choose(gpu)[0]
+    if gpu is None:
+        return None
+    return cost_model(gpu) if params is None else CostModel(gpu, params)
 
 
 def _measure(cases, predict, *, store, device, gpu, params, kernels=False, **timing) -> Bench:
@@ -457,7 +460,7 @@ def _measure(cases, predict, *, store, device, gpu, params, kernels=False, **tim
         kernel_census(cases, store=store, device=device, env=result.environment)
         named = census_rows(store, env_id=store.environment_id(result.environment))
     gpu = gpu_of(result.environment, gpu=gpu)
-    predicted = predict(gpu, _params(gpu, params)) if gpu else {}
+    predicted = predict(_model(gpu, params)) if gpu else {}
     return Bench(result, [(case, row, predicted.get(id(case))) for case, row in result.rows], named)
 
 
@@ -469,8 +472,8 @@ def bench_cases(cases: list[Case], *, store, device: str = "cuda", gpu=None, par
     `kernels`, name the kernels cuBLAS ran for each GEMM too."""
     from .cases import predict_case
 
-    def predict(gpu, params):
-        return {id(c): predict_case(c, gpu=gpu, params=params) for c in cases}
+    def predict(model):
+        return {id(c): predict_case(c, gpu=model) for c in cases}
 
     return _measure(cases, predict, store=store, device=device, gpu=gpu, params=params, kernels=kernels,
                     warmup_ms=warmup_ms, budget_ms=budget_ms, force=force, cuda_graph=cuda_graph, progress=progress)
@@ -500,9 +503,8 @@ def bench_ops(shape, workload, *, store, device: str = "cuda", gpu=None, params=
     ops = model_ops(shape, workload)
     cases = [op_case(op, workload.dtype) for op in ops]
 
-    def predict(gpu, params):
-        return {id(c): cost.time_ms for c, cost in
-                zip(cases, predict_ops(ops, gpu=gpu, dtype=workload.dtype, params=params))}
+    def predict(model):
+        return {id(c): cost.time_ms for c, cost in zip(cases, predict_ops(ops, gpu=model, dtype=workload.dtype))}
 
     bench = _measure(cases, predict, store=store, device=device, gpu=gpu, params=params, **timing)
     by_case = {id(case): (case, row, p) for case, row, p in bench.rows}
@@ -560,7 +562,7 @@ def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, param
         return LayerBench([], result, rank=result.rank)
     measured = {id(case): row for case, row in result.rows}
     gpu = gpu_of(result.environment, gpu=gpu)
-    params = _params(gpu, params)
+    model = _model(gpu, params)
     out = []
     for pass_, case in layers.items():
         row = measured.get(id(case)) or {}
@@ -569,7 +571,7 @@ def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, param
         whole = row.get("median_ms") if row and row.get("error") is None else None
         out.append(LayerPass(pass_, whole, row.get("error", "—") if whole is None else None,
                              sum(r["median_ms"] * op.count for op, r in ok), len(op_rows) - len(ok),
-                             predict_case(case, gpu=gpu, params=params) if gpu else None))
+                             predict_case(case, gpu=model) if gpu else None))
     return LayerBench(out, result)
 
 
@@ -580,5 +582,5 @@ def _layer_ms(shape, workload, gpu, params) -> float | None:
 
     if gpu is None:
         return None
-    return sum(c.total_ms for c in predict_ops(layer_ops(shape, workload), gpu=gpu, dtype=workload.dtype,
-                                               params=_params(gpu, params)))
+    return sum(c.total_ms for c in predict_ops(layer_ops(shape, workload), gpu=_model(gpu, params),
+                                               dtype=workload.dtype))

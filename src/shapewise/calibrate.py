@@ -20,14 +20,14 @@ from datetime import datetime, timezone
 import numpy as np
 
 from .cases import Case, gemm_cases, op_case, predict_case
-from .cost import SPEC, CostParams
+from .cost import SPEC
 from .errors import ShapewiseError
 from .fit import (GemmSamples, fit_bandwidth, fit_cutlass, fit_flash, fit_flash_memory, fit_gemm,
                   residual_kernel, residual_rows)
 from .hardware import GPU
 from .ops import FLASH, MEMORY, attention_op, layer_ops, model_ops
 from .presets import get_model
-from .profile import Profile
+from .profile import CostModel, Profile, cost_model
 from .shapes import DTYPE_BYTES, ModelShape, Workload, shape_record
 
 LAYER_PRESETS = ("gpt2-medium", "gpt2-xl", "pythia-1b", "pythia-2.8b", "gpt3-2.7b", "gpt3-6.7b", "opt-1.3b",
@@ -309,9 +309,9 @@ def _roofline_ms(flops: float, nbytes: float, gpu: GPU, dtype: str, efficiency: 
     return max(flops / (gpu.peak_tflops(dtype) * 1e12 * efficiency), nbytes / (gpu.bytes_per_s * efficiency)) * 1e3
 
 
-def _predict_case(case: Case, gpu: GPU, params: CostParams) -> tuple[float, float]:
+def _predict_case(case: Case, model: CostModel) -> tuple[float, float]:
     """(cost-model ms, flat-roofline ms) for one validation case: a GEMM, a fused attention op or a layer."""
-    dtype = case.params["dtype"]
+    dtype, gpu = case.params["dtype"], model.gpu
     if case.bench == "layer":
         p = case.params
         ops = layer_ops(ModelShape(**p["shape"]), Workload(batch=p["batch"], seq=p["seq"], dtype=dtype))
@@ -320,7 +320,7 @@ def _predict_case(case: Case, gpu: GPU, params: CostParams) -> tuple[float, floa
         roofline = _roofline_ms(round(case.flops or 0), round(case.bytes), gpu, dtype)
     else:
         roofline = _roofline_ms(case.flops, case.bytes, gpu, dtype)
-    return predict_case(case, gpu=gpu, params=params), roofline
+    return predict_case(case, gpu=model), roofline
 
 
 def _category(case: Case) -> str:
@@ -336,11 +336,12 @@ def _category(case: Case) -> str:
 def judge(rows: list[tuple[Case, dict]], *, gpu: GPU, profile: Profile | None) -> list[Judged]:
     """Every measured validation case against the calibrated model, the spec model and a flat roofline."""
     judged = []
+    spec, calibrated = cost_model(gpu, spec_only=True), cost_model(gpu, profile=profile) if profile else None
     for case, row in rows:
         if row.get("error") is not None:
             continue
-        spec_ms, roofline_ms = _predict_case(case, gpu, SPEC)
-        predicted = {"calibrated": _predict_case(case, gpu, profile.params)[0] if profile else math.nan,
+        spec_ms, roofline_ms = _predict_case(case, spec)
+        predicted = {"calibrated": _predict_case(case, calibrated)[0] if calibrated else math.nan,
                      "spec-only": spec_ms, "roofline 50%": roofline_ms}
         judged.append(Judged(_category(case), case.label, row["median_ms"], predicted))
     return judged

@@ -181,31 +181,33 @@ def parse_sizes(values: list[str]) -> list[int]:
 
 # ---- what the cost model says a case costs ------------------------------------------------------
 
-def predict_case(case: Case, *, gpu, params) -> float | None:
-    """The cost model's time of one call of a case (ms) on `gpu` (a hardware.GPU) with `params`, or
-    None where it has none: a dtype the GPU has no peak for, an attention backend it does not model."""
+def predict_case(case: Case, *, gpu) -> float | None:
+    """The cost model's time of one call of a case (ms) by `gpu` (a profile.CostModel, or a GPU whose
+    default cost model is used), or None where it has none: a dtype the GPU has no peak for, an
+    attention backend it does not model."""
     from .cost import predict_attention, predict_gemm, predict_ops
     from .ops import layer_ops
+    from .profile import cost_model
     from .shapes import ModelShape, Workload
 
-    p = case.params
+    p, gpu = case.params, cost_model(gpu)
     if case.bench in ("gemm", "bmm"):
-        if p["dtype"] not in gpu.tflops:
+        if p["dtype"] not in gpu.gpu.tflops:
             return None
         return float(predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu,
-                                  dtype=p["dtype"], params=params).time_ms)
+                                  dtype=p["dtype"]).time_ms)
     if case.bench == "attention":
         if p["backend"] not in ("default", "cudnn"):
             return None  # the cost model describes SDPA's default kernel (cuDNN on Hopper with torch 2.11)
         return predict_attention(batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"], seq=p["seq"],
                                  head_dim=p["head_dim"], causal=p["causal"], pass_=p["pass"], gpu=gpu,
-                                 dtype=p["dtype"], params=params)
+                                 dtype=p["dtype"])
     if case.bench == "op":
         op = op_from_case(p, flops=case.flops, nbytes=case.bytes)
-        return predict_ops([op], gpu=gpu, dtype=p["dtype"], params=params)[0].time_ms
+        return predict_ops([op], gpu=gpu, dtype=p["dtype"])[0].time_ms
     if case.bench == "layer":
         workload = Workload(batch=p["batch"], seq=p["seq"], dtype=p["dtype"], attention=p["attention"],
                             mode="train" if p["pass"] == "fwdbwd" else "prefill")
         ops = layer_ops(ModelShape(**p["shape"]), workload)
-        return sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype=p["dtype"], params=params))
+        return sum(c.total_ms for c in predict_ops(ops, gpu=gpu, dtype=p["dtype"]))
     raise ShapewiseError(f"unknown benchmark {case.bench!r}")

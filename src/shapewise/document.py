@@ -26,13 +26,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .cost import SPEC, CostParams
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
-from .ops import COMM, MEMORY
 from .presets import PRESETS
-from .report import LOSS_WORDS, CheckResult, check
-from .search import change_text
+from .profile import SPEC_ASKED, CostModel, Profile, cost_model
+from .report import CheckResult, Table, check, finding_table, op_table, suggestion_table
 from .shapes import MODES, ModelShape, Workload
 
 FORMATS = ("html", "md")
@@ -87,12 +85,12 @@ class _Content:
     date: str
     model_rows: list  # (field, value)
     workload_rows: list
-    op_rows: list  # cells of the op table
+    ops: Table
     totals: dict
-    finding_rows: list
+    findings: Table
     suggestions: object  # search.Suggestions
-    suggestion_rows: list
-    measured_rows: list
+    suggested: Table  # the suggestions' rows
+    measured: Table  # rows only where the store measured this step's ops
     measured_note: str
     commands: list  # (what it reproduces, command)
     figures: dict = field(default_factory=dict)  # name -> (PNG bytes, caption)
@@ -101,26 +99,26 @@ class _Content:
 
 # ---- public API -------------------------------------------------------------------------------
 
-def build_report(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: CostParams | None = None,
-                 profile=None, store=None, fmt: str = "html", top: int = 5,
+def build_report(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, spec_only: bool = False,
+                 profile: Profile | str | None = None, store=None, fmt: str = "html", top: int = 5,
                  model_arg: str | list[str] | None = None, out: str | os.PathLike | None = None) -> str:
     """The report as one string: a self-contained HTML page, or Markdown whose figures are PNG files
     named <stem>-breakdown.png and <stem>-suggestions.png (stem: of `out`, else "report").
 
-    params / profile: the cost model, as for report.check; store: a store.Store whose "op"
+    gpu, spec_only, profile: the cost model, as for report.check; store: a store.Store whose "op"
     measurements of this step's ops (on this GPU) are set against the predictions; top: how many
     suggestions; model_arg: how the command line names the model, for the Reproduce section: "gpt2",
     or ["--config", path] (a string is split as a shell would; default: the preset name, or --config
     with the shape's source file);
     out: the file the report will be written to, named in its own reproduce command."""
-    text, _ = _build(shape, workload, gpu=gpu, params=params, profile=profile, store=store, fmt=fmt, top=top,
-                     model_arg=model_arg, out=out)
+    text, _ = _build(shape, workload, model=cost_model(gpu, spec_only=spec_only, profile=profile), store=store,
+                     fmt=fmt, top=top, model_arg=model_arg, out=out)
     return text
 
 
-def write_report(shape: ModelShape, workload: Workload, *, out: str | os.PathLike, gpu: GPU | str,
-                 params: CostParams | None = None, profile=None, store=None, fmt: str | None = None, top: int = 5,
-                 model_arg: str | list[str] | None = None) -> list[Path]:
+def write_report(shape: ModelShape, workload: Workload, *, out: str | os.PathLike, gpu: GPU | str | CostModel,
+                 spec_only: bool = False, profile: Profile | str | None = None, store=None, fmt: str | None = None,
+                 top: int = 5, model_arg: str | list[str] | None = None) -> list[Path]:
     """Write the report to `out` and return the files written, the report first.
 
     fmt: "html" or "md" (default: "md" when out ends in .md, else "html"). Markdown is written
@@ -128,8 +126,8 @@ def write_report(shape: ModelShape, workload: Workload, *, out: str | os.PathLik
     suggestions."""
     out = Path(out).expanduser()
     fmt = fmt or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
-    text, figures = _build(shape, workload, gpu=gpu, params=params, profile=profile, store=store, fmt=fmt, top=top,
-                           model_arg=model_arg, out=out)
+    text, figures = _build(shape, workload, model=cost_model(gpu, spec_only=spec_only, profile=profile), store=store,
+                           fmt=fmt, top=top, model_arg=model_arg, out=out)
     written = [out]
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -146,73 +144,46 @@ def write_report(shape: ModelShape, workload: Workload, *, out: str | os.PathLik
 
 # ---- gathering --------------------------------------------------------------------------------
 
-def _build(shape, workload, *, gpu, params, profile, store, fmt, top, model_arg, out) -> tuple[str, dict]:
+def _build(shape, workload, *, model: CostModel, store, fmt, top, model_arg, out) -> tuple[str, dict]:
     if fmt not in FORMATS:
         raise ShapewiseError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
-    content = _gather(shape, workload, gpu=gpu, params=params, profile=profile, store=store, top=top,
-                      model_arg=model_arg, out=out, fmt=fmt)
+    content = _gather(shape, workload, model=model, store=store, top=top, model_arg=model_arg, out=out, fmt=fmt)
     stem = Path(out).stem if out is not None else "report"
     text = _html(content) if fmt == "html" else _markdown(content, stem)
     return text, content.figures
 
 
-def _cost_params(gpu: GPU, params, profile) -> CostParams:
-    """The parameters report.check uses for these arguments, so that every part agrees."""
-    from . import profile as profiles
-
-    if params is not None:
-        return params
-    profile = profile or profiles.find(gpu)
-    return profile.params if profile else SPEC
-
-
-def _gather(shape, workload, *, gpu, params, profile, store, top, model_arg, out, fmt) -> _Content:
+def _gather(shape, workload, *, model: CostModel, store, top, model_arg, out, fmt) -> _Content:
     from . import plots
     from .search import suggest
 
-    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
-    result = check(shape, workload, gpu=gpu, params=params, profile=profile)
-    cost_params = _cost_params(gpu, params, profile)
-    step, w = result.step, workload
-    total_ms, total_flops = step.time_ms, max(step.flops, 1)
-
-    op_rows = []
-    for c in step.costs:
-        memory = c.op.kind in (MEMORY, COMM)  # rated in GB/s
-        main = c.losses.main
-        op_rows.append([c.op.label, c.op.shape_text, f"{c.op.count}", f"{c.op.total_flops / total_flops:.1%}",
-                        f"{c.total_ms:,.3f}", f"{c.total_ms / total_ms:.1%}",
-                        f"{c.gbps:,.0f} GB/s" if memory else f"{c.tflops:,.1f}", f"{c.fraction_of_peak:.0%}",
-                        f"{LOSS_WORDS[main]} {c.losses.as_dict()[main] / c.time_ms:.0%}" if main else ""])
-    totals = {"step ms": f"{total_ms:,.2f}",
+    gpu, w = model.gpu, workload
+    result = check(shape, workload, gpu=model)
+    step = result.step
+    totals = {"step ms": f"{step.time_ms:,.2f}",
               "tokens/s" + (f" per {w.tp}-GPU group" if w.tp > 1 else ""): f"{step.tokens_per_s:,.0f}",
               "MFU": f"{step.mfu:.1%}", "TFLOP per step": f"{step.flops / 1e12:,.1f}"}
-    findings = [[f"{f.cost_ms:,.2f}", f"{f.share:.1%}", f.rule, f.title, f.fix, ", ".join(f.ops)]
-                for f in result.findings]
 
     figures = {}
     modes = {mode: w.replace(mode=mode) for mode in MODES}
-    fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=gpu, params=cost_params, workloads=modes))
+    fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=model, workloads=modes))
     caption = (f"Share of the step time per op in {', '.join(modes)} steps of {shape.name} (b={w.batch}, s={w.seq}, "
                f"t={w.tp}, {w.dtype}; in decode s is the KV-cache length) on {gpu.name}, predicted.")
     figures["breakdown"] = (_png(plots, fig), caption)
-    sugg = suggest(shape, workload, gpu=gpu, params=cost_params, top=top)
-    suggestion_rows = [[f"{i}", change_text(s.changes), f"{s.candidate.params / 1e9:.3f}B", f"{s.params_delta:+.2%}",
-                        f"{s.speedup:.3f}×", ", ".join(s.fixes)] for i, s in enumerate(sugg.suggestions, 1)]
+    sugg = suggest(shape, workload, gpu=model, top=top)
     if sugg.suggestions:
         fig = plots.suggestions_figure(plots.suggestions_data(sugg, gpu=gpu))
         caption = f"Predicted speedup of the {len(sugg.suggestions)} fastest shapes within 2% of {shape.name}'s parameters."
         figures["suggestions"] = (_png(plots, fig), caption)
 
-    measured_rows, measured_note = _measured(step, gpu, store)
-    commands, note = _commands(shape, w, gpu, params, profile, store, top, model_arg, out, fmt,
-                               measured=bool(measured_rows))
+    measured, measured_note = _measured(step, gpu, store)
+    commands, note = _commands(shape, w, model, store, top, model_arg, out, fmt, measured=bool(measured.rows))
     return _Content(shape=shape, workload=w, gpu=gpu, result=result,
                     date=datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-                    model_rows=_model_rows(shape), workload_rows=_workload_rows(w, gpu), op_rows=op_rows,
-                    totals=totals, finding_rows=findings, suggestions=sugg, suggestion_rows=suggestion_rows,
-                    measured_rows=measured_rows, measured_note=measured_note, commands=commands, figures=figures,
-                    reproduce_note=note)
+                    model_rows=_model_rows(shape), workload_rows=_workload_rows(w, gpu), ops=op_table(step),
+                    totals=totals, findings=finding_table(result.findings), suggestions=sugg,
+                    suggested=suggestion_table(sugg.suggestions), measured=measured,
+                    measured_note=measured_note, commands=commands, figures=figures, reproduce_note=note)
 
 
 def _png(plots, fig) -> bytes:
@@ -264,11 +235,12 @@ def _op_key(op) -> tuple:
     return tuple(getattr(op, f) for f in MATCH_FIELDS)
 
 
-def _measured(step, gpu: GPU, store) -> tuple[list, str]:
-    """Rows (op, shape, count, measured ms, predicted ms, error, measured on) for the ops of the step
-    that the store measured on this GPU (bench "op"; the newest measurement of each op wins)."""
+def _measured(step, gpu: GPU, store) -> tuple[Table, str]:
+    """A table (op, shape, count, measured ms, predicted ms, error, measured on) of the ops of the step
+    that the store measured on this GPU (bench "op"; the newest measurement of each op wins), and a
+    note on it."""
     if store is None:
-        return [], ""
+        return _measured_table([]), ""
     dtype = step.workload.dtype
     wanted = {_op_key(c.op) for c in step.costs}
     found, elsewhere = {}, 0
@@ -301,7 +273,11 @@ def _measured(step, gpu: GPU, store) -> tuple[list, str]:
                 f"predicted / measured − 1), from {store.path}.")
         if elsewhere:
             note += f" {elsewhere} measurements of these ops on other devices are left out."
-    return rows, note
+    return _measured_table(rows), note
+
+
+def _measured_table(rows: list) -> Table:
+    return Table(MEASURED_HEAD, rows, frozenset({2, 3, 4, 5}), frozenset({1}))
 
 
 def _model_flag(shape: ModelShape, model_arg) -> tuple[list[str], str]:
@@ -315,20 +291,21 @@ def _model_flag(shape: ModelShape, model_arg) -> tuple[list[str], str]:
                                          f"save its shape as a Hugging Face config.json and pass that file.")
 
 
-def _commands(shape, w: Workload, gpu: GPU, params, profile, store, top, model_arg, out, fmt, *, measured: bool):
+def _commands(shape, w: Workload, cost_model_: CostModel, store, top, model_arg, out, fmt, *, measured: bool):
     model, note = _model_flag(shape, model_arg)
+    gpu, profile = cost_model_.gpu, cost_model_.profile
     shape_flags = ["--batch", f"{w.batch}", "--seq", f"{w.seq}", "--tp", f"{w.tp}"]
     rest = ["--dtype", w.dtype, "--attention", w.attention]
-    if params is SPEC:
+    if cost_model_.params is cost_model(gpu).params:
+        cost = []  # the GPU's own cost model (the user's profile, else the shipped one, else the spec), as the default
+    elif cost_model_.source == SPEC_ASKED:
         cost = ["--spec-only"]
-    elif params is not None:
-        cost = []
-        note = (note + " " if note else "") + ("The cost model's parameters were given in code: the commands "
-                                              "below use the GPU's profile instead.")
     elif profile is not None and profile.path and Path(profile.path).is_file():
         cost = ["--profile", profile.path]  # (a shipped profile has no file: the default finds it)
     else:
-        cost = []  # the GPU's own profile (the user's, else the shipped one), as the report used
+        cost = []
+        note = (note + " " if note else "") + ("The cost model's parameters were given in code: the commands "
+                                              "below use the GPU's profile instead.")
     db = ["--db", str(store.path)] if store is not None else []
 
     def cmd(*parts):
@@ -359,9 +336,11 @@ def _e(text) -> str:
     return html.escape(f"{text}", quote=True)
 
 
-def _table(head: list, rows: list, *, numeric: set = frozenset(), mono: set = frozenset(), id_: str = "") -> str:
+def _table(table: Table, *, id_: str = "") -> str:
+    head, rows = table.head, table.rows
+
     def cls(i):
-        names = (["n"] if i in numeric else []) + (["mono"] if i in mono else [])
+        names = (["n"] if i in table.numeric else []) + (["mono"] if i in table.mono else [])
         return f' class="{" ".join(names)}"' if names else ""
 
     ident = f' id="{_e(id_)}"' if id_ else ""
@@ -385,10 +364,7 @@ def _figure(content: _Content, name: str) -> str:
             f"<figcaption>{_e(caption)}</figcaption></figure>")
 
 
-OP_HEAD = ["op", "shape m×n×k", "count", "FLOPs", "time ms", "time", "TFLOP/s", "of peak", "main loss"]
-FINDING_HEAD = ["cost ms", "of step", "rule", "finding", "fix", "ops"]
-SUGGESTION_HEAD = ["#", "changes", "params", "Δ params", "predicted speedup", "fixes"]
-MEASURED_HEAD = ["op", "shape", "count", "measured ms", "predicted ms", "error", "measured on"]
+MEASURED_HEAD = ("op", "shape", "count", "measured ms", "predicted ms", "error", "measured on")
 
 
 def _title(c: _Content) -> str:
@@ -415,31 +391,31 @@ def _html(c: _Content) -> str:
         ('<p class="note">One row per op on one tensor-parallel rank. FLOPs: share of the step\'s matrix FLOPs; '
          "time: share of the step time; of peak: of the dtype's peak (of the memory bandwidth for memory-bound ops); "
          "main loss: the largest avoidable loss, with its share of the op's time.</p>"),
-        _table(OP_HEAD, c.op_rows, numeric={2, 3, 4, 5, 6, 7}, mono={1}, id_="op-table"), "</section>",
+        _table(c.ops, id_="op-table"), "</section>",
         '<section id="totals"><h2>Totals</h2><p class="totals">'
         + " · ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in c.totals.items()) + "</p></section>",
         '<section id="findings"><h2>Findings, costliest first</h2>',
     ]
-    if c.finding_rows:
+    if c.findings.rows:
         parts += ['<p class="note">Each finding is priced by predicting the step again with its fix applied.</p>',
-                  _table(FINDING_HEAD, c.finding_rows, numeric={0, 1}, id_="findings-table")]
+                  _table(c.findings, id_="findings-table")]
     else:
         parts.append('<p class="good">No findings: the shape follows every co-design rule that costs time here.</p>')
     parts += ["</section>", '<section id="breakdown"><h2>Train, prefill and decode</h2>', _figure(c, "breakdown"),
               "</section>", '<section id="suggestions"><h2>Faster shapes of about the same size</h2>']
     sugg = c.suggestions
-    if c.suggestion_rows:
+    if c.suggested.rows:
         parts += [(f'<p class="note">{len(sugg.suggestions)} fastest of {sugg.considered} shapes within 2% of the '
                    f"parameters, ranked by predicted GPU time per token.</p>"),
-                  _table(SUGGESTION_HEAD, c.suggestion_rows, numeric={0, 2, 3, 4}, id_="suggestions-table"),
+                  _table(c.suggested, id_="suggestions-table"),
                   _figure(c, "suggestions")]
     else:
         parts.append(f"<p>None of the {sugg.considered} shapes within 2% of the parameters is predicted faster.</p>")
     parts.append("</section>")
-    if c.measured_rows:
+    if c.measured.rows:
         parts += ['<section id="measured"><h2>Measured against predicted</h2>',
                   f'<p class="note">{_e(c.measured_note)}</p>',
-                  _table(MEASURED_HEAD, c.measured_rows, numeric={2, 3, 4, 5}, mono={1}, id_="measured-table"),
+                  _table(c.measured, id_="measured-table"),
                   "</section>"]
     parts += ['<section id="reproduce"><h2>Reproduce</h2>']
     if c.reproduce_note:
@@ -458,10 +434,10 @@ def _md_cell(value) -> str:
     return html.escape(text, quote=False).replace("|", "\\|")
 
 
-def _md_table(head: list, rows: list, numeric: set = frozenset()) -> str:
-    lines = ["| " + " | ".join(_md_cell(h) for h in head) + " |",
-             "|" + "|".join("---:" if i in numeric else "---" for i in range(len(head))) + "|"]
-    lines += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in rows]
+def _md_table(table: Table) -> str:
+    lines = ["| " + " | ".join(_md_cell(h) for h in table.head) + " |",
+             "|" + "|".join("---:" if i in table.numeric else "---" for i in range(len(table.head))) + "|"]
+    lines += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in table.rows]
     return "\n".join(lines)
 
 
@@ -473,28 +449,28 @@ def _markdown(c: _Content, stem: str) -> str:
     s, w = c.shape, c.workload
     out = [f"# {_md_cell(s.name)} on {_md_cell(c.gpu.name)}", "",
            f"{_md_cell(w.mode)} step · b={w.batch} s={w.seq} t={w.tp} {w.dtype} · {c.date} · shapewise {_version()}", "",
-           "## Model and workload", "", _md_table(["model", ""], c.model_rows), "",
-           _md_table(["workload", ""], c.workload_rows), "",
+           "## Model and workload", "", _md_table(Table(("model", ""), c.model_rows)), "",
+           _md_table(Table(("workload", ""), c.workload_rows)), "",
            "## Cost model", "", _md_cell(c.result.model_source), "",
-           "## Ops of one step", "", _md_table(OP_HEAD, c.op_rows, {2, 3, 4, 5, 6, 7}), "",
+           "## Ops of one step", "", _md_table(c.ops), "",
            "## Totals", "", " · ".join(f"{k} **{v}**" for k, v in c.totals.items()), "",
            "## Findings, costliest first", ""]
-    out += [_md_table(FINDING_HEAD, c.finding_rows, {0, 1}) if c.finding_rows else
+    out += [_md_table(c.findings) if c.findings.rows else
             "No findings: the shape follows every co-design rule that costs time here.", ""]
     _, caption = c.figures["breakdown"]
     out += ["## Train, prefill and decode", "", f"![{_md_cell(caption)}]({_figure_file(stem, 'breakdown')})", "",
             "## Faster shapes of about the same size", ""]
     sugg = c.suggestions
-    if c.suggestion_rows:
+    if c.suggested.rows:
         _, caption = c.figures["suggestions"]
         out += [(f"{len(sugg.suggestions)} fastest of {sugg.considered} shapes within 2% of the parameters, ranked by "
-                 f"predicted GPU time per token."), "", _md_table(SUGGESTION_HEAD, c.suggestion_rows, {0, 2, 3, 4}), "",
+                 f"predicted GPU time per token."), "", _md_table(c.suggested), "",
                 f"![{_md_cell(caption)}]({_figure_file(stem, 'suggestions')})", ""]
     else:
         out += [f"None of the {sugg.considered} shapes within 2% of the parameters is predicted faster.", ""]
-    if c.measured_rows:
+    if c.measured.rows:
         out += ["## Measured against predicted", "", _md_cell(c.measured_note), "",
-                _md_table(MEASURED_HEAD, c.measured_rows, {2, 3, 4, 5}), ""]
+                _md_table(c.measured), ""]
     out += ["## Reproduce", ""]
     if c.reproduce_note:
         out += [_md_cell(c.reproduce_note), ""]

@@ -14,28 +14,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cost import (
+from .corrections import (
     CUTLASS_FAMILIES,
     KERNEL_COLUMNS,
-    LAYOUTS,
-    SMALL_INDEX,
-    SPEC,
-    CostParams,
-    align_classes,
-    _flash_cost,
-    _kernel_times,
     choice_groups,
     chooser_features,
     cutlass_terms,
     kernel_ranges,
-    memory_fixed_ms,
+    kernel_times,
     neighbour_sums,
-    predict_gemm,
     within_range,
 )
+from .cost import LAYOUTS, SMALL_INDEX, _flash_cost, align_classes, memory_fixed_ms, predict_gemm
 from .errors import ShapewiseError
 from .hardware import GPU
 from .ops import Op
+from .params import SPEC, CostParams
+from .profile import CostModel
 
 # Where the fit starts: first guesses from the datasheet and DESIGN's H200 notes. Starting from a
 # fixed point (not the current defaults) makes the fit reproducible.
@@ -73,8 +68,8 @@ class GemmSamples:
         return GemmSamples(*(getattr(self, f.name)[mask] for f in dataclasses.fields(self)))
 
     def log_error(self, params: CostParams, gpu: GPU, dtype: str) -> np.ndarray:
-        pred = predict_gemm(self.m, self.n, self.k, batch=self.batch, layout=self.layout, gpu=gpu, dtype=dtype,
-                            params=params)
+        pred = predict_gemm(self.m, self.n, self.k, batch=self.batch, layout=self.layout, gpu=CostModel(gpu, params),
+                            dtype=dtype)
         return np.log(np.asarray(pred.time_ms) / self.time_ms)
 
 
@@ -159,6 +154,16 @@ def residual_kernel(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype
 
 
 FLASH_BLOCKS_BWD = (32, 64, 128)  # the backward's block rows a fit tries
+# A fitted efficiency (a fraction of a datasheet rate) is kept to four significant digits and at least
+# this: a slow device (the CPU, a loaded machine) runs at a tiny fraction of the GPU's datasheet, which
+# rounding to four decimals made zero, and the next prediction then divided by it.
+MIN_EFFICIENCY = 1e-6
+
+
+def efficiency(value: float) -> float:
+    """A fitted fraction of a datasheet rate, as a profile keeps it: four significant digits, never
+    below MIN_EFFICIENCY (so never zero)."""
+    return max(float(f"{value:.4g}"), MIN_EFFICIENCY)
 
 
 def fit_flash(samples: list[dict], *, gpu: GPU, dtype: str, params: CostParams) -> CostParams:
@@ -198,7 +203,7 @@ def fit_flash(samples: list[dict], *, gpu: GPU, dtype: str, params: CostParams) 
         if pass_ == "bwd":
             updates["flash_block_bwd"] = int(block)
         old = dict(zip(params.flash_buckets, getattr(params, f"flash_{pass_}")))
-        updates[f"flash_{pass_}"] = tuple(round(table.get(b, old[b]), 4) for b in params.flash_buckets)
+        updates[f"flash_{pass_}"] = tuple(efficiency(table.get(b, old[b])) for b in params.flash_buckets)
         updates[f"flash_overhead_{pass_}"] = float(overhead)
         updates[f"flash_latency_{pass_}_ms"] = round(float(latency), 4)
     return dataclasses.replace(params, **updates)
@@ -249,7 +254,7 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, min_byte
                 fixed_ms = [memory_fixed_ms(cost, slope, row_cost, width=r.get("width", 0), rows=r.get("rows", 0))
                             for r in large]
                 fractions = [r["bytes"] / ((r["time_ms"] - f) * 1e-3) / gpu.bytes_per_s for r, f in zip(large, fixed_ms)]
-                table[key] = round(float(np.median(fractions)), 4)
+                table[key] = efficiency(float(np.median(fractions)))
         if small:
             fixed[key] = round(cost, 5)
             for found, value in ((per_width, slope), (per_row, row_cost)):
@@ -277,7 +282,7 @@ def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> Co
     fixed, slope, *stream = nonnegative_lstsq(np.stack(columns, axis=1) / measured[:, None], np.ones_like(measured))
     if slope <= 0:
         raise ShapewiseError("decoding attention's timings do not grow with the cache: measure longer caches")
-    return dataclasses.replace(params, flash_memory_bandwidth=round(float(min(1.0, 1 / slope)), 4),
+    return dataclasses.replace(params, flash_memory_bandwidth=efficiency(min(1.0, 1 / slope)),
                                flash_memory_fixed_ms=round(float(max(fixed, params.launch_ms)), 5),
                                flash_memory_stream_ms=round(float(stream[0]) if stream else 0.0, 6))
 
@@ -300,7 +305,7 @@ def fit_comm(rows: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
     if slope <= 0:
         raise ShapewiseError("the collective timings do not grow with their size: measure larger messages")
     latency = max(0.0, float(fixed) - params.launch_ms)
-    return dataclasses.replace(params, comm_bandwidth=round(float(1 / slope), 4), comm_latency_ms=round(latency, 5))
+    return dataclasses.replace(params, comm_bandwidth=efficiency(float(1 / slope)), comm_latency_ms=round(latency, 5))
 
 
 # A CUTLASS GEMM kernel's name as cuBLAS's fallback kernels spell it, e.g.
@@ -440,7 +445,7 @@ def fit_chooser(kernels: list[tuple], choices: list[tuple], chosen: list[dict], 
     for code in np.unique(group):
         mine = np.flatnonzero(group == code)
         configs = np.unique(label[mine])
-        times, _ = _kernel_times(rows[configs], m[mine], n[mine], k[mine], batch[mine], gpu.num_sms)
+        times, _ = kernel_times(rows[configs], m[mine], n[mine], k[mine], batch[mine], gpu.num_sms)
         times = np.where(within_range(ranges[configs], coords[mine]), times, np.inf)
         log_t[np.ix_(mine, configs)] = np.log(times)
         votes = np.eye(len(rows))[label[mine]]
@@ -494,7 +499,7 @@ def _with_residuals(params, kernels, choices, chosen, *, gpu: GPU, dtype: str) -
     """The tables with each choice's residual against what they predict for its own shape."""
     bare = dataclasses.replace(params, cutlass_kernels=tuple(kernels), cutlass_choices=tuple(r + (0.0,) for r in choices))
     col = lambda key: np.array([c[key] for c in chosen])  # noqa: E731
-    predicted = predict_gemm(col("m"), col("n"), col("k"), batch=col("batch"), layout=col("layout"), gpu=gpu,
-                             dtype=dtype, params=bare).time_ms
+    predicted = predict_gemm(col("m"), col("n"), col("k"), batch=col("batch"), layout=col("layout"),
+                             gpu=CostModel(gpu, bare), dtype=dtype).time_ms
     residuals = np.log(col("time_ms") / predicted)
     return dataclasses.replace(bare, cutlass_choices=tuple(r + (round(float(e), 5),) for r, e in zip(choices, residuals)))

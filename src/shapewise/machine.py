@@ -47,8 +47,9 @@ def machine_cases(*, dtype: str = "bf16", quick: bool = False) -> list[Case]:
 
 def _predicted_ms(case: Case, gpu, params: CostParams) -> float:
     from .calibrate import _predict_case
+    from .profile import CostModel
 
-    return _predict_case(case, gpu, params)[0]
+    return _predict_case(case, CostModel(gpu, params))[0]
 
 
 def machine_factors(rows: list[tuple[Case, dict]], *, gpu, params: CostParams,

@@ -23,15 +23,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .cost import SPEC, CostParams, _align_class, predict_attention, predict_gemm, predict_ops, predict_step
+from .cost import _align_class, predict_attention, predict_gemm, predict_ops, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
+from .profile import CostModel, cost_model
 from .ops import attention_op, layer_ops
 from .shapes import DTYPE_BYTES, MLP_KINDS, ModelShape, Workload
 from .search import change_text
 
 FORMATS = {".png": "png", ".svg": "svg"}
-ATTENTION_KINDS = ("flash", "bmm")
+# What an attention figure draws: fused attention as SDPA runs it ("flash"), or its score product QKᵀ
+# alone ("bmm"). Not a workload's attention (shapes.ATTENTION_KINDS: fused or unfused).
+ATTENTION_FIGURES = ("flash", "bmm")
 ATTENTION_PASSES = ("fwd", "fwdbwd")
 MAX_BOUNDARY_LINES = 32  # more vertical lines than this hide the curve they explain
 OTHER_BELOW = 0.02  # breakdown: ops under this share of every mode's step are drawn as "other"
@@ -40,8 +43,14 @@ ALIGN_COLOURS = ("tab:green", "tab:orange", "tab:red")
 
 # ---- shared helpers ---------------------------------------------------------------------------
 
-def _gpu(gpu: GPU | str) -> GPU:
-    return gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+def _model(gpu: GPU | str | CostModel) -> CostModel:
+    """The cost model a figure's predictions use, chosen once: see profile.cost_model."""
+    return cost_model(gpu)
+
+
+def _gpu(gpu: GPU | str | CostModel) -> GPU:
+    """The GPU of a figure that predicts nothing itself."""
+    return gpu.gpu if isinstance(gpu, CostModel) else gpu if isinstance(gpu, GPU) else get_gpu(gpu)
 
 
 def _source(measured_points: int, predicted: bool = True) -> str:
@@ -117,7 +126,7 @@ def _align_labels(dtype: str, gpu: GPU) -> tuple[str, str, str]:
     return f"multiple of {per_vector}", f"not a multiple of {per_vector}", "unused"  # 4-byte dtypes: no class 2
 
 
-def gemm_data(*, gpu: GPU | str, params: CostParams = SPEC, dim: str = "n", values, m: int = 8192, n: int = 8192,
+def gemm_data(*, gpu: GPU | str | CostModel, dim: str = "n", values, m: int = 8192, n: int = 8192,
               k: int = 8192, layout: str = "nn", dtype: str = "bf16", measured=None) -> dict:
     """A GEMM's predicted throughput as one dim (m, n or k) sweeps `values`, the others fixed.
 
@@ -130,14 +139,15 @@ def gemm_data(*, gpu: GPU | str, params: CostParams = SPEC, dim: str = "n", valu
     compare: with one tile, a rising count is a wave-quantization step of that kernel.
     measured_x/measured_tflops: the rows of `measured` with the fixed dims, layout and dtype (batch 1).
     """
-    gpu = _gpu(gpu)
+    model = _model(gpu)
+    gpu = model.gpu
     if dim not in ("m", "n", "k"):
         raise ShapewiseError(f"dim must be m, n or k, got {dim!r}")
     x = _whole_numbers(values, f"values of {dim}")
     dims = {"m": m, "n": n, "k": k}
     fixed = {d: int(v) for d, v in dims.items() if d != dim}
     dims[dim] = x
-    pred = predict_gemm(dims["m"], dims["n"], dims["k"], gpu=gpu, dtype=dtype, layout=layout, params=params)
+    pred = predict_gemm(dims["m"], dims["n"], dims["k"], gpu=model, dtype=dtype, layout=layout)
 
     tile = tuple(int(t) for t in pred.tile[-1])
     edge = {"m": tile[0], "n": tile[1]}.get(dim)  # tiles cut the output, m×n; k has no tile edge
@@ -163,6 +173,7 @@ def gemm_data(*, gpu: GPU | str, params: CostParams = SPEC, dim: str = "n", valu
     measured_dims = {**fixed, dim: measured_x}
     return {
         "figure": "gemm", "gpu": gpu.name, "num_sms": gpu.num_sms, "dtype": dtype, "source": _source(len(mx)),
+        "cost_model": model.source,
         "dim": dim, "fixed": fixed, "layout": layout,
         "x": x, "predicted_tflops": np.asarray(pred.tflops, dtype=float),
         "align_class": _gemm_align(dims["m"], dims["n"], dims["k"], layout, dtype, gpu),
@@ -208,8 +219,8 @@ def gemm_figure(data: dict):
 # ---- attention: figures 7 (against hidden size) and 8 (against head count) --------------------------
 
 def _check_attention(kind: str, pass_: str) -> None:
-    if kind not in ATTENTION_KINDS:
-        raise ShapewiseError(f"kind must be one of {', '.join(ATTENTION_KINDS)}, got {kind!r}")
+    if kind not in ATTENTION_FIGURES:
+        raise ShapewiseError(f"kind must be one of {', '.join(ATTENTION_FIGURES)}, got {kind!r}")
     if pass_ not in ATTENTION_PASSES:
         raise ShapewiseError(f"pass_ must be one of {', '.join(ATTENTION_PASSES)}, got {pass_!r}")
     if kind == "bmm" and pass_ != "fwd":
@@ -217,16 +228,16 @@ def _check_attention(kind: str, pass_: str) -> None:
 
 
 def _attention_tflops(kind: str, *, heads: np.ndarray, head_dims: np.ndarray, batch: int, seq: int, causal: bool,
-                      pass_: str, gpu: GPU, dtype: str, params: CostParams) -> np.ndarray:
+                      pass_: str, model: CostModel, dtype: str) -> np.ndarray:
     """Predicted TFLOP/s of fused attention, or of its score BMM, per (heads, head dim) pair."""
     if kind == "bmm":
         # QKᵀ for every (sequence, head): (b·a) × (s×s×d), K read transposed.
-        pred = predict_gemm(seq, seq, head_dims, batch=batch * heads, layout="nt", gpu=gpu, dtype=dtype, params=params)
+        pred = predict_gemm(seq, seq, head_dims, batch=batch * heads, layout="nt", gpu=model, dtype=dtype)
         return np.asarray(pred.tflops, dtype=float).reshape(-1)
     out = []
     for a, d in zip(heads.tolist(), head_dims.tolist()):
         ms = predict_attention(batch=batch, heads=a, kv_heads=a, seq=seq, head_dim=d, causal=causal, pass_=pass_,
-                               gpu=gpu, dtype=dtype, params=params)
+                               gpu=model, dtype=dtype)
         out.append(_attention_flops(batch, a, seq, d, causal=causal, pass_=pass_, dtype=dtype) / (ms * 1e9))
     return np.array(out, dtype=float)
 
@@ -285,7 +296,7 @@ def _split_series(keys: np.ndarray, x: np.ndarray, y: np.ndarray, label, extra: 
     return series
 
 
-def attention_data(*, gpu: GPU | str, params: CostParams = SPEC, hiddens, heads: int, seq: int = 2048,
+def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int = 2048,
                    batch: int = 4, kind: str = "flash", dtype: str = "bf16", causal: bool = True, pass_: str = "fwd",
                    measured=None) -> dict:
     """Figure 7: attention throughput against hidden size h at a fixed head count a, one series per
@@ -294,7 +305,8 @@ def attention_data(*, gpu: GPU | str, params: CostParams = SPEC, hiddens, heads:
     kind "flash": fused attention as SDPA runs it by default; kind "bmm": its score product QKᵀ alone,
     (b·a) × (s×s×d) in nt layout. Hidden sizes that a does not divide are left out.
     """
-    gpu = _gpu(gpu)
+    model = _model(gpu)
+    gpu = model.gpu
     _check_attention(kind, pass_)
     x = _whole_numbers(hiddens, "hiddens")
     x = x[x % heads == 0]
@@ -302,13 +314,14 @@ def attention_data(*, gpu: GPU | str, params: CostParams = SPEC, hiddens, heads:
         raise ShapewiseError(f"no hidden size in hiddens is a multiple of {heads} heads")
     head_dims = x // heads
     y = _attention_tflops(kind, heads=np.full_like(x, heads), head_dims=head_dims, batch=batch, seq=seq, causal=causal,
-                          pass_=pass_, gpu=gpu, dtype=dtype, params=params)
+                          pass_=pass_, model=model, dtype=dtype)
     keys = np.array([_pow2_key(int(d)) for d in head_dims], dtype=np.int64)
     points = [(a * d, d, rate) for a, d, rate in _attention_measured(
         measured, kind=kind, gpu=gpu, batch=batch, seq=seq, dtype=dtype, causal=causal, pass_=pass_) if a == heads]
     points.sort()
     return {
         "figure": "attention", "gpu": gpu.name, "dtype": dtype, "source": _source(len(points)), "kind": kind,
+        "cost_model": model.source,
         "what": _attention_what(kind, batch=batch, seq=seq, causal=causal, pass_=pass_, heads=f"a = {heads}"),
         "x_label": "hidden size h (elements)", "y_label": "TFLOP/s", "connect_series": False,
         "x": x, "head_dim": head_dims, "predicted_tflops": y, "series_key": keys,
@@ -319,24 +332,26 @@ def attention_data(*, gpu: GPU | str, params: CostParams = SPEC, hiddens, heads:
     }
 
 
-def attention_heads_data(*, gpu: GPU | str, params: CostParams = SPEC, head_dim, head_counts, seq: int = 2048,
+def attention_heads_data(*, gpu: GPU | str | CostModel, head_dim, head_counts, seq: int = 2048,
                          batch: int = 4, kind: str = "flash", dtype: str = "bf16", causal: bool = True,
                          pass_: str = "fwd", measured=None) -> dict:
     """Figure 8: attention throughput against the head count a at a fixed head dim h/a (so the hidden
     size is head_dim × a), one series per head dim (head_dim: one, or several)."""
-    gpu = _gpu(gpu)
+    model = _model(gpu)
+    gpu = model.gpu
     _check_attention(kind, pass_)
     counts = _whole_numbers(head_counts, "head_counts")
     dims = _whole_numbers(head_dim, "head_dim")
     a = np.tile(counts, len(dims))
     d = np.repeat(dims, len(counts))
-    y = _attention_tflops(kind, heads=a, head_dims=d, batch=batch, seq=seq, causal=causal, pass_=pass_, gpu=gpu,
-                          dtype=dtype, params=params)
+    y = _attention_tflops(kind, heads=a, head_dims=d, batch=batch, seq=seq, causal=causal, pass_=pass_, model=model,
+                          dtype=dtype)
     points = sorted((heads, dim, rate) for heads, dim, rate in _attention_measured(
         measured, kind=kind, gpu=gpu, batch=batch, seq=seq, dtype=dtype, causal=causal, pass_=pass_)
         if heads in counts and dim in dims)
     return {
         "figure": "attention_heads", "gpu": gpu.name, "dtype": dtype, "source": _source(len(points)), "kind": kind,
+        "cost_model": model.source,
         "what": _attention_what(kind, batch=batch, seq=seq, causal=causal, pass_=pass_, heads="h/a fixed"),
         "x_label": "attention heads a", "y_label": "TFLOP/s", "connect_series": True,
         "x": a, "head_dim": d, "hidden": a * d, "predicted_tflops": y, "series_key": d,
@@ -388,13 +403,14 @@ def _layer_shape(hidden: int, heads: int, mlp: str, seq: int) -> ModelShape:
                       norm="rmsnorm" if gated else "layernorm", bias=not gated, learned_positions=0 if gated else seq)
 
 
-def layer_data(*, gpu: GPU | str, params: CostParams = SPEC, hiddens, head_counts, seq: int = 2048, batch: int = 4,
+def layer_data(*, gpu: GPU | str | CostModel, hiddens, head_counts, seq: int = 2048, batch: int = 4,
                mlp: str = "gelu", dtype: str = "bf16", measured=None) -> dict:
     """Predicted forward + backward throughput of one layer (its matrix FLOPs over its predicted
     time) against hidden size, one series per head count; hidden sizes a head count does not divide
     are left out. Measured points: rows of bench "layer" (pass "fwdbwd", flash attention) of these
     head counts and this MLP, their rate from the same FLOP count of the shape they measured."""
-    gpu = _gpu(gpu)
+    model = _model(gpu)
+    gpu = model.gpu
     if mlp not in MLP_KINDS:
         raise ShapewiseError(f"unknown MLP kind {mlp!r}; use one of {', '.join(MLP_KINDS)}")
     x_all = _whole_numbers(hiddens, "hiddens")
@@ -409,7 +425,7 @@ def layer_data(*, gpu: GPU | str, params: CostParams = SPEC, hiddens, head_count
             ops += layer
     if not spans:
         raise ShapewiseError("no hidden size in hiddens is a multiple of any head count in head_counts")
-    costs = predict_ops(ops, gpu=gpu, dtype=dtype, params=params)
+    costs = predict_ops(ops, gpu=model, dtype=dtype)
     heads = np.array([s[0] for s in spans], dtype=np.int64)
     x = np.array([s[1] for s in spans], dtype=np.int64)
     flops = np.array([sum(op.total_flops for op in ops[i:j]) for _, _, i, j in spans], dtype=float)
@@ -431,6 +447,7 @@ def layer_data(*, gpu: GPU | str, params: CostParams = SPEC, hiddens, head_count
     points.sort()
     return {
         "figure": "layer", "gpu": gpu.name, "dtype": dtype, "source": _source(len(points)),
+        "cost_model": model.source,
         "what": f"One transformer layer, forward + backward, b = {batch}, s = {seq}, {mlp} MLP",
         "x_label": "hidden size h (elements)", "y_label": "TFLOP/s (forward + backward)", "connect_series": True,
         "x": x, "heads": heads, "flops": flops, "predicted_ms": ms, "predicted_tflops": y, "series_key": heads,
@@ -448,17 +465,18 @@ def layer_figure(data: dict):
 
 # ---- where a step's time goes, per mode ------------------------------------------------------------
 
-def breakdown_data(shape: ModelShape, *, gpu: GPU | str, params: CostParams = SPEC,
+def breakdown_data(shape: ModelShape, *, gpu: GPU | str | CostModel,
                    workloads: dict[str, Workload]) -> dict:
     """Predicted ms per op name for each mode's step (backward passes folded into their op's name),
     their shares of the step, and the stack the figure draws: ops under 2% of every mode's step
     merged into "other", so every bar has the same legend."""
-    gpu = _gpu(gpu)
+    model = _model(gpu)
+    gpu = model.gpu
     if not workloads:
         raise ShapewiseError("breakdown needs at least one workload, e.g. {'train': Workload(mode='train')}")
     modes, names, ms, totals = list(workloads), {}, {}, {}
     for mode, workload in workloads.items():
-        step = predict_step(shape, workload, gpu=gpu, params=params)
+        step = predict_step(shape, workload, gpu=model)
         by_name = step.by_name()  # op name → ms, its backward passes included
         names[mode] = list(by_name)
         ms[mode] = np.array(list(by_name.values()), dtype=float)
@@ -476,7 +494,8 @@ def breakdown_data(shape: ModelShape, *, gpu: GPU | str, params: CostParams = SP
         stack = np.vstack([stack, rest])
     dtypes = ", ".join(dict.fromkeys(w.dtype for w in workloads.values()))
     return {
-        "figure": "breakdown", "gpu": gpu.name, "dtype": dtypes, "source": "predicted", "model": shape.name,
+        "figure": "breakdown", "gpu": gpu.name, "dtype": dtypes, "source": "predicted",
+        "cost_model": model.source, "model": shape.name,
         "modes": modes, "names": names, "ms": ms, "shares": shares, "total_ms": totals,
         "workloads": {mode: f"b = {w.batch}, s = {w.seq}, t = {w.tp}" for mode, w in workloads.items()},
         "stack_names": kept, "stack_shares": stack,
@@ -512,7 +531,7 @@ def breakdown_figure(data: dict):
 # ---- suggestions: predicted against measured speedups ---------------------------------------------
 
 
-def suggestions_data(suggestions, verified=None, *, gpu: GPU | str) -> dict:
+def suggestions_data(suggestions, verified=None, *, gpu: GPU | str | CostModel) -> dict:
     """Labels ("original", then "#1 hidden 2560→2688, …"), predicted speedups per token (the
     original's is 1), and where `verified` (verify.Verification, in the order of the suggestions)
     is given, measured speedups with their confidence intervals (NaN for suggestions not verified)."""
@@ -530,7 +549,8 @@ def suggestions_data(suggestions, verified=None, *, gpu: GPU | str) -> dict:
     original = suggestions.original
     return {
         "figure": "suggestions", "gpu": gpu.name, "dtype": original.workload.dtype,
-        "source": _source(len(verified)), "model": original.shape.name, "labels": labels,
+        "source": _source(len(verified)), "cost_model": suggestions.model.source, "model": original.shape.name,
+        "labels": labels,
         "predicted_speedup": np.array([1.0, *(s.speedup for s in picked)], dtype=float),
         "measured_speedup": measured, "ci_low": low, "ci_high": high,
     }
@@ -592,10 +612,13 @@ def _colormap(name: str):
 
 
 def _figure(what: str, data: dict, size: tuple[float, float] = (8, 4.8)):
-    """A figure with one axes, titled with what it shows and the GPU, dtype and data source."""
+    """A figure with one axes, titled with what it shows, the GPU, dtype and data source, and the cost
+    model of its predictions."""
     fig = _matplotlib_figure_class()(figsize=size, layout="constrained")
     ax = fig.add_subplot()
-    ax.set_title(f"{what}\n{data['gpu']} · {data['dtype']} · {data['source']}", fontsize="medium")
+    # the cost model of the predictions, to its first clause: "calibrated profile of NVIDIA H200", "spec-only"
+    model = f" · {data['cost_model'].split(',')[0]}" if data.get("cost_model") else ""
+    ax.set_title(f"{what}\n{data['gpu']} · {data['dtype']} · {data['source']}{model}", fontsize="medium")
     ax.grid(True, axis="y", color="0.9", linewidth=0.6)
     ax.set_axisbelow(True)
     return fig, ax

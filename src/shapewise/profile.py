@@ -16,11 +16,16 @@ and what that taught about which one cuBLAS picks). Predictions for a GPU use th
 it if there is one (`shapewise calibrate` writes it to profile_dir()), else the profile shipped in
 the package, else the spec model; an H100 borrows the H200's profile (the same chip and clocks, less
 bandwidth).
+
+That choice is made once, at the public boundary, by cost_model(): it returns a CostModel (the GPU,
+the parameters and where they came from) that every prediction below it is given, so that all of
+them agree and every output can say which model it used.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -29,9 +34,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from .cost import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS, SPEC, CostParams
+from .corrections import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
+from .params import SPEC, CostParams
 
 FORMAT = "shapewise-profile"
 # The tables' row widths (see CostParams): a row of another width is a corrupt or foreign file.
@@ -48,7 +54,7 @@ BORROW = {"h100": "h200", "h100-pcie": "h200", "h20": "h200"}
 @dataclass(frozen=True)
 class Profile:
     gpu: str
-    params: CostParams
+    params: CostParams = field(repr=False)  # its tables hold thousands of rows
     environment: dict = field(default_factory=dict)
     created_utc: str = ""
     fit: dict = field(default_factory=dict)
@@ -184,16 +190,30 @@ def _shipped(key: str) -> Profile | None:
 
 def find(gpu: GPU | str) -> Profile | None:
     """The profile predictions for this GPU should use: the user's, else the shipped one, else a
-    borrowed one (marked), else None (the spec model)."""
+    borrowed one (marked), else None (the spec model). Read once per file version: a profile holds
+    thousands of table rows, and reading one takes a third of a second."""
     gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
-    for key, borrowed in ((gpu.key, ""), (BORROW.get(gpu.key), gpu.key)):
-        if not key:
-            continue
-        user = profile_dir() / f"{key}.json"
+    keys = tuple(key for key in (gpu.key, BORROW.get(gpu.key)) if key)
+    return _find(gpu.key, tuple(_stamp(profile_dir() / f"{key}.json") for key in keys))
+
+
+def _stamp(path: Path) -> tuple:
+    """What identifies a version of a user's profile file: its path, and its time and size if it exists."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return (str(path),)
+    return str(path), stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=16)
+def _find(key: str, stamps: tuple) -> Profile | None:
+    for (own, borrowed), stamp in zip(((key, ""), (BORROW.get(key), key)), stamps):
+        user = Path(stamp[0])
         try:
-            profile = load(user) if user.is_file() else _shipped(key)
+            profile = load(user) if len(stamp) > 1 and user.is_file() else _shipped(own)
         except OutdatedProfile as err:  # still a prediction, from the shipped profile, with the reason said
-            profile = _shipped(key)
+            profile = _shipped(own)
             print(f"shapewise: warning: {err}; using the {'shipped profile' if profile else 'spec model'} until then",
                   file=sys.stderr)
         if profile is not None:
@@ -201,11 +221,52 @@ def find(gpu: GPU | str) -> Profile | None:
     return None
 
 
-def choose(gpu: GPU | str, *, profile: Profile | None = None, path: str | None = None,
-           spec_only: bool = False) -> tuple[CostParams, str]:
-    """The cost model's parameters for a GPU and a line saying which they are: the spec model when
-    asked, else the given profile (or the one at `path`), else the GPU's own (find), else the spec."""
+SPEC_ASKED = "spec-only"  # the source of the spec model when asked for
+SPEC_DEFAULT = "spec-only (no calibrated profile for this GPU)"
+
+
+@dataclass(frozen=True, eq=False)
+class CostModel:
+    """The cost model one prediction uses: a GPU, the parameters (and tables) fitted for it, and where
+    they came from. Made by cost_model() at the public boundary and passed down unchanged.
+
+    CostModel(gpu, params) wraps parameters made in code (a fit, a test): its source then says so."""
+
+    gpu: GPU
+    params: CostParams = field(default=SPEC, repr=False)
+    source: str = ""  # in words: "calibrated profile of NVIDIA H200, torch 2.11, 2026-12-01", "spec-only", …
+    profile: Profile | None = field(default=None, repr=False)  # the profile the parameters come from, if any
+
+    def __post_init__(self):
+        if not isinstance(self.gpu, GPU):
+            object.__setattr__(self, "gpu", get_gpu(self.gpu))
+        if not self.source:
+            object.__setattr__(self, "source", SPEC_ASKED if self.params is SPEC else "given parameters")
+
+    def __repr__(self) -> str:
+        return f"CostModel({self.gpu.key!r}, {self.source!r})"
+
+    @property
+    def calibrated(self) -> bool:
+        return self.profile is not None
+
+    def describe(self) -> str:
+        return self.source
+
+
+def cost_model(gpu: GPU | str | CostModel, *, spec_only: bool = False,
+               profile: Profile | str | os.PathLike | None = None) -> CostModel:
+    """The cost model for a GPU: the spec model when asked (spec_only), else the given profile (a
+    Profile or the path of one), else the GPU's calibrated profile (find: the user's, else the
+    shipped one, else a borrowed one), else the spec model. A CostModel passes through unchanged."""
+    if isinstance(gpu, CostModel):
+        if not spec_only and profile is None:
+            return gpu
+        gpu = gpu.gpu
+    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     if spec_only:
-        return SPEC, "spec-only"
-    chosen = profile or (load(path) if path else find(gpu))
-    return (chosen.params, chosen.describe()) if chosen else (SPEC, "spec-only (no calibrated profile for this GPU)")
+        return CostModel(gpu, SPEC, SPEC_ASKED)
+    chosen = profile if isinstance(profile, Profile) else load(profile) if profile is not None else find(gpu)
+    if chosen is None:
+        return CostModel(gpu, SPEC, SPEC_DEFAULT)
+    return CostModel(gpu, chosen.params, chosen.describe(), chosen)

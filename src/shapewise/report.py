@@ -4,44 +4,49 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cost import SPEC, CostParams, StepCost, predict_step
-from .hardware import GPU, get_gpu
+from .cost import StepCost, predict_step
+from .hardware import GPU
 from .ops import COMM, MEMORY
 from .memory import Memory, capacity_bytes, estimate
+from .profile import CostModel, Profile, cost_model
 from .rules import Finding, find, memory_finding
 from .shapes import ModelShape, Workload
 
 LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "wave quantization",
               "misalign": "misaligned dim", "memory": "memory-bound", "launch": "launch overhead",
-              "comm": "communication"}
+              "comm": "communication", "correction": "measured correction"}
 
 
 @dataclass(frozen=True)
 class CheckResult:
     step: StepCost
     findings: tuple[Finding, ...]
-    model_source: str  # which cost model: a calibrated profile (which one), or the spec model
-    calibrated: bool = False
     memory: Memory | None = None  # per GPU: mixed-precision Adam, no pipeline, no ZeRO, no recompute
 
+    @property
+    def model(self) -> CostModel:
+        return self.step.model
 
-def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: CostParams | None = None,
-          profile=None) -> CheckResult:
+    @property
+    def model_source(self) -> str:
+        """Which cost model: a calibrated profile (which one), or the spec model."""
+        return self.step.model.source
+
+    @property
+    def calibrated(self) -> bool:
+        return self.step.model.calibrated
+
+
+def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, spec_only: bool = False,
+          profile: Profile | str | None = None) -> CheckResult:
     """Predict every op of a step and list the rules the shape breaks, costliest first.
 
-    The cost model uses `params` if given, else `profile` (a profile.Profile), else the profile
-    predictions for this GPU use (profile.find), else the spec model; the result says which."""
-    from . import profile as profiles
-
-    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
-    if params is not None:
-        source = "spec-only" if params is SPEC else "given parameters"
-    else:
-        params, source = profiles.choose(gpu, profile=profile)
-    step = predict_step(shape, workload, gpu=gpu, params=params)
+    The cost model is profile.cost_model(gpu, spec_only=, profile=): by default the GPU's calibrated
+    profile where there is one, else the spec model; the result says which."""
+    step = predict_step(shape, workload, gpu=cost_model(gpu, spec_only=spec_only, profile=profile))
     needed = estimate(shape, workload)
-    findings = [f for f in (memory_finding(step, needed),) if f] + find(step, params=params)
-    return CheckResult(step, tuple(findings), source, calibrated=source.startswith("calibrated"), memory=needed)
+    findings = [f for f in (memory_finding(step, needed),) if f] + find(step)
+    return CheckResult(step, tuple(findings), memory=needed)
 
 
 def to_json(result: CheckResult) -> dict:
@@ -73,33 +78,69 @@ def to_json(result: CheckResult) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table as every view prints it (the terminal, HTML, Markdown): the column heads, the cells as
+    text, and which columns are numbers (right-aligned) or code (monospaced)."""
+
+    head: tuple[str, ...]
+    rows: list[list[str]]
+    numeric: frozenset[int] = frozenset()
+    mono: frozenset[int] = frozenset()
+
+
+def op_table(step: StepCost) -> Table:
+    """One row per op: its share of the step's FLOPs and time, its rate, and its main loss."""
+    total_ms, total_flops = step.time_ms, max(step.flops, 1)
+    rows = []
+    for c in step.costs:
+        memory = c.op.kind in (MEMORY, COMM)  # rated in GB/s
+        main = c.losses.main
+        rows.append([c.op.label, c.op.shape_text, f"{c.op.count}", f"{c.op.total_flops / total_flops:.1%}",
+                     f"{c.total_ms:,.3f}", f"{c.total_ms / total_ms:.1%}",
+                     f"{c.gbps:,.0f} GB/s" if memory else f"{c.tflops:,.1f}", f"{c.fraction_of_peak:.0%}",
+                     f"{LOSS_WORDS[main]} {c.losses.as_dict()[main] / c.time_ms:.0%}" if main else ""])
+    return Table(("op", "shape m×n×k", "count", "FLOPs", "time ms", "time", "TFLOP/s", "of peak", "main loss"), rows,
+                 frozenset({2, 3, 4, 5, 6, 7}), frozenset({1}))
+
+
+def finding_table(findings) -> Table:
+    rows = [[f"{f.cost_ms:,.2f}", f"{f.share:.1%}", f.rule, f.title, f.fix, ", ".join(f.ops)] for f in findings]
+    return Table(("cost ms", "of step", "rule", "finding", "fix", "ops"), rows, frozenset({0, 1}))
+
+
+def suggestion_table(suggestions) -> Table:
+    """One row per search.Suggestion, ranked from 1."""
+    from .search import change_text
+
+    rows = [[f"{i}", change_text(s.changes), f"{s.candidate.params / 1e9:.3f}B", f"{s.params_delta:+.2%}",
+             f"{s.speedup:.3f}×", ", ".join(s.fixes)] for i, s in enumerate(suggestions, 1)]
+    return Table(("#", "changes", "params", "Δ params", "predicted speedup", "fixes"), rows, frozenset({0, 2, 3, 4}))
+
+
+def rich_table(table: Table, **options):
+    """The table as a rich Table, for a console; options go to rich (title, …)."""
+    from rich.table import Table as RichTable
+
+    out = RichTable(show_edge=False, pad_edge=False, header_style="bold", **options)
+    for i, col in enumerate(table.head):
+        out.add_column(col, justify="right" if i in table.numeric else "left")
+    for row in table.rows:
+        out.add_row(*row)
+    return out
+
+
 def render(result: CheckResult, console) -> None:
     """Print the op table, the totals and the findings to a rich console."""
-    from rich.table import Table
-
     step, shape, w, gpu = result.step, result.step.shape, result.step.workload, result.step.gpu
-    total_ms, total_flops = step.time_ms, max(step.flops, 1)
     experts = f", {shape.num_experts} experts top-{shape.top_k}" if shape.is_moe else ""
     console.print(f"[bold]{shape.name}[/bold]: {shape.params / 1e9:.2f}B params, h={shape.hidden} "
                   f"L={shape.num_layers} heads={shape.num_heads}/{shape.kv_heads} d={shape.d_head} "
                   f"ffn={shape.ffn_width} ({shape.mlp}) vocab={shape.vocab}{experts}")
     console.print(f"{w.mode} step, b={w.batch} s={w.seq} t={w.tp} {w.dtype}, {w.attention} attention, on "
                   f"{gpu.name} ({gpu.peak_tflops(w.dtype):.0f} TFLOP/s peak); cost model: {result.model_source}")
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for col, justify in (("op", "left"), ("shape m×n×k", "left"), ("count", "right"), ("FLOPs", "right"),
-                         ("time ms", "right"), ("time", "right"), ("TFLOP/s", "right"), ("of peak", "right"),
-                         ("main loss", "left")):
-        table.add_column(col, justify=justify)
-    for c in step.costs:
-        memory = c.op.kind in (MEMORY, COMM)  # rated in GB/s
-        rate = f"{c.gbps:,.0f} GB/s" if memory else f"{c.tflops:,.1f}"
-        main = c.losses.main
-        lost = f"{LOSS_WORDS[main]} {c.losses.as_dict()[main] / c.time_ms:.0%}" if main else ""
-        table.add_row(c.op.label, c.op.shape_text, str(c.op.count), f"{c.op.total_flops / total_flops:.1%}",
-                      f"{c.total_ms:,.3f}", f"{c.total_ms / total_ms:.1%}", rate, f"{c.fraction_of_peak:.0%}",
-                      lost)
-    console.print(table)
-    console.print(f"[bold]step {total_ms:,.2f} ms[/bold]  ·  {step.tokens_per_s:,.0f} tokens/s"
+    console.print(rich_table(op_table(step)))
+    console.print(f"[bold]step {step.time_ms:,.2f} ms[/bold]  ·  {step.tokens_per_s:,.0f} tokens/s"
                   + (f" per {w.tp}-GPU group" if w.tp > 1 else "")
                   + f"  ·  MFU {step.mfu:.1%}  ·  {step.flops / 1e12:,.1f} TFLOP per step")
     if result.memory is not None:
@@ -108,10 +149,4 @@ def render(result: CheckResult, console) -> None:
     if not result.findings:
         console.print("[green]No findings: the shape follows every co-design rule that costs time here.[/green]")
         return
-    findings = Table(title="findings, costliest first", show_edge=False, pad_edge=False, header_style="bold",
-                     title_justify="left")
-    for col in ("cost ms", "of step", "rule", "finding", "fix", "ops"):
-        findings.add_column(col, justify="right" if col in ("cost ms", "of step") else "left")
-    for f in result.findings:
-        findings.add_row(f"{f.cost_ms:,.2f}", f"{f.share:.1%}", f.rule, f.title, f.fix, ", ".join(f.ops))
-    console.print(findings)
+    console.print(rich_table(finding_table(result.findings), title="findings, costliest first", title_justify="left"))

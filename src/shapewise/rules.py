@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cost import SPEC, CostParams, StepCost, predict_step
+from .cost import StepCost, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU
 from .memory import capacity_bytes, estimate
@@ -166,15 +166,16 @@ def _changed_ops(before: StepCost, after: StepCost) -> tuple[str, ...]:
     return tuple(name for name in a if abs(a[name] - b.get(name, 0.0)) > 1e-3 * max(a[name], 1e-9))
 
 
-def find(step: StepCost, *, params: CostParams = SPEC, min_share: float = 1e-4) -> list[Finding]:
-    """Findings for a predicted step, costliest first; rules whose fix saves nothing are dropped."""
+def find(step: StepCost, *, min_share: float = 1e-4) -> list[Finding]:
+    """Findings for a predicted step, costliest first; rules whose fix saves nothing are dropped. Each
+    fix is priced with the cost model the step was predicted with."""
     shape, w, gpu = step.shape, step.workload, step.gpu
     proposals = [p for rule in RULES for p in rule(shape, w)]
     proposals += list(_tp(shape, w, gpu))
     best: dict[str, Finding] = {}  # a rule may propose several fixes: keep the one that saves most
     for p in proposals:
         try:
-            fixed = predict_step(p.shape, p.workload, gpu=gpu, params=params)
+            fixed = predict_step(p.shape, p.workload, gpu=step.model)
         except ShapewiseError:
             continue  # a fix that is itself invalid for this model is no fix
         cost_ms = (step.gpu_ms_per_token - fixed.gpu_ms_per_token) * w.tokens / w.tp

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cost import SPEC, CostParams, predict_layer_and_outside, predict_step
+from .cost import predict_layer_and_outside, predict_step
 from .errors import ShapewiseError
-from .hardware import GPU, get_gpu
-from .rules import ALIGN, find, fits_in_memory, round_up
+from .hardware import GPU
+from .profile import CostModel, cost_model
+from .rules import ALIGN, GOOD_HEAD_DIMS, find, fits_in_memory, round_up
 from .shapes import ModelShape, Workload, check_parallel
 
-GOOD_HEAD_DIMS = (64, 128, 256)  # what the fused attention kernels serve well (cuDNN pads to 64)
 KEEPABLE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "batch", "tp")
 
 
@@ -52,13 +52,14 @@ class Suggestions:
     suggestions: tuple[Suggestion, ...]
     considered: int
     seconds: float
+    model: CostModel  # the cost model that ranked them
 
 
 class _Evaluator:
     """Predicts candidates, one layer shape at a time."""
 
-    def __init__(self, gpu: GPU, params: CostParams):
-        self.gpu, self.params = gpu, params
+    def __init__(self, model: CostModel):
+        self.model = model
         self.cache: dict = {}
         self.count = 0
 
@@ -68,7 +69,7 @@ class _Evaluator:
         if key not in self.cache:
             try:
                 check_parallel(shape, workload)
-                layer, outside = predict_layer_and_outside(shape, workload, gpu=self.gpu, params=self.params)
+                layer, outside = predict_layer_and_outside(shape, workload, gpu=self.model)
                 self.cache[key] = layer, sum(c.total_ms for c in outside)
             except ShapewiseError:
                 self.cache[key] = None
@@ -174,19 +175,21 @@ def _changes(old: Candidate, new: Candidate) -> dict:
     return {name: pair for name, pair in pairs.items() if pair[0] != pair[1]}
 
 
-def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: CostParams = SPEC,
-            params_tol: float = 0.02, keep: tuple[str, ...] = (), aspect_band: float = 1.5, top: int = 10,
+def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, params_tol: float = 0.02,
+            keep: tuple[str, ...] = (), aspect_band: float = 1.5, top: int = 10,
             require_fit: bool = True) -> Suggestions:
-    """Shapes near `shape` with parameters within params_tol, ranked by predicted GPU time per token."""
+    """Shapes near `shape` with parameters within params_tol, ranked by predicted GPU time per token.
+    gpu: a CostModel, or a GPU (or its name) whose default cost model is used (profile.cost_model)."""
     start = time.perf_counter()
-    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    model = cost_model(gpu)
+    gpu = model.gpu
     unknown = sorted(set(keep) - set(KEEPABLE))
     if unknown:
         raise ShapewiseError(f"--keep: unknown field {', '.join(unknown)}; use any of {', '.join(KEEPABLE)}")
     if params_tol <= 0 or aspect_band < 1:
         raise ShapewiseError("--params-tol must be positive and --aspect-band at least 1")
     check_parallel(shape, workload)
-    evaluate = _Evaluator(gpu, params)
+    evaluate = _Evaluator(model)
     original = evaluate(shape, workload)
     target = shape.params
     aspect = shape.hidden / shape.num_layers
@@ -208,14 +211,14 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str, params: Co
                    w.batch, w.tp)
             if key not in best or c.gpu_ms_per_token < best[key].gpu_ms_per_token:
                 best[key] = c
-    findings = tuple(find(predict_step(shape, workload, gpu=gpu, params=params), params=params))
+    findings = tuple(find(predict_step(shape, workload, gpu=model)))
     ranked = sorted((c for c in best.values() if _changes(original, c)), key=lambda c: c.gpu_ms_per_token)
     suggestions = []
     for c in ranked[:top]:
-        still = {f.rule for f in find(predict_step(c.shape, c.workload, gpu=gpu, params=params), params=params)}
+        still = {f.rule for f in find(predict_step(c.shape, c.workload, gpu=model))}
         suggestions.append(Suggestion(c, original.gpu_ms_per_token / c.gpu_ms_per_token, c.params / target - 1,
                                       _changes(original, c), tuple(f.rule for f in findings if f.rule not in still)))
-    return Suggestions(original, findings, tuple(suggestions), evaluate.count, time.perf_counter() - start)
+    return Suggestions(original, findings, tuple(suggestions), evaluate.count, time.perf_counter() - start, model)
 
 
 # ---- design from a parameter budget ---------------------------------------------------------
@@ -228,16 +231,18 @@ class SearchResult:
     screen_rate: float  # shapes screened per second
     pareto: tuple[Candidate, ...]  # smallest first; no other shape has more params and more tokens/s
     top: tuple[Candidate, ...]
+    model: CostModel  # the cost model that predicted them
 
 
-def search(*, params_target: float, gpu: GPU | str, workload: Workload, vocab: int = 32000, mlp: str = "swiglu",
-           attention: str = "gqa", params_tol: float = 0.05, aspect: tuple[float, float] = (32.0, 256.0),
-           top: int = 10, cost_params: CostParams = SPEC) -> SearchResult:
+def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Workload, vocab: int = 32000,
+           mlp: str = "swiglu", attention: str = "gqa", params_tol: float = 0.05,
+           aspect: tuple[float, float] = (32.0, 256.0), top: int = 10) -> SearchResult:
     """Shapes from scratch within params_tol of params_target: hidden (multiples of 256), head dim
     (64, 128), kv heads (per `attention`: mha, gqa with 8 groups or mqa), FFN width (4h, or 8h/3 for
-    gated MLPs, rounded to 256 and two neighbours), and the layer count that meets the budget."""
+    gated MLPs, rounded to 256 and two neighbours), and the layer count that meets the budget. gpu:
+    as suggest's."""
+    model = cost_model(gpu)  # (reading a profile is not screening: it is done before the clock starts)
     start = time.perf_counter()
-    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     if params_target <= 0:
         raise ShapewiseError("--params must be positive")
     if attention not in ("mha", "gqa", "mqa"):
@@ -263,7 +268,7 @@ def search(*, params_target: float, gpu: GPU | str, workload: Workload, vocab: i
           & (heads % kv == 0) & (heads % t == 0) & (ffn % t == 0) & ((kv % t == 0) | (t % kv == 0)) & (ffn > 0))
     screened = H.size
     screen_seconds = time.perf_counter() - start
-    evaluate = _Evaluator(gpu, cost_params)
+    evaluate = _Evaluator(model)
     candidates = []
     for h, d, f, l_, a, k in zip(H[ok], D[ok], ffn[ok], L[ok], heads[ok], kv[ok]):
         shape = ModelShape(f"h{h}-L{l_}-a{a}-kv{k}-ffn{f}", hidden=int(h), num_layers=int(l_), num_heads=int(a),
@@ -285,7 +290,7 @@ def search(*, params_target: float, gpu: GPU | str, workload: Workload, vocab: i
     pareto.reverse()
     top_shapes = sorted(candidates, key=lambda c: c.gpu_ms_per_token)[:top]
     return SearchResult(screened, len(candidates), time.perf_counter() - start,
-                        screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes))
+                        screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes), model)
 
 
 def megatron_args(shape: ModelShape, workload: Workload) -> str:

@@ -17,10 +17,11 @@ import random
 import statistics
 from dataclasses import dataclass
 
-from .cost import SPEC, CostParams, predict_layer_and_outside, predict_step
+from .cost import predict_layer_and_outside, predict_step
 from .dtypes import torch_dtype
 from .errors import ShapewiseError
 from .hardware import GPU
+from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload, check_parallel
 
 HEAD_OPS = ("logits", "loss")
@@ -40,9 +41,9 @@ class Verification:
     head_ms: float  # 0 in "model" mode
 
 
-def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU, params: CostParams) -> float:
+def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel) -> float:
     """The cost model's layers × layer + head, the same parts verify measures."""
-    layer, outside = predict_layer_and_outside(shape, workload, gpu=gpu, params=params)
+    layer, outside = predict_layer_and_outside(shape, workload, gpu=gpu)
     return shape.num_layers * layer + sum(c.total_ms for c in outside if c.op.name in HEAD_OPS)
 
 
@@ -120,11 +121,12 @@ def _whole_models_fit(shapes, device: str, headroom: float = 0.6) -> bool:
     return total <= 2e9  # on the CPU, tests' tiny models only
 
 
-def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, ModelShape, Workload]], *, gpu: GPU,
-           params: CostParams = SPEC, device: str = "cuda", rounds: int = 15, budget_ms: float = 300,
+def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, ModelShape, Workload]], *,
+           gpu: GPU | str | CostModel, device: str = "cuda", rounds: int = 15, budget_ms: float = 300,
            seed: int = 0, mode: str = "auto") -> list[Verification]:
     """Measure the original and every candidate interleaved; one Verification per candidate.
 
+    gpu: the cost model of the predicted speedups (a GPU name: its default, profile.cost_model);
     mode "model" measures whole steps, "layer" layers × layer + head, "auto" whole steps where
     they all fit in memory at once."""
     from .measure import bootstrap_median_ci, interleave
@@ -158,8 +160,9 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
         else:
             layer, head = result[f"{i}/layer"].round_ratios, result[f"{i}/head"].round_ratios
             per_token.append([(shape.num_layers * a + b) / workload.tokens for a, b in zip(layer, head)])
-    predict = (lambda s, w: predict_step(s, w, gpu=gpu, params=params).time_ms) if whole else \
-        (lambda s, w: predicted_step_ms(s, w, gpu=gpu, params=params))
+    model = cost_model(gpu)
+    predict = (lambda s, w: predict_step(s, w, gpu=model).time_ms) if whole else \
+        (lambda s, w: predicted_step_ms(s, w, gpu=model))
     base_pred = predict(*original) / original[1].tokens
     rng = random.Random(seed)
     out = []

@@ -24,7 +24,7 @@ def run_check(args) -> int:
 
     shape, workload = model_and_workload(args)
     gpu = get_gpu(args.gpu)
-    result = check(shape, workload, gpu=gpu, **cost_model(args, gpu).library_args())
+    result = check(shape, workload, gpu=cost_model(args, gpu))
     if args.json:
         print(json.dumps(to_json(result), indent=2))
     else:

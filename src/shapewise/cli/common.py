@@ -4,18 +4,15 @@ model, the one place the cost model is chosen, and the console they render on.""
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ShapewiseError
 
 if TYPE_CHECKING:
-    from ..cost import CostParams
     from ..hardware import GPU
-    from ..profile import Profile
+    from ..profile import CostModel
 
 GPU_TO_PREDICT = "GPU to predict for beside each measurement (default: the one measured)"
 
@@ -94,48 +91,16 @@ def add_cost_args(p: argparse.ArgumentParser, *, judged: bool = False) -> None:
     p.add_argument("--spec-only", action="store_true", help="ignore profiles: the spec model alone")
 
 
-@dataclass(frozen=True)
-class CostChoice:
-    """Which cost model a command predicts with: the spec model, a profile read from --profile, or
-    (neither) the GPU's calibrated profile if it has one. Resolved on first use: check and report
-    resolve it themselves from `library_args`."""
-
-    gpu: GPU | None
-    profile: Profile | None  # the one --profile named
-    spec_only: bool
-
-    @functools.cached_property
-    def _chosen(self) -> tuple[CostParams, str]:
-        from ..profile import choose
-
-        return choose(self.gpu, profile=self.profile, spec_only=self.spec_only)
-
-    @property
-    def params(self) -> CostParams:
-        return self._chosen[0]
-
-    @property
-    def source(self) -> str:
-        """A line saying which: a calibrated profile (which one), or the spec model."""
-        return self._chosen[1]
-
-    def library_args(self) -> dict:
-        """The same choice as the keyword arguments of report.check and document.write_report."""
-        from ..cost import SPEC
-
-        return {"params": SPEC} if self.spec_only else {"profile": self.profile}
-
-
-def cost_model(args, gpu: GPU | None) -> CostChoice:
-    """The one place a command chooses its cost model: the spec model with --spec-only (or with no GPU
-    to predict for), else the profile at --profile, else the GPU's calibrated profile (the user's, the
-    shipped one or a borrowed one), else the spec model."""
-    from ..profile import load
+def cost_model(args, gpu: GPU | None) -> CostModel | None:
+    """The one place a command chooses its cost model: profile.cost_model with the flags (the spec
+    model with --spec-only, else the profile at --profile, else the GPU's calibrated profile if it has
+    one, else the spec model); None with no GPU to predict for."""
+    from ..profile import cost_model as choose
 
     path, spec_only = getattr(args, "profile", None), getattr(args, "spec_only", False)
     if path and spec_only:
         raise ShapewiseError("give --profile or --spec-only, not both")
-    return CostChoice(gpu, load(path) if path else None, spec_only or gpu is None)
+    return choose(gpu, spec_only=spec_only, profile=path) if gpu is not None else None
 
 
 # ---- measuring --------------------------------------------------------------------------------

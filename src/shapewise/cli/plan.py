@@ -29,7 +29,7 @@ def add_plan(sub) -> None:
     p.set_defaults(run=run_plan)
 
 
-def _shape(args, gpu, params):
+def _shape(args, cost):
     from ..hf import load_config
     from ..hub import resolve_model
     from ..search import search
@@ -40,8 +40,8 @@ def _shape(args, gpu, params):
         raise ShapewiseError("give one of: a preset name, --config PATH or --params N")
     if args.params is None:
         return load_config(args.config) if args.config else resolve_model(args.model)
-    found = search(params_target=int(args.params), gpu=gpu, workload=Workload(batch=1, seq=args.seq),
-                   cost_params=params, top=1)  # the fastest shape of that size on this GPU
+    found = search(params_target=int(args.params), gpu=cost, workload=Workload(batch=1, seq=args.seq),
+                   top=1)  # the fastest shape of that size on this GPU
     if not found.top:
         raise ShapewiseError(f"no shape within the tolerance of {args.params:g} parameters; try another size")
     return found.top[0].shape
@@ -56,12 +56,12 @@ def run_plan(args) -> int:
 
     gpu = get_gpu(args.gpu)
     cost = cost_model(args, gpu)
-    shape = _shape(args, gpu, cost.params)
+    shape = _shape(args, cost)
     network = network_for(gpu, gpus_per_node=args.gpus_per_node, inter_gbs=args.inter_node_gbs,
                           intra_gbs=args.intra_node_gbs)
     shapes = ()
     if args.shapes:  # the neighbourhood suggest searches, each named by what it changes
-        near = suggest(shape, Workload(batch=1, seq=args.seq), gpu=gpu, params=cost.params, keep=("batch", "tp"),
+        near = suggest(shape, Workload(batch=1, seq=args.seq), gpu=cost, keep=("batch", "tp"),
                        top=args.top, require_fit=False)
         shapes = tuple(s.candidate.shape.replace(name=change_text(s.changes)) for s in near.suggestions)
     result = plan(shape, gpus=args.gpus, gpu=gpu, global_batch_tokens=args.global_batch, seq=args.seq,

@@ -101,24 +101,24 @@ def run_plot(args) -> int:
     from ..hardware import get_gpu
 
     gpu = get_gpu(args.gpu)
-    params = cost_model(args, gpu).params
+    model = cost_model(args, gpu)
     if args.kind == "gemm":
-        data = plots.gemm_data(gpu=gpu, params=params, dim=args.dim, values=parse_dims(args.values, name="--values"),
+        data = plots.gemm_data(gpu=model, dim=args.dim, values=parse_dims(args.values, name="--values"),
                                m=args.m, n=args.n, k=args.k, layout=args.layout, dtype=args.dtype,
                                measured=_measured_rows(args.db))
         fig = plots.gemm_figure(data)
     elif args.kind == "attention":
-        data = plots.attention_data(gpu=gpu, params=params, hiddens=parse_dims(args.hiddens, name="--hiddens"),
+        data = plots.attention_data(gpu=model, hiddens=parse_dims(args.hiddens, name="--hiddens"),
                                     heads=args.heads, seq=args.seq, batch=args.batch, kind=args.attention_kind,
                                     dtype=args.dtype, measured=_measured_rows(args.db))
         fig = plots.attention_figure(data)
     elif args.kind == "attention-heads":
-        data = plots.attention_heads_data(gpu=gpu, params=params, head_dim=args.head_dim,
+        data = plots.attention_heads_data(gpu=model, head_dim=args.head_dim,
                                           head_counts=parse_dims(args.head_counts, name="--head-counts"), seq=args.seq,
                                           batch=args.batch, dtype=args.dtype, measured=_measured_rows(args.db))
         fig = plots.attention_figure(data)
     elif args.kind == "layer":
-        data = plots.layer_data(gpu=gpu, params=params, hiddens=parse_dims(args.hiddens, name="--hiddens"),
+        data = plots.layer_data(gpu=model, hiddens=parse_dims(args.hiddens, name="--hiddens"),
                                 head_counts=parse_dims(args.head_counts, name="--head-counts"), seq=args.seq,
                                 batch=args.batch, mlp=args.mlp, dtype=args.dtype, measured=_measured_rows(args.db))
         fig = plots.layer_figure(data)
@@ -126,7 +126,7 @@ def run_plot(args) -> int:
         shape, workload = model_and_workload(args)
         if args.kind == "breakdown":
             modes = {mode: workload.replace(mode=mode) for mode in ("train", "prefill", "decode")}
-            fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=gpu, params=params, workloads=modes))
+            fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=model, workloads=modes))
         elif args.verified:  # a `shapewise verify --json` run: its predictions and measurements as they were
             try:
                 rows = json.loads(Path(args.verified).read_text())
@@ -137,7 +137,7 @@ def run_plot(args) -> int:
         else:
             from ..search import suggest
 
-            result = suggest(shape, workload, gpu=gpu, params=params, top=args.top)
+            result = suggest(shape, workload, gpu=model, top=args.top)
             fig = plots.suggestions_figure(plots.suggestions_data(result, gpu=gpu))
     path = plots.save(fig, args.out)
     print(f"wrote {path}")
@@ -162,13 +162,12 @@ def run_report(args) -> int:
 
     shape, workload = model_and_workload(args)
     gpu = get_gpu(args.gpu)
-    chosen = cost_model(args, gpu)
+    model = cost_model(args, gpu)
     db = args.db or (default_path() if default_path().exists() else None)  # never create a store just to read it
     store = Store(db) if db else None
     try:
-        written = write_report(shape, workload, out=args.out, gpu=gpu, fmt=args.format, top=args.top, store=store,
-                               model_arg=args.model or ["--config", args.config],
-                               **chosen.library_args())
+        written = write_report(shape, workload, out=args.out, gpu=model, fmt=args.format, top=args.top, store=store,
+                               model_arg=args.model or ["--config", args.config])
     finally:
         if store:
             store.close()

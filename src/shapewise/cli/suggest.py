@@ -36,19 +36,18 @@ def _suggestions(args):
 
     shape, workload = model_and_workload(args)
     gpu = get_gpu(args.gpu)
-    cost = cost_model(args, gpu)
-    params, source = cost.params, cost.source
+    model = cost_model(args, gpu)
+    source = model.source
     keep = tuple(k.strip() for k in args.keep.split(",") if k.strip()) if args.keep else ()
-    result = suggest(shape, workload, gpu=gpu, params=params, params_tol=args.params_tol, keep=keep,
+    result = suggest(shape, workload, gpu=model, params_tol=args.params_tol, keep=keep,
                      aspect_band=args.aspect_band, top=args.top)
     return shape, workload, gpu, source, result
 
 
 def run_suggest(args) -> int:
-    from rich.table import Table
-
     from ..hf import load_config, to_hf_config
-    from ..search import change_text, megatron_args
+    from ..report import rich_table, suggestion_table
+    from ..search import megatron_args
 
     shape, workload, gpu, source, result = _suggestions(args)
     chosen = None
@@ -86,15 +85,9 @@ def run_suggest(args) -> int:
         out.print(f"[green]No faster shape within {args.params_tol:.0%} of the parameters "
                       f"({result.considered} considered).[/green]")
         return 0
-    table = Table(show_edge=False, pad_edge=False, header_style="bold",
-                  title=f"{len(result.suggestions)} fastest of {result.considered} shapes within "
-                        f"{args.params_tol:.0%} of the parameters ({result.seconds:.2f} s)", title_justify="left")
-    for col in ("#", "changes", "params", "Δ params", "predicted speedup", "fixes"):
-        table.add_column(col, justify="left" if col in ("changes", "fixes") else "right")
-    for i, sug in enumerate(result.suggestions, 1):
-        table.add_row(str(i), change_text(sug.changes), f"{sug.candidate.params / 1e9:.3f}B", f"{sug.params_delta:+.2%}",
-                      f"{sug.speedup:.3f}×", ", ".join(sug.fixes))
-    out.print(table)
+    out.print(rich_table(suggestion_table(result.suggestions), title_justify="left",
+                         title=f"{len(result.suggestions)} fastest of {result.considered} shapes within "
+                               f"{args.params_tol:.0%} of the parameters ({result.seconds:.2f} s)"))
     if args.emit_config:
         out.print(f"suggestion {args.pick} written to {args.emit_config}")
     return 0
@@ -131,11 +124,11 @@ def run_search(args) -> int:
     from ..shapes import Workload
 
     gpu = get_gpu(args.gpu)
-    cost = cost_model(args, gpu)
-    params, source = cost.params, cost.source
+    model = cost_model(args, gpu)
+    source = model.source
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype)
-    result = search(params_target=args.params, gpu=gpu, workload=workload, vocab=args.vocab, mlp=args.mlp,
-                    attention=args.attention_kind, params_tol=args.params_tol, top=args.top, cost_params=params)
+    result = search(params_target=args.params, gpu=model, workload=workload, vocab=args.vocab, mlp=args.mlp,
+                    attention=args.attention_kind, params_tol=args.params_tol, top=args.top)
     rows = lambda cands: [{"name": c.shape.name, "params": c.params, "hidden": c.shape.hidden,  # noqa: E731
                            "layers": c.shape.num_layers, "heads": c.shape.num_heads, "kv_heads": c.shape.kv_heads,
                            "ffn": c.shape.ffn_width, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token} for c in cands]
@@ -194,15 +187,15 @@ def run_verify(args) -> int:
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode="train",
                         attention=args.attention)
     gpu = get_gpu(args.gpu)
-    cost = cost_model(args, gpu)
-    params, model_source = cost.params, cost.source
+    model = cost_model(args, gpu)
+    model_source = model.source
     if args.config:
         other = load_config(args.config)
         candidates = [(f"config {Path(args.config).name}", other, workload)]
     else:
         from ..search import change_text, suggest
 
-        result = suggest(shape, workload, gpu=gpu, params=params, params_tol=args.params_tol, top=args.top)
+        result = suggest(shape, workload, gpu=model, params_tol=args.params_tol, top=args.top)
         picked = list(enumerate(result.suggestions, 1))
         if args.suggestion:
             if not 1 <= args.suggestion <= len(picked):
@@ -211,7 +204,7 @@ def run_verify(args) -> int:
         if not picked:
             raise ShapewiseError("no suggestion to verify: the neighbourhood holds no faster shape")
         candidates = [(f"#{i} " + change_text(s.changes), s.candidate.shape, s.candidate.workload) for i, s in picked]
-    results = verify((shape, workload), candidates, gpu=gpu, params=params, device=args.device, rounds=args.rounds,
+    results = verify((shape, workload), candidates, gpu=model, device=args.device, rounds=args.rounds,
                      mode=args.measure)
     if args.json:
         print(json.dumps([{"candidate": v.label, "mode": v.mode, "predicted_speedup": v.predicted_speedup,

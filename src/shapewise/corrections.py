@@ -1,0 +1,322 @@
+"""What a calibrated profile adds to the analytic model (cost.py): measured corrections of GEMMs.
+
+A profile measured on a GPU carries tables (see params.CostParams) that the analytic model's
+prediction of a GEMM or batched GEMM goes through, when the profile has them:
+
+    kernels    a misaligned 16-bit GEMM is timed as the CUTLASS kernel cuBLAS runs for it (older
+               kernels with narrow loads, each with a time model of its own, _cutlass_ms), chosen as
+               the profile's learned chooser says cuBLAS chooses (Hopper's own kernels, slowed down,
+               are not what runs)
+    residuals  every other GEMM's analytic time times the measured deviation of the calibration
+               shapes nearby (of the same layout and alignment), _residual_factor
+
+One call, `correct`, takes the analytic times and returns the corrected ones with the kernel each
+shape is timed as; cost.py reports the difference as its own loss ("measured correction"), so that
+the analytic causes stay causes. Everything is numpy only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .params import CostParams
+
+# The Turing WMMA kernel is not the Ampere one with another name: it loads one element at a time
+# and runs 1.5-2.6x as long (fitted apart, batched GEMMs' in-sample p90 error 15.1% -> 12.6%:
+# benchmarks/kernel_model.py).
+CUTLASS_FAMILIES = ("Turing CUTLASS align1", "Ampere CUTLASS align2", "Ampere WMMA", "Turing WMMA align1", "Hopper xmma")
+# The terms of a CUTLASS kernel's time (cutlass_terms), each with a fitted coefficient.
+CUTLASS_TERMS = ("launch", "k-steps", "k-steps per resident group", "epilogues", "partials", "reduction launch")
+# How many slices cuBLAS cuts K into for these kernels (seen up to 130 on the H200), a slice at least
+# CUTLASS_MIN_SLICE long; the fastest under the kernel's own model is taken, as cuBLAS mostly does.
+# A kernel that writes fp32 partials always runs split, with the reduction kernel after it: where K
+# is too short for two such slices, cuBLAS cuts shorter ones (down to 6 on the H200), and so does
+# the model, down to CUTLASS_MIN_PARTIAL_SLICE.
+CUTLASS_SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128)
+CUTLASS_MIN_SLICE = 64
+CUTLASS_MIN_PARTIAL_SLICE = 8
+KERNEL_COLUMNS = 8  # cutlass_kernels' columns before the coefficients
+# What a kernel's score in cutlass_chooser weighs: log2 of m, n, k and batch, centred on CHOOSER_CENTRE
+# and scaled by CHOOSER_SCALE, their squares and the products of m, n and k, and whether it is batched.
+CHOOSER_FEATURES = ("1", "m", "n", "k", "batch", "m²", "n²", "k²", "batch²", "m·n", "m·k", "n·k", "m·batch", "n·batch",
+                    "k·batch", "batched")
+CHOOSER_CENTRE = (8.0, 8.0, 9.0, 2.0)
+CHOOSER_SCALE = 3.0
+CHUNK = 16384  # shapes at a time where a step makes an array per shape and candidate
+# A kernel configuration is a candidate for a shape only within this many octaves of the range of the
+# calibration shapes it ran, in each of m, n, k and batch: its time model is not to be trusted far
+# outside it (on the H200, Hopper's xmma kernels ran K of 34 to 60 alone, and their fit, with no
+# K-step terms, put a batched GEMM of K 3178 at a seventh of its time).
+CANDIDATE_REACH = 1.0
+# A calibration shape farther than this many kernel widths (CostParams.residual_octaves) from a
+# prediction's shape weighs nothing in its corrections (its weight would be under 1.2%).
+NEIGHBOUR_REACH = 3.0
+
+@dataclass(frozen=True)
+class Corrected:
+    """A profile's corrections of GEMM predictions, each field an array shaped as the shapes."""
+
+    time_ms: np.ndarray  # the corrected time (not yet held at or above the ideal time)
+    served: np.ndarray  # True where timed as a CUTLASS kernel (the fields below are then that kernel's)
+    tile: np.ndarray  # (rows, cols) on a last axis
+    split: np.ndarray  # the K split the kernel runs at
+    family: np.ndarray  # an index into CUTLASS_FAMILIES, -1 where not served
+
+
+def corrects(p: CostParams) -> bool:
+    """Whether the parameters carry measured corrections (a calibrated profile's tables)."""
+    return bool(p.gemm_residuals or p.cutlass_kernels)
+
+
+def correct(p: CostParams, time_ms: np.ndarray, *, m, n, k, batch, layout_index, class_a, class_n, dtype_bytes: int,
+            sms: int) -> Corrected:
+    """The analytic times of GEMMs (arrays shaped as m) corrected by the profile's tables: misaligned
+    16-bit GEMMs timed as the CUTLASS kernel cuBLAS runs for them, where the profile recorded such
+    kernels; the others (and misaligned ones no kernel serves) scaled by the residual table."""
+    shape = np.shape(m)
+    served = np.zeros(shape, dtype=bool)
+    tile, split, family = np.zeros(shape + (2,), dtype=np.int64), np.ones(shape, dtype=np.int64), np.full(shape, -1)
+    kernel_ms = np.zeros(shape)
+    if p.cutlass_kernels and dtype_bytes == 2:  # the tables are of 16-bit GEMMs (bf16, fp16), as calibrated
+        served, kernel_ms, tile, split, family = _cutlass_ms(p, layout_index, np.maximum(class_a, class_n),
+                                                             m, n, k, batch, sms)
+    factor = np.ones(shape)
+    rest = ~served
+    if p.gemm_residuals and rest.any():  # the table corrects what the kernels do not serve
+        factor[rest] = _residual_factor(p, *(np.broadcast_to(x, shape)[rest]
+                                             for x in (layout_index, class_a, class_n, m, n, k, batch)))
+    return Corrected(np.where(served, kernel_ms, time_ms * factor), served, tile, split, family)
+
+
+def kernel_words(family: int, tile, split: int) -> str:
+    """The kernel a GEMM is timed as, e.g. "Turing CUTLASS align1, 128×128 tiles, K split 3 ways" for
+    one of a profile's CUTLASS kernels, or "modelled kernel, 128×256 tiles" for the analytic model's
+    own (family -1)."""
+    name = CUTLASS_FAMILIES[family] if family >= 0 else "modelled kernel"
+    return f"{name}, {int(tile[0])}×{int(tile[1])} tiles" + (f", K split {split} ways" if split > 1 else "")
+
+
+def cutlass_terms(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> np.ndarray:
+    """The terms of a CUTLASS kernel's time (CUTLASS_TERMS, on a last axis), broadcast over the inputs:
+    see _cutlass_term_list."""
+    return np.stack(np.broadcast_arrays(*_cutlass_term_list(m, n, k, batch, tm, tn, splits, occupancy, sms)),
+                    axis=-1).astype(float)
+
+
+def _cutlass_term_list(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> list:
+    """The terms of CUTLASS_TERMS, each broadcast as far as its inputs go.
+
+    Each SM runs T = ⌈tiles × splits / SMs⌉ tiles (of one K slice each) in turn, `occupancy` of them
+    resident at once. A k-step's narrow loads go through the SM's load path, which its resident
+    tiles share (T × slice × the filled share of a tile's rows and columns), and each step has a
+    latency the resident tiles overlap (⌈T / occupancy⌉ × slice); each tile ends with an epilogue
+    of narrow stores (T). A split-K kernel writes fp32 partials that a second kernel reduces
+    (m·n·batch·splits elements, one more launch). cuBLAS is column-major, so a tile's rows run
+    along torch's n."""
+    m, n, k, batch, tm, tn, splits, occupancy = (np.asarray(x, dtype=np.int64)
+                                                 for x in (m, n, k, batch, tm, tn, splits, occupancy))
+    rows, cols = -(-n // tm), -(-m // tn)
+    per_sm = -(-(rows * cols * batch * splits) // sms)
+    slice_ = -(-k // splits)
+    split = (splits > 1).astype(float)
+    # A partial tile loads only its rows and columns that hold data (the rest are predicated off):
+    # the load path carries the tiles' mean share of a full tile's loads. By the fit's leave-one-out
+    # (mean |log error|, benchmarks/RESULTS.md): single GEMMs 0.0641 -> 0.0633, batched 0.0752 -> 0.0725.
+    filled = (n / rows + m / cols) / (tm + tn)
+    return [np.ones(per_sm.shape), per_sm * slice_ * filled, -(-per_sm // occupancy) * slice_, per_sm,
+            split * m * n * batch * splits, split]
+
+
+def _tables(p: CostParams) -> dict:
+    """The profile's tables as arrays, made once per profile (keyed by the tables' identity: hashing
+    tuples of thousands of rows on every call would cost more than the prediction)."""
+    mine = (p.cutlass_kernels, p.cutlass_choices, p.cutlass_chooser, p.gemm_residuals)
+    found = _TABLES.get(tuple(map(id, mine)))
+    if found is not None:  # the entry holds the tables it was made from, so their ids are still theirs
+        return found[1]
+    residuals = np.array(p.gemm_residuals, dtype=float).reshape(-1, 8)
+    choices = np.array(p.cutlass_choices, dtype=float).reshape(-1, 8)
+    tables = dict(kernels=np.array(p.cutlass_kernels, dtype=float).reshape(-1, KERNEL_COLUMNS + len(CUTLASS_TERMS)),
+                  choices=choices, ranges=kernel_ranges(choices, len(p.cutlass_kernels)),
+                  chooser=np.array(p.cutlass_chooser, dtype=float).reshape(-1, len(CHOOSER_FEATURES)),
+                  residual_groups=(residuals[:, 0] * 9 + residuals[:, 1] * 3 + residuals[:, 2]).astype(np.int64),
+                  residual_points=residuals[:, 3:7], residual_values=residuals[:, 7])
+    if len(_TABLES) >= 8:
+        _TABLES.clear()
+    _TABLES[tuple(map(id, mine))] = (mine, tables)
+    return tables
+
+
+_TABLES: dict = {}
+
+
+def neighbour_sums(queries: np.ndarray, points: np.ndarray, values: np.ndarray, octaves: float):
+    """For each query (a row of log2 dims), the sum over points of w × the point's row of `values`,
+    and the sum of w: w = exp(-d² / 2σ²) with d the distance in log2 dims and σ = `octaves`, and
+    nothing from points beyond NEIGHBOUR_REACH σ. The points are bucketed in cells as wide as that
+    reach (in m, n and k), so that a query meets only the points of its own cell and the cells
+    around it: a profile of many calibration shapes stays fast."""
+    sums, total = np.zeros((len(queries), values.shape[1])), np.zeros(len(queries))
+    if not len(queries) or not len(points):
+        return sums, total
+    reach = NEIGHBOUR_REACH * octaves
+    cell_q, cell_p = (np.floor(x[:, :3] / reach).astype(np.int64) for x in (queries, points))
+    low = np.minimum(cell_q.min(axis=0), cell_p.min(axis=0)) - 1
+    span = np.maximum(cell_q.max(axis=0), cell_p.max(axis=0)) - low + 2
+    key_p = np.ravel_multi_index((cell_p - low).T, span)
+    order = np.argsort(key_p, kind="stable")
+    sorted_keys = key_p[order]
+    around = np.ravel_multi_index(np.indices((3, 3, 3)).reshape(3, -1), span) - np.ravel_multi_index((1, 1, 1), span)
+    cells, which = np.unique(np.ravel_multi_index((cell_q - low).T, span), return_inverse=True)
+    by_cell = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[by_cell], np.arange(len(cells) + 1))
+    scale, square_q, square_p = np.float32(-0.5 / octaves ** 2), (queries ** 2).sum(axis=1), (points ** 2).sum(axis=1)
+    for c, cell in enumerate(cells):
+        lo, hi = np.searchsorted(sorted_keys, cell + around, "left"), np.searchsorted(sorted_keys, cell + around, "right")
+        near = np.concatenate([order[a:b] for a, b in zip(lo, hi) if b > a] or [np.zeros(0, dtype=np.int64)])
+        if not len(near):
+            continue
+        mine = by_cell[bounds[c]:bounds[c + 1]]
+        # squared distances as |a|² + |b|² - 2a·b (a matrix product: fast); single precision for the
+        # weights, which need no more, and whose exponentials are most of the time here
+        d2 = (square_q[mine][:, None] + square_p[near][None, :] - 2 * queries[mine] @ points[near].T).astype(np.float32)
+        w = np.exp(np.maximum(d2, 0) * scale)
+        w[d2 > reach ** 2] = 0
+        sums[mine] = w @ values[near].astype(np.float32)
+        total[mine] = w.sum(axis=1)
+    return sums, total
+
+
+def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
+    """Misaligned GEMMs and batched GEMMs timed as the CUTLASS kernels cuBLAS runs for them. A shape's
+    candidates are the configurations its calibration group (the same layout, alignment class and
+    batchedness) ran near it (within_range), each at its fastest split (a batch is not split). Each
+    gets a probability that cuBLAS runs it, from the profile's chooser: a softmax of its score, a
+    quadratic in the log dims (CHOOSER_FEATURES), plus cutlass_chooser_vote times the share of the
+    calibration shapes nearby that ran it, less cutlass_chooser_sharpness times its log time. The
+    time is the geometric mean of the candidates' times by those probabilities, corrected by the
+    residuals of the calibration shapes nearby (as _residual_factor does). Returns (served, ms,
+    tile, split, family), each shaped as m, the tile, split and family those of the likeliest
+    configuration; served is False where the profile has no such shapes."""
+    tables = _tables(p)
+    kernels, choices, chooser = tables["kernels"], tables["choices"], tables["chooser"]
+    shape = np.shape(m)
+    m, n, k, batch, layout_index, worst = (np.broadcast_to(x, shape).ravel()
+                                           for x in (m, n, k, batch, layout_index, worst))
+    served, ms = np.zeros(m.shape, dtype=bool), np.zeros(m.shape)
+    tile, split = np.zeros(m.shape + (2,), dtype=np.int64), np.ones(m.shape, dtype=np.int64)
+    family = np.full(m.shape, -1)
+    coords = np.log2(np.stack([m, n, k, batch], axis=1).astype(float))
+    group = (layout_index * 3 + worst) * 2 + (batch > 1)
+    theirs_group = choice_groups(choices)
+    for code in np.unique(group[worst > 0]):
+        mine, theirs = np.flatnonzero(group == code), theirs_group == code
+        if not theirs.any() or not len(chooser):
+            continue
+        points, residuals = choices[theirs, 2:6], choices[theirs, 7]
+        # the group's configurations, each timed once per shape; a choice names one by its position
+        configs, position = np.unique(choices[theirs, 6].astype(np.int64), return_inverse=True)
+        base = residuals.sum() / (len(residuals) + 1)
+        # what a shape's neighbours say: their residuals' deviation from the group's mean, and which
+        # configuration each ran
+        values = np.column_stack([residuals - base, np.eye(len(configs))[position]])
+        for start in range(0, len(mine), CHUNK):  # bounded memory for many shapes at once
+            part = mine[start:start + CHUNK]
+            sums, total = neighbour_sums(coords[part], points, values, p.residual_octaves)
+            correction = base + sums[:, 0] / (total + p.residual_prior)
+            share = sums[:, 1:] / (total + p.residual_prior)[:, None]
+            times, splits = kernel_times(kernels[configs], m[part], n[part], k[part], batch[part], sms)
+            times = np.where(within_range(tables["ranges"][configs], coords[part]), times, np.inf)
+            log_t = np.log(times)
+            finite = np.isfinite(log_t)
+            log_t = np.where(finite, log_t, 0.0)
+            score = (chooser_features(m[part], n[part], k[part], batch[part]) @ chooser[configs].T
+                     + p.cutlass_chooser_vote * share - p.cutlass_chooser_sharpness * log_t)
+            score = np.where(finite, score, -np.inf)
+            best = np.argmax(score, axis=1)
+            prob = np.exp(score - score[np.arange(len(part)), best][:, None])
+            prob /= prob.sum(axis=1, keepdims=True)
+            served[part] = finite.any(axis=1)
+            ms[part] = np.exp((prob * log_t).sum(axis=1) + correction)
+            tile[part] = kernels[configs[best], 1:3].astype(np.int64)
+            family[part] = kernels[configs[best], 0].astype(np.int64)
+            split[part] = splits[np.arange(len(part)), best]
+    return (served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape),
+            family.reshape(shape))
+
+
+def kernel_ranges(choices: np.ndarray, count: int) -> np.ndarray:
+    """Each kernel configuration's range: the least and the most log2 m, n, k and batch of the
+    calibration shapes that ran it (rows of cutlass_choices), as configurations × 2 × 4."""
+    ranges = np.full((count, 2, 4), np.nan)
+    for row in range(count):
+        mine = choices[choices[:, 6] == row, 2:6]
+        if len(mine):
+            ranges[row] = mine.min(axis=0), mine.max(axis=0)
+    return ranges
+
+
+def within_range(ranges: np.ndarray, coords: np.ndarray) -> np.ndarray:
+    """Shapes × configurations: whether each shape (log2 dims) lies within CANDIDATE_REACH octaves of
+    each configuration's range; where none does, all count (a shape far from every calibration
+    shape is better priced by all the kernels than by none)."""
+    inside = ((coords[:, None, :] >= ranges[None, :, 0] - CANDIDATE_REACH)
+              & (coords[:, None, :] <= ranges[None, :, 1] + CANDIDATE_REACH)).all(axis=-1)
+    return inside | ~inside.any(axis=1, keepdims=True)
+
+
+def choice_groups(choices: np.ndarray) -> np.ndarray:
+    """The group of each row of cutlass_choices: its layout, alignment class and batchedness, as _cutlass_ms
+    groups shapes."""
+    return ((choices[:, 0] * 3 + choices[:, 1]) * 2 + (choices[:, 5] > 0)).astype(np.int64)
+
+
+def kernel_times(rows, m, n, k, batch, sms) -> tuple[np.ndarray, np.ndarray]:
+    """Each shape's time on each kernel configuration (rows of cutlass_kernels) at its fastest split,
+    and that split: two arrays of shapes × configurations."""
+    splits = np.array(CUTLASS_SPLITS)
+    kk, bb = k[:, None, None], batch[:, None, None]
+    terms = _cutlass_term_list(m[:, None, None], n[:, None, None], kk, bb, rows[None, :, 1:2], rows[None, :, 2:3],
+                               splits, rows[None, :, 5:6], sms)
+    t = sum(term * rows[None, :, KERNEL_COLUMNS + i, None] for i, term in enumerate(terms))  # shapes × configs × splits
+    slice_ = -(-kk // splits)
+    valid = (splits == 1) | ((slice_ >= CUTLASS_MIN_SLICE) & (bb == 1))
+    # a kernel that writes fp32 partials runs split: in slices of CUTLASS_MIN_SLICE or more where
+    # K allows, in shorter ones where not, and unsplit only where K is too short even for those
+    split_ok = valid & (splits > 1)
+    split_ok |= (splits > 1) & (slice_ >= CUTLASS_MIN_PARTIAL_SLICE) & (bb == 1) & ~split_ok.any(axis=-1, keepdims=True)
+    valid = np.where((rows[None, :, 3:4] > 0) & split_ok.any(axis=-1, keepdims=True), split_ok, valid)
+    t = np.where(valid, t, np.inf)
+    best = np.argmin(t, axis=-1)
+    return np.take_along_axis(t, best[..., None], axis=-1)[..., 0], splits[best]
+
+
+def chooser_features(m, n, k, batch) -> np.ndarray:
+    """CHOOSER_FEATURES of shapes (1-D arrays): one row each."""
+    x = (np.log2(np.stack([m, n, k, batch], axis=1).astype(float)) - np.array(CHOOSER_CENTRE)) / CHOOSER_SCALE
+    return np.column_stack([np.ones(len(x)), x, x ** 2, x[:, 0] * x[:, 1], x[:, 0] * x[:, 2], x[:, 1] * x[:, 2],
+                            x[:, :3] * x[:, 3:], (np.asarray(batch) > 1).astype(float)])
+
+
+def _residual_factor(p: CostParams, layout_index, class_a, class_n, m, n, k, batch) -> np.ndarray:
+    """exp of the profile's log residuals over calibration shapes of the same layout and alignment
+    classes: their mean, plus a Nadaraya-Watson average of the deviations nearby (a Gaussian kernel
+    in log2 dims, neighbour_sums)."""
+    tables = _tables(p)
+    groups, points, values = tables["residual_groups"], tables["residual_points"], tables["residual_values"]
+    query_groups = (np.asarray(layout_index) * 9 + class_a * 3 + class_n).ravel()
+    coords = np.stack([np.log2(np.asarray(x, dtype=float)).ravel() for x in np.broadcast_arrays(m, n, k, batch)], axis=1)
+    out = np.zeros(len(coords))
+    for group in np.unique(groups):  # each group against its own points only: fast with many shapes
+        mine, theirs = query_groups == group, groups == group
+        if not mine.any():
+            continue
+        # Two levels: the group's mean residual (shrunk towards none by one pseudo-sample), then the
+        # kernel-weighted average of what nearby shapes deviate from that mean.
+        v = values[theirs]
+        base = v.sum() / (len(v) + 1)
+        sums, total = neighbour_sums(coords[mine], points[theirs], (v - base)[:, None], p.residual_octaves)
+        out[mine] = base + sums[:, 0] / (total + p.residual_prior)
+    return np.exp(out).reshape(np.shape(m))

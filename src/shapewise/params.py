@@ -1,0 +1,164 @@
+"""The cost model's free parameters (CostParams) and the spec model's values of them (SPEC).
+
+cost.py reads the analytic ones (tiles, ceilings, bandwidths, fused attention, collectives);
+corrections.py reads a calibrated profile's tables (residuals, CUTLASS kernels and their chooser).
+A profile (profile.py) holds the fields that differ from SPEC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CostParams:
+    """The cost model's free parameters. The defaults are the spec-only model: the GEMM parameters were
+    fitted by benchmarks/fit_probe.py to the H200 run in benchmarks/results/h200-probe.csv, the others
+    read off the same run (benchmarks/RESULTS.md). A calibrated profile replaces them for its own GPU."""
+
+    # Fraction of the datasheet peak the best GEMM kernels reach (the H200 ran 8192³ bf16 at 790 of 989).
+    gemm_ceiling: float = 0.78
+    # Per-tile fixed work (prologue, epilogue) in units of K: a tile costs K + k_overhead steps.
+    k_overhead: float = 102.6496
+    # Output tiles cuBLAS chooses among (rows, cols), and each one's rate relative to the largest.
+    # The small ones run small problems on many SMs: on the H200 cuBLAS 13.1 picked 32×64 and 64×32
+    # Hopper kernels and 32×32 Ampere WMMA kernels for them (benchmarks/results/h200-kernels/); their
+    # rates are the H200 calibration's fit, rounded (the probe that set the others had no such shapes).
+    tiles: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64, 64),
+                                          (64, 32), (32, 64), (32, 32))
+    tile_rates: tuple[float, ...] = (1.0, 1.0, 0.964, 0.944, 0.695, 0.47, 0.25, 0.27, 0.16)
+    # Split-K factors; a slice keeps at least min_split_k of K. cuBLAS splits K by any count (and
+    # Hopper's stream-K balances the work further); the factors between powers of two cut the
+    # H200 calibration's cross-validated GEMM error (median 7.9% to 7.5%, p90 24% to 23%).
+    splits: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+    min_split_k: int = 256
+    # How much of a partly filled last wave's idle time a GPU's kernels win back (0: whole waves, as
+    # the classic wave quantization has it; 1: none idle). Hopper's cuBLAS runs persistent kernels
+    # and picks among tiles of many sizes (192×192, 320×128, … on the H200: benchmarks/results/
+    # h200-kernels/), so a calibration fits it (the H200's: 0.71); the spec model keeps whole waves.
+    wave_credit: float = 0.0
+    # Slowdown when a leading dim is only 4- or 8-byte aligned (fitted), and when it is odd: that one
+    # depends on the layout and on whether the odd dim leads A or leads C (n), so it is a table over
+    # the layouts nn, nt, tn, read off the probe's align set (the aligned 4096³ rate, about 740 TFLOP/s,
+    # over the rate with one dim made 4097).
+    misaligned_even: float = 2.7562
+    misaligned_odd_a: tuple[float, float, float] = (5.4, 5.8, 5.2)
+    misaligned_odd_n: tuple[float, float, float] = (6.0, 7.7, 4.9)
+    # The same for memory-bound GEMMs (narrower loads, no TMA); the probe found no extra cost for odd dims.
+    misaligned_even_memory: float = 1.5889
+    misaligned_odd_memory: float = 1.0
+    # Fraction of the datasheet bandwidth memory-bound GEMMs reach (a 2 GiB copy reached 4.22 of 4.8 TB/s).
+    gemm_bandwidth: float = 0.8045
+    # torch's memory-bound kernels by family and pass, as fractions of the datasheet bandwidth
+    # (H200, bf16, large tensors; probe rows "elementwise" and "copy"). Where the probe measured no
+    # backward (glu, loss) the forward's figure stands in.
+    bandwidth: tuple[tuple[str, float], ...] = (
+        ("copy", 0.88), ("copy.bwd", 0.88), ("add", 0.91), ("add.bwd", 0.91), ("layernorm", 0.48), ("layernorm.bwd", 0.33), ("rmsnorm", 0.53),
+        ("rmsnorm.bwd", 0.33),
+        ("act", 0.75), ("act.bwd", 0.86), ("glu", 0.52), ("glu.bwd", 0.52), ("softmax", 0.30),
+        ("softmax.bwd", 0.45), ("loss", 0.22), ("loss.bwd", 0.33),
+        # Embedding gather, and its backward (zero the table, scatter-add the rows): llama3-8b's, from
+        # `bench ops` (benchmarks/results/h200-bench.csv).
+        ("embed", 0.59), ("embed.bwd", 0.36),
+        # Rotary embeddings as Hugging Face's Llama applies them (rotate-half: five kernels where one
+        # would do), against the bytes one fused kernel would move: the H200 calibration's
+        # (benchmarks/results/h200-calibration/), rounded.
+        ("rope", 0.075), ("rope.bwd", 0.063))
+    launch_ms: float = 0.0056
+    # Fixed time per call of a memory-bound op, by family (as `bandwidth`), where it is not one launch:
+    # Hugging Face's rotate-half RoPE runs five kernels, and what decoding's one-token rows cost is
+    # mostly this. A calibrated profile fits it from small rows; unlisted families cost launch_ms.
+    memory_fixed_ms: tuple[tuple[str, float], ...] = ()
+    # And where a kernel reduces each row (the norms), its fixed time grows with the row's width: a
+    # few rows' call takes one row's reduction. Per element of a row, by family; a calibration with
+    # rows of several widths fits it (on the H200, LayerNorm took 8.5 µs on 1600-wide rows, 13 µs on
+    # 4096-wide ones); unlisted families have none.
+    memory_fixed_per_width_ms: tuple[tuple[str, float], ...] = ()
+    # torch's embedding gathers its rows with index_select, which for SMALL_INDEX rows or fewer runs a
+    # kernel that walks the indices one after another: a few rows cost more than many (on the H200,
+    # 1 row 5.3 µs, 16 rows 14.5 µs, 31 rows 5.1 µs). Per row up to SMALL_INDEX, by family (embed).
+    memory_fixed_per_row_ms: tuple[tuple[str, float], ...] = ()
+    # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
+    # that grows with the bytes moved up to memory_ramp_mb, then stays.
+    memory_latency_ms: float = 0.0045
+    memory_ramp_mb: float = 17.9106
+    # Fused attention as torch's SDPA runs it by default: on an H200 with torch 2.11 that is the cuDNN
+    # kernel (the default rows of benchmarks/results/h200-bench.csv match the probe's cuDNN rows).
+    # The kernel gives each SM one query block of flash_block_q rows (the backward's kernels: blocks
+    # of flash_block_bwd rows) of one sequence and head at a time; a block walks the key blocks it
+    # attends to (all of them, or up to the diagonal when causal), at the bucket's fraction of peak
+    # per step, plus flash_overhead_* steps of its own (loading Q, writing O). The call takes as long as the SM with the most steps, with the blocks
+    # dealt out in order to whichever SM frees first (_busiest_sm). flash_latency_* is the fixed time of a
+    # call (the backward runs several kernels), launch included. cuDNN pads the head dim to a multiple
+    # of 64 (d=80 and 96 run as 128, d=160 as 192), which is a tile loss. Defaults: the H200
+    # calibration's fit (benchmarks/results/h200-calibration/, 204 cuDNN calls of 8 to 256 sequences ×
+    # heads, 512 to 8192 tokens, head dims 64 to 256), rounded.
+    flash_buckets: tuple[int, ...] = (64, 128, 192, 256)
+    flash_fwd: tuple[float, ...] = (0.48, 0.65, 0.70, 0.70)
+    flash_bwd: tuple[float, ...] = (0.43, 0.57, 0.39, 0.45)
+    flash_overhead_fwd: float = 1.5
+    flash_overhead_bwd: float = 4.25
+    flash_latency_fwd_ms: float = 0.007
+    flash_latency_bwd_ms: float = 0.020
+    flash_block_q: int = 128
+    # cuDNN's backward deals out 64-row blocks: the H200 calibration's backward calls fit it best (mean
+    # |log error| 0.055 at 128 rows, 0.040 at 64, 0.050 at 32; fit.fit_flash chooses among these). At
+    # 128 a few heads of short sequences came out 20-67% over: 8 × 1067 tokens, d=192, are 72
+    # blocks of 128 rows for 132 SMs, but 136 of 64.
+    flash_block_bwd: int = 64
+    # Decoding's attention (one query token against the cache) streams the cache: a fraction of the
+    # datasheet bandwidth and a fixed cost per call (the spec model: the memory-bound GEMMs' own).
+    flash_memory_bandwidth: float = 0.8045
+    flash_memory_fixed_ms: float = 0.0056
+    # One head's cache is walked by a few blocks in turn, however many heads and sequences run beside
+    # it: a time per million of its elements (kv_len × head dim). The spec model has none. On the
+    # H200, fitted from the calibration's 24 decoding calls, it took the held-out sets' decoding
+    # attention from 7.3% to 5.3% median error (too fast before on long caches of few heads;
+    # benchmarks/RESULTS.md).
+    flash_memory_stream_ms: float = 0.0
+    # Tensor-parallel collectives ride the GPU's peer link (hardware.NVLINK_DATASHEETS): ring
+    # all-gather and reduce-scatter move (t-1)/t of the message each way. The spec model assumes
+    # nccl-tests' usual bus bandwidth on NVLink (about 80%) and 10 µs a call; `calibrate --comm`
+    # measures the link (two H200s: 68.7% and 94.5 µs, benchmarks/results/h200x2-tp/).
+    comm_bandwidth: float = 0.8
+    comm_latency_ms: float = 0.01
+    # A calibrated profile's measured residuals of GEMMs and BMMs, one row per calibration shape:
+    # (layout index, A-lead alignment class, n alignment class, log2 m, log2 n, log2 k, log2 batch,
+    # ln(measured / predicted)). Predictions are then multiplied by a kernel-weighted average of the
+    # residuals of shapes of the same layout and alignment, nearby ones most (see _residual_factor).
+    gemm_residuals: tuple[tuple[float, ...], ...] = ()
+    residual_octaves: float = 0.75  # kernel width, in octaves of each dim
+    residual_prior: float = 0.5  # weight of "no correction": few or far neighbours correct little
+    # Misaligned GEMMs as cuBLAS runs them, where a calibration recorded its kernels (on a GPU): not
+    # the Hopper kernels slowed down, but older CUTLASS kernels with narrow loads (odd dims: Turing
+    # align1 tiles and 32×32 WMMA; even: Ampere align2 tiles and 32×32 WMMA), each with a time model
+    # of its own (see _cutlass_ms). One row per kernel configuration: (family, an index into
+    # CUTLASS_FAMILIES; tile rows; tile cols; 1 if it writes fp32 partials for a split-K reduction;
+    # layout index; occupancy; K block and pipeline stages, 0 where the name gives none; then the
+    # coefficients of CUTLASS_TERMS, in ms).
+    cutlass_kernels: tuple[tuple[float, ...], ...] = ()
+    # Which configuration cuBLAS ran for each misaligned GEMM and batched GEMM of the calibration:
+    # (layout index, worst alignment class, log2 m, log2 n, log2 k, log2 batch, row of
+    # cutlass_kernels, ln(measured / predicted)). They tell a shape which configurations its group
+    # (the same layout, class and batchedness) runs, which of them its neighbours ran, and how far the
+    # tables missed nearby (a correction, as the residual table's).
+    cutlass_choices: tuple[tuple[float, ...], ...] = ()
+    # Which configuration cuBLAS picks, as a calibration learned it from the choices (fit.fit_chooser):
+    # one row per row of cutlass_kernels, the weights of CHOOSER_FEATURES of the shape in that
+    # configuration's score; the score also adds cutlass_chooser_vote times the share of the
+    # neighbours that ran it and takes off cutlass_chooser_sharpness times its log time. cuBLAS picks
+    # by a model of its own, not always the kernel that runs fastest: on the H200 the likeliest
+    # configuration has cuBLAS's tile for 82% of held-out GEMMs and 83% of batched ones, the nearest
+    # calibration shape's for 75% and 68% (benchmarks/kernel_model.py).
+    cutlass_chooser: tuple[tuple[float, ...], ...] = ()
+    cutlass_chooser_sharpness: float = 0.0
+    cutlass_chooser_vote: float = 0.0
+    # This machine against the one its profile was fitted on, by op family: a time factor fitted by
+    # `calibrate --quick` (calibrate.machine_factors). GPUs of one model differ by a few percent in
+    # clocks and memory (benchmarks/RESULTS.md: the same GEMMs on two H200s, 2.3% apart).
+    machine_gemm: float = 1.0
+    machine_bmm: float = 1.0
+    machine_flash: float = 1.0
+    machine_memory: float = 1.0
+
+SPEC = CostParams()
