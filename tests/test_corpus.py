@@ -134,14 +134,7 @@ def test_non_transformers_are_refused_in_one_line(stem, capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
-# The DeepSeek-V3 and Gemma-3 fields below are those of their published configs (deepseek-ai/DeepSeek-V3,
-# google/gemma-3-1b-pt); no whole file of either was found to add to the corpus (SOURCES.md).
-DEEPSEEK_V3 = {"model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
-               "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "vocab_size": 129280,
-               "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8, "moe_intermediate_size": 2048,
-               "first_k_dense_replace": 3, "moe_layer_freq": 1, "q_lora_rank": 1536, "kv_lora_rank": 512,
-               "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "tie_word_embeddings": False,
-               "hidden_act": "silu", "rms_norm_eps": 1e-06, "max_position_embeddings": 163840}
+DEEPSEEK_V3 = json.loads((CORPUS / "deepseek-v3.json").read_text())
 
 
 def test_deepseek_v3_reads_latent_attention_and_dense_first_layers():
@@ -168,6 +161,7 @@ def test_deepseek_dense_and_moe_layers_are_counted_apart():
 
 
 def test_gemma3_text_alternates_five_local_layers_to_one_global():
+    # The fields of google/gemma-3-1b-pt's published config; no whole file of it was found (SOURCES.md).
     cfg = {"model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
            "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
            "sliding_window": 512, "sliding_window_pattern": 6, "max_position_embeddings": 32768}
@@ -183,6 +177,21 @@ def test_the_window_bounds_attention_at_long_sequences():
     assert long["attn/window"].flops < long["attn/flash"].flops / 3.9  # 4k keys a query against 16k on average
     short = {op.name for op in model_ops(s, Workload(batch=1, seq=4096))}
     assert "attn/window" not in short  # a window as long as the sequence is no window
+
+
+def test_what_the_added_files_show_reads_right():
+    mistral = read("mistral-7b-v0.1")  # every layer slides over 4096 keys, so the cache stops growing there
+    assert (mistral.window, mistral.global_every, mistral.num_global_layers) == (4096, 0, 0)
+    assert mistral.kv_cache_values(seq=32768) == mistral.kv_cache_values(seq=4096)
+    nemo = read("mistral-nemo-12b")  # 32 heads of 128 in a 5120 width: head_dim is not hidden / heads
+    assert (nemo.d_head, nemo.hidden // nemo.num_heads, nemo.window) == (128, 160, 0)
+    qwen_moe = read("qwen1.5-moe-a2.7b")  # one shared MLP of 5632 = four 1408-wide experts, every layer MoE
+    assert (qwen_moe.num_shared_experts, qwen_moe.expert_width, qwen_moe.num_moe_layers) == (4, 1408, 24)
+    falcon = read("falcon-40b")  # new_decoder_architecture reads num_kv_heads; parallel attention and MLP
+    assert (falcon.kv_heads, falcon.parallel_attn, falcon.tied_embeddings) == (8, True, True)
+    starcoder = read("starcoder2-7b")  # mlp_type "default": a plain GELU MLP, with biases
+    assert (starcoder.mlp, starcoder.bias, starcoder.norm, starcoder.window) == ("gelu", True, "layernorm", 4096)
+    assert (read("gpt-j-6b").rotary_width, read("olmo-2-1124-7b").qk_norm) == (64, True)
 
 
 # ---- unknown types: read with one warning naming every guess, or refused under --strict ----

@@ -125,7 +125,7 @@ def layer_times(shape, workload, *, gpu, params) -> LayerTimes:
     from .cost import predict_step
     from .ops import COMM
 
-    step = predict_step(shape.replace(num_layers=1), workload, gpu=gpu, params=params)
+    step = predict_step(shape.one_layer(), workload, gpu=gpu, params=params)
 
     def ms(keep) -> float:
         return sum(c.total_ms for c in step.costs if keep(c.op))
