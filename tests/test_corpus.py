@@ -227,7 +227,7 @@ def test_unknown_activation_and_hybrid_keys_are_refused(tmp_path):
 @pytest.mark.parametrize("stem", SUPPORTED)
 def test_write_then_read_gives_the_same_shape(stem, tmp_path):
     shape, base = read(stem), json.loads((CORPUS / f"{stem}.json").read_text())
-    structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}  # noqa: E731
+    structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}
     assert structure(load_config(_write(tmp_path, to_hf_config(shape, base)))) == structure(shape)
     wider = canonical(shape.replace(hidden=shape.hidden + 128 * shape.num_heads // math.gcd(128, shape.num_heads)))
     try:
