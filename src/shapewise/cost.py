@@ -521,7 +521,7 @@ def predict_layer_and_outside(shape: ModelShape, workload: Workload, *,
     model's step is its layers × that layer + those, which is how search and verify count it."""
     from .ops import OUTSIDE_LAYERS
 
-    step = predict_step(shape.replace(num_layers=1), workload, gpu=gpu)
+    step = predict_step(shape.one_layer(), workload, gpu=gpu)
     layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_LAYERS)
     return layer, [c for c in step.costs if c.op.name in OUTSIDE_LAYERS]
 

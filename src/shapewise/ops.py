@@ -354,5 +354,5 @@ OUTSIDE_LAYERS = ("embed", "final/norm", "logits", "loss", "tp/embed", "tp/logit
 def layer_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     """The ops of one transformer block (an MoE block, in an MoE model; a global-attention one where
     layers alternate): a one-layer step without embedding, final norm and head."""
-    one = shape.replace(num_layers=1, num_dense_layers=0, global_every=min(shape.global_every, 1))
+    one = shape.one_layer()
     return [op for op in model_ops(one, workload) if op.name not in OUTSIDE_LAYERS + ("logits/softcap",)]

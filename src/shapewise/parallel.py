@@ -126,7 +126,7 @@ def layer_times(shape, workload, *, gpu, params) -> LayerTimes:
     from .ops import COMM
     from .profile import CostModel
 
-    step = predict_step(shape.replace(num_layers=1), workload, gpu=CostModel(gpu, params))
+    step = predict_step(shape.one_layer(), workload, gpu=CostModel(gpu, params))
 
     def ms(keep) -> float:
         return sum(c.total_ms for c in step.costs if keep(c.op))

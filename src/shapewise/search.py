@@ -65,7 +65,7 @@ class _Evaluator:
 
     def __call__(self, shape: ModelShape, workload: Workload) -> Candidate | None:
         self.count += 1
-        key = (shape.replace(num_layers=1, name="", source="", published_params=None), workload)
+        key = (shape.one_layer().replace(name="", source="", published_params=None), workload)
         if key not in self.cache:
             try:
                 check_parallel(shape, workload)

@@ -229,6 +229,11 @@ class ModelShape:
     def replace(self, **changes) -> "ModelShape":
         return dataclasses.replace(self, **changes)
 
+    def one_layer(self) -> "ModelShape":
+        """One block of this model, as a one-layer model: an MoE block where it has experts (dense-first
+        layers dropped) and a global-attention one where windows alternate with global layers."""
+        return self.replace(num_layers=1, num_dense_layers=0, global_every=min(self.global_every, 1))
+
 
 @dataclass(frozen=True)
 class Workload:

@@ -81,7 +81,7 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     from .layers import build_layer
 
     dtype = torch_dtype(workload.dtype)
-    layers = [build_layer(shape.replace(num_layers=1), device=device, dtype=workload.dtype,
+    layers = [build_layer(shape.one_layer(), device=device, dtype=workload.dtype,
                           attention=workload.attention, seed=seed + i) for i in range(shape.num_layers)]
     generator = torch.Generator(device="cpu").manual_seed(seed)
     table = (torch.randn(shape.vocab, shape.hidden, generator=generator) * 0.02).to(device, dtype).requires_grad_(True)
