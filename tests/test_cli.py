@@ -133,9 +133,9 @@ def test_every_command_chooses_its_cost_model_in_one_place(capsys):
 
     h200 = get_gpu("h200")
     spec = cost_model(SimpleNamespace(spec_only=True), h200)
-    assert spec.params is SPEC and spec.source == "spec-only" and spec.library_args() == {"params": SPEC}
+    assert spec.params is SPEC and spec.source == "spec-only" and spec.gpu is h200
     own = cost_model(SimpleNamespace(), h200)  # a command without the flags: the GPU's own profile
-    assert own.source.startswith("calibrated profile of NVIDIA H200") and own.library_args() == {"profile": None}
-    assert cost_model(SimpleNamespace(), None).params is SPEC  # nothing to predict for: the spec model
+    assert own.source.startswith("calibrated profile of NVIDIA H200") and own.params is not SPEC
+    assert cost_model(SimpleNamespace(), None) is None  # nothing to predict for
     with pytest.raises(ShapewiseError, match="not both"):
         cost_model(SimpleNamespace(spec_only=True, profile="x.json"), h200)
