@@ -12,11 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from shapewise import ModelShape, Workload, predict_gemm
-from shapewise.cost import SPEC, predict_attention, predict_ops
-from shapewise.profile import CostModel, find, load
 from shapewise.cases import op_from_case
+from shapewise.cost import SPEC, predict_attention, predict_ops
 from shapewise.ops import layer_ops
-
+from shapewise.profile import CostModel, find, load
 
 
 def predict(row, gpu: str, params=SPEC):

@@ -19,8 +19,8 @@ import json
 import math
 import sys
 
-from shapewise.cases import Case
 from shapewise.calibrate import fit_profile
+from shapewise.cases import Case
 from shapewise.hardware import get_gpu
 from shapewise.profile import save
 

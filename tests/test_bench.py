@@ -3,8 +3,8 @@
 import json
 
 import pytest
-from helpers import run
 
+from helpers import run
 from shapewise.bench import sweep
 from shapewise.cases import Case, gemm_cases, parse_dims
 from shapewise.errors import ShapewiseError

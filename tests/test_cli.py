@@ -5,10 +5,10 @@ import subprocess
 import sys
 
 import pytest
-from helpers import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import run
 from shapewise.cli import main
 from shapewise.errors import ShapewiseError
 

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from helpers import run
 
 pytest.importorskip("matplotlib")

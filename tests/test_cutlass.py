@@ -11,9 +11,9 @@ import pytest
 
 from shapewise import predict_gemm
 from shapewise.corrections import CUTLASS_MIN_SLICE, CUTLASS_SPLITS, KERNEL_COLUMNS, cutlass_terms
-from shapewise.params import SPEC
 from shapewise.fit import cutlass_config, fit_cutlass
 from shapewise.hardware import get_gpu
+from shapewise.params import SPEC
 from shapewise.profile import CostModel, Profile, cost_model, find, load, save
 
 H200 = get_gpu("h200")

@@ -77,10 +77,10 @@ def test_fit_comm_recovers_a_known_link():
     import dataclasses
 
     from shapewise.cost import SPEC, predict_ops
-    from shapewise.profile import CostModel
     from shapewise.fit import fit_comm
     from shapewise.hardware import get_gpu
     from shapewise.ops import COMM, Op
+    from shapewise.profile import CostModel
 
     gpu = get_gpu("h200")
     truth = dataclasses.replace(SPEC, comm_bandwidth=0.7, comm_latency_ms=0.02)

@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 import pytest
-from helpers import run
 
+from helpers import run
 from shapewise.cost import SPEC
 from shapewise.errors import ShapewiseError
 from shapewise.hardware import get_gpu

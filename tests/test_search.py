@@ -3,10 +3,10 @@
 import json
 
 import pytest
-from helpers import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import run
 from shapewise import Workload
 from shapewise.hf import load_config
 from shapewise.presets import PRESETS, get_model

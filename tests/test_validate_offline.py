@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from helpers import run
 
 RESULTS = Path(__file__).parent.parent / "benchmarks" / "results" / "h200-calibration"

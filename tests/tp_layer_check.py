@@ -1,7 +1,13 @@
 """Run under torchrun with the gloo backend: each rank's tensor-parallel block, gathered, equals the full block."""
-import os, sys, torch, torch.distributed as dist
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
 from shapewise.layers import build_layer, build_tp_layer, layer_inputs
 from shapewise.shapes import ModelShape
+
 dist.init_process_group("gloo")
 rank, tp = dist.get_rank(), dist.get_world_size()
 results = []

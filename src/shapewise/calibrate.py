@@ -22,8 +22,16 @@ import numpy as np
 from .cases import Case, gemm_cases, op_case, predict_case
 from .cost import SPEC
 from .errors import ShapewiseError
-from .fit import (GemmSamples, fit_bandwidth, fit_cutlass, fit_flash, fit_flash_memory, fit_gemm,
-                  residual_kernel, residual_rows)
+from .fit import (
+    GemmSamples,
+    fit_bandwidth,
+    fit_cutlass,
+    fit_flash,
+    fit_flash_memory,
+    fit_gemm,
+    residual_kernel,
+    residual_rows,
+)
 from .hardware import GPU
 from .ops import FLASH, MEMORY, attention_op, layer_ops, model_ops
 from .presets import get_model

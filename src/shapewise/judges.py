@@ -20,16 +20,16 @@ calibration set is ever judged.
 
 from __future__ import annotations
 
-import sys
 import dataclasses
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .cases import Case, gemm_cases, op_case
 from .calibrate import Judged, calibration_cases, judge, validation_cases
+from .cases import Case, gemm_cases, op_case
 from .errors import ShapewiseError
 from .ops import COMM, FLASH, MEMORY, attention_op, model_ops
 from .shapes import DTYPE_BYTES, ModelShape, Workload, check_parallel

@@ -26,10 +26,10 @@ import numpy as np
 from .cost import _align_class, predict_attention, predict_gemm, predict_ops, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
-from .profile import CostModel, cost_model
 from .ops import attention_op, layer_ops
-from .shapes import DTYPE_BYTES, MLP_KINDS, ModelShape, Workload
+from .profile import CostModel, cost_model
 from .search import change_text
+from .shapes import DTYPE_BYTES, MLP_KINDS, ModelShape, Workload
 
 FORMATS = {".png": "png", ".svg": "svg"}
 # What an attention figure draws: fused attention as SDPA runs it ("flash"), or its score product QKᵀ

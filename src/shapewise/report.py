@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from .cost import StepCost, predict_step
 from .hardware import GPU
-from .ops import COMM, MEMORY
 from .memory import Memory, capacity_bytes, estimate
+from .ops import COMM, MEMORY
 from .profile import CostModel, Profile, cost_model
 from .rules import Finding, find, memory_finding
 from .shapes import ModelShape, Workload

@@ -7,8 +7,16 @@ import argparse
 import json
 
 from ..errors import ShapewiseError
-from .common import Parser, add_db_arg, add_measure_args, add_model_args, console, model_and_workload, positive_int
-from .common import rank0_only
+from .common import (
+    Parser,
+    add_db_arg,
+    add_measure_args,
+    add_model_args,
+    console,
+    model_and_workload,
+    positive_int,
+    rank0_only,
+)
 
 
 def add_bench(sub) -> None:
