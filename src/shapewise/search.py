@@ -79,7 +79,7 @@ class Suggestions:
 
     @property
     def original_fits(self) -> bool:
-        return self.original_memory_bytes <= self.gpu_memory_bytes
+        return bool(self.original_memory_bytes <= self.gpu_memory_bytes)
 
     @property
     def no_faster_shape(self) -> bool:
@@ -301,7 +301,7 @@ class _Judge:
         self.made: dict = {}
 
     def memory(self, c: Candidate) -> float:
-        return estimate(c.shape, c.workload).total_bytes
+        return float(estimate(c.shape, c.workload).total_bytes)
 
     def fits(self, c: Candidate) -> bool:
         return self.memory(c) <= self.capacity
@@ -311,7 +311,8 @@ class _Judge:
             step = predict_step(c.shape, c.workload, gpu=self.model)
             speedup = self.original.gpu_ms_per_token / c.gpu_ms_per_token
             still = {f.rule for f in find(step)}
-            self.made[id(c)] = Suggestion(c, speedup, c.params / self.original.params - 1, _changes(self.original, c),
+            self.made[id(c)] = Suggestion(c, float(speedup), c.params / self.original.params - 1,
+                                          _changes(self.original, c),
                                           tuple(f.rule for f in self.findings if f.rule not in still),
                                           speedup_interval(self.step, step, speedup, self.errors), self.memory(c))
         return self.made[id(c)]

@@ -95,4 +95,4 @@ def speedup_interval(original: StepCost, candidate: StepCost, speedup: float, er
         share_b, op_b = b.get(key, (0.0, None))
         variance += ((share_a - share_b) * errors.of(op or op_b)) ** 2
     half = math.sqrt(variance)
-    return speedup * math.exp(-half), speedup * math.exp(half)
+    return float(speedup * math.exp(-half)), float(speedup * math.exp(half))  # plain floats: they go to JSON
