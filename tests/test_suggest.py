@@ -16,7 +16,8 @@ from shapewise.errors import ShapewiseError
 from shapewise.memory import capacity_bytes, estimate
 from shapewise.profile import CostModel, cost_model, find
 from shapewise.search import RUN_FIELDS, change_text, suggest
-from shapewise.shapes import get_model, load_config
+from shapewise.hf import load_config
+from shapewise.presets import get_model
 from shapewise.uncertainty import CLASSES, DEFAULT, OpErrors, op_errors, speedup_interval
 
 LOSSY = ["gpt2", "gpt3-2.7b", "pythia-2.8b", "phi-2", "falcon-7b", "llama2-7b", "gpt2-medium", "opt-1.3b"]

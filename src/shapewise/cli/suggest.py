@@ -240,7 +240,7 @@ def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
     """What verify measures against the original: the configs given, else suggest's suggestions with
     the same selection flags, else (no shape faster beyond the model's error) the nearest alternatives."""
     from ..search import change_text
-    from ..shapes import load_config
+    from ..hf import load_config
 
     if args.config:
         if args.suggestion or args.keep or args.vary:
