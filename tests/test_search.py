@@ -48,8 +48,9 @@ def test_suggest_fixes_what_check_finds():
     top = result.suggestions[0]
     assert {"vocab", "head-dim"} <= set(top.fixes) and top.speedup > 1.1
     assert top.changes["head_dim"] == (80, 128) and top.changes["vocab"] == (50257, 50304)
-    falcon = suggest(get_model("falcon-7b"), Workload(), gpu="h200", keep=("batch",)).suggestions[0]
-    assert falcon.candidate.shape.num_heads != 71 and falcon.speedup > 1
+    falcon = suggest(get_model("falcon-7b"), Workload(), gpu="h200", keep=("batch",))
+    nearest = (falcon.suggestions or falcon.alternatives)[0]  # its best is within the model's error
+    assert nearest.candidate.shape.num_heads != 71 and nearest.speedup > 1
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -111,9 +112,9 @@ def test_verify_runs_on_the_cpu_with_tiny_shapes(tmp_path, capsys):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     code, out, _ = run(capsys, "verify", str(path), "--device", "cpu", "--batch", "1", "--seq", "32", "--params-tol",
-                       "0.1", "--top", "2", "--rounds", "3", "--json")
+                       "0.1", "--top", "2", "--rounds", "3", "--vary", "batch", "--json")
     rows = json.loads(out)
-    assert code == 0 and len(rows) == 2
+    assert code == 0 and len(rows) == 2 and any("batch 1→2" in r["candidate"] for r in rows)
     assert all(r["measured_speedup"] > 0 and r["ci"][0] <= r["measured_speedup"] <= r["ci"][1] for r in rows)
     assert {r["mode"] for r in rows} == {"model"}  # tiny models all fit: whole steps are measured
     code, out, _ = run(capsys, "verify", str(path), "--device", "cpu", "--batch", "1", "--seq", "32", "--params-tol",

@@ -4,6 +4,13 @@ parameter budget (`search`).
 A step's time is L × (one layer's time) + (everything outside the layers), so each distinct layer
 shape is predicted once and every layer count comes for free. Candidates are ranked by GPU time
 per token (step time × t / tokens), which compares shapes across micro-batch and t too.
+
+suggest keeps the shape apart from the run settings (micro-batch and t): shapes are ranked at the
+user's settings; changed settings, alone and with the best shapes, form a table of their own, each
+with its memory per GPU, unless `vary` lets them into the ranking. Nothing that does not fit in the
+GPU's memory is proposed, and nothing predicted slower than the original; each speedup carries the
+interval of the ops it changes (uncertainty.py), and where no shape is faster beyond it, suggest
+says so and shows the nearest shapes apart.
 """
 
 from __future__ import annotations
@@ -17,11 +24,14 @@ import numpy as np
 from .cost import predict_layer_and_outside, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU
+from .memory import capacity_bytes, estimate
 from .profile import CostModel, cost_model
-from .rules import ALIGN, GOOD_HEAD_DIMS, find, fits_in_memory, round_up
+from .rules import ALIGN, GOOD_HEAD_DIMS, find, round_up
 from .shapes import ModelShape, Workload, check_parallel
+from .uncertainty import OpErrors, op_errors, speedup_interval
 
-KEEPABLE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "batch", "tp")
+RUN_FIELDS = ("batch", "tp")  # how the model is run, not its shape
+KEEPABLE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", *RUN_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -43,16 +53,38 @@ class Suggestion:
     params_delta: float  # relative to the original
     changes: dict  # field -> (old, new)
     fixes: tuple[str, ...]  # rules of the original's findings that no longer fire
+    interval: tuple[float, float]  # the speedup's 90% interval (uncertainty.speedup_interval)
+    memory_bytes: float  # per GPU, memory.estimate's
+
+    @property
+    def within_error(self) -> bool:
+        """The interval holds 1.0: the model cannot tell it from the original; measure it."""
+        return self.interval[0] <= 1 <= self.interval[1]
 
 
 @dataclass(frozen=True)
 class Suggestions:
     original: Candidate
     findings: tuple  # the original's
-    suggestions: tuple[Suggestion, ...]
+    suggestions: tuple[Suggestion, ...]  # faster than the original, fastest first; empty when none is beyond error
     considered: int
     seconds: float
     model: CostModel  # the cost model that ranked them
+    run_changes: tuple[Suggestion, ...]  # changed micro-batch or t, alone and with the best shape, that fit
+    alternatives: tuple[Suggestion, ...]  # no faster shape: the nearest ones, when no shape is beyond error
+    original_memory_bytes: float  # per GPU, memory.estimate's (mixed-precision Adam in training)
+    gpu_memory_bytes: float
+    errors: OpErrors  # the measured errors the intervals come from
+    vary: tuple[str, ...]  # run settings ranked with the shapes
+
+    @property
+    def original_fits(self) -> bool:
+        return bool(self.original_memory_bytes <= self.gpu_memory_bytes)
+
+    @property
+    def no_faster_shape(self) -> bool:
+        """No candidate is predicted faster than the original by more than the model's error."""
+        return not self.suggestions
 
 
 class _Evaluator:
@@ -116,17 +148,17 @@ def _attention_options(base: ModelShape, hidden: int, keep: set) -> list[tuple[i
     return list(dict.fromkeys(options))
 
 
-def neighbourhood(base: ModelShape, workload: Workload, *, keep: set, gpu: GPU, spread: float = 0.125):
-    """Every (shape without its layer count, workload) near the original."""
+def neighbourhood(base: ModelShape, workload: Workload, *, keep: set, spread: float = 0.125):
+    """Every (shape without its layer count, workload) near the original, with other micro-batches and
+    smaller tensor-parallel degrees (less communication per token)."""
     t = workload.tp
     hiddens = [base.hidden] if "hidden" in keep else _near_multiples(base.hidden, spread)
     vocabs = [base.vocab] if "vocab" in keep else sorted({base.vocab, round_up(base.vocab, ALIGN * t),
                                                           round_up(base.vocab, 2 * ALIGN * t)})
+    # Half and twice the micro-batch, and one sequence: where the original does not fit, the way out.
     batches = [workload.batch] if "batch" in keep or workload.mode == "decode" else \
-        sorted({workload.batch, 2 * workload.batch} | ({workload.batch // 2} if workload.batch > 1 else set()))
-    # Smaller tensor-parallel degrees too, where the model still fits: less communication per token.
-    tps = [t] if "tp" in keep else [d for d in range(1, t + 1) if t % d == 0 and
-                                     (d == t or fits_in_memory(base, workload.replace(tp=d), gpu))]
+        sorted({1, max(1, workload.batch // 2), workload.batch, 2 * workload.batch})
+    tps = [t] if "tp" in keep else [d for d in range(1, t + 1) if t % d == 0]
     width = base.expert_width if base.is_moe else base.ffn_width
     for hidden in hiddens:
         if "ffn" in keep:
@@ -175,17 +207,25 @@ def _changes(old: Candidate, new: Candidate) -> dict:
     return {name: pair for name, pair in pairs.items() if pair[0] != pair[1]}
 
 
+def _field_names(text: tuple[str, ...], allowed: tuple[str, ...], flag: str) -> set:
+    unknown = sorted(set(text) - set(allowed))
+    if unknown:
+        raise ShapewiseError(f"{flag}: unknown field {', '.join(unknown)}; use any of {', '.join(allowed)}")
+    return set(text)
+
+
 def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, params_tol: float = 0.02,
-            keep: tuple[str, ...] = (), aspect_band: float = 1.5, top: int = 10,
-            require_fit: bool = True) -> Suggestions:
-    """Shapes near `shape` with parameters within params_tol, ranked by predicted GPU time per token.
-    gpu: a CostModel, or a GPU (or its name) whose default cost model is used (profile.cost_model)."""
+            keep: tuple[str, ...] = (), vary: tuple[str, ...] = (), aspect_band: float = 1.5,
+            top: int = 10, require_fit: bool = True) -> Suggestions:
+    """Shapes near `shape` with parameters within params_tol, ranked by predicted GPU time per token
+    at the workload's micro-batch and t; changed micro-batches and t apart (run_changes) unless named
+    in `vary`. gpu: a CostModel, or a GPU (or its name) whose default cost model is used.
+    require_fit=False ranks shape changes whether they fit on one GPU or not (plan spreads them)."""
     start = time.perf_counter()
     model = cost_model(gpu)
-    gpu = model.gpu
-    unknown = sorted(set(keep) - set(KEEPABLE))
-    if unknown:
-        raise ShapewiseError(f"--keep: unknown field {', '.join(unknown)}; use any of {', '.join(KEEPABLE)}")
+    keep, vary = _field_names(keep, KEEPABLE, "--keep"), _field_names(vary, RUN_FIELDS, "--vary")
+    if keep & vary:
+        raise ShapewiseError(f"--keep and --vary both name {', '.join(sorted(keep & vary))}: name each in one")
     if params_tol <= 0 or aspect_band < 1:
         raise ShapewiseError("--params-tol must be positive and --aspect-band at least 1")
     check_parallel(shape, workload)
@@ -193,17 +233,14 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     original = evaluate(shape, workload)
     target = shape.params
     aspect = shape.hidden / shape.num_layers
-    original_fits = fits_in_memory(shape, workload, gpu)
     best: dict = {}
-    for candidate_shape, w in neighbourhood(shape, workload, keep=set(keep), gpu=gpu):
-        for layers in _layer_counts(candidate_shape, target, shape.num_layers, set(keep)):
+    for candidate_shape, w in neighbourhood(shape, workload, keep=keep):
+        for layers in _layer_counts(candidate_shape, target, shape.num_layers, keep):
             s = candidate_shape.replace(num_layers=layers)
             if abs(s.params / target - 1) > params_tol:
                 continue
             if not 1 / aspect_band <= (s.hidden / layers) / aspect <= aspect_band:
                 continue
-            if require_fit and w.batch > workload.batch and original_fits and not fits_in_memory(s, w, gpu):
-                continue  # a larger micro-batch only where it fits
             c = evaluate(s, w)
             if c is None:
                 continue
@@ -211,14 +248,74 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
                    w.batch, w.tp)
             if key not in best or c.gpu_ms_per_token < best[key].gpu_ms_per_token:
                 best[key] = c
-    findings = tuple(find(predict_step(shape, workload, gpu=model)))
+    judge = _Judge(original, model)
     ranked = sorted((c for c in best.values() if _changes(original, c)), key=lambda c: c.gpu_ms_per_token)
-    suggestions = []
-    for c in ranked[:top]:
-        still = {f.rule for f in find(predict_step(c.shape, c.workload, gpu=model))}
-        suggestions.append(Suggestion(c, original.gpu_ms_per_token / c.gpu_ms_per_token, c.params / target - 1,
-                                      _changes(original, c), tuple(f.rule for f in findings if f.rule not in still)))
-    return Suggestions(original, findings, tuple(suggestions), evaluate.count, time.perf_counter() - start, model)
+    ranked_here = [c for c in ranked if _run_changes(original, c) <= vary]
+    # A shape change at the user's settings must not push a fitting step out of memory; a changed run
+    # setting must fit, whatever the original does (where it does not, the run table is the way out).
+    fitting = [c for c in ranked_here if judge.fits(c) or
+               not (require_fit and judge.original_fits or _run_changes(original, c))]
+    faster = [judge(c) for c in fitting if c.gpu_ms_per_token < original.gpu_ms_per_token]
+    beyond_error = any(not s.within_error for s in faster)
+    suggestions = tuple(faster[:top]) if beyond_error else ()
+    alternatives = () if beyond_error else tuple(judge(c) for c in fitting[:top])
+    run_changes = _run_table(original, [c for c in ranked if not _run_changes(original, c) <= vary], judge, top)
+    return Suggestions(original, judge.findings, suggestions, evaluate.count, time.perf_counter() - start, model,
+                       run_changes, alternatives, judge.original_memory, judge.capacity, judge.errors,
+                       tuple(f for f in RUN_FIELDS if f in vary))
+
+
+def _run_changes(original: Candidate, c: Candidate) -> set:
+    return {f for f in RUN_FIELDS if getattr(original.workload, f) != getattr(c.workload, f)}
+
+
+def _run_table(original: Candidate, ranked: list[Candidate], judge: _Judge, top: int) -> tuple[Suggestion, ...]:
+    """Per changed run setting, the original shape with it and the fastest shape with it: the setting's
+    own effect, and the shape's on top. A setting is shown where the original shape runs faster with
+    it, or, when the original does not fit, where it fits; only what fits."""
+    settings: dict = {}
+    for c in ranked:  # fastest first: the first shape change of a setting is its best
+        alone = not set(_changes(original, c)) - set(RUN_FIELDS)
+        if judge.fits(c):
+            settings.setdefault((c.workload.batch, c.workload.tp), {}).setdefault("alone" if alone else "shape", c)
+    rows = []
+    for pair in settings.values():
+        alone = pair.get("alone")
+        if judge.original_fits and (alone is None or alone.gpu_ms_per_token >= original.gpu_ms_per_token):
+            continue
+        rows += pair.values()
+    return tuple(judge(c) for c in sorted(rows, key=lambda c: c.gpu_ms_per_token)[:top])
+
+
+class _Judge:
+    """A candidate made a Suggestion: its speedup's interval, the findings it fixes, its memory."""
+
+    def __init__(self, original: Candidate, model: CostModel):
+        self.original, self.model = original, model
+        self.step = predict_step(original.shape, original.workload, gpu=model)
+        self.findings = tuple(find(self.step))
+        self.errors = op_errors(model)
+        self.capacity = capacity_bytes(model.gpu)
+        self.original_memory = self.memory(original)
+        self.original_fits = self.original_memory <= self.capacity
+        self.made: dict = {}
+
+    def memory(self, c: Candidate) -> float:
+        return float(estimate(c.shape, c.workload).total_bytes)
+
+    def fits(self, c: Candidate) -> bool:
+        return self.memory(c) <= self.capacity
+
+    def __call__(self, c: Candidate) -> Suggestion:
+        if id(c) not in self.made:
+            step = predict_step(c.shape, c.workload, gpu=self.model)
+            speedup = self.original.gpu_ms_per_token / c.gpu_ms_per_token
+            still = {f.rule for f in find(step)}
+            self.made[id(c)] = Suggestion(c, float(speedup), c.params / self.original.params - 1,
+                                          _changes(self.original, c),
+                                          tuple(f.rule for f in self.findings if f.rule not in still),
+                                          speedup_interval(self.step, step, speedup, self.errors), self.memory(c))
+        return self.made[id(c)]
 
 
 # ---- design from a parameter budget ---------------------------------------------------------

@@ -13,6 +13,7 @@ that round's medians, and its median and bootstrap interval over rounds are repo
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from .errors import ShapewiseError
 from .hardware import GPU
 from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload, check_parallel
+from .uncertainty import op_errors, speedup_interval
 
 HEAD_OPS = ("logits", "loss")
 
@@ -39,6 +41,7 @@ class Verification:
     ci_high: float
     layer_ms: float  # measured medians: the whole step's in "model" mode
     head_ms: float  # 0 in "model" mode
+    predicted_interval: tuple[float, float] = (math.nan, math.nan)  # 90%, from the ops it changes (uncertainty.py)
 
 
 def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel) -> float:
@@ -164,6 +167,7 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     predict = (lambda s, w: predict_step(s, w, gpu=model).time_ms) if whole else \
         (lambda s, w: predicted_step_ms(s, w, gpu=model))
     base_pred = predict(*original) / original[1].tokens
+    errors, base_step = op_errors(model), predict_step(*original, gpu=model)
     rng = random.Random(seed)
     out = []
     for i, (label, shape, workload) in enumerate(shapes[1:], start=1):
@@ -172,6 +176,7 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
         predicted = base_pred / (predict(shape, workload) / workload.tokens)
         parts = (result[f"{i}/model"].timing.median_ms, 0.0) if whole else \
             (result[f"{i}/layer"].timing.median_ms, result[f"{i}/head"].timing.median_ms)
+        interval = speedup_interval(base_step, predict_step(shape, workload, gpu=model), predicted, errors)
         out.append(Verification("model" if whole else "layer", label, shape, workload, predicted,
-                                statistics.median(speedups), lo, hi, *parts))
+                                statistics.median(speedups), lo, hi, *parts, interval))
     return out

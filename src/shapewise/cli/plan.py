@@ -63,7 +63,8 @@ def run_plan(args) -> int:
     if args.shapes:  # the neighbourhood suggest searches, each named by what it changes
         near = suggest(shape, Workload(batch=1, seq=args.seq), gpu=cost, keep=("batch", "tp"),
                        top=args.top, require_fit=False)
-        shapes = tuple(s.candidate.shape.replace(name=change_text(s.changes)) for s in near.suggestions)
+        shapes = tuple(s.candidate.shape.replace(name=change_text(s.changes))
+                       for s in near.suggestions or near.alternatives)  # plan's own times judge them
     result = plan(shape, gpus=args.gpus, gpu=gpu, global_batch_tokens=args.global_batch, seq=args.seq,
                   gpus_per_node=args.gpus_per_node, network=network, params=cost.params, cost_source=cost.source,
                   top=args.top, shapes=shapes)

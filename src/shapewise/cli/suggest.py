@@ -11,8 +11,15 @@ from .common import add_cost_args, add_model_args, console, cost_model, model_an
 
 
 def _add_shape_search_args(p) -> None:
+    """The selection flags suggest and verify share."""
     p.add_argument("--params-tol", type=float, default=0.02, help="relative tolerance on the parameter count (0.02)")
     p.add_argument("--top", type=positive_int, default=5, help="how many suggestions (5)")
+    p.add_argument("--keep", metavar="FIELDS",
+                   help="fields not to change: hidden,layers,heads,kv_heads,head_dim,ffn,vocab,batch,tp")
+    p.add_argument("--vary", metavar="FIELDS", help="run settings ranked with the shapes: batch,tp (by default "
+                                                    "they form a table of their own)")
+    p.add_argument("--aspect-band", type=float, default=1.5,
+                   help="hidden/layers may differ from the original's by at most this factor (1.5)")
 
 
 def add_suggest(sub) -> None:
@@ -20,9 +27,6 @@ def add_suggest(sub) -> None:
     add_model_args(p)
     _add_shape_search_args(p)
     add_cost_args(p)
-    p.add_argument("--keep", metavar="FIELDS", help="fields not to change: hidden,layers,heads,kv_heads,head_dim,ffn,vocab,batch")
-    p.add_argument("--aspect-band", type=float, default=1.5,
-                   help="hidden/layers may differ from the original's by at most this factor (1.5)")
     p.add_argument("--emit-config", metavar="PATH", help="write suggestion --pick as a Hugging Face config.json")
     p.add_argument("--emit", choices=("megatron",), help="print suggestion --pick as Megatron-LM / GPT-NeoX arguments")
     p.add_argument("--pick", type=positive_int, default=1, help="which suggestion to emit (1)")
@@ -30,18 +34,68 @@ def add_suggest(sub) -> None:
     p.set_defaults(run=run_suggest)
 
 
+def _fields(text: str | None) -> tuple[str, ...]:
+    return tuple(k.strip() for k in text.split(",") if k.strip()) if text else ()
+
+
+def _suggest(args, shape, workload, model):
+    from ..search import suggest
+
+    return suggest(shape, workload, gpu=model, params_tol=args.params_tol, keep=_fields(args.keep),
+                   vary=_fields(args.vary), aspect_band=args.aspect_band, top=args.top)
+
+
 def _suggestions(args):
     from ..hardware import get_gpu
-    from ..search import suggest
 
     shape, workload = model_and_workload(args)
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
-    source = model.source
-    keep = tuple(k.strip() for k in args.keep.split(",") if k.strip()) if args.keep else ()
-    result = suggest(shape, workload, gpu=model, params_tol=args.params_tol, keep=keep,
-                     aspect_band=args.aspect_band, top=args.top)
-    return shape, workload, gpu, source, result
+    return shape, workload, gpu, model.source, _suggest(args, shape, workload, model)
+
+
+GIB = 2 ** 30
+WITHIN_ERROR = "within the model's error — verify it"
+# What memory.estimate assumes of a training step: said wherever its figure is printed.
+TRAINING_MEMORY = "mixed-precision Adam, no ZeRO, no recomputation"
+
+
+def nothing_faster_text(result, params_tol: float) -> str:
+    """The one line said when no shape beats the original by more than the model's error."""
+    return (f"No shape within {params_tol:.0%} of the parameters is predicted faster than the original by more than "
+            f"the model's error ({result.considered} considered): keep the shape, or measure the nearest below.")
+
+
+def not_fitting_text(result, workload) -> str:
+    """The one line said when the original does not fit in the GPU's memory."""
+    what = f" ({TRAINING_MEMORY})" if workload.mode == "train" else ""
+    return (f"The original does not fit: it needs {result.original_memory_bytes / GIB:,.1f} GiB per GPU at "
+            f"b={workload.batch} t={workload.tp}{what}, the GPU has {result.gpu_memory_bytes / GIB:,.1f} GiB; "
+            f"shapes are ranked at these settings all the same, and only settings that fit are proposed.")
+
+
+def _row(i: int, s) -> dict:
+    return {"rank": i, "changes": {k: list(v) for k, v in s.changes.items()}, "params": s.candidate.params,
+            "params_delta": s.params_delta, "predicted_speedup": s.speedup, "interval": list(s.interval),
+            "within_error": s.within_error, "fixes": list(s.fixes), "batch": s.candidate.workload.batch,
+            "tp": s.candidate.workload.tp, "memory_bytes": s.memory_bytes}
+
+
+def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -> dict:
+    """suggest --json: the three tables, the memory and the intervals' source."""
+    errors = result.errors
+    return {"model": shape.name, "params": shape.params, "gpu": gpu.key, "cost_model": source,
+            "original_ms_per_token": result.original.gpu_ms_per_token,
+            "original_memory_bytes": result.original_memory_bytes, "gpu_memory_bytes": result.gpu_memory_bytes,
+            "original_fits": result.original_fits, "vary": list(result.vary),
+            "findings": [f.rule for f in result.findings], "considered": result.considered,
+            "no_faster_shape": result.no_faster_shape,
+            "message": nothing_faster_text(result, params_tol) if result.no_faster_shape else None,
+            "memory_message": None if result.original_fits else not_fitting_text(result, workload),
+            "uncertainty": {"interval": "90%", "source": errors.source, "q90_abs_log_error": errors.by_class},
+            "suggestions": [_row(i, s) for i, s in enumerate(result.suggestions, 1)],
+            "alternatives": [_row(i, s) for i, s in enumerate(result.alternatives, 1)],
+            "run_changes": [_row(i, s) for i, s in enumerate(result.run_changes, 1)]}
 
 
 def run_suggest(args) -> int:
@@ -53,7 +107,8 @@ def run_suggest(args) -> int:
     chosen = None
     if args.emit_config or args.emit:
         if not result.suggestions:
-            raise ShapewiseError("no suggestion to emit: the neighbourhood holds no faster shape")
+            raise ShapewiseError("no suggestion to emit: no shape is predicted faster than the original by more "
+                                 "than the model's error (`suggest` shows the nearest)")
         if not 1 <= args.pick <= len(result.suggestions):
             raise ShapewiseError(f"--pick must be between 1 and {len(result.suggestions)}")
         chosen = result.suggestions[args.pick - 1].candidate
@@ -62,14 +117,7 @@ def run_suggest(args) -> int:
         Path(args.emit_config).write_text(json.dumps(to_hf_config(chosen.shape, base=base), indent=2) + "\n")
         load_config(args.emit_config)  # what we write must read back
     if args.json:
-        print(json.dumps({"model": shape.name, "params": shape.params, "gpu": gpu.key, "cost_model": source,
-                          "original_ms_per_token": result.original.gpu_ms_per_token,
-                          "findings": [f.rule for f in result.findings], "considered": result.considered,
-                          "suggestions": [{"rank": i, "changes": {k: list(v) for k, v in s.changes.items()},
-                                           "params": s.candidate.params, "params_delta": s.params_delta,
-                                           "predicted_speedup": s.speedup, "fixes": list(s.fixes),
-                                           "batch": s.candidate.workload.batch}
-                                          for i, s in enumerate(result.suggestions, 1)]}, indent=2))
+        print(json.dumps(suggest_json(shape, gpu, source, result, args.params_tol, workload), indent=2))
         return 0
     if args.emit == "megatron":
         print(megatron_args(chosen.shape, chosen.workload))
@@ -77,17 +125,31 @@ def run_suggest(args) -> int:
     out = console()
     o = result.original
     out.print(f"[bold]{shape.name}[/bold]: {shape.params / 1e9:.3f}B params, predicted "
-                  f"{1000 / o.gpu_ms_per_token:,.0f} tokens/s per GPU on {gpu.name} ({workload.mode}, b={workload.batch} "
-                  f"s={workload.seq} t={workload.tp}); cost model: {source}")
+              f"{1000 / o.gpu_ms_per_token:,.0f} tokens/s per GPU on {gpu.name} ({workload.mode}, b={workload.batch} "
+              f"s={workload.seq} t={workload.tp}); cost model: {source}")
+    if result.original_fits:
+        what = f" ({TRAINING_MEMORY})" if workload.mode == "train" else ""
+        out.print(f"memory per GPU {result.original_memory_bytes / GIB:,.1f} GiB of {result.gpu_memory_bytes / GIB:,.1f}"
+                  f" GiB{what}")
+    else:
+        out.print(f"[red]{not_fitting_text(result, workload)}[/red]")
     if result.findings:
         out.print("findings: " + "; ".join(f"{f.title} ({f.share:.1%})" for f in result.findings))
-    if not result.suggestions:
-        out.print(f"[green]No faster shape within {args.params_tol:.0%} of the parameters "
-                      f"({result.considered} considered).[/green]")
-        return 0
-    out.print(rich_table(suggestion_table(result.suggestions), title_justify="left",
-                         title=f"{len(result.suggestions)} fastest of {result.considered} shapes within "
-                               f"{args.params_tol:.0%} of the parameters ({result.seconds:.2f} s)"))
+    varied = f", {' and '.join(result.vary)} varied" if result.vary else ""
+    if result.suggestions:
+        out.print(rich_table(suggestion_table(result.suggestions), title_justify="left",
+                             title=f"{len(result.suggestions)} fastest of {result.considered} shapes within "
+                                   f"{args.params_tol:.0%} of the parameters{varied} ({result.seconds:.2f} s)"))
+    else:
+        out.print(f"[green]{nothing_faster_text(result, args.params_tol)}[/green]")
+        if result.alternatives:
+            out.print(rich_table(suggestion_table(result.alternatives), title_justify="left",
+                                 title="no faster shape: the nearest alternatives"))
+    if result.run_changes:
+        out.print(rich_table(suggestion_table(result.run_changes, memory_of=result.gpu_memory_bytes),
+                             title_justify="left", title="run settings (micro-batch b, tensor parallelism t) that fit, "
+                             "alone and with the best shape; rank them with the shapes: --vary batch,tp"))
+    out.print(f"intervals: 90%, from the {result.errors.source}")
     if args.emit_config:
         out.print(f"suggestion {args.pick} written to {args.emit_config}")
     return 0
@@ -153,9 +215,10 @@ def run_search(args) -> int:
 
 
 def add_verify(sub) -> None:
-    p = sub.add_parser("verify", help="measure a model against its suggestions (or another config) on the GPU")
-    p.add_argument("model", help="a preset name or a config.json")
-    p.add_argument("--config", metavar="OTHER", help="verify against this config.json instead of the suggestions")
+    p = sub.add_parser("verify", help="measure a model against its suggestions (or other configs) on the GPU")
+    p.add_argument("model", help="a preset name or a config.json: the original")
+    p.add_argument("--config", metavar="OTHER", action="append",
+                   help="verify against this config.json instead of the suggestions (repeat for several)")
     p.add_argument("--suggestion", type=positive_int, help="verify only suggestion N (default: all of --top)")
     p.add_argument("--gpu", default="h200", help="GPU whose cost model gives the predicted speedups (h200)")
     p.add_argument("--batch", "-b", type=positive_int, default=4)
@@ -173,6 +236,28 @@ def add_verify(sub) -> None:
     p.set_defaults(run=run_verify)
 
 
+def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
+    """What verify measures against the original: the configs given, else suggest's suggestions with
+    the same selection flags, else (no shape faster beyond the model's error) the nearest alternatives."""
+    from ..search import change_text
+    from ..hf import load_config
+
+    if args.config:
+        if args.suggestion or args.keep or args.vary:
+            raise ShapewiseError("--config names the candidates itself: leave out --suggestion, --keep and --vary")
+        return [(f"config {Path(path).name}", load_config(path), workload) for path in args.config], "config"
+    result = _suggest(args, shape, workload, model)
+    what = "suggestion" if result.suggestions else "no faster shape"
+    picked = list(enumerate(result.suggestions or result.alternatives, 1))
+    if args.suggestion:
+        if not 1 <= args.suggestion <= len(picked):
+            raise ShapewiseError(f"--suggestion must be between 1 and {len(picked)}")
+        picked = [picked[args.suggestion - 1]]
+    if not picked:
+        raise ShapewiseError("nothing to verify: the neighbourhood holds no other shape; widen --params-tol")
+    return [(f"#{i} " + change_text(s.changes), s.candidate.shape, s.candidate.workload) for i, s in picked], what
+
+
 def run_verify(args) -> int:
     from rich.table import Table
 
@@ -188,42 +273,30 @@ def run_verify(args) -> int:
                         attention=args.attention)
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
-    model_source = model.source
-    if args.config:
-        other = load_config(args.config)
-        candidates = [(f"config {Path(args.config).name}", other, workload)]
-    else:
-        from ..search import change_text, suggest
-
-        result = suggest(shape, workload, gpu=model, params_tol=args.params_tol, top=args.top)
-        picked = list(enumerate(result.suggestions, 1))
-        if args.suggestion:
-            if not 1 <= args.suggestion <= len(picked):
-                raise ShapewiseError(f"--suggestion must be between 1 and {len(picked)}")
-            picked = [picked[args.suggestion - 1]]
-        if not picked:
-            raise ShapewiseError("no suggestion to verify: the neighbourhood holds no faster shape")
-        candidates = [(f"#{i} " + change_text(s.changes), s.candidate.shape, s.candidate.workload) for i, s in picked]
+    candidates, what = _verify_candidates(args, shape, workload, model)
     results = verify((shape, workload), candidates, gpu=model, device=args.device, rounds=args.rounds,
                      mode=args.measure)
     if args.json:
-        print(json.dumps([{"candidate": v.label, "mode": v.mode, "predicted_speedup": v.predicted_speedup,
-                           "measured_speedup": v.measured_speedup, "ci": [v.ci_low, v.ci_high],
-                           "layer_ms": v.layer_ms, "head_ms": v.head_ms} for v in results], indent=2))
+        print(json.dumps([{"candidate": v.label, "what": what, "mode": v.mode, "predicted_speedup": v.predicted_speedup,
+                           "predicted_interval": list(v.predicted_interval), "measured_speedup": v.measured_speedup,
+                           "ci": [v.ci_low, v.ci_high], "layer_ms": v.layer_ms, "head_ms": v.head_ms}
+                          for v in results], indent=2))
         return 0
     whole = results[0].mode == "model"
-    what = "whole training steps" if whole else "layers × layer + head (the whole models do not fit at once)"
+    measured = "whole training steps" if whole else "layers × layer + head (the whole models do not fit at once)"
+    note = "no shape is predicted faster beyond the model's error: the nearest alternatives; " \
+        if what == "no faster shape" else ""
     table = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
-                  title=f"{shape.name} on {args.device}: {what}, per token, measured interleaved "
-                        f"({args.rounds} rounds); cost model: {model_source}")
-    columns = ("candidate", "predicted speedup", "measured speedup", "95% interval",
+                  title=f"{shape.name} on {args.device}: {note}{measured}, per token, measured interleaved "
+                        f"({args.rounds} rounds); cost model: {model.source}")
+    columns = ("candidate", "predicted speedup", "90% interval", "measured speedup", "95% interval",
                *(("step ms",) if whole else ("layer ms", "head ms")))
     for col in columns:
         table.add_column(col, justify="left" if col == "candidate" else "right")
     for v in results:
         times = (f"{v.layer_ms:.3f}",) if whole else (f"{v.layer_ms:.3f}", f"{v.head_ms:.3f}")
-        table.add_row(v.label, f"{v.predicted_speedup:.3f}×", f"{v.measured_speedup:.3f}×",
-                      f"{v.ci_low:.3f}–{v.ci_high:.3f}", *times)
+        table.add_row(v.label, f"{v.predicted_speedup:.3f}×", "{:.3f}–{:.3f}".format(*v.predicted_interval),
+                      f"{v.measured_speedup:.3f}×", f"{v.ci_low:.3f}–{v.ci_high:.3f}", *times)
     console().print(table)
     return 0
 
