@@ -6,18 +6,18 @@ import json
 import math
 
 import pytest
-from helpers import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import run
 from shapewise import Workload
 from shapewise.cost import predict_step
 from shapewise.errors import ShapewiseError
+from shapewise.hf import load_config
 from shapewise.memory import capacity_bytes, estimate
+from shapewise.presets import get_model
 from shapewise.profile import CostModel, cost_model, find
 from shapewise.search import RUN_FIELDS, change_text, suggest
-from shapewise.hf import load_config
-from shapewise.presets import get_model
 from shapewise.uncertainty import CLASSES, DEFAULT, OpErrors, op_errors, speedup_interval
 
 LOSSY = ["gpt2", "gpt3-2.7b", "pythia-2.8b", "phi-2", "falcon-7b", "llama2-7b", "gpt2-medium", "opt-1.3b"]

@@ -239,8 +239,8 @@ def add_verify(sub) -> None:
 def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
     """What verify measures against the original: the configs given, else suggest's suggestions with
     the same selection flags, else (no shape faster beyond the model's error) the nearest alternatives."""
-    from ..search import change_text
     from ..hf import load_config
+    from ..search import change_text
 
     if args.config:
         if args.suggestion or args.keep or args.vary:
@@ -262,7 +262,6 @@ def run_verify(args) -> int:
     from rich.table import Table
 
     from ..hardware import get_gpu
-    from ..hf import load_config
     from ..hub import resolve_model
     from ..shapes import Workload
     from ..verify import verify
