@@ -12,13 +12,14 @@ import pytest
 from fuzzing import run_explained
 
 from shapewise.cli import build_parser
+from shapewise.cli.common import default_text
 from shapewise.measure import Timing
 from shapewise.profile import load, save
 from shapewise.store import Store
 
 SHIPPED = Path(__file__).resolve().parents[1] / "src" / "shapewise" / "data" / "profiles" / "h200.json"
 # No user can write here, root included: /proc takes no new files.
-UNWRITABLE = "/proc/shapewise-test/out"
+UNWRITABLE = "/proc/shapewise-test.json"
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +72,9 @@ REFUSED = [
     (["search", "--params", "7e9", "--seq", "10000000000"], "sequence length"),
     (["plot", "gemm", "--values", "1:100000000:1", "--out", "{}/g.png"], "values"),
     (["check", "gpt2", "--batch", "99999999999999999999999999"], "batch"),
-    (["check", "--config", "{}/ffn-1e26.json"], "n_inner"),
+    (["check", "--config", "{}/ffn-1e26.json"], "ffn"),
     (["check", "--config", "{}/ffn-float.json"], "n_inner"),
-    (["check", "--config", "{}/hidden-1e12.json"], "n_embd"),
+    (["check", "--config", "{}/hidden-1e12.json"], "hidden"),
     (["check", "gpt2", "--mode", "decode", "--seq", "100000000000000000000000000"], "sequence length"),
     # profiles
     (["check", "gpt2", "--profile", "{}/profile-binary.json"], "profile"),
@@ -93,7 +94,7 @@ REFUSED = [
     # paths
     (["suggest", "gpt2", "--emit-config", "{}"], "folder"),
     (["suggest", "gpt2", "--emit-config", "{}/a-file/config.json"], "a-file"),
-    (["suggest", "gpt2", "--emit-config", UNWRITABLE], "shapewise-test"),
+    (["suggest", "gpt2", "--emit-config", UNWRITABLE], "/proc"),
     (["report", "gpt2", "--out", "{}/r.txt"], ".txt"),
     (["results", "--db", "{}/damaged.db", "--export", "{}/x.txt"], ".txt"),
     (["report", "gpt2", "--out", "{}/missing/dir/r.html"], "--mkdir"),
@@ -184,7 +185,7 @@ def _parsers(parser, path="shapewise"):
 def test_help_describes_every_flag_with_its_default():
     undescribed, no_default = [], []
     for path, parser in _parsers(build_parser()):
-        text = parser.format_help()
+        text = " ".join(parser.format_help().split())  # as one line: a long default wraps
         for action in parser._actions:
             if isinstance(action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
                 continue
@@ -192,14 +193,10 @@ def test_help_describes_every_flag_with_its_default():
             if not action.help or action.help == argparse.SUPPRESS:
                 undescribed.append(f"{path} {name}")
             shown = action.default not in (None, False, argparse.SUPPRESS) and not isinstance(action, argparse._StoreConstAction)
-            if shown and f"default: {_default_text(action.default)}" not in text:
+            if shown and f"default: {default_text(action.default)}" not in text:
                 no_default.append(f"{path} {name} ({action.default!r})")
     assert not undescribed, f"flags without a description: {undescribed}"
     assert not no_default, f"defaults --help does not show: {no_default}"
-
-
-def _default_text(default) -> str:
-    return str(default)
 
 
 def test_help_names_defaults_and_where_profiles_go():

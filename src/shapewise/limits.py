@@ -116,6 +116,11 @@ TOKENS = Limit("the tokens per step (batch × sequence length)", 1, 2**31 - 1,
                reason="a GEMM dim is a 32-bit int in cuBLAS")
 TP = Limit("the tensor-parallel degree", 1, 2**16, reason="it must divide the heads, and no group is larger")
 
+# The fields of shapes.ModelShape and shapes.Workload, each with its bound (checked on construction).
+FIELDS = {"hidden": HIDDEN, "num_layers": LAYERS, "num_heads": HEADS, "num_kv_heads": HEADS, "head_dim": HEAD_DIM,
+          "ffn": FFN, "expert_ffn": FFN, "vocab": VOCAB, "learned_positions": SEQ, "num_experts": EXPERTS,
+          "top_k": EXPERTS, "num_shared_experts": EXPERTS, "batch": BATCH, "seq": SEQ, "tp": TP}
+
 # One GEMM dim, as bench and plot take them: a 32-bit int in cuBLAS's API, as above.
 GEMM_DIM = Limit("a GEMM dim", 1, 2**31 - 1, reason="a GEMM dim is a 32-bit int in cuBLAS")
 # A sweep's values are priced (or measured) all at once: 65,536 are a few MB to price, and at ~13 ms

@@ -222,6 +222,12 @@ class Store:
                 self._check_schema(self._conn.execute("PRAGMA user_version").fetchone()[0])
             else:
                 self._setup_when_free()
+                # Writing into a damaged file can spread the damage: a writer checks the pages first
+                # (quick_check: the b-trees' structure, not the indexes' contents; a second or so
+                # for a store of a few hundred MB).
+                verdict = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+                if verdict != "ok":
+                    raise sqlite3.DatabaseError(f"database disk image is malformed: {' '.join(verdict.split())}")
         except sqlite3.Error as err:
             # "file is not a database" and the like come from the first statement, not connect()
             self._conn.close()
@@ -515,7 +521,7 @@ class Store:
             found = [r[0] for r in self._conn.execute(f"PRAGMA integrity_check({int(limit)})")]
         except sqlite3.DatabaseError as err:
             return [str(err)]
-        problems = [] if found == ["ok"] else found
+        problems = [] if found == ["ok"] else [" ".join(str(p).split()) for p in found]
         try:
             for row_id, *texts in self._conn.execute(
                     "SELECT id, params_json, samples_json, metrics_json FROM results ORDER BY id"):
