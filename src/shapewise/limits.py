@@ -130,8 +130,8 @@ SWEEP_VALUES = Limit("the values of one sweep", 1, 2**16, reason="priced at once
 COMM_BYTES = Limit("a collective's size in bytes", 1, 2**40, reason="1 TiB, beyond every GPU's memory")
 
 # Search and suggest. A relative tolerance of 1 would admit a model of no parameters at all.
-PARAMS = Limit("the parameter budget", 1e6, 1e14, whole=False,
-               reason="100 trillion parameters, beyond any model shapewise can price on one step")
+PARAMS = Limit("the parameter budget", 0, 1e15, whole=False, low_open=True,
+               reason="search's grid ends far below it (hidden 32,768, 256 layers)")
 PARAMS_TOL = Limit("the parameter tolerance", 0, 0.5, whole=False, low_open=True,
                    reason="a relative tolerance; 0.5 already admits half or one and a half the size")
 ASPECT_BAND = Limit("the aspect band", 1, 100, whole=False,

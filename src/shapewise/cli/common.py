@@ -4,6 +4,7 @@ model, the one place the cost model is chosen, and the console they render on.""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -138,6 +139,8 @@ def add_cost_args(p: argparse.ArgumentParser, *, judged: bool = False) -> None:
         return
     p.add_argument("--profile", metavar="PATH",
                    help="use this calibrated profile (default: the GPU's own, else the shipped one)")
+    p.add_argument("--borrow-profile", action="store_true",
+                   help="use --profile even though it was measured on another GPU than --gpu (the output says so)")
     p.add_argument("--spec-only", action="store_true", help="ignore profiles: the spec model alone")
 
 
@@ -150,7 +153,17 @@ def cost_model(args, gpu: GPU | None) -> CostModel | None:
     path, spec_only = getattr(args, "profile", None), getattr(args, "spec_only", False)
     if path and spec_only:
         raise ShapewiseError("give --profile or --spec-only, not both")
-    return choose(gpu, spec_only=spec_only, profile=path) if gpu is not None else None
+    profile = None
+    if path and gpu is not None:
+        from ..profile import load
+
+        profile = load(path)
+        if profile.gpu != gpu.key:  # a profile measured on one GPU prices another only when asked, and says so
+            if not getattr(args, "borrow_profile", False):
+                raise ShapewiseError(f"{path} was measured on {profile.gpu}, not {gpu.key}: give --gpu {profile.gpu}, "
+                                     f"or add --borrow-profile to price {gpu.key} with it")
+            profile = dataclasses.replace(profile, borrowed_for=gpu.key)
+    return choose(gpu, spec_only=spec_only, profile=profile) if gpu is not None else None
 
 
 # ---- measuring --------------------------------------------------------------------------------
