@@ -62,7 +62,7 @@ def _number(x: float) -> str:
         power = x.bit_length() - 1
         if x >= 2**16 and x in (2**power, 2**(power + 1) - 1):
             exact = "2^" + str(power) if x == 2**power else f"2^{power + 1}-1"
-            return f"{x:,} ({exact})"
+            return f"{x:,} = {exact}"
         return f"{x:,}"
     return f"{x:g}"
 
@@ -137,6 +137,12 @@ PARAMS_TOL = Limit("the parameter tolerance", 0, 0.5, whole=False, low_open=True
 ASPECT_BAND = Limit("the aspect band", 1, 100, whole=False,
                     reason="a factor on hidden/layers; beyond 100 it no longer limits anything")
 TOP = Limit("how many to show", 1, 10_000, reason="more rows than anyone reads")
+# A count a flag gives that no bound above says more about (GPUs in a cluster, tokens in a batch):
+# kept within a 32-bit int, the width cuBLAS and NCCL count elements in.
+COUNT = Limit("the count", 1, 2**31 - 1, reason="a 32-bit int")
+RATE = Limit("the rate", 0, 1e9, whole=False, low_open=True, reason="a billion per second or per step")
+TOKENS_TO_TRAIN = Limit("the tokens to train on", 0, 1e16, whole=False, low_open=True,
+                        reason="ten quadrillion; a larger count is a slip of the exponent")
 ROUNDS = Limit("the rounds", 1, 10_000, reason="each round measures every candidate once")
 SEED = Limit("the seed", 1, 2**31 - 1, reason="numpy seeds are 32-bit")
 

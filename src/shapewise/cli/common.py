@@ -43,6 +43,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def positive_int(text: str) -> int:
+    """A count: 1 to limits.COUNT."""
+    from ..limits import COUNT
+
+    return COUNT.arg(text)
+
+
+def top_int(text: str) -> int:
     """How many to show, or which one to pick: 1 to limits.TOP."""
     from ..limits import TOP
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import ShapewiseError
 from .common import (Parser, add_cost_args, add_db_arg, add_mkdir_arg, add_model_args, console, cost_model,
-                     model_and_workload, positive_int)
+                     model_and_workload, positive_int, top_int)
 
 
 def add_results(sub) -> None:
@@ -137,7 +137,7 @@ def add_plot(sub) -> None:
         add_model_args(q)
         q.add_argument("--out", required=True, metavar="FILE", help="the figure: a .png or .svg file")
         add_mkdir_arg(q)
-        q.add_argument("--top", type=positive_int, default=5, help="suggestions to draw")
+        q.add_argument("--top", type=top_int, default=5, help="suggestions to draw")
         if name == "suggestions":
             q.add_argument("--verified", metavar="JSON", help="draw a `shapewise verify --json` run: measured beside predicted")
         add_cost_args(q)
@@ -204,7 +204,7 @@ def add_report(sub) -> None:
     p.add_argument("--format", choices=("html", "md"), help="html or md (default: from the file name, which must agree)")
     add_mkdir_arg(p)
     add_db_arg(p, "include measured-vs-predicted from this results store")
-    p.add_argument("--top", type=positive_int, default=5, help="suggestions to include")
+    p.add_argument("--top", type=top_int, default=5, help="suggestions to include")
     add_cost_args(p)
     p.set_defaults(run=run_report)
 

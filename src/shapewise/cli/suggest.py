@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import ShapewiseError
 from .common import (add_cost_args, add_device_arg, add_mkdir_arg, add_model_args, add_workload_args, check_tokens,
-                     console, cost_model, model_and_workload, positive_int)
+                     console, cost_model, model_and_workload, positive_int, top_int)
 
 # search designs from a budget rather than from a model: its defaults differ from check's, and say so.
 DIFFERS = " (check's default differs: it prices a training step at b=4 s=2048)"
@@ -19,7 +19,7 @@ def _add_shape_search_args(p) -> None:
     from ..limits import ASPECT_BAND, PARAMS_TOL
 
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.02, help="relative tolerance on the parameter count")
-    p.add_argument("--top", type=positive_int, default=5, help="how many suggestions")
+    p.add_argument("--top", type=top_int, default=5, help="how many suggestions")
     p.add_argument("--keep", metavar="FIELDS",
                    help="fields not to change: hidden,layers,heads,kv_heads,head_dim,ffn,vocab,batch,tp")
     p.add_argument("--vary", metavar="FIELDS", help="run settings ranked with the shapes: batch,tp (by default "
@@ -36,7 +36,7 @@ def add_suggest(sub) -> None:
     p.add_argument("--emit-config", metavar="PATH", help="write suggestion --pick as a Hugging Face config (a .json file)")
     add_mkdir_arg(p)
     p.add_argument("--emit", choices=("megatron",), help="print suggestion --pick as Megatron-LM / GPT-NeoX arguments")
-    p.add_argument("--pick", type=positive_int, default=1, help="which suggestion to emit")
+    p.add_argument("--pick", type=top_int, default=1, help="which suggestion to emit")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(run=run_suggest)
 
@@ -187,7 +187,7 @@ def add_search(sub) -> None:
     p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa", help="gqa: 8 query heads per kv head")
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.05,
                    help="relative tolerance on the budget (suggest's default differs: 0.02)")
-    p.add_argument("--top", type=positive_int, default=10, help="how many of the fastest shapes to list (suggest's default differs: 5)")
+    p.add_argument("--top", type=top_int, default=10, help="how many of the fastest shapes to list (suggest's default differs: 5)")
     add_cost_args(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(run=run_search)
@@ -237,7 +237,7 @@ def add_verify(sub) -> None:
     p.add_argument("model", help="a preset name or a config.json: the original")
     p.add_argument("--config", metavar="OTHER", action="append",
                    help="verify against this config.json instead of the suggestions (repeat for several)")
-    p.add_argument("--suggestion", type=positive_int, help="verify only suggestion N (default: all of --top)")
+    p.add_argument("--suggestion", type=top_int, help="verify only suggestion N (default: all of --top)")
     p.add_argument("--gpu", default="h200", help="GPU whose cost model gives the predicted speedups")
     add_workload_args(p)
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="the data type of the models")
