@@ -59,7 +59,7 @@ def test_sweeps_are_counted_before_they_are_made():
     with pytest.raises(ShapewiseError, match="at most 65,536"):
         limits.dims(["1:40000", "50001:90000"], name="--values")
     for bad, needle in (("0", "from 1"), ("5:1", "START <= STOP"), ("1:10:0", "positive STEP"), ("a:b", "range"),
-                        ("1:2:3:4", "range"), ("1e10", "2^31-1")):
+                        ("1:2:3:4", "range"), ("1e10", r"2\^31-1")):
         with pytest.raises(ShapewiseError, match=needle):
             limits.dims([bad], name="-m")
 
