@@ -9,6 +9,7 @@ that must be refused before anything is measured, so that the suite needs neithe
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from fuzzing import fuzz, run_explained
@@ -24,7 +25,7 @@ wrong_number = st.sampled_from(WRONG_NUMBERS) | st.integers(-2**80, 2**80).map(s
 
 
 def flag(name: str, valid: list[str], wrong=wrong_number):
-    """A flag and one value: valid three times in four, so that whole commands run too."""
+    """A flag and one value, valid or wrong about as often, so that whole commands run too."""
     return st.tuples(st.just(name), st.sampled_from(valid) | wrong)
 
 
@@ -34,6 +35,8 @@ def switch(name: str):
 
 def command_line(head: list[str], *options):
     """head, then any subset of the options in any order."""
+    if not options:
+        return st.just(list(head))
     return st.lists(st.sampled_from(range(len(options))), unique=True, max_size=len(options)).flatmap(
         lambda chosen: st.tuples(*(options[i] for i in chosen)) if chosen else st.just(())).map(
         lambda picked: [*head, *(word for option in picked for word in option)])
@@ -50,7 +53,7 @@ def model_options():
             flag("--attention", ["flash", "unfused"], st.sampled_from(["sdpa", ""])))
 
 
-@fuzz(60)
+@fuzz(40)
 @given(st.sampled_from(MODELS).flatmap(lambda model: command_line(
     ["check", model], *model_options(), switch("--json"), switch("--strict"), switch("--spec-only"),
     flag("--profile", ["/nonexistent.json"], st.sampled_from(["", "/", "/proc/self/status"])))))
@@ -58,7 +61,7 @@ def test_check(argv):
     run_explained(*argv, strict="--strict" in argv)
 
 
-@fuzz(25)
+@fuzz(15)
 @given(command_line(["suggest", "gpt2"], *model_options()[:4],
                     flag("--params-tol", ["0.02", "0.05"]), flag("--aspect-band", ["1.5", "2"]),
                     flag("--top", ["1", "3"]), flag("--pick", ["1", "2"]),
@@ -68,7 +71,7 @@ def test_suggest(argv):
     run_explained(*argv)
 
 
-@fuzz(25)
+@fuzz(15)
 @given(command_line(["search"], flag("--params", ["7e9", "1.3e9"]), flag("--gpu", GPUS),
                     flag("--seq", ["2048", "4096"]), flag("--batch", ["1", "2"]), flag("--tp", ["1", "2"]),
                     flag("--vocab", ["32000", "50257"]), flag("--params-tol", ["0.05", "0.1"]),
@@ -97,10 +100,10 @@ def output_path(root, suffixes):
     fine = [str(root / f"out{s}") for s in suffixes]
     wrong = [str(root), str(root / "a-file" / f"x{suffixes[0]}"), f"/proc/shapewise-test/x{suffixes[0]}",
              str(root / "missing" / f"x{suffixes[0]}"), str(root / "x.txt"), str(root / "x"), ""]
-    return st.sampled_from(fine) | st.sampled_from(wrong)
+    return st.sampled_from(fine + wrong)  # mostly wrong: a right one runs the whole command
 
 
-@fuzz(30)
+@fuzz(20)
 @given(data=st.data())
 def test_plot_and_report(paths, data):
     kind = data.draw(st.sampled_from(["gemm", "breakdown", "report", "attention"]))
@@ -124,13 +127,13 @@ def test_plot_and_report(paths, data):
         assert "wrote" in out_text
 
 
-@fuzz(15)
+@fuzz(10)
 @given(data=st.data())
 def test_suggest_writes_configs_only_where_it_can(paths, data):
     target = data.draw(output_path(paths, [".json"]))
-    code, out, _ = run_explained("suggest", "gpt2", "--emit-config", target, "--top", "1")
+    code, _, _ = run_explained("suggest", "gpt2", "--emit-config", target, "--top", "1")
     if code == 0:
-        assert json.loads(open(target).read())["n_embd"] > 0
+        assert json.loads(Path(target).read_text())["n_embd"] > 0
 
 
 DEVICES = ["foo", "cuda", "cuda:7", "", "gpu", "mps", "cuda:-1", "cuda:x", "cpu:0:1"]
@@ -144,7 +147,7 @@ def measuring(head, *options):
             ["nan", "inf", "-1", "-5", "1e9", "x", ""])).map(lambda bad: [*argv, "--device", "cpu", *bad])))
 
 
-@fuzz(60)
+@fuzz(50)
 @given(st.one_of(
     measuring(["bench", "gemm", "-m", "64", "-n", "64", "-k", "64"], flag("--layout", ["nn", "nt"])),
     measuring(["bench", "bmm", "-b", "2", "-m", "64", "-n", "64", "-k", "64"]),
@@ -175,10 +178,10 @@ def test_bench_comm(words):
     run_explained("bench", "comm", *words, "--device", "foo")
 
 
-@fuzz(20)
+@fuzz(15)
 @given(command_line(["verify", "gpt2"], flag("--rounds", ["3"]), flag("--seq", ["128"]), flag("--batch", ["1"]),
                     flag("--suggestion", ["1"]), flag("--params-tol", ["0.02"]), flag("--top", ["1"]),
                     flag("--measure", ["auto", "layer"], st.just("step"))).map(lambda argv: [*argv, "--device", "foo"]))
 def test_verify_refuses_a_wrong_device_first(argv):
-    code, _, err = run_explained(*argv)
+    code, _, _ = run_explained(*argv)
     assert code == 2

@@ -49,7 +49,7 @@ config_text = st.one_of(
 )
 
 
-@fuzz(80)
+@fuzz(50)
 @given(text=config_text, extra=st.sampled_from([[], ["--mode", "decode"], ["--tp", "2"], ["--seq", "512"]]))
 def test_configs(tmp_path_factory, text, extra):
     path = tmp_path_factory.mktemp("config") / "config.json"
@@ -58,7 +58,7 @@ def test_configs(tmp_path_factory, text, extra):
 
 
 @pytest.fixture(scope="module")
-def small_profile() -> dict:  # noqa: D401
+def small_profile() -> dict:
     """The shipped profile with its tables cut to a few rows (a consistent profile, fast to read)."""
     data = json.loads(SHIPPED.read_text())
     params = data["params"]
@@ -110,7 +110,7 @@ def broken_profile(data: dict):
 raw_bytes = st.one_of(st.binary(max_size=300), st.sampled_from([b"", bytes(4096), b"\xff" * 100, b"{" * 100000]))
 
 
-@fuzz(60)
+@fuzz(30)
 @given(data=st.data())
 def test_profiles_given_with_a_flag(tmp_path_factory, small_profile, data):
     content = data.draw(broken_profile(small_profile) | raw_bytes)
@@ -122,7 +122,7 @@ def test_profiles_given_with_a_flag(tmp_path_factory, small_profile, data):
         assert json.loads(out)["totals"]["step_ms"] > 0
 
 
-@fuzz(40)
+@fuzz(20)
 @given(data=st.data())
 def test_profiles_in_the_profile_folder(tmp_path_factory, small_profile, data, monkeypatch):
     content = data.draw(broken_profile(small_profile) | raw_bytes)
@@ -170,7 +170,7 @@ def damaged(sound: bytes):
     )
 
 
-@fuzz(60)
+@fuzz(40)
 @given(data=st.data())
 def test_stores(tmp_path_factory, sound_store, data):
     folder = tmp_path_factory.mktemp("db")

@@ -147,10 +147,11 @@ def _check_predicts(params: CostParams, gpu: GPU, where: str) -> None:
     every number is fine but whose tables do not fit together."""
     from .cost import predict_gemm
 
-    try:
-        dims = [64, 4096, 4097, 8192]
-        times = [predict_gemm(m, n, k, gpu=gpu, dtype="bf16", params=params).time_ms
-                 for m, n, k in ((a, b, c) for a in dims for b in dims for c in dims[1:3])]
+    import numpy as np
+
+    m, n, k = np.meshgrid([64, 4096, 4097, 8192], [64, 4096, 4097, 8192], [4096, 4097], indexing="ij")
+    try:  # aligned and misaligned, small and large: each part of the model and its tables in use
+        times = np.ravel(predict_gemm(m.ravel(), n.ravel(), k.ravel(), gpu=gpu, dtype="bf16", params=params).time_ms)
     except (ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError) as err:
         raise ShapewiseError(f"{where}: its parameters do not fit together ({type(err).__name__}: "
                              f"{str(err)[:80]}); calibrate again or use another profile") from None
@@ -240,6 +241,7 @@ def profile_dir() -> Path:
     return Path(base) / "shapewise" / "profiles"
 
 
+@functools.lru_cache(maxsize=None)  # the package's own files do not change while it runs; reading one takes 0.3 s
 def _shipped(key: str) -> Profile | None:
     resource = resources.files("shapewise") / "data" / "profiles" / f"{key}.json"
     if not resource.is_file():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import ShapewiseError
 from .common import (Parser, add_cost_args, add_db_arg, add_mkdir_arg, add_model_args, console, cost_model,
-                     model_and_workload, positive_int, top_int)
+                     model_and_workload, top_int)
 
 
 def add_results(sub) -> None:
@@ -37,7 +37,7 @@ def run_results(args) -> int:
         print(f"imported {count} rows from {args.import_csv} into {store.path}")
         return 0
     target = None
-    if args.export:  # said before the store is read
+    if args.export is not None:  # said before the store is read ("" too: it names no file)
         from ..outputs import output_file
 
         target, fmt = output_file(args.export, formats={".csv": "csv", ".json": "json"}, fmt=args.format,

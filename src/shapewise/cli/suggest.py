@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import ShapewiseError
 from .common import (add_cost_args, add_device_arg, add_mkdir_arg, add_model_args, add_workload_args, check_tokens,
-                     console, cost_model, model_and_workload, positive_int, top_int)
+                     console, cost_model, model_and_workload, top_int)
 
 # search designs from a budget rather than from a model: its defaults differ from check's, and say so.
 DIFFERS = " (check's default differs: it prices a training step at b=4 s=2048)"
@@ -110,7 +110,7 @@ def run_suggest(args) -> int:
     from ..report import rich_table, suggestion_table
     from ..search import megatron_args
 
-    if args.emit_config:  # said before the search, not after it
+    if args.emit_config is not None:  # said before the search, not after it ("" too: it names no file)
         from ..outputs import output_file
 
         output_file(args.emit_config, formats={".json": "json"}, mkdir=args.mkdir, what="config")
