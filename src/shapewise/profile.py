@@ -110,8 +110,13 @@ def _params_from_json(data: dict, where: str) -> CostParams:
     return dataclasses.replace(SPEC, **values)
 
 
+# Scalars that may take either sign: the chooser's logit weights. Every other one is a time, a rate, a
+# fraction or a count, and negative would make no sense of it.
+SIGNED = {"cutlass_chooser_vote", "cutlass_chooser_sharpness"}
+
+
 def _check_numbers(values: dict, where: str) -> None:
-    """Every number finite; scalar parameters (times, rates, fractions) not negative; a list's items
+    """Every number finite; scalar parameters (times, rates, fractions) not negative (but SIGNED); a list's items
     of the same kind and length as the spec model's (a table's rows are checked by TABLE_WIDTHS)."""
     for name, value in values.items():
         default = getattr(SPEC, name)
@@ -121,7 +126,7 @@ def _check_numbers(values: dict, where: str) -> None:
                 if not _same_kind(item, template, table=name in TABLE_WIDTHS):
                     raise ShapewiseError(f"{where}: parameter {name} holds {str(item)[:40]}, not an item like the "
                                          f"spec model's {template!r}: the file is damaged or not shapewise's")
-        elif not math.isfinite(value) or value < 0:
+        elif not math.isfinite(value) or (value < 0 and name not in SIGNED):
             raise ShapewiseError(f"{where}: parameter {name} is {value}; it must be a finite number, 0 or more")
 
 
