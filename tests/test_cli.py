@@ -64,7 +64,7 @@ def test_config_file_instead_of_a_preset(capsys, tmp_path):
 @pytest.mark.parametrize("argv, needle", [
     (["check", "gpt5"], "unknown model"),
     (["check", "gpt2", "--gpu", "h2000"], "did you mean"),
-    (["check", "gpt2", "--batch", "0"], "from 1"),
+    (["check", "gpt2", "--batch", "0"], "positive"),
     (["check", "gpt2", "--seq", "1.5"], "whole number"),
     (["check", "gpt2", "--mode", "serve"], "invalid choice"),
     (["check"], "name a model"),

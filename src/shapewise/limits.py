@@ -37,6 +37,8 @@ class Limit:
         field) and the bound. Text is read as a number: "7e9" is 7,000,000,000."""
         where = f"{name}: " if name else ""
         kind = "a whole number" if self.whole else "a number"
+        if self.whole and self.low == 1 and not self.low_open:  # 1 to N: "positive" is the word people look for
+            kind = "a positive whole number"
         number = _read(value, kind, self.what, where)
         if not math.isfinite(number):
             raise ShapewiseError(f"{where}{self.what} must be a finite number {self.range_text()}, got {value}")

@@ -150,18 +150,21 @@ def _same_kind(item, template, *, table: bool) -> bool:
 def _check_predicts(params: CostParams, gpu: GPU, where: str) -> None:
     """The parameters must price a few ops to finite positive times: a last guard against a file whose
     every number is fine but whose tables do not fit together."""
-    from .cost import predict_gemm
-
     import numpy as np
+
+    from .cost import predict_attention, predict_gemm
 
     m, n, k = np.meshgrid([64, 4096, 4097, 8192], [64, 4096, 4097, 8192], [4096, 4097], indexing="ij")
     try:  # aligned and misaligned, small and large: each part of the model and its tables in use
         times = np.ravel(predict_gemm(m.ravel(), n.ravel(), k.ravel(), gpu=gpu, dtype="bf16", params=params).time_ms)
+        times = [*times, *(predict_attention(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=d, causal=True, pass_=pass_,
+                                             gpu=gpu, dtype="bf16", params=params)
+                           for d in (64, 128) for pass_ in ("fwd", "bwd"))]
     except (ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError) as err:
         raise ShapewiseError(f"{where}: its parameters do not fit together ({type(err).__name__}: "
                              f"{str(err)[:80]}); calibrate again or use another profile") from None
     if not all(math.isfinite(float(t)) and float(t) > 0 for t in times):
-        raise ShapewiseError(f"{where}: its parameters price some GEMMs at zero, negative or infinite times; "
+        raise ShapewiseError(f"{where}: its parameters price some ops at zero, negative or infinite times; "
                              f"calibrate again or use another profile")
 
 
