@@ -204,3 +204,16 @@ def test_help_names_defaults_and_where_profiles_go():
     assert "XDG_DATA_HOME" in out and "SHAPEWISE_PROFILES" in out
     _, out, _ = run_explained("search", "--help")
     assert "4096" in out and "check" in out  # its seq default, and that check's differs
+
+
+def test_calibrate_and_validate_quick_on_the_cpu_are_smoke_tests(tmp_path, monkeypatch):
+    """Documented as CPU smoke tests: they measure, say where the measurements went, install nothing."""
+    pytest.importorskip("torch")
+    folder = tmp_path / "profiles"
+    monkeypatch.setenv("SHAPEWISE_PROFILES", str(folder))
+    db = str(tmp_path / "r.db")
+    fast = ["--quick", "--device", "cpu", "--db", db, "--warmup-ms", "0", "--budget-ms", "1"]
+    for command in ("calibrate", "validate"):
+        code, out, err = run_explained(command, *fast)
+        assert code == 0 and db in " ".join(out.split()) and "smoke test" in out, (command, out, err)
+    assert not folder.exists() or not list(folder.iterdir()), "a CPU's times installed as a GPU's profile"
