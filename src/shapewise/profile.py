@@ -149,18 +149,18 @@ def _same_kind(item, template, *, table: bool) -> bool:
 
 def _check_predicts(params: CostParams, gpu: GPU, where: str) -> None:
     """The parameters must price a few ops to finite positive times: a last guard against a file whose
-    every number is fine but whose tables do not fit together."""
+    every number is fine but whose tables do not fit together (or whose efficiencies are zero)."""
     import numpy as np
 
     from .cost import predict_attention, predict_gemm
 
+    model = CostModel(gpu, params, f"the profile {where}")
     m, n, k = np.meshgrid([64, 4096, 4097, 8192], [64, 4096, 4097, 8192], [4096, 4097], indexing="ij")
-    try:  # aligned and misaligned, small and large: each part of the model and its tables in use
-        times = np.ravel(predict_gemm(m.ravel(), n.ravel(), k.ravel(), gpu=gpu, dtype="bf16", params=params).time_ms)
-        times = [*times, *(predict_attention(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=d, causal=True, pass_=pass_,
-                                             gpu=gpu, dtype="bf16", params=params)
-                           for d in (64, 128) for pass_ in ("fwd", "bwd"))]
-    except (ValueError, TypeError, IndexError, ZeroDivisionError, FloatingPointError) as err:
+    try:  # aligned and misaligned, small and large, and fused attention: each part of the model in use
+        times = [*np.ravel(predict_gemm(m.ravel(), n.ravel(), k.ravel(), gpu=model, dtype="bf16").time_ms),
+                 *(predict_attention(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=d, causal=True, pass_=pass_,
+                                     gpu=model, dtype="bf16") for d in (64, 128) for pass_ in ("fwd", "bwd"))]
+    except (ValueError, IndexError, ZeroDivisionError, FloatingPointError) as err:
         raise ShapewiseError(f"{where}: its parameters do not fit together ({type(err).__name__}: "
                              f"{str(err)[:80]}); calibrate again or use another profile") from None
     if not all(math.isfinite(float(t)) and float(t) > 0 for t in times):
