@@ -123,7 +123,7 @@ def test_results_export_round_trips(capsys, tmp_path):
     assert code == 0 and "wrote 2 rows" in out
     rows = json.loads((tmp_path / "out.json").read_text())
     assert {r["params"]["k"] for r in rows} == {16, 32} and all(r["params"]["batch"] == 2 for r in rows)
-    code, out, _ = run(capsys, "results", "--db", db)
+    code, out, _ = run(capsys, "results", "--db", db, "--json")
     assert json.loads(out)["benches"]["bmm"]["ok"] == 2
 
 

@@ -40,7 +40,7 @@ def test_measurements_travel_through_an_export_and_into_a_figure(capsys, tmp_pat
     other = str(tmp_path / "b.db")
     code, out, _ = run(capsys, "results", "--db", other, "--import", str(tmp_path / "x.csv"))
     assert code == 0 and "imported 9 rows" in out
-    code, out, _ = run(capsys, "results", "--db", other)
+    code, out, _ = run(capsys, "results", "--db", other, "--json")
     assert json.loads(out)["benches"]["gemm"]["ok"] == 9
 
 

@@ -96,8 +96,8 @@ def test_search_meets_its_budget_and_screens_fast():
 
 @pytest.mark.parametrize("argv, needle", [
     (["suggest", "gpt2", "--keep", "depth"], "unknown field"),
-    (["suggest", "gpt2", "--params-tol", "0"], "positive"),
-    (["search", "--params", "-5"], "positive"),
+    (["suggest", "gpt2", "--params-tol", "0"], "above 0"),
+    (["search", "--params", "-5"], "above 0"),
     (["search", "--params", "1e3"], "no shape"),
 ])
 def test_bad_input(capsys, argv, needle):

@@ -253,10 +253,11 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     Under torchrun the cases are split across the ranks (one GPU each); each rank measures its
     share, rank 0 gathers the results and writes them to its store, and a rank that stops early
     reports which cases it lost (run again to measure them)."""
-    from .measure import environment, time_fn
+    from .measure import check_device, environment, time_fn
     from .store import case_key
 
     torch = import_torch()
+    check_device(device, present=False)  # a name torch does not know is no environment to record
     ranks = distributed(device)
     rank, world, device = ranks if ranks else (0, 1, device)
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -331,10 +332,12 @@ def _measure_one(torch, case, key, *, device, timing, time_fn) -> dict:
 @contextlib.contextmanager
 def _progress(enabled: bool, total: int, doing: str = "measuring"):
     """A rich progress bar with ETA on stderr; `advance(label)` after each case."""
-    if not enabled or total == 0:
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not enabled or total == 0 or not console.is_terminal:  # piped or logged: no bar to leave lines behind
         yield lambda label: None
         return
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -346,7 +349,7 @@ def _progress(enabled: bool, total: int, doing: str = "measuring"):
 
     columns = (TextColumn(doing), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.description}"))
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("", total=total)
         yield lambda label: bar.update(task, advance=1, description=label)
 

@@ -406,7 +406,7 @@ PROFILE_ENVIRONMENT = ("gpu_name", "driver_version", "torch_version", "cuda_vers
 class Calibration:
     cases: int
     sweep: object  # bench.SweepResult: the calibration set's rows
-    profile: Profile | None  # None when interrupted (or on a rank other than 0)
+    profile: Profile | None  # None when interrupted (or on a rank other than 0, or on the CPU with no GPU named)
     named: int = 0  # GEMMs whose kernels were named now
     interrupted: str = ""  # what an interruption kept: "measured cases" or "named kernels"
 
@@ -430,6 +430,8 @@ def calibrate(*, store, gpu: GPU | str | None = None, device: str = "cuda", dtyp
     except KeyboardInterrupt:
         return Calibration(len(cases), result, None, interrupted="named kernels")
     kernels = census_rows(store, env_id=store.environment_id(result.environment))
+    if gpu is None and device == "cpu":  # the smoke test: CPU times are no GPU's, and none was named to fit for
+        return Calibration(len(cases), result, None, named)
     gpu = measured_gpu(result.environment, gpu=gpu, device=device)
     environment = {k: result.environment[k] for k in PROFILE_ENVIRONMENT if result.environment.get(k) is not None}
     profile = fit_profile(result.rows, gpu=gpu, dtype=dtype, environment=environment, kernels=kernels)
@@ -512,6 +514,8 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
         if result.rank != 0:
             return Validation(None, None, [], sweep=result)
         rows, env = result.rows, result.environment
+        if gpu is None and device == "cpu":  # the smoke test: nothing to judge CPU times against
+            return Validation(None, None, [], len(rows), result)
     gpu = measured_gpu(env, gpu=gpu, device=device)
     profile = profile or find(gpu)
     return Validation(gpu, profile, judge_sets(drawn, rows, gpu=gpu, profile=profile), len(rows), result)

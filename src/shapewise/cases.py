@@ -19,26 +19,11 @@ KERNELS = "kernels"  # the results store's bench of the kernel census
 
 
 def parse_dims(values: list[str], *, name: str) -> list[int]:
-    """Dims from the command line: numbers and inclusive ranges START:STOP:STEP (or START:STOP, step 1)."""
-    dims: list[int] = []
-    for value in values:
-        parts = value.split(":")
-        try:
-            numbers = [int(p) for p in parts]
-        except ValueError:
-            raise ShapewiseError(f"{name}: {value!r} is not a number or a START:STOP:STEP range") from None
-        if len(numbers) == 1:
-            dims.append(numbers[0])
-        elif len(numbers) in (2, 3):
-            start, stop, step = (*numbers, 1) if len(numbers) == 2 else numbers
-            if step <= 0 or stop < start:
-                raise ShapewiseError(f"{name}: range {value!r} needs START <= STOP and a positive STEP")
-            dims.extend(range(start, stop + 1, step))
-        else:
-            raise ShapewiseError(f"{name}: {value!r} is not a number or a START:STOP:STEP range")
-    if not dims or any(d <= 0 for d in dims):
-        raise ShapewiseError(f"{name}: dims must be positive, got {' '.join(values)}")
-    return list(dict.fromkeys(dims))  # keep order, drop repeats
+    """Dims from the command line: numbers and inclusive ranges START:STOP:STEP (or START:STOP, step 1),
+    each a GEMM dim and at most limits.SWEEP_VALUES in all (see limits.dims)."""
+    from .limits import dims
+
+    return dims(values, name=name)
 
 
 @dataclass(frozen=True)
@@ -151,32 +136,13 @@ def kernel_label(names: list[str]) -> str:
 # rank must send over its link in a ring: 2(n-1)/n for an all-reduce, (n-1)/n for the others. The
 # size is the whole buffer: all-reduce's, all-gather's output, reduce-scatter's input.
 COLLECTIVES = {"all_reduce": 2.0, "all_gather": 1.0, "reduce_scatter": 1.0}
-SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
 
 
 def parse_sizes(values: list[str]) -> list[int]:
-    """Bytes from the command line: 4096, 64K, 1M, and START:STOP ranges that double (1K:1G)."""
-    def one(text: str) -> int:
-        text = text.strip().upper().removesuffix("B")
-        unit = text[-1] if text and text[-1] in SIZE_UNITS else ""
-        try:
-            number = float(text[: len(text) - len(unit)]) * SIZE_UNITS[unit]
-        except ValueError:
-            raise ShapewiseError(f"--sizes: {text!r} is not a size such as 4096, 64K, 16M or 1G") from None
-        if number < 1:
-            raise ShapewiseError(f"--sizes: sizes must be at least one byte, got {text!r}")
-        return int(number)
+    """Bytes from the command line: 4096, 64K, 1M, and START:STOP ranges that double (1K:1G); see limits.sizes."""
+    from .limits import sizes
 
-    sizes: list[int] = []
-    for value in values:
-        if ":" in value:
-            low, high = (one(part) for part in value.split(":", 1))
-            while low <= high:
-                sizes.append(low)
-                low *= 2
-        else:
-            sizes.append(one(value))
-    return list(dict.fromkeys(sizes))
+    return sizes(values)
 
 
 # ---- what the cost model says a case costs ------------------------------------------------------

@@ -111,6 +111,33 @@ class Timing:
 
 # ---- timers: how one batch of calls is timed on each device ----------------------------------
 
+def check_device(device: str, *, present: bool = True) -> str:
+    """`device` if shapewise can measure on it ("cpu", "cuda" or "cuda:N" of a GPU torch sees),
+    else a ShapewiseError that says which devices there are. torch is asked only about CUDA, and
+    only when `present` (False: the name alone is checked, as when the command line is read)."""
+    from .errors import ShapewiseError
+
+    text = str(device).strip().lower()
+    kind, _, index = text.partition(":")
+    if text == "cpu":
+        return text
+    if kind != "cuda" or (index and not index.isdigit()) or text.endswith(":"):
+        raise ShapewiseError(f"unknown device {device!r}: measure on cpu, cuda or cuda:N (N a GPU's index)")
+    if not present:
+        return text
+    try:
+        import torch
+    except ImportError:
+        raise ShapewiseError("measuring on a GPU needs torch: pip install \"shapewise[gpu]\"") from None
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        raise ShapewiseError(f"no CUDA GPU is visible here ({device}); measure on the CPU with --device cpu")
+    if index and int(index) >= count:
+        raise ShapewiseError(f"{device}: there {'is one GPU' if count == 1 else f'are {count} GPUs'} here, "
+                             f"cuda:0 to cuda:{count - 1}")
+    return text
+
+
 def _is_cuda(device) -> bool:
     # String test, so the CPU path never needs torch; accepts "cuda", "cuda:1" or a torch.device.
     return str(device).startswith("cuda")
@@ -596,7 +623,7 @@ def measured_gpu(env: dict, *, gpu=None, device: str = ""):
 
     found = gpu_of(env, gpu=gpu)
     if found is None:
-        raise ShapewiseError(f"{env.get('gpu_name') or device} is not in the GPU table: name the GPU to calibrate with --gpu")
+        raise ShapewiseError(f"{env.get('gpu_name') or device} is not in the GPU table: name the GPU with --gpu")
     return found
 
 

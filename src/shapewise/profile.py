@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import os
 import re
 import sys
@@ -100,12 +101,71 @@ def _params_from_json(data: dict, where: str) -> CostParams:
         elif isinstance(default, (int, float)) and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ShapewiseError(f"{where}: parameter {name} must be a number, got {value!r}")
         values[name] = value
+    _check_numbers(values, where)
     kernels = len(values.get("cutlass_kernels", ()))
     if any(not (0 <= row[6] < kernels) or row[6] != int(row[6]) for row in values.get("cutlass_choices", ())):
         raise ShapewiseError(f"{where}: cutlass_choices name kernels that cutlass_kernels does not hold")
     if values.get("cutlass_chooser") and len(values["cutlass_chooser"]) != kernels:
         raise ShapewiseError(f"{where}: cutlass_chooser needs one row per row of cutlass_kernels")
     return dataclasses.replace(SPEC, **values)
+
+
+# Scalars that may take either sign: the chooser's logit weights. Every other one is a time, a rate, a
+# fraction or a count, and negative would make no sense of it.
+SIGNED = {"cutlass_chooser_vote", "cutlass_chooser_sharpness"}
+
+
+def _check_numbers(values: dict, where: str) -> None:
+    """Every number finite; scalar parameters (times, rates, fractions) not negative (but SIGNED); a list's items
+    of the same kind and length as the spec model's (a table's rows are checked by TABLE_WIDTHS)."""
+    for name, value in values.items():
+        default = getattr(SPEC, name)
+        if isinstance(default, tuple):
+            template = default[0] if default else None
+            for item in value:
+                if not _same_kind(item, template, table=name in TABLE_WIDTHS):
+                    raise ShapewiseError(f"{where}: parameter {name} holds {str(item)[:40]}, not an item like the "
+                                         f"spec model's {template!r}: the file is damaged or not shapewise's")
+        elif not math.isfinite(value) or (value < 0 and name not in SIGNED):
+            raise ShapewiseError(f"{where}: parameter {name} is {value}; it must be a finite number, 0 or more")
+
+
+def _same_kind(item, template, *, table: bool) -> bool:
+    """An item of a list parameter, of the kind of the spec model's items (`template`; None where the
+    spec model has none): a row of the same length, a name, or a finite number (0 or more outside
+    the tables, whose coefficients and log residuals may be negative)."""
+    if isinstance(item, tuple):
+        if template is not None and (not isinstance(template, tuple) or len(item) != len(template)):
+            return False
+        templates = template if template is not None else (None,) * len(item)
+        return all(_same_kind(x, t, table=table) for x, t in zip(item, templates))
+    if template is not None and isinstance(template, tuple):
+        return False
+    if isinstance(item, str) or isinstance(template, str):
+        return isinstance(item, str) and (template is None or isinstance(template, str))
+    return isinstance(item, (int, float)) and not isinstance(item, bool) and math.isfinite(item) and (
+        table or item >= 0)
+
+
+def _check_predicts(params: CostParams, gpu: GPU, where: str) -> None:
+    """The parameters must price a few ops to finite positive times: a last guard against a file whose
+    every number is fine but whose tables do not fit together (or whose efficiencies are zero)."""
+    import numpy as np
+
+    from .cost import predict_attention, predict_gemm
+
+    model = CostModel(gpu, params, f"the profile {where}")
+    m, n, k = np.meshgrid([64, 4096, 4097, 8192], [64, 4096, 4097, 8192], [4096, 4097], indexing="ij")
+    try:  # aligned and misaligned, small and large, and fused attention: each part of the model in use
+        times = [*np.ravel(predict_gemm(m.ravel(), n.ravel(), k.ravel(), gpu=model, dtype="bf16").time_ms),
+                 *(predict_attention(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=d, causal=True, pass_=pass_,
+                                     gpu=model, dtype="bf16") for d in (64, 128) for pass_ in ("fwd", "bwd"))]
+    except (ValueError, IndexError, ZeroDivisionError, FloatingPointError) as err:
+        raise ShapewiseError(f"{where}: its parameters do not fit together ({type(err).__name__}: "
+                             f"{str(err)[:80]}); calibrate again or use another profile") from None
+    if not all(math.isfinite(float(t)) and float(t) > 0 for t in times):
+        raise ShapewiseError(f"{where}: its parameters price some ops at zero, negative or infinite times; "
+                             f"calibrate again or use another profile")
 
 
 def to_json(profile: Profile) -> dict:
@@ -137,9 +197,11 @@ def load(path: str | os.PathLike) -> Profile:
     """Read a profile, rejecting anything that is not one (or is from a newer format) with a clear error."""
     where = str(path)
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise ShapewiseError(f"cannot read profile {where}: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise ShapewiseError(f"{where} is not a shapewise profile: not a text file (not UTF-8)") from None
     return from_text(text, where=where)
 
 
@@ -148,10 +210,15 @@ def from_text(text: str, *, where: str = "profile") -> Profile:
         data = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ShapewiseError(f"{where} is not a shapewise profile: not JSON ({err})") from None
+    except RecursionError:
+        raise ShapewiseError(f"{where} is not a shapewise profile: JSON nested too deeply") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ShapewiseError(f"{where} is not a shapewise profile (no \"format\": \"{FORMAT}\")")
     version = data.get("version")
-    if isinstance(version, int) and 1 <= version < VERSION:
+    if isinstance(version, bool) or not isinstance(version, int):  # `"version": true` is no version
+        raise ShapewiseError(f"{where}: \"version\" must be a whole number (this shapewise reads {VERSION}), "
+                             f"got {json.dumps(version)[:40]}")
+    if 1 <= version < VERSION:
         raise OutdatedProfile(f"{where} is profile format version {version}, from an older cost model; this "
                              f"shapewise reads version {VERSION}: run `shapewise calibrate` again")
     if version != VERSION:
@@ -160,11 +227,13 @@ def from_text(text: str, *, where: str = "profile") -> Profile:
     gpu = data.get("gpu")
     if not isinstance(gpu, str):
         raise ShapewiseError(f"{where}: 'gpu' must name a GPU")
-    get_gpu(gpu)  # an unknown GPU is an error here too
+    measured_on = get_gpu(gpu)  # an unknown GPU is an error here too
     environment, fit = data.get("environment", {}), data.get("fit", {})
     if not isinstance(environment, dict) or not isinstance(fit, dict):
         raise ShapewiseError(f"{where}: 'environment' and 'fit' must be objects")
-    return Profile(gpu=gpu, params=_params_from_json(data.get("params", {}), where), environment=environment,
+    params = _params_from_json(data.get("params", {}), where)
+    _check_predicts(params, measured_on, where)
+    return Profile(gpu=gpu, params=params, environment=environment,
                    created_utc=str(data.get("created_utc", "")), fit=fit, path=where)
 
 
@@ -180,6 +249,7 @@ def profile_dir() -> Path:
     return Path(base) / "shapewise" / "profiles"
 
 
+@functools.lru_cache(maxsize=None)  # the package's own files do not change while it runs; reading one takes 0.3 s
 def _shipped(key: str) -> Profile | None:
     resource = resources.files("shapewise") / "data" / "profiles" / f"{key}.json"
     if not resource.is_file():
@@ -216,9 +286,23 @@ def _find(key: str, stamps: tuple) -> Profile | None:
             profile = _shipped(own)
             print(f"shapewise: warning: {err}; using the {'shipped profile' if profile else 'spec model'} until then",
                   file=sys.stderr)
+        except ShapewiseError as err:  # a broken file in the folder: set aside once, said, and not used
+            profile = _shipped(key)
+            print(f"shapewise: warning: {_set_aside(user)}: {' '.join(str(err).split())[:300]}; using the "
+                  f"{'shipped profile' if profile else 'spec model'} for {key}", file=sys.stderr)
         if profile is not None:
             return dataclasses.replace(profile, borrowed_for=borrowed)
     return None
+
+
+def _set_aside(path: Path) -> str:
+    """Move a broken profile out of the way (PATH.broken), so that it is warned about once."""
+    aside = path.with_name(path.name + ".broken")
+    try:
+        path.replace(aside)
+    except OSError as err:
+        return f"{path} is broken and could not be moved aside ({err.strerror or err})"
+    return f"{path} is broken and was moved to {aside.name}"
 
 
 SPEC_ASKED = "spec-only"  # the source of the spec model when asked for

@@ -375,7 +375,9 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
         if c is not None:
             candidates.append(c)
     if not candidates:
-        raise ShapewiseError("no shape meets the budget and the aspect band: widen --params-tol or --aspect")
+        raise ShapewiseError(f"no shape of the grid (hidden {hidden[0]}-{hidden[-1]} in steps of 256, {layers[0]}-"
+                             f"{layers[-1]} layers, hidden/layers {aspect[0]:g}-{aspect[1]:g}) is within {params_tol:g} of "
+                             f"{params_target:g} parameters: widen --params-tol or change --params")
     # The front of parameters (more is a larger model) against speed: most parameters first, keep each
     # shape that is faster than every larger one.
     by_params = sorted(candidates, key=lambda c: (-c.params, c.gpu_ms_per_token))

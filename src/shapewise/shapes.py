@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from .dtypes import DTYPE_BYTES
 from .errors import ShapewiseError
+from .limits import FIELDS
 
 # Matrices per MLP block: plain MLPs have up and down, gated ones (GLU family) add a gate.
 MLP_KINDS = {"gelu": 2, "relu": 2, "swiglu": 3, "geglu": 3}
@@ -22,6 +23,8 @@ def _require_positive_int(owner: str, field: str, value, *, allow_zero: bool = F
     if value < 0 or (value == 0 and not allow_zero):
         low = "zero or more" if allow_zero else "positive"
         raise ShapewiseError(f"{owner}: {field} must be {low}, got {value}")
+    if field in FIELDS and value > FIELDS[field].high:  # bounded: limits.py says why
+        FIELDS[field].check(value, f"{owner}: {field}")
 
 
 @dataclass(frozen=True)

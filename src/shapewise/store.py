@@ -26,12 +26,17 @@ A CSV lacks the device, the samples and the metrics, so imported rows live in en
 their own (device unknown: a local sweep never skips a case because of them), keep their timing
 summary and num_reps, and have samples_ms [] (none known) and metrics None.
 
+A damaged file never ends in a traceback: every SQLite error becomes one ShapewiseError naming the
+file and what to do (check_integrity() runs SQLite's own check; export() saves what is still
+readable of a damaged store, row by row).
+
 Standard library only: the store must work where torch and numpy are not installed.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import os
@@ -153,31 +158,80 @@ def _rate(amount, median_ms, scale: float) -> float | None:
     return amount / (median_ms * 1e-3) / scale
 
 
-class Store:
-    """One SQLite file of results. Use as a context manager, or call close()."""
+def _advice(path: Path, err: sqlite3.Error) -> str:
+    """One line for an SQLite error on the store at `path`: what went wrong and what to do."""
+    text = str(err)
+    low = text.lower()
+    other = "or use another store (--db PATH or $SHAPEWISE_DB)"
+    if "malformed" in low or "not a database" in low or "corrupt" in low:
+        return (f"the results store {path} is damaged ({text}): save what is still readable with `shapewise "
+                f"results --db {path} --export rows.csv`, then move the file away and start a new store, "
+                f"into which `shapewise results --import rows.csv` reads the rows back")
+    if "locked" in low or "busy" in low:
+        return (f"the results store {path} is locked by another process ({text}): wait for it (a sweep still "
+                f"running?) {other}")
+    if "readonly" in low or "read-only" in low:
+        return f"cannot write to the results store {path} ({text}): make it and its folder writable {other}"
+    if "unable to open" in low or "disk i/o" in low or "full" in low:
+        return f"cannot use the results store {path} ({text}): check the file, its folder and the disk, {other}"
+    return f"the results store {path} failed: {text}; check the file {other}"
 
-    def __init__(self, path: str | os.PathLike | None = None):
-        self.path = Path(path).expanduser() if path is not None else default_path()
+
+def _guarded(method):
+    """Store methods raise ShapewiseError, never sqlite3.Error: a damaged page can surface in any query."""
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise ShapewiseError(f"cannot create the folder of the results store {self.path}: "
-                                 f"{err.strerror or err}") from None
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as err:
+            raise ShapewiseError(_advice(self.path, err)) from None
+    return guarded
+
+
+class Store:
+    """One SQLite file of results. Use as a context manager, or call close().
+
+    read_only: open an existing store to read it (results, plots, reports): nothing is created,
+    and a missing file is an error."""
+
+    def __init__(self, path: str | os.PathLike | None = None, *, read_only: bool = False):
+        self.path = Path(path).expanduser() if path is not None else default_path()
+        self.read_only = read_only
+        self.unreadable_rows = 0  # rows the last export() could not read (a damaged store)
+        if self.path.is_dir():
+            raise ShapewiseError(f"the results store {self.path} is a folder: give a file, e.g. {self.path / 'results.db'}")
+        if read_only and not self.path.is_file():
+            raise ShapewiseError(f"no results store at {self.path}: measure first (`shapewise bench`), or give --db PATH")
+        if not read_only:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise ShapewiseError(f"cannot create the folder of the results store {self.path}: "
+                                     f"{err.strerror or err}") from None
         try:
             # isolation_level=None: no implicit transactions; each statement commits on its own
             # unless we open one explicitly. timeout: wait for another process's write, as when
             # two sweeps on two GPUs share one store.
-            self._conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            target = f"{self.path.resolve().as_uri()}?mode=ro" if read_only else str(self.path)
+            self._conn = sqlite3.connect(target, timeout=30, isolation_level=None, uri=read_only)
         except sqlite3.Error as err:
-            raise ShapewiseError(f"cannot open the results store {self.path}: {err}") from None
+            raise ShapewiseError(_advice(self.path, err)) from None
         try:
             self._conn.row_factory = sqlite3.Row
-            self._setup_when_free()
-        except sqlite3.DatabaseError as err:
+            if read_only:
+                self._check_schema(self._conn.execute("PRAGMA user_version").fetchone()[0])
+            else:
+                self._setup_when_free()
+                # Writing into a damaged file can spread the damage: a writer checks the pages first
+                # (quick_check: the b-trees' structure, not the indexes' contents; a second or so
+                # for a store of a few hundred MB).
+                verdict = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+                if verdict != "ok":
+                    raise sqlite3.DatabaseError(f"database disk image is malformed: {' '.join(verdict.split())}")
+        except sqlite3.Error as err:
             # "file is not a database" and the like come from the first statement, not connect()
             self._conn.close()
-            raise ShapewiseError(f"{self.path} is not a usable shapewise results store ({err}); "
-                                 f"move it away or point SHAPEWISE_DB elsewhere") from None
+            raise ShapewiseError(_advice(self.path, err)) from None
         except ShapewiseError:
             self._conn.close()
             raise
@@ -206,27 +260,42 @@ class Store:
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                tables = [r[0] for r in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table'")]
-                if tables:
-                    raise ShapewiseError(
-                        f"{self.path} is a SQLite database but not a shapewise results store "
-                        f"(it has tables {', '.join(sorted(tables))}); point SHAPEWISE_DB elsewhere")
+            if not self._check_schema(version):  # a new, empty file
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            elif version > SCHEMA_VERSION:
-                raise ShapewiseError(
-                    f"{self.path} has schema version {version}, newer than this shapewise "
-                    f"understands ({SCHEMA_VERSION}); upgrade shapewise or use another store")
-            elif version != SCHEMA_VERSION:
-                raise ShapewiseError(f"{self.path} has unknown schema version {version}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            self._rollback()
             raise
+
+    def _check_schema(self, version: int) -> bool:
+        """Raise unless the file is a shapewise store this code reads; False for an empty file."""
+        if version == 0:
+            tables = [r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            if tables:
+                raise ShapewiseError(
+                    f"{self.path} is a SQLite database but not a shapewise results store "
+                    f"(it has tables {', '.join(sorted(tables))[:200]}); point SHAPEWISE_DB or --db elsewhere")
+            if self.read_only:
+                raise ShapewiseError(f"{self.path} is an empty results store: nothing measured yet")
+            return False
+        if version > SCHEMA_VERSION:
+            raise ShapewiseError(
+                f"{self.path} has schema version {version}, newer than this shapewise "
+                f"understands ({SCHEMA_VERSION}); upgrade shapewise or use another store")
+        if version != SCHEMA_VERSION:
+            raise ShapewiseError(f"{self.path} has unknown schema version {version}: not a store this "
+                                 f"shapewise wrote; point SHAPEWISE_DB or --db elsewhere")
+        return True
+
+    def _rollback(self) -> None:
+        """Undo the open transaction; SQLite may have ended it already (a damaged page rolls back)."""
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
     # ---- lifetime ------------------------------------------------------------------------------
 
@@ -244,6 +313,7 @@ class Store:
 
     # ---- environments --------------------------------------------------------------------------
 
+    @_guarded
     def environment_id(self, env: dict) -> int:
         """The id of this environment, inserted on first sight. Only its identity fields decide
         which row it is; the env_json kept is the first one seen."""
@@ -269,11 +339,13 @@ class Store:
         """Keys of the cases of `bench` that were recorded with an error in this environment."""
         return self._keys(env_id, bench, "error IS NOT NULL")
 
+    @_guarded
     def _keys(self, env_id: int, bench: str, condition: str) -> set[str]:
         cur = self._conn.execute(
             f"SELECT key FROM results WHERE env_id = ? AND bench = ? AND {condition}", (env_id, bench))
         return {r[0] for r in cur}
 
+    @_guarded
     def record(self, *, env_id: int, bench: str, key: str, params: dict, timing=None,
                flops: float | None = None, bytes: float | None = None,
                metrics: dict | None = None, error: str | None = None) -> None:
@@ -307,6 +379,7 @@ class Store:
             raise ShapewiseError(f"cannot record {bench} {key} in {self.path}: {err} "
                                  f"(is env_id {env_id} from environment_id()?)") from None
 
+    @_guarded
     def rows(self, *, bench: str | None = None, env_id: int | None = None,
              include_errors: bool = True) -> list[dict]:
         """Results in the order they were recorded, with params, metrics and samples_ms decoded
@@ -326,6 +399,7 @@ class Store:
             f"FROM results r JOIN environments e ON e.id = r.env_id {where} ORDER BY r.id", args)
         return [_decode(row) for row in cur]
 
+    @_guarded
     def summary(self) -> dict:
         """{"path", "environments": count, "benches": {bench: {"ok": n, "failed": n}}}."""
         benches = {}
@@ -339,6 +413,7 @@ class Store:
 
     # ---- export --------------------------------------------------------------------------------
 
+    @_guarded
     def export(self, path: str | os.PathLike, *, fmt: str = "csv", bench: str | None = None) -> int:
         """Write the results (of one bench, or all) to `path`; return the number of rows.
 
@@ -352,7 +427,7 @@ class Store:
         """
         if fmt not in EXPORT_FORMATS:
             raise ShapewiseError(f"unsupported export format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
-        rows = self.rows(bench=bench)
+        rows, self.unreadable_rows = self._readable_rows(bench)
         path = Path(path).expanduser()
         try:
             with open(path, "w", newline="" if fmt == "csv" else None, encoding="utf-8") as out:
@@ -368,6 +443,7 @@ class Store:
 
     # ---- import --------------------------------------------------------------------------------
 
+    @_guarded
     def import_csv(self, path: str | os.PathLike) -> int:
         """Read a CSV written by export() into the store; return the number of rows imported.
 
@@ -431,18 +507,94 @@ class Store:
                      numbers["tflops"], numbers["gbps"], numbers["error"], numbers["created_utc"]))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            self._rollback()
             raise
         return len(prepared)
 
+    # ---- damage --------------------------------------------------------------------------------
+
+    @_guarded
+    def check_integrity(self, *, limit: int = 20) -> list[str]:
+        """SQLite's PRAGMA integrity_check, and every row's JSON: the problems found (at most
+        `limit`), [] for a sound store."""
+        try:
+            found = [r[0] for r in self._conn.execute(f"PRAGMA integrity_check({int(limit)})")]
+        except sqlite3.DatabaseError as err:
+            return [str(err)]
+        problems = [] if found == ["ok"] else [" ".join(str(p).split()) for p in found]
+        try:
+            for row_id, *texts in self._conn.execute(
+                    "SELECT id, params_json, samples_json, metrics_json FROM results ORDER BY id"):
+                if len(problems) >= limit:
+                    break
+                if _bad_json(texts):
+                    problems.append(f"result {row_id}: a JSON column does not parse")
+        except sqlite3.DatabaseError as err:
+            problems.append(str(err))
+        return problems[:limit]
+
+    def _readable_rows(self, bench: str | None) -> tuple[list[dict], int]:
+        """rows(bench=...), or, where the store is damaged, every row that still reads on its own,
+        and how many could not be read."""
+        try:
+            return self.rows(bench=bench), 0
+        except ShapewiseError:
+            pass
+        ids = self._row_ids()
+        rows, lost = [], 0
+        for row_id in ids:
+            try:
+                cur = self._conn.execute(
+                    "SELECT r.*, e.gpu_name, e.driver, e.torch, e.cuda, e.cublas FROM results r "
+                    "LEFT JOIN environments e ON e.id = r.env_id WHERE r.id = ?", (row_id,))
+                row = cur.fetchone()
+                if row is not None and (bench is None or row["bench"] == bench):
+                    rows.append(_decode(row))
+            except (sqlite3.Error, ShapewiseError):
+                lost += 1
+        return rows, lost
+
+    def _row_ids(self) -> list[int]:
+        """The ids of the results, from the table's own b-tree if it reads, else every id up to the
+        largest the primary key has handed out (a damaged page hides some; each is tried alone)."""
+        try:
+            return [r[0] for r in self._conn.execute("SELECT id FROM results ORDER BY id")]
+        except sqlite3.Error:
+            pass
+        try:
+            top = self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'results'").fetchone()
+        except sqlite3.Error:
+            top = None
+        if top is None:
+            try:
+                top = self._conn.execute("SELECT max(id) FROM results").fetchone()
+            except sqlite3.Error:
+                top = None
+        return list(range(1, (top[0] or 0) + 1)) if top else []
+
 def _decode(row: sqlite3.Row) -> dict:
     d = dict(row)
-    d["params"] = json.loads(d.pop("params_json"))
-    metrics = d.pop("metrics_json")
-    d["metrics"] = json.loads(metrics) if metrics is not None else None
-    samples = d.pop("samples_json")
-    d["samples_ms"] = json.loads(samples) if samples is not None else None
+    try:
+        d["params"] = json.loads(d.pop("params_json"))
+        metrics = d.pop("metrics_json")
+        d["metrics"] = json.loads(metrics) if metrics is not None else None
+        samples = d.pop("samples_json")
+        d["samples_ms"] = json.loads(samples) if samples is not None else None
+    except (TypeError, ValueError, RecursionError):
+        raise ShapewiseError(f"result {d.get('id')} of the results store holds JSON that does not parse: "
+                             f"the store is damaged; `shapewise results --check` lists the damage") from None
     return d
+
+
+def _bad_json(texts) -> bool:
+    for text in texts:
+        if text is None:
+            continue
+        try:
+            json.loads(text)
+        except (TypeError, ValueError, RecursionError):
+            return True
+    return False
 
 
 def _csv_cell(value):

@@ -132,14 +132,13 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     gpu: the cost model of the predicted speedups (a GPU name: its default, profile.cost_model);
     mode "model" measures whole steps, "layer" layers × layer + head, "auto" whole steps where
     they all fit in memory at once."""
-    from .measure import bootstrap_median_ci, interleave
+    from .measure import bootstrap_median_ci, check_device, interleave
 
     try:
         import torch
     except ImportError:
         raise ShapewiseError("verify measures on a GPU and needs torch: pip install 'shapewise[gpu]'") from None
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ShapewiseError("verify measures on a GPU, and there is none here (--device cpu only tests the command)")
+    check_device(device)
     shapes = [("original", *original), *candidates]
     for _, shape, workload in shapes:
         check_parallel(shape, workload)

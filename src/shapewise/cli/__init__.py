@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return leave_process_group(args.run(args))
     except ShapewiseError as err:
-        print(f"shapewise: error: {err}", file=sys.stderr)
+        print(f"shapewise: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, whatever it quotes
         return getattr(err, "exit_code", 2)  # a config read only by guessing, under --strict: 1
     except KeyboardInterrupt:
         print("shapewise: interrupted", file=sys.stderr)

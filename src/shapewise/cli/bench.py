@@ -10,11 +10,11 @@ from ..errors import ShapewiseError
 from .common import (
     Parser,
     add_db_arg,
+    add_device_arg,
     add_measure_args,
     add_model_args,
     console,
     model_and_workload,
-    positive_int,
     rank0_only,
 )
 
@@ -71,12 +71,12 @@ def add_gemm(kinds) -> None:
     for name in ("gemm", "bmm"):
         p = kinds.add_parser(name, help=f"time torch.matmul over ranges of dims ({name})")
         if name == "bmm":
-            p.add_argument("-b", nargs="+", required=True, help="batch sizes")
+            p.add_argument("-b", nargs="+", required=True, help="batch sizes, or START:STOP:STEP ranges")
         for dim in ("m", "n", "k"):
             p.add_argument(f"-{dim}", nargs="+", required=True, help=f"{dim} values or START:STOP:STEP ranges")
         p.add_argument("--layout", nargs="+", choices=("nn", "nt", "tn"), default=["nn"],
-                       help="nn: x @ W; nt: x @ W.T (a linear layer); tn: a weight gradient (default nn)")
-        p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16")
+                       help="nn: x @ W; nt: x @ W.T (a linear layer); tn: a weight gradient")
+        p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="the data type of A, B and C")
         p.add_argument("--kernels", action="store_true",
                        help="also name the kernels cuBLAS runs for each shape (one more call each, under torch.profiler)")
         add_measure_args(p)
@@ -103,16 +103,17 @@ def add_attention(kinds) -> None:
     from ..cases import ATTENTION_BACKENDS, PASSES
 
     p = kinds.add_parser("attention", help="time fused and unfused attention, forward and forward+backward")
-    p.add_argument("--heads", nargs="+", required=True)
+    p.add_argument("--heads", nargs="+", required=True, help="query heads, values or START:STOP:STEP ranges")
     p.add_argument("--kv-heads", nargs="+", help="kv heads (grouped-query attention; default: as many as heads)")
-    p.add_argument("--head-dim", nargs="+", required=True)
-    p.add_argument("--seq", nargs="+", required=True)
-    p.add_argument("--batch", nargs="+", default=["4"])
-    p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=True, help="causal mask (default on)")
+    p.add_argument("--head-dim", nargs="+", required=True, help="head dims, values or ranges")
+    p.add_argument("--seq", nargs="+", required=True, help="sequence lengths, values or ranges")
+    p.add_argument("--batch", nargs="+", default=["4"], help="batch sizes, values or ranges")
+    p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=True, help="causal mask")
     p.add_argument("--backend", nargs="+", choices=ATTENTION_BACKENDS, default=["default", "unfused"],
                    help="SDPA backends (flash, efficient, cudnn, math, default) and the unfused path")
-    p.add_argument("--pass", dest="passes", nargs="+", choices=PASSES, default=list(PASSES))
-    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16")
+    p.add_argument("--pass", dest="passes", nargs="+", choices=PASSES, default=list(PASSES),
+                   help="forward alone, and forward and backward")
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="the data type of q, k and v")
     add_measure_args(p)
     p.set_defaults(run=run_bench_attention)
 
@@ -134,16 +135,17 @@ def run_bench_attention(args) -> int:
 
 def add_comm(kinds) -> None:
     from ..cases import COLLECTIVES
+    from ..limits import CALLS
 
     p = kinds.add_parser("comm", help="time collectives across the ranks torchrun started (NCCL on GPUs, gloo on CPUs)")
-    p.add_argument("--sizes", nargs="+", default=["1M:1G"], help="bytes: 4096, 64K, 16M, 1G, or doubling ranges (1M:1G)")
-    p.add_argument("--ops", nargs="+", choices=tuple(COLLECTIVES), default=list(COLLECTIVES))
-    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16")
-    p.add_argument("--warmup", type=positive_int, default=5, help="untimed calls per case (5)")
-    p.add_argument("--iters", type=positive_int, default=20, help="timed calls per case (20)")
-    p.add_argument("--device", default="cuda", help="cuda (one GPU per rank) or cpu (gloo)")
+    p.add_argument("--sizes", nargs="+", default=["1M:1G"], help="bytes: 4096, 64K, 16M, 1G, or doubling ranges such as 1M:1G")
+    p.add_argument("--ops", nargs="+", choices=tuple(COLLECTIVES), default=list(COLLECTIVES), help="the collectives")
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="the data type of the buffers")
+    p.add_argument("--warmup", type=CALLS.arg, default=5, help="untimed calls per case")
+    p.add_argument("--iters", type=CALLS.arg, default=20, help="timed calls per case")
+    add_device_arg(p, "cuda (one GPU per rank) or cpu (gloo)")
     add_db_arg(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     p.set_defaults(run=run_bench_comm)
 
 

@@ -6,15 +6,29 @@ from __future__ import annotations
 import json
 
 from ..errors import ShapewiseError
-from .common import add_cost_args, add_measure_args, console, positive_int, rank0_only
+from .common import add_cost_args, add_measure_args, add_mkdir_arg, console, rank0_only
+
+# Where calibrate installs a profile, as profile.profile_dir() finds it.
+PROFILE_FOLDER = ("$SHAPEWISE_PROFILES, else $XDG_DATA_HOME/shapewise/profiles, else "
+                  "~/.local/share/shapewise/profiles")
 
 
 def _add_set_args(p) -> None:
     """calibrate's and validate's designed sets: their dtype, and a toy-sized one for smoke tests."""
-    p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16", help="the data type of the set")
     p.add_argument("--quick", action="store_true",
                    help="calibrate: on a GPU, refit this machine's factors on top of its profile (about 35 s); "
                         "on the CPU, and for validate, a toy-sized set (a smoke test)")
+
+
+def _measured_on_cpu(args, out, what: str, count: int) -> None:
+    """Say where a CPU smoke test's measurements went, and that CPU times are fitted or judged only
+    against a GPU that --gpu names."""
+    from ..store import default_path
+
+    out.print(f"{count} {what} measured on the CPU into the results store {args.db or default_path()}; CPU times "
+              f"are no GPU's, so nothing is {'fitted' if what.startswith('cal') else 'judged'} without --gpu "
+              f"(a smoke test of the command)")
 
 
 def _install_profile(profile, args, out, measured: dict) -> None:
@@ -36,12 +50,19 @@ def _install_profile(profile, args, out, measured: dict) -> None:
 
 
 def add_calibrate(sub) -> None:
-    p = sub.add_parser("calibrate", help="measure a designed set on this GPU and fit its profile (about 2 minutes on an H200)")
-    p.add_argument("--out", metavar="PATH", help="also write the profile here")
-    p.add_argument("--extended", type=positive_int, nargs="?", const=1, metavar="SEED",
-                   help="and 3600 random GEMMs and batched GEMMs more, drawn with SEED (1), for a profile that tells "
-                        "better which kernel cuBLAS runs for a misaligned shape (about 2 minutes more on an H200)")
-    p.add_argument("--no-install", action="store_true", help="do not write it to the user's profile folder")
+    from ..limits import SEED
+
+    p = sub.add_parser("calibrate", help="measure a designed set on this GPU and fit its profile (about 2 minutes on an H200)",
+                       description="Measure a designed set of GEMMs, attention and memory-bound ops on this GPU, fit the "
+                                   f"cost model's parameters and install the profile in the profile folder ({PROFILE_FOLDER}); "
+                                   "predictions for this GPU use it from then on. On the CPU (--device cpu) the set is "
+                                   "measured and stored only: a smoke test.")
+    p.add_argument("--out", metavar="PATH", help="also write the profile here (a .json file)")
+    add_mkdir_arg(p)
+    p.add_argument("--extended", type=SEED.arg, nargs="?", const=1, metavar="SEED",
+                   help="and 3600 random GEMMs and batched GEMMs more, drawn with SEED (1 when not given), for a profile "
+                        "that tells better which kernel cuBLAS runs for a misaligned shape (about 2 minutes more on an H200)")
+    p.add_argument("--no-install", action="store_true", help=f"do not write it to the profile folder ({PROFILE_FOLDER})")
     _add_set_args(p)
     p.add_argument("--comm", action="store_true",
                    help="under torchrun: time the collectives and fit the GPU link's parameters into the profile")
@@ -57,6 +78,10 @@ def run_calibrate(args) -> int:
         return _calibrate_comm(args)
     if args.quick and args.device.startswith("cuda"):
         return _calibrate_machine(args)
+    if args.out:  # said now, not after minutes of measuring
+        from ..outputs import output_file
+
+        output_file(args.out, formats={".json": "json"}, mkdir=args.mkdir, what="profile")
     out = console()
     with Store(args.db) as store:
         done = calibrate(store=store, gpu=args.gpu, device=args.device, dtype=args.dtype, quick=args.quick,
@@ -68,6 +93,9 @@ def run_calibrate(args) -> int:
         return 130
     if done.named:
         out.print(f"named the kernels of {done.named} GEMMs")
+    if done.profile is None:  # the CPU smoke test without --gpu: measured, nothing to fit for
+        _measured_on_cpu(args, out, "calibration cases", done.cases)
+        return 0
     fit = done.profile.fit
     out.print(f"fitted on {fit['gemm_cases']} GEMMs, {fit['flash_cases']} attention and {fit['memory_cases']} "
               f"memory-bound ops: median |log error| of the GEMMs {fit['median_abs_log_error_spec']:.3f} "
@@ -121,12 +149,13 @@ def _calibrate_machine(args) -> int:
 
 def add_validate(sub) -> None:
     from ..judges import SETS
+    from ..limits import SEED
 
     p = sub.add_parser("validate", help="measure a held-out set and compare calibrated, spec-only and roofline models")
     add_cost_args(p, judged=True)
     p.add_argument("--from-db", action="store_true", help="use measurements already in the store; no GPU needed")
-    p.add_argument("--seed", type=positive_int, default=2,
-                   help="draw the held-out set with this seed (2); no case of the calibration set is ever drawn")
+    p.add_argument("--seed", type=SEED.arg, default=2,
+                   help="draw the held-out set with this seed; no case of the calibration set is ever drawn")
     p.add_argument("--set", choices=SETS, default="default",
                    help="which held-out set: default (drawn as calibration draws), wide (a generator of its own), "
                         "attention (fused attention, MHA and GQA) or models (the ops and steps of --configs)")
@@ -150,6 +179,9 @@ def run_validate(args) -> int:
                         budget_ms=args.budget_ms, force=args.force)
     if done.sweep is not None:
         rank0_only(done.sweep)
+    if done.gpu is None and args.device == "cpu":
+        _measured_on_cpu(args, console(), "held-out cases", done.num_cases)
+        return 0
     if args.json:
         print(json.dumps(done.to_json(), indent=2))
         return 0

@@ -44,7 +44,7 @@ def run_gpus(args) -> int:
     from ..hardware import GPUS, NUMERIC_FIELDS, get_gpu
 
     out = console()
-    if args.gpu:  # one GPU, every number with its source
+    if args.gpu is not None:  # one GPU, every number with its source ("" too: it names none)
         gpu = get_gpu(args.gpu)
         table = Table(title=gpu.name, show_edge=False, pad_edge=False, header_style="bold", title_justify="left")
         for col in ("field", "value", "source"):

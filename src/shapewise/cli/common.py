@@ -4,6 +4,7 @@ model, the one place the cost model is chosen, and the console they render on.""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -17,19 +18,56 @@ if TYPE_CHECKING:
 GPU_TO_PREDICT = "GPU to predict for beside each measurement (default: the one measured)"
 
 
+def default_text(value) -> str:
+    """A flag's default as --help shows it: lists as their words, as they are typed."""
+    return " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Every flag's default after its description, unless it has none (None, or off for a switch)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "%(default)" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return f"{text} (default: {default_text(action.default).replace('%', '%%')})"
+
+
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # one line and exit code 2, as for every other bad input
         self.exit(2, f"shapewise: error: {message} (see `{self.prog} --help`)\n")
 
 
 def positive_int(text: str) -> int:
+    """A count: 1 to limits.COUNT."""
+    from ..limits import COUNT
+
+    return COUNT.arg(text)
+
+
+def top_int(text: str) -> int:
+    """How many to show, or which one to pick: 1 to limits.TOP."""
+    from ..limits import TOP
+
+    return TOP.arg(text)
+
+
+def device_arg(text: str) -> str:
+    """--device: cpu, cuda or cuda:N (whether the GPU is there is asked when measuring starts)."""
+    from ..measure import check_device
+
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
-    return value
+        return check_device(text, present=False)
+    except ShapewiseError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def add_mkdir_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mkdir", action="store_true", help="make the output's folder if it does not exist")
 
 
 def console():
@@ -51,15 +89,34 @@ def add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> No
     if measuring:
         p.add_argument("--gpu", help=GPU_TO_PREDICT)
     else:
-        p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them; default h200)")
-    p.add_argument("--batch", "-b", type=positive_int, default=4, help="micro-batch, sequences per step (4)")
-    p.add_argument("--seq", "-s", type=positive_int, default=2048, help="sequence length, or KV-cache length in decode (2048)")
-    p.add_argument("--tp", "-t", type=positive_int, default=1, help="tensor-parallel degree (1)")
-    p.add_argument("--mode", choices=MODES, default="train", help="train (fwd+bwd), prefill or decode (train)")
-    p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="(bf16)")
-    p.add_argument("--attention", choices=ATTENTION_KINDS, default="flash", help="fused or unfused attention (flash)")
+        p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them)")
+    add_workload_args(p)
+    p.add_argument("--mode", choices=MODES, default="train", help="train (fwd+bwd), prefill or decode")
+    p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="the data type of every op")
+    p.add_argument("--attention", choices=ATTENTION_KINDS, default="flash", help="fused or unfused attention")
     p.add_argument("--overlap-comm", action="store_true",
                    help="tensor-parallel collectives hidden behind compute (an upper bound on overlap)")
+
+
+def add_workload_args(p: argparse.ArgumentParser, *, batch: int = 4, seq: int = 2048, note: str = "") -> None:
+    """--batch, --seq and --tp, each bounded (limits.py says why); `note` follows each default
+    that differs from check's."""
+    from ..limits import BATCH, SEQ, TP
+
+    p.add_argument("--batch", "-b", type=BATCH.arg, default=batch, help="micro-batch, sequences per step" + note)
+    p.add_argument("--seq", "-s", type=SEQ.arg, default=seq, help="sequence length, or KV-cache length in decode" + note)
+    p.add_argument("--tp", "-t", type=TP.arg, default=1, help="tensor-parallel degree")
+
+
+def check_tokens(batch: int, seq: int) -> None:
+    """b·s within limits.TOKENS: the M of every GEMM of the step."""
+    from ..limits import TOKENS
+
+    try:
+        TOKENS.check(batch * seq)
+    except ShapewiseError:
+        raise ShapewiseError(f"--batch {batch} × --seq {seq} = {batch * seq:,} tokens: {TOKENS.what} must be at "
+                             f"most {TOKENS.high:,} ({TOKENS.reason})") from None
 
 
 def model_and_workload(args):
@@ -71,6 +128,7 @@ def model_and_workload(args):
         raise ShapewiseError("give a preset name or --config, not both")
     if not args.model and not args.config:
         raise ShapewiseError("name a model (`shapewise models` lists them) or give --config PATH")
+    check_tokens(args.batch, args.seq)
     strict = getattr(args, "strict", False)
     shape = load_config(args.config, strict=strict) if args.config else resolve_model(args.model, strict=strict)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode=args.mode,
@@ -88,6 +146,8 @@ def add_cost_args(p: argparse.ArgumentParser, *, judged: bool = False) -> None:
         return
     p.add_argument("--profile", metavar="PATH",
                    help="use this calibrated profile (default: the GPU's own, else the shipped one)")
+    p.add_argument("--borrow-profile", action="store_true",
+                   help="use --profile even though it was measured on another GPU than --gpu (the output says so)")
     p.add_argument("--spec-only", action="store_true", help="ignore profiles: the spec model alone")
 
 
@@ -100,7 +160,17 @@ def cost_model(args, gpu: GPU | None) -> CostModel | None:
     path, spec_only = getattr(args, "profile", None), getattr(args, "spec_only", False)
     if path and spec_only:
         raise ShapewiseError("give --profile or --spec-only, not both")
-    return choose(gpu, spec_only=spec_only, profile=path) if gpu is not None else None
+    profile = None
+    if path and gpu is not None:
+        from ..profile import load
+
+        profile = load(path)
+        if profile.gpu != gpu.key:  # a profile measured on one GPU prices another only when asked, and says so
+            if not getattr(args, "borrow_profile", False):
+                raise ShapewiseError(f"{path} was measured on {profile.gpu}, not {gpu.key}: give --gpu {profile.gpu}, "
+                                     f"or add --borrow-profile to price {gpu.key} with it")
+            profile = dataclasses.replace(profile, borrowed_for=gpu.key)
+    return choose(gpu, spec_only=spec_only, profile=profile) if gpu is not None else None
 
 
 # ---- measuring --------------------------------------------------------------------------------
@@ -108,16 +178,23 @@ def cost_model(args, gpu: GPU | None) -> CostModel | None:
 def add_measure_args(p: argparse.ArgumentParser, *, gpu: bool = True) -> None:
     if gpu:
         p.add_argument("--gpu", help=GPU_TO_PREDICT)
-    p.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu (default cuda)")
+    from ..limits import BUDGET_MS, WARMUP_MS
+
+    add_device_arg(p)
     add_db_arg(p)
     p.add_argument("--force", action="store_true", help="measure again cases the store already holds")
     # 3 ms + 10 ms (and at least 10 repetitions) measured 5× faster than the co-design paper's
     # harness and repeated within 0.7% on an H200 (benchmarks/RESULTS.md).
-    p.add_argument("--warmup-ms", type=float, default=3.0, help="warm-up time per case (3)")
-    p.add_argument("--budget-ms", type=float, default=10.0, help="timed repetitions per case, at least 10 (10)")
+    p.add_argument("--warmup-ms", type=WARMUP_MS.arg, default=3.0, help="warm-up time per case, in ms")
+    p.add_argument("--budget-ms", type=BUDGET_MS.arg, default=10.0,
+                   help="time for the timed repetitions per case, in ms (at least 10 repetitions)")
     p.add_argument("--cuda-graph", action="store_true",
                    help="time replays of a CUDA graph of 20 calls: for ops of a few microseconds")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+
+
+def add_device_arg(p: argparse.ArgumentParser, text: str = "cuda, cuda:N or cpu") -> None:
+    p.add_argument("--device", type=device_arg, default="cuda", help=text)
 
 
 def add_db_arg(p: argparse.ArgumentParser, text: str = "results store (default: $SHAPEWISE_DB or "

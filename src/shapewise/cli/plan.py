@@ -5,24 +5,26 @@ from __future__ import annotations
 import json
 
 from ..errors import ShapewiseError
-from .common import add_cost_args, console, cost_model, positive_int
+from .common import add_cost_args, console, cost_model, positive_int, top_int
 
 
 def add_plan(sub) -> None:
+    from ..limits import PARAMS, RATE, SEQ, TOKENS_TO_TRAIN
+
     p = sub.add_parser("plan", help="the fastest ways to train a model on a cluster that fit in memory")
     p.add_argument("model", nargs="?", help="a preset name (`shapewise models` lists them)")
     p.add_argument("--config", metavar="PATH", help="a Hugging Face config.json (or a folder holding one)")
-    p.add_argument("--params", type=float, help="a parameter budget, e.g. 7e9: the fastest shape of that size")
+    p.add_argument("--params", type=PARAMS.arg, help="a parameter budget, e.g. 7e9: the fastest shape of that size")
     p.add_argument("--gpus", type=positive_int, required=True, help="GPUs in the cluster")
-    p.add_argument("--gpu", default="h100", help="GPU name (default h100)")
-    p.add_argument("--gpus-per-node", type=positive_int, default=8, help="GPUs sharing NVLink (8)")
+    p.add_argument("--gpu", default="h100", help="GPU name (check's default differs: h200)")
+    p.add_argument("--gpus-per-node", type=positive_int, default=8, help="GPUs sharing NVLink")
     p.add_argument("--global-batch", type=positive_int, required=True, metavar="TOKENS", help="tokens per step")
-    p.add_argument("--seq", "-s", type=positive_int, required=True, help="sequence length")
-    p.add_argument("--tokens", type=float, metavar="T", help="tokens to train on: prints the time it takes")
+    p.add_argument("--seq", "-s", type=SEQ.arg, required=True, help="sequence length")
+    p.add_argument("--tokens", type=TOKENS_TO_TRAIN.arg, metavar="T", help="tokens to train on: prints the time it takes")
     p.add_argument("--shapes", action="store_true", help="also plan the faster shapes of about the same size")
-    p.add_argument("--inter-node-gbs", type=float, help="network GB/s per GPU between nodes (default: datasheet)")
-    p.add_argument("--intra-node-gbs", type=float, help="GB/s per GPU within a node (default: NVLink datasheet)")
-    p.add_argument("--top", type=positive_int, default=5, help="how many plans (5)")
+    p.add_argument("--inter-node-gbs", type=RATE.arg, help="network GB/s per GPU between nodes (default: datasheet)")
+    p.add_argument("--intra-node-gbs", type=RATE.arg, help="GB/s per GPU within a node (default: NVLink datasheet)")
+    p.add_argument("--top", type=top_int, default=5, help="how many plans")
     p.add_argument("--emit", choices=("megatron",), help="print the best plan as Megatron-LM flags")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_cost_args(p)

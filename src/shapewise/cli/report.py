@@ -7,48 +7,93 @@ import json
 from pathlib import Path
 
 from ..errors import ShapewiseError
-from .common import Parser, add_cost_args, add_db_arg, add_model_args, cost_model, model_and_workload, positive_int
+from .common import (Parser, add_cost_args, add_db_arg, add_mkdir_arg, add_model_args, console, cost_model,
+                     model_and_workload, top_int)
 
 
 def add_results(sub) -> None:
-    p = sub.add_parser("results", help="summarize the results store, or export it to CSV or JSON")
+    p = sub.add_parser("results", help="the results store as a table, checked, exported to CSV or JSON, or imported")
     add_db_arg(p)
-    p.add_argument("--export", metavar="PATH", help="write the rows to PATH (.csv or .json)")
-    p.add_argument("--format", choices=("csv", "json"), help="export format (default: from the file name)")
+    p.add_argument("--export", metavar="PATH", help="write the rows to PATH (.csv or .json); from a damaged store, "
+                                                    "every row that still reads")
+    p.add_argument("--format", choices=("csv", "json"), help="export format (default: from the file name, which must agree)")
+    add_mkdir_arg(p)
     p.add_argument("--bench", help="only this benchmark (gemm, bmm, attention, layer, op)")
     p.add_argument("--import", dest="import_csv", metavar="FILE.csv",
                    help="read a CSV export (another machine's, say) into the store")
+    p.add_argument("--check", action="store_true", help="check the store for damage (SQLite's integrity check)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     p.set_defaults(run=run_results)
 
 
 def run_results(args) -> int:
+    import sys
+
     from ..store import Store
 
-    with Store(args.db) as store:
-        if args.import_csv:
+    if args.import_csv:
+        with Store(args.db) as store:
             count = store.import_csv(args.import_csv)
-            print(f"imported {count} rows from {args.import_csv}")
+        print(f"imported {count} rows from {args.import_csv} into {store.path}")
+        return 0
+    target = None
+    if args.export is not None:  # said before the store is read ("" too: it names no file)
+        from ..outputs import output_file
+
+        target, fmt = output_file(args.export, formats={".csv": "csv", ".json": "json"}, fmt=args.format,
+                                  mkdir=args.mkdir, what="export")
+    elif args.format:
+        raise ShapewiseError("--format is the format of --export: give --export PATH too")
+    with Store(args.db, read_only=True) as store:
+        if target is not None:
+            count = store.export(target, fmt=fmt, bench=args.bench)
+            print(f"wrote {count} rows to {target}")
+            if store.unreadable_rows:
+                print(f"shapewise: warning: {store.unreadable_rows} rows of the damaged store {store.path} could not "
+                      f"be read and are not in {target}", file=sys.stderr)
             return 0
-        if args.export:
-            fmt = args.format or ("json" if args.export.endswith(".json") else "csv")
-            count = store.export(args.export, fmt=fmt, bench=args.bench)
-            print(f"wrote {count} rows to {args.export}")
+        if args.check:
+            problems = store.check_integrity()
+            if problems:
+                raise ShapewiseError(f"the results store {store.path} is damaged ({len(problems)} problems; the first: "
+                                     f"{problems[0]}): save what is still readable with `shapewise results --db "
+                                     f"{store.path} --export rows.csv` and start a new store")
+            print(f"{store.path}: sound (SQLite's integrity check passed, and every row's JSON reads)")
             return 0
         summary = store.summary()
-    print(json.dumps(summary, indent=2, default=str))
-    return 0
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+        return 0
+    from rich.table import Table
 
+    table = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
+                  title=f"{summary['path']}: {summary['environments']} environments")
+    for col in ("bench", "measured", "failed"):
+        table.add_column(col, justify="left" if col == "bench" else "right")
+    for bench, counts in summary["benches"].items():
+        table.add_row(bench, f"{counts['ok']:,}", f"{counts['failed']:,}")
+    console().print(table)
+    return 0
 
 def _measured_rows(db):
     from ..store import Store
 
     if not db:
         return None
-    with Store(db) as store:
+    with Store(db, read_only=True) as store:
         return store.rows()
 
 
+def _output(args, formats: dict, what: str):
+    """--out checked before the work: its format from the extension, its folder there (or --mkdir)."""
+    from ..outputs import output_file
+
+    return output_file(args.out, formats=formats, fmt=getattr(args, "format", None), mkdir=args.mkdir, what=what)
+
+
 def add_plot(sub) -> None:
+    from ..limits import BATCH, GEMM_DIM, HEAD_DIM, HEADS, SEQ
+
     p = sub.add_parser("plot", help="the co-design paper's figures, predicted and measured (PNG or SVG)")
     kinds = p.add_subparsers(dest="kind", required=True, parser_class=Parser)
     for name, text in (("gemm", "GEMM throughput against one swept dim, tile and wave boundaries marked"),
@@ -56,39 +101,43 @@ def add_plot(sub) -> None:
                        ("attention-heads", "attention throughput at fixed head dim, by head count"),
                        ("layer", "layer throughput against hidden size, one series per head count")):
         q = kinds.add_parser(name, help=text)
-        q.add_argument("--gpu", default="h200")
-        q.add_argument("--dtype", choices=("bf16", "fp16", "fp32", "tf32", "fp8"), default="bf16")
+        q.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them)")
+        q.add_argument("--dtype", choices=("bf16", "fp16", "fp32", "tf32", "fp8"), default="bf16",
+                       help="the data type of the ops")
         add_db_arg(q, "overlay the measurements of this results store")
-        q.add_argument("--out", required=True, metavar="FILE", help=".png or .svg")
+        q.add_argument("--out", required=True, metavar="FILE", help="the figure: a .png or .svg file")
+        add_mkdir_arg(q)
         add_cost_args(q)
         if name == "gemm":
-            q.add_argument("--dim", choices=("m", "n", "k"), default="n", help="the swept dim (n)")
+            q.add_argument("--dim", choices=("m", "n", "k"), default="n", help="the swept dim")
             q.add_argument("--values", nargs="+", required=True, help="its values or START:STOP:STEP ranges")
             for dim in ("m", "n", "k"):
-                q.add_argument(f"-{dim}", type=positive_int, default=8192, help="the fixed dims (8192)")
-            q.add_argument("--layout", choices=("nn", "nt", "tn"), default="nn")
+                q.add_argument(f"-{dim}", type=GEMM_DIM.arg, default=8192, help=f"{dim}, where it is not the swept dim")
+            q.add_argument("--layout", choices=("nn", "nt", "tn"), default="nn",
+                           help="nn: x @ W; nt: x @ W.T (a linear layer); tn: a weight gradient")
         else:
-            q.add_argument("--seq", type=positive_int, default=2048)
-            q.add_argument("--batch", type=positive_int, default=4)
+            q.add_argument("--seq", type=SEQ.arg, default=2048, help="sequence length")
+            q.add_argument("--batch", type=BATCH.arg, default=4, help="sequences per step")
         if name == "attention":
-            q.add_argument("--hiddens", nargs="+", required=True)
-            q.add_argument("--heads", type=positive_int, required=True)
+            q.add_argument("--hiddens", nargs="+", required=True, help="hidden sizes, values or START:STOP:STEP ranges")
+            q.add_argument("--heads", type=HEADS.arg, required=True, help="the number of heads")
             q.add_argument("--kind", dest="attention_kind", choices=("flash", "bmm"), default="flash",
-                           help="fused attention, or the score BMM of unfused attention (flash)")
+                           help="fused attention, or the score BMM of unfused attention")
         if name == "attention-heads":
-            q.add_argument("--head-dim", type=positive_int, required=True)
-            q.add_argument("--head-counts", nargs="+", required=True)
+            q.add_argument("--head-dim", type=HEAD_DIM.arg, required=True, help="the head dim")
+            q.add_argument("--head-counts", nargs="+", required=True, help="head counts, values or ranges")
         if name == "layer":
-            q.add_argument("--hiddens", nargs="+", required=True)
-            q.add_argument("--head-counts", nargs="+", required=True)
-            q.add_argument("--mlp", choices=("gelu", "relu", "swiglu", "geglu"), default="gelu")
+            q.add_argument("--hiddens", nargs="+", required=True, help="hidden sizes, values or START:STOP:STEP ranges")
+            q.add_argument("--head-counts", nargs="+", required=True, help="head counts, one series each")
+            q.add_argument("--mlp", choices=("gelu", "relu", "swiglu", "geglu"), default="gelu", help="the MLP's kind")
         q.set_defaults(run=run_plot)
     for name, text in (("breakdown", "a model's step time by op: train, prefill and decode side by side"),
                        ("suggestions", "a model against its top suggestions: predicted speedups")):
         q = kinds.add_parser(name, help=text)
         add_model_args(q)
-        q.add_argument("--out", required=True, metavar="FILE", help=".png or .svg")
-        q.add_argument("--top", type=positive_int, default=5)
+        q.add_argument("--out", required=True, metavar="FILE", help="the figure: a .png or .svg file")
+        add_mkdir_arg(q)
+        q.add_argument("--top", type=top_int, default=5, help="suggestions to draw")
         if name == "suggestions":
             q.add_argument("--verified", metavar="JSON", help="draw a `shapewise verify --json` run: measured beside predicted")
         add_cost_args(q)
@@ -100,6 +149,7 @@ def run_plot(args) -> int:
     from ..cases import parse_dims
     from ..hardware import get_gpu
 
+    out, _ = _output(args, plots.FORMATS, "figure")
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
     if args.kind == "gemm":
@@ -139,18 +189,22 @@ def run_plot(args) -> int:
 
             result = suggest(shape, workload, gpu=model, top=args.top)
             fig = plots.suggestions_figure(plots.suggestions_data(result, gpu=gpu))
-    path = plots.save(fig, args.out)
+    path = plots.save(fig, out)
     print(f"wrote {path}")
     return 0
+
+
+REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
 
 
 def add_report(sub) -> None:
     p = sub.add_parser("report", help="a shareable self-contained HTML (or Markdown) report of a model on a GPU")
     add_model_args(p)
     p.add_argument("--out", required=True, metavar="FILE", help="report.html, or report.md with figures beside it")
-    p.add_argument("--format", choices=("html", "md"), help="default: from the file name")
+    p.add_argument("--format", choices=("html", "md"), help="html or md (default: from the file name, which must agree)")
+    add_mkdir_arg(p)
     add_db_arg(p, "include measured-vs-predicted from this results store")
-    p.add_argument("--top", type=positive_int, default=5, help="suggestions to include (5)")
+    p.add_argument("--top", type=top_int, default=5, help="suggestions to include")
     add_cost_args(p)
     p.set_defaults(run=run_report)
 
@@ -160,13 +214,14 @@ def run_report(args) -> int:
     from ..hardware import get_gpu
     from ..store import Store, default_path
 
+    out, fmt = _output(args, REPORT_FORMATS, "report")
     shape, workload = model_and_workload(args)
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
     db = args.db or (default_path() if default_path().exists() else None)  # never create a store just to read it
-    store = Store(db) if db else None
+    store = Store(db, read_only=True) if db else None
     try:
-        written = write_report(shape, workload, out=args.out, gpu=model, fmt=args.format, top=args.top, store=store,
+        written = write_report(shape, workload, out=out, gpu=model, fmt=fmt, top=args.top, store=store,
                                model_arg=args.model or ["--config", args.config])
     finally:
         if store:

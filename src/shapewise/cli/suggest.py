@@ -7,19 +7,25 @@ import json
 from pathlib import Path
 
 from ..errors import ShapewiseError
-from .common import add_cost_args, add_model_args, console, cost_model, model_and_workload, positive_int
+from .common import (add_cost_args, add_device_arg, add_mkdir_arg, add_model_args, add_workload_args, check_tokens,
+                     console, cost_model, model_and_workload, top_int)
+
+# search designs from a budget rather than from a model: its defaults differ from check's, and say so.
+DIFFERS = " (check's default differs: it prices a training step at b=4 s=2048)"
 
 
 def _add_shape_search_args(p) -> None:
     """The selection flags suggest and verify share."""
-    p.add_argument("--params-tol", type=float, default=0.02, help="relative tolerance on the parameter count (0.02)")
-    p.add_argument("--top", type=positive_int, default=5, help="how many suggestions (5)")
+    from ..limits import ASPECT_BAND, PARAMS_TOL
+
+    p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.02, help="relative tolerance on the parameter count")
+    p.add_argument("--top", type=top_int, default=5, help="how many suggestions")
     p.add_argument("--keep", metavar="FIELDS",
                    help="fields not to change: hidden,layers,heads,kv_heads,head_dim,ffn,vocab,batch,tp")
     p.add_argument("--vary", metavar="FIELDS", help="run settings ranked with the shapes: batch,tp (by default "
                                                     "they form a table of their own)")
-    p.add_argument("--aspect-band", type=float, default=1.5,
-                   help="hidden/layers may differ from the original's by at most this factor (1.5)")
+    p.add_argument("--aspect-band", type=ASPECT_BAND.arg, default=1.5,
+                   help="hidden/layers may differ from the original's by at most this factor")
 
 
 def add_suggest(sub) -> None:
@@ -27,10 +33,11 @@ def add_suggest(sub) -> None:
     add_model_args(p)
     _add_shape_search_args(p)
     add_cost_args(p)
-    p.add_argument("--emit-config", metavar="PATH", help="write suggestion --pick as a Hugging Face config.json")
+    p.add_argument("--emit-config", metavar="PATH", help="write suggestion --pick as a Hugging Face config (a .json file)")
+    add_mkdir_arg(p)
     p.add_argument("--emit", choices=("megatron",), help="print suggestion --pick as Megatron-LM / GPT-NeoX arguments")
-    p.add_argument("--pick", type=positive_int, default=1, help="which suggestion to emit (1)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--pick", type=top_int, default=1, help="which suggestion to emit")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(run=run_suggest)
 
 
@@ -103,6 +110,10 @@ def run_suggest(args) -> int:
     from ..report import rich_table, suggestion_table
     from ..search import megatron_args
 
+    if args.emit_config is not None:  # said before the search, not after it ("" too: it names no file)
+        from ..outputs import output_file
+
+        output_file(args.emit_config, formats={".json": "json"}, mkdir=args.mkdir, what="config")
     shape, workload, gpu, source, result = _suggestions(args)
     chosen = None
     if args.emit_config or args.emit:
@@ -114,7 +125,10 @@ def run_suggest(args) -> int:
         chosen = result.suggestions[args.pick - 1].candidate
     if args.emit_config:
         base = json.loads(_config_text(args.config)) if args.config else None
-        Path(args.emit_config).write_text(json.dumps(to_hf_config(chosen.shape, base=base), indent=2) + "\n")
+        try:
+            Path(args.emit_config).write_text(json.dumps(to_hf_config(chosen.shape, base=base), indent=2) + "\n")
+        except OSError as err:
+            raise ShapewiseError(f"cannot write the config to {args.emit_config}: {err.strerror or err}") from None
         load_config(args.emit_config)  # what we write must read back
     if args.json:
         print(json.dumps(suggest_json(shape, gpu, source, result, args.params_tol, workload), indent=2))
@@ -162,19 +176,20 @@ def _config_text(path: str) -> str:
 
 def add_search(sub) -> None:
     p = sub.add_parser("search", help="design from a parameter budget: the Pareto front of size against speed")
-    p.add_argument("--params", type=float, required=True, help="parameter budget, e.g. 7e9")
-    p.add_argument("--gpu", default="h200")
-    p.add_argument("--seq", "-s", type=positive_int, default=4096)
-    p.add_argument("--batch", "-b", type=positive_int, default=1)
-    p.add_argument("--tp", "-t", type=positive_int, default=1)
-    p.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16")
-    p.add_argument("--vocab", type=positive_int, default=32000, help="padded to a multiple of 64·t (32000)")
-    p.add_argument("--mlp", choices=("swiglu", "geglu", "gelu", "relu"), default="swiglu")
+    from ..limits import PARAMS, PARAMS_TOL, VOCAB
+
+    p.add_argument("--params", type=PARAMS.arg, required=True, help="parameter budget, e.g. 7e9")
+    p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them)")
+    add_workload_args(p, batch=1, seq=4096, note=DIFFERS)
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16", help="the data type of every op")
+    p.add_argument("--vocab", type=VOCAB.arg, default=32000, help="vocab size, padded to a multiple of 64·t")
+    p.add_argument("--mlp", choices=("swiglu", "geglu", "gelu", "relu"), default="swiglu", help="the MLP's kind")
     p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa", help="gqa: 8 query heads per kv head")
-    p.add_argument("--params-tol", type=float, default=0.05, help="relative tolerance on the budget (0.05)")
-    p.add_argument("--top", type=positive_int, default=10)
+    p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.05,
+                   help="relative tolerance on the budget (suggest's default differs: 0.02)")
+    p.add_argument("--top", type=top_int, default=10, help="how many of the fastest shapes to list (suggest's default differs: 5)")
     add_cost_args(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(run=run_search)
 
 
@@ -188,6 +203,7 @@ def run_search(args) -> int:
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
     source = model.source
+    check_tokens(args.batch, args.seq)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype)
     result = search(params_target=args.params, gpu=model, workload=workload, vocab=args.vocab, mlp=args.mlp,
                     attention=args.attention_kind, params_tol=args.params_tol, top=args.top)
@@ -215,24 +231,24 @@ def run_search(args) -> int:
 
 
 def add_verify(sub) -> None:
+    from ..limits import ROUNDS
+
     p = sub.add_parser("verify", help="measure a model against its suggestions (or other configs) on the GPU")
     p.add_argument("model", help="a preset name or a config.json: the original")
     p.add_argument("--config", metavar="OTHER", action="append",
                    help="verify against this config.json instead of the suggestions (repeat for several)")
-    p.add_argument("--suggestion", type=positive_int, help="verify only suggestion N (default: all of --top)")
-    p.add_argument("--gpu", default="h200", help="GPU whose cost model gives the predicted speedups (h200)")
-    p.add_argument("--batch", "-b", type=positive_int, default=4)
-    p.add_argument("--seq", "-s", type=positive_int, default=2048)
-    p.add_argument("--tp", "-t", type=positive_int, default=1)
-    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16")
-    p.add_argument("--attention", choices=("flash", "unfused"), default="flash")
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--rounds", type=positive_int, default=15, help="interleaved rounds (15)")
+    p.add_argument("--suggestion", type=top_int, help="verify only suggestion N (default: all of --top)")
+    p.add_argument("--gpu", default="h200", help="GPU whose cost model gives the predicted speedups")
+    add_workload_args(p)
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="the data type of the models")
+    p.add_argument("--attention", choices=("flash", "unfused"), default="flash", help="fused or unfused attention")
+    add_device_arg(p)
+    p.add_argument("--rounds", type=ROUNDS.arg, default=15, help="interleaved rounds")
     p.add_argument("--measure", choices=("auto", "model", "layer"), default="auto",
                    help="whole training steps, or layers × layer + head (auto: whole steps where all fit at once)")
     _add_shape_search_args(p)
     add_cost_args(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=run_verify)
 
 
@@ -266,6 +282,10 @@ def run_verify(args) -> int:
     from ..shapes import Workload
     from ..verify import verify
 
+    from ..measure import check_device
+
+    check_tokens(args.batch, args.seq)
+    check_device(args.device)  # before the search for candidates, not after it
     source = args.model
     shape = resolve_model(source)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode="train",
