@@ -12,9 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-from fuzzing import fuzz, run_explained
 from hypothesis import given
 from hypothesis import strategies as st
+
+from fuzzing import fuzz, run_explained
 
 # Numbers as a user types them wrong, and as they type them right.
 WRONG_NUMBERS = ["0", "-1", "-5", "nan", "NaN", "inf", "-inf", "1e400", "1e26", "100000000000",

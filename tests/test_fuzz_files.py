@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from fuzzing import fuzz, run_explained
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fuzzing import fuzz, run_explained
 from shapewise.measure import Timing
 from shapewise.store import Store
 

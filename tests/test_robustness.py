@@ -9,8 +9,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from fuzzing import run_explained
 
+from fuzzing import run_explained
 from shapewise.cli import build_parser
 from shapewise.cli.common import default_text
 from shapewise.measure import Timing

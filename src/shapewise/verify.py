@@ -132,12 +132,9 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     gpu: the cost model of the predicted speedups (a GPU name: its default, profile.cost_model);
     mode "model" measures whole steps, "layer" layers × layer + head, "auto" whole steps where
     they all fit in memory at once."""
-    from .measure import bootstrap_median_ci, check_device, interleave
+    from .measure import bootstrap_median_ci, check_device, import_torch, interleave
 
-    try:
-        import torch
-    except ImportError:
-        raise ShapewiseError("verify measures on a GPU and needs torch: pip install 'shapewise[gpu]'") from None
+    import_torch()  # a clear error before any work when torch is missing
     check_device(device)
     shapes = [("original", *original), *candidates]
     for _, shape, workload in shapes:

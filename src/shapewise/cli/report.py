@@ -7,8 +7,17 @@ import json
 from pathlib import Path
 
 from ..errors import ShapewiseError
-from .common import (Parser, add_cost_args, add_db_arg, add_mkdir_arg, add_model_args, console, cost_model,
-                     model_and_workload, top_int)
+from .common import (
+    Parser,
+    add_cost_args,
+    add_db_arg,
+    add_mkdir_arg,
+    add_model_args,
+    console,
+    cost_model,
+    model_and_workload,
+    top_int,
+)
 
 
 def add_results(sub) -> None:

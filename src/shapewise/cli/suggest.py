@@ -7,8 +7,18 @@ import json
 from pathlib import Path
 
 from ..errors import ShapewiseError
-from .common import (add_cost_args, add_device_arg, add_mkdir_arg, add_model_args, add_workload_args, check_tokens,
-                     console, cost_model, model_and_workload, top_int)
+from .common import (
+    add_cost_args,
+    add_device_arg,
+    add_mkdir_arg,
+    add_model_args,
+    add_workload_args,
+    check_tokens,
+    console,
+    cost_model,
+    model_and_workload,
+    top_int,
+)
 
 # search designs from a budget rather than from a model: its defaults differ from check's, and say so.
 DIFFERS = " (check's default differs: it prices a training step at b=4 s=2048)"
@@ -279,10 +289,9 @@ def run_verify(args) -> int:
 
     from ..hardware import get_gpu
     from ..hub import resolve_model
+    from ..measure import check_device
     from ..shapes import Workload
     from ..verify import verify
-
-    from ..measure import check_device
 
     check_tokens(args.batch, args.seq)
     check_device(args.device)  # before the search for candidates, not after it
