@@ -25,7 +25,7 @@ from .params import CostParams
 
 # The Turing WMMA kernel is not the Ampere one with another name: it loads one element at a time
 # and runs 1.5-2.6x as long (fitted apart, batched GEMMs' in-sample p90 error 15.1% -> 12.6%:
-# benchmarks/kernel_model.py).
+# benchmarks/archive/kernel_model.py).
 CUTLASS_FAMILIES = ("Turing CUTLASS align1", "Ampere CUTLASS align2", "Ampere WMMA", "Turing WMMA align1", "Hopper xmma")
 # The terms of a CUTLASS kernel's time (cutlass_terms), each with a fitted coefficient.
 CUTLASS_TERMS = ("launch", "k-steps", "k-steps per resident group", "epilogues", "partials", "reduction launch")

@@ -319,7 +319,7 @@ _XMMA_NAME = re.compile(r"sm90_xmma_gemm_\w*?_tilesize(\d+)x(\d+)x(\d+)_")
 XMMA = CUTLASS_FAMILIES.index("Hopper xmma")
 # A configuration seen less often in calibration is not fitted (its shapes take their neighbours'
 # kernels' coefficients, scaled): as many cases as a fit has coefficients. Leave-one-out on the H200
-# calibration (benchmarks/kernel_model.py) finds more worse and fewer no better.
+# calibration (benchmarks/archive/kernel_model.py) finds more worse and fewer no better.
 CUTLASS_MIN_CASES = 6
 # Tiles an SM may hold at once: small tiles (32×32, 64×64) fit up to 8.
 CUTLASS_OCCUPANCIES = (1, 2, 3, 4, 6, 8)

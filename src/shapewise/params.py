@@ -13,7 +13,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class CostParams:
     """The cost model's free parameters. The defaults are the spec-only model: the GEMM parameters were
-    fitted by benchmarks/fit_probe.py to the H200 run in benchmarks/results/h200-probe.csv, the others
+    fitted by benchmarks/archive/fit_probe.py to the H200 run in benchmarks/results/h200-probe.csv, the others
     read off the same run (benchmarks/RESULTS.md). A calibrated profile replaces them for its own GPU."""
 
     # Fraction of the datasheet peak the best GEMM kernels reach (the H200 ran 8192³ bf16 at 790 of 989).
@@ -149,7 +149,7 @@ class CostParams:
     # neighbours that ran it and takes off cutlass_chooser_sharpness times its log time. cuBLAS picks
     # by a model of its own, not always the kernel that runs fastest: on the H200 the likeliest
     # configuration has cuBLAS's tile for 82% of held-out GEMMs and 83% of batched ones, the nearest
-    # calibration shape's for 75% and 68% (benchmarks/kernel_model.py).
+    # calibration shape's for 75% and 68% (benchmarks/archive/kernel_model.py).
     cutlass_chooser: tuple[tuple[float, ...], ...] = ()
     cutlass_chooser_sharpness: float = 0.0
     cutlass_chooser_vote: float = 0.0
