@@ -67,6 +67,7 @@ from shapewise.hardware import get_gpu
 from shapewise.memory import FRAMEWORKS, PRECISIONS, Memory, training_arrays
 from shapewise.parallel import RECOMPUTE, layer_times, network_for, step_arrays
 from shapewise.plan import plan
+from shapewise.profile import cost_model
 from shapewise.shapes import ModelShape, Workload
 
 KORTHIKANTI = "Korthikanti et al. 2022, arXiv:2205.05198, Tables 3-4 (Calculon validation set)"
@@ -255,8 +256,8 @@ def table(runs) -> list[float]:
 
 
 def plan_line(run: Run) -> str:
-    result = plan(run.shape, gpus=run.gpus, gpu=run.gpu, global_batch_tokens=run.global_batch * run.seq,
-                  seq=run.seq, params=SPEC, dtype=run.dtype, attention=run.attention, framework=run.framework,
+    result = plan(run.shape, gpus=run.gpus, gpu=cost_model(run.gpu, spec_only=True),
+                  global_batch_tokens=run.global_batch * run.seq, seq=run.seq, dtype=run.dtype, attention=run.attention, framework=run.framework,
                   network=network(run), overlap_dp=run.overlap_dp, top=1)
     used = predict(run)["total_ms"]
     head = (f"{run.label:22} used t={run.tp} p={run.pp}×{run.vp} d={run.dp} b={run.batch} {run.recompute} "

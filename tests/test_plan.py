@@ -147,3 +147,14 @@ def test_cli_plan_shapes_plans_the_neighbourhood_too(capsys):
                        "--shapes", "--json", "--spec-only", "--top", "3")
     names = [p["model"] for p in json.loads(out)["plans"]]
     assert code == 0 and any("vocab 50257→50304" in n for n in names)  # a padded vocab outruns GPT-2's own
+
+
+def test_plan_prices_with_the_same_default_cost_model_as_every_other_function():
+    from shapewise.profile import cost_model
+
+    kw = dict(gpus=8, global_batch_tokens=2**20, seq=4096, top=1)
+    default = plan(get_model("llama2-7b"), gpu="h200", **kw)
+    assert default.cost_source == cost_model("h200").source and default.cost_source.startswith("calibrated profile")
+    spec = plan(get_model("llama2-7b"), gpu=cost_model("h200", spec_only=True), **kw)
+    assert spec.cost_source == "spec-only"
+    assert default.plans[0].step_ms != spec.plans[0].step_ms  # the profile is what priced the default

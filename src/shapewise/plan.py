@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cost import SPEC, CostParams
 from .errors import ShapewiseError
-from .hardware import GPU, get_gpu
+from .hardware import GPU
 from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays
 from .parallel import RECOMPUTE, Network, layer_times, network_for, step_arrays
+from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload
 
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
@@ -110,15 +110,16 @@ def layouts(shape: ModelShape, *, gpus: int, global_batch: int, gpus_per_node: i
     return {k: table[:, i] for i, k in enumerate(LAYOUT)}
 
 
-def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str, global_batch_tokens: int, seq: int,
-         gpus_per_node: int = 8, network: Network | None = None, params: CostParams = SPEC,
-         cost_source: str = "spec-only", precision: str = "mixed", framework: str = "megatron",
+def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_batch_tokens: int, seq: int,
+         gpus_per_node: int = 8, network: Network | None = None, precision: str = "mixed", framework: str = "megatron",
          dtype: str = "bf16", attention: str = "flash", top: int = 5, overlap_dp: bool = True,
          shapes: tuple[ModelShape, ...] = ()) -> PlanResult:
     """The fastest layouts of `shape` (and of each of `shapes`, alternatives of about its size) on
-    `gpus` GPUs that fit in memory; a step is global_batch_tokens tokens of sequences of `seq`."""
+    `gpus` GPUs that fit in memory; a step is global_batch_tokens tokens of sequences of `seq`.
+    gpu: a cost model, or a GPU name priced by its default (profile.cost_model), as everywhere else."""
     start = time.perf_counter()
-    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    model = cost_model(gpu)
+    gpu, params = model.gpu, model.params
     for name, value in (("--gpus", gpus), ("--seq", seq), ("--global-batch", global_batch_tokens),
                         ("--gpus-per-node", gpus_per_node), ("--top", top)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -172,7 +173,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str, global_batch_tokens: i
                        flops / (step_ms * 1e-3 * gpus * peak), Memory(**mem), times)
                   for step_ms, s, lay, times, mem, flops in found[:top])
     return PlanResult(plans, considered, fitting, time.perf_counter() - start, gpus, global_batch_tokens, seq,
-                      network, cost_source)
+                      network, model.source)
 
 
 def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int) -> str:

@@ -67,9 +67,8 @@ def run_plan(args) -> int:
                        top=args.top, require_fit=False)
         shapes = tuple(s.candidate.shape.replace(name=change_text(s.changes))
                        for s in near.suggestions or near.alternatives)  # plan's own times judge them
-    result = plan(shape, gpus=args.gpus, gpu=gpu, global_batch_tokens=args.global_batch, seq=args.seq,
-                  gpus_per_node=args.gpus_per_node, network=network, params=cost.params, cost_source=cost.source,
-                  top=args.top, shapes=shapes)
+    result = plan(shape, gpus=args.gpus, gpu=cost, global_batch_tokens=args.global_batch, seq=args.seq,
+                  gpus_per_node=args.gpus_per_node, network=network, top=args.top, shapes=shapes)
     if args.emit == "megatron":
         if not result.plans:
             raise ShapewiseError("no layout fits in memory, so there are no flags to emit")
