@@ -17,12 +17,11 @@ on the figure's GPU. Every title names the GPU, the dtype and the data source: "
 from __future__ import annotations
 
 import math
-import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 
+from .canvas import FORMATS, colormap, figure, png_bytes, save  # noqa: F401  (plots.save, plots.png_bytes)
 from .cost import _align_class, predict_attention, predict_gemm, predict_ops, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU, get_gpu
@@ -31,7 +30,6 @@ from .profile import CostModel, cost_model
 from .search import change_text
 from .shapes import DTYPE_BYTES, MLP_KINDS, ModelShape, Workload
 
-FORMATS = {".png": "png", ".svg": "svg"}
 # What an attention figure draws: fused attention as SDPA runs it ("flash"), or its score product QKᵀ
 # alone ("bmm"). Not a workload's attention (shapes.ATTENTION_KINDS: fused or unfused).
 ATTENTION_FIGURES = ("flash", "bmm")
@@ -196,7 +194,7 @@ def gemm_figure(data: dict):
     """Predicted TFLOP/s against the swept dim; measured points coloured by alignment class; tile
     boundaries dotted and wave boundaries dashed."""
     fixed = ", ".join(f"{d} = {v}" for d, v in data["fixed"].items())
-    fig, ax = _figure(f"GEMM throughput, {fixed}, {data['layout']} layout, {data['dim']} swept", data)
+    fig, ax = figure(f"GEMM throughput, {fixed}, {data['layout']} layout, {data['dim']} swept", data)
     ax.plot(data["x"], data["predicted_tflops"], color="C0", linewidth=1.2, label="predicted")
     for cls in (0, 1, 2):
         chosen = data["measured_align_class"] == cls
@@ -368,7 +366,7 @@ def _series_figure(data: dict):
     Where a series is a curve of its own (one head count, one head dim) its points are joined. The
     power-of-two series of figure 7 interleave along one curve, so that curve is drawn once, in grey,
     and each series marks its points on it."""
-    fig, ax = _figure(data["what"], data)
+    fig, ax = figure(data["what"], data)
     joined = data.get("connect_series", True)
     if not joined:
         ax.plot(data["x"], data["predicted_tflops"], color="0.7", linewidth=0.8, label="predicted")
@@ -508,10 +506,10 @@ def _ms_text(ms: float) -> str:
 
 def breakdown_figure(data: dict):
     """One stacked bar per mode, as shares of that mode's step, each bar's total ms above it."""
-    fig, ax = _figure(f"{data['model']}: step time by op", data, size=(9, 5.2))
+    fig, ax = figure(f"{data['model']}: step time by op", data, size=(9, 5.2))
     positions = np.arange(len(data["modes"]))
     bottom = np.zeros(len(positions))
-    cmap = _colormap("tab20")
+    cmap = colormap("tab20")
     for j, (name, heights) in enumerate(zip(data["stack_names"], data["stack_shares"])):
         colour = "0.75" if name == "other" else cmap(j % 20)
         ax.bar(positions, heights, 0.6, bottom=bottom, label=name, color=colour, edgecolor="white", linewidth=0.5)
@@ -575,7 +573,7 @@ def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = 
 
 def suggestions_figure(data: dict):
     """Predicted and measured speedup per token side by side, the measured ones with their interval."""
-    fig, ax = _figure(f"{data['model']}: suggested shapes", data, size=(max(6.0, 1.1 * len(data["labels"]) + 2), 5))
+    fig, ax = figure(f"{data['model']}: suggested shapes", data, size=(max(6.0, 1.1 * len(data["labels"]) + 2), 5))
     x = np.arange(len(data["labels"]))
     width = 0.38
     done = np.isfinite(data["measured_speedup"])
@@ -593,67 +591,3 @@ def suggestions_figure(data: dict):
     ax.set_ylim(0, top * 1.2)
     ax.legend(loc="upper left", ncols=2, fontsize="small")
     return fig
-
-
-# ---- matplotlib: building, saving ----------------------------------------------------------------
-
-def _matplotlib_figure_class():
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ShapewiseError("figures need matplotlib: pip install 'shapewise[plot]'") from None
-    return Figure
-
-
-def _colormap(name: str):
-    import matplotlib
-
-    return matplotlib.colormaps[name]
-
-
-def _figure(what: str, data: dict, size: tuple[float, float] = (8, 4.8)):
-    """A figure with one axes, titled with what it shows, the GPU, dtype and data source, and the cost
-    model of its predictions."""
-    fig = _matplotlib_figure_class()(figsize=size, layout="constrained")
-    ax = fig.add_subplot()
-    # the cost model of the predictions, to its first clause: "calibrated profile of NVIDIA H200", "spec-only"
-    model = f" · {data['cost_model'].split(',')[0]}" if data.get("cost_model") else ""
-    ax.set_title(f"{what}\n{data['gpu']} · {data['dtype']} · {data['source']}{model}", fontsize="medium")
-    ax.grid(True, axis="y", color="0.9", linewidth=0.6)
-    ax.set_axisbelow(True)
-    return fig, ax
-
-
-def _close(fig) -> None:
-    """Our figures never enter pyplot's registry; a caller's pyplot figure is dropped from it, so
-    that saving many figures does not grow memory. The figure itself can still be saved again."""
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    if pyplot is not None:
-        pyplot.close(fig)
-
-
-def save(fig, path, *, dpi: int = 110) -> Path:
-    """Write the figure as PNG or SVG, by the path's extension; return the path."""
-    path = Path(path)
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise ShapewiseError(f"cannot save a figure as {path.name!r}: give a path ending in .png or .svg")
-    try:
-        fig.savefig(path, format=fmt, dpi=dpi)
-    except OSError as err:
-        raise ShapewiseError(f"cannot write {path}: {err.strerror or err}") from None
-    finally:
-        _close(fig)
-    return path
-
-
-def png_bytes(fig, dpi: int = 110) -> bytes:
-    """The figure as PNG bytes, e.g. to embed in an HTML report."""
-    import io
-
-    buffer = io.BytesIO()
-    try:
-        fig.savefig(buffer, format="png", dpi=dpi)
-    finally:
-        _close(fig)
-    return buffer.getvalue()
