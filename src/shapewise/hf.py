@@ -5,10 +5,9 @@ from __future__ import annotations
 import copy
 import json
 import os
-import sys
 from pathlib import Path
 
-from .errors import ShapewiseError
+from .errors import ShapewiseError, warn
 from .families import (
     ACTIVATIONS,
     FALCON_TYPES,
@@ -331,7 +330,7 @@ def _shape_from_config(cfg: dict, where: str, name: str, source: str = "", *, st
                    f"{where}: no model_type, so shapewise guessed {', '.join(guesses)}")
         if strict:
             raise GuessedFields(f"{message} (--strict refuses guesses; `shapewise models` lists the known types)")
-        print(f"shapewise: warning: {message}", file=sys.stderr)
+        warn(message)
     try:
         return canonical(ModelShape(name=name, source=source, **fields))
     except ShapewiseError as err:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import numpy as np
 
 from .calibrate import Judged, calibration_cases, judge, validation_cases
 from .cases import Case, gemm_cases, op_case
-from .errors import ShapewiseError
+from .errors import ShapewiseError, warn
 from .ops import COMM, FLASH, MEMORY, attention_op, model_ops
 from .shapes import DTYPE_BYTES, ModelShape, Workload, check_parallel
 
@@ -239,8 +238,7 @@ def read_configs(paths) -> list[ModelShape]:
             continue
         shapes.setdefault(shape.name, shape)
     if skipped:
-        print(f"warning: left out {len(skipped)} configs that are not attention transformers: {', '.join(skipped)}",
-              file=sys.stderr)
+        warn(f"left out {len(skipped)} configs that are not attention transformers: {', '.join(skipped)}")
     if not shapes:
         raise ShapewiseError("the models set needs real model configs: --configs FILE_OR_FOLDER (config.json files)")
     return [shapes[name] for name in sorted(shapes)]

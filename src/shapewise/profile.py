@@ -30,13 +30,12 @@ import json
 import math
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from .corrections import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS
-from .errors import ShapewiseError
+from .errors import ShapewiseError, warn
 from .hardware import GPU, get_gpu
 from .params import SPEC, CostParams
 
@@ -284,12 +283,11 @@ def _find(key: str, stamps: tuple) -> Profile | None:
             profile = load(user) if len(stamp) > 1 and user.is_file() else _shipped(own)
         except OutdatedProfile as err:  # still a prediction, from the shipped profile, with the reason said
             profile = _shipped(own)
-            print(f"shapewise: warning: {err}; using the {'shipped profile' if profile else 'spec model'} until then",
-                  file=sys.stderr)
+            warn(f"{err}; using the {'shipped profile' if profile else 'spec model'} until then")
         except ShapewiseError as err:  # a broken file in the folder: set aside once, said, and not used
             profile = _shipped(key)
-            print(f"shapewise: warning: {_set_aside(user)}: {' '.join(str(err).split())[:300]}; using the "
-                  f"{'shipped profile' if profile else 'spec model'} for {key}", file=sys.stderr)
+            warn(f"{_set_aside(user)}: {' '.join(str(err).split())[:300]}; using the "
+                 f"{'shipped profile' if profile else 'spec model'} for {key}")
         if profile is not None:
             return dataclasses.replace(profile, borrowed_for=borrowed)
     return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import ShapewiseError
+from ..errors import ShapewiseError, warn
 from .common import (
     Parser,
     add_cost_args,
@@ -36,7 +36,6 @@ def add_results(sub) -> None:
 
 
 def run_results(args) -> int:
-    import sys
 
     from ..store import Store
 
@@ -58,8 +57,8 @@ def run_results(args) -> int:
             count = store.export(target, fmt=fmt, bench=args.bench)
             print(f"wrote {count} rows to {target}")
             if store.unreadable_rows:
-                print(f"shapewise: warning: {store.unreadable_rows} rows of the damaged store {store.path} could not "
-                      f"be read and are not in {target}", file=sys.stderr)
+                warn(f"{store.unreadable_rows} rows of the damaged store {store.path} could not be read and are "
+                     f"not in {target}")
             return 0
         if args.check:
             problems = store.check_integrity()
