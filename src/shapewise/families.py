@@ -26,6 +26,9 @@ class Family:
     qk_norm: bool = False
     window: str = ""  # "all": every layer slides (Mistral); "alternate": every other one (Gemma-2); "pattern": Gemma-3
     softcap: bool = False  # reads final_logit_softcapping
+    # Fields the type's configuration class fills in when the file leaves them out, as (key, value) pairs:
+    # Gemma-3's multimodal wrapper writes only the text fields that differ from Gemma3TextConfig's.
+    defaults: tuple = ()
 
 
 _LLAMA = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False)
@@ -38,7 +41,10 @@ _GEMMA2 = Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=Fal
 
 FAMILIES: dict[str, Family] = {
     **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2",
-                           "deepseek_v3", "olmo")},
+                           "deepseek_v3")},
+    # OLMo (1) normalizes with a LayerNorm that has no weight or bias (OlmoLayerNorm), so shapewise's count
+    # runs 2 × hidden per norm high (0.01% of OLMo-7B); the op is a LayerNorm's, not an RMSNorm's.
+    "olmo": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
     "mistral": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, window="all"),
     **{t: _QWEN3 for t in ("qwen3", "qwen3_moe")},
     "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True),
@@ -47,12 +53,19 @@ FAMILIES: dict[str, Family] = {
     "phimoe": Family(gated=True, norm="layernorm", bias=True, tied=False, parallel=False, window="all"),
     "stablelm": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False,
                        rotary="partial_rotary_factor"),
-    "cohere": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True),
+    # Command-R: one LayerNorm (no bias) feeds attention and MLP in parallel; CohereConfig ties by default
+    "cohere": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True, norms_per_layer=1),
     "dbrx": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
     "gemma": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh"),
     "gemma2": _GEMMA2,
     "gemma3_text": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh",
-                          norms_per_layer=4, qk_norm=True, window="pattern", softcap=True),
+                          norms_per_layer=4, qk_norm=True, window="pattern", softcap=True,
+                          # Gemma3TextConfig.__init__'s defaults (transformers, models/gemma3/configuration_gemma3.py)
+                          defaults=(("vocab_size", 262_208), ("hidden_size", 2304), ("intermediate_size", 9216),
+                                    ("num_hidden_layers", 26), ("num_attention_heads", 8),
+                                    ("num_key_value_heads", 4), ("head_dim", 256),
+                                    ("max_position_embeddings", 131_072), ("sliding_window", 4096),
+                                    ("sliding_window_pattern", 6))),
     "gpt2": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
                    positions="gpt2"),
     "gpt_bigcode": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,

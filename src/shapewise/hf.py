@@ -142,6 +142,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str]]:
                **{f"ffn_{k}": v for k, v in (cfg.get("ffn_config") or {}).items()}}
         r = _Reader(cfg, where)
     family = FAMILIES.get(model_type)
+    if family is not None and family.defaults:  # what the type's configuration class fills in
+        cfg = {**dict(family.defaults), **cfg}
+        r = _Reader(cfg, where)
     guesses: list[str] = []
 
     hidden = r.whole(_HIDDEN, "hidden size", required=True)
@@ -323,6 +326,9 @@ class GuessedFields(ShapewiseError):
 
 def _shape_from_config(cfg: dict, where: str, name: str, source: str = "", *, strict: bool = False) -> ModelShape:
     fields, guesses = _fields_from_config(cfg, where)
+    if _unwrap(cfg) is not cfg and isinstance(cfg.get("vision_config"), dict):
+        warn(f"{where}: {cfg.get('model_type') or 'this model'} is multimodal; shapewise prices its language model "
+             f"(text_config) only, not its vision encoder (vision_config)")
     if guesses:
         model_type = _unwrap(cfg).get("model_type")
         message = (f"{where}: model type {model_type!r} is not one shapewise knows; it guessed "
