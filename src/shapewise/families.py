@@ -120,6 +120,7 @@ ACTIVATIONS = {
 def families_text() -> str:
     """What `shapewise models` says about config.json files beside its presets."""
     return (f"Hugging Face config.json (--config PATH, or a hub id from the local cache) is read by its own "
-            f"rules for model types {', '.join(sorted(FAMILIES))}; other types are read with a warning naming "
-            f"each guessed field (refused with --strict); refused as not attention transformers: "
+            f"rules for model types {', '.join(sorted(FAMILIES))}; a multimodal wrapper (gemma3, ...) by its "
+            f"text_config, with a warning that its vision encoder is not priced; other types are read with a "
+            f"warning naming each guessed field (refused with --strict); refused as not attention transformers: "
             f"{', '.join(sorted(NOT_ATTENTION))}.")
