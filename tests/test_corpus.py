@@ -37,6 +37,7 @@ PUBLISHED = {
     "phi-1_5": "1.42B", "falcon-180b": "180B", "mpt-30b-chat": "30B", "olmo-7b-hf": "7B",
     "dbrx-base": ("132B", "36B"), "command-r-08-2024": "32.3B", "internlm2-chat-7b-sft": "7B",
     "granite-3.1-8b-instruct": "8B", "gemma-3-4b-text": "4B", "gemma-3-4b-it": "4B",
+    "gemma-3-1b-it": 999_885_952, "phi-3.5-moe-instruct": ("42B", "6.6B"),
 }
 # Publishers that give only a size class the model exceeds: Falcon-40B's card says "40B parameters"; its
 # structure (60 layers of 8192 wide, 4x MLP, 8 kv heads, tied 65024-row embedding) holds 41.3B. Checked
@@ -166,14 +167,20 @@ def test_deepseek_dense_and_moe_layers_are_counted_apart():
 
 
 def test_gemma3_text_alternates_five_local_layers_to_one_global():
-    # The fields of google/gemma-3-1b-pt's published config; no whole file of it was found (SOURCES.md).
-    cfg = {"model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
-           "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
-           "sliding_window": 512, "sliding_window_pattern": 6, "max_position_embeddings": 32768}
-    s = _shape_from_config(cfg, "x", "gemma-3-1b")
+    s = read("gemma-3-1b-it")  # 4 heads of 256 in a 1152 width, one kv head, a 512-token window
     assert (s.window, s.global_every, s.num_global_layers, s.qk_norm, s.mlp) == (512, 6, 4, True, "geglu")
-    # google/gemma-3-1b-pt: 1.00B parameters (the report of 0.79B missed head_dim 256 and the window)
-    assert s.params == pytest.approx(1.0e9, rel=0.01)
+    assert (s.d_head, s.kv_heads, s.tied_embeddings, s.norms_per_layer) == (256, 1, True, 4)
+    # KerasHub's preset table gives Gemma 3 1B 999,885,952 parameters; the report of 0.79B had
+    # missed head_dim 256 (4 × 256 = 1024 query width, not 1152)
+    assert s.params == 999_885_952
+
+
+def test_phi35_moe_reads_sixteen_experts_two_a_token_with_biases():
+    s = read("phi-3.5-moe-instruct")
+    assert (s.num_experts, s.top_k, s.expert_width, s.num_moe_layers, s.kv_heads) == (16, 2, 6400, 32, 8)
+    # PhiMoE normalizes with LayerNorm and carries attention and output-head biases (attention_bias,
+    # lm_head_bias); its sliding_window equals the context, so no layer is windowed
+    assert (s.norm, s.bias, s.tied_embeddings, s.window) == ("layernorm", True, False, 0)
 
 
 def test_the_window_bounds_attention_at_long_sequences():
