@@ -147,3 +147,24 @@ def test_parse_sizes_takes_units_and_doubling_ranges():
     for bad in (["x"], ["0"], ["-5K"]):
         with pytest.raises(ShapewiseError):
             parse_sizes(bad)
+
+
+def test_moe_permute_is_timed_as_the_two_copies_the_op_counts():
+    """Dispatch and combine: the op counts each routed row read and written twice; the benchmark
+    must run both kernels (one copy timed against two counted put the op 2x off on the H200)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from shapewise.bench import build
+    from shapewise.cases import op_case
+    from shapewise.ops import elementwise
+
+    ops = elementwise("moe/permute", 64, 32, reads=2, writes=2, bwd_reads=2, bwd_writes=2, train=True, count=1,
+                      dtype_bytes=4, family="copy")
+    for op in ops:
+        assert op.bytes == 4 * 64 * 32 * 4
+        fn, _ = build(op_case(op, "fp32"), "cpu")
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            out = fn()
+        names = [e.key for e in prof.key_averages()]
+        assert "aten::index_select" in names and "aten::index_copy_" in names
+        assert out.shape == (64, 32)

@@ -153,8 +153,8 @@ def test_deepseek_v3_reads_latent_attention_and_dense_first_layers():
     names = {op.name for op in model_ops(s, Workload(batch=1, seq=1024))}
     assert {"attn/q_down", "attn/q_up", "attn/kv_down", "attn/kv_up", "mlp/up", "moe/experts/up"} <= names
     decode = model_ops(s, Workload(batch=8, seq=4096, mode="decode"))
-    flash = next(op for op in decode if op.name == "attn/flash")
-    assert (flash.k, flash.groups, flash.n) == (576, 128, 4096)  # the cached latent, shared by every head
+    score = next(op for op in decode if op.name == "attn/score")
+    assert (score.batch, score.m, score.n, score.k) == (8, 128, 4096, 576)  # every head against the cached latent
     assert "attn/kv_up" not in {op.name for op in decode}
 
 

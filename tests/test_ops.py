@@ -91,6 +91,27 @@ def test_decode_multiplies_one_token_per_sequence_against_the_cache():
     assert not any(op.pass_ != "fwd" for op in ops.values())
 
 
+MLA = ModelShape("mla-like", hidden=2048, num_layers=4, num_heads=16, vocab=32000, head_dim=128, ffn=5632,
+                 mlp="swiglu", norm="rmsnorm", bias=False, kv_lora_rank=512, q_lora_rank=1536, rope_head_dim=64)
+
+
+def test_latent_decode_reads_the_latent_cache_not_per_head_keys_and_values():
+    """Absorbed latent attention (DeepSeek's reference decode): per sequence, every local head scores
+    the cached row (latent + rotary key, 576 values a token) and sums the latents (512); no per-head
+    keys or values are made, and no fused kernel is assumed that torch cannot run."""
+    w = Workload(batch=8, seq=4096, tp=2, mode="decode")
+    ops = by_label(model_ops(MLA, w))
+    score, over_v = ops["attn/score"], ops["attn/over_v"]
+    heads = MLA.num_heads // w.tp
+    assert (score.batch, score.m, score.n, score.k, score.layout) == (8, heads, 4096, 576, "nt")
+    assert (over_v.batch, over_v.m, over_v.n, over_v.k, over_v.layout) == (8, heads, 512, 4096, "nn")
+    assert ops["attn/softmax"].m == 8 * heads and ops["attn/softmax"].n == 4096
+    # The cache each BMM reads is the one memory.py holds: kv_cache_values per layer and sequence.
+    per_layer = MLA.kv_cache_values(seq=4096, tp=w.tp) // MLA.num_layers
+    assert score.n * score.k == per_layer and over_v.k * over_v.n == per_layer * 512 // 576
+    assert FLASH not in {op.kind for op in ops.values()} and "attn/kv_up" not in ops
+
+
 def test_prefill_scores_only_the_last_token():
     ops = by_label(model_ops(LLAMA, Workload(batch=2, seq=1024, mode="prefill")))
     assert ops["attn/qkv"].m == 2048 and ops["logits"].m == 2

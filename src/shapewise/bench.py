@@ -112,16 +112,30 @@ def _attention(torch, device, *, batch, heads, kv_heads, q_len, kv_len, head_dim
     return fn, context()
 
 
+def _dispatch_combine(torch, device, rows: int, width: int, dtype: str):
+    """An MoE layer's token permutation as ops.py counts it: the routed rows gathered into expert
+    order (dispatch: Megatron-LM's moe_utils.permute, tokens.index_select), then put back in token
+    order (combine), two kernels each reading and writing every routed row once. A real combine also
+    adds each token's top-k rows together (scatter_add_, index_add_) into a target k times smaller;
+    the copy back is the same traffic to within that target's writes."""
+    x = _randn(torch, device, rows, width, dtype=dtype)
+    order = torch.randperm(rows, device=device)  # where balanced routing sends each row
+    out = torch.empty_like(x)
+
+    def fn():
+        return out.index_copy_(0, order, x.index_select(0, order))
+    return fn
+
+
 def _memory_op(torch, device, op_params: dict, dtype: str):
     """The torch kernel behind a memory-bound op of the model, forward or backward."""
     import torch.nn.functional as F
 
     rows, width, family, pass_ = op_params["m"], op_params["n"], op_params["family"], op_params["pass_"]
     train = pass_ != "fwd"
+    if family == "copy":  # MoE dispatch and combine, the two copies ops.py counts (its backward: the same two)
+        return _dispatch_combine(torch, device, rows, width, dtype)
     x = _randn(torch, device, rows, width, dtype=dtype, requires_grad=train)
-    if family == "copy":
-        dst = torch.empty_like(x)
-        return lambda: dst.copy_(x)
     if family == "add":
         y = _randn(torch, device, rows, width, dtype=dtype)
         return lambda: torch.add(x, y)

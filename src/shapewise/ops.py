@@ -185,16 +185,26 @@ def _attention_core(shape: ModelShape, w: Workload, *, heads: int, q_len: int, k
 
 
 def _latent_decode(shape: ModelShape, w: Workload, *, heads: int, kv_len: int, count: int, B: int) -> list[Op]:
-    """Latent attention in decode, in its absorbed form: the cache holds each token's latent and its
-    rotary key (kv_lora_rank + rope_head_dim values), shared by every head; each query's non-rotary part
-    is mapped into the latent by the key up-projection, attention runs there as multi-query attention,
-    and the value up-projection maps the result back to each head's values."""
+    """Latent attention in decode, in its absorbed form, as DeepSeek's reference inference code runs
+    it (github.com/deepseek-ai/DeepSeek-V3, inference/model.py, attn_impl "absorb"). The cache holds
+    each token's latent and its rotary key, kv_lora_rank + rope_head_dim values shared by every head
+    (DeepSeek-V2, arXiv:2405.04434, section 2.1: (d_c + d_h^R)·l values per token). Each query's
+    non-rotary part is mapped into the latent by the key up-projection; then per sequence two BMMs
+    around a softmax, the heads as query rows over one cache: scores against the whole cached row
+    (latent and rotary key), and the weighted sum of the latents alone; the value up-projection maps
+    the result back to each head's values. Each BMM reads the cache once: rank + rope values per token
+    for the scores, rank for the sum, as the reference runs them. (A fused kernel such as FlashMLA
+    reads it once for both; torch has none to measure, so it is not the op.)"""
     seqs, rank, nope, v = w.batch, shape.kv_lora_rank, shape.d_head, shape.v_dim
-    ops = [matmul("attn/absorb_q", "fwd", seqs, rank, nope, batch=heads, layout="nn", count=count, dtype_bytes=B)]
-    ops.append(attention_op("fwd", seqs=seqs, heads=heads, kv_heads=1, q_len=1, kv_len=kv_len,
-                            head_dim=rank + shape.rope_head_dim, v_dim=rank, causal=False, dtype_bytes=B, count=count))
-    ops.append(matmul("attn/absorb_v", "fwd", seqs, v, rank, batch=heads, layout="nn", count=count, dtype_bytes=B))
-    return ops
+    row = rank + shape.rope_head_dim
+    return [
+        matmul("attn/absorb_q", "fwd", seqs, rank, nope, batch=heads, layout="nn", count=count, dtype_bytes=B),
+        matmul("attn/score", "fwd", heads, kv_len, row, batch=seqs, layout="nt", count=count, dtype_bytes=B),
+        *elementwise("attn/softmax", seqs * heads, kv_len, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=False,
+                     count=count, dtype_bytes=B, family="softmax"),
+        matmul("attn/over_v", "fwd", heads, rank, kv_len, batch=seqs, layout="nn", count=count, dtype_bytes=B),
+        matmul("attn/absorb_v", "fwd", seqs, v, rank, batch=heads, layout="nn", count=count, dtype_bytes=B),
+    ]
 
 
 def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> list[Op]:
