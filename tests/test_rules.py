@@ -1,5 +1,7 @@
 """Findings: each rule fires on the shape that breaks it, is priced by the cost model, and names its fix."""
 
+from pathlib import Path
+
 import pytest
 
 from shapewise import ModelShape, Workload, check
@@ -81,3 +83,69 @@ def test_findings_share_is_cost_over_step(mode):
     result = check(GPT2, Workload(mode=mode), gpu="h200")
     for f in result.findings:
         assert f.share == pytest.approx(f.cost_ms / result.step.time_ms)
+
+
+# ---- the sliding window: what it saves, from the cost model and the memory estimate ----
+
+def _corpus(stem: str) -> ModelShape:
+    from shapewise.hf import load_config
+
+    return load_config(Path(__file__).parent / "data" / "hf" / f"{stem}.json")
+
+
+def _attention_ms(step) -> float:
+    from shapewise.rules import CORE_ATTENTION
+
+    return sum(ms for name, ms in step.by_name().items() if name in CORE_ATTENTION)
+
+
+@pytest.mark.parametrize("stem, local_layers", [("mistral-7b-v0.1", 32), ("gemma-2-9b-it", 21)])
+@pytest.mark.parametrize("mode", ["train", "prefill", "decode"])
+def test_a_window_shorter_than_the_sequence_reports_what_it_saves(stem, local_layers, mode):
+    from shapewise import predict_step
+    from shapewise.memory import GIB, estimate
+
+    shape = _corpus(stem)
+    w = Workload(batch=4, seq=32768, mode=mode)
+    result = check(shape, w, gpu="h200")
+    window = rules(result)["window"]
+    assert (window.cost_ms, window.share, window.ops) == (0.0, 0.0, ("attn/window",))  # a note, not a cost
+    assert "sliding window 4,096" in window.title and "s=32,768" in window.title
+    assert ("every layer" if local_layers == shape.num_layers else f"{local_layers} of 42 layers") in window.title
+    # The numbers are the cost model's: the same step with every layer global.
+    dense = shape.replace(window=0, global_every=0)
+    full = predict_step(dense, w, gpu=result.step.model)
+    before, after = _attention_ms(full), _attention_ms(result.step)
+    assert after < before
+    assert f"attention {before:,.1f} → {after:,.1f} ms ({(before - after) / before:.0%} less" in window.title
+    if mode == "train":
+        assert "KV cache" not in window.title
+    else:  # each windowed layer caches the window, not the sequence: (s - window) fewer tokens of K and V
+        saved = local_layers * (32768 - 4096) * 2 * shape.kv_heads * shape.d_head * 4 * 2
+        assert estimate(dense, w).kv_cache - estimate(shape, w).kv_cache == saved
+        assert f"KV cache {estimate(dense, w).kv_cache / GIB:,.1f} → {estimate(shape, w).kv_cache / GIB:,.1f} GiB" \
+            in window.title
+
+
+@pytest.mark.parametrize("stem", ["mistral-7b-v0.1", "gemma-2-9b-it"])
+@pytest.mark.parametrize("mode", ["train", "decode"])
+def test_a_window_at_least_the_sequence_long_is_not_reported(stem, mode):
+    assert "window" not in rules(check(_corpus(stem), Workload(batch=4, seq=4096, mode=mode), gpu="h200"))
+
+
+def test_the_window_saves_more_where_more_layers_have_it():
+    """Mistral windows every layer, Gemma-2 every other one: at the same length, Mistral's attention
+    saves the larger share."""
+    import re
+
+    def saved(stem):
+        title = rules(check(_corpus(stem), Workload(batch=1, seq=16384), gpu="h200"))["window"].title
+        return int(re.search(r"\((\d+)% less", title).group(1))
+
+    assert saved("mistral-7b-v0.1") > saved("gemma-2-9b-it") > 0
+
+
+def test_the_window_that_makes_a_decode_fit_says_so():
+    shape = _corpus("mistral-7b-v0.1")
+    window = rules(check(shape, Workload(batch=64, seq=32768, mode="decode"), gpu="h200"))["window"]
+    assert "more than the h200 has" in window.fix

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from .cost import StepCost, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU
-from .memory import capacity_bytes, estimate
+from .memory import GIB, capacity_bytes, estimate
 from .shapes import ModelShape, Workload
 
 ALIGN = 64  # the paper's power of two: dims that are multiples of 64 fill the tensor-core tiles
+# The attention core's ops, fused or not, in global and sliding-window layers (ops.attention).
+CORE_ATTENTION = ("attn/flash", "attn/window", "attn/score", "attn/softmax", "attn/over_v")
 GOOD_HEAD_DIMS = (128, 64, 256)  # what fused attention kernels serve best, most preferred first
 
 
@@ -29,7 +31,7 @@ def round_up(x: int, multiple: int) -> int:
 
 @dataclass(frozen=True)
 class Finding:
-    rule: str  # short id: vocab, tokens, hidden, head-dim, ffn, kv-heads, tp, misaligned
+    rule: str  # short id: vocab, tokens, hidden, head-dim, ffn, kv-heads, tp, comm, misaligned, memory, window
     title: str
     fix: str
     ops: tuple[str, ...]  # op names whose time the fix changes
@@ -158,6 +160,46 @@ def _comm(shape: ModelShape, w: Workload):
                        shape, w.replace(overlap_comm=True))
 
 
+def window_finding(step: StepCost, *, min_share: float) -> Finding | None:
+    """What a sliding window does at this workload: the attention time and KV cache of the step, and
+    of the same model with every layer attending globally, from the cost model and memory.estimate.
+    Reported where either saving reaches min_share (of the step's time, or of its memory), the bar
+    every finding meets. A window at least the sequence long bounds nothing: its layers' ops are
+    global attention already, the op table shows it, and there is nothing to report. It is a note,
+    not a fix: its cost is 0, and the time and bytes saved are in its title."""
+    shape, w = step.shape, step.workload
+    local = shape.num_layers - shape.num_global_layers
+    if not local or shape.window >= w.seq:
+        return None
+    dense = shape.replace(window=0, global_every=0)
+    try:
+        full = predict_step(dense, w, gpu=step.model)
+    except ShapewiseError:
+        return None
+
+    def attention_ms(s: StepCost) -> float:
+        return sum(ms for name, ms in s.by_name().items() if name in CORE_ATTENTION)
+
+    windowed_ms, global_ms = attention_ms(step), attention_ms(full)
+    memory, global_memory = estimate(shape, w), estimate(dense, w)
+    cache, global_cache = memory.kv_cache, global_memory.kv_cache
+    saved_ms, saved_bytes = global_ms - windowed_ms, global_cache - cache
+    if saved_ms / step.time_ms < min_share and saved_bytes / memory.total_bytes < min_share:
+        return None
+    parts = []
+    if saved_ms / step.time_ms >= min_share:
+        parts.append(f"attention {global_ms:,.1f} → {windowed_ms:,.1f} ms ({saved_ms / global_ms:.0%} less; "
+                     f"the step {saved_ms / full.time_ms:.0%} shorter)")
+    if saved_bytes / memory.total_bytes >= min_share:
+        parts.append(f"KV cache {global_cache / GIB:,.1f} → {cache / GIB:,.1f} GiB")
+    where = "every layer" if local == shape.num_layers else f"{local} of {shape.num_layers} layers"
+    title = f"sliding window {shape.window:,} in {where} at s={w.seq:,}: " + ", ".join(parts)
+    fix = "keep it: this is what it saves over global attention in every layer"
+    if global_memory.total_bytes > capacity_bytes(step.gpu) >= memory.total_bytes:
+        fix += f" (which would need {global_memory.total_bytes / GIB:,.1f} GiB: more than the {step.gpu.key} has)"
+    return Finding("window", title, fix, ("attn/window",), 0.0, 0.0)
+
+
 RULES = (_vocab, _tokens, _hidden, _head_dim, _ffn, _kv_heads, _comm)
 
 
@@ -183,6 +225,8 @@ def find(step: StepCost, *, min_share: float = 1e-4) -> list[Finding]:
             best[p.rule] = Finding(p.rule, p.title, p.fix, _changed_ops(step, fixed), cost_ms, cost_ms / step.time_ms)
     findings = list(best.values())
     findings += _misaligned(step, covered={op for f in findings for op in f.ops})
+    window = window_finding(step, min_share=min_share)
+    findings += [window] if window else []
     return sorted(findings, key=lambda f: -f.cost_ms)
 
 
