@@ -1,7 +1,10 @@
 """Transformer blocks built in PyTorch from a ModelShape (src/shapewise/layers.py)."""
 
+import contextlib
+import io
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -270,3 +273,87 @@ def test_whole_model_step_trains_every_weight():
     step()
     assert sum(w.numel() for w in step.weights) == shape.params
     assert all(w.grad is not None and torch.isfinite(w.grad).all() and w.grad.abs().sum() > 0 for w in step.weights)
+
+
+# ---- what the layer does not build: refused, or built without it and said so ----
+
+CORPUS = Path(__file__).parent / "data" / "hf"
+
+
+def _corpus_shapes():
+    from shapewise.hf import NotATransformer, load_config
+
+    shapes = []
+    for path in sorted(CORPUS.glob("*.json")):
+        try:
+            shapes.append(load_config(path))
+        except NotATransformer:
+            continue
+    return shapes
+
+
+@pytest.mark.parametrize("shape", _corpus_shapes(), ids=lambda s: s.name)
+def test_corpus_layers_are_built_as_the_model_or_refused(shape, capsys):
+    from shapewise.layers import _warn_once
+
+    _warn_once.cache_clear()
+    block = shape.one_layer()
+    if block.is_mla:
+        with pytest.raises(ShapewiseError, match="multi-head latent attention is not built") as err:
+            build_layer(block, device="meta")
+        assert "\n" not in str(err.value)
+        return
+    layer = build_layer(block, device="meta")
+    warned = capsys.readouterr().err
+    left_out = (block.norms_per_layer == 4, block.qk_norm,
+                block.rotary_fraction == 0 and not block.learned_positions)
+    assert (warned.count("\n"), bool(warned)) == ((1, True) if any(left_out) else (0, False))
+    # What is built is counted exactly; what is left out is norms' weights alone.
+    norm_params = (2 if block.norm == "layernorm" else 1) * block.hidden
+    missing = (block.norms_per_layer - 2) * norm_params + 2 * block.d_head * block.qk_norm
+    assert count(layer) == block.layer_params - missing
+    assert layer.attn.rot == block.rotary_width - block.rotary_width % 2  # partial rotary as the model's
+
+
+def test_a_whole_model_warns_once():
+    from shapewise.layers import _warn_once
+
+    _warn_once.cache_clear()
+    gemma = tiny("gemma-like", hidden=32, num_heads=4, mlp="geglu", norm="rmsnorm", norms_per_layer=4)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        for _ in range(3):
+            build_layer(gemma, device="meta")
+    assert err.getvalue().count("warning") == 1 and "post-norms" in err.getvalue()
+
+
+def test_sliding_window_is_refused_past_the_window_only():
+    windowed = VARIANTS["llama"].replace(window=SEQ)
+    layer = build_layer(windowed, dtype="fp32", seed=0)
+    x = layer_inputs(windowed, batch=BATCH, seq=SEQ, dtype="fp32")
+    assert rel_err(run_fwd(layer, x), reference_layer(layer, x)) < 1e-4  # within the window: the same attention
+    longer = layer_inputs(windowed, batch=BATCH, seq=SEQ + 1, dtype="fp32")
+    with pytest.raises(ShapewiseError, match="sliding-window attention is not built"):
+        run_fwd(layer, longer)
+    # Where windows alternate with global layers, the block is a global one (ModelShape.one_layer).
+    alternating = windowed.replace(num_layers=2, global_every=2)
+    run_fwd(build_layer(alternating, dtype="fp32"), longer)
+
+
+def test_partial_rotary_rotates_its_width_only():
+    neox = VARIANTS["neox"].replace(rotary_fraction=0.25)  # head dim 8: 2 dims rotated
+    layer = build_layer(neox, dtype="fp32", seed=0)
+    assert layer.attn.rot == 2
+    x = layer_inputs(neox, batch=BATCH, seq=SEQ, dtype="fp32")
+    assert rel_err(run_fwd(layer, x), reference_layer(layer, x)) < 1e-4
+    full = build_layer(VARIANTS["neox"], dtype="fp32", seed=0)
+    assert rel_err(run_fwd(full, x), reference_layer(layer, x)) > 1e-3  # the rotated width matters
+
+
+def test_bench_layer_refuses_latent_attention_in_one_line(capsys, tmp_path):
+    from shapewise.cli import main
+
+    code = main(["bench", "layer", "--config", str(CORPUS / "deepseek-v3.json"), "--device", "cpu", "--batch", "1",
+                 "--seq", "8", "--db", str(tmp_path / "r.db")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "multi-head latent attention" in err

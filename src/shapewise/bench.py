@@ -566,6 +566,9 @@ def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, param
 
     if workload.mode == "decode":
         raise ShapewiseError("bench layer measures a layer in train or prefill mode, not decode")
+    from .layers import check_buildable
+
+    check_buildable(shape)  # refused here in one line, not stored as a failed case
     passes = ("fwdbwd", "fwd") if workload.mode == "train" else ("fwd",)
     layers = {pass_: Case("layer", dict(model=shape.name, shape=shape_record(shape), batch=workload.batch,
                                         seq=workload.seq, attention=workload.attention, dtype=workload.dtype,

@@ -5,8 +5,8 @@ structure follows the shape's fields, not its name:
 
 - norms: LayerNorm (weight and bias) or RMSNorm (weight only), eps 1e-5;
 - attention: one fused QKV linear of output (heads + 2·kv_heads)·d_head, laid out [q heads | k heads |
-  v heads]; RoPE on q and k when shape.learned_positions == 0 (rotary over the whole head dim, the
-  Llama / GPT-NeoX "rotate half" pairing of dim i with i + d/2, base 10000); causal attention through
+  v heads]; RoPE on q and k over the first shape.rotary_width dims of each head (none with learned
+  positions or ALiBi; the Llama / GPT-NeoX "rotate half" pairing of dim i with i + rot/2, base 10000); causal attention through
   scaled_dot_product_attention ("flash") or score matmul → mask → softmax → matmul ("unfused");
   grouped kv heads shared by consecutive query heads (query head j reads kv head j // (heads/kv_heads));
   an output projection; every linear has a bias when shape.bias;
@@ -19,6 +19,12 @@ structure follows the shape's fields, not its name:
   otherwise pre-norm h = x + attn(norm1(x)); y = h + mlp(norm2(h)).
 
 The module's parameter count is shape.layer_params exactly.
+
+What it does not build (check_buildable, called by build_layer): multi-head latent attention is
+refused, its projections being other GEMMs; a sliding window is refused at a sequence longer than the
+window, where its attention would do less work than the causal attention built; post-norms,
+QK-norm and ALiBi's score bias change no matrix shape, so the block is built without them and one
+warning line says so. Partial rotary embeddings rotate the shape's rotary width.
 
 reference_layer recomputes the same block from the module's weights in float64, slowly and plainly, to
 check the fast path. layer_inputs, run_fwd, run_fwd_bwd, fwd_call and fwd_bwd_call serve the timer.
@@ -34,12 +40,37 @@ import math
 from types import SimpleNamespace
 
 from .dtypes import torch_dtype
-from .errors import ShapewiseError
+from .errors import ShapewiseError, warn
 from .shapes import ModelShape
 
 NORM_EPS = 1e-5
 ROPE_THETA = 10000.0
 ATTENTION = ("flash", "unfused")
+
+
+def check_buildable(shape: ModelShape) -> None:
+    """Refuse what this module would build as another model, and warn once, in one line, about what
+    it leaves out that changes no matrix shape measured (only a few memory-bound kernels)."""
+    if shape.is_mla:  # its q/kv low-rank projections and 192/128 heads are other GEMMs than a fused QKV
+        raise ShapewiseError(f"{shape.name}: multi-head latent attention is not built as a torch layer; "
+                             f"measure its ops with `shapewise bench ops` instead")
+    if shape.norms_per_layer not in (2, 4) or (shape.norms_per_layer == 4 and shape.parallel_attn):
+        raise ShapewiseError(f"{shape.name}: {shape.norms_per_layer} norms a layer"
+                             + (" with parallel attention" if shape.parallel_attn else "")
+                             + " is not built as a torch layer; use 2 (pre-norms) or 4 (pre- and post-norms)")
+    left_out = [what for what, present in (
+        ("its post-norms", shape.norms_per_layer == 4),
+        ("QK-norm", shape.qk_norm),
+        ("ALiBi's bias on the attention scores", shape.rotary_fraction == 0 and not shape.learned_positions),
+    ) if present]
+    if left_out:
+        _warn_once(f"{shape.name}: the torch layer is built without {', '.join(left_out)} (the same matrix "
+                   f"shapes; fewer memory-bound kernels than the model runs)")
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_once(message: str) -> None:
+    warn(message)  # a whole model builds one layer per block: say it once
 
 
 def _layer_dtype(dtype):
@@ -82,7 +113,12 @@ def _classes() -> SimpleNamespace:
             self.qkv = nn.Linear(shape.hidden, width, bias=shape.bias, **factory)
             self.out = nn.Linear(self.heads * self.d_head, shape.hidden, bias=shape.bias, **factory)
             self.attention = attention
-            self.rope = shape.learned_positions == 0
+            self.rot = shape.rotary_width - shape.rotary_width % 2  # rotated dims of each head (an odd one passes)
+            self.rope = self.rot > 0
+            # A block of a model whose every layer slides (global_every 0): the window this causal
+            # attention stands for only while the sequence fits in it.
+            self.window = shape.window if shape.one_layer().num_global_layers == 0 else 0
+            self.name = shape.name
             self.rope_theta = ROPE_THETA
             # None: SDPA's enable_gqa where the flash kernel takes it (CUDA, bf16/fp16, d <= 256; elsewhere
             # it would fall back to the math kernel), else repeat kv heads. True/False force a path.
@@ -95,7 +131,7 @@ def _classes() -> SimpleNamespace:
             if key not in self._rope_cache:
                 # Made outside inference_mode even when called in it, so that backward can save them later.
                 with torch.inference_mode(False):
-                    rot = self.d_head - self.d_head % 2  # an odd last dim (never in practice) passes through
+                    rot = self.rot
                     inv = 1.0 / self.rope_theta ** (torch.arange(0, rot, 2, device=device, dtype=torch.float32) / rot)
                     angles = torch.outer(torch.arange(seq, device=device, dtype=torch.float32), inv)
                     angles = torch.cat([angles, angles], dim=-1)  # (seq, rot)
@@ -133,6 +169,10 @@ def _classes() -> SimpleNamespace:
 
         def forward(self, x):
             b, s, _ = x.shape
+            if self.window and s > self.window:
+                raise ShapewiseError(f"{self.name}: sliding-window attention is not built as a torch layer; at "
+                                     f"s={s} it attends to {self.window} tokens, not all: use --seq {self.window} "
+                                     f"or less, or measure its ops with `shapewise bench ops`")
             qkv = self.qkv(x).view(b, s, self.heads + 2 * self.kv_heads, self.d_head)
             q, k, v = qkv.split([self.heads, self.kv_heads, self.kv_heads], dim=2)
             if self.rope:
@@ -249,6 +289,7 @@ def build_layer(shape: ModelShape, *, device="cpu", dtype="bf16", attention: str
 
     if not isinstance(shape, ModelShape):
         raise ShapewiseError(f"build_layer needs a ModelShape, got {type(shape).__name__}")
+    check_buildable(shape)
     if attention not in ATTENTION:
         raise ShapewiseError(f"unknown attention {attention!r}; use one of {', '.join(ATTENTION)}")
     device = torch.device(device)
@@ -357,8 +398,7 @@ def reference_layer(layer, x):
 
     def rope(vec, pos):
         """One head's vector at position pos: rotate (vec[i], vec[i + rot/2]) by pos / theta^(2i/rot)."""
-        d = vec.shape[-1]
-        rot = d - d % 2
+        rot = layer.attn.rot
         out = vec.clone()
         for i in range(rot // 2):
             angle = pos / layer.attn.rope_theta ** (2 * i / rot)
