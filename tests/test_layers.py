@@ -310,7 +310,7 @@ def test_corpus_layers_are_built_as_the_model_or_refused(shape, capsys):
     assert (warned.count("\n"), bool(warned)) == ((1, True) if any(left_out) else (0, False))
     # What is built is counted exactly; what is left out is norms' weights alone.
     norm_params = (2 if block.norm == "layernorm" else 1) * block.hidden
-    missing = (block.norms_per_layer - 2) * norm_params + 2 * block.d_head * block.qk_norm
+    missing = max(block.norms_per_layer - 2, 0) * norm_params + 2 * block.d_head * block.qk_norm
     assert count(layer) == block.layer_params - missing
     assert layer.attn.rot == block.rotary_width - block.rotary_width % 2  # partial rotary as the model's
 
@@ -357,3 +357,13 @@ def test_bench_layer_refuses_latent_attention_in_one_line(capsys, tmp_path):
                  "--seq", "8", "--db", str(tmp_path / "r.db")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "multi-head latent attention" in err
+
+
+def test_parallel_layers_with_one_shared_norm():
+    cohere = VARIANTS["neox"].replace(norms_per_layer=1)
+    layer = build_layer(cohere, dtype="fp32", seed=0)
+    assert count(layer) == cohere.layer_params and layer.norm2 is layer.norm1
+    x = layer_inputs(cohere, batch=BATCH, seq=SEQ, dtype="fp32")
+    assert rel_err(run_fwd(layer, x), reference_layer(layer, x)) < 1e-4
+    with pytest.raises(ShapewiseError, match="1 norms a layer is not built"):
+        build_layer(VARIANTS["llama"].replace(norms_per_layer=1), device="meta")

@@ -15,8 +15,9 @@ structure follows the shape's fields, not its name:
 - MoE: router linear (hidden → experts, no bias), top-k softmax routing (softmax over the k chosen
   logits, i.e. Mixtral's renormalised top-k), experts as separate MLPs looped over, plus shared experts
   that every token passes through with weight 1;
-- order: parallel_attn gives y = x + attn(norm1(x)) + mlp(norm2(x)) (two norms, GPT-NeoX style),
-  otherwise pre-norm h = x + attn(norm1(x)); y = h + mlp(norm2(h)).
+- order: parallel_attn gives y = x + attn(norm1(x)) + mlp(norm2(x)) (two norms, GPT-NeoX style; one
+  shared norm, norm2 = norm1, with norms_per_layer 1 as in Cohere), otherwise pre-norm
+  h = x + attn(norm1(x)); y = h + mlp(norm2(h)).
 
 The module's parameter count is shape.layer_params exactly.
 
@@ -54,10 +55,11 @@ def check_buildable(shape: ModelShape) -> None:
     if shape.is_mla:  # its q/kv low-rank projections and 192/128 heads are other GEMMs than a fused QKV
         raise ShapewiseError(f"{shape.name}: multi-head latent attention is not built as a torch layer; "
                              f"measure its ops with `shapewise bench ops` instead")
-    if shape.norms_per_layer not in (2, 4) or (shape.norms_per_layer == 4 and shape.parallel_attn):
+    if shape.norms_per_layer not in ((1, 2) if shape.parallel_attn else (2, 4)):
         raise ShapewiseError(f"{shape.name}: {shape.norms_per_layer} norms a layer"
                              + (" with parallel attention" if shape.parallel_attn else "")
-                             + " is not built as a torch layer; use 2 (pre-norms) or 4 (pre- and post-norms)")
+                             + " is not built as a torch layer; use "
+                             + ("1 or 2" if shape.parallel_attn else "2 (pre-norms) or 4 (pre- and post-norms)"))
     left_out = [what for what, present in (
         ("its post-norms", shape.norms_per_layer == 4),
         ("QK-norm", shape.qk_norm),
@@ -241,7 +243,8 @@ def _classes() -> SimpleNamespace:
             self.parallel = shape.parallel_attn
             self.norm1 = make_norm(shape, **factory)
             self.attn = Attention(shape, attention, **factory)
-            self.norm2 = make_norm(shape, **factory)
+            # Parallel layers with one norm (Cohere) feed attention and the MLP the same normalized input.
+            self.norm2 = self.norm1 if shape.norms_per_layer == 1 else make_norm(shape, **factory)
             self.mlp = MoE(shape, **factory) if shape.is_moe else MLP(shape, shape.ffn_width, **factory)
 
         def forward(self, x):
@@ -450,7 +453,7 @@ def reference_layer(layer, x):
         return out
 
     if shape.parallel_attn:
-        return x + attention(norm("norm1", x)) + ffn(norm("norm2", x))
+        return x + attention(norm("norm1", x)) + ffn(norm("norm2" if "norm2.weight" in W else "norm1", x))
     hid = x + attention(norm("norm1", x))
     return hid + ffn(norm("norm2", hid))
 
