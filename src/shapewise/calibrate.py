@@ -355,9 +355,23 @@ def judge(rows: list[tuple[Case, dict]], *, gpu: GPU, profile: Profile | None) -
     return judged
 
 
+def _ranks(x) -> np.ndarray:
+    """Ranks from 0, tied values sharing the mean of the ranks they span."""
+    x = np.asarray(x, dtype=float)
+    ranks = np.empty(len(x))
+    ranks[np.argsort(x, kind="stable")] = np.arange(len(x))
+    _, tie, count = np.unique(x, return_inverse=True, return_counts=True)
+    return (np.bincount(tie, weights=ranks) / count)[tie]
+
+
 def spearman(a, b) -> float:
-    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
-    return float(np.corrcoef(ra, rb)[0, 1]) if len(a) > 2 else math.nan
+    """Spearman's rho: Pearson's r of the ranks (ties averaged); NaN below 3 pairs or when a side is all ties."""
+    if len(a) < 3:
+        return math.nan
+    ra, rb = _ranks(a), _ranks(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return math.nan
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def _attention_steps(judged: list[Judged]) -> list[Judged]:

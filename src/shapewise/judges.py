@@ -12,6 +12,8 @@ These sets are built otherwise:
   that are not powers of two.
 - `models`: every GEMM, fused attention and memory-bound op of real model configs at several
   micro-batches, lengths, TP degrees and the three modes, judged per op and as whole steps.
+- `variants`: real models' suggest neighbourhoods, measured interleaved as verify measures, their
+  predicted against their measured speedups (variants.py: not cases of the store, groups of shapes).
 
 Each set's draws come from a random stream of its own (the seed beside the set's stream number,
 which neither calibration nor the default set draws from), and no case of the designed
@@ -33,9 +35,9 @@ from .errors import ShapewiseError, warn
 from .ops import COMM, FLASH, MEMORY, attention_op, model_ops
 from .shapes import DTYPE_BYTES, ModelShape, Workload, check_parallel
 
-SETS = ("default", "wide", "attention", "models")
+SETS = ("default", "wide", "attention", "models", "variants")
 # Each set's own random stream, beside the seed (calibrate.EXTENDED_STREAM is 4099).
-STREAMS = {"wide": 5003, "attention": 5009, "models": 5011}
+STREAMS = {"wide": 5003, "attention": 5009, "models": 5011, "variants": 5021}
 
 # One case measured stays well under ~50 ms on an H200: a GEMM's work and memory are bounded
 # (2 TFLOP is 2.6 ms aligned, ~17 ms with odd dims; 4 GB is ~1 ms of traffic).
@@ -240,7 +242,8 @@ def read_configs(paths) -> list[ModelShape]:
     if skipped:
         warn(f"left out {len(skipped)} configs that are not attention transformers: {', '.join(skipped)}")
     if not shapes:
-        raise ShapewiseError("the models set needs real model configs: --configs FILE_OR_FOLDER (config.json files)")
+        raise ShapewiseError("the models and variants sets need real model configs: --configs FILE_OR_FOLDER "
+                             "(config.json files)")
     return [shapes[name] for name in sorted(shapes)]
 
 
@@ -308,6 +311,9 @@ def judge_set_cases(name: str, *, seed: int, dtype: str = "bf16", quick: bool = 
         return attention_set(seed=seed, dtype=dtype, quick=quick)
     if name == "models":
         return models_set(read_configs(configs), seed=seed, dtype=dtype, quick=quick)
+    if name == "variants":
+        raise ShapewiseError("the variants set is no set of stored cases but models measured one by one: "
+                             "run `shapewise validate --set variants` (variants.draw and variants.measure)")
     raise ShapewiseError(f"unknown validation set {name!r}; use one of {', '.join(SETS)}")
 
 

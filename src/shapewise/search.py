@@ -214,21 +214,10 @@ def _field_names(text: tuple[str, ...], allowed: tuple[str, ...], flag: str) -> 
     return set(text)
 
 
-def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, params_tol: float = 0.02,
-            keep: tuple[str, ...] = (), vary: tuple[str, ...] = (), aspect_band: float = 1.5,
-            top: int = 10, require_fit: bool = True) -> Suggestions:
-    """Shapes near `shape` with parameters within params_tol, ranked by predicted GPU time per token
-    at the workload's micro-batch and t; changed micro-batches and t apart (run_changes) unless named
-    in `vary`. gpu: a CostModel, or a GPU (or its name) whose default cost model is used.
-    require_fit=False ranks shape changes whether they fit on one GPU or not (plan spreads them)."""
-    start = time.perf_counter()
-    model = cost_model(gpu)
-    keep, vary = _field_names(keep, KEEPABLE, "--keep"), _field_names(vary, RUN_FIELDS, "--vary")
-    if keep & vary:
-        raise ShapewiseError(f"--keep and --vary both name {', '.join(sorted(keep & vary))}: name each in one")
-    if params_tol <= 0 or aspect_band < 1:
-        raise ShapewiseError("--params-tol must be positive and --aspect-band at least 1")
-    check_parallel(shape, workload)
+def ranked_neighbours(shape: ModelShape, workload: Workload, *, model: CostModel, keep: set, params_tol: float,
+                      aspect_band: float) -> tuple[Candidate, list[Candidate], int]:
+    """The original and every other shape of its neighbourhood (parameters within params_tol, hidden/layers
+    within aspect_band of the original's), fastest per token first; and how many were predicted."""
     evaluate = _Evaluator(model)
     original = evaluate(shape, workload)
     target = shape.params
@@ -248,8 +237,28 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
                    w.batch, w.tp)
             if key not in best or c.gpu_ms_per_token < best[key].gpu_ms_per_token:
                 best[key] = c
-    judge = _Judge(original, model)
     ranked = sorted((c for c in best.values() if _changes(original, c)), key=lambda c: c.gpu_ms_per_token)
+    return original, ranked, evaluate.count
+
+
+def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, params_tol: float = 0.02,
+            keep: tuple[str, ...] = (), vary: tuple[str, ...] = (), aspect_band: float = 1.5,
+            top: int = 10, require_fit: bool = True) -> Suggestions:
+    """Shapes near `shape` with parameters within params_tol, ranked by predicted GPU time per token
+    at the workload's micro-batch and t; changed micro-batches and t apart (run_changes) unless named
+    in `vary`. gpu: a CostModel, or a GPU (or its name) whose default cost model is used.
+    require_fit=False ranks shape changes whether they fit on one GPU or not (plan spreads them)."""
+    start = time.perf_counter()
+    model = cost_model(gpu)
+    keep, vary = _field_names(keep, KEEPABLE, "--keep"), _field_names(vary, RUN_FIELDS, "--vary")
+    if keep & vary:
+        raise ShapewiseError(f"--keep and --vary both name {', '.join(sorted(keep & vary))}: name each in one")
+    if params_tol <= 0 or aspect_band < 1:
+        raise ShapewiseError("--params-tol must be positive and --aspect-band at least 1")
+    check_parallel(shape, workload)
+    original, ranked, considered = ranked_neighbours(shape, workload, model=model, keep=keep, params_tol=params_tol,
+                                                     aspect_band=aspect_band)
+    judge = _Judge(original, model)
     ranked_here = [c for c in ranked if _run_changes(original, c) <= vary]
     # A shape change at the user's settings must not push a fitting step out of memory; a changed run
     # setting must fit, whatever the original does (where it does not, the run table is the way out).
@@ -260,7 +269,7 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     suggestions = tuple(faster[:top]) if beyond_error else ()
     alternatives = () if beyond_error else tuple(judge(c) for c in fitting[:top])
     run_changes = _run_table(original, [c for c in ranked if not _run_changes(original, c) <= vary], judge, top)
-    return Suggestions(original, judge.findings, suggestions, evaluate.count, time.perf_counter() - start, model,
+    return Suggestions(original, judge.findings, suggestions, considered, time.perf_counter() - start, model,
                        run_changes, alternatives, judge.original_memory, judge.capacity, judge.errors,
                        tuple(f for f in RUN_FIELDS if f in vary))
 

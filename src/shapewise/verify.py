@@ -6,7 +6,9 @@ training step's forward+backward (embedding, every layer, final norm, output hea
 otherwise one transformer layer forward+backward (the layer builders of shapewise.layers) and the
 output head forward+backward (logit GEMM, cross-entropy, and the two backward GEMMs), the step then
 estimated as layers × layer + head. Either way speedups are per token, so that shapes with other
-layer counts or micro-batches compare fairly. Every part of every shape runs in one interleaved
+layer counts or micro-batches compare fairly. Shapes whose layer is the same (they differ in layer
+count or vocabulary only) time one layer, and shapes with the same hidden size and vocabulary one
+head: the same op timed twice would only add noise. Every part of every shape runs in one interleaved
 sequence (A B C … A B C …), so clock drift hits all alike; the speedup of each round is computed from
 that round's medians, and its median and bootstrap interval over rounds are reported.
 """
@@ -42,6 +44,7 @@ class Verification:
     layer_ms: float  # measured medians: the whole step's in "model" mode
     head_ms: float  # 0 in "model" mode
     predicted_interval: tuple[float, float] = (math.nan, math.nan)  # 90%, from the ops it changes (uncertainty.py)
+    error: str = ""  # why it was not measured (keep_going); its measured fields are then NaN
 
 
 def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel) -> float:
@@ -50,17 +53,21 @@ def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU | str |
     return shape.num_layers * layer + sum(c.total_ms for c in outside if c.op.name in HEAD_OPS)
 
 
-def _parts(shape: ModelShape, workload: Workload, device: str, seed: int):
-    """Callables for one layer forward+backward and for the output head forward+backward."""
-    import torch
-    import torch.nn.functional as F
-
+def _layer_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
+    """One transformer layer forward+backward."""
     from .layers import build_layer, fwd_bwd_call, layer_inputs
 
     layer = build_layer(shape, device=device, dtype=workload.dtype, attention=workload.attention, seed=seed)
     x = layer_inputs(shape, batch=workload.batch, seq=workload.seq, device=device, dtype=workload.dtype,
                      requires_grad=True, seed=seed)
-    layer_fn = fwd_bwd_call(layer, x)
+    return fwd_bwd_call(layer, x)
+
+
+def _head_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
+    """The output head forward+backward: logit GEMM, cross-entropy and the two backward GEMMs."""
+    import torch
+    import torch.nn.functional as F
+
     generator = torch.Generator(device="cpu").manual_seed(seed)
     dtype = torch_dtype(workload.dtype)
     tokens = workload.batch * workload.seq
@@ -73,7 +80,22 @@ def _parts(shape: ModelShape, workload: Workload, device: str, seed: int):
         hidden.grad = weight.grad = None
         F.cross_entropy(F.linear(hidden, weight), target).backward()
 
-    return layer_fn, head_fn
+    return head_fn
+
+
+def _part_names(fns: dict, shape: ModelShape, workload: Workload, *, whole: bool, device: str,
+                seed: int) -> tuple[str, ...]:
+    """The names in `fns` of what times one shape, each built unless an earlier shape's is the same:
+    ("model",) for a whole step, else (layer, head)."""
+    if whole:
+        wanted = {f"model {len(fns)}": lambda: _model_fn(shape, workload, device, seed)}
+    else:
+        layer = shape.one_layer().replace(name="", source="", published_params=None, vocab=1)
+        wanted = {f"layer {layer} {workload}": lambda: _layer_fn(shape, workload, device, seed),
+                  f"head {shape.hidden}×{shape.vocab} {workload}": lambda: _head_fn(shape, workload, device, seed)}
+    built = {name: make() for name, make in wanted.items() if name not in fns}  # all or none, on an error
+    fns.update(built)
+    return tuple(wanted)
 
 
 def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
@@ -126,12 +148,14 @@ def _whole_models_fit(shapes, device: str, headroom: float = 0.6) -> bool:
 
 def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, ModelShape, Workload]], *,
            gpu: GPU | str | CostModel, device: str = "cuda", rounds: int = 15, budget_ms: float = 300,
-           seed: int = 0, mode: str = "auto") -> list[Verification]:
+           warmup_ms: float = 25, seed: int = 0, mode: str = "auto", keep_going: bool = False) -> list[Verification]:
     """Measure the original and every candidate interleaved; one Verification per candidate.
 
     gpu: the cost model of the predicted speedups (a GPU name: its default, profile.cost_model);
     mode "model" measures whole steps, "layer" layers × layer + head, "auto" whole steps where
-    they all fit in memory at once."""
+    they all fit in memory at once. keep_going: a candidate that cannot be built is reported with
+    its error (the others are measured) instead of stopping everything."""
+    from .bench import _error_text
     from .measure import bootstrap_median_ci, check_device, import_torch, interleave
 
     import_torch()  # a clear error before any work when torch is missing
@@ -144,20 +168,25 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     if mode not in ("auto", "model", "layer"):
         raise ShapewiseError(f"unknown verify mode {mode!r}: use auto, model or layer")
     whole = mode == "model" or (mode == "auto" and _whole_models_fit(shapes, device))
-    fns = {}
+    fns, parts, failed = {}, [], {}
     for i, (_, shape, workload) in enumerate(shapes):
-        if whole:
-            fns[f"{i}/model"] = _model_fn(shape, workload, device, seed)
-        else:
-            fns[f"{i}/layer"], fns[f"{i}/head"] = _parts(shape, workload, device, seed)
-    result = interleave(fns, device=device, rounds=rounds, budget_ms=budget_ms)
-    # Round by round, each shape's step per token in units of the first variant's round median.
+        try:
+            parts.append(_part_names(fns, shape, workload, whole=whole, device=device, seed=seed))
+        except (ShapewiseError, RuntimeError) as e:  # RuntimeError: torch's, out of memory among them
+            if i == 0 or not keep_going:
+                raise
+            failed[i] = _error_text(e)
+            parts.append(())
+    result = interleave(fns, device=device, rounds=rounds, budget_ms=budget_ms, warmup_ms=warmup_ms)
+    # Round by round, each shape's step per token in units of the first part's round median.
     per_token = []
-    for i, (_, shape, workload) in enumerate(shapes):
-        if whole:
-            per_token.append([r / workload.tokens for r in result[f"{i}/model"].round_ratios])
+    for (_, shape, workload), names in zip(shapes, parts):
+        if not names:
+            per_token.append([])
+        elif whole:
+            per_token.append([r / workload.tokens for r in result[names[0]].round_ratios])
         else:
-            layer, head = result[f"{i}/layer"].round_ratios, result[f"{i}/head"].round_ratios
+            layer, head = result[names[0]].round_ratios, result[names[1]].round_ratios
             per_token.append([(shape.num_layers * a + b) / workload.tokens for a, b in zip(layer, head)])
     model = cost_model(gpu)
     predict = (lambda s, w: predict_step(s, w, gpu=model).time_ms) if whole else \
@@ -167,12 +196,16 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     rng = random.Random(seed)
     out = []
     for i, (label, shape, workload) in enumerate(shapes[1:], start=1):
+        predicted = base_pred / (predict(shape, workload) / workload.tokens)
+        interval = speedup_interval(base_step, predict_step(shape, workload, gpu=model), predicted, errors)
+        if i in failed:
+            out.append(Verification("model" if whole else "layer", label, shape, workload, predicted, *[math.nan] * 5,
+                                    interval, failed[i]))
+            continue
         speedups = [o / c for o, c in zip(per_token[0], per_token[i])]
         lo, hi = bootstrap_median_ci(speedups, rng=rng)
-        predicted = base_pred / (predict(shape, workload) / workload.tokens)
-        parts = (result[f"{i}/model"].timing.median_ms, 0.0) if whole else \
-            (result[f"{i}/layer"].timing.median_ms, result[f"{i}/head"].timing.median_ms)
-        interval = speedup_interval(base_step, predict_step(shape, workload, gpu=model), predicted, errors)
+        times = [result[name].timing.median_ms for name in parts[i]]
         out.append(Verification("model" if whole else "layer", label, shape, workload, predicted,
-                                statistics.median(speedups), lo, hi, *parts, interval))
+                                statistics.median(speedups), lo, hi, times[0], times[1] if len(times) > 1 else 0.0,
+                                interval))
     return out

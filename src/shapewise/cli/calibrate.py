@@ -9,6 +9,7 @@ from ..errors import ShapewiseError
 from .common import add_cost_args, add_measure_args, add_mkdir_arg, console, rank0_only
 
 # Where calibrate installs a profile, as profile.profile_dir() finds it.
+VARIANT_ROUNDS = 20  # the variants set's target is judged on at least 20 interleaved rounds
 PROFILE_FOLDER = ("$SHAPEWISE_PROFILES, else $XDG_DATA_HOME/shapewise/profiles, else "
                   "~/.local/share/shapewise/profiles")
 
@@ -149,7 +150,7 @@ def _calibrate_machine(args) -> int:
 
 def add_validate(sub) -> None:
     from ..judges import SETS
-    from ..limits import SEED
+    from ..limits import BATCH, ROUNDS, SEED, SEQ
 
     p = sub.add_parser("validate", help="measure a held-out set and compare calibrated, spec-only and roofline models")
     add_cost_args(p, judged=True)
@@ -158,8 +159,13 @@ def add_validate(sub) -> None:
                    help="draw the held-out set with this seed; no case of the calibration set is ever drawn")
     p.add_argument("--set", choices=SETS, default="default",
                    help="which held-out set: default (drawn as calibration draws), wide (a generator of its own), "
-                        "attention (fused attention, MHA and GQA) or models (the ops and steps of --configs)")
-    p.add_argument("--configs", nargs="+", metavar="PATH", help="the models set's config.json files or folders")
+                        "attention (fused attention, MHA and GQA), models (the ops and steps of --configs) or "
+                        "variants (the suggest neighbourhoods of --configs, measured interleaved)")
+    p.add_argument("--configs", nargs="+", metavar="PATH",
+                   help="the models and variants sets' config.json files or folders")
+    p.add_argument("--batch", "-b", type=BATCH.arg, help="variants: the models' micro-batch (default 4)")
+    p.add_argument("--seq", "-s", type=SEQ.arg, help="variants: the sequence length (default 2048)")
+    p.add_argument("--rounds", type=ROUNDS.arg, help=f"variants: interleaved rounds (default {VARIANT_ROUNDS})")
     _add_set_args(p)
     add_measure_args(p)
     p.set_defaults(run=run_validate)
@@ -172,6 +178,11 @@ def run_validate(args) -> int:
     from ..profile import load
     from ..store import Store
 
+    if args.set == "variants":
+        return _validate_variants(args)
+    given = [flag for flag in ("batch", "seq", "rounds") if getattr(args, flag) is not None]
+    if given:
+        raise ShapewiseError(f"--{', --'.join(given)}: only the variants set takes them; the {args.set} set draws its own")
     with Store(args.db) as store:
         done = validate(store=store, gpu=args.gpu, profile=load(args.profile) if args.profile else None,
                         judge_set=args.set, configs=args.configs, device=args.device, dtype=args.dtype,
@@ -201,6 +212,77 @@ def run_validate(args) -> int:
         out.print("layers, calibrated: " + ", ".join(
             f"{j.label.split()[1]} {j.predicted_ms['calibrated'] / j.measured_ms - 1:+.1%}" for j in layers))
     return 0
+
+
+def _validate_variants(args) -> int:
+    """Real models' suggest neighbourhoods measured interleaved: predicted against measured speedups."""
+    from ..hardware import get_gpu
+    from ..judges import read_configs
+    from ..measure import check_device, environment, measured_gpu
+    from ..profile import cost_model
+    from ..shapes import Workload
+    from ..variants import draw, measure, toy
+    from .common import check_tokens
+
+    if args.from_db:
+        raise ShapewiseError("the variants set is measured interleaved, model by model, and not stored: leave out "
+                             "--from-db")
+    check_device(args.device)
+    gpu = get_gpu(args.gpu) if args.gpu else measured_gpu(environment(args.device), device=args.device)
+    model = cost_model(gpu, profile=args.profile)
+    shapes = read_configs(args.configs)
+    batch, seq = args.batch or (2 if args.quick else 4), args.seq or (32 if args.quick else 2048)
+    check_tokens(batch, seq)
+    workload = Workload(batch=batch, seq=seq, dtype=args.dtype, mode="train")
+    drawn = draw([toy(shapes)] if args.quick else shapes, seed=args.seed, workload=workload, model=model)
+    run = measure(drawn, model=model, device=args.device, rounds=args.rounds or VARIANT_ROUNDS,
+                  budget_ms=args.budget_ms, warmup_ms=args.warmup_ms)
+    if args.json:
+        print(json.dumps(run.to_json(), indent=2))
+    else:
+        _print_variants(run, gpu.name)
+    return 130 if run.interrupted else 0
+
+
+def _print_variants(run, gpu_name: str) -> None:
+    """Each model's candidates, then per model the share within 3% and Spearman's rho, then the whole."""
+    from rich.table import Table
+
+    from ..variants import WITHIN
+
+    out = console()
+    candidates = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
+                       title=f"variants set on {gpu_name}: speedup per token against the original, layers × layer + "
+                             f"head, {run.rounds} interleaved rounds; cost model: {run.model.source}")
+    for col in ("model", "picked", "candidate", "predicted", "measured", "95% interval", "pred/meas"):
+        candidates.add_column(col, justify="left" if col in ("model", "picked", "candidate") else "right")
+    for m in run.models:
+        for i, v in enumerate(m.variants):
+            name = m.name if i == 0 else ""
+            if v.error:
+                candidates.add_row(name, v.picked, v.label, f"{v.predicted_speedup:.3f}×", "failed", "", v.error)
+                continue
+            candidates.add_row(name, v.picked, v.label, f"{v.predicted_speedup:.3f}×", f"{v.measured_speedup:.3f}×",
+                               f"{v.ci[0]:.3f}–{v.ci[1]:.3f}", f"{v.predicted_speedup / v.measured_speedup - 1:+.1%}")
+    summary = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
+                    title=f"per model: predicted within {WITHIN:.0%} of measured (target 90% of candidates) and "
+                          "Spearman's rho with the original (target ≥ 0.9)")
+    for col in ("model", "b × s", "neighbourhood", "measured", f"within {WITHIN:.0%}", "Spearman", "note"):
+        summary.add_column(col, justify="left" if col in ("model", "note") else "right")
+    for m in run.models:
+        done = m.measured
+        summary.add_row(m.name, f"{m.workload.batch} × {m.workload.seq}", str(m.size), f"{len(done)} of {len(m.variants)}",
+                        f"{m.within_share:.0%}" if done else "–", f"{m.spearman:.3f}" if done else "–", m.error)
+    out.print(candidates)
+    out.print(summary)
+    done = run.candidates
+    ranked = [m for m in run.models if m.measured]
+    if done:
+        out.print(f"predicted within {WITHIN:.0%} of measured: {sum(v.within for v in done)} of {len(done)} candidates "
+                  f"({sum(v.within for v in done) / len(done):.0%}); Spearman ≥ 0.9: "
+                  f"{sum(m.spearman >= 0.9 for m in ranked)} of {len(ranked)} models")
+    if run.interrupted:
+        out.print("interrupted: the models above were finished; the others were not measured")
 
 
 COMMANDS = (add_calibrate, add_validate)
