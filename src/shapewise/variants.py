@@ -110,11 +110,11 @@ class VariantsRun:
 
 
 def toy(shapes: list[ModelShape]) -> ModelShape:
-    """The smallest model at toy widths (4 layers of 256 in 4 heads, FFN 700, vocabulary 1000): a CPU
-    smoke test whose neighbourhood still changes heads, FFN, vocabulary and micro-batch."""
+    """The smallest model at toy widths (4 layers of 128 in 2 heads, FFN 344, vocabulary 250): a CPU
+    smoke test whose neighbourhood still changes heads, vocabulary and micro-batch."""
     small = min(shapes, key=lambda s: s.params)
-    return small.replace(name=f"{small.name} (toy)", hidden=256, num_layers=4, num_heads=4, head_dim=None, vocab=1000,
-                         num_kv_heads=None if small.kv_heads == small.num_heads else 2, ffn=700, expert_ffn=None)
+    return small.replace(name=f"{small.name} (toy)", hidden=128, num_layers=4, num_heads=2, head_dim=None, vocab=250,
+                         num_kv_heads=None, ffn=344, expert_ffn=None)
 
 
 def draw(shapes: list[ModelShape], *, seed: int, workload: Workload, model: CostModel, top: int = TOP,
