@@ -3,6 +3,10 @@ the CPU with tiny configs, failures recorded and interruptions kept."""
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +21,7 @@ from shapewise.shapes import Workload
 from shapewise.variants import RANDOM, TOP, ModelVariants, Variant, VariantsRun, draw, measure
 
 CONFIGS = "tests/data/hf"
+ROOT = Path(__file__).resolve().parents[1]
 TRAIN = Workload(batch=4, seq=2048)
 
 
@@ -109,10 +114,28 @@ def test_variants_measure_on_the_cpu_and_a_candidate_that_fails_is_kept_with_its
         assert m["spearman"] == pytest.approx(spearman([1] + [c["predicted_speedup"] for c in ok],
                                                        [1] + [c["measured_speedup"] for c in ok]), nan_ok=True)
         assert {c["picked"] for c in m["candidates"]} >= {"top 1", "random"}
+    (tmp_path / "variants.json").write_text(json.dumps(out))
+    summary = _script("variants_summary.py", str(tmp_path / "variants.json"))
+    assert f"of {len(done)} candidates" in summary and "Spearman ≥ 0.9" in summary and "no layer of one head" in summary
     configs = args.index("--configs") + 1
     assert main([*args[:configs], str(tmp_path / "configs" / "a.json"), *args[configs + 1:-1]]) == 0  # the tables
     text = capsys.readouterr().out
     assert "Spearman" in text and "no layer of one head" in text and "candidates" in text
+
+
+def _script(name: str, *args: str) -> str:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_plan_draws_what_the_run_measures_and_prices_it(tmp_path):
+    folder = _tiny_configs(tmp_path)
+    text = _script("variants_plan.py", str(folder), "--batch", "2", "--seq", "32", "--rounds", "20")
+    drawn = draw([load_config(folder / "a.json"), load_config(folder / "b.json")], seed=1,
+                 workload=Workload(batch=2, seq=32), model=cost_model("h200"))
+    assert f"{sum(len(n.candidates) for n in drawn)} candidates" in text and "20 rounds" in text
 
 
 def test_verify_times_a_layer_or_a_head_the_shapes_share_once(monkeypatch):

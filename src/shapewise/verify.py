@@ -68,19 +68,26 @@ def _head_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     import torch
     import torch.nn.functional as F
 
-    generator = torch.Generator(device="cpu").manual_seed(seed)
+    # Drawn on the device: a large vocabulary's weight (256,000 × 3,072) takes seconds on a CPU.
+    generator = torch.Generator(device=device).manual_seed(seed)
     dtype = torch_dtype(workload.dtype)
     tokens = workload.batch * workload.seq
-    hidden = torch.randn(tokens, shape.hidden, generator=generator).to(device, dtype).requires_grad_(True)
-    weight = (torch.randn(shape.vocab, shape.hidden, generator=generator) * shape.hidden ** -0.5).to(device, dtype)
-    weight.requires_grad_(True)
-    target = torch.randint(0, shape.vocab, (tokens,), generator=generator).to(device)
+    hidden = torch.randn(tokens, shape.hidden, generator=generator, device=device).to(dtype).requires_grad_(True)
+    weight = (torch.randn(shape.vocab, shape.hidden, generator=generator, device=device) * shape.hidden ** -0.5)
+    weight = weight.to(dtype).requires_grad_(True)
+    target = torch.randint(0, shape.vocab, (tokens,), generator=generator, device=device)
 
     def head_fn():
         hidden.grad = weight.grad = None
         F.cross_entropy(F.linear(hidden, weight), target).backward()
 
     return head_fn
+
+
+def part_names(shape: ModelShape, workload: Workload) -> tuple[str, str]:
+    """The names of a shape's layer and head as layer mode times them: equal for shapes that share one."""
+    layer = shape.one_layer().replace(name="", source="", published_params=None, vocab=1)
+    return f"layer {layer} {workload}", f"head {shape.hidden}×{shape.vocab} {workload}"
 
 
 def _part_names(fns: dict, shape: ModelShape, workload: Workload, *, whole: bool, device: str,
@@ -90,9 +97,9 @@ def _part_names(fns: dict, shape: ModelShape, workload: Workload, *, whole: bool
     if whole:
         wanted = {f"model {len(fns)}": lambda: _model_fn(shape, workload, device, seed)}
     else:
-        layer = shape.one_layer().replace(name="", source="", published_params=None, vocab=1)
-        wanted = {f"layer {layer} {workload}": lambda: _layer_fn(shape, workload, device, seed),
-                  f"head {shape.hidden}×{shape.vocab} {workload}": lambda: _head_fn(shape, workload, device, seed)}
+        layer, head = part_names(shape, workload)
+        wanted = {layer: lambda: _layer_fn(shape, workload, device, seed),
+                  head: lambda: _head_fn(shape, workload, device, seed)}
     built = {name: make() for name, make in wanted.items() if name not in fns}  # all or none, on an error
     fns.update(built)
     return tuple(wanted)

@@ -1,0 +1,61 @@
+"""The targets of issue 17's variants set, from `shapewise validate --set variants --json`: per model,
+the share of candidates whose predicted speedup is within 3% of the measured one and Spearman's rho
+of predicted against measured speedups (the original among them); over all candidates, the share
+within 3% (target 90%), apart for the top 10 and the random draws; models with rho at least 0.9
+(target: all). Failed candidates and models are listed with their reasons.
+
+python benchmarks/variants_summary.py variants.json
+"""
+
+import json
+import math
+import sys
+
+
+def _within(c: dict) -> bool:
+    return abs(c["predicted_speedup"] / c["measured_speedup"] - 1) <= 0.03
+
+
+def main(path: str) -> int:
+    run = json.load(open(path))
+    print(f"{run['rounds']} interleaved rounds, cost model: {run['cost_model']}"
+          + (" — interrupted: the models below were finished" if run["interrupted"] else ""))
+    print(f"{'model':20s} {'b×s':>7s} {'nbhd':>4s} {'meas':>4s} {'within 3%':>9s} {'Spearman':>8s} "
+          f"{'median |err|':>12s} {'worst':>7s}  worst candidate")
+    done, failed, rhos = [], [], []
+    for m in run["models"]:
+        if m["error"]:
+            failed.append((m["model"], "", m["error"]))
+            print(f"{m['model']:20s} failed: {m['error']}")
+            continue
+        ok = [c for c in m["candidates"] if not c["error"]]
+        failed += [(m["model"], c["candidate"], c["error"]) for c in m["candidates"] if c["error"]]
+        done += ok
+        if not ok:
+            continue
+        errors = sorted(abs(c["predicted_speedup"] / c["measured_speedup"] - 1) for c in ok)
+        worst = max(ok, key=lambda c: abs(c["predicted_speedup"] / c["measured_speedup"] - 1))
+        rho = m["spearman"]
+        rhos.append(rho)
+        print(f"{m['model']:20s} {m['batch']:>2d}×{m['seq']:<4d} {m['neighbourhood']:4d} {len(ok):4d} "
+              f"{m['within_3pct']:9.0%} {rho:8.3f} {errors[len(errors) // 2]:12.1%} {errors[-1]:7.1%}  "
+              f"{worst['candidate']} ({worst['picked']}: predicted {worst['predicted_speedup']:.3f}, "
+              f"measured {worst['measured_speedup']:.3f})")
+    for picked in ("top", "random"):
+        part = [c for c in done if c["picked"].startswith(picked)]
+        if part:
+            print(f"{picked:6s}: {sum(map(_within, part))} of {len(part)} within 3% ({sum(map(_within, part)) / len(part):.0%})")
+    if done:
+        within = sum(map(_within, done))
+        print(f"predicted within 3% of measured: {within} of {len(done)} candidates ({within / len(done):.0%}; "
+              f"target 90%)")
+    ranked = [r for r in rhos if not math.isnan(r)]
+    print(f"Spearman ≥ 0.9: {sum(r >= 0.9 for r in ranked)} of {len(ranked)} models (target: all); "
+          f"lowest {min(ranked):.3f}" if ranked else "no model measured")
+    for model, candidate, error in failed:
+        print(f"failed: {model} {candidate}: {error}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
