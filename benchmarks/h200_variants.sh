@@ -14,6 +14,6 @@ nvidia-smi --query-gpu=name,serial,driver_version,clocks.sm,clocks.max.sm --form
 python3 benchmarks/variants_plan.py "${configs[@]}" "${SIZE[@]}" | tee "$OUT/plan.txt"
 start=$(date +%s)
 timeout -s INT "${LIMIT_S:-480}" python3 -m shapewise validate --set variants --configs "${configs[@]}" "${SIZE[@]}" \
-  --gpu h200 --warmup-ms 25 --json >"$OUT/variants.json" 2>"$OUT/log.txt"
+  --gpu h200 --device "${DEVICE:-cuda}" --warmup-ms 25 --json >"$OUT/variants.json" 2>"$OUT/log.txt"
 echo "validate exit $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/log.txt"
 python3 benchmarks/variants_summary.py "$OUT/variants.json" | tee "$OUT/summary.txt"

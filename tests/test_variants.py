@@ -200,6 +200,7 @@ def test_within_and_spearman_of_a_model():
 @pytest.mark.parametrize("argv, needle", [
     (["validate", "--set", "wide", "--batch", "2"], "only the variants set"),
     (["validate", "--set", "variants", "--configs", CONFIGS, "--from-db", "--gpu", "h200"], "--from-db"),
+    (["validate", "--set", "variants", "--configs", CONFIGS, "--cuda-graph", "--gpu", "h200"], "not stored"),
     (["validate", "--set", "variants", "--gpu", "h200", "--device", "cpu"], "--configs"),
     (["validate", "--set", "variants", "--configs", CONFIGS, "--device", "cpu"], "--gpu"),
 ])

@@ -4,7 +4,8 @@ A user asks suggest which nearby shape runs faster and trusts the ranking; this 
 ranking where it is used. For each real model: its neighbourhood as suggest searches it
 (search.ranked_neighbours: parameters within 2%, hidden/layers within 1.5× of the model's, at its
 micro-batch and at 1, half and twice it, one GPU), the 10 shapes predicted fastest per token and 5
-more drawn at random from the rest; each measured as verify measures (one layer forward+backward
+more drawn at random from the rest (memory per GPU is no filter here: only a layer and the head
+are built); each measured as verify measures (one layer forward+backward
 × the layer count + the output head, interleaved with the original, round by round). Judged: each
 candidate's predicted speedup against its measured one, the share within 3%, and per model
 Spearman's rho of the predicted against the measured speedups.

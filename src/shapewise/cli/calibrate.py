@@ -165,7 +165,8 @@ def add_validate(sub) -> None:
                    help="the models and variants sets' config.json files or folders")
     p.add_argument("--batch", "-b", type=BATCH.arg, help="variants: the models' micro-batch (default 4)")
     p.add_argument("--seq", "-s", type=SEQ.arg, help="variants: the sequence length (default 2048)")
-    p.add_argument("--rounds", type=ROUNDS.arg, help=f"variants: interleaved rounds (default {VARIANT_ROUNDS})")
+    p.add_argument("--rounds", type=ROUNDS.arg, help=f"variants: interleaved rounds (default {VARIANT_ROUNDS}); "
+                                                      "--budget-ms is then each part's timed share of a round")
     _add_set_args(p)
     add_measure_args(p)
     p.set_defaults(run=run_validate)
@@ -224,9 +225,11 @@ def _validate_variants(args) -> int:
     from ..variants import draw, measure, toy
     from .common import check_tokens
 
-    if args.from_db:
-        raise ShapewiseError("the variants set is measured interleaved, model by model, and not stored: leave out "
-                             "--from-db")
+    stored = [flag for flag, on in (("--from-db", args.from_db), ("--db", args.db), ("--force", args.force),
+                                    ("--cuda-graph", args.cuda_graph)) if on]
+    if stored:
+        raise ShapewiseError(f"{', '.join(stored)}: the variants set is measured interleaved, model by model, and "
+                             "not stored; leave them out")
     check_device(args.device)
     gpu = get_gpu(args.gpu) if args.gpu else measured_gpu(environment(args.device), device=args.device)
     model = cost_model(gpu, profile=args.profile)
