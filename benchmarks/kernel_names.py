@@ -3,7 +3,7 @@ the kernel census `shapewise calibrate` takes (bench.kernel_census: one warm cal
 torch.profiler, its GPU kernels' names and grids kept), for both sets, as a CSV.
 
 Run on the GPU: python benchmarks/kernel_names.py OUT.csv [--quick] [--db STORE] [--seeds S ...] [--held-out-only]
-[--extended [SEED]] [--census]
+[--extended [SEED]] [--edges SEED] [--census]
 (--db: a results store that `shapewise calibrate` wrote on this machine; the cases it named already
 are read from it, not named again. --seeds: the held-out sets to name, by the seed `shapewise
 validate --seed` draws them with (default 2; none: `--seeds` alone); --held-out-only leaves the
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from shapewise.bench import census_rows, kernel_census
-from shapewise.calibrate import _random_bmms, _random_gemms, calibration_cases, validation_cases
+from shapewise.calibrate import _edge_cases, _random_bmms, _random_gemms, calibration_cases, validation_cases
 from shapewise.cases import is_gemm
 from shapewise.cost import align_classes
 from shapewise.hardware import get_gpu
@@ -55,12 +55,14 @@ def main() -> int:
     ap.add_argument("--held-out-only", action="store_true", help="leave the calibration set out")
     ap.add_argument("--extended", type=int, nargs="?", const=1, metavar="SEED",
                     help="the calibration set of `calibrate --extended SEED`")
+    ap.add_argument("--edges", type=int, metavar="SEED", help="and the edge draws of `calibrate --edges SEED`")
     ap.add_argument("--census", action="store_true", help="add random misaligned shapes, none of the calibration's")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("kernel_names.py names GPU kernels: it needs a CUDA GPU", file=sys.stderr)
         return 2
     drawn = [] if args.held_out_only else calibration_cases(quick=args.quick, extended=args.extended)
+    drawn += _edge_cases(args.edges, quick=args.quick, dtype="bf16")
     drawn += census_shapes(quick=args.quick) if args.census else []
     for seed in args.seeds:
         drawn += validation_cases(quick=args.quick, seed=seed)

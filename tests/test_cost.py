@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import shapewise
@@ -60,6 +60,7 @@ def _pad_misaligned_leads(m, n, k, layout, vec=8):
 @settings(max_examples=400, deadline=None)
 @given(dims, dims, dims, layouts)
 def test_padding_a_misaligned_dim_is_never_predicted_slower(m, n, k, layout):
+    assume(min(m, n) > 1)  # a side of 1 is a gemv, which padding would turn into a tiled GEMM
     pm, pn, pk = _pad_misaligned_leads(m, n, k, layout)
     slow = predict_gemm(m, n, k, layout=layout)
     fast = predict_gemm(pm, pn, pk, layout=layout)
@@ -86,6 +87,16 @@ def test_layout_decides_which_dim_must_be_aligned():
 def test_small_gemv_is_memory_bound_and_large_square_is_not():
     assert predict_gemm(1, 8192, 8192, layout="nt").main_loss == "memory"
     assert predict_gemm(8192, 8192, 8192).losses["memory"] == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 65536), st.integers(1, 65536), st.integers(1, 64), layouts, st.booleans())
+def test_a_side_of_one_is_a_gemv_bound_by_memory(other, k, batch, layout, m_is_one):
+    m, n = (1, other) if m_is_one else (other, 1)
+    p = predict_gemm(m, n, k, batch=batch, layout=layout)  # the analytic model: no tiles, no padding
+    expected_ms = p.bytes / (SPEC_H200.gpu.bytes_per_s * SPEC_H200.params.gemv_bandwidth) * 1e3
+    assert p.time_ms == pytest.approx(expected_ms + SPEC_H200.params.gemv_fixed_ms, rel=1e-9)
+    assert p.losses["tile"] == p.losses["wave"] == p.losses["misalign"] == 0 and p.main_loss in ("memory", "launch")
 
 
 def test_fp32_has_no_alignment_penalty():

@@ -281,6 +281,24 @@ def test_extended_draws_are_new_shapes_and_never_held_out():
     assert not (more_one | more_two) & held_out
 
 
+def test_edge_draws_reach_past_the_designed_dims_and_never_held_out():
+    from shapewise.calibrate import EDGE_BMMS, EDGE_GEMMS, EDGE_LARGE, EDGE_SMALL, calibration_cases, validation_cases
+
+    designed = [c.key for c in calibration_cases()]
+    one, again, two = (calibration_cases(edges=s) for s in (1, 1, 2))
+    assert [c.key for c in one] == [c.key for c in again] and [c.key for c in one[:len(designed)]] == designed
+    edges_one, edges_two = one[len(designed):], two[len(designed):]
+    assert len(edges_one) >= 0.99 * (EDGE_GEMMS + EDGE_BMMS)  # a repeat of a designed shape is dropped
+    assert len({c.key for c in edges_one} & {c.key for c in edges_two}) < 30
+    dims = [(c.params["m"], c.params["n"], c.params["k"]) for c in edges_one]
+    at_edge = lambda d: d <= EDGE_SMALL[1] or d >= EDGE_LARGE[0]  # noqa: E731
+    assert all(any(at_edge(d) for d in dim) for dim in dims)  # every shape has a side at an edge
+    assert min(min(d) for d in dims) == 1 and max(max(d) for d in dims) > 16384
+    assert {c.params["layout"] for c in edges_one} == {"nn", "nt", "tn"} and any(c.bench == "bmm" for c in edges_one)
+    held_out = {c.key for s in (2, 3, 13) for c in validation_cases(seed=s)}
+    assert not {c.key for c in edges_one} & held_out
+
+
 def test_validation_seeds_draw_other_held_out_sets(monkeypatch):
     from shapewise import calibrate
 

@@ -107,8 +107,9 @@ EXTENDED_STREAM = 4099
 
 
 def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1,
-                      extended: int | None = None) -> list[Case]:
-    """The designed set; with `extended` (a seed), that seed's extended draws too."""
+                      extended: int | None = None, edges: int | None = None) -> list[Case]:
+    """The designed set; with `extended` (a seed), that seed's extended draws too; with `edges` (a
+    seed), that seed's edge draws (_edge_cases)."""
     rng = np.random.default_rng(seed)
     if quick:  # toy sizes, for a CPU smoke test
         return _unique(gemm_cases([32, 64], [64, 65], [32], layouts=("nn", "nt", "tn"), dtype=dtype)
@@ -116,7 +117,8 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
                        + [_attention(p, seqs=1, heads=4, seq=s, head_dim=64, dtype=dtype) for p in ("fwd", "bwd")
                           for s in (32, 64)]
                        + [op_case(op, dtype) for op in _layer_memory_ops(64)]
-                       + _extended_cases(extended, quick=True, dtype=dtype))
+                       + _extended_cases(extended, quick=True, dtype=dtype)
+                       + _edge_cases(edges, quick=True, dtype=dtype))
     cases = [c for d in (256, 512, 1024, 2048, 4096, 8192, 12288) for c in gemm_cases([d], [d], [d], dtype=dtype)]
     cases += gemm_cases([8192], list(range(64, 8193, 256)), [8192], dtype=dtype)  # tile and wave regimes
     for layout in ("nn", "nt", "tn"):  # every alignment class of every leading dim
@@ -168,6 +170,7 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     # reduction), which rows of 4096 alone cannot tell. Few rows for the fixed time, many for a check.
     cases += [op_case(op, dtype) for width in NORM_WIDTHS for tokens in (1, 16, 2048) for op in _norm_ops(width, tokens)]
     cases += _extended_cases(extended, quick=False, dtype=dtype)
+    cases += _edge_cases(edges, quick=False, dtype=dtype)
     return _unique(cases)
 
 
@@ -182,6 +185,51 @@ def _extended_cases(extended: int | None, *, quick: bool, dtype: str) -> list[Ca
                 + _random_bmms(more, 2, high=64, classes=False, dtype=dtype))
     return (_random_gemms(more, EXTENDED_GEMMS, low=32, high=16384, max_flops=1e12, classes=True, dtype=dtype)
             + _random_bmms(more, EXTENDED_BMMS, classes=False, dtype=dtype))
+
+
+# `calibrate --edges SEED`: GEMMs and batched GEMMs at the edges of the designed set's dims (32 to
+# 16,384), where a model sees decode rows, gemv, narrow heads and long reductions: each dim is drawn
+# small (1 to 31), large (16,385 to 65,536) or in between, at least one of them at an edge, each in an
+# alignment class drawn uniformly (a multiple of 8, even, odd), from a stream of its own (EDGE_STREAM
+# beside the seed). The residual and kernel tables know only the shapes they were fitted on: without
+# these, a shape beyond the designed range was corrected as its nearest designed shape.
+EDGE_GEMMS, EDGE_BMMS = 2000, 1000
+EDGE_STREAM = 8209
+EDGE_SMALL, EDGE_LARGE = (1, 31), (16385, 65536)
+EDGE_MAX_FLOPS, EDGE_MAX_BYTES = 1e12, 4e9
+
+
+def _edge_dims(rng, count: int, *, batched: bool, dtype: str) -> list[tuple[int, int, int, int, str]]:
+    """(m, n, k, batch, layout) of `count` edge shapes (see EDGE_GEMMS)."""
+    out: list[tuple[int, int, int, int, str]] = []
+    size = DTYPE_BYTES[dtype]
+    while len(out) < count:
+        where = rng.choice(3, size=3, p=(0.45, 0.2, 0.35))  # 0 small, 1 large, 2 in between
+        if np.all(where == 2):
+            continue
+        bounds = [EDGE_SMALL, EDGE_LARGE, (32, 16384)]
+        m, n, k = (int(_rng_dims(rng, *bounds[w], 1)[0]) for w in where)
+        m, n, k = (max(1, d - d % 8 + int(rng.choice([0, 2, 1]))) if d > 8 else d for d in (m, n, k))
+        batch = int(_rng_dims(rng, 2, 1024, 1)[0]) if batched else 1
+        layout = str(rng.choice(["nn", "nt", "tn"]))
+        if 2.0 * batch * m * n * k <= EDGE_MAX_FLOPS and batch * (m * k + k * n + m * n) * size <= EDGE_MAX_BYTES:
+            out.append((m, n, k, batch, layout))
+    return out
+
+
+def _edge_cases(edges: int | None, *, quick: bool, dtype: str) -> list[Case]:
+    """`calibrate --edges SEED`'s draws (none without a seed)."""
+    if edges is None:
+        return []
+    rng = np.random.default_rng([edges, EDGE_STREAM])
+    counts = (4, 2) if quick else (EDGE_GEMMS, EDGE_BMMS)
+    cases = []
+    for batched, count in zip((False, True), counts):
+        for m, n, k, batch, layout in _edge_dims(rng, count, batched=batched, dtype=dtype):
+            if quick:
+                m, n, k = (1 + d % 61 for d in (m, n, k))
+            cases += gemm_cases([m], [n], [k], batches=(batch,), layouts=(layout,), dtype=dtype)
+    return cases
 
 
 NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-out set's presets' (1600, 2560, 4096)
@@ -426,15 +474,15 @@ class Calibration:
 
 
 def calibrate(*, store, gpu: GPU | str | None = None, device: str = "cuda", dtype: str = "bf16", quick: bool = False,
-              extended: int | None = None, warmup_ms: float = 3, budget_ms: float = 10, force: bool = False,
-              progress: bool = True) -> Calibration:
+              extended: int | None = None, edges: int | None = None, warmup_ms: float = 3, budget_ms: float = 10,
+              force: bool = False, progress: bool = True) -> Calibration:
     """Measure the designed set on `device` (what the store holds for this environment is kept), name
     the kernels cuBLAS ran for its GEMMs, and fit a profile for `gpu` (default: the GPU measured).
     Ctrl-C returns what was kept, with no profile: run it again to finish."""
     from .bench import census_rows, kernel_census, sweep
     from .measure import measured_gpu
 
-    cases = calibration_cases(dtype=dtype, quick=quick, extended=extended)
+    cases = calibration_cases(dtype=dtype, quick=quick, extended=extended, edges=edges)
     result = sweep(cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
                    progress=progress)
     if result.interrupted or result.rank != 0:

@@ -82,6 +82,9 @@ def correct(p: CostParams, time_ms: np.ndarray, *, m, n, k, batch, layout_index,
     if p.cutlass_kernels and dtype_bytes == 2:  # the tables are of 16-bit GEMMs (bf16, fp16), as calibrated
         served, kernel_ms, tile, split, family = _cutlass_ms(p, layout_index, np.maximum(class_a, class_n),
                                                              m, n, k, batch, sms)
+        # A side of 1 runs cuBLAS's gemv kernels, not CUTLASS ones (on the H200, 20 of 419 such edge
+        # shapes ran a CUTLASS kernel): cost.py times it as a gemv, and only the residuals correct it.
+        served &= np.minimum(m, n) > 1
     factor = np.ones(shape)
     rest = ~served
     if p.gemm_residuals and rest.any():  # the table corrects what the kernels do not serve

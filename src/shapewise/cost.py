@@ -204,6 +204,14 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         "launch": np.full_like(t0, p.launch_ms),
     }
     time_ms = np.maximum(t4, t_mem_slow) * s + p.launch_ms
+    gemv = np.minimum(m, n) == 1
+    if np.any(gemv):  # a matrix-vector product: gemv kernels, bound by memory, no tiles (params.gemv_bandwidth)
+        t_gemv = nbytes / (gpu.bytes_per_s * p.gemv_bandwidth)
+        for name in ("kernel", "tile", "wave", "misalign"):
+            losses[name] = np.where(gemv, 0.0, losses[name])
+        losses["memory"] = np.where(gemv, (t_gemv - t0) * s, losses["memory"])
+        losses["launch"] = np.where(gemv, p.gemv_fixed_ms, losses["launch"])
+        time_ms = np.where(gemv, t_gemv * s + p.gemv_fixed_ms, time_ms)
     tile = np.stack([b_tm, b_tn], axis=-1)
     family = np.full(np.shape(m), -1)
     losses["correction"] = np.zeros_like(t0)

@@ -82,6 +82,12 @@ class CostParams:
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
     memory_latency_ms: float = 0.0045
     memory_ramp_mb: float = 17.9106
+    # A GEMM with a side of 1 is a matrix-vector product: cuBLAS runs gemv kernels (or a dot product)
+    # that stream the operands once and never pad a side to a tile. They reach this fraction of the
+    # datasheet bandwidth after a fixed time of their own: a straight line through the H200's 419
+    # unbatched edge shapes with a side of 1 gave 2.44 TB/s after 6.1 µs (benchmarks/results/h200-edges/).
+    gemv_bandwidth: float = 0.51
+    gemv_fixed_ms: float = 0.0061
     # Fused attention as torch's SDPA runs it by default: on an H200 with torch 2.11 that is the cuDNN
     # kernel (the default rows of benchmarks/results/h200-bench.csv match the probe's cuDNN rows).
     # The kernel gives each SM one query block of flash_block_q rows (the backward's kernels: blocks

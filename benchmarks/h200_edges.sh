@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The edge draws of `calibrate --edges SEED` measured on an H200, and the kernels each ran, without
+# the designed set (already in results/h200-calibration/): refit_profile.py takes the export and the
+# kernel CSV beside the calibration's own. Writes OUT/calibration-edges-SEED.csv, OUT/kernels-edges-SEED.csv,
+# OUT/gpu.txt (which H200) and prints the sweep's summary and the time taken.
+#   OUT=folder SEED=1 bash benchmarks/h200_edges.sh
+set -uo pipefail
+export PYTHONPATH=src PYTHONUNBUFFERED=1
+start=$(date +%s)
+seed=${SEED:-1}
+db="$OUT/edges.db"
+nvidia-smi --query-gpu=name,serial,uuid,driver_version,clocks.max.sm,temperature.gpu --format=csv > "$OUT/gpu.txt"
+cat "$OUT/gpu.txt"
+python3 - "$db" "$seed" <<'PY'
+import sys
+from shapewise.bench import sweep
+from shapewise.calibrate import _edge_cases
+from shapewise.store import Store
+with Store(sys.argv[1]) as store:
+    print(sweep(_edge_cases(int(sys.argv[2]), quick=False, dtype="bf16"), store=store, progress=False).summary())
+PY
+echo "measured: $(( $(date +%s) - start )) s"
+timeout 300 python3 benchmarks/kernel_names.py "$OUT/kernels-edges-$seed.csv" --db "$db" --held-out-only --seeds --edges "$seed"
+python3 -m shapewise results --db "$db" --export "$OUT/calibration-edges-$seed.csv"
+echo "all took $(( $(date +%s) - start )) s"
