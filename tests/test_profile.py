@@ -162,6 +162,26 @@ def test_the_embeddings_few_rows_cost_by_the_row():
     assert few > more  # sixteen rows one by one take longer than seventeen at once
 
 
+def test_the_embedding_gradient_zeroes_its_table_at_one_rate_and_scatters_rows_at_another():
+    """Its table's bytes and its token rows' bytes move at two rates (cost.memory_parts): tables
+    and token counts of several sizes recover both; one rate for both could not fit them."""
+    truth = dataclasses.replace(SPEC, bandwidth=(("embed.bwd", 0.07), ("embed.table", 0.34)))
+
+    def op(tokens, vocab):
+        return Op("embed", "bwd", "memory", 1, 0, (2 * tokens * 4096 + vocab * 4096) * 2, m=tokens, n=4096, k=vocab,
+                  family="embed")
+
+    shapes = [(t, v) for t in (4096, 16384) for v in (32000, 50304, 128256)]
+    rows = [dict(family="embed", bytes=op(t, v).bytes, width=4096, rows=t, table=v, **{"pass": "bwd"},
+                 time_ms=predict_ops([op(t, v)], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms) for t, v in shapes]
+    fitted = dict(fit_bandwidth(rows, gpu=H200, params=SPEC).bandwidth)
+    assert fitted["embed.bwd"] == pytest.approx(0.07, rel=1e-3) and fitted["embed.table"] == pytest.approx(0.34, rel=1e-3)
+    small_table, big_table = (predict_ops([op(4096, v)], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms
+                              for v in (32000, 128256))
+    table_ms = (128256 - 32000) * 4096 * 2 / (H200.bytes_per_s * 0.34) * 1e3
+    assert big_table - small_table == pytest.approx(table_ms, rel=1e-9)
+
+
 def test_profile_round_trips(tmp_path):
     rows = ((0, 0, 0, 12.0, 12.0, 12.0, 0.0, -0.1), (1, 2, 1, 5.5, 7.25, 1e-05, 3.0, -2.5e-07))
     params = dataclasses.replace(SPEC, gemm_ceiling=0.7, gemm_residuals=rows)

@@ -327,7 +327,7 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
                 for c, r in attention if c.params["m"] == 1]
     params = fit_flash_memory(decoding, gpu=gpu, params=params)
     memory = [dict(family=c.params["family"], **{"pass": c.params["pass_"]}, bytes=c.bytes, time_ms=r["median_ms"],
-                   width=c.params["n"], rows=c.params["m"]) for c, r in rows
+                   width=c.params["n"], rows=c.params["m"], table=c.params.get("k", 0)) for c, r in rows
               if c.bench == "op" and c.params["kind"] == MEMORY and r.get("error") is None]
     if memory:
         params = fit_bandwidth(memory, gpu=gpu, params=params)

@@ -409,6 +409,20 @@ def _comm_ms(op: Op, gpu: GPU, p: CostParams) -> float:
     return share * op.bytes / (peer[1] * 1e9 * _rate(p.comm_bandwidth, "link bandwidth")) * 1e3 + p.comm_latency_ms + p.launch_ms
 
 
+EMBED_TABLE = "embed.table"
+
+
+def memory_parts(op: Op, key: str) -> dict[str, float]:
+    """A memory-bound op's bytes by the bandwidth (a key of CostParams.bandwidth) they move at. The
+    embedding's backward zeroes its whole table (a memset, at nearly full bandwidth) and then
+    scatter-adds the token rows into it (slow, atomic): one rate for both put a Llama-sized table's
+    gradient at 2.5x its time and a small table's at half (the H200 corpus run, benchmarks/RESULTS.md)."""
+    if key != "embed.bwd" or not op.k:
+        return {key: op.bytes}
+    table = op.bytes * op.k / (2 * op.m + op.k)  # bytes = (2·tokens·h + vocab·h) × dtype bytes (ops.py)
+    return {key: op.bytes - table, EMBED_TABLE: table}
+
+
 def memory_fixed_ms(base: float, per_width: float, per_row: float, *, width: int, rows: int) -> float:
     """A memory-bound call's fixed time: its own, plus its rows' width's share (a norm reduces each
     row) and, on SMALL_INDEX rows or fewer, a cost per row (the embedding's small-index gather)."""
@@ -446,7 +460,8 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str) -> lis
         elif op.kind == MEMORY:
             ideal = op.bytes / gpu.bytes_per_s * 1e3
             key = op.family + ("" if op.pass_ == "fwd" else ".bwd")
-            real = op.bytes / (gpu.bytes_per_s * _rate(bandwidth[key], f"{key} bandwidth")) * 1e3
+            real = sum(part / (gpu.bytes_per_s * _rate(bandwidth[name], f"{name} bandwidth")) * 1e3
+                       for name, part in memory_parts(op, key).items())
             fixed = memory_fixed_ms(memory_fixed.get(key, params.launch_ms), per_width.get(key, 0.0),
                                     per_row.get(key, 0.0), width=op.n, rows=op.m)
             time_ms, losses = real + fixed, Losses(memory=real - ideal, launch=fixed)

@@ -25,10 +25,10 @@ from .corrections import (
     neighbour_sums,
     within_range,
 )
-from .cost import LAYOUTS, SMALL_INDEX, _flash_cost, align_classes, memory_fixed_ms, predict_gemm
+from .cost import LAYOUTS, SMALL_INDEX, _flash_cost, align_classes, memory_parts, predict_gemm
 from .errors import ShapewiseError
 from .hardware import GPU
-from .ops import Op
+from .ops import MEMORY, Op
 from .params import SPEC, CostParams
 from .profile import CostModel
 
@@ -218,51 +218,59 @@ def _attention_op(r: dict, pass_: str, dtype: str) -> Op:
                         head_dim=r["head_dim"], causal=True, dtype_bytes=DTYPE_BYTES[dtype])
 
 
-def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, min_bytes: float = 32e6,
-                  max_small_bytes: float = 1e6) -> CostParams:
-    """Per kernel family and pass: the fraction of the datasheet bandwidth (the median over large
-    tensors) and the fixed time of a call (from small ones, where it is nearly all of it): a
-    constant, or where the small ones have rows of several widths, a constant plus a cost per
-    element of a row (least squares, neither negative); for the embedding's gather (PER_ROW), whose
-    few-row kernel walks its rows one by one, a constant plus a cost per row.
+def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, max_small_bytes: float = 1e6) -> CostParams:
+    """Per kernel family and pass, one least-squares line through all its calls (on relative error,
+    so that a few microseconds count as much as a few milliseconds; no term negative): a fixed time
+    per call, where the calls have rows of several widths a cost per element of a row (one row's
+    reduction: the norms), for the embedding's gather (PER_ROW), whose few-row kernel walks its
+    rows one by one, a cost per row up to SMALL_INDEX rows, and the bytes over a fraction of the
+    datasheet bandwidth (two fractions where the op moves bytes at two rates: cost.memory_parts).
+    Without calls of at most `max_small_bytes` the fixed time is one launch.
 
-    samples: dicts with family, pass ("fwd"/"bwd"), bytes, time_ms, width (a row's elements) and
-    rows."""
+    All calls in one fit: fitting the fixed time on the few-row calls and the bandwidth on the largest
+    apart put the norms of 1 to 8 thousand rows (most of a model's) 10-40% off on the H200, both
+    ways, since a row's reduction, all of a one-row call, hides behind the stream in a large one.
+
+    samples: dicts with family, pass ("fwd"/"bwd"), bytes, time_ms, width (a row's elements), rows
+    and table (the embedding's table rows)."""
     table, fixed = dict(params.bandwidth), dict(params.memory_fixed_ms)
     per_width, per_row = dict(params.memory_fixed_per_width_ms), dict(params.memory_fixed_per_row_ms)
     for family, pass_ in sorted({(r["family"], r["pass"]) for r in samples}):
         key = family + ("" if pass_ == "fwd" else ".bwd")
         rows = [r for r in samples if (r["family"], r["pass"]) == (family, pass_)]
-        small = [r for r in rows if r["bytes"] <= max_small_bytes]
-        large = [r for r in rows if r["bytes"] >= min_bytes]
-        widths = np.array([float(r.get("width", 0)) for r in small])
-        counts = np.array([float(r.get("rows", 0)) for r in small])
-        # the embedding's few-row kernel: a cost per row where the small rows' counts differ, up to SMALL_INDEX
-        by_rows = key in PER_ROW and len(set(counts)) > 1 and (counts <= SMALL_INDEX).all()
-        cost, slope, row_cost = params.launch_ms, 0.0, 0.0
-        for _ in range(2):  # each estimate uses the other; twice settles both
-            if small:
-                stream = np.array([r["bytes"] / (gpu.bytes_per_s * table.get(key, 1.0)) * 1e3 for r in small])
-                rest = np.array([r["time_ms"] for r in small]) - stream
-                if by_rows or len(set(widths)) > 1:  # a line, on relative error: each few microseconds count alike
-                    x = counts if by_rows else widths
-                    line = np.stack([np.ones_like(x), x], axis=1) / rest[:, None]
-                    cost, per = (float(c) for c in nonnegative_lstsq(line, np.ones_like(rest)))
-                    slope, row_cost = (0.0, per) if by_rows else (per, 0.0)
+        time = np.array([r["time_ms"] for r in rows])
+        parts = [memory_parts(Op(family, pass_, MEMORY, count=1, flops=0, bytes=int(r["bytes"]), m=r.get("rows", 0),
+                                 n=r.get("width", 0), k=r.get("table", 0), family=family), key) for r in rows]
+        names = list(parts[0])
+        columns = {name: np.array([p[name] for p in parts]) / gpu.bytes_per_s * 1e3 for name in names}
+        small = np.array([r["bytes"] <= max_small_bytes for r in rows])
+        widths = np.array([float(r.get("width", 0)) for r in rows])
+        counts = np.array([float(r.get("rows", 0)) for r in rows])
+        few = counts <= SMALL_INDEX
+        if small.any():
+            columns["fixed"] = np.ones_like(time)
+            if key in PER_ROW and len(set(counts[few & small])) > 1:
+                columns["per row"] = np.where(few, counts, 0.0)
+            elif len(set(widths[small])) > 1:
+                columns["per width"] = widths
+            rest = time
+        else:
+            rest = time - params.launch_ms
+        if len(rows) < len(columns):
+            continue  # too few calls to tell the terms apart: the parameters stay as they were
+        names = list(columns)
+        found = dict(zip(names, nonnegative_lstsq(np.stack([columns[n] for n in names], axis=1) / time[:, None],
+                                                  rest / time)))
+        for name in parts[0]:
+            if found[name] > 0:
+                table[name] = efficiency(min(1.0, 1 / found[name]))
+        if small.any():
+            fixed[key] = round(float(found["fixed"]), 5)
+            for where, term in ((per_width, "per width"), (per_row, "per row")):
+                if found.get(term, 0.0) > 0:
+                    where[key] = float(f"{found[term]:.4g}")
                 else:
-                    cost = float(np.median(rest))
-            if large:
-                fixed_ms = [memory_fixed_ms(cost, slope, row_cost, width=r.get("width", 0), rows=r.get("rows", 0))
-                            for r in large]
-                fractions = [r["bytes"] / ((r["time_ms"] - f) * 1e-3) / gpu.bytes_per_s for r, f in zip(large, fixed_ms)]
-                table[key] = efficiency(float(np.median(fractions)))
-        if small:
-            fixed[key] = round(cost, 5)
-            for found, value in ((per_width, slope), (per_row, row_cost)):
-                if value > 0:
-                    found[key] = float(f"{value:.4g}")
-                else:
-                    found.pop(key, None)
+                    where.pop(key, None)
     return dataclasses.replace(params, bandwidth=tuple(table.items()), memory_fixed_ms=tuple(sorted(fixed.items())),
                                memory_fixed_per_width_ms=tuple(sorted(per_width.items())),
                                memory_fixed_per_row_ms=tuple(sorted(per_row.items())))

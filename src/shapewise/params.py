@@ -60,6 +60,8 @@ class CostParams:
         # Embedding gather, and its backward (zero the table, scatter-add the rows): llama3-8b's, from
         # `bench ops` (benchmarks/results/h200-bench.csv).
         ("embed", 0.59), ("embed.bwd", 0.36),
+        # The embedding backward's zeroing of its table (cost.memory_parts): a memset, taken as a copy.
+        ("embed.table", 0.88),
         # Rotary embeddings as Hugging Face's Llama applies them (rotate-half: five kernels where one
         # would do), against the bytes one fused kernel would move: the H200 calibration's
         # (benchmarks/results/h200-calibration/), rounded.

@@ -1,0 +1,68 @@
+"""Where a whole step's error comes from: the `models` set's steps from a stored run, each step's ops
+ranked by how much of the step's error they carry (count × (predicted − measured) per call).
+
+python benchmarks/step_breakdown.py EXPORT.csv[.gz] --seed S [--configs DIR] [--profile PATH] [--over 0.05] [--top 6]
+(on the CPU: the export is `shapewise results --export` of a `validate --set models` run; about a minute)
+"""
+
+import argparse
+import gzip
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from shapewise.bench import stored_rows
+from shapewise.hardware import get_gpu
+from shapewise.judges import judge, judge_set_cases
+from shapewise.profile import find, load
+from shapewise.store import Store
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("export")
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--configs", default="tests/data/hf")
+    ap.add_argument("--profile", help="the profile to judge (default: the shipped H200 profile)")
+    ap.add_argument("--over", type=float, default=0.05, help="show the steps whose error is over this (default 5%%)")
+    ap.add_argument("--top", type=int, default=6, help="ops shown per step")
+    args = ap.parse_args()
+    gpu = get_gpu("h200")
+    profile = load(args.profile) if args.profile else find(gpu)
+    with tempfile.TemporaryDirectory() as tmp:
+        csv_path = args.export
+        if csv_path.endswith(".gz"):
+            csv_path = f"{tmp}/export.csv"
+            with gzip.open(args.export, "rb") as src, open(csv_path, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        db = f"{tmp}/run.db"
+        subprocess.run([sys.executable, "-m", "shapewise", "results", "--import", csv_path, "--db", db], check=True,
+                       capture_output=True)
+        drawn = judge_set_cases("models", seed=args.seed, configs=[args.configs])
+        with Store(db) as store:
+            rows = stored_rows(drawn.cases, store=store)
+    ok = [(c, r) for c, r in rows if r.get("error") is None]
+    by_key = {c.key: (c, j) for (c, _), j in zip(ok, judge(ok, gpu=gpu, profile=profile))}
+    shown = 0
+    for step in drawn.steps:
+        if not all(key in by_key for key, _ in step.ops):
+            continue
+        parts = [(by_key[key][0], by_key[key][1], count) for key, count in step.ops]
+        measured = sum(j.measured_ms * n for _, j, n in parts)
+        predicted = sum(j.predicted_ms["calibrated"] * n for _, j, n in parts)
+        if abs(predicted / measured - 1) <= args.over:
+            continue
+        shown += 1
+        print(f"{step.name}: predicted {predicted:.3f} ms, measured {measured:.3f} ms ({predicted / measured - 1:+.1%})")
+        parts.sort(key=lambda p: -abs(p[1].predicted_ms["calibrated"] - p[1].measured_ms) * p[2])
+        for case, j, n in parts[:args.top]:
+            off = (j.predicted_ms["calibrated"] - j.measured_ms) * n
+            print(f"   {off / measured:+6.1%} of the step  {n:4d} × {j.label}: predicted {j.predicted_ms['calibrated']:.4f}, "
+                  f"measured {j.measured_ms:.4f} ms")
+    print(f"{shown} steps off by more than {args.over:.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
