@@ -32,7 +32,7 @@ if [ -n "${QUICK_CALIBRATE:-}" ]; then  # this machine's factors on top of the s
 fi
 for seed in ${WIDE:-}; do v 150 wide "$seed"; done
 for seed in ${ATTENTION:-}; do v 90 attention "$seed"; done
-for seed in ${MODELS:-}; do v 120 models "$seed"; done
+for seed in ${MODELS:-}; do v 200 models "$seed"; done
 for seed in ${WIDE_LATE:-}; do v 150 wide "$seed"; done
 timeout 45 python3 benchmarks/judge_kernels.py "$OUT/kernels.csv" --db "$db" --set "${sets[@]}" --configs "$CONFIGS"
 python3 -m shapewise results --db "$db" --export "$OUT/judges.csv"
