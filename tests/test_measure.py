@@ -187,10 +187,29 @@ def test_interleave_orders_calls_round_robin():
             clock.now_s += 1e-3
         return fn
 
-    interleave({"a": variant("a"), "b": variant("b")}, device="cpu", rounds=3, budget_ms=3,
+    interleave({"a": variant("a"), "b": variant("b"), "c": variant("c")}, device="cpu", rounds=3, budget_ms=3,
                warmup_ms=1, clock=clock)
-    timed = order[-6:]  # after the warm-ups: one call per variant per round
-    assert timed == ["a", "b", "a", "b", "a", "b"]
+    timed = order[-9:]  # after the warm-ups: one call per variant per round, each round starting one later
+    assert timed == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+
+
+def test_interleave_spreads_the_first_place_of_a_round_over_every_variant():
+    """Three equal variants on a clock that runs the first call of each round 5% fast (a GPU
+    boosting after the host's gap): in a fixed order the first variant would seem 5% faster than
+    the others in every round; rotated, the bias lands on each in turn and the medians agree."""
+    clock = FakeClock()
+    timed = []
+
+    def variant(name):
+        def fn():
+            timed.append(name)
+            clock.now_s += 1e-3 * (0.95 if len(timed) % 3 == 1 else 1.0)
+        return fn
+
+    names = ("a", "b", "c")
+    fns = {n: variant(n) for n in names}
+    result = interleave(fns, device="cpu", rounds=9, budget_ms=9, warmup_ms=1, clock=clock)
+    assert all(result[n].ratio == pytest.approx(1.0) for n in names)
 
 
 # ---- real timings on the CPU ------------------------------------------------------------------
