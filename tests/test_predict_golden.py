@@ -1,0 +1,83 @@
+"""GEMM predictions held against stored ones: a change made for speed must not move any of them.
+
+Random shapes (every layout, dtype and alignment, single and batched, dims 1 to 2^17) through the
+analytic model and a calibrated profile's corrections, on GPUs of different SM counts. Each field
+must equal the stored one to 1e-12 of the shape's time. To accept a deliberate change of the model
+after review:
+    SHAPEWISE_UPDATE_GOLDEN=1 python -m pytest tests/test_predict_golden.py
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shapewise.cost import LAYOUTS, LOSS_NAMES, predict_gemm
+from shapewise.params import SPEC
+from shapewise.profile import CostModel, find
+
+GOLDEN = Path(__file__).parent / "golden" / "gemm_predictions.npz"
+NUM_SHAPES = 1000
+DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+
+
+def models() -> dict[str, CostModel]:
+    profile = find("h200").params
+    return {"h200-profile": CostModel("h200", profile), "h200-spec": CostModel("h200", SPEC),
+            "a100-spec": CostModel("a100-80gb", SPEC), "a100-with-h200-profile": CostModel("a100-80gb", profile)}
+
+
+def shapes(seed: int) -> dict[str, np.ndarray]:
+    """Dims log-uniform from 1 to 2^17, a third of them rounded to a multiple of 64 (aligned), a third
+    odd; half the shapes batched (up to 2^12)."""
+    rng = np.random.default_rng(seed)
+    m, n, k = (np.maximum(1, np.round(2 ** rng.uniform(0, 17, NUM_SHAPES))).astype(np.int64) for _ in range(3))
+    kind = rng.integers(0, 3, (3, NUM_SHAPES))
+    m, n, k = (np.where(c == 0, -(-x // 64) * 64, np.where(c == 1, x | 1, x)) for x, c in zip((m, n, k), kind))
+    batch = np.where(rng.random(NUM_SHAPES) < 0.5, 1, np.round(2 ** rng.uniform(0, 12, NUM_SHAPES))).astype(np.int64)
+    layout = rng.choice(LAYOUTS, NUM_SHAPES)
+    return dict(m=m, n=n, k=k, batch=batch, layout=layout)
+
+
+def predictions() -> dict[str, np.ndarray]:
+    out = {}
+    for i, (name, model) in enumerate(models().items()):
+        for j, dtype in enumerate(d for d in DTYPES if d in model.gpu.tflops):
+            s = shapes(100 * i + j)
+            p = predict_gemm(s["m"], s["n"], s["k"], batch=s["batch"], layout=s["layout"], gpu=model, dtype=dtype)
+            key = f"{name}/{dtype}/"
+            fields = dict(time_ms=p.time_ms, flops=p.flops, bytes=p.bytes, tile=p.tile, split_k=p.split_k,
+                          family=p.family, **{f"loss.{n}": p.losses[n] for n in LOSS_NAMES})
+            out.update({key + f: np.asarray(v) for f, v in fields.items()})
+    return out
+
+
+@pytest.fixture(scope="module")
+def got() -> dict[str, np.ndarray]:
+    got = predictions()
+    if os.environ.get("SHAPEWISE_UPDATE_GOLDEN"):
+        np.savez_compressed(GOLDEN, **got)
+    return got
+
+
+def test_every_prediction_equals_the_stored_one(got):
+    want = dict(np.load(GOLDEN))
+    assert sorted(got) == sorted(want)
+    for key in sorted(want):
+        scale = want[key.rsplit("/", 1)[0] + "/time_ms"]
+        if key.endswith(("tile", "split_k", "family")):  # integers: exactly
+            np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+        elif key.endswith(("flops", "bytes")):
+            np.testing.assert_allclose(got[key], want[key], rtol=1e-15, atol=0, err_msg=key)
+        else:  # times and their parts: within 1e-12 of the shape's time
+            assert np.all(np.abs(got[key] - want[key]) <= 1e-12 * scale), key
+
+
+def test_the_shapes_cover_what_the_model_tells_apart(got):
+    """A golden file of only aligned shapes, or none served by a CUTLASS kernel, would guard little."""
+    served = got["h200-profile/bf16/family"] >= 0
+    assert 0.05 < served.mean() < 0.95
+    assert (got["h200-profile/bf16/split_k"] > 1).any() and (got["h200-spec/bf16/split_k"] > 1).any()
+    memory_bound = got["h200-spec/bf16/loss.memory"] > 0
+    assert 0.05 < memory_bound.mean() < 0.95
