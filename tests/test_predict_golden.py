@@ -7,13 +7,18 @@ after review:
     SHAPEWISE_UPDATE_GOLDEN=1 python -m pytest tests/test_predict_golden.py
 """
 
+import dataclasses
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from shapewise import cost
 from shapewise.cost import LAYOUTS, LOSS_NAMES, predict_gemm
+from shapewise.hardware import get_gpu
 from shapewise.params import SPEC
 from shapewise.profile import CostModel, find
 
@@ -81,3 +86,23 @@ def test_the_shapes_cover_what_the_model_tells_apart(got):
     assert (got["h200-profile/bf16/split_k"] > 1).any() and (got["h200-spec/bf16/split_k"] > 1).any()
     memory_bound = got["h200-spec/bf16/loss.memory"] > 0
     assert 0.05 < memory_bound.mean() < 0.95
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.floats(0, 1), st.floats(0, 400), st.sampled_from([1, 64, 256, 1024]),
+       st.sampled_from(["h200", "a100-80gb", "v100"]))
+def test_split_k_is_left_out_only_where_it_cannot_win(seed, credit, k_overhead, min_split_k, gpu):
+    """cost._fastest times split candidates only where a bound says one could win: it must pick what
+    trying every candidate picks, whatever the parameters."""
+    rng = np.random.default_rng(seed)
+    m, n, k, batch = (np.round(2 ** rng.uniform(0, hi, 500)) for hi in (16, 16, 17, 6))
+    slow = rng.choice([1.0, 1.3, 2.5], 500)
+    p = dataclasses.replace(SPEC, wave_credit=credit, k_overhead=k_overhead, min_split_k=min_split_k)
+    g = get_gpu(gpu)
+    tiles, rate, splits = np.array(p.tiles), np.array(p.tile_rates), np.array(p.splits)
+    got = cost._fastest(m, n, k, batch, slow, tiles, rate, splits, g, p, 1e15)
+    every = cost._candidate_times(*(x[:, None, None] for x in (m, n, k, batch, slow)), tiles[:, 0, None].astype(float),
+                                  tiles[:, 1, None].astype(float), rate[:, None], splits.astype(float), g, p, 1e15)[0]
+    want = np.divmod(np.argmin(every.reshape(len(m), -1), axis=-1), len(splits))
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

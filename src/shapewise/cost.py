@@ -37,6 +37,7 @@ from .shapes import DTYPE_BYTES, ModelShape, Workload
 LAYOUTS = ("nn", "nt", "tn")
 TENSOR_CORE_DTYPES = ("tf32", "bf16", "fp16", "fp8")
 
+CANDIDATE_CHUNK = 4096  # GEMMs whose candidates are timed at once: their arrays stay in the CPU's cache
 SMALL_INDEX = 16  # index_select's small-index kernel takes this many indices or fewer (ATen's Indexing.cu)
 LOSS_NAMES = ("kernel", "tile", "wave", "misalign", "memory", "launch", "correction")
 # Parts of the time that are not a shape's avoidable cause: the best kernel's ceiling, and a
@@ -137,8 +138,11 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     layout = np.broadcast_to(np.asarray(layout), m.shape)
     peak = gpu.peak_tflops(dtype) * 1e12  # FLOP/s
     size = DTYPE_BYTES[dtype]
-    flops = 2.0 * m * n * k * batch
-    nbytes = (m * k + k * n + m * n) * batch * size
+    # Float dims for every product: products of four dims overflow int64 near 2^31 (cuBLAS's limit),
+    # and below 2^53 every product and ceil-division is as exact in float64.
+    mf, nf, kf, bf = (x.astype(float) for x in (m, n, k, batch))
+    flops = 2.0 * mf * nf * kf * bf
+    nbytes = (mf * kf + kf * nf + mf * nf) * bf * size
     a_lead_is_m = layout == "tn"
     class_a, class_n = align_classes(m, n, k, layout, dtype, gpu.align_bytes)
     which = np.searchsorted(np.array(LAYOUTS), layout)  # LAYOUTS is sorted: nn, nt, tn
@@ -154,41 +158,22 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     m_e, k_e = padded(m, a_lead_is_m), padded(k, ~a_lead_is_m)
     n_e = padded(n, np.ones_like(a_lead_is_m))
 
-    tm = np.array([t[0] for t in p.tiles], dtype=np.int64)
-    tn = np.array([t[1] for t in p.tiles], dtype=np.int64)
-    rate = np.array(p.tile_rates)
+    M, N, K = (x.astype(float) for x in (m_e, n_e, k_e))
+    tiles, rate = np.array(p.tiles, dtype=np.int64).reshape(-1, 2), np.array(p.tile_rates, dtype=float)
     splits = np.array(p.splits, dtype=np.int64)
-    # Candidates on a trailing axis: C = tiles × splits.
-    c_tm, c_tn, c_rate = (np.repeat(x, len(splits)) for x in (tm, tn, rate))
-    c_split = np.tile(splits, len(tm))
-    M, N, K, BT = (x[..., None] for x in (m_e, n_e, k_e, batch))
-    num_tiles = BT * -(-M // c_tm) * -(-N // c_tn)
-    units = num_tiles * c_split
-    waves = -(-units // gpu.num_sms)
-    credit = min(max(p.wave_credit, 0.0), 1.0)  # the last wave's idle SMs, won back in part
-    waves = waves - credit * (waves - np.maximum(units / gpu.num_sms, 1.0))
-    k_slice = K / c_split
-    per_sm = peak * p.gemm_ceiling / gpu.num_sms
-    t_compute = waves * 2.0 * c_tm * c_tn * (k_slice + p.k_overhead) / (per_sm * c_rate)
-    # Split-K writes fp32 partial tiles and reads them back to reduce them.
-    t_reduce = np.where(c_split > 1, 2 * 4 * M * N * BT * c_split / gpu.bytes_per_s, 0.0)
-    valid = (c_split == 1) | (k_slice >= p.min_split_k)
-    t_cand = np.where(valid, t_compute * slow_compute[..., None] + t_reduce, np.inf)
-    best = np.argmin(t_cand, axis=-1)[..., None]
-
-    def pick(candidates):  # each shape's value for its fastest candidate
-        return np.take_along_axis(np.broadcast_to(candidates, t_cand.shape), best, axis=-1)[..., 0]
-
-    b_tm, b_tn, b_rate, b_split = pick(c_tm), pick(c_tn), pick(c_rate), pick(c_split)
-    b_units, b_waves, b_reduce = pick(units), pick(waves), pick(t_reduce)
-    ks = k_e / b_split
+    best_tile, best_split = _fastest(M, N, K, bf, slow_compute, tiles, rate, splits, gpu, p, peak)
+    b_tm, b_tn, b_rate, b_split = tiles[best_tile, 0], tiles[best_tile, 1], rate[best_tile], splits[best_split]
+    _, b_tiles, b_units, b_waves, b_reduce = _candidate_times(M, N, K, bf, slow_compute, b_tm.astype(float),
+                                                              b_tn.astype(float), b_rate, b_split.astype(float),
+                                                              gpu, p, peak)
+    ks = K / b_split
     t0 = flops / peak
     # Each factor of the chosen candidate's time in turn; the step each one adds is its loss.
-    t1 = t0 * (k_e / k) / (p.gemm_ceiling * ks / (ks + p.k_overhead))
-    t2 = t1 * (pick(num_tiles) * b_tm * b_tn) / (m * n * batch) / b_rate
+    t1 = t0 * (K / kf) / (p.gemm_ceiling * ks / (ks + p.k_overhead))
+    t2 = t1 * (b_tiles * b_tm * b_tn) / (mf * nf * bf) / b_rate
     t3 = t2 * b_waves * gpu.num_sms / b_units + b_reduce
     t4 = t3 * slow_compute
-    bytes_e = (m_e * k_e + k_e * n_e + m_e * n_e) * batch * size
+    bytes_e = (M * K + K * N + M * N) * bf * size
     ramp = np.minimum(1.0, bytes_e / (p.memory_ramp_mb * 1e6))
     t_mem = bytes_e / (gpu.bytes_per_s * p.gemm_bandwidth) + p.memory_latency_ms * 1e-3 * ramp
     t_mem_slow = t_mem * slow_memory
@@ -235,6 +220,82 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         time_ms, losses = _on_this_machine(time_ms, losses, t0 * s, factor, "kernel")
     return dict(time_ms=time_ms, flops=flops, bytes=nbytes, losses=losses, tile=tile, split_k=b_split,
                 peak_tflops=peak / 1e12, family=family)
+
+
+def _candidate_times(m, n, k, batch, slow, tm, tn, rate, split, gpu: GPU, p: CostParams, peak: float) -> tuple:
+    """The time of GEMMs (float dims, leading dims already padded) on candidates (a tile tm×tn at its
+    rate, K split `split` ways), broadcast over the inputs; and the candidates' tiles, work units
+    (tiles × splits) and waves, and the split-K reduction's time. Infinite where the split leaves a
+    slice shorter than min_split_k. (In place where it can be: this runs on every candidate.)"""
+    num_tiles = batch * np.ceil(m / tm) * np.ceil(n / tn)
+    units = num_tiles * split
+    per_sm_units = units / gpu.num_sms
+    waves = np.ceil(per_sm_units)
+    credit = min(max(p.wave_credit, 0.0), 1.0)  # the last wave's idle SMs, won back in part
+    if credit:
+        waves -= credit * (waves - np.maximum(per_sm_units, 1.0))
+    k_slice = k / split
+    per_sm = peak * p.gemm_ceiling / gpu.num_sms
+    t = waves * 2.0
+    t *= tm
+    t *= tn
+    t *= k_slice + p.k_overhead
+    t /= per_sm * rate  # the compute time
+    t *= slow
+    # Split-K writes fp32 partial tiles and reads them back to reduce them.
+    t_reduce = np.where(split > 1, 2 * 4 * m * n * batch * split / gpu.bytes_per_s, 0.0)
+    t += t_reduce
+    invalid = (split != 1) & (k_slice < p.min_split_k)
+    return (np.where(invalid, np.inf, t) if np.any(invalid) else t), num_tiles, units, waves, t_reduce
+
+
+def _fastest(m, n, k, batch, slow, tiles, rate, splits, gpu: GPU, p: CostParams, peak: float) -> tuple:
+    """Each GEMM's fastest candidate, as cuBLAS's heuristics pick it: the first of the least time over
+    every (tile, split) pair, tile by tile; returned as the index of its tile and of its split.
+
+    Split-K is tried only for the GEMMs where a split could win: a split candidate takes at least
+    its tiles' share of the SMs over all of K, plus its reduction (_split_bound), and where that
+    exceeds the best unsplit time for every tile, only the unsplit candidates are timed (most
+    GEMMs: they have many tiles). The answer is the same as trying all. A few thousand GEMMs at a
+    time, so that the candidates' arrays stay in the CPU's cache."""
+    shape = np.shape(m)
+    m, n, k, batch, slow = (np.ravel(x) for x in (m, n, k, batch, slow))
+    best_tile, best_split = np.zeros(m.shape, dtype=np.int64), np.zeros(m.shape, dtype=np.int64)
+    tm, tn = tiles[:, 0].astype(float), tiles[:, 1].astype(float)
+    unsplit = np.flatnonzero(splits == 1)
+    for start in range(0, len(m), CANDIDATE_CHUNK):
+        part = slice(start, start + CANDIDATE_CHUNK)
+        dims = [x[part] for x in (m, n, k, batch, slow)]
+        some = np.arange(len(dims[0]))
+        if len(unsplit) and (splits > 1).any():
+            t_unsplit = _candidate_times(*(x[:, None] for x in dims), tm, tn, rate, 1.0, gpu, p, peak)[0]
+            best_tile[part] = np.argmin(t_unsplit, axis=-1)
+            best_split[part] = unsplit[0]
+            bound = _split_bound(*dims, tm, tn, rate, splits, gpu, p, peak)
+            if bound is not None:
+                best = t_unsplit[some, best_tile[part]]
+                some = np.flatnonzero(~(bound > best * (1 + 1e-9)))  # a margin far above rounding; NaN: try all
+        if len(some):
+            cand = _candidate_times(*(x[some, None, None] for x in dims), tm[:, None], tn[:, None], rate[:, None],
+                                    splits.astype(float), gpu, p, peak)[0]
+            best_tile[start + some], best_split[start + some] = np.divmod(
+                np.argmin(cand.reshape(len(some), -1), axis=-1), len(splits))
+    return best_tile.reshape(shape), best_split.reshape(shape)
+
+
+def _split_bound(m, n, k, batch, slow, tm, tn, rate, splits, gpu: GPU, p: CostParams, peak: float):
+    """A lower bound of every split candidate's time (_candidate_times), per GEMM; infinite where K
+    is too short for any split; None where the parameters allow no such bound. A split s runs at
+    least its tiles × s / SMs waves (and at least one) of K/s + k_overhead steps each, so at least
+    tiles / SMs × (K + s × k_overhead) steps, plus its reduction, which grows with s."""
+    per_sm = peak * p.gemm_ceiling / gpu.num_sms
+    if not (p.k_overhead >= 0 and per_sm > 0 and (rate > 0).all() and gpu.bytes_per_s > 0):
+        return None
+    least = splits[splits > 1].min()
+    tiles = batch[..., None] * np.ceil(m[..., None] / tm) * np.ceil(n[..., None] / tn)
+    steps = tiles / gpu.num_sms * (2.0 * tm * tn / (per_sm * rate))
+    bound = steps.min(axis=-1) * (k + least * p.k_overhead) * slow + 2 * 4 * m * n * batch * least / gpu.bytes_per_s
+    return np.where(k / least >= p.min_split_k, np.where(slow > 0, bound, -np.inf), np.inf)
 
 
 def _on_this_machine(time_ms, losses: dict, ideal_ms, factor, into: str):
