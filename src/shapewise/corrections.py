@@ -118,18 +118,20 @@ def _cutlass_term_list(m, n, k, batch, tm, tn, splits, occupancy, sms: int) -> l
     of narrow stores (T). A split-K kernel writes fp32 partials that a second kernel reduces
     (m·n·batch·splits elements, one more launch). cuBLAS is column-major, so a tile's rows run
     along torch's n."""
-    m, n, k, batch, tm, tn, splits, occupancy = (np.asarray(x, dtype=np.int64)
+    # Floats: every value here is a whole number, exact in float64 below 2^53 (where int64 products of
+    # four dims near cuBLAS's 2^31 would overflow), and float division is far faster than int64's.
+    m, n, k, batch, tm, tn, splits, occupancy = (np.asarray(x, dtype=float)
                                                  for x in (m, n, k, batch, tm, tn, splits, occupancy))
-    rows, cols = -(-n // tm), -(-m // tn)
-    per_sm = -(-(rows * cols * batch * splits) // sms)
-    slice_ = -(-k // splits)
+    rows, cols = np.ceil(n / tm), np.ceil(m / tn)
+    per_sm = np.ceil(rows * cols * batch * splits / sms)
+    slice_ = np.ceil(k / splits)
     split = (splits > 1).astype(float)
     # A partial tile loads only its rows and columns that hold data (the rest are predicated off):
     # the load path carries the tiles' mean share of a full tile's loads. By the fit's leave-one-out
     # (mean |log error|, benchmarks/RESULTS.md): single GEMMs 0.0641 -> 0.0633, batched 0.0752 -> 0.0725.
     filled = (n / rows + m / cols) / (tm + tn)
-    return [np.ones(per_sm.shape), per_sm * slice_ * filled, -(-per_sm // occupancy) * slice_, per_sm,
-            split * m * n * batch * splits, split]
+    return [np.ones(()), per_sm * slice_ * filled, np.ceil(per_sm / occupancy) * slice_, per_sm,
+            m * n * batch * (split * splits), split]
 
 
 def _tables(p: CostParams) -> dict:
@@ -230,8 +232,8 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
             sums, total = neighbour_sums(coords[part], points, values, p.residual_octaves)
             correction = base + sums[:, 0] / (total + p.residual_prior)
             share = sums[:, 1:] / (total + p.residual_prior)[:, None]
-            times, splits = kernel_times(kernels[configs], m[part], n[part], k[part], batch[part], sms)
-            times = np.where(within_range(tables["ranges"][configs], coords[part]), times, np.inf)
+            times, splits = kernel_times(kernels[configs], m[part], n[part], k[part], batch[part], sms,
+                                         inside=within_range(tables["ranges"][configs], coords[part]))
             log_t = np.log(times)
             finite = np.isfinite(log_t)
             log_t = np.where(finite, log_t, 0.0)
@@ -276,24 +278,65 @@ def choice_groups(choices: np.ndarray) -> np.ndarray:
     return ((choices[:, 0] * 3 + choices[:, 1]) * 2 + (choices[:, 5] > 0)).astype(np.int64)
 
 
-def kernel_times(rows, m, n, k, batch, sms) -> tuple[np.ndarray, np.ndarray]:
+def kernel_times(rows, m, n, k, batch, sms, inside=None) -> tuple[np.ndarray, np.ndarray]:
     """Each shape's time on each kernel configuration (rows of cutlass_kernels) at its fastest split,
-    and that split: two arrays of shapes × configurations."""
+    and that split: two arrays of shapes × configurations. Only the pairs `inside` (shapes ×
+    configurations, all by default) are timed; the others are infinite, at split 1.
+
+    Splits past the first FIRST_SPLITS are timed only where one could beat the best of those: a split
+    s runs at least its tiles × s / SMs tiles per SM, each over at least K / s, so with no negative
+    coefficient its time is at least a + s × b (_split_floor), which grows with s."""
+    m, n, k, batch = (np.asarray(x, dtype=float) for x in (m, n, k, batch))
+    times, best_split = np.full((len(m), len(rows)), np.inf), np.ones((len(m), len(rows)), dtype=np.int64)
     splits = np.array(CUTLASS_SPLITS)
-    kk, bb = k[:, None, None], batch[:, None, None]
-    terms = _cutlass_term_list(m[:, None, None], n[:, None, None], kk, bb, rows[None, :, 1:2], rows[None, :, 2:3],
-                               splits, rows[None, :, 5:6], sms)
-    t = sum(term * rows[None, :, KERNEL_COLUMNS + i, None] for i, term in enumerate(terms))  # shapes × configs × splits
-    slice_ = -(-kk // splits)
-    valid = (splits == 1) | ((slice_ >= CUTLASS_MIN_SLICE) & (bb == 1))
+    slice_ = np.ceil(k[:, None] / splits)
+    single = batch[:, None] == 1
+    valid = (splits == 1) | ((slice_ >= CUTLASS_MIN_SLICE) & single)
     # a kernel that writes fp32 partials runs split: in slices of CUTLASS_MIN_SLICE or more where
     # K allows, in shorter ones where not, and unsplit only where K is too short even for those
     split_ok = valid & (splits > 1)
-    split_ok |= (splits > 1) & (slice_ >= CUTLASS_MIN_PARTIAL_SLICE) & (bb == 1) & ~split_ok.any(axis=-1, keepdims=True)
-    valid = np.where((rows[None, :, 3:4] > 0) & split_ok.any(axis=-1, keepdims=True), split_ok, valid)
-    t = np.where(valid, t, np.inf)
-    best = np.argmin(t, axis=-1)
-    return np.take_along_axis(t, best[..., None], axis=-1)[..., 0], splits[best]
+    split_ok |= (splits > 1) & (slice_ >= CUTLASS_MIN_PARTIAL_SLICE) & single & ~split_ok.any(axis=-1, keepdims=True)
+    partial_valid = np.where(split_ok.any(axis=-1, keepdims=True), split_ok, valid)
+    for j, row in enumerate(rows):
+        mine = np.arange(len(m)) if inside is None else np.flatnonzero(inside[:, j])
+        ok = (partial_valid if row[3] > 0 else valid)[mine]
+        dims = [x[mine] for x in (m, n, k, batch)]
+        t = np.full(ok.shape, np.inf)
+        t[:, :FIRST_SPLITS] = _config_ms(row, *dims, splits[:FIRST_SPLITS], ok[:, :FIRST_SPLITS], sms)
+        later = ok[:, FIRST_SPLITS:].any(axis=1)  # none for batched shapes: a batch is not split
+        floor = _split_floor(row, *dims, splits[FIRST_SPLITS], sms)
+        if floor is not None:
+            later &= ~(floor > t.min(axis=1) * (1 + 1e-9))  # a margin far above rounding; NaN: timed
+        some = np.flatnonzero(later)
+        if len(some):
+            t[some, FIRST_SPLITS:] = _config_ms(row, *(x[some] for x in dims), splits[FIRST_SPLITS:],
+                                                ok[some, FIRST_SPLITS:], sms)
+        best = np.argmin(t, axis=-1)
+        times[mine, j], best_split[mine, j] = t[np.arange(len(mine)), best], splits[best]
+    return times, best_split
+
+
+def _config_ms(row, m, n, k, batch, splits, ok, sms: int) -> np.ndarray:
+    """A kernel configuration's time (a row of cutlass_kernels) on shapes (1-D arrays) at each of
+    `splits`: shapes × splits, infinite where not `ok`."""
+    terms = _cutlass_term_list(m[:, None], n[:, None], k[:, None], batch[:, None], row[1], row[2], splits, row[5], sms)
+    return np.where(ok, sum(term * row[KERNEL_COLUMNS + i] for i, term in enumerate(terms)), np.inf)
+
+
+FIRST_SPLITS = 4  # kernel_times times these splits of CUTLASS_SPLITS for every shape, the others where they may win
+
+
+def _split_floor(row, m, n, k, batch, least: int, sms: int):
+    """The least time any split of `least` ways or more can take on a kernel configuration (a row of
+    cutlass_kernels), per shape; None where a negative coefficient allows no such floor. See
+    _cutlass_term_list: each SM runs at least tiles × s / SMs tiles of at least K / s steps."""
+    coef = row[KERNEL_COLUMNS:]
+    if (coef[1:] < 0).any() or not row[5] > 0:
+        return None
+    tiles = np.ceil(n / row[1]) * np.ceil(m / row[2]) * batch
+    filled = (n / np.ceil(n / row[1]) + m / np.ceil(m / row[2])) / (row[1] + row[2])
+    per_split = coef[3] * tiles / sms + coef[4] * m * n * batch
+    return coef[0] + coef[5] + tiles * k / sms * (coef[1] * filled + coef[2] / row[5]) + least * per_split
 
 
 def chooser_features(m, n, k, batch) -> np.ndarray:
