@@ -53,6 +53,7 @@ CANDIDATE_REACH = 1.0
 # A calibration shape farther than this many kernel widths (CostParams.residual_octaves) from a
 # prediction's shape weighs nothing in its corrections (its weight would be under 1.2%).
 NEIGHBOUR_REACH = 3.0
+NEIGHBOUR_BLOCK = 65536  # query-point pairs whose weights neighbour_sums makes at once
 
 @dataclass(frozen=True)
 class Corrected:
@@ -162,7 +163,7 @@ def neighbour_sums(queries: np.ndarray, points: np.ndarray, values: np.ndarray, 
     and the sum of w: w = exp(-d² / 2σ²) with d the distance in log2 dims and σ = `octaves`, and
     nothing from points beyond NEIGHBOUR_REACH σ. The points are bucketed in cells as wide as that
     reach (in m, n and k), so that a query meets only the points of its own cell and the cells
-    around it: a profile of many calibration shapes stays fast."""
+    around it that come within reach of it: a profile of many calibration shapes stays fast."""
     sums, total = np.zeros((len(queries), values.shape[1])), np.zeros(len(queries))
     if not len(queries) or not len(points):
         return sums, total
@@ -177,21 +178,32 @@ def neighbour_sums(queries: np.ndarray, points: np.ndarray, values: np.ndarray, 
     cells, which = np.unique(np.ravel_multi_index((cell_q - low).T, span), return_inverse=True)
     by_cell = np.argsort(which, kind="stable")
     bounds = np.searchsorted(which[by_cell], np.arange(len(cells) + 1))
-    scale, square_q, square_p = np.float32(-0.5 / octaves ** 2), (queries ** 2).sum(axis=1), (points ** 2).sum(axis=1)
-    for c, cell in enumerate(cells):
-        lo, hi = np.searchsorted(sorted_keys, cell + around, "left"), np.searchsorted(sorted_keys, cell + around, "right")
-        near = np.concatenate([order[a:b] for a, b in zip(lo, hi) if b > a] or [np.zeros(0, dtype=np.int64)])
+    first, last = (np.searchsorted(sorted_keys, cells[:, None] + around, side) for side in ("left", "right"))
+    corners = (np.array(np.unravel_index(cells, span)).T + low) * reach  # each query cell's lowest corner
+    # squared distances as one matrix product, [q, 1, |q|²]·[-2p, |p|², 1] (in double precision:
+    # |q|² and |p|² are large beside d²), and the weights' sums beside the values' as a column of ones
+    # (in single precision, as the weights, which need no more)
+    lifted_q = np.column_stack([queries, np.ones(len(queries)), (queries ** 2).sum(axis=1)])
+    lifted_p = np.column_stack([-2 * points, (points ** 2).sum(axis=1), np.ones(len(points))])
+    weighed = np.column_stack([values, np.ones(len(points))]).astype(np.float32)
+    scale, out = np.float32(-0.5 / octaves ** 2), np.zeros((len(queries), values.shape[1] + 1))
+    for c in range(len(cells)):
+        near = np.concatenate([order[a:b] for a, b in zip(first[c], last[c]) if b > a] or [np.zeros(0, dtype=np.int64)])
+        # only the points within reach of some place in the cell (with a margin for rounding)
+        gap = np.maximum(np.maximum(corners[c] - points[near, :3], points[near, :3] - (corners[c] + reach)), 0.0)
+        near = near[(gap ** 2).sum(axis=1) <= reach ** 2 * (1 + 1e-6)]
         if not len(near):
             continue
-        mine = by_cell[bounds[c]:bounds[c + 1]]
-        # squared distances as |a|² + |b|² - 2a·b (a matrix product: fast); single precision for the
-        # weights, which need no more, and whose exponentials are most of the time here
-        d2 = (square_q[mine][:, None] + square_p[near][None, :] - 2 * queries[mine] @ points[near].T).astype(np.float32)
-        w = np.exp(np.maximum(d2, 0) * scale)
-        w[d2 > reach ** 2] = 0
-        sums[mine] = w @ values[near].astype(np.float32)
-        total[mine] = w.sum(axis=1)
-    return sums, total
+        to_near, near_values = lifted_p[near].T.copy(), weighed[near]
+        rows = max(1, NEIGHBOUR_BLOCK // len(near))  # a block of queries' weights stays in the CPU's cache
+        for start in range(bounds[c], bounds[c + 1], rows):
+            mine = by_cell[start:min(start + rows, bounds[c + 1])]
+            d2 = (lifted_q[mine] @ to_near).astype(np.float32)
+            w = d2 * scale
+            np.exp(w, out=w)
+            w *= d2 <= reach ** 2
+            out[mine] = w @ near_values
+    return out[:, :-1], out[:, -1]
 
 
 def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
@@ -304,7 +316,7 @@ def kernel_times(rows, m, n, k, batch, sms, inside=None) -> tuple[np.ndarray, np
         t = np.full(ok.shape, np.inf)
         t[:, :FIRST_SPLITS] = _config_ms(row, *dims, splits[:FIRST_SPLITS], ok[:, :FIRST_SPLITS], sms)
         later = ok[:, FIRST_SPLITS:].any(axis=1)  # none for batched shapes: a batch is not split
-        floor = _split_floor(row, *dims, splits[FIRST_SPLITS], sms)
+        floor = _split_floor(row, *dims, splits[FIRST_SPLITS], sms) if later.any() else None
         if floor is not None:
             later &= ~(floor > t.min(axis=1) * (1 + 1e-9))  # a margin far above rounding; NaN: timed
         some = np.flatnonzero(later)
