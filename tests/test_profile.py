@@ -21,7 +21,7 @@ from shapewise.fit import (
 from shapewise.hardware import get_gpu
 from shapewise.ops import Op, attention_op
 from shapewise.presets import get_model
-from shapewise.profile import CostModel, Profile, cost_model, find, load, save
+from shapewise.profile import CostModel, Profile, cost_model, find, from_text, load, save, to_text
 
 H200 = get_gpu("h200")
 TRUTH = dataclasses.replace(SPEC, gemm_ceiling=0.70, k_overhead=120.0, misaligned_even=3.2, gemm_bandwidth=0.75,
@@ -404,3 +404,13 @@ def test_predict_gemm_check_and_validate_agree_by_default():
     assert direct == logits.time_ms == validated
     assert direct != predict_gemm(m, n, k, layout=logits.op.layout, gpu=cost_model("h200", spec_only=True)).time_ms
     assert check(get_model("gpt2"), Workload(), gpu="h200").model_source.startswith("calibrated profile of")
+
+
+@pytest.mark.parametrize("octaves", [0.0, 1e-300, 1e300])
+def test_a_neighbourhood_of_no_width_or_every_width_is_refused(octaves):
+    """A fuzzed residual_octaves once reached the neighbour sums' arithmetic (an invalid cast, an
+    overflow): the load refuses it in one line first."""
+    shipped = find("h200")
+    text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, residual_octaves=octaves)))
+    with pytest.raises(ShapewiseError, match="residual_octaves.*calibrate again"):
+        from_text(text)

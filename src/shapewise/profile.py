@@ -101,6 +101,11 @@ def _params_from_json(data: dict, where: str) -> CostParams:
             raise ShapewiseError(f"{where}: parameter {name} must be a number, got {value!r}")
         values[name] = value
     _check_numbers(values, where)
+    octaves = values.get("residual_octaves", SPEC.residual_octaves)
+    if not OCTAVES[0] <= octaves <= OCTAVES[1]:
+        raise ShapewiseError(f"{where}: parameter residual_octaves is {octaves}; the width of a calibration shape's "
+                             f"neighbourhood must be {OCTAVES[0]} to {OCTAVES[1]} octaves (calibrate picks 0.75 to "
+                             f"1.5): calibrate again or use another profile")
     kernels = len(values.get("cutlass_kernels", ()))
     if any(not (0 <= row[6] < kernels) or row[6] != int(row[6]) for row in values.get("cutlass_choices", ())):
         raise ShapewiseError(f"{where}: cutlass_choices name kernels that cutlass_kernels does not hold")
@@ -109,6 +114,10 @@ def _params_from_json(data: dict, where: str) -> CostParams:
     return dataclasses.replace(SPEC, **values)
 
 
+# The residual tables' kernel width (CostParams.residual_octaves) a profile may hold: far outside the
+# widths calibrate tries (0.75 to 1.5 octaves), a width weighs every calibration shape alike or none,
+# and its arithmetic overflows.
+OCTAVES = (1 / 16, 16.0)
 # Scalars that may take either sign: the chooser's logit weights. Every other one is a time, a rate, a
 # fraction or a count, and negative would make no sense of it.
 SIGNED = {"cutlass_chooser_vote", "cutlass_chooser_sharpness"}
