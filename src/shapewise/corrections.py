@@ -53,7 +53,7 @@ CANDIDATE_REACH = 1.0
 # A calibration shape farther than this many kernel widths (CostParams.residual_octaves) from a
 # prediction's shape weighs nothing in its corrections (its weight would be under 1.2%).
 NEIGHBOUR_REACH = 3.0
-NEIGHBOUR_BLOCK = 65536  # query-point pairs whose weights neighbour_sums makes at once
+NEIGHBOUR_BLOCK = 8192  # query-point pairs whose weights neighbour_sums makes at once
 
 @dataclass(frozen=True)
 class Corrected:
