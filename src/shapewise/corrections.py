@@ -145,7 +145,7 @@ def _tables(p: CostParams) -> dict:
     residuals = np.array(p.gemm_residuals, dtype=float).reshape(-1, 8)
     choices = np.array(p.cutlass_choices, dtype=float).reshape(-1, 8)
     tables = dict(kernels=np.array(p.cutlass_kernels, dtype=float).reshape(-1, KERNEL_COLUMNS + len(CUTLASS_TERMS)),
-                  choices=choices, ranges=kernel_ranges(choices, len(p.cutlass_kernels)),
+                  choices=choices, choice_groups=choice_groups(choices), ranges=kernel_ranges(choices, len(p.cutlass_kernels)),
                   chooser=np.array(p.cutlass_chooser, dtype=float).reshape(-1, len(CHOOSER_FEATURES)),
                   residual_groups=(residuals[:, 0] * 9 + residuals[:, 1] * 3 + residuals[:, 2]).astype(np.int64),
                   residual_points=residuals[:, 3:7], residual_values=residuals[:, 7])
@@ -227,7 +227,7 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
     family = np.full(m.shape, -1)
     coords = np.log2(np.stack([m, n, k, batch], axis=1).astype(float))
     group = (layout_index * 3 + worst) * 2 + (batch > 1)
-    theirs_group = choice_groups(choices)
+    theirs_group = tables["choice_groups"]
     for code in np.unique(group[worst > 0]):
         mine, theirs = np.flatnonzero(group == code), theirs_group == code
         if not theirs.any() or not len(chooser):
@@ -308,47 +308,54 @@ def kernel_times(rows, m, n, k, batch, sms, inside=None) -> tuple[np.ndarray, np
     # K allows, in shorter ones where not, and unsplit only where K is too short even for those
     split_ok = valid & (splits > 1)
     split_ok |= (splits > 1) & (slice_ >= CUTLASS_MIN_PARTIAL_SLICE) & single & ~split_ok.any(axis=-1, keepdims=True)
-    partial_valid = np.where(split_ok.any(axis=-1, keepdims=True), split_ok, valid)
-    for j, row in enumerate(rows):
-        mine = np.arange(len(m)) if inside is None else np.flatnonzero(inside[:, j])
-        ok = (partial_valid if row[3] > 0 else valid)[mine]
-        dims = [x[mine] for x in (m, n, k, batch)]
+    # by kind of kernel: 0 writes its output, 1 writes fp32 partials
+    valid = np.stack([valid, np.where(split_ok.any(axis=-1, keepdims=True), split_ok, valid)])
+    # every (shape, configuration) pair to time, on one axis, a cache-sized block at a time
+    shapes, configs = np.nonzero(np.ones(times.shape, dtype=bool) if inside is None else inside)
+    rows = np.asarray(rows, dtype=float)
+    for start in range(0, len(shapes), CUTLASS_BLOCK):
+        shape, config = shapes[start:start + CUTLASS_BLOCK], configs[start:start + CUTLASS_BLOCK]
+        row, dims = rows[config], [x[shape] for x in (m, n, k, batch)]
+        ok = valid[(row[:, 3] > 0).astype(np.int64), shape]
         t = np.full(ok.shape, np.inf)
         t[:, :FIRST_SPLITS] = _config_ms(row, *dims, splits[:FIRST_SPLITS], ok[:, :FIRST_SPLITS], sms)
         later = ok[:, FIRST_SPLITS:].any(axis=1)  # none for batched shapes: a batch is not split
-        floor = _split_floor(row, *dims, splits[FIRST_SPLITS], sms) if later.any() else None
-        if floor is not None:
+        if later.any():  # where no later split can beat the best so far, they are not timed
+            floor = _split_floor(row, *dims, splits[FIRST_SPLITS], sms)
             later &= ~(floor > t.min(axis=1) * (1 + 1e-9))  # a margin far above rounding; NaN: timed
         some = np.flatnonzero(later)
         if len(some):
-            t[some, FIRST_SPLITS:] = _config_ms(row, *(x[some] for x in dims), splits[FIRST_SPLITS:],
+            t[some, FIRST_SPLITS:] = _config_ms(row[some], *(x[some] for x in dims), splits[FIRST_SPLITS:],
                                                 ok[some, FIRST_SPLITS:], sms)
         best = np.argmin(t, axis=-1)
-        times[mine, j], best_split[mine, j] = t[np.arange(len(mine)), best], splits[best]
+        times[shape, config], best_split[shape, config] = t[np.arange(len(t)), best], splits[best]
     return times, best_split
 
 
-def _config_ms(row, m, n, k, batch, splits, ok, sms: int) -> np.ndarray:
-    """A kernel configuration's time (a row of cutlass_kernels) on shapes (1-D arrays) at each of
-    `splits`: shapes × splits, infinite where not `ok`."""
-    terms = _cutlass_term_list(m[:, None], n[:, None], k[:, None], batch[:, None], row[1], row[2], splits, row[5], sms)
-    return np.where(ok, sum(term * row[KERNEL_COLUMNS + i] for i, term in enumerate(terms)), np.inf)
-
-
+CUTLASS_BLOCK = 8192  # (shape, configuration) pairs kernel_times times at once: their arrays stay in the CPU's cache
 FIRST_SPLITS = 4  # kernel_times times these splits of CUTLASS_SPLITS for every shape, the others where they may win
 
 
-def _split_floor(row, m, n, k, batch, least: int, sms: int):
-    """The least time any split of `least` ways or more can take on a kernel configuration (a row of
-    cutlass_kernels), per shape; None where a negative coefficient allows no such floor. See
-    _cutlass_term_list: each SM runs at least tiles × s / SMs tiles of at least K / s steps."""
-    coef = row[KERNEL_COLUMNS:]
-    if (coef[1:] < 0).any() or not row[5] > 0:
-        return None
-    tiles = np.ceil(n / row[1]) * np.ceil(m / row[2]) * batch
-    filled = (n / np.ceil(n / row[1]) + m / np.ceil(m / row[2])) / (row[1] + row[2])
-    per_split = coef[3] * tiles / sms + coef[4] * m * n * batch
-    return coef[0] + coef[5] + tiles * k / sms * (coef[1] * filled + coef[2] / row[5]) + least * per_split
+def _config_ms(rows, m, n, k, batch, splits, ok, sms: int) -> np.ndarray:
+    """Kernel configurations' times (rows of cutlass_kernels, one per shape) on shapes (1-D arrays)
+    at each of `splits`: shapes × splits, infinite where not `ok`."""
+    terms = _cutlass_term_list(*(x[:, None] for x in (m, n, k, batch, rows[:, 1], rows[:, 2])), splits,
+                               rows[:, 5:6], sms)
+    return np.where(ok, sum(term * rows[:, KERNEL_COLUMNS + i, None] for i, term in enumerate(terms)), np.inf)
+
+
+def _split_floor(rows, m, n, k, batch, least: int, sms: int) -> np.ndarray:
+    """The least time any split of `least` ways or more can take on kernel configurations (rows of
+    cutlass_kernels, one per shape), per shape; -inf where a negative coefficient or no occupancy
+    allows no such floor. See _cutlass_term_list: each SM runs at least tiles × s / SMs tiles of at
+    least K / s steps each."""
+    coef, tm, tn, occupancy = rows[:, KERNEL_COLUMNS:].T, rows[:, 1], rows[:, 2], rows[:, 5]
+    tiles = np.ceil(n / tm) * np.ceil(m / tn) * batch
+    filled = (n / np.ceil(n / tm) + m / np.ceil(m / tn)) / (tm + tn)
+    with np.errstate(divide="ignore", invalid="ignore"):  # no occupancy: no floor, below
+        floor = (coef[0] + coef[5] + tiles * k / sms * (coef[1] * filled + coef[2] / occupancy)
+                 + least * (coef[3] * tiles / sms + coef[4] * m * n * batch))
+    return np.where((coef[1:] >= 0).all(axis=0) & (occupancy > 0), floor, -np.inf)
 
 
 def chooser_features(m, n, k, batch) -> np.ndarray:
