@@ -38,7 +38,9 @@ def test_validation_reproduces_from_the_committed_export(capsys, tmp_path, seed,
     recorded = {(r["category"], r["model"]): r for r in json.loads((RESULTS / judged).read_text())["summary"]}
     now = {(r["category"], r["model"]): r for r in json.loads(out)["summary"]}
     assert set(now) == set(recorded)
-    for key, row in now.items():  # the shipped profile and the cost model still give the recorded figures
-        assert abs(row["median_ape"] - recorded[key]["median_ape"]) < 1e-9, key
+    # the shipped profile and the cost model still give the recorded figures, to the rounding of the
+    # profile's single-precision neighbour weights (a time moves by up to 1e-7 with how they are summed)
+    for key, row in now.items():
+        assert abs(row["median_ape"] - recorded[key]["median_ape"]) < 1e-6, key
     layers = now[("layer", "calibrated")]
     assert layers["n"] == 14 and layers["max_ape"] <= 0.10  # issue 4's layer target, held by this test
