@@ -23,6 +23,7 @@ calibration set is ever judged.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,11 +170,26 @@ def wide_set(*, seed: int, dtype: str = "bf16", quick: bool = False) -> JudgeSet
     return _held_out("wide", drawn, dtype=dtype)
 
 
+# The random draws beside the designed set that the shipped H200 profile was fitted on (its fit's
+# "refitted_from": calibrate --extended 1, 2, 3 and --edges 1, 2): never judged either.
+FITTED_DRAWS = {"extended": (1, 2, 3), "edges": (1, 2)}
+
+
+@functools.lru_cache(maxsize=4)
+def fitted_keys(dtype: str) -> frozenset:
+    """The keys of every case a shipped profile was fitted on: the designed set and FITTED_DRAWS."""
+    keys = {c.key for c in calibration_cases(dtype=dtype)}
+    for kind, seeds in FITTED_DRAWS.items():
+        for seed in seeds:
+            keys |= {c.key for c in calibration_cases(dtype=dtype, **{kind: seed})}
+    return frozenset(keys)
+
+
 def _held_out(name: str, drawn: list[tuple[Case, str]], *, dtype: str, steps: tuple = ()) -> JudgeSet:
-    """The drawn cases without repeats and, where no step needs them, without any case of the
-    designed calibration set (a real model's step can run a calibration shape: measured for the
-    step, never judged alone)."""
-    designed = {c.key for c in calibration_cases(dtype=dtype)}
+    """The drawn cases without repeats and, where no step needs them, without any case a shipped
+    profile was fitted on (a real model's step can run a calibration shape: measured for the step,
+    never judged alone)."""
+    designed = fitted_keys(dtype)
     needed = {key for step in steps for key, _ in step.ops}
     groups: dict[str, str] = {}
     cases = []
