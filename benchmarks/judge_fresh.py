@@ -16,8 +16,8 @@ import shutil
 import tempfile
 
 import numpy as np
-
 from judge_figures import table
+
 from shapewise.hardware import get_gpu
 from shapewise.judges import judge_set_cases, judge_sets
 from shapewise.profile import find, load
