@@ -189,14 +189,25 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         "launch": np.full_like(t0, p.launch_ms),
     }
     time_ms = np.maximum(t4, t_mem_slow) * s + p.launch_ms
-    gemv = np.minimum(m, n) == 1
-    if np.any(gemv):  # a matrix-vector product: gemv kernels, bound by memory, no tiles (params.gemv_bandwidth)
-        t_gemv = nbytes / (gpu.bytes_per_s * p.gemv_bandwidth)
-        for name in ("kernel", "tile", "wave", "misalign"):
+    # A matrix-vector product with a misaligned leading dim (a dim of 1 is a vector, whatever its
+    # stride), or batched, runs cuBLAS's gemv kernels: bound by memory, no tiles (params.gemv_*). An
+    # aligned unbatched one (a decoding step's weights streamed for one token) runs near the
+    # bandwidth of the memory-bound GEMMs and stays with them: on the H200 such weight streaming ran
+    # at 2.9-4.4 TB/s, the misaligned and batched gemv at 0.1-3.0 (benchmarks/results/h200-edges/),
+    # and one gemv bandwidth for both put decoding steps at one token 8-22% slow (benchmarks/RESULTS.md).
+    lead_a = np.where(a_lead_is_m, m, k)
+    narrow = ((class_a > 0) & (lead_a > 1)) | ((class_n > 0) & (n > 1))
+    gemv = (np.minimum(m, n) == 1) & (narrow | (batch > 1))
+    if np.any(gemv):
+        t_gemv = (nbytes / (gpu.bytes_per_s * p.gemv_bandwidth)
+                  + p.gemv_latency_ms * 1e-3 * np.minimum(1.0, nbytes / (p.memory_ramp_mb * 1e6)))
+        t_narrow = t_gemv * np.where(narrow, p.gemv_misaligned, 1.0)
+        for name in ("kernel", "tile", "wave"):
             losses[name] = np.where(gemv, 0.0, losses[name])
+        losses["misalign"] = np.where(gemv, (t_narrow - t_gemv) * s, losses["misalign"])
         losses["memory"] = np.where(gemv, (t_gemv - t0) * s, losses["memory"])
         losses["launch"] = np.where(gemv, p.gemv_fixed_ms, losses["launch"])
-        time_ms = np.where(gemv, t_gemv * s + p.gemv_fixed_ms, time_ms)
+        time_ms = np.where(gemv, t_narrow * s + p.gemv_fixed_ms, time_ms)
     tile = np.stack([b_tm, b_tn], axis=-1)
     family = np.full(np.shape(m), -1)
     losses["correction"] = np.zeros_like(t0)

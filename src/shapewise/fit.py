@@ -40,7 +40,7 @@ START = dataclasses.replace(SPEC, gemm_ceiling=0.78, k_overhead=64.0, misaligned
                             tile_rates=(1.0, 1.0, 0.92, 0.80, 0.80, 0.60, 0.4, 0.4, 0.25), gemm_residuals=())
 GEMM_SCALARS = ("gemm_ceiling", "k_overhead", "misaligned_even", "gemm_bandwidth", "launch_ms",
                 "memory_latency_ms", "memory_ramp_mb", "misaligned_even_memory", "misaligned_odd_memory", "wave_credit",
-                "gemv_bandwidth", "gemv_fixed_ms")
+                "gemv_bandwidth", "gemv_latency_ms", "gemv_misaligned", "gemv_fixed_ms")
 FRACTIONS = ("wave_credit",)  # parameters between 0 and 1
 PER_ROW = ("embed",)  # families whose few-row calls cost by the row (cost.SMALL_INDEX)
 

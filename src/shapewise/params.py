@@ -85,11 +85,15 @@ class CostParams:
     memory_latency_ms: float = 0.0045
     memory_ramp_mb: float = 17.9106
     # A GEMM with a side of 1 is a matrix-vector product: cuBLAS runs gemv kernels (or a dot product)
-    # that stream the operands once and never pad a side to a tile. They reach this fraction of the
-    # datasheet bandwidth after a fixed time of their own: a straight line through the H200's 419
-    # unbatched edge shapes with a side of 1 gave 2.44 TB/s after 6.1 µs (benchmarks/results/h200-edges/).
-    gemv_bandwidth: float = 0.51
-    gemv_fixed_ms: float = 0.0061
+    # that stream the operands once and never pad a side to a tile: bytes at this fraction of the
+    # datasheet bandwidth, a ramp of gemv_latency_ms over the first memory_ramp_mb, a fixed time, and
+    # a slowdown where a leading dim is not 16-byte aligned. Read off the H200's edge draws
+    # (benchmarks/results/h200-edges/): aligned weight streaming reached 4.2-4.4 TB/s on gigabytes,
+    # the misaligned ones about 2.5, every call at least 5-6 µs; a calibration fits them.
+    gemv_bandwidth: float = 0.88
+    gemv_latency_ms: float = 0.01
+    gemv_misaligned: float = 1.6
+    gemv_fixed_ms: float = 0.0058
     # Fused attention as torch's SDPA runs it by default: on an H200 with torch 2.11 that is the cuDNN
     # kernel (the default rows of benchmarks/results/h200-bench.csv match the probe's cuDNN rows).
     # The kernel gives each SM one query block of flash_block_q rows (the backward's kernels: blocks
