@@ -1,4 +1,4 @@
-"""The figures of the fresh judgement (benchmarks/RESULTS.md, "judged once after the edges"): seeds
+"""The figures of the fresh judgements (benchmarks/RESULTS.md, "judged once after the edges"): seeds
 drawn after the cost model and the shipped H200 profile were frozen, measured on two H200s, from the
 committed exports in results/h200-judges-fresh/: wide seeds 21 and 22, attention seed 21 and models
 seed 4 over every corpus config on the first; wide 21 and attention 21 again on the second, with
@@ -27,6 +27,10 @@ R = "benchmarks/results/h200-judges-fresh"
 CONFIGS = ["tests/data/hf"]
 MEASURED = {"judges.csv.gz": [("wide", 21), ("wide", 22), ("attention", 21), ("models", 4)],
             "judges-2.csv.gz": [("wide", 21), ("attention", 21)]}
+# After the gemv pricing was narrowed and the profile refitted (the first freeze's models run had been
+# seen), one more run of fresh seeds on a third H200.
+SECOND = ("benchmarks/results/h200-judges-fresh2",
+          {"judges.csv.gz": [("wide", 23), ("wide", 24), ("attention", 22), ("models", 5)]})
 SHOWN = ("gemm", "bmm", "attention fwd", "attention bwd", "attention decode", "memory", "step train", "step prefill",
          "step decode")
 
@@ -43,12 +47,19 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", help="the profile to judge (default: the shipped H200 profile)")
     ap.add_argument("--regimes", action="store_true", help="every regime's line, not only the kinds'")
+    ap.add_argument("--second", action="store_true",
+                    help="the second freeze's run (results/h200-judges-fresh2/: wide 23, 24; attention 22; models 5)")
     args = ap.parse_args()
+    global R, MEASURED
+    if args.second:
+        R, MEASURED = SECOND
     gpu = get_gpu("h200")
     shipped = load(args.profile) if args.profile else find(gpu)
-    with open(f"{R}/machine-2.json") as f:
-        machine = json.load(f)["params"]
-    on_second = dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, **machine))
+    on_second = None
+    if "judges-2.csv.gz" in MEASURED:
+        with open(f"{R}/machine-2.json") as f:
+            machine = json.load(f)["params"]
+        on_second = dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, **machine))
     with tempfile.TemporaryDirectory() as tmp:
         dbs = {}
         for export in MEASURED:
@@ -68,6 +79,8 @@ def main() -> int:
                     print("  with calibrate --quick's factors:")
                     for line in table(judge_sets(drawn, rows, gpu=gpu, profile=on_second), categories=SHOWN):
                         print("    " + line)
+        if on_second is None:
+            return 0
         print("== the same cases on the two H200s (second / first, median of each case's times)")
         for name, seed in MEASURED["judges-2.csv.gz"]:
             _, one = rows_of(dbs["judges.csv.gz"], name, seed)
