@@ -414,3 +414,15 @@ def test_a_neighbourhood_of_no_width_or_every_width_is_refused(octaves):
     text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, residual_octaves=octaves)))
     with pytest.raises(ShapewiseError, match="residual_octaves.*calibrate again"):
         from_text(text)
+
+
+@pytest.mark.parametrize("place", [-1.0, 64.0, 1e300])
+def test_a_residual_placed_outside_any_dim_is_refused(place):
+    """A fuzzed residual row at log2 dim 1e300 reached the neighbour sums' cells (an invalid cast):
+    the load refuses it in one line first."""
+    shipped = find("h200")
+    rows = list(shipped.params.gemm_residuals)
+    rows[0] = rows[0][:3] + (place,) + rows[0][4:]
+    text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, gemm_residuals=tuple(rows))))
+    with pytest.raises(ShapewiseError, match="gemm_residuals.*log2 dims"):
+        from_text(text)

@@ -106,6 +106,13 @@ def _params_from_json(data: dict, where: str) -> CostParams:
         raise ShapewiseError(f"{where}: parameter residual_octaves is {octaves}; the width of a calibration shape's "
                              f"neighbourhood must be {OCTAVES[0]} to {OCTAVES[1]} octaves (calibrate picks 0.75 to "
                              f"1.5): calibrate again or use another profile")
+    # Where a residual (or a kernel choice) was measured: a layout and two alignment classes (each 0, 1
+    # or 2), then log2 of m, n, k and batch (a dim of 1 to 2^63).
+    for name, first in (("gemm_residuals", 3), ("cutlass_choices", 2)):
+        for row in values.get(name, ()):
+            if any(x not in (0, 1, 2) for x in row[:first]) or any(not 0 <= x <= 63 for x in row[first:first + 4]):
+                raise ShapewiseError(f"{where}: {name} hold a place outside the layouts, alignment classes or log2 "
+                                     "dims 0 to 63: calibrate again or use another profile")
     kernels = len(values.get("cutlass_kernels", ()))
     if any(not (0 <= row[6] < kernels) or row[6] != int(row[6]) for row in values.get("cutlass_choices", ())):
         raise ShapewiseError(f"{where}: cutlass_choices name kernels that cutlass_kernels does not hold")
