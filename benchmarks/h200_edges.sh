@@ -14,10 +14,10 @@ cat "$OUT/gpu.txt"
 python3 - "$db" "$seed" <<'PY'
 import sys
 from shapewise.bench import sweep
-from shapewise.calibrate import _edge_cases
+from shapewise.calibrate import drawn_beside
 from shapewise.store import Store
 with Store(sys.argv[1]) as store:
-    print(sweep(_edge_cases(int(sys.argv[2]), quick=False, dtype="bf16"), store=store, progress=False).summary())
+    print(sweep(drawn_beside(edges=int(sys.argv[2])), store=store, progress=False).summary())
 PY
 echo "measured: $(( $(date +%s) - start )) s"
 timeout 300 python3 benchmarks/kernel_names.py "$OUT/kernels-edges-$seed.csv" --db "$db" --held-out-only --seeds --edges "$seed"

@@ -8,7 +8,9 @@ python benchmarks/judge_figures.py [--profile PATH] [--machine-factors JSON]
 
 import argparse
 import dataclasses
+import gzip
 import json
+import shutil
 import tempfile
 
 import numpy as np
@@ -33,8 +35,28 @@ SHOWN = ("gemm", "bmm", "attention fwd", "attention bwd", "attention decode", "m
          "step decode")
 
 
-def measured_rows(db: str, name: str, seed: int):
-    drawn = judge_set_cases(name, seed=seed, configs=CONFIGS)
+def import_export(path: str, db: str) -> None:
+    """A results-store export (CSV, or CSV gzipped as committed) into the store at `db`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if path.endswith(".gz"):
+            plain = f"{tmp}/export.csv"
+            with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            path = plain
+        with Store(db) as store:
+            store.import_csv(path)
+
+
+def with_machine_factors(profile, path: str):
+    """`profile` with the machine factors of the profile `calibrate --quick` wrote at `path` (its
+    machine_* parameters only: the rest of that profile is the one it was fitted on top of)."""
+    with open(path) as f:
+        factors = {k: v for k, v in json.load(f)["params"].items() if k.startswith("machine_")}
+    return dataclasses.replace(profile, params=dataclasses.replace(profile.params, **factors))
+
+
+def measured_rows(db: str, name: str, seed: int, configs=CONFIGS):
+    drawn = judge_set_cases(name, seed=seed, configs=configs)
     by_key = {c.key: c for c in drawn.cases}
     with Store(db) as store:
         found = {r["key"]: r for r in store.rows() if r["key"] in by_key and r.get("error") is None}
@@ -57,15 +79,12 @@ def main() -> int:
     args = ap.parse_args()
     gpu = get_gpu("h200")
     shipped = load(args.profile) if args.profile else find(gpu)
-    with open(f"{R}/machine-2.json") as f:
-        machine = json.load(f)["params"]
-    on_second = dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, **machine))
+    on_second = with_machine_factors(shipped, f"{R}/machine-2.json")
     with tempfile.TemporaryDirectory() as tmp:
         dbs = {}
         for export in MEASURED:
             dbs[export] = f"{tmp}/{export}.db"
-            with Store(dbs[export]) as store:
-                store.import_csv(f"{R}/{export}")
+            import_export(f"{R}/{export}", dbs[export])
         pooled: dict = {}
         for export, sets in MEASURED.items():
             for name, seed in sets:
@@ -86,17 +105,21 @@ def main() -> int:
                 print("  " + line)
         print("== the same cases on the two H200s (second / first, median of each case's times)")
         for name in ("wide", "attention", "models"):
-            _, one = measured_rows(dbs["judges-1.csv"], name, 1)
-            _, two = measured_rows(dbs["judges-2.csv"], name, 1)
-            first = {c.key: r["median_ms"] for c, r in one}
-            ratio = np.array([r["median_ms"] / first[c.key] for c, r in two if c.key in first])
-            big = np.array([first[c.key] >= 0.03 for c, r in two if c.key in first])
-            dev = np.abs(ratio - 1)
-            print(f"  {name:10s} {len(ratio):4d} cases: |difference| median {np.median(dev):.1%}, p90 "
-                  f"{np.percentile(dev, 90):.1%}; second/first geometric mean {np.exp(np.mean(np.log(ratio))):.4f}; "
-                  f"cases of 30 µs or more ({big.sum()}): median {np.median(dev[big]):.1%}, p90 "
-                  f"{np.percentile(dev[big], 90):.1%}")
+            print(spread(name, measured_rows(dbs["judges-1.csv"], name, 1)[1],
+                         measured_rows(dbs["judges-2.csv"], name, 1)[1]))
     return 0
+
+
+def spread(name: str, one: list, two: list) -> str:
+    """The same cases measured on two machines ((case, row) pairs of each): how far apart."""
+    first = {c.key: r["median_ms"] for c, r in one}
+    ratio = np.array([r["median_ms"] / first[c.key] for c, r in two if c.key in first])
+    big = np.array([first[c.key] >= 0.03 for c, r in two if c.key in first])
+    dev = np.abs(ratio - 1)
+    return (f"  {name:10s} {len(ratio):4d} cases: |difference| median {np.median(dev):.1%}, p90 "
+            f"{np.percentile(dev, 90):.1%}; second/first geometric mean {np.exp(np.mean(np.log(ratio))):.4f}; "
+            f"cases of 30 µs or more ({big.sum()}): median {np.median(dev[big]):.1%}, p90 "
+            f"{np.percentile(dev[big], 90):.1%}")
 
 
 if __name__ == "__main__":

@@ -9,19 +9,13 @@ python benchmarks/judge_fresh.py [--profile PATH] [--regimes]   (on the CPU; a f
 """
 
 import argparse
-import dataclasses
-import gzip
-import json
-import shutil
 import tempfile
 
-import numpy as np
-from judge_figures import table
+from judge_figures import SHOWN, import_export, measured_rows, spread, table, with_machine_factors
 
 from shapewise.hardware import get_gpu
-from shapewise.judges import judge_set_cases, judge_sets
+from shapewise.judges import judge_sets
 from shapewise.profile import find, load
-from shapewise.store import Store
 
 R = "benchmarks/results/h200-judges-fresh"
 CONFIGS = ["tests/data/hf"]
@@ -31,16 +25,6 @@ MEASURED = {"judges.csv.gz": [("wide", 21), ("wide", 22), ("attention", 21), ("m
 # seen), one more run of fresh seeds on a third H200.
 SECOND = ("benchmarks/results/h200-judges-fresh2",
           {"judges.csv.gz": [("wide", 23), ("wide", 24), ("attention", 22), ("models", 5)]})
-SHOWN = ("gemm", "bmm", "attention fwd", "attention bwd", "attention decode", "memory", "step train", "step prefill",
-         "step decode")
-
-
-def rows_of(db: str, name: str, seed: int):
-    drawn = judge_set_cases(name, seed=seed, configs=CONFIGS)
-    by_key = {c.key: c for c in drawn.cases}
-    with Store(db) as store:
-        found = {r["key"]: r for r in store.rows() if r["key"] in by_key and r.get("error") is None}
-    return drawn, [(by_key[k], r) for k, r in found.items()]
 
 
 def main() -> int:
@@ -50,27 +34,18 @@ def main() -> int:
     ap.add_argument("--second", action="store_true",
                     help="the second freeze's run (results/h200-judges-fresh2/: wide 23, 24; attention 22; models 5)")
     args = ap.parse_args()
-    global R, MEASURED
-    if args.second:
-        R, MEASURED = SECOND
+    folder, measured = SECOND if args.second else (R, MEASURED)
     gpu = get_gpu("h200")
     shipped = load(args.profile) if args.profile else find(gpu)
-    on_second = None
-    if "judges-2.csv.gz" in MEASURED:
-        with open(f"{R}/machine-2.json") as f:
-            machine = json.load(f)["params"]
-        on_second = dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, **machine))
+    on_second = with_machine_factors(shipped, f"{folder}/machine-2.json") if "judges-2.csv.gz" in measured else None
     with tempfile.TemporaryDirectory() as tmp:
         dbs = {}
-        for export in MEASURED:
-            plain, dbs[export] = f"{tmp}/{export}.csv", f"{tmp}/{export}.db"
-            with gzip.open(f"{R}/{export}", "rb") as src, open(plain, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            with Store(dbs[export]) as store:
-                store.import_csv(plain)
-        for export, sets in MEASURED.items():
+        for export in measured:
+            dbs[export] = f"{tmp}/{export}.db"
+            import_export(f"{folder}/{export}", dbs[export])
+        for export, sets in measured.items():
             for name, seed in sets:
-                drawn, rows = rows_of(dbs[export], name, seed)
+                drawn, rows = measured_rows(dbs[export], name, seed, CONFIGS)
                 judged = judge_sets(drawn, rows, gpu=gpu, profile=shipped)
                 print(f"== {export} {name} seed {seed}: {len(rows)} of {len(drawn.cases)} cases measured")
                 for line in table(judged, categories=None if args.regimes else SHOWN):
@@ -82,14 +57,9 @@ def main() -> int:
         if on_second is None:
             return 0
         print("== the same cases on the two H200s (second / first, median of each case's times)")
-        for name, seed in MEASURED["judges-2.csv.gz"]:
-            _, one = rows_of(dbs["judges.csv.gz"], name, seed)
-            _, two = rows_of(dbs["judges-2.csv.gz"], name, seed)
-            first = {c.key: r["median_ms"] for c, r in one}
-            ratio = np.array([r["median_ms"] / first[c.key] for c, r in two if c.key in first])
-            dev = np.abs(ratio - 1)
-            print(f"  {name:10s} {len(ratio):4d} cases: |difference| median {np.median(dev):.1%}, p90 "
-                  f"{np.percentile(dev, 90):.1%}; second/first geometric mean {np.exp(np.mean(np.log(ratio))):.4f}")
+        for name, seed in measured["judges-2.csv.gz"]:
+            print(spread(name, measured_rows(dbs["judges.csv.gz"], name, seed, CONFIGS)[1],
+                         measured_rows(dbs["judges-2.csv.gz"], name, seed, CONFIGS)[1]))
     return 0
 
 

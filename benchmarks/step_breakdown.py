@@ -6,11 +6,10 @@ python benchmarks/step_breakdown.py EXPORT.csv[.gz] --seed S [--configs DIR] [--
 """
 
 import argparse
-import gzip
-import shutil
-import subprocess
 import sys
 import tempfile
+
+from judge_figures import import_export
 
 from shapewise.bench import stored_rows
 from shapewise.hardware import get_gpu
@@ -31,14 +30,8 @@ def main() -> int:
     gpu = get_gpu("h200")
     profile = load(args.profile) if args.profile else find(gpu)
     with tempfile.TemporaryDirectory() as tmp:
-        csv_path = args.export
-        if csv_path.endswith(".gz"):
-            csv_path = f"{tmp}/export.csv"
-            with gzip.open(args.export, "rb") as src, open(csv_path, "wb") as dst:
-                shutil.copyfileobj(src, dst)
         db = f"{tmp}/run.db"
-        subprocess.run([sys.executable, "-m", "shapewise", "results", "--import", csv_path, "--db", db], check=True,
-                       capture_output=True)
+        import_export(args.export, db)
         drawn = judge_set_cases("models", seed=args.seed, configs=[args.configs])
         with Store(db) as store:
             rows = stored_rows(drawn.cases, store=store)

@@ -174,6 +174,12 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     return _unique(cases)
 
 
+def drawn_beside(*, dtype: str = "bf16", extended: int | None = None, edges: int | None = None) -> list[Case]:
+    """The random draws of `calibrate --extended SEED` and `--edges SEED` alone, without the
+    designed set they are measured beside."""
+    return _extended_cases(extended, quick=False, dtype=dtype) + _edge_cases(edges, quick=False, dtype=dtype)
+
+
 def _extended_cases(extended: int | None, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --extended SEED`'s draws (none without a seed): which kernel cuBLAS runs for a
     misaligned shape is learned from many shapes' choices."""

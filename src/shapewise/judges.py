@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .calibrate import Judged, calibration_cases, judge, validation_cases
+from .calibrate import Judged, calibration_cases, drawn_beside, judge, validation_cases
 from .cases import Case, gemm_cases, op_case
 from .errors import ShapewiseError, warn
 from .ops import COMM, FLASH, MEMORY, attention_op, model_ops
@@ -181,7 +181,7 @@ def fitted_keys(dtype: str) -> frozenset:
     keys = {c.key for c in calibration_cases(dtype=dtype)}
     for kind, seeds in FITTED_DRAWS.items():
         for seed in seeds:
-            keys |= {c.key for c in calibration_cases(dtype=dtype, **{kind: seed})}
+            keys |= {c.key for c in drawn_beside(dtype=dtype, **{kind: seed})}
     return frozenset(keys)
 
 
