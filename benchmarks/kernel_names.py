@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from shapewise.bench import census_rows, kernel_census
-from shapewise.calibrate import _edge_cases, _random_bmms, _random_gemms, calibration_cases, validation_cases
+from shapewise.calibrate import _batched_cases, _edge_cases, _random_bmms, _random_gemms, calibration_cases, validation_cases
 from shapewise.cases import is_gemm
 from shapewise.cost import align_classes
 from shapewise.hardware import get_gpu
@@ -56,6 +56,7 @@ def main() -> int:
     ap.add_argument("--extended", type=int, nargs="?", const=1, metavar="SEED",
                     help="the calibration set of `calibrate --extended SEED`")
     ap.add_argument("--edges", type=int, metavar="SEED", help="and the edge draws of `calibrate --edges SEED`")
+    ap.add_argument("--batched", type=int, metavar="SEED", help="and the batched draws of `calibrate --batched SEED`")
     ap.add_argument("--census", action="store_true", help="add random misaligned shapes, none of the calibration's")
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -63,6 +64,7 @@ def main() -> int:
         return 2
     drawn = [] if args.held_out_only else calibration_cases(quick=args.quick, extended=args.extended)
     drawn += _edge_cases(args.edges, quick=args.quick, dtype="bf16")
+    drawn += _batched_cases(args.batched, quick=args.quick, dtype="bf16")
     drawn += census_shapes(quick=args.quick) if args.census else []
     for seed in args.seeds:
         drawn += validation_cases(quick=args.quick, seed=seed)

@@ -106,10 +106,11 @@ EXTENDED_GEMMS, EXTENDED_BMMS = 2400, 1200
 EXTENDED_STREAM = 4099
 
 
-def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1,
-                      extended: int | None = None, edges: int | None = None) -> list[Case]:
+def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1, extended: int | None = None,
+                      edges: int | None = None, batched: int | None = None) -> list[Case]:
     """The designed set; with `extended` (a seed), that seed's extended draws too; with `edges` (a
-    seed), that seed's edge draws (_edge_cases)."""
+    seed), that seed's edge draws (_edge_cases); with `batched` (a seed), its batched draws
+    (_batched_cases)."""
     rng = np.random.default_rng(seed)
     if quick:  # toy sizes, for a CPU smoke test
         return _unique(gemm_cases([32, 64], [64, 65], [32], layouts=("nn", "nt", "tn"), dtype=dtype)
@@ -118,7 +119,8 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
                           for s in (32, 64)]
                        + [op_case(op, dtype) for op in _layer_memory_ops(64)]
                        + _extended_cases(extended, quick=True, dtype=dtype)
-                       + _edge_cases(edges, quick=True, dtype=dtype))
+                       + _edge_cases(edges, quick=True, dtype=dtype)
+                       + _batched_cases(batched, quick=True, dtype=dtype))
     cases = [c for d in (256, 512, 1024, 2048, 4096, 8192, 12288) for c in gemm_cases([d], [d], [d], dtype=dtype)]
     cases += gemm_cases([8192], list(range(64, 8193, 256)), [8192], dtype=dtype)  # tile and wave regimes
     for layout in ("nn", "nt", "tn"):  # every alignment class of every leading dim
@@ -169,15 +171,24 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     # The norms on rows of many widths: a norm's fixed time grows with its rows' width (one row's
     # reduction), which rows of 4096 alone cannot tell. Few rows for the fixed time, many for a check.
     cases += [op_case(op, dtype) for width in NORM_WIDTHS for tokens in (1, 16, 2048) for op in _norm_ops(width, tokens)]
+    # An MoE layer's token copies (dispatch and combine, forward and backward): a gather and a scatter
+    # of whole rows, which no dense layer runs, at hidden sizes of 2048 to 7168.
+    moe = get_model("mixtral-8x7b")
+    cases += [op_case(op, dtype) for hidden in (2048, 4096, 7168) for tokens in (1, 16, 512, 4096, 16384)
+              for op in _memory_ops((dataclasses.replace(moe, hidden=hidden, num_heads=hidden // 128),), tokens,
+                                    families=("copy",))]
     cases += _extended_cases(extended, quick=False, dtype=dtype)
     cases += _edge_cases(edges, quick=False, dtype=dtype)
+    cases += _batched_cases(batched, quick=False, dtype=dtype)
     return _unique(cases)
 
 
-def drawn_beside(*, dtype: str = "bf16", extended: int | None = None, edges: int | None = None) -> list[Case]:
-    """The random draws of `calibrate --extended SEED` and `--edges SEED` alone, without the
-    designed set they are measured beside."""
-    return _extended_cases(extended, quick=False, dtype=dtype) + _edge_cases(edges, quick=False, dtype=dtype)
+def drawn_beside(*, dtype: str = "bf16", extended: int | None = None, edges: int | None = None,
+                 batched: int | None = None) -> list[Case]:
+    """The random draws of `calibrate --extended SEED`, `--edges SEED` and `--batched SEED` alone,
+    without the designed set they are measured beside."""
+    return (_extended_cases(extended, quick=False, dtype=dtype) + _edge_cases(edges, quick=False, dtype=dtype)
+            + _batched_cases(batched, quick=False, dtype=dtype))
 
 
 def _extended_cases(extended: int | None, *, quick: bool, dtype: str) -> list[Case]:
@@ -236,6 +247,84 @@ def _edge_cases(edges: int | None, *, quick: bool, dtype: str) -> list[Case]:
                 m, n, k = (1 + d % 61 for d in (m, n, k))
             cases += gemm_cases([m], [n], [k], batches=(batch,), layouts=(layout,), dtype=dtype)
     return cases
+
+
+# `calibrate --batched SEED`: batched GEMMs in every layout, and one query token's attention against
+# caches of every head grouping, from a stream of their own (BATCHED_STREAM beside the seed). The
+# designed set's batched GEMMs are "nn" and "nt" only, over dims of 32 to 4096, and its decoding
+# attention has head dims 64 and 128 and groups of 1 to 4: the batched "tn" GEMMs of attention's
+# backward, the score and value products of sequences that are no power of two, and the decoding of
+# head dims to 256 and of one key head shared by tens of query heads were corrected as their nearest
+# other shapes (benchmarks/RESULTS.md).
+BATCHED_GEMMS, BATCHED_DECODES = 1500, 160
+BATCHED_STREAM = 6113
+BATCHED_HEAD_DIMS = (32, 64, 80, 96, 112, 128, 160, 192, 256)
+# Attention's products by their operands as torch lays them out (batch × seq × head dim, row-major):
+# (m, n, k, layout) over query length q, key length s and head dim d.
+ATTENTION_PRODUCTS = (
+    lambda q, s, d: (q, s, d, "nt"),  # Q Kᵀ, and dO Vᵀ
+    lambda q, s, d: (q, d, s, "nn"),  # P V, and dS K
+    lambda q, s, d: (s, d, q, "tn"),  # Pᵀ dO and dSᵀ Q
+)
+DECODE_GROUPS = (1, 1, 2, 4, 5, 7, 8, 16, 32, 71)
+MAX_DECODE_BYTES = 8e9  # one call's K and V
+
+
+def _batched_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, int, str]]:
+    """(m, n, k, batch, layout) of `count` batched GEMMs (see BATCHED_GEMMS): half attention's
+    products over query and key lengths of any value (decode and chunked prefill too: a query
+    shorter than its keys), half any dims of 1 to 16,384 in any layout and alignment class."""
+    out: list[tuple[int, int, int, int, str]] = []
+    size = DTYPE_BYTES[dtype]
+    while len(out) < count:
+        batch = int(_rng_dims(rng, 2, 2048, 1)[0])
+        if rng.random() < 0.5:
+            s = int(_rng_dims(rng, 64, 16384, 1)[0])
+            q = s if rng.random() < 0.7 else int(_rng_dims(rng, 1, s, 1)[0])
+            d = int(rng.choice(BATCHED_HEAD_DIMS))
+            m, n, k, layout = ATTENTION_PRODUCTS[int(rng.integers(len(ATTENTION_PRODUCTS)))](q, s, d)
+        else:
+            m, n, k = (int(d) for d in _rng_dims(rng, 1, 16384, 3))
+            m, n, k = (max(1, d - d % 8 + int(rng.choice([0, 2, 1]))) if d > 8 else d for d in (m, n, k))
+            layout = str(rng.choice(["nn", "nt", "tn"]))
+        if 2.0 * batch * m * n * k <= EDGE_MAX_FLOPS and batch * (m * k + k * n + m * n) * size <= EDGE_MAX_BYTES:
+            out.append((m, n, k, batch, layout))
+    return out
+
+
+def _decode_draws(rng, count: int, *, dtype: str) -> list[Case]:
+    """One query token's fused attention: query heads 8 to 128 in groups of 1 to 71 per key head,
+    head dims 64 to 256, caches of 256 to 32,768 tokens (any length), 1 to 128 sequences; caches
+    within MAX_DECODE_BYTES."""
+    cases: list[Case] = []
+    while len(cases) < count:
+        groups = int(rng.choice(DECODE_GROUPS))
+        kv_heads = max(1, int(_rng_dims(rng, 1, 128, 1)[0]) // groups)
+        heads = kv_heads * groups
+        d = int(rng.choice(BATCHED_HEAD_DIMS[1:]))
+        kv_len = int(_rng_dims(rng, 256, 32768, 1)[0])
+        seqs = int(_rng_dims(rng, 1, 128, 1)[0])
+        if heads <= 256 and 2 * seqs * kv_heads * kv_len * d * DTYPE_BYTES[dtype] <= MAX_DECODE_BYTES:
+            cases.append(_attention("fwd", seqs=seqs, heads=heads, kv_heads=kv_heads, seq=1, kv_len=kv_len,
+                                    head_dim=d, dtype=dtype))
+    return cases
+
+
+def _batched_cases(batched: int | None, *, quick: bool, dtype: str) -> list[Case]:
+    """`calibrate --batched SEED`'s draws (none without a seed)."""
+    if batched is None:
+        return []
+    rng = np.random.default_rng([batched, BATCHED_STREAM])
+    count, decodes = (3, 2) if quick else (BATCHED_GEMMS, BATCHED_DECODES)
+    cases = []
+    for m, n, k, batch, layout in _batched_dims(rng, count, dtype=dtype):
+        if quick:
+            m, n, k, batch = (1 + d % 61 for d in (m, n, k, batch))
+        cases += gemm_cases([m], [n], [k], batches=(batch,), layouts=(layout,), dtype=dtype)
+    if quick:
+        return cases + [_attention("fwd", seqs=1, heads=4, kv_heads=k, seq=1, kv_len=64, head_dim=64, dtype=dtype)
+                        for k in (1, 4)][:decodes]
+    return cases + _decode_draws(rng, decodes, dtype=dtype)
 
 
 NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-out set's presets' (1600, 2560, 4096)
@@ -480,7 +569,8 @@ class Calibration:
 
 
 def calibrate(*, store, gpu: GPU | str | None = None, device: str = "cuda", dtype: str = "bf16", quick: bool = False,
-              extended: int | None = None, edges: int | None = None, warmup_ms: float = 3, budget_ms: float = 10,
+              extended: int | None = None, edges: int | None = None, batched: int | None = None,
+              warmup_ms: float = 3, budget_ms: float = 10,
               force: bool = False, progress: bool = True) -> Calibration:
     """Measure the designed set on `device` (what the store holds for this environment is kept), name
     the kernels cuBLAS ran for its GEMMs, and fit a profile for `gpu` (default: the GPU measured).
@@ -488,7 +578,7 @@ def calibrate(*, store, gpu: GPU | str | None = None, device: str = "cuda", dtyp
     from .bench import census_rows, kernel_census, sweep
     from .measure import measured_gpu
 
-    cases = calibration_cases(dtype=dtype, quick=quick, extended=extended, edges=edges)
+    cases = calibration_cases(dtype=dtype, quick=quick, extended=extended, edges=edges, batched=batched)
     result = sweep(cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
                    progress=progress)
     if result.interrupted or result.rank != 0:
