@@ -310,25 +310,37 @@ def kernel_times(rows, m, n, k, batch, sms, inside=None) -> tuple[np.ndarray, np
     split_ok |= (splits > 1) & (slice_ >= CUTLASS_MIN_PARTIAL_SLICE) & single & ~split_ok.any(axis=-1, keepdims=True)
     # by kind of kernel: 0 writes its output, 1 writes fp32 partials
     valid = np.stack([valid, np.where(split_ok.any(axis=-1, keepdims=True), split_ok, valid)])
-    # every (shape, configuration) pair to time, on one axis, a cache-sized block at a time
-    shapes, configs = np.nonzero(np.ones(times.shape, dtype=bool) if inside is None else inside)
-    rows = np.asarray(rows, dtype=float)
-    for start in range(0, len(shapes), CUTLASS_BLOCK):
-        shape, config = shapes[start:start + CUTLASS_BLOCK], configs[start:start + CUTLASS_BLOCK]
-        row, dims = rows[config], [x[shape] for x in (m, n, k, batch)]
-        ok = valid[(row[:, 3] > 0).astype(np.int64), shape]
-        t = np.full(ok.shape, np.inf)
-        t[:, :FIRST_SPLITS] = _config_ms(row, *dims, splits[:FIRST_SPLITS], ok[:, :FIRST_SPLITS], sms)
-        later = ok[:, FIRST_SPLITS:].any(axis=1)  # none for batched shapes: a batch is not split
+    # splits × (kind, shape): a pair's splits lie along the first axis, as its times do below
+    valid = valid.transpose(2, 0, 1).reshape(len(splits), -1)
+    # every (shape, configuration) pair to time, on one axis, a configuration's pairs after one another
+    # and a cache-sized block at a time; the kernels' columns on the first axis, so that a block of
+    # one configuration takes its row once (broadcast) rather than once per pair
+    pairs = np.flatnonzero((np.ones(times.shape, dtype=bool) if inside is None else inside).T)
+    rows = np.asarray(rows, dtype=float).T.copy()
+    first, later_splits = splits[:FIRST_SPLITS], splits[FIRST_SPLITS:]
+    for start in range(0, len(pairs), CUTLASS_BLOCK):
+        config, shape = np.divmod(pairs[start:start + CUTLASS_BLOCK], len(m))
+        row = rows[:, config[:1]] if config[0] == config[-1] else rows[:, config]
+        dims = [x[shape] for x in (m, n, k, batch)]
+        ok = valid[:, (row[3] > 0) * len(m) + shape]
+        t = _config_ms(row, *dims, first, ok[:FIRST_SPLITS], sms)
+        best = np.argmin(t, axis=0)
+        least = t[best, np.arange(len(shape))]
+        later = ok[FIRST_SPLITS:].any(axis=0)  # none for batched shapes: a batch is not split
         if later.any():  # where no later split can beat the best so far, they are not timed
-            floor = _split_floor(row, *dims, splits[FIRST_SPLITS], sms)
-            later &= ~(floor > t.min(axis=1) * (1 + 1e-9))  # a margin far above rounding; NaN: timed
+            floor = _split_floor(row, *dims, later_splits[0], sms)
+            later &= ~(floor > least * (1 + 1e-9))  # a margin far above rounding; NaN: timed
         some = np.flatnonzero(later)
         if len(some):
-            t[some, FIRST_SPLITS:] = _config_ms(row[some], *(x[some] for x in dims), splits[FIRST_SPLITS:],
-                                                ok[some, FIRST_SPLITS:], sms)
-        best = np.argmin(t, axis=-1)
-        times[shape, config], best_split[shape, config] = t[np.arange(len(t)), best], splits[best]
+            t = _config_ms(row if row.shape[1] == 1 else row[:, some], *(x[some] for x in dims), later_splits,
+                           ok[FIRST_SPLITS:, some], sms)
+            best_later = np.argmin(t, axis=0)
+            t = t[best_later, np.arange(len(some))]
+            # a later split only where strictly faster: of equal times the first wins, as one argmin
+            # over every split picks it
+            wins = t < least[some]
+            least[some[wins]], best[some[wins]] = t[wins], FIRST_SPLITS + best_later[wins]
+        times[shape, config], best_split[shape, config] = least, splits[best]
     return times, best_split
 
 
@@ -337,19 +349,19 @@ FIRST_SPLITS = 4  # kernel_times times these splits of CUTLASS_SPLITS for every 
 
 
 def _config_ms(rows, m, n, k, batch, splits, ok, sms: int) -> np.ndarray:
-    """Kernel configurations' times (rows of cutlass_kernels, one per shape) on shapes (1-D arrays)
-    at each of `splits`: shapes × splits, infinite where not `ok`."""
-    terms = _cutlass_term_list(*(x[:, None] for x in (m, n, k, batch, rows[:, 1], rows[:, 2])), splits,
-                               rows[:, 5:6], sms)
-    return np.where(ok, sum(term * rows[:, KERNEL_COLUMNS + i, None] for i, term in enumerate(terms)), np.inf)
+    """Kernel configurations' times on shapes (1-D arrays) at each of `splits`: splits × shapes,
+    infinite where not `ok`. rows: cutlass_kernels' columns × shapes (one configuration per shape),
+    or × 1 (one for all)."""
+    terms = _cutlass_term_list(m, n, k, batch, rows[1], rows[2], splits[:, None], rows[5], sms)
+    return np.where(ok, sum(term * rows[KERNEL_COLUMNS + i] for i, term in enumerate(terms)), np.inf)
 
 
 def _split_floor(rows, m, n, k, batch, least: int, sms: int) -> np.ndarray:
-    """The least time any split of `least` ways or more can take on kernel configurations (rows of
-    cutlass_kernels, one per shape), per shape; -inf where a negative coefficient or no occupancy
-    allows no such floor. See _cutlass_term_list: each SM runs at least tiles × s / SMs tiles of at
-    least K / s steps each."""
-    coef, tm, tn, occupancy = rows[:, KERNEL_COLUMNS:].T, rows[:, 1], rows[:, 2], rows[:, 5]
+    """The least time any split of `least` ways or more can take on kernel configurations (rows as
+    _config_ms takes them), per shape; -inf where a negative coefficient or no occupancy allows no
+    such floor. See _cutlass_term_list: each SM runs at least tiles × s / SMs tiles of at least K / s
+    steps each."""
+    coef, tm, tn, occupancy = rows[KERNEL_COLUMNS:], rows[1], rows[2], rows[5]
     tiles = np.ceil(n / tm) * np.ceil(m / tn) * batch
     filled = (n / np.ceil(n / tm) + m / np.ceil(m / tn)) / (tm + tn)
     with np.errstate(divide="ignore", invalid="ignore"):  # no occupancy: no floor, below
