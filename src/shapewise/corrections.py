@@ -279,8 +279,11 @@ def within_range(ranges: np.ndarray, coords: np.ndarray) -> np.ndarray:
     """Shapes × configurations: whether each shape (log2 dims) lies within CANDIDATE_REACH octaves of
     each configuration's range; where none does, all count (a shape far from every calibration
     shape is better priced by all the kernels than by none)."""
-    inside = ((coords[:, None, :] >= ranges[None, :, 0] - CANDIDATE_REACH)
-              & (coords[:, None, :] <= ranges[None, :, 1] + CANDIDATE_REACH)).all(axis=-1)
+    low, high = ranges[:, 0] - CANDIDATE_REACH, ranges[:, 1] + CANDIDATE_REACH
+    # dim by dim, shapes × configurations each: no shapes × configurations × dims arrays to reduce
+    inside = np.ones((len(coords), len(ranges)), dtype=bool)
+    for dim in range(coords.shape[1]):
+        inside &= (coords[:, dim, None] >= low[:, dim]) & (coords[:, dim, None] <= high[:, dim])
     return inside | ~inside.any(axis=1, keepdims=True)
 
 
