@@ -239,9 +239,11 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
         # what a shape's neighbours say: their residuals' deviation from the group's mean, and which
         # configuration each ran
         values = np.column_stack([residuals - base, np.eye(len(configs))[position]])
+        # all the group's shapes at once: the cells of calibration shapes near them are found once
+        near_sums, near_total = neighbour_sums(coords[mine], points, values, p.residual_octaves)
         for start in range(0, len(mine), CHUNK):  # bounded memory for many shapes at once
             part = mine[start:start + CHUNK]
-            sums, total = neighbour_sums(coords[part], points, values, p.residual_octaves)
+            sums, total = near_sums[start:start + CHUNK], near_total[start:start + CHUNK]
             correction = base + sums[:, 0] / (total + p.residual_prior)
             share = sums[:, 1:] / (total + p.residual_prior)[:, None]
             times, splits = kernel_times(kernels[configs], m[part], n[part], k[part], batch[part], sms,
