@@ -200,8 +200,8 @@ def neighbour_sums(queries: np.ndarray, points: np.ndarray, values: np.ndarray, 
             mine = by_cell[start:min(start + rows, bounds[c + 1])]
             d2 = (lifted_q[mine] @ to_near).astype(np.float32)
             w = d2 * scale
+            w[d2 > reach ** 2] = -np.inf  # weighs exactly nothing, and exp need not work out what underflows
             np.exp(w, out=w)
-            w *= d2 <= reach ** 2
             out[mine] = w @ near_values
     return out[:, :-1], out[:, -1]
 
