@@ -5,7 +5,7 @@ seed 4 over every corpus config on the first; wide 21 and attention 21 again on 
 `calibrate --quick`'s factors (machine-2.json) before and after; and the same cases' spread between
 the two machines.
 
-python benchmarks/judge_fresh.py [--profile PATH] [--regimes]   (on the CPU; a few minutes)
+python benchmarks/judge_fresh.py [--freeze 1|2|3] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
 """
 
 import argparse
@@ -22,19 +22,23 @@ CONFIGS = ["tests/data/hf"]
 MEASURED = {"judges.csv.gz": [("wide", 21), ("wide", 22), ("attention", 21), ("models", 4)],
             "judges-2.csv.gz": [("wide", 21), ("attention", 21)]}
 # After the gemv pricing was narrowed and the profile refitted (the first freeze's models run had been
-# seen), one more run of fresh seeds on a third H200.
-SECOND = ("benchmarks/results/h200-judges-fresh2",
-          {"judges.csv.gz": [("wide", 23), ("wide", 24), ("attention", 22), ("models", 5)]})
+# seen), one more run of fresh seeds on a third H200; after the batched draws, decoding by head dim
+# and group, and the MoE copies (the third freeze), another.
+LATER = {2: ("benchmarks/results/h200-judges-fresh2",
+             {"judges.csv.gz": [("wide", 23), ("wide", 24), ("attention", 22), ("models", 5)]}),
+         3: ("benchmarks/results/h200-judges-fresh3",
+             {"judges.csv.gz": [("wide", 25), ("wide", 26), ("attention", 23), ("models", 6)]})}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", help="the profile to judge (default: the shipped H200 profile)")
     ap.add_argument("--regimes", action="store_true", help="every regime's line, not only the kinds'")
-    ap.add_argument("--second", action="store_true",
-                    help="the second freeze's run (results/h200-judges-fresh2/: wide 23, 24; attention 22; models 5)")
+    ap.add_argument("--freeze", type=int, choices=(1, *LATER), default=1,
+                    help="which freeze's run: 1 (results/h200-judges-fresh/), 2 (-fresh2/: wide 23, 24; attention 22; "
+                         "models 5) or 3 (-fresh3/: wide 25, 26; attention 23; models 6)")
     args = ap.parse_args()
-    folder, measured = SECOND if args.second else (R, MEASURED)
+    folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")
     shipped = load(args.profile) if args.profile else find(gpu)
     on_second = with_machine_factors(shipped, f"{folder}/machine-2.json") if "judges-2.csv.gz" in measured else None

@@ -115,6 +115,43 @@ def test_decoding_fits_recover_fixed_costs_and_the_cache_stream():
     assert fitted.flash_memory_stream_ms == pytest.approx(0.003, rel=1e-3)  # one head's cache walked in turn
 
 
+def test_decoding_fits_tell_wide_heads_and_shared_key_heads_apart():
+    """Head dims over 128 stream at their own bandwidth, padded to 256; a key head shared by many
+    query heads is walked once per query head: draws over both recover every term."""
+    truth = dataclasses.replace(SPEC, flash_memory_bandwidth=0.85, flash_memory_bandwidth_wide=0.6, flash_memory_fixed_ms=0.012,
+                                flash_memory_stream_ms=0.002, flash_memory_query_ms=0.025)
+    decoding = []
+    for seqs, heads, kv_heads, kv_len, head_dim in ((1, 32, 8, 1024, 128), (8, 64, 1, 4096, 64), (16, 32, 32, 16384, 256),
+                                                    (64, 32, 8, 8192, 192), (2, 71, 1, 32768, 64), (4, 16, 16, 2048, 160),
+                                                    (32, 40, 8, 4096, 80)):
+        op = attention_op("fwd", seqs=seqs, heads=heads, kv_heads=kv_heads, q_len=1, kv_len=kv_len, head_dim=head_dim,
+                          causal=False, dtype_bytes=2)
+        decoding.append(dict(bytes=op.bytes, kv_len=kv_len, head_dim=head_dim, batch=op.batch,
+                             time_ms=predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms))
+    fitted = fit_flash_memory(decoding, gpu=H200, params=SPEC)
+    for name in ("flash_memory_bandwidth", "flash_memory_bandwidth_wide", "flash_memory_fixed_ms", "flash_memory_stream_ms",
+                 "flash_memory_query_ms"):
+        assert getattr(fitted, name) == pytest.approx(getattr(truth, name), rel=1e-2), name
+    wide = attention_op("fwd", seqs=8, heads=32, kv_heads=32, q_len=1, kv_len=8192, head_dim=192, causal=False, dtype_bytes=2)
+    narrow = dataclasses.replace(wide, k=128, bytes=wide.bytes * 128 // 192)
+    ms = [predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms for op in (wide, narrow)]
+    assert ms[0] > ms[1] * 256 / 128 * 0.85 / 0.6 * 0.9  # padded to 256 wide, at the slower bandwidth
+
+
+def test_batched_draws_cover_every_layout_and_head_grouping_and_never_held_out():
+    from shapewise.calibrate import BATCHED_DECODES, BATCHED_GEMMS, calibration_cases, drawn_beside, validation_cases
+
+    one, again, two = (drawn_beside(batched=s) for s in (1, 1, 2))
+    assert [c.key for c in one] == [c.key for c in again] and len({c.key for c in one} & {c.key for c in two}) < 30
+    bmms, decodes = [c for c in one if c.bench == "bmm"], [c for c in one if c.bench == "op"]
+    assert len(bmms) == BATCHED_GEMMS and len(decodes) == BATCHED_DECODES
+    assert {c.params["layout"] for c in bmms} == {"nn", "nt", "tn"} and min(c.params["batch"] for c in bmms) >= 2
+    assert {c.params["groups"] for c in decodes} >= {1, 8, 71} and max(c.params["k"] for c in decodes) == 256
+    assert all(c.params["m"] == 1 for c in decodes)
+    assert not {c.key for c in one} & ({c.key for s in (2, 3, 13) for c in validation_cases(seed=s)}
+                                       | {c.key for c in calibration_cases()})
+
+
 def test_a_norms_fixed_cost_grows_with_its_rows_width():
     """One row's reduction is a norm's fixed time: wider rows, more of it. Rows of several widths
     recover the constant and the cost per element; rows of one width leave no cost per element."""

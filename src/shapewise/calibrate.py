@@ -418,7 +418,7 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
                   time_ms=r["median_ms"]) for c, r in attention if c.params["causal"]]
     if flash:
         params = fit_flash(flash, gpu=gpu, dtype=dtype, params=params)
-    decoding = [dict(bytes=c.bytes, kv_len=c.params["n"], head_dim=c.params["k"], time_ms=r["median_ms"])
+    decoding = [dict(bytes=c.bytes, kv_len=c.params["n"], head_dim=c.params["k"], batch=c.params["batch"], time_ms=r["median_ms"])
                 for c, r in attention if c.params["m"] == 1]
     params = fit_flash_memory(decoding, gpu=gpu, params=params)
     memory = [dict(family=c.params["family"], **{"pass": c.params["pass_"]}, bytes=c.bytes, time_ms=r["median_ms"],

@@ -434,6 +434,26 @@ def _rate(value: float, what: str) -> float:
     return value
 
 
+def decode_terms(op: Op, gpu: GPU) -> dict[str, float]:
+    """The terms of a memory-bound attention call's time (decoding: one query token against the
+    cache), each in ms at the datasheet rate or per unit of its parameter (params.flash_memory_*):
+    its bytes at head dims up to 128, its bytes padded to 256 wide above, the longest walk of one
+    head's cache (million elements) and every query head's walk (billion elements)."""
+    wide = op.k > 128
+    padded = 256 if wide else op.k
+    nbytes = op.bytes * padded / op.k / gpu.bytes_per_s * 1e3
+    return {"narrow": 0.0 if wide else nbytes, "wide": nbytes if wide else 0.0,
+            "stream": op.n * op.k / 1e6, "query": op.batch * op.n * padded / 1e9}
+
+
+def decode_stream_ms(op: Op, gpu: GPU, p: CostParams) -> float:
+    """A memory-bound attention call's time without its fixed cost (decode_terms at p's rates)."""
+    t = decode_terms(op, gpu)
+    return (t["narrow"] / _rate(p.flash_memory_bandwidth, "decoding attention's bandwidth")
+            + t["wide"] / _rate(p.flash_memory_bandwidth_wide, "decoding attention's bandwidth at wide heads")
+            + t["stream"] * p.flash_memory_stream_ms + t["query"] * p.flash_memory_query_ms)
+
+
 def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Losses]:
     peak = gpu.peak_tflops(dtype) * 1e12
     d = op.k
@@ -453,12 +473,11 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     t2 = t1 * (bucket / d) * (steps / exact)  # padded head dim, whole blocks on the diagonal
     t3 = t2 * work / steps  # each block's own prologue and epilogue
     t4 = t3 * span * gpu.num_sms / work  # SMs idle while the busiest finishes
-    t_mem = op.bytes / (gpu.bytes_per_s * _rate(p.flash_memory_bandwidth, "decoding attention's bandwidth"))
+    t_mem = decode_stream_ms(op, gpu, p) / 1e3
     s = 1e3
     if t_mem > t4:
         fixed = max(p.flash_memory_fixed_ms, p.launch_ms)
-        stream = p.flash_memory_stream_ms * op.n * op.k / 1e6  # the longest walk of one head's cache
-        return t_mem * s + stream + fixed, Losses(memory=(t_mem - t0) * s + stream, launch=fixed)
+        return t_mem * s + fixed, Losses(memory=(t_mem - t0) * s, launch=fixed)
     # Grouped-query backward: each query head's dK and dV are accumulated in fp32 and then summed over
     # its group, one more pass over 8 bytes per element of every query head's K and V. On the H200
     # (cuDNN) the grouped backwards of the independent attention set ran 5-6% over the model without

@@ -25,10 +25,10 @@ from .corrections import (
     neighbour_sums,
     within_range,
 )
-from .cost import LAYOUTS, SMALL_INDEX, _flash_cost, align_classes, memory_parts, predict_gemm
+from .cost import LAYOUTS, SMALL_INDEX, _flash_cost, align_classes, decode_terms, memory_parts, predict_gemm
 from .errors import ShapewiseError
 from .hardware import GPU
-from .ops import MEMORY, Op
+from .ops import FLASH, MEMORY, Op
 from .params import SPEC, CostParams
 from .profile import CostModel
 
@@ -277,23 +277,32 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, max_smal
 
 
 def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
-    """Decoding's attention, which streams the cache: time = fixed + bytes / (bandwidth × fraction) +
-    a time per million elements of one head's cache (kv_len × head_dim), by least squares on
-    relative error, none negative (the line alone from fewer than three samples). samples: dicts
-    with bytes, kv_len, head_dim and time_ms."""
+    """Decoding's attention, which streams the cache (cost.decode_terms): time = fixed + its bytes
+    over a fraction of the bandwidth (one fraction up to head dim 128, another above) + a time per
+    million elements of one head's cache (kv_len × head_dim) + a time per billion of every query
+    head's, by least squares on relative error, none negative. A term the samples cannot tell apart
+    (no wide heads, too few samples) keeps its value. samples: dicts with the op's fields batch
+    (sequences × query heads), kv_len, head_dim, bytes, and time_ms."""
     if len(samples) < 2:
         return params
-    nbytes = np.array([r["bytes"] for r in samples], float)
+    terms = [decode_terms(Op("attn/flash", "fwd", FLASH, count=1, flops=0, bytes=int(r["bytes"]), m=1, n=r["kv_len"],
+                             k=r["head_dim"], batch=r.get("batch", 1)), gpu) for r in samples]
     measured = np.array([r["time_ms"] for r in samples])
-    columns = [np.ones_like(nbytes), nbytes / gpu.bytes_per_s * 1e3]
-    if len(samples) >= 3:
-        columns.append(np.array([r["kv_len"] * r["head_dim"] for r in samples], float) / 1e6)
-    fixed, slope, *stream = nonnegative_lstsq(np.stack(columns, axis=1) / measured[:, None], np.ones_like(measured))
-    if slope <= 0:
+    names = ["fixed", "narrow", "wide", "stream", "query"][:2 + max(0, min(3, len(samples) - 2))]
+    columns = {name: np.array([1.0 if name == "fixed" else t[name] for t in terms]) for name in names}
+    names = [n for n in names if columns[n].any()]
+    found = dict(zip(names, nonnegative_lstsq(np.stack([columns[n] for n in names], axis=1) / measured[:, None],
+                                              np.ones_like(measured))))
+    if found.get("narrow", 0.0) <= 0 and found.get("wide", 0.0) <= 0:
         raise ShapewiseError("decoding attention's timings do not grow with the cache: measure longer caches")
-    return dataclasses.replace(params, flash_memory_bandwidth=efficiency(min(1.0, 1 / slope)),
-                               flash_memory_fixed_ms=round(float(max(fixed, params.launch_ms)), 5),
-                               flash_memory_stream_ms=round(float(stream[0]) if stream else 0.0, 6))
+    update = dict(flash_memory_fixed_ms=round(float(max(found["fixed"], params.launch_ms)), 5))
+    for name, field in (("narrow", "flash_memory_bandwidth"), ("wide", "flash_memory_bandwidth_wide")):
+        if found.get(name, 0.0) > 0:
+            update[field] = efficiency(min(1.0, 1 / found[name]))
+    for name, field in (("stream", "flash_memory_stream_ms"), ("query", "flash_memory_query_ms")):
+        if name in found:
+            update[field] = round(float(found[name]), 6)
+    return dataclasses.replace(params, **update)
 
 
 def fit_comm(rows: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:

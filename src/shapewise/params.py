@@ -128,6 +128,15 @@ class CostParams:
     # attention from 7.3% to 5.3% median error (too fast before on long caches of few heads;
     # benchmarks/RESULTS.md).
     flash_memory_stream_ms: float = 0.0
+    # Head dims over 128 decode through kernels 256 wide, at a bandwidth of their own; and each query
+    # head walks its whole cache, so a key head shared by many query heads (groups) streams its bytes
+    # once from memory but is worked through once per query head: a time per billion query-head
+    # elements (query heads × kv_len × head dim, padded). The spec model has neither. On the H200,
+    # `calibrate --batched 1`'s 160 decoding calls over head dims 64-256 and groups 1-71 ran d > 128 at
+    # 1.3-3.3 TB/s against 3.5-4.1 below, and 71 query heads per key head at 0.8-1.8 TB/s
+    # (benchmarks/RESULTS.md, "decoding by head dim and group").
+    flash_memory_bandwidth_wide: float = 0.8045
+    flash_memory_query_ms: float = 0.0
     # Tensor-parallel collectives ride the GPU's peer link (hardware.NVLINK_DATASHEETS): ring
     # all-gather and reduce-scatter move (t-1)/t of the message each way. The spec model assumes
     # nccl-tests' usual bus bandwidth on NVLink (about 80%) and 10 µs a call; `calibrate --comm`
