@@ -168,3 +168,26 @@ def test_moe_permute_is_timed_as_the_two_copies_the_op_counts():
         names = [e.key for e in prof.key_averages()]
         assert "aten::index_select" in names and "aten::index_copy_" in names
         assert out.shape == (64, 32)
+
+
+def test_a_windowed_op_runs_the_band_it_prices():
+    """A sliding-window op's benchmark computes causal attention over the last `window` keys only
+    (on the CPU: SDPA over the band as a mask): the same numbers as masking the scores by hand."""
+    from shapewise.bench import _window_attention
+
+    heads, kv_heads, seq, d, window = 4, 2, 96, 16, 24
+    torch.manual_seed(0)
+    fn, _ = _window_attention(torch, "cpu", heads=heads, kv_heads=kv_heads, seq=seq, head_dim=d, window=window,
+                              pass_="fwd", dtype="fp32")
+    out = fn()
+    torch.manual_seed(0)  # the inputs it drew, drawn again in its order: q, k, v
+    q = torch.randn(1, heads, seq, d)
+    k, v = (torch.randn(1, kv_heads, seq, d).repeat_interleave(heads // kv_heads, dim=1) for _ in range(2))
+    i = torch.arange(seq)
+    keep = (i[:, None] >= i[None, :]) & (i[:, None] - i[None, :] < window)
+    scores = (q @ k.transpose(-1, -2) * d ** -0.5).masked_fill(~keep, float("-inf"))
+    assert torch.allclose(out, torch.softmax(scores, dim=-1) @ v, atol=1e-5)
+    for pass_ in ("bwd", "fwdbwd"):
+        fn, _ = _window_attention(torch, "cpu", heads=4, kv_heads=4, seq=64, head_dim=16, window=8, pass_=pass_,
+                                  dtype="fp32")
+        fn()

@@ -112,6 +112,43 @@ def _attention(torch, device, *, batch, heads, kv_heads, q_len, kv_len, head_dim
     return fn, context()
 
 
+def _window_attention(torch, device, *, heads, kv_heads, seq, head_dim, window, pass_, dtype):
+    """Causal attention in which each query sees only the last `window` keys (sliding-window layers),
+    as a kernel that skips the blocks outside the band runs it: on a GPU torch's FlexAttention with a
+    sliding-window block mask, compiled (SDPA has no window; a mask would compute the whole matrix).
+    On the CPU, where FlexAttention has no backward, SDPA over the same band as a mask: a smoke test
+    of the same arithmetic, not of its speed."""
+    import torch.nn.functional as F
+
+    train = pass_ != "fwd"
+    q = _randn(torch, device, 1, heads, seq, head_dim, dtype=dtype, requires_grad=train)
+    k, v = (_randn(torch, device, 1, kv_heads, seq, head_dim, dtype=dtype, requires_grad=train) for _ in range(2))
+    gqa = kv_heads != heads
+    if str(device).startswith("cuda"):
+        import torch._dynamo
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        # Each shape compiles its own kernel; past the default cache of 8 a compiled function falls
+        # back to eager FlexAttention, which materializes the scores: a sweep's dozens stay compiled.
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 512)
+        torch._dynamo.config.accumulated_cache_size_limit = max(torch._dynamo.config.accumulated_cache_size_limit, 4096)
+        band = create_block_mask(lambda b, h, i, j: (i >= j) & (i - j < window), None, None, seq, seq, device=device)
+        attend = torch.compile(flex_attention, dynamic=False)
+
+        def forward():
+            return attend(q, k, v, block_mask=band, enable_gqa=gqa)
+    else:
+        rows = torch.arange(seq, device=device)
+        keep = (rows[:, None] >= rows[None, :]) & (rows[:, None] - rows[None, :] < window)
+
+        def forward():
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=gqa)
+    dout = _randn(torch, device, 1, heads, seq, head_dim, dtype=dtype)
+    fn = {"fwd": lambda: forward, "fwdbwd": lambda: _fwd_bwd(torch, forward, (q, k, v), dout),
+          "bwd": lambda: _backward_only(torch, forward, (q, k, v), dout)}[pass_]()
+    return fn, contextlib.nullcontext()
+
+
 def _dispatch_combine(torch, device, rows: int, width: int, dtype: str):
     """An MoE layer's token permutation as ops.py counts it: the routed rows gathered into expert
     order (dispatch: Megatron-LM's moe_utils.permute, tokens.index_select), then put back in token
@@ -205,6 +242,10 @@ def build(case: Case, device: str):
             return _matmul(torch, device, p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"],
                            dtype=p["dtype"]), _matmul_precision(torch, p["dtype"])
         if p["kind"] == FLASH:  # b·h folded into the heads: the same kernel grid and work
+            if p.get("window"):
+                return _window_attention(torch, device, heads=p["batch"], kv_heads=p["batch"] // p["groups"],
+                                         seq=p["m"], head_dim=p["k"], window=p["window"], pass_=p["pass_"],
+                                         dtype=p["dtype"])
             return _attention(torch, device, batch=1, heads=p["batch"], kv_heads=p["batch"] // p["groups"],
                               q_len=p["m"], kv_len=p["n"], head_dim=p["k"], causal=p["causal"], backend="default",
                               pass_=p["pass_"], dtype=p["dtype"])

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from .cases import Case, gemm_cases, op_case, predict_case
+from .cases import Case, gemm_cases, op_case, op_from_case, predict_case
 from .cost import SPEC
 from .errors import ShapewiseError
 from .fit import (
@@ -28,6 +28,7 @@ from .fit import (
     fit_cutlass,
     fit_flash,
     fit_flash_memory,
+    fit_flash_window,
     fit_gemm,
     residual_kernel,
     residual_rows,
@@ -152,6 +153,15 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
             for d in (64, 96, 128, 160, 192, 256):
                 for pass_ in ("fwd", "bwd"):
                     cases.append(_attention(pass_, seqs=seqs, heads=heads, seq=s, head_dim=d, dtype=dtype))
+    # Sliding-window attention (FlexAttention's kernel, bench._window_attention): its rate against
+    # cuDNN's causal kernel, forward and backward, over head dims, windows and the work per SM.
+    for seqs, heads in ((1, 32), (4, 16)):
+        for d in (64, 128, 256):
+            for s, window in ((4096, 1024), (8192, 4096)):
+                for pass_ in ("fwd", "bwd"):
+                    cases.append(op_case(attention_op(pass_, seqs=seqs, heads=heads, kv_heads=heads, q_len=s, kv_len=s,
+                                                      head_dim=d, causal=True, dtype_bytes=DTYPE_BYTES[dtype],
+                                                      window=window, name="attn/window"), dtype))
     # Decoding: the same memory-bound kernels on a few tokens' rows (their fixed cost), and one query
     # token's attention against caches of many lengths, batches and head groupings.
     cases += [op_case(op, dtype) for tokens in (1, 16, 128) for op in _layer_memory_ops(tokens)
@@ -415,12 +425,14 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
     params, history = fit_gemm(samples, gpu=gpu, dtype=dtype)
     attention = [(c, r) for c, r in rows if c.bench == "op" and c.params["kind"] == FLASH and r.get("error") is None]
     flash = [dict(batch=c.params["batch"], seq=c.params["m"], head_dim=c.params["k"], **{"pass": c.params["pass_"]},
-                  time_ms=r["median_ms"]) for c, r in attention if c.params["causal"]]
+                  time_ms=r["median_ms"]) for c, r in attention if c.params["causal"] and not c.params.get("window")]
     if flash:
         params = fit_flash(flash, gpu=gpu, dtype=dtype, params=params)
     decoding = [dict(bytes=c.bytes, kv_len=c.params["n"], head_dim=c.params["k"], batch=c.params["batch"], time_ms=r["median_ms"])
                 for c, r in attention if c.params["m"] == 1]
     params = fit_flash_memory(decoding, gpu=gpu, params=params)
+    params = fit_flash_window([(op_from_case(c.params, flops=c.flops, nbytes=c.bytes), r["median_ms"])
+                               for c, r in attention if c.params.get("window")], gpu=gpu, dtype=dtype, params=params)
     memory = [dict(family=c.params["family"], **{"pass": c.params["pass_"]}, bytes=c.bytes, time_ms=r["median_ms"],
                    width=c.params["n"], rows=c.params["m"], table=c.params.get("k", 0)) for c, r in rows
               if c.bench == "op" and c.params["kind"] == MEMORY and r.get("error") is None]

@@ -97,6 +97,8 @@ def op_case(op: Op, dtype: str) -> Case:
     params = dict(label=op.label, kind=op.kind, m=op.m, n=op.n, k=op.k, batch=op.batch, layout=op.layout,
                   causal=op.causal, groups=op.groups, family=op.family, pass_=op.pass_, dtype=dtype,
                   shape=op.shape_text)
+    if op.window:  # only where a window bounds the work: every other op's key stays as it was
+        params["window"] = op.window
     return Case("op", params, flops=float(op.flops) or None, bytes=float(op.bytes))
 
 
@@ -104,7 +106,8 @@ def op_from_case(params: dict, *, flops: float | None, nbytes: float) -> Op:
     """The op an `op_case` was made from, one call of it, from the case's parameters and work."""
     return Op(params["label"].split(".")[0], params["pass_"], params["kind"], 1, round(flops or 0), round(nbytes),
               m=params["m"], n=params["n"], k=params["k"], batch=params["batch"], layout=params["layout"],
-              causal=params["causal"], groups=params["groups"], family=params.get("family", ""))
+              causal=params["causal"], groups=params["groups"], family=params.get("family", ""),
+              window=params.get("window", 0))
 
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from .corrections import correct, corrects, kernel_words
 from .errors import ShapewiseError
 from .hardware import GPU
-from .ops import BMM, COMM, FLASH, GEMM, MEMORY, Op, model_ops
+from .ops import BMM, COMM, FLASH, GEMM, MEMORY, Op, attended_pairs, model_ops
 from .params import SPEC, CostParams
 from .profile import CostModel, cost_model
 from .shapes import DTYPE_BYTES, ModelShape, Workload
@@ -397,7 +397,10 @@ def _flash_steps(op: Op, block: int, overhead: float, sms: int) -> tuple[float, 
     one token to a whole block."""
     q_blocks, kv_blocks = -(-op.m // block), -(-op.n // block)
     fill = min(op.m, block) / block
-    if op.causal:  # query block i attends to the key blocks up to its diagonal
+    if op.causal and op.window:  # query block i: its diagonal block back to the one holding its first row's oldest key
+        first = np.arange(q_blocks) * block
+        per_block = np.arange(q_blocks) - np.maximum(first - op.window + 1, 0) // block + 1
+    elif op.causal:  # query block i attends to the key blocks up to its diagonal
         per_block = np.minimum(kv_blocks - q_blocks + np.arange(1, q_blocks + 1), kv_blocks)
     else:
         per_block = np.full(q_blocks, kv_blocks)
@@ -467,7 +470,7 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
                 f"fused attention {op.pass_} efficiency at head dim {bucket}")
     block = p.flash_block_q if fwd else p.flash_block_bwd
     steps, work, span = _flash_steps(op, block, overhead, gpu.num_sms)  # span: steps on the busiest SM
-    exact = op.batch * (op.m * op.n / 2 if op.causal else op.m * op.n) / block ** 2  # steps without padding
+    exact = op.batch * attended_pairs(op.m, op.n, causal=op.causal, window=op.window) / block ** 2  # steps unpadded
     t0 = op.flops / peak
     t1 = op.flops / (peak * eff)
     t2 = t1 * (bucket / d) * (steps / exact)  # padded head dim, whole blocks on the diagonal
@@ -483,9 +486,13 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     # (cuDNN) the grouped backwards of the independent attention set ran 5-6% over the model without
     # it, 0.55 of twice these bytes at full bandwidth; the MHA ones 1% (benchmarks/RESULTS.md).
     t_groups = 8 * op.batch * op.n * op.k / gpu.bytes_per_s if not fwd and op.groups > 1 else 0.0
-    return (t4 + t_groups) * s + latency, Losses(kernel=(t1 - t0 + t3 - t2) * s + latency - p.launch_ms,
-                                                 tile=(t2 - t1) * s, wave=(t4 - t3) * s, memory=t_groups * s,
-                                                 launch=p.launch_ms)
+    # A sliding window runs another kernel (FlexAttention's; cuDNN's SDPA has no window) at its own
+    # rate against cuDNN's: the profile's measured factor, booked to the kernel.
+    slower = (p.flash_window_fwd if fwd else p.flash_window_bwd) if op.window else 1.0
+    t_window = (t4 + t_groups) * (slower - 1.0)
+    return (t4 + t_groups + t_window) * s + latency, Losses(
+        kernel=(t1 - t0 + t3 - t2 + t_window) * s + latency - p.launch_ms, tile=(t2 - t1) * s, wave=(t4 - t3) * s,
+        memory=t_groups * s, launch=p.launch_ms)
 
 
 def _comm_ms(op: Op, gpu: GPU, p: CostParams) -> float:

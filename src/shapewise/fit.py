@@ -305,6 +305,23 @@ def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> Co
     return dataclasses.replace(params, **update)
 
 
+def fit_flash_window(samples: list[tuple[Op, float]], *, gpu: GPU, dtype: str, params: CostParams) -> CostParams:
+    """Sliding-window attention's rate against the causal kernel the model prices, per pass: the
+    geometric mean of measured / predicted with the factor at 1 (params.flash_window_*). samples:
+    (op, measured ms) of windowed attention calls; a pass without any keeps its factor."""
+    update = {}
+    for pass_, field in (("fwd", "flash_window_fwd"), ("bwd", "flash_window_bwd")):
+        once, twice = (dataclasses.replace(params, **{field: f}) for f in (1.0, 2.0))
+        factors = []
+        for op, ms in samples:
+            if op.pass_ == pass_ and ms:
+                base = _flash_cost(op, gpu, dtype, once)[0]  # the factor scales all but the fixed latency
+                factors.append(max(1 + (ms - base) / (_flash_cost(op, gpu, dtype, twice)[0] - base), 0.05))
+        if factors:
+            update[field] = round(float(np.exp(np.mean(np.log(factors)))), 4)
+    return dataclasses.replace(params, **update)
+
+
 def fit_comm(rows: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
     """The link's efficiency and the per-collective latency, from `bench comm` rows (op, bytes, world,
     median_ms): a least-squares line through time = share·bytes / (link × efficiency) + fixed, with

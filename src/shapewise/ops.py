@@ -35,6 +35,7 @@ class Op:
     layout: str = "nn"
     causal: bool = False  # flash only: m is the query length, n the key length, k the head dim
     groups: int = 1  # flash only: query heads per kv head (grouped-query attention)
+    window: int = 0  # flash only: each query sees only the last `window` keys (sliding window); 0: all
     # Memory ops: m rows of n values, and the kind of kernel, whose speeds differ: copy, add,
     # layernorm, rmsnorm, act, glu, softmax, loss, embed (whose table has k rows) or rope (heads of k).
     family: str = ""
@@ -54,7 +55,7 @@ class Op:
         if self.kind == BMM:
             return f"{self.batch}×({self.m}×{self.n}×{self.k})"
         if self.kind == FLASH:
-            return f"{self.batch}×(q{self.m} kv{self.n} d{self.k})"
+            return f"{self.batch}×(q{self.m} kv{self.n} d{self.k}{f' w{self.window}' if self.window else ''})"
         if self.kind == COMM:
             return f"{self.m}×{self.n} over {self.k}, {self.bytes / 2**20:,.1f} MiB"
         return f"{self.m}×{self.n}, {self.bytes / 2**20:,.1f} MiB"
@@ -108,7 +109,7 @@ def attention_op(pass_: str, *, seqs: int, heads: int, kv_heads: int, q_len: int
     have head_dim dims, values v_dim (latent attention: 192 and 128); with a window, each query sees
     only the last `window` keys (sliding-window layers), which bounds the work at long sequences."""
     v_dim = v_dim or head_dim
-    pairs = _attended_pairs(q_len, kv_len, causal=causal, window=window)
+    pairs = attended_pairs(q_len, kv_len, causal=causal, window=window)
     fwd_flops = 2 * seqs * heads * pairs * (head_dim + v_dim)  # QKᵀ and PV
     q_bytes = seqs * heads * q_len * head_dim * dtype_bytes
     o_bytes = seqs * heads * q_len * v_dim * dtype_bytes
@@ -118,11 +119,12 @@ def attention_op(pass_: str, *, seqs: int, heads: int, kv_heads: int, q_len: int
         flops, nbytes = fwd_flops, q_bytes + o_bytes + kv_bytes
     else:  # backward recomputes QKᵀ and runs four more products (dV, dP, dQ, dK): 2.5× the forward
         flops, nbytes = fwd_flops * 5 // 2, 2 * (q_bytes + o_bytes + kv_bytes)
+    bounding = window if causal and 0 < window < q_len else 0  # a window at least the sequence long bounds nothing
     return Op(name, pass_, FLASH, count=count, flops=flops, bytes=nbytes, m=q_len, n=kv_len, k=head_dim,
-              batch=seqs * heads, causal=causal, groups=groups)
+              batch=seqs * heads, causal=causal, groups=groups, window=bounding)
 
 
-def _attended_pairs(q_len: int, kv_len: int, *, causal: bool, window: int) -> int:
+def attended_pairs(q_len: int, kv_len: int, *, causal: bool, window: int) -> int:
     """Query-key pairs a kernel computes. Causal kernels skip the masked half of the score matrix; a
     window keeps, for each query, only the last `window` keys up to itself."""
     if not causal:

@@ -135,6 +135,11 @@ class CostParams:
     # `calibrate --batched 1`'s 160 decoding calls over head dims 64-256 and groups 1-71 ran d > 128 at
     # 1.3-3.3 TB/s against 3.5-4.1 below, and 71 query heads per key head at 0.8-1.8 TB/s
     # (benchmarks/RESULTS.md, "decoding by head dim and group").
+    # Sliding-window attention's kernel (FlexAttention with a window block mask, compiled) against
+    # cuDNN's causal kernel on the same blocks, forward and backward: the spec model assumes the
+    # same rate; the H200's calibration measures it.
+    flash_window_fwd: float = 1.0
+    flash_window_bwd: float = 1.0
     flash_memory_bandwidth_wide: float = 0.8045
     flash_memory_query_ms: float = 0.0
     # Tensor-parallel collectives ride the GPU's peer link (hardware.NVLINK_DATASHEETS): ring
