@@ -141,15 +141,16 @@ def test_decoding_fits_tell_wide_heads_and_shared_key_heads_apart():
 def test_the_window_factors_are_recovered_from_windowed_calls():
     from shapewise.fit import fit_flash_window
 
-    truth = dataclasses.replace(SPEC, flash_window_fwd=1.8, flash_window_bwd=2.3)
+    truth = dataclasses.replace(SPEC, flash_window_fwd=(1.8, 1.5, 2.0), flash_window_bwd=(2.3, 1.7, 4.1))
     samples = []
-    for seq, window, d in ((4096, 1024, 64), (8192, 4096, 128), (8192, 1024, 256)):
+    for seq, window, d in ((4096, 1024, 64), (8192, 4096, 128), (8192, 1024, 256), (2048, 512, 96)):
         for pass_ in ("fwd", "bwd"):
             op = attention_op(pass_, seqs=2, heads=16, kv_heads=16, q_len=seq, kv_len=seq, head_dim=d, causal=True,
                               dtype_bytes=2, window=window, name="attn/window")
             samples.append((op, predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms))
     fitted = fit_flash_window(samples, gpu=H200, dtype="bf16", params=SPEC)
-    assert fitted.flash_window_fwd == pytest.approx(1.8, rel=1e-3) and fitted.flash_window_bwd == pytest.approx(2.3, rel=1e-3)
+    assert fitted.flash_window_fwd == pytest.approx((1.8, 1.5, 2.0), rel=1e-3)
+    assert fitted.flash_window_bwd == pytest.approx((2.3, 1.7, 4.1), rel=1e-3)
     assert fit_flash_window([], gpu=H200, dtype="bf16", params=truth) == truth  # nothing measured: kept
 
 

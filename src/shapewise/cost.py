@@ -30,7 +30,7 @@ from .corrections import correct, corrects, kernel_words
 from .errors import ShapewiseError
 from .hardware import GPU
 from .ops import BMM, COMM, FLASH, GEMM, MEMORY, Op, attended_pairs, model_ops
-from .params import SPEC, CostParams
+from .params import SPEC, WINDOW_HEAD_DIMS, CostParams
 from .profile import CostModel, cost_model
 from .shapes import DTYPE_BYTES, ModelShape, Workload
 
@@ -457,6 +457,16 @@ def decode_stream_ms(op: Op, gpu: GPU, p: CostParams) -> float:
             + t["stream"] * p.flash_memory_stream_ms + t["query"] * p.flash_memory_query_ms)
 
 
+def window_bucket(head_dim: int) -> int:
+    """The bucket of params.WINDOW_HEAD_DIMS a head dim falls in (past the last: the last)."""
+    return min(int(np.searchsorted(WINDOW_HEAD_DIMS, head_dim)), len(WINDOW_HEAD_DIMS) - 1)
+
+
+def window_factor(op: Op, p: CostParams) -> float:
+    """A sliding-window call's rate against cuDNN's causal kernel (params.flash_window_*)."""
+    return (p.flash_window_fwd if op.pass_ == "fwd" else p.flash_window_bwd)[window_bucket(op.k)]
+
+
 def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Losses]:
     peak = gpu.peak_tflops(dtype) * 1e12
     d = op.k
@@ -488,7 +498,7 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     t_groups = 8 * op.batch * op.n * op.k / gpu.bytes_per_s if not fwd and op.groups > 1 else 0.0
     # A sliding window runs another kernel (FlexAttention's; cuDNN's SDPA has no window) at its own
     # rate against cuDNN's: the profile's measured factor, booked to the kernel.
-    slower = (p.flash_window_fwd if fwd else p.flash_window_bwd) if op.window else 1.0
+    slower = window_factor(op, p) if op.window else 1.0
     t_window = (t4 + t_groups) * (slower - 1.0)
     return (t4 + t_groups + t_window) * s + latency, Losses(
         kernel=(t1 - t0 + t3 - t2 + t_window) * s + latency - p.launch_ms, tile=(t2 - t1) * s, wave=(t4 - t3) * s,

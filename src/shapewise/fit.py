@@ -25,7 +25,16 @@ from .corrections import (
     neighbour_sums,
     within_range,
 )
-from .cost import LAYOUTS, SMALL_INDEX, _flash_cost, align_classes, decode_terms, memory_parts, predict_gemm
+from .cost import (
+    LAYOUTS,
+    SMALL_INDEX,
+    _flash_cost,
+    align_classes,
+    decode_terms,
+    memory_parts,
+    predict_gemm,
+    window_bucket,
+)
 from .errors import ShapewiseError
 from .hardware import GPU
 from .ops import FLASH, MEMORY, Op
@@ -306,19 +315,23 @@ def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> Co
 
 
 def fit_flash_window(samples: list[tuple[Op, float]], *, gpu: GPU, dtype: str, params: CostParams) -> CostParams:
-    """Sliding-window attention's rate against the causal kernel the model prices, per pass: the
-    geometric mean of measured / predicted with the factor at 1 (params.flash_window_*). samples:
-    (op, measured ms) of windowed attention calls; a pass without any keeps its factor."""
+    """Sliding-window attention's rate against the causal kernel the model prices, per pass and head
+    dim bucket (params.flash_window_*): the geometric mean over its calls of the factor that puts the
+    prediction on the measurement. samples: (op, measured ms) of windowed attention calls; a bucket
+    without any keeps its factor."""
     update = {}
     for pass_, field in (("fwd", "flash_window_fwd"), ("bwd", "flash_window_bwd")):
-        once, twice = (dataclasses.replace(params, **{field: f}) for f in (1.0, 2.0))
-        factors = []
-        for op, ms in samples:
-            if op.pass_ == pass_ and ms:
-                base = _flash_cost(op, gpu, dtype, once)[0]  # the factor scales all but the fixed latency
-                factors.append(max(1 + (ms - base) / (_flash_cost(op, gpu, dtype, twice)[0] - base), 0.05))
-        if factors:
-            update[field] = round(float(np.exp(np.mean(np.log(factors)))), 4)
+        table = list(getattr(params, field))
+        for bucket in range(len(table)):
+            once, twice = (dataclasses.replace(params, **{field: (f,) * len(table)}) for f in (1.0, 2.0))
+            factors = []
+            for op, ms in samples:
+                if op.pass_ == pass_ and window_bucket(op.k) == bucket and ms:
+                    base = _flash_cost(op, gpu, dtype, once)[0]  # the factor scales all but the fixed latency
+                    factors.append(max(1 + (ms - base) / (_flash_cost(op, gpu, dtype, twice)[0] - base), 0.05))
+            if factors:
+                table[bucket] = round(float(np.exp(np.mean(np.log(factors)))), 4)
+        update[field] = tuple(table)
     return dataclasses.replace(params, **update)
 
 

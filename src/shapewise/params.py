@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+WINDOW_HEAD_DIMS = (64, 128, 256)  # the head dims of the window factors' buckets
+
 
 @dataclass(frozen=True)
 class CostParams:
@@ -136,10 +138,11 @@ class CostParams:
     # 1.3-3.3 TB/s against 3.5-4.1 below, and 71 query heads per key head at 0.8-1.8 TB/s
     # (benchmarks/RESULTS.md, "decoding by head dim and group").
     # Sliding-window attention's kernel (FlexAttention with a window block mask, compiled) against
-    # cuDNN's causal kernel on the same blocks, forward and backward: the spec model assumes the
-    # same rate; the H200's calibration measures it.
-    flash_window_fwd: float = 1.0
-    flash_window_bwd: float = 1.0
+    # cuDNN's causal kernel on the same blocks, forward and backward, by head dim up to 64, 128 and
+    # 256 (WINDOW_HEAD_DIMS): the spec model assumes the same rate; a calibration measures it (on
+    # the H200 its backward at head dim 256 ran 4x cuDNN's, at 64 and 128 about 1.4-1.7x).
+    flash_window_fwd: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    flash_window_bwd: tuple[float, float, float] = (1.0, 1.0, 1.0)
     flash_memory_bandwidth_wide: float = 0.8045
     flash_memory_query_ms: float = 0.0
     # Tensor-parallel collectives ride the GPU's peer link (hardware.NVLINK_DATASHEETS): ring
