@@ -5,7 +5,7 @@ seed 4 over every corpus config on the first; wide 21 and attention 21 again on 
 `calibrate --quick`'s factors (machine-2.json) before and after; and the same cases' spread between
 the two machines.
 
-python benchmarks/judge_fresh.py [--freeze 1|2|3] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
+python benchmarks/judge_fresh.py [--freeze 1|2|3|4] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
 """
 
 import argparse
@@ -27,7 +27,9 @@ MEASURED = {"judges.csv.gz": [("wide", 21), ("wide", 22), ("attention", 21), ("m
 LATER = {2: ("benchmarks/results/h200-judges-fresh2",
              {"judges.csv.gz": [("wide", 23), ("wide", 24), ("attention", 22), ("models", 5)]}),
          3: ("benchmarks/results/h200-judges-fresh3",
-             {"judges.csv.gz": [("wide", 25), ("wide", 26), ("attention", 23), ("models", 6)]})}
+             {"judges.csv.gz": [("wide", 25), ("wide", 26), ("attention", 23), ("models", 6)]}),
+         # After sliding windows were measured as windows (the fourth freeze): the models set again.
+         4: ("benchmarks/results/h200-judges-fresh4", {"judges.csv.gz": [("models", 7)]})}
 
 
 def main() -> int:
@@ -36,7 +38,7 @@ def main() -> int:
     ap.add_argument("--regimes", action="store_true", help="every regime's line, not only the kinds'")
     ap.add_argument("--freeze", type=int, choices=(1, *LATER), default=1,
                     help="which freeze's run: 1 (results/h200-judges-fresh/), 2 (-fresh2/: wide 23, 24; attention 22; "
-                         "models 5) or 3 (-fresh3/: wide 25, 26; attention 23; models 6)")
+                         "models 5), 3 (-fresh3/: wide 25, 26; attention 23; models 6) or 4 (-fresh4/: models 7)")
     args = ap.parse_args()
     folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")
