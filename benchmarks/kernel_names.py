@@ -24,7 +24,14 @@ import numpy as np
 import torch
 
 from shapewise.bench import census_rows, kernel_census
-from shapewise.calibrate import _batched_cases, _edge_cases, _random_bmms, _random_gemms, calibration_cases, validation_cases
+from shapewise.calibrate import (
+    _batched_cases,
+    _edge_cases,
+    _random_bmms,
+    _random_gemms,
+    calibration_cases,
+    validation_cases,
+)
 from shapewise.cases import is_gemm
 from shapewise.cost import align_classes
 from shapewise.hardware import get_gpu
