@@ -50,7 +50,7 @@ def import_export(path: str, db: str) -> None:
 def with_machine_factors(profile, path: str):
     """`profile` with the machine factors of the profile `calibrate --quick` wrote at `path` (its
     machine_* parameters only: the rest of that profile is the one it was fitted on top of)."""
-    with open(path) as f:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         factors = {k: v for k, v in json.load(f)["params"].items() if k.startswith("machine_")}
     return dataclasses.replace(profile, params=dataclasses.replace(profile.params, **factors))
 

@@ -9,6 +9,7 @@ python benchmarks/judge_fresh.py [--freeze 1|2|3|4] [--profile PATH] [--regimes]
 """
 
 import argparse
+import os
 import tempfile
 
 from judge_figures import SHOWN, import_export, measured_rows, spread, table, with_machine_factors
@@ -27,7 +28,8 @@ MEASURED = {"judges.csv.gz": [("wide", 21), ("wide", 22), ("attention", 21), ("m
 LATER = {2: ("benchmarks/results/h200-judges-fresh2",
              {"judges.csv.gz": [("wide", 23), ("wide", 24), ("attention", 22), ("models", 5)]}),
          3: ("benchmarks/results/h200-judges-fresh3",
-             {"judges.csv.gz": [("wide", 25), ("wide", 26), ("attention", 23), ("models", 6)]}),
+             {"judges.csv.gz": [("wide", 25), ("wide", 26), ("attention", 23), ("models", 6)],
+              "judges-2.csv.gz": [("wide", 25)]}),
          # After sliding windows were measured as windows (the fourth freeze): the models set again.
          4: ("benchmarks/results/h200-judges-fresh4", {"judges.csv.gz": [("models", 7)]})}
 
@@ -43,7 +45,9 @@ def main() -> int:
     folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")
     shipped = load(args.profile) if args.profile else find(gpu)
-    on_second = with_machine_factors(shipped, f"{folder}/machine-2.json") if "judges-2.csv.gz" in measured else None
+    machine = next((f"{folder}/{name}" for name in ("machine-2.json", "machine-2.json.gz")
+                    if os.path.exists(f"{folder}/{name}")), None)
+    on_second = with_machine_factors(shipped, machine) if "judges-2.csv.gz" in measured else None
     with tempfile.TemporaryDirectory() as tmp:
         dbs = {}
         for export in measured:
