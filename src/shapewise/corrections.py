@@ -205,6 +205,7 @@ def neighbour_sums(queries: np.ndarray, points: np.ndarray, values: np.ndarray, 
     weighed = np.column_stack([values, np.ones(len(points))]).astype(np.float32).astype(float)
     scale, out = np.float32(-0.5 / octaves ** 2), np.zeros((len(queries), values.shape[1] + 1))
     limit = reach ** 2 * (1 + 1e-6)  # within reach, with a margin for rounding
+    beyond = np.nextafter(np.float32(reach ** 2), np.float32(np.inf)).view(np.int32)  # the least single beyond reach
     for c in range(len(keys)):
         if c == 0 or key_cells[c] != key_cells[c - 1]:  # a new cell: the points around it
             ranges = zip(*(np.searchsorted(sorted_keys, key_cells[c] + around, side) for side in ("left", "right")))
@@ -219,9 +220,12 @@ def neighbour_sums(queries: np.ndarray, points: np.ndarray, values: np.ndarray, 
         for start in range(bounds[c], bounds[c + 1], rows):
             mine = by_key[start:min(start + rows, bounds[c + 1])]
             d2 = (lifted_q[mine] @ to_near).astype(np.float32)
-            w = d2 * scale
-            np.putmask(w, d2 > reach ** 2, -np.inf)  # weighs exactly nothing, and exp need not work out what underflows
-            np.exp(w, out=w)
+            w = np.exp(d2 * scale)
+            # nothing beyond reach: the weight's bits and-ed with all ones within reach, with none
+            # beyond (a positive float's bits order as the float does, a negative d² is within reach)
+            mask = d2.view(np.int32) - beyond
+            np.right_shift(mask, 31, out=mask)
+            np.bitwise_and(w.view(np.int32), mask, out=w.view(np.int32))
             out[mine] = w.astype(float) @ near_values
     return out[:, :-1], out[:, -1]
 
