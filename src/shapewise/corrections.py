@@ -328,7 +328,8 @@ def kernel_times(rows, m, n, k, batch, sms, inside=None) -> tuple[np.ndarray, np
     s runs at least its tiles × s / SMs tiles per SM, each over at least K / s, so with no negative
     coefficient its time is at least a + s × b (_split_floor), which grows with s."""
     m, n, k, batch = (np.asarray(x, dtype=float) for x in (m, n, k, batch))
-    times, best_split = np.full((len(m), len(rows)), np.inf), np.ones((len(m), len(rows)), dtype=np.int64)
+    # configurations × shapes, so that a block of one configuration's pairs fills a run of them
+    times, best_split = np.full((len(rows), len(m)), np.inf), np.ones((len(rows), len(m)), dtype=np.int64)
     splits = np.array(CUTLASS_SPLITS)
     slice_ = np.ceil(k[:, None] / splits)
     single = batch[:, None] == 1
@@ -341,36 +342,38 @@ def kernel_times(rows, m, n, k, batch, sms, inside=None) -> tuple[np.ndarray, np
     valid = np.stack([valid, np.where(split_ok.any(axis=-1, keepdims=True), split_ok, valid)])
     # splits × (kind, shape): a pair's splits lie along the first axis, as its times do below
     valid = valid.transpose(2, 0, 1).reshape(len(splits), -1)
+    later_valid = valid[FIRST_SPLITS:].any(axis=0)  # none for batched shapes: a batch is not split
     # every (shape, configuration) pair to time, on one axis, a configuration's pairs after one another
     # and a cache-sized block at a time; the kernels' columns on the first axis, so that a block of
     # one configuration takes its row once (broadcast) rather than once per pair
-    pairs = np.flatnonzero((np.ones(times.shape, dtype=bool) if inside is None else inside).T)
+    pairs = np.flatnonzero(np.ones(times.shape, dtype=bool) if inside is None else inside.T)
     rows = np.asarray(rows, dtype=float).T.copy()
     first, later_splits = splits[:FIRST_SPLITS], splits[FIRST_SPLITS:]
     for start in range(0, len(pairs), CUTLASS_BLOCK):
         config, shape = np.divmod(pairs[start:start + CUTLASS_BLOCK], len(m))
         row = rows[:, config[:1]] if config[0] == config[-1] else rows[:, config]
         dims = [x[shape] for x in (m, n, k, batch)]
-        ok = valid[:, (row[3] > 0) * len(m) + shape]
-        t = _config_ms(row, *dims, first, ok[:FIRST_SPLITS], sms)
+        kind_shape = (row[3] > 0) * len(m) + shape
+        t = _config_ms(row, *dims, first, valid[:FIRST_SPLITS, kind_shape], sms)
         best = np.argmin(t, axis=0)
         least = t[best, np.arange(len(shape))]
-        later = ok[FIRST_SPLITS:].any(axis=0)  # none for batched shapes: a batch is not split
+        later = later_valid[kind_shape]
         if later.any():  # where no later split can beat the best so far, they are not timed
             floor = _split_floor(row, *dims, later_splits[0], sms)
             later &= ~(floor > least * (1 + 1e-9))  # a margin far above rounding; NaN: timed
         some = np.flatnonzero(later)
         if len(some):
             t = _config_ms(row if row.shape[1] == 1 else row[:, some], *(x[some] for x in dims), later_splits,
-                           ok[FIRST_SPLITS:, some], sms)
+                           valid[FIRST_SPLITS:, kind_shape[some]], sms)
             best_later = np.argmin(t, axis=0)
             t = t[best_later, np.arange(len(some))]
             # a later split only where strictly faster: of equal times the first wins, as one argmin
             # over every split picks it
             wins = t < least[some]
             least[some[wins]], best[some[wins]] = t[wins], FIRST_SPLITS + best_later[wins]
-        times[shape, config], best_split[shape, config] = least, splits[best]
-    return times, best_split
+        block = pairs[start:start + CUTLASS_BLOCK]
+        times.ravel()[block], best_split.ravel()[block] = least, splits[best]
+    return times.T, best_split.T
 
 
 CUTLASS_BLOCK = 8192  # (shape, configuration) pairs kernel_times times at once: their arrays stay in the CPU's cache
