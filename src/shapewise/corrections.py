@@ -53,7 +53,11 @@ CANDIDATE_REACH = 1.0
 # A calibration shape farther than this many kernel widths (CostParams.residual_octaves) from a
 # prediction's shape weighs nothing in its corrections (its weight would be under 1.2%).
 NEIGHBOUR_REACH = 3.0
-NEIGHBOUR_BLOCK = 8192  # query-point pairs whose weights neighbour_sums makes at once
+NEIGHBOUR_BLOCK = 16384  # query-point pairs whose weights neighbour_sums makes at once
+# neighbour_sums slices a cell this many ways along each of m, n and k: a slice's queries meet about
+# half the points a whole cell's would, most of them beyond reach
+NEIGHBOUR_SLICES = 3
+NEIGHBOUR_SLICED = 200  # queries in a cell from which neighbour_sums slices it
 
 @dataclass(frozen=True)
 class Corrected:
@@ -162,47 +166,67 @@ def neighbour_sums(queries: np.ndarray, points: np.ndarray, values: np.ndarray, 
     """For each query (a row of log2 dims), the sum over points of w × the point's row of `values`,
     and the sum of w: w = exp(-d² / 2σ²) with d the distance in log2 dims and σ = `octaves`, and
     nothing from points beyond NEIGHBOUR_REACH σ. The points are bucketed in cells as wide as that
-    reach (in m, n and k), so that a query meets only the points of its own cell and the cells
-    around it that come within reach of it: a profile of many calibration shapes stays fast."""
+    reach (in m, n and k), and the queries too, a cell of many queries cut in NEIGHBOUR_SLICES³
+    slices, so that the queries of a cell or slice meet only the points of the cells around it that
+    come within reach of it: a profile of many calibration shapes stays fast."""
     sums, total = np.zeros((len(queries), values.shape[1])), np.zeros(len(queries))
     if not len(queries) or not len(points):
         return sums, total
     reach = NEIGHBOUR_REACH * octaves
-    cell_q, cell_p = (np.floor(x[:, :3] / reach).astype(np.int64) for x in (queries, points))
+    width = reach / NEIGHBOUR_SLICES
+    fine = np.floor(queries[:, :3] / width).astype(np.int64)
+    cell_q = fine // NEIGHBOUR_SLICES
+    cell_p = np.floor(points[:, :3] / width).astype(np.int64) // NEIGHBOUR_SLICES
     low = np.minimum(cell_q.min(axis=0), cell_p.min(axis=0)) - 1
     span = np.maximum(cell_q.max(axis=0), cell_p.max(axis=0)) - low + 2
     key_p = np.ravel_multi_index((cell_p - low).T, span)
     order = np.argsort(key_p, kind="stable")
     sorted_keys = key_p[order]
     around = np.ravel_multi_index(np.indices((3, 3, 3)).reshape(3, -1), span) - np.ravel_multi_index((1, 1, 1), span)
-    cells, which = np.unique(np.ravel_multi_index((cell_q - low).T, span), return_inverse=True)
-    by_cell = np.argsort(which, kind="stable")
-    bounds = np.searchsorted(which[by_cell], np.arange(len(cells) + 1))
-    first, last = (np.searchsorted(sorted_keys, cells[:, None] + around, side) for side in ("left", "right"))
-    corners = (np.array(np.unravel_index(cells, span)).T + low) * reach  # each query cell's lowest corner
+    # The queries by cell, or by slice where their cell holds many: a slice's own points are fewer,
+    # but a few queries each would cost more in numpy's calls than they save.
+    cells, which, count = np.unique(np.ravel_multi_index((cell_q - low).T, span), return_inverse=True,
+                                    return_counts=True)
+    sliced = count[which] >= NEIGHBOUR_SLICED
+    box = np.where(sliced[:, None], fine, cell_q * NEIGHBOUR_SLICES)  # a query's box's lowest corner, in slices
+    size = np.where(sliced, 1, NEIGHBOUR_SLICES)  # its side, in slices
+    keys, first, which = np.unique(which * NEIGHBOUR_SLICES ** 3 + np.ravel_multi_index((box - cell_q * NEIGHBOUR_SLICES).T, (NEIGHBOUR_SLICES,) * 3),
+                                   return_index=True, return_inverse=True)
+    by_key = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[by_key], np.arange(len(keys) + 1))
+    lows, highs = box[first] * width, (box[first] + size[first, None]) * width
+    key_cells = cells[keys // NEIGHBOUR_SLICES ** 3]
     # squared distances as one matrix product, [q, 1, |q|²]·[-2p, |p|², 1] (in double precision:
-    # |q|² and |p|² are large beside d²), and the weights' sums beside the values' as a column of ones
-    # (in single precision, as the weights, which need no more)
+    # |q|² and |p|² are large beside d²), and the weights in single precision, which they need no
+    # more; their sums in double, so that which points beyond reach (weighing nothing) a query
+    # meets does not round its sums differently
     lifted_q = np.column_stack([queries, np.ones(len(queries)), (queries ** 2).sum(axis=1)])
-    lifted_p = np.column_stack([-2 * points, (points ** 2).sum(axis=1), np.ones(len(points))])
-    weighed = np.column_stack([values, np.ones(len(points))]).astype(np.float32)
+    lifted_p = np.vstack([-2 * points.T, (points ** 2).sum(axis=1), np.ones(len(points))])
+    weighed = np.column_stack([values, np.ones(len(points))]).astype(np.float32).astype(float)
     scale, out = np.float32(-0.5 / octaves ** 2), np.zeros((len(queries), values.shape[1] + 1))
-    for c in range(len(cells)):
-        near = np.concatenate([order[a:b] for a, b in zip(first[c], last[c]) if b > a] or [np.zeros(0, dtype=np.int64)])
-        # only the points within reach of some place in the cell (with a margin for rounding)
-        gap = np.maximum(np.maximum(corners[c] - points[near, :3], points[near, :3] - (corners[c] + reach)), 0.0)
-        near = near[(gap ** 2).sum(axis=1) <= reach ** 2 * (1 + 1e-6)]
-        if not len(near):
+    limit = reach ** 2 * (1 + 1e-6)  # within reach, with a margin for rounding
+    beyond = np.nextafter(np.float32(reach ** 2), np.float32(np.inf)).view(np.int32)  # the least single beyond reach
+    for c in range(len(keys)):
+        if c == 0 or key_cells[c] != key_cells[c - 1]:  # a new cell: the points around it
+            ranges = zip(*(np.searchsorted(sorted_keys, key_cells[c] + around, side) for side in ("left", "right")))
+            near = np.concatenate([order[a:b] for a, b in ranges if b > a] or [np.zeros(0, dtype=np.int64)])
+            near_points = points[near, :3]
+        gap = np.maximum(np.maximum(lows[c] - near_points, near_points - highs[c]), 0.0)
+        mine_near = near[(gap ** 2).sum(axis=1) <= limit]
+        if not len(mine_near):
             continue
-        to_near, near_values = lifted_p[near].T.copy(), weighed[near]
-        rows = max(1, NEIGHBOUR_BLOCK // len(near))  # a block of queries' weights stays in the CPU's cache
+        to_near, near_values = lifted_p[:, mine_near], weighed[mine_near]
+        rows = max(1, NEIGHBOUR_BLOCK // len(mine_near))  # a block of queries' weights stays in the CPU's cache
         for start in range(bounds[c], bounds[c + 1], rows):
-            mine = by_cell[start:min(start + rows, bounds[c + 1])]
+            mine = by_key[start:min(start + rows, bounds[c + 1])]
             d2 = (lifted_q[mine] @ to_near).astype(np.float32)
-            w = d2 * scale
-            w[d2 > reach ** 2] = -np.inf  # weighs exactly nothing, and exp need not work out what underflows
-            np.exp(w, out=w)
-            out[mine] = w @ near_values
+            w = np.exp(d2 * scale)
+            # nothing beyond reach: the weight's bits and-ed with all ones within reach, with none
+            # beyond (a positive float's bits order as the float does, a negative d² is within reach)
+            mask = d2.view(np.int32) - beyond
+            np.right_shift(mask, 31, out=mask)
+            np.bitwise_and(w.view(np.int32), mask, out=w.view(np.int32))
+            out[mine] = w.astype(float) @ near_values
     return out[:, :-1], out[:, -1]
 
 
@@ -304,7 +328,8 @@ def kernel_times(rows, m, n, k, batch, sms, inside=None) -> tuple[np.ndarray, np
     s runs at least its tiles × s / SMs tiles per SM, each over at least K / s, so with no negative
     coefficient its time is at least a + s × b (_split_floor), which grows with s."""
     m, n, k, batch = (np.asarray(x, dtype=float) for x in (m, n, k, batch))
-    times, best_split = np.full((len(m), len(rows)), np.inf), np.ones((len(m), len(rows)), dtype=np.int64)
+    # configurations × shapes, so that a block of one configuration's pairs fills a run of them
+    times, best_split = np.full((len(rows), len(m)), np.inf), np.ones((len(rows), len(m)), dtype=np.int64)
     splits = np.array(CUTLASS_SPLITS)
     slice_ = np.ceil(k[:, None] / splits)
     single = batch[:, None] == 1
@@ -317,36 +342,38 @@ def kernel_times(rows, m, n, k, batch, sms, inside=None) -> tuple[np.ndarray, np
     valid = np.stack([valid, np.where(split_ok.any(axis=-1, keepdims=True), split_ok, valid)])
     # splits × (kind, shape): a pair's splits lie along the first axis, as its times do below
     valid = valid.transpose(2, 0, 1).reshape(len(splits), -1)
+    later_valid = valid[FIRST_SPLITS:].any(axis=0)  # none for batched shapes: a batch is not split
     # every (shape, configuration) pair to time, on one axis, a configuration's pairs after one another
     # and a cache-sized block at a time; the kernels' columns on the first axis, so that a block of
     # one configuration takes its row once (broadcast) rather than once per pair
-    pairs = np.flatnonzero((np.ones(times.shape, dtype=bool) if inside is None else inside).T)
+    pairs = np.flatnonzero(np.ones(times.shape, dtype=bool) if inside is None else inside.T)
     rows = np.asarray(rows, dtype=float).T.copy()
     first, later_splits = splits[:FIRST_SPLITS], splits[FIRST_SPLITS:]
     for start in range(0, len(pairs), CUTLASS_BLOCK):
         config, shape = np.divmod(pairs[start:start + CUTLASS_BLOCK], len(m))
         row = rows[:, config[:1]] if config[0] == config[-1] else rows[:, config]
         dims = [x[shape] for x in (m, n, k, batch)]
-        ok = valid[:, (row[3] > 0) * len(m) + shape]
-        t = _config_ms(row, *dims, first, ok[:FIRST_SPLITS], sms)
+        kind_shape = (row[3] > 0) * len(m) + shape
+        t = _config_ms(row, *dims, first, valid[:FIRST_SPLITS, kind_shape], sms)
         best = np.argmin(t, axis=0)
         least = t[best, np.arange(len(shape))]
-        later = ok[FIRST_SPLITS:].any(axis=0)  # none for batched shapes: a batch is not split
+        later = later_valid[kind_shape]
         if later.any():  # where no later split can beat the best so far, they are not timed
             floor = _split_floor(row, *dims, later_splits[0], sms)
             later &= ~(floor > least * (1 + 1e-9))  # a margin far above rounding; NaN: timed
         some = np.flatnonzero(later)
         if len(some):
             t = _config_ms(row if row.shape[1] == 1 else row[:, some], *(x[some] for x in dims), later_splits,
-                           ok[FIRST_SPLITS:, some], sms)
+                           valid[FIRST_SPLITS:, kind_shape[some]], sms)
             best_later = np.argmin(t, axis=0)
             t = t[best_later, np.arange(len(some))]
             # a later split only where strictly faster: of equal times the first wins, as one argmin
             # over every split picks it
             wins = t < least[some]
             least[some[wins]], best[some[wins]] = t[wins], FIRST_SPLITS + best_later[wins]
-        times[shape, config], best_split[shape, config] = least, splits[best]
-    return times, best_split
+        block = pairs[start:start + CUTLASS_BLOCK]
+        times.ravel()[block], best_split.ravel()[block] = least, splits[best]
+    return times.T, best_split.T
 
 
 CUTLASS_BLOCK = 8192  # (shape, configuration) pairs kernel_times times at once: their arrays stay in the CPU's cache
