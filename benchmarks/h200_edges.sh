@@ -16,7 +16,7 @@ cat "$OUT/gpu.txt"
 python3 - "$db" "$seed" "$kind" <<'PY'
 import sys
 from shapewise.bench import sweep
-from shapewise.calibrate import drawn_beside
+from shapewise.draws import drawn_beside
 from shapewise.store import Store
 with Store(sys.argv[1]) as store:
     print(sweep(drawn_beside(**{sys.argv[3]: int(sys.argv[2])}), store=store, progress=False).summary())

@@ -24,7 +24,9 @@ import numpy as np
 import torch
 
 from shapewise.bench import census_rows, kernel_census
-from shapewise.calibrate import (
+from shapewise.cases import is_gemm
+from shapewise.cost import align_classes
+from shapewise.draws import (
     _batched_cases,
     _edge_cases,
     _random_bmms,
@@ -32,8 +34,6 @@ from shapewise.calibrate import (
     calibration_cases,
     validation_cases,
 )
-from shapewise.cases import is_gemm
-from shapewise.cost import align_classes
 from shapewise.hardware import get_gpu
 from shapewise.store import Store
 

@@ -15,7 +15,8 @@ import tempfile
 
 import numpy as np
 
-from shapewise.calibrate import judge, validation_cases
+from shapewise.calibrate import judge
+from shapewise.draws import validation_cases
 from shapewise.hardware import get_gpu
 from shapewise.profile import find, save
 from shapewise.store import Store

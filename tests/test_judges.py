@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from shapewise.calibrate import calibration_cases, validation_cases
+from shapewise.draws import calibration_cases, validation_cases
 from shapewise.errors import ShapewiseError
 from shapewise.judges import (
     attention_set,

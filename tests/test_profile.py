@@ -155,7 +155,7 @@ def test_the_window_factors_are_recovered_from_windowed_calls():
 
 
 def test_batched_draws_cover_every_layout_and_head_grouping_and_never_held_out():
-    from shapewise.calibrate import BATCHED_DECODES, BATCHED_GEMMS, calibration_cases, drawn_beside, validation_cases
+    from shapewise.draws import BATCHED_DECODES, BATCHED_GEMMS, calibration_cases, drawn_beside, validation_cases
 
     one, again, two = (drawn_beside(batched=s) for s in (1, 1, 2))
     assert [c.key for c in one] == [c.key for c in again] and len({c.key for c in one} & {c.key for c in two}) < 30
@@ -323,8 +323,8 @@ def test_calibrate_and_validate_run_on_the_cpu(tmp_path, capsys):
 
 def test_calibrate_extended_measures_its_draws_too(tmp_path, capsys):
     pytest.importorskip("torch")
-    from shapewise.calibrate import calibration_cases
     from shapewise.cli import main
+    from shapewise.draws import calibration_cases
 
     db = str(tmp_path / "r.db")
     fast = ["--device", "cpu", "--quick", "--gpu", "h200", "--db", db, "--warmup-ms", "1", "--budget-ms", "2", "--no-install"]
@@ -335,7 +335,7 @@ def test_calibrate_extended_measures_its_draws_too(tmp_path, capsys):
 
 
 def test_calibration_and_validation_share_no_case():
-    from shapewise.calibrate import calibration_cases, validation_cases
+    from shapewise.draws import calibration_cases, validation_cases
 
     keys = lambda cases: [c.key for c in cases]  # noqa: E731
     calibration, validation = keys(calibration_cases()), keys(validation_cases())
@@ -343,7 +343,7 @@ def test_calibration_and_validation_share_no_case():
 
 
 def test_extended_draws_are_new_shapes_and_never_held_out():
-    from shapewise.calibrate import EXTENDED_BMMS, EXTENDED_GEMMS, calibration_cases, validation_cases
+    from shapewise.draws import EXTENDED_BMMS, EXTENDED_GEMMS, calibration_cases, validation_cases
 
     designed = [c.key for c in calibration_cases()]
     one, two = ([c.key for c in calibration_cases(extended=s)] for s in (1, 2))
@@ -355,7 +355,7 @@ def test_extended_draws_are_new_shapes_and_never_held_out():
 
 
 def test_edge_draws_reach_past_the_designed_dims_and_never_held_out():
-    from shapewise.calibrate import EDGE_BMMS, EDGE_GEMMS, EDGE_LARGE, EDGE_SMALL, calibration_cases, validation_cases
+    from shapewise.draws import EDGE_BMMS, EDGE_GEMMS, EDGE_LARGE, EDGE_SMALL, calibration_cases, validation_cases
 
     designed = [c.key for c in calibration_cases()]
     one, again, two = (calibration_cases(edges=s) for s in (1, 1, 2))
@@ -373,14 +373,14 @@ def test_edge_draws_reach_past_the_designed_dims_and_never_held_out():
 
 
 def test_validation_seeds_draw_other_held_out_sets(monkeypatch):
-    from shapewise import calibrate
+    from shapewise import draws
 
-    two, three = ({c.key for c in calibrate.validation_cases(seed=s) if c.bench in ("gemm", "bmm")} for s in (2, 3))
+    two, three = ({c.key for c in draws.validation_cases(seed=s) if c.bench in ("gemm", "bmm")} for s in (2, 3))
     assert len(two) == len(three) == 360 and not two & three  # 240 GEMMs and 120 batched GEMMs each
     # Whatever the seed, a draw that lands on a calibration shape is left out.
-    drawn = calibrate.validation_cases(seed=5)
-    monkeypatch.setattr(calibrate, "calibration_cases", lambda **kw: drawn[:10])
-    assert [c.key for c in calibrate.validation_cases(seed=5)] == [c.key for c in drawn[10:]]
+    drawn = draws.validation_cases(seed=5)
+    monkeypatch.setattr(draws, "calibration_cases", lambda **kw: drawn[:10])
+    assert [c.key for c in draws.validation_cases(seed=5)] == [c.key for c in drawn[10:]]
 
 
 def test_an_outdated_user_profile_is_set_aside_with_a_warning(tmp_path, monkeypatch, capsys):

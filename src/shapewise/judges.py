@@ -30,14 +30,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .calibrate import Judged, calibration_cases, drawn_beside, judge, validation_cases
+from .calibrate import Judged, judge
 from .cases import Case, gemm_cases, op_case
+from .draws import calibration_cases, drawn_beside, validation_cases
 from .errors import ShapewiseError, warn
 from .ops import COMM, FLASH, MEMORY, attention_op, model_ops
 from .shapes import DTYPE_BYTES, ModelShape, Workload, check_parallel
 
 SETS = ("default", "wide", "attention", "models", "variants")
-# Each set's own random stream, beside the seed (calibrate.EXTENDED_STREAM is 4099).
+# Each set's own random stream, beside the seed (draws.EXTENDED_STREAM is 4099).
 STREAMS = {"wide": 5003, "attention": 5009, "models": 5011, "variants": 5021}
 
 # One case measured stays well under ~50 ms on an H200: a GEMM's work and memory are bounded

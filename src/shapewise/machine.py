@@ -30,8 +30,8 @@ def family(case: Case) -> str | None:
 
 def machine_cases(*, dtype: str = "bf16", quick: bool = False) -> list[Case]:
     """A fixed sample of the designed calibration set, per family (toy sizes with `quick`)."""
-    from .calibrate import calibration_cases
     from .cost import SPEC
+    from .draws import calibration_cases
     from .hardware import get_gpu
 
     designed = calibration_cases(dtype=dtype, quick=quick)
