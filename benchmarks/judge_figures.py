@@ -72,6 +72,20 @@ def table(judged, *, categories=None) -> list[str]:
     return lines
 
 
+def print_judged(title: str, drawn, rows, *, gpu, profile, regimes: bool, on_second=None) -> list:
+    """One measured set judged: its heading, each kind's (or every regime's) figures, and where the
+    set was measured on a second machine, the kinds' figures with calibrate --quick's factors there."""
+    judged = judge_sets(drawn, rows, gpu=gpu, profile=profile)
+    print(f"== {title}: {len(rows)} of {len(drawn.cases)} cases measured")
+    for line in table(judged, categories=None if regimes else SHOWN):
+        print("  " + line)
+    if on_second is not None:
+        print("  with calibrate --quick's factors:")
+        for line in table(judge_sets(drawn, rows, gpu=gpu, profile=on_second), categories=SHOWN):
+            print("    " + line)
+    return judged
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", help="the profile to judge (default: the shipped H200 profile)")
@@ -89,16 +103,10 @@ def main() -> int:
         for export, sets in MEASURED.items():
             for name, seed in sets:
                 drawn, rows = measured_rows(dbs[export], name, seed)
-                judged = judge_sets(drawn, rows, gpu=gpu, profile=shipped)
+                judged = print_judged(f"{export} {name} seed {seed}", drawn, rows, gpu=gpu, profile=shipped,
+                                      regimes=args.regimes, on_second=on_second if export == "judges-2.csv" else None)
                 if (export, name, seed) not in REPEATS:
                     pooled.setdefault((export, name), []).extend(judged)
-                print(f"== {export} {name} seed {seed}: {len(rows)} of {len(drawn.cases)} cases measured")
-                for line in table(judged, categories=None if args.regimes else SHOWN):
-                    print("  " + line)
-                if export == "judges-2.csv":
-                    print("  with calibrate --quick's factors:")
-                    for line in table(judge_sets(drawn, rows, gpu=gpu, profile=on_second), categories=SHOWN):
-                        print("    " + line)
         for (export, name), judged in pooled.items():
             print(f"== pooled: {export} {name}, every regime")
             for line in table(judged):

@@ -12,10 +12,9 @@ import argparse
 import os
 import tempfile
 
-from judge_figures import SHOWN, import_export, measured_rows, spread, table, with_machine_factors
+from judge_figures import import_export, measured_rows, print_judged, spread, with_machine_factors
 
 from shapewise.hardware import get_gpu
-from shapewise.judges import judge_sets
 from shapewise.profile import find, load
 
 R = "benchmarks/results/h200-judges-fresh"
@@ -56,14 +55,8 @@ def main() -> int:
         for export, sets in measured.items():
             for name, seed in sets:
                 drawn, rows = measured_rows(dbs[export], name, seed, CONFIGS)
-                judged = judge_sets(drawn, rows, gpu=gpu, profile=shipped)
-                print(f"== {export} {name} seed {seed}: {len(rows)} of {len(drawn.cases)} cases measured")
-                for line in table(judged, categories=None if args.regimes else SHOWN):
-                    print("  " + line)
-                if export == "judges-2.csv.gz":
-                    print("  with calibrate --quick's factors:")
-                    for line in table(judge_sets(drawn, rows, gpu=gpu, profile=on_second), categories=SHOWN):
-                        print("    " + line)
+                print_judged(f"{export} {name} seed {seed}", drawn, rows, gpu=gpu, profile=shipped, regimes=args.regimes,
+                             on_second=on_second if export == "judges-2.csv.gz" else None)
         if on_second is None:
             return 0
         print("== the same cases on the two H200s (second / first, median of each case's times)")

@@ -479,3 +479,13 @@ def test_a_residual_placed_outside_any_dim_is_refused(place):
     text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, gemm_residuals=tuple(rows))))
     with pytest.raises(ShapewiseError, match="gemm_residuals.*log2 dims"):
         from_text(text)
+
+
+@pytest.mark.parametrize("field, value", [("flash_window_bwd", (1.4, 0.0, 2.9)), ("flash_memory_bandwidth_wide", 0.0)])
+def test_a_profile_pricing_windows_or_wide_decoding_at_no_time_is_refused(field, value):
+    """A window factor or a wide-head decoding bandwidth of zero would price those calls free (or
+    divide by zero): the load's trial predictions cover both and refuse the profile in one line."""
+    shipped = find("h200")
+    text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, **{field: value})))
+    with pytest.raises(ShapewiseError, match="not a rate.*calibrate again"):
+        from_text(text)

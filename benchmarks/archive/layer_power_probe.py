@@ -10,10 +10,9 @@ PYTHONPATH=src python3 benchmarks/archive/layer_power_probe.py OUT.json CONFIG.j
 import json
 import sys
 import tempfile
-import threading
 
 import torch
-from sustained_probe import clocks, sustained
+from sustained_probe import sampled
 
 from shapewise.bench import bench_ops
 from shapewise.hf import load_config
@@ -35,12 +34,7 @@ def probe(shape, batch: int, db: str) -> dict:
     predicted = sum(op.count * p for op, _, p in layer_ops)
     fn = _layer_fn(shape, workload, "cuda", 0)
     alone = time_fn(fn, budget_ms=400).median_ms
-    stop, samples = threading.Event(), []
-    thread = threading.Thread(target=clocks, args=(stop, samples))
-    thread.start()
-    runs = sustained(fn, 3.0)
-    stop.set()
-    thread.join()
+    runs, samples = sampled(fn, 3.0)
     tail = sorted(runs[len(runs) // 2:])
     torch.cuda.empty_cache()
     return dict(model=shape.name, batch=batch, predicted_ms=predicted, ops_alone_ms=measured_ops, layer_alone_ms=alone,

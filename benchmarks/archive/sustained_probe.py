@@ -39,6 +39,18 @@ def sustained(fn, seconds: float) -> list[float]:
     return per_call
 
 
+def sampled(fn, seconds: float) -> tuple[list[float], list]:
+    """sustained(fn, seconds) with the SM clock, power and temperature sampled all along."""
+    stop, samples = threading.Event(), []
+    thread = threading.Thread(target=clocks, args=(stop, samples))
+    thread.start()
+    try:
+        return sustained(fn, seconds), samples
+    finally:
+        stop.set()
+        thread.join()
+
+
 def gemm_probe(m: int, n: int, k: int) -> dict:
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
@@ -46,12 +58,7 @@ def gemm_probe(m: int, n: int, k: int) -> dict:
     alone = time_fn(fn).median_ms
     torch.cuda.synchronize()
     time.sleep(1.0)
-    stop, samples = threading.Event(), []
-    thread = threading.Thread(target=clocks, args=(stop, samples))
-    thread.start()
-    runs = sustained(fn, 4.0)
-    stop.set()
-    thread.join()
+    runs, samples = sampled(fn, 4.0)
     return dict(shape=[m, n, k], alone_ms=alone, first_ms=runs[0], last_second_ms=sorted(runs[-max(1, len(runs) // 4):])[len(runs[-max(1, len(runs) // 4):]) // 2],
                 batches=len(runs), clocks=samples)
 

@@ -107,9 +107,15 @@ def _attention(torch, device, *, batch, heads, kv_heads, q_len, kv_len, head_dim
                 return sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[backend]))
     dout = _randn(torch, device, batch, heads, q_len, head_dim, dtype=dtype)
     with context():  # backend choice happens at call time; build the backward-only graph inside it too
-        fn = {"fwd": lambda: forward, "fwdbwd": lambda: _fwd_bwd(torch, forward, (q, k, v), dout),
-              "bwd": lambda: _backward_only(torch, forward, (q, k, v), dout)}[pass_]()
+        fn = _attention_pass(torch, forward, (q, k, v), dout, pass_)
     return fn, context()
+
+
+def _attention_pass(torch, forward, inputs, dout, pass_: str):
+    """What one pass of an attention call times: the forward, forward and backward, or the backward alone."""
+    if pass_ == "fwd":
+        return forward
+    return _fwd_bwd(torch, forward, inputs, dout) if pass_ == "fwdbwd" else _backward_only(torch, forward, inputs, dout)
 
 
 def _window_attention(torch, device, *, heads, kv_heads, seq, head_dim, window, pass_, dtype):
@@ -144,9 +150,7 @@ def _window_attention(torch, device, *, heads, kv_heads, seq, head_dim, window, 
         def forward():
             return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=gqa)
     dout = _randn(torch, device, 1, heads, seq, head_dim, dtype=dtype)
-    fn = {"fwd": lambda: forward, "fwdbwd": lambda: _fwd_bwd(torch, forward, (q, k, v), dout),
-          "bwd": lambda: _backward_only(torch, forward, (q, k, v), dout)}[pass_]()
-    return fn, contextlib.nullcontext()
+    return _attention_pass(torch, forward, (q, k, v), dout, pass_), contextlib.nullcontext()
 
 
 def _dispatch_combine(torch, device, rows: int, width: int, dtype: str):

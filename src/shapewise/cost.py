@@ -464,7 +464,8 @@ def window_bucket(head_dim: int) -> int:
 
 def window_factor(op: Op, p: CostParams) -> float:
     """A sliding-window call's rate against cuDNN's causal kernel (params.flash_window_*)."""
-    return (p.flash_window_fwd if op.pass_ == "fwd" else p.flash_window_bwd)[window_bucket(op.k)]
+    return _rate((p.flash_window_fwd if op.pass_ == "fwd" else p.flash_window_bwd)[window_bucket(op.k)],
+                 f"sliding-window attention's {op.pass_} factor")
 
 
 def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Losses]:

@@ -322,8 +322,8 @@ def fit_flash_window(samples: list[tuple[Op, float]], *, gpu: GPU, dtype: str, p
     update = {}
     for pass_, field in (("fwd", "flash_window_fwd"), ("bwd", "flash_window_bwd")):
         table = list(getattr(params, field))
+        once, twice = (dataclasses.replace(params, **{field: (f,) * len(table)}) for f in (1.0, 2.0))
         for bucket in range(len(table)):
-            once, twice = (dataclasses.replace(params, **{field: (f,) * len(table)}) for f in (1.0, 2.0))
             factors = []
             for op, ms in samples:
                 if op.pass_ == pass_ and window_bucket(op.k) == bucket and ms:

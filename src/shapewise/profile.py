@@ -167,14 +167,22 @@ def _check_predicts(params: CostParams, gpu: GPU, where: str) -> None:
     every number is fine but whose tables do not fit together (or whose efficiencies are zero)."""
     import numpy as np
 
-    from .cost import predict_attention, predict_gemm
+    from .cost import predict_attention, predict_gemm, predict_ops
+    from .ops import attention_op
 
     model = CostModel(gpu, params, f"the profile {where}")
     m, n, k = np.meshgrid([64, 4096, 4097, 8192], [64, 4096, 4097, 8192], [4096, 4097], indexing="ij")
+    # Decoding (narrow and wide heads, a shared key head) and sliding windows (each head-dim bucket).
+    attention = [attention_op("fwd", seqs=1, heads=8, kv_heads=1, q_len=1, kv_len=4096, head_dim=d, causal=False,
+                              dtype_bytes=2) for d in (128, 256)]
+    attention += [attention_op(pass_, seqs=1, heads=8, kv_heads=8, q_len=4096, kv_len=4096, head_dim=d, causal=True,
+                               dtype_bytes=2, window=1024, name="attn/window") for d in (64, 128, 256)
+                  for pass_ in ("fwd", "bwd")]
     try:  # aligned and misaligned, small and large, and fused attention: each part of the model in use
         times = [*np.ravel(predict_gemm(m.ravel(), n.ravel(), k.ravel(), gpu=model, dtype="bf16").time_ms),
                  *(predict_attention(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=d, causal=True, pass_=pass_,
-                                     gpu=model, dtype="bf16") for d in (64, 128) for pass_ in ("fwd", "bwd"))]
+                                     gpu=model, dtype="bf16") for d in (64, 128) for pass_ in ("fwd", "bwd")),
+                 *(cost.time_ms for cost in predict_ops(attention, gpu=model, dtype="bf16"))]
     except (ValueError, IndexError, ZeroDivisionError, FloatingPointError) as err:
         raise ShapewiseError(f"{where}: its parameters do not fit together ({type(err).__name__}: "
                              f"{str(err)[:80]}); calibrate again or use another profile") from None
