@@ -5,7 +5,7 @@
 # OUT/h200-machine.json (with QUICK_CALIBRATE=1: `calibrate --quick`'s profile), OUT/judges.csv (every measurement: `shapewise results --import` it and judge with `validate
 # --from-db`), OUT/judges.db (the store itself, in case the export is cut short), OUT/kernels.csv, OUT/gpu.txt (which H200: its serial and UUID) and OUT/log.txt.
 #   OUT=folder WIDE="1 2" ATTENTION="1" MODELS="1" WIDE_LATE="3" CONFIGS=tests/data/configs BUDGET_S=480 \
-#     bash benchmarks/h200_judges.sh
+#     [MODELS_S=200] bash benchmarks/h200_judges.sh
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 start=$(date +%s)
@@ -32,7 +32,7 @@ if [ -n "${QUICK_CALIBRATE:-}" ]; then  # this machine's factors on top of the s
 fi
 for seed in ${WIDE:-}; do v 150 wide "$seed"; done
 for seed in ${ATTENTION:-}; do v 90 attention "$seed"; done
-for seed in ${MODELS:-}; do v 200 models "$seed"; done
+for seed in ${MODELS:-}; do v "${MODELS_S:-200}" models "$seed"; done
 for seed in ${WIDE_LATE:-}; do v 150 wide "$seed"; done
 timeout 45 python3 benchmarks/judge_kernels.py "$OUT/kernels.csv" --db "$db" --set "${sets[@]}" --configs "$CONFIGS"
 python3 -m shapewise results --db "$db" --export "$OUT/judges.csv"

@@ -30,7 +30,10 @@ LATER = {2: ("benchmarks/results/h200-judges-fresh2",
              {"judges.csv.gz": [("wide", 25), ("wide", 26), ("attention", 23), ("models", 6)],
               "judges-2.csv.gz": [("wide", 25)]}),
          # After sliding windows were measured as windows (the fourth freeze): the models set again.
-         4: ("benchmarks/results/h200-judges-fresh4", {"judges.csv.gz": [("models", 7)]})}
+         4: ("benchmarks/results/h200-judges-fresh4", {"judges.csv.gz": [("models", 7)]}),
+         # After every case was measured from a settled GPU and the large draws joined (the fifth freeze).
+         5: ("benchmarks/results/h200-judges-fresh5",
+             {"judges.csv.gz": [("wide", 27), ("attention", 24), ("models", 8)]})}
 
 
 def main() -> int:
@@ -39,7 +42,8 @@ def main() -> int:
     ap.add_argument("--regimes", action="store_true", help="every regime's line, not only the kinds'")
     ap.add_argument("--freeze", type=int, choices=(1, *LATER), default=1,
                     help="which freeze's run: 1 (results/h200-judges-fresh/), 2 (-fresh2/: wide 23, 24; attention 22; "
-                         "models 5), 3 (-fresh3/: wide 25, 26; attention 23; models 6) or 4 (-fresh4/: models 7)")
+                         "models 5), 3 (-fresh3/: wide 25, 26; attention 23; models 6), 4 (-fresh4/: models 7) or "
+                         "5 (-fresh5/: wide 27; attention 24; models 8)")
     args = ap.parse_args()
     folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")

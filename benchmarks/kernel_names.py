@@ -26,14 +26,7 @@ import torch
 from shapewise.bench import census_rows, kernel_census
 from shapewise.cases import is_gemm
 from shapewise.cost import align_classes
-from shapewise.draws import (
-    _batched_cases,
-    _edge_cases,
-    _random_bmms,
-    _random_gemms,
-    calibration_cases,
-    validation_cases,
-)
+from shapewise.draws import _random_bmms, _random_gemms, calibration_cases, drawn_beside, validation_cases
 from shapewise.hardware import get_gpu
 from shapewise.store import Store
 
@@ -64,14 +57,14 @@ def main() -> int:
                     help="the calibration set of `calibrate --extended SEED`")
     ap.add_argument("--edges", type=int, metavar="SEED", help="and the edge draws of `calibrate --edges SEED`")
     ap.add_argument("--batched", type=int, metavar="SEED", help="and the batched draws of `calibrate --batched SEED`")
+    ap.add_argument("--large", type=int, metavar="SEED", help="and the large draws of `calibrate --large SEED`")
     ap.add_argument("--census", action="store_true", help="add random misaligned shapes, none of the calibration's")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("kernel_names.py names GPU kernels: it needs a CUDA GPU", file=sys.stderr)
         return 2
     drawn = [] if args.held_out_only else calibration_cases(quick=args.quick, extended=args.extended)
-    drawn += _edge_cases(args.edges, quick=args.quick, dtype="bf16")
-    drawn += _batched_cases(args.batched, quick=args.quick, dtype="bf16")
+    drawn += drawn_beside(quick=args.quick, edges=args.edges, batched=args.batched, large=args.large)
     drawn += census_shapes(quick=args.quick) if args.census else []
     for seed in args.seeds:
         drawn += validation_cases(quick=args.quick, seed=seed)

@@ -333,3 +333,13 @@ def test_interleave_cuda_double_work():
 
     result = interleave({"once": lambda: a @ a, "twice": twice}, device="cuda", rounds=10, budget_ms=50)
     assert 1.6 < result["twice"].ratio < 2.4
+
+
+def test_a_sweep_settles_for_longer_after_a_case_that_kept_the_gpu_busy_longer():
+    """The pause after a case is SETTLE times its busy time (its samples and its warm-up): a case
+    of ten 2 ms calls leaves a pause a hundred times a case of ten 0.02 ms calls' samples."""
+    from shapewise.measure import SETTLE, Timing, settle_ms
+
+    long, short = Timing((2.0,) * 10), Timing((0.02,) * 10)
+    assert settle_ms(long, 3) == pytest.approx(SETTLE * 23) and settle_ms(short, 0) == pytest.approx(SETTLE * 0.2)
+    assert SETTLE >= 1  # at most half the time busy: the mean power stays where the clock holds

@@ -168,6 +168,24 @@ def test_batched_draws_cover_every_layout_and_head_grouping_and_never_held_out()
                                        | {c.key for c in calibration_cases()})
 
 
+def test_large_draws_are_transformer_gemms_in_every_pass_and_never_held_out():
+    from shapewise.draws import LARGE_GEMMS, LARGE_MAX_FLOPS, calibration_cases, drawn_beside, validation_cases
+
+    one, again, two = (drawn_beside(large=s) for s in (1, 1, 2))
+    assert [c.key for c in one] == [c.key for c in again] and len({c.key for c in one} & {c.key for c in two}) < 30
+    assert len(one) == LARGE_GEMMS and all(c.bench == "gemm" and c.params["batch"] == 1 for c in one)
+    assert {c.params["layout"] for c in one} == {"nn", "nt", "tn"}
+    assert all(c.flops <= LARGE_MAX_FLOPS for c in one)
+    # large and aligned as models align: most of them a billion FLOPs or more, every side a multiple
+    # of 64 for most, and vocabularies (odd ones too) among the weights' dims
+    assert sum(c.flops >= 1e9 for c in one) > 0.9 * len(one)
+    assert sum(all(c.params[d] % 64 == 0 for d in "mnk") for c in one) > 0.6 * len(one)
+    assert {50257, 151936} & {c.params[d] for c in one for d in "mnk"}
+    assert not {c.key for c in one} & ({c.key for s in (2, 3, 13) for c in validation_cases(seed=s)}
+                                       | {c.key for c in calibration_cases()})
+    assert len(drawn_beside(large=1, quick=True)) == 4
+
+
 def test_a_norms_fixed_cost_grows_with_its_rows_width():
     """One row's reduction is a norm's fixed time: wider rows, more of it. Rows of several widths
     recover the constant and the cost per element; rows of one width leave no cost per element."""

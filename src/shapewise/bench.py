@@ -12,6 +12,7 @@ torch is imported only inside functions: this module loads without it.
 from __future__ import annotations
 
 import contextlib
+import time
 from dataclasses import dataclass, field
 
 from .cases import KERNELS, Case, census_key, is_gemm
@@ -312,7 +313,7 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     Under torchrun the cases are split across the ranks (one GPU each); each rank measures its
     share, rank 0 gathers the results and writes them to its store, and a rank that stops early
     reports which cases it lost (run again to measure them)."""
-    from .measure import check_device, environment, time_fn
+    from .measure import check_device, environment, settle_ms, time_fn
     from .store import case_key
 
     torch = import_torch()
@@ -341,6 +342,8 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
         with _progress(progress and rank == 0, len(mine)) as advance:
             for i, case in enumerate(mine):
                 record = _measure_one(torch, case, keys[id(case)], device=device, timing=timing, time_fn=time_fn)
+                if "timing" in record and device.startswith("cuda"):  # the next case starts from a settled GPU
+                    time.sleep(settle_ms(record["timing"], warmup_ms) / 1e3)
                 if world == 1:
                     store.record(env_id=env_id, **record)  # committed at once: Ctrl-C keeps it
                 else:

@@ -7,7 +7,8 @@ dims, lengths and numbers of sequences × heads, sliding windows, the memory-bou
 and an MoE layer's copies, and about 1800 random GEMMs and 900 batched GEMMs for the residual and
 kernel tables. Beside it, from streams of their own: `--extended` (3600 random GEMMs and batched GEMMs
 more, drawn as the held-out set draws its own), `--edges` (sides of 1 to 31 or over 16,384) and
-`--batched` (batched GEMMs in every layout, decoding attention over head dims and groupings).
+`--batched` (batched GEMMs in every layout, decoding attention over head dims and groupings) and
+`--large` (a transformer's GEMMs: large, aligned as models align, in the three passes' layouts).
 `validation_cases` is drawn differently (another seed, explicit alignment classes, batched and
 attention shapes, and whole layers of presets), so that a profile is never judged on what it was
 fitted to.
@@ -93,10 +94,10 @@ EXTENDED_STREAM = 4099
 
 
 def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1, extended: int | None = None,
-                      edges: int | None = None, batched: int | None = None) -> list[Case]:
+                      edges: int | None = None, batched: int | None = None, large: int | None = None) -> list[Case]:
     """The designed set; with `extended` (a seed), that seed's extended draws too; with `edges` (a
     seed), that seed's edge draws (_edge_cases); with `batched` (a seed), its batched draws
-    (_batched_cases)."""
+    (_batched_cases); with `large` (a seed), its large draws (_large_cases)."""
     rng = np.random.default_rng(seed)
     if quick:  # toy sizes, for a CPU smoke test
         return _unique(gemm_cases([32, 64], [64, 65], [32], layouts=("nn", "nt", "tn"), dtype=dtype)
@@ -104,9 +105,8 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
                        + [_attention(p, seqs=1, heads=4, seq=s, head_dim=64, dtype=dtype) for p in ("fwd", "bwd")
                           for s in (32, 64)]
                        + [op_case(op, dtype) for op in _layer_memory_ops(64)]
-                       + _extended_cases(extended, quick=True, dtype=dtype)
-                       + _edge_cases(edges, quick=True, dtype=dtype)
-                       + _batched_cases(batched, quick=True, dtype=dtype))
+                       + drawn_beside(dtype=dtype, quick=True, extended=extended, edges=edges, batched=batched,
+                                      large=large))
     cases = [c for d in (256, 512, 1024, 2048, 4096, 8192, 12288) for c in gemm_cases([d], [d], [d], dtype=dtype)]
     cases += gemm_cases([8192], list(range(64, 8193, 256)), [8192], dtype=dtype)  # tile and wave regimes
     for layout in ("nn", "nt", "tn"):  # every alignment class of every leading dim
@@ -172,18 +172,16 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     cases += [op_case(op, dtype) for hidden in (2048, 4096, 7168) for tokens in (1, 16, 512, 4096, 16384)
               for op in _memory_ops((dataclasses.replace(moe, hidden=hidden, num_heads=hidden // 128),), tokens,
                                     families=("copy",))]
-    cases += _extended_cases(extended, quick=False, dtype=dtype)
-    cases += _edge_cases(edges, quick=False, dtype=dtype)
-    cases += _batched_cases(batched, quick=False, dtype=dtype)
+    cases += drawn_beside(dtype=dtype, extended=extended, edges=edges, batched=batched, large=large)
     return _unique(cases)
 
 
-def drawn_beside(*, dtype: str = "bf16", extended: int | None = None, edges: int | None = None,
-                 batched: int | None = None) -> list[Case]:
-    """The random draws of `calibrate --extended SEED`, `--edges SEED` and `--batched SEED` alone,
-    without the designed set they are measured beside."""
-    return (_extended_cases(extended, quick=False, dtype=dtype) + _edge_cases(edges, quick=False, dtype=dtype)
-            + _batched_cases(batched, quick=False, dtype=dtype))
+def drawn_beside(*, dtype: str = "bf16", quick: bool = False, extended: int | None = None, edges: int | None = None,
+                 batched: int | None = None, large: int | None = None) -> list[Case]:
+    """The random draws of `calibrate --extended SEED`, `--edges SEED`, `--batched SEED` and `--large
+    SEED` alone, without the designed set they are measured beside (with `quick`, their toy sizes)."""
+    return (_extended_cases(extended, quick=quick, dtype=dtype) + _edge_cases(edges, quick=quick, dtype=dtype)
+            + _batched_cases(batched, quick=quick, dtype=dtype) + _large_cases(large, quick=quick, dtype=dtype))
 
 
 def _extended_cases(extended: int | None, *, quick: bool, dtype: str) -> list[Case]:
@@ -320,6 +318,73 @@ def _batched_cases(batched: int | None, *, quick: bool, dtype: str) -> list[Case
         return cases + [_attention("fwd", seqs=1, heads=4, kv_heads=k, seq=1, kv_len=64, head_dim=64, dtype=dtype)
                         for k in (1, 4)][:decodes]
     return cases + _decode_draws(rng, decodes, dtype=dtype)
+
+
+# `calibrate --large SEED`: the GEMMs of transformer layers and output heads as models shape them, from
+# a stream of their own (LARGE_STREAM beside the seed): hidden sizes of 1024 to 16,384 in multiples of
+# 64 to 512, heads of 64 to 256, grouped keys and values, FFN widths of 2.5 to 5.5 hidden sizes rounded
+# as models round them, vocabularies, tensor-parallel shards, and tokens of 256 to 65,536, each matrix
+# in one of its three passes' layouts (forward "nt", input gradient "nn", weight gradient "tn"). Every
+# other draw is log-uniform over all three dims, so that few land where all three are large and
+# aligned: real models' GEMMs, whose rate is 700-830 TFLOP/s on an H200, were predicted 3-5% slow
+# (benchmarks/RESULTS.md) with about 120 such shapes among 11,000 fitted.
+LARGE_GEMMS = 1500
+LARGE_STREAM = 9151
+LARGE_MAX_FLOPS = 4e12  # about 5 ms on an H200: longer calls are priced by the same rate
+LARGE_HEAD_DIMS = (64, 80, 96, 128, 128, 128, 256)
+LARGE_MATRICES = ("qkv", "out", "up", "gate_up", "down", "logits")
+LARGE_VOCABS = (32000, 32768, 50257, 50304, 65024, 100352, 128256, 151936, 152064, 256000)
+
+
+def _round_to(value: float, unit: int) -> int:
+    return max(unit, int(round(value / unit)) * unit)
+
+
+def _large_matrix(rng) -> tuple[int, int, bool]:
+    """One matrix of a drawn transformer: (outputs, inputs, whether tensor parallelism splits its outputs)."""
+    hidden = _round_to(float(_rng_dims(rng, 1024, 16384, 1)[0]), int(rng.choice([64, 128, 256, 512])))
+    head_dim = int(rng.choice(LARGE_HEAD_DIMS))
+    heads = max(1, hidden // head_dim)
+    kv_heads = max(1, heads // int(rng.choice([1, 1, 2, 4, 8])))
+    ffn = _round_to(hidden * rng.uniform(2.5, 5.5), int(rng.choice([64, 128, 256, 512])))
+    vocab = int(rng.choice(LARGE_VOCABS))
+    return {"qkv": ((heads + 2 * kv_heads) * head_dim, hidden, True), "out": (hidden, heads * head_dim, False),
+            "up": (ffn, hidden, True), "gate_up": (2 * ffn, hidden, True), "down": (hidden, ffn, False),
+            "logits": (vocab, hidden, True)}[str(rng.choice(LARGE_MATRICES))]
+
+
+def _large_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, str]]:
+    """(m, n, k, layout) of `count` transformer GEMMs (see LARGE_GEMMS)."""
+    out: list[tuple[int, int, int, str]] = []
+    while len(out) < count:
+        outputs, inputs, column = _large_matrix(rng)
+        tp = int(rng.choice([1, 1, 2, 4, 8]))
+        if (outputs if column else inputs) % tp:
+            continue
+        outputs, inputs = (outputs // tp, inputs) if column else (outputs, inputs // tp)
+        seq = int(_rng_dims(rng, 256, 16384, 1)[0])
+        seq = _round_to(seq, int(rng.choice([256, 128, 64, 1], p=(0.5, 0.2, 0.2, 0.1))))
+        tokens = int(rng.choice([1, 1, 2, 4, 8, 16])) * seq
+        if tokens > 65536:
+            continue
+        m, n, k, layout = [(tokens, outputs, inputs, "nt"), (tokens, inputs, outputs, "nn"),
+                           (outputs, inputs, tokens, "tn")][int(rng.integers(3))]
+        if 2.0 * m * n * k <= LARGE_MAX_FLOPS and (m * k + k * n + m * n) * DTYPE_BYTES[dtype] <= EDGE_MAX_BYTES:
+            out.append((m, n, k, layout))
+    return out
+
+
+def _large_cases(large: int | None, *, quick: bool, dtype: str) -> list[Case]:
+    """`calibrate --large SEED`'s draws (none without a seed)."""
+    if large is None:
+        return []
+    rng = np.random.default_rng([large, LARGE_STREAM])
+    cases = []
+    for m, n, k, layout in _large_dims(rng, 4 if quick else LARGE_GEMMS, dtype=dtype):
+        if quick:
+            m, n, k = (1 + d % 61 for d in (m, n, k))
+        cases += gemm_cases([m], [n], [k], layouts=(layout,), dtype=dtype)
+    return cases
 
 
 NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-out set's presets' (1600, 2560, 4096)

@@ -288,6 +288,22 @@ def _make_prep(timer, fn, device, flush_l2: bool, l2_bytes: int | None, cushion:
     return prep
 
 
+# ---- settling: each case measured from the same state of the GPU's clocks ----------------------
+
+# An H200 lowers its SM clock as its power draw nears the cap, within a fraction of a second: a GEMM
+# measured right after other large GEMMs ran 2% slower (6% over 1 ms, 14% at the 90th percentile)
+# than after an idle pause, and 23% slower after 0.1 s at the cap, while after an idle pause the same
+# GEMMs repeat within 0.5% (benchmarks/RESULTS.md, "measured from a settled GPU"). A sweep therefore
+# leaves the GPU idle after each case for SETTLE times the time the case kept it busy: the mean
+# power stays where the clock holds, whatever the cases around it.
+SETTLE = 1.5
+
+
+def settle_ms(timing: Timing, warmup_ms: float) -> float:
+    """The idle pause after a case measured as `timing` (after about warmup_ms of warm-up calls)."""
+    return SETTLE * (sum(timing.samples_ms) + warmup_ms)
+
+
 # ---- the budget logic: warm-up, then as many repetitions as the budget holds ----------------
 
 def warm_up(timer, call, warmup_ms: float) -> tuple[int, float]:

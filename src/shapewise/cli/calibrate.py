@@ -71,6 +71,10 @@ def add_calibrate(sub) -> None:
                    help="and 1500 random batched GEMMs in every layout (half shaped as attention's products) and 160 "
                         "decoding attention calls over head dims 64 to 256 and groups of 1 to 71 query heads per key head, "
                         "drawn with SEED (1 when not given) (about 2 minutes more on an H200)")
+    p.add_argument("--large", type=SEED.arg, nargs="?", const=1, metavar="SEED",
+                   help="and 1500 GEMMs shaped as transformers' (large and aligned as models align: layers, heads and "
+                        "tensor-parallel shards, in the three passes' layouts), drawn with SEED (1 when not given) "
+                        "(about 2 minutes more on an H200)")
     p.add_argument("--no-install", action="store_true", help=f"do not write it to the profile folder ({PROFILE_FOLDER})")
     _add_set_args(p)
     p.add_argument("--comm", action="store_true",
@@ -94,7 +98,7 @@ def run_calibrate(args) -> int:
     out = console()
     with Store(args.db) as store:
         done = calibrate(store=store, gpu=args.gpu, device=args.device, dtype=args.dtype, quick=args.quick,
-                         extended=args.extended, edges=args.edges, batched=args.batched,
+                         extended=args.extended, edges=args.edges, batched=args.batched, large=args.large,
                          warmup_ms=args.warmup_ms, budget_ms=args.budget_ms, force=args.force)
     rank0_only(done.sweep)
     out.print(f"{done.cases} calibration cases: {done.sweep.summary()}")
