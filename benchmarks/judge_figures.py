@@ -10,7 +10,6 @@ import argparse
 import dataclasses
 import gzip
 import json
-import shutil
 import tempfile
 
 import numpy as np
@@ -37,14 +36,8 @@ SHOWN = ("gemm", "bmm", "attention fwd", "attention bwd", "attention decode", "m
 
 def import_export(path: str, db: str) -> None:
     """A results-store export (CSV, or CSV gzipped as committed) into the store at `db`."""
-    with tempfile.TemporaryDirectory() as tmp:
-        if path.endswith(".gz"):
-            plain = f"{tmp}/export.csv"
-            with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            path = plain
-        with Store(db) as store:
-            store.import_csv(path)
+    with Store(db) as store:
+        store.import_csv(path)
 
 
 def with_machine_factors(profile, path: str):

