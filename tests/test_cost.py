@@ -150,7 +150,7 @@ def test_bad_layout_dtype_and_gpu_raise_user_errors():
 def test_losses_add_and_scale():
     a, b = Losses(kernel=1, tile=2), Losses(tile=1, memory=4)
     assert (a + b).as_dict() == {"kernel": 1, "tile": 3, "wave": 0, "misalign": 0, "memory": 4, "launch": 0, "comm": 0,
-                                   "correction": 0}
+                                   "window": 0, "correction": 0}
     assert (2 * a).tile == 4 and (a * 2).total == 6
     assert (a + b).main == "memory"
     assert Losses(kernel=5).main is None
@@ -224,3 +224,21 @@ def test_a_window_prices_the_blocks_it_keeps(seq, window, d):
     assert t_window <= t_full * (window_factor(windowed, model.params) if windowed.window else 1.0) * (1 + 1e-9)
     steps = _flash_steps(windowed, 128, 0.0, 132)[0]
     assert steps * 128 * 128 >= windowed.batch * attended_pairs(seq, seq, causal=True, window=windowed.window) * 0.999
+
+
+def test_a_windowed_kernels_rate_is_its_own_loss_and_named_where_it_dominates():
+    """FlexAttention's rate against cuDNN's causal kernel is the window's own cause (a kernel with a
+    native window would not pay it), not the kernel ceiling: Gemma-3's d256 windows name it."""
+    import dataclasses
+
+    from shapewise.cost import window_factor
+
+    model = cost_model("h200")
+    op = attention_op("bwd", seqs=32, heads=8, kv_heads=4, q_len=8192, kv_len=8192, head_dim=256, causal=True,
+                      dtype_bytes=2, window=1024, name="attn/window")
+    cost = predict_ops([op], gpu=model, dtype="bf16")[0]
+    factor = window_factor(op, model.params)
+    assert factor > 1.5 and cost.losses.main == "window"
+    assert cost.losses.window == pytest.approx(cost.time_ms * (1 - 1 / factor), rel=0.02)  # all but the launch
+    full = predict_ops([dataclasses.replace(op, window=0)], gpu=model, dtype="bf16")[0]
+    assert full.losses.window == 0

@@ -13,6 +13,8 @@ is then a factor, and each factor's share of the time is a named loss:
               calibrated profile, a misaligned GEMM is timed as the CUTLASS kernel cuBLAS runs for it)
     memory    the op is bound by memory bandwidth, not by the tensor cores (roofline)
     launch    fixed cost of a kernel launch, which dominates tiny ops
+    window    a sliding window's kernel (FlexAttention's: cuDNN's SDPA has none) against cuDNN's causal
+              kernel on the blocks the window keeps
 
 Everything is vectorized over shapes with numpy; nothing here imports torch.
 """
@@ -56,6 +58,7 @@ class Losses:
     memory: float = 0.0
     launch: float = 0.0
     comm: float = 0.0  # tensor-parallel collectives: time the GPUs spend talking, not computing
+    window: float = 0.0  # a sliding window's kernel, slower than the causal kernel it stands in for
     correction: float = 0.0  # a calibrated profile's measured correction of the analytic time (either sign)
 
     def __add__(self, other: "Losses") -> "Losses":
@@ -498,12 +501,13 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     # it, 0.55 of twice these bytes at full bandwidth; the MHA ones 1% (benchmarks/RESULTS.md).
     t_groups = 8 * op.batch * op.n * op.k / gpu.bytes_per_s if not fwd and op.groups > 1 else 0.0
     # A sliding window runs another kernel (FlexAttention's; cuDNN's SDPA has no window) at its own
-    # rate against cuDNN's: the profile's measured factor, booked to the kernel.
+    # rate against cuDNN's: the profile's measured factor, its own cause (a kernel with a native
+    # window would not pay it).
     slower = window_factor(op, p) if op.window else 1.0
     t_window = (t4 + t_groups) * (slower - 1.0)
     return (t4 + t_groups + t_window) * s + latency, Losses(
-        kernel=(t1 - t0 + t3 - t2 + t_window) * s + latency - p.launch_ms, tile=(t2 - t1) * s, wave=(t4 - t3) * s,
-        memory=t_groups * s, launch=p.launch_ms)
+        kernel=(t1 - t0 + t3 - t2) * s + latency - p.launch_ms, tile=(t2 - t1) * s, wave=(t4 - t3) * s,
+        memory=t_groups * s, launch=p.launch_ms, window=t_window * s)
 
 
 def _comm_ms(op: Op, gpu: GPU, p: CostParams) -> float:

@@ -14,7 +14,7 @@ from .shapes import ModelShape, Workload
 
 LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "wave quantization",
               "misalign": "misaligned dim", "memory": "memory-bound", "launch": "launch overhead",
-              "comm": "communication", "correction": "measured correction"}
+              "comm": "communication", "window": "windowed kernel", "correction": "measured correction"}
 
 
 @dataclass(frozen=True)
