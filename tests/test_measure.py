@@ -343,3 +343,16 @@ def test_a_sweep_settles_for_longer_after_a_case_that_kept_the_gpu_busy_longer()
     long, short = Timing((2.0,) * 10), Timing((0.02,) * 10)
     assert settle_ms(long, 3) == pytest.approx(SETTLE * 23) and settle_ms(short, 0) == pytest.approx(SETTLE * 0.2)
     assert SETTLE >= 1  # at most half the time busy: the mean power stays where the clock holds
+
+
+def test_a_sweep_pauses_after_a_gpu_case_only():
+    from shapewise.bench import settle
+    from shapewise.measure import SETTLE, Timing
+
+    pauses = []
+    measured = {"timing": Timing((1.0,) * 10)}
+    settle(measured, device="cuda:1", warmup_ms=3, sleep=pauses.append)
+    assert pauses == [pytest.approx(SETTLE * 13 / 1e3)]  # seconds
+    settle(measured, device="cpu", warmup_ms=3, sleep=pauses.append)
+    settle({"error": "out of memory"}, device="cuda", warmup_ms=3, sleep=pauses.append)
+    assert len(pauses) == 1

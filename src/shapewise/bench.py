@@ -313,7 +313,7 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     Under torchrun the cases are split across the ranks (one GPU each); each rank measures its
     share, rank 0 gathers the results and writes them to its store, and a rank that stops early
     reports which cases it lost (run again to measure them)."""
-    from .measure import check_device, environment, settle_ms, time_fn
+    from .measure import check_device, environment, time_fn
     from .store import case_key
 
     torch = import_torch()
@@ -342,8 +342,7 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
         with _progress(progress and rank == 0, len(mine)) as advance:
             for i, case in enumerate(mine):
                 record = _measure_one(torch, case, keys[id(case)], device=device, timing=timing, time_fn=time_fn)
-                if "timing" in record and device.startswith("cuda"):  # the next case starts from a settled GPU
-                    time.sleep(settle_ms(record["timing"], warmup_ms) / 1e3)
+                settle(record, device=device, warmup_ms=warmup_ms)
                 if world == 1:
                     store.record(env_id=env_id, **record)  # committed at once: Ctrl-C keeps it
                 else:
@@ -360,6 +359,15 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
         stored = {row["key"]: row for row in store.rows(env_id=env_id)}
         result.rows = [(c, stored[keys[id(c)]]) for c in cases if keys[id(c)] in stored]
     return result
+
+
+def settle(record: dict, *, device: str, warmup_ms: float, sleep=time.sleep) -> None:
+    """After a case measured on a GPU, leave it idle so that the next case starts from a settled
+    clock (measure.settle_ms); nothing after a failed case or on the CPU, whose clock no case moves."""
+    from .measure import settle_ms
+
+    if "timing" in record and device.startswith("cuda"):
+        sleep(settle_ms(record["timing"], warmup_ms) / 1e3)
 
 
 def stored_rows(cases: list[Case], *, store) -> list[tuple[Case, dict]]:
