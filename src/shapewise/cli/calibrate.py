@@ -53,7 +53,7 @@ def _install_profile(profile, args, out, measured: dict) -> None:
 def add_calibrate(sub) -> None:
     from ..limits import SEED
 
-    p = sub.add_parser("calibrate", help="measure a designed set on this GPU and fit its profile (about 2 minutes on an H200)",
+    p = sub.add_parser("calibrate", help="measure a designed set on this GPU and fit its profile (about 5 minutes on an H200)",
                        description="Measure a designed set of GEMMs, attention and memory-bound ops on this GPU, fit the "
                                    f"cost model's parameters and install the profile in the profile folder ({PROFILE_FOLDER}); "
                                    "predictions for this GPU use it from then on. On the CPU (--device cpu) the set is "
