@@ -21,9 +21,9 @@ import time
 
 import torch
 
-from shapewise.bench import MIN_REPS, _measure_one
+from shapewise.bench import MIN_REPS, _measure_one, settle
 from shapewise.judges import judge_set_cases
-from shapewise.measure import settle_ms, time_fn
+from shapewise.measure import time_fn
 from sustained_probe import clocks
 
 TIMING = dict(warmup_ms=3, budget_ms=10, min_reps=MIN_REPS, cuda_graph=False)  # sweep()'s defaults
@@ -37,13 +37,11 @@ def panel(count: int):
     return rng.sample(gemms, min(count, len(gemms))), rng.sample(memory, 40)
 
 
-def measure(case, settle: bool = False) -> float:
+def measure(case, settled: bool = False) -> float:
     record = _measure_one(torch, case, case.key, device="cuda", timing=TIMING, time_fn=time_fn)
-    if "timing" not in record:
-        return float("nan")
-    if settle:
-        time.sleep(settle_ms(record["timing"], TIMING["warmup_ms"]) / 1e3)
-    return record["timing"].median_ms
+    if settled:  # the sweep's own pause
+        settle(record, device="cuda", warmup_ms=TIMING["warmup_ms"])
+    return record["timing"].median_ms if "timing" in record else float("nan")
 
 
 def run(context: str, gemms, memory, big) -> dict:
@@ -64,7 +62,7 @@ def run(context: str, gemms, memory, big) -> dict:
                 torch.cuda.synchronize()
         elif context == "mixed":
             measure(memory[i % len(memory)])
-        out[case.key] = [time.time(), measure(case, settle=context == "settled")]
+        out[case.key] = [time.time(), measure(case, settled=context == "settled")]
     print(f"{context}: {len(order)} cases in {time.time() - start:.0f} s", flush=True)
     return out
 

@@ -19,7 +19,7 @@ from .cases import KERNELS, Case, census_key, is_gemm
 from .distributed import distributed, gather
 from .dtypes import torch_dtype
 from .errors import ShapewiseError
-from .measure import import_torch
+from .measure import import_torch, settle_ms
 from .ops import BMM, FLASH, GEMM, MEMORY
 
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
@@ -364,8 +364,6 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
 def settle(record: dict, *, device: str, warmup_ms: float, sleep=time.sleep) -> None:
     """After a case measured on a GPU, leave it idle so that the next case starts from a settled
     clock (measure.settle_ms); nothing after a failed case or on the CPU, whose clock no case moves."""
-    from .measure import settle_ms
-
     if "timing" in record and device.startswith("cuda"):
         sleep(settle_ms(record["timing"], warmup_ms) / 1e3)
 

@@ -137,14 +137,14 @@ class CostParams:
     # `calibrate --batched 1`'s 160 decoding calls over head dims 64-256 and groups 1-71 ran d > 128 at
     # 1.3-3.3 TB/s against 3.5-4.1 below, and 71 query heads per key head at 0.8-1.8 TB/s
     # (benchmarks/RESULTS.md, "decoding by head dim and group").
+    flash_memory_bandwidth_wide: float = 0.8045
+    flash_memory_query_ms: float = 0.0
     # Sliding-window attention's kernel (FlexAttention with a window block mask, compiled) against
     # cuDNN's causal kernel on the same blocks, forward and backward, by head dim up to 64, 128 and
     # 256 (WINDOW_HEAD_DIMS): the spec model assumes the same rate; a calibration measures it (on
-    # the H200 its backward at head dim 256 ran 4x cuDNN's, at 64 and 128 about 1.4-1.7x).
+    # the H200 the designed set's 24 window calls: 1.3-2.9x, slowest at head dim 256).
     flash_window_fwd: tuple[float, float, float] = (1.0, 1.0, 1.0)
     flash_window_bwd: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    flash_memory_bandwidth_wide: float = 0.8045
-    flash_memory_query_ms: float = 0.0
     # Tensor-parallel collectives ride the GPU's peer link (hardware.NVLINK_DATASHEETS): ring
     # all-gather and reduce-scatter move (t-1)/t of the message each way. The spec model assumes
     # nccl-tests' usual bus bandwidth on NVLink (about 80%) and 10 µs a call; `calibrate --comm`

@@ -74,7 +74,7 @@ def add_calibrate(sub) -> None:
     p.add_argument("--large", type=SEED.arg, nargs="?", const=1, metavar="SEED",
                    help="and 1500 GEMMs shaped as transformers' (large and aligned as models align: layers, heads and "
                         "tensor-parallel shards, in the three passes' layouts), drawn with SEED (1 when not given) "
-                        "(about 2 minutes more on an H200)")
+                        "(about 70 s more on an H200)")
     p.add_argument("--no-install", action="store_true", help=f"do not write it to the profile folder ({PROFILE_FOLDER})")
     _add_set_args(p)
     p.add_argument("--comm", action="store_true",
