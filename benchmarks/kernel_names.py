@@ -58,13 +58,15 @@ def main() -> int:
     ap.add_argument("--edges", type=int, metavar="SEED", help="and the edge draws of `calibrate --edges SEED`")
     ap.add_argument("--batched", type=int, metavar="SEED", help="and the batched draws of `calibrate --batched SEED`")
     ap.add_argument("--large", type=int, metavar="SEED", help="and the large draws of `calibrate --large SEED`")
+    ap.add_argument("--skinny", type=int, metavar="SEED", help="and the skinny draws of `calibrate --skinny SEED`")
     ap.add_argument("--census", action="store_true", help="add random misaligned shapes, none of the calibration's")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("kernel_names.py names GPU kernels: it needs a CUDA GPU", file=sys.stderr)
         return 2
     drawn = [] if args.held_out_only else calibration_cases(quick=args.quick, extended=args.extended)
-    drawn += drawn_beside(quick=args.quick, edges=args.edges, batched=args.batched, large=args.large)
+    drawn += drawn_beside(quick=args.quick, edges=args.edges, batched=args.batched, large=args.large,
+                          skinny=args.skinny)
     drawn += census_shapes(quick=args.quick) if args.census else []
     for seed in args.seeds:
         drawn += validation_cases(quick=args.quick, seed=seed)

@@ -186,6 +186,36 @@ def test_large_draws_are_transformer_gemms_in_every_pass_and_never_held_out():
     assert len(drawn_beside(large=1, quick=True)) == 4
 
 
+def test_skinny_draws_have_a_side_of_1_to_64_in_every_layout_and_alignment_and_never_held_out():
+    from shapewise.draws import (
+        SKINNY_BMMS,
+        SKINNY_GEMMS,
+        SKINNY_MAX_BYTES,
+        calibration_cases,
+        drawn_beside,
+        validation_cases,
+    )
+
+    one, again, two = (drawn_beside(skinny=s) for s in (1, 1, 2))
+    assert [c.key for c in one] == [c.key for c in again] and len({c.key for c in one} & {c.key for c in two}) < 30
+    gemms, bmms = [c for c in one if c.bench == "gemm"], [c for c in one if c.bench == "bmm"]
+    assert len(gemms) + len(bmms) == len(one) and len(gemms) >= SKINNY_GEMMS - 30 and len(bmms) >= SKINNY_BMMS - 10
+    assert {c.params["layout"] for c in gemms} == {c.params["layout"] for c in bmms} == {"nn", "nt", "tn"}
+    dims = np.array([[c.params[d] for d in ("m", "n", "k", "batch")] for c in one])
+    thin = dims[:, :2].min(axis=1)
+    assert thin.max() <= 64 and (thin == 1).sum() > 50 and (dims[:, 0] <= 64).mean() > 0.6 > (dims[:, 1] <= 64).mean()
+    assert dims[:, 2].min() >= 64 and dims[:, :3].max() > 60000
+    assert all(c.bytes <= SKINNY_MAX_BYTES for c in one)
+    # the large sides in every alignment class: multiples of 64 (as models align), of 8 only, even, odd
+    wide = dims[:, 2]
+    shares = [(wide % 64 == 0).mean(), ((wide % 8 == 0) & (wide % 64 != 0)).mean(), ((wide % 2 == 0) & (wide % 8 != 0)).mean(),
+              (wide % 2 == 1).mean()]
+    assert all(share > 0.12 for share in shares), shares
+    assert not {c.key for c in one} & ({c.key for s in (2, 3, 13) for c in validation_cases(seed=s)}
+                                       | {c.key for c in calibration_cases()})
+    assert len(drawn_beside(skinny=1, quick=True)) == 6
+
+
 def test_a_norms_fixed_cost_grows_with_its_rows_width():
     """One row's reduction is a norm's fixed time: wider rows, more of it. Rows of several widths
     recover the constant and the cost per element; rows of one width leave no cost per element."""

@@ -26,7 +26,11 @@ from .params import CostParams
 # The Turing WMMA kernel is not the Ampere one with another name: it loads one element at a time
 # and runs 1.5-2.6x as long (fitted apart, batched GEMMs' in-sample p90 error 15.1% -> 12.6%:
 # benchmarks/archive/kernel_model.py).
-CUTLASS_FAMILIES = ("Turing CUTLASS align1", "Ampere CUTLASS align2", "Ampere WMMA", "Turing WMMA align1", "Hopper xmma")
+# cuBLAS's own SIMT kernels for a GEMM of a few rows (torch's m up to 16) with a misaligned dim,
+# gemmSN_NN and gemmSN_TN, and MAGMA's sgemmEx for a short K, are timed as the CUTLASS kernels are: a
+# block streams its columns of the large matrix over all of K (fit.cutlass_config says their tiles).
+CUTLASS_FAMILIES = ("Turing CUTLASS align1", "Ampere CUTLASS align2", "Ampere WMMA", "Turing WMMA align1", "Hopper xmma",
+                    "cuBLAS few-row SIMT", "MAGMA SIMT")
 # The terms of a CUTLASS kernel's time (cutlass_terms), each with a fitted coefficient.
 CUTLASS_TERMS = ("launch", "k-steps", "k-steps per resident group", "epilogues", "partials", "reduction launch")
 # How many slices cuBLAS cuts K into for these kernels (seen up to 130 on the H200), a slice at least

@@ -121,11 +121,14 @@ class GemmPrediction:
 
 
 def _align_class(dim: np.ndarray, dtype: str, align_bytes: int) -> np.ndarray:
-    """0 = aligned as the tensor cores need (16 bytes on NVIDIA), 1 = 4-byte aligned or better, 2 = worse."""
+    """0 = aligned as the tensor cores need (16 bytes on NVIDIA), 1 = 4-byte aligned or better, 2 = worse.
+    A leading dim of 1 is a vector's, whatever its stride: 0. (On the H200 such GEMMs ran at 1.5-3.5 TB/s
+    in nvjet and gemv kernels; classed odd, they were priced as misaligned tiles, 2-3x slow:
+    benchmarks/RESULTS.md.)"""
     if dtype not in TENSOR_CORE_DTYPES:
         return np.zeros_like(dim)  # the fp32 SIMT path has no such need
     nbytes = dim * DTYPE_BYTES[dtype]
-    return np.where(nbytes % align_bytes == 0, 0, np.where(nbytes % 4 == 0, 1, 2))
+    return np.where((nbytes % align_bytes == 0) | (dim == 1), 0, np.where(nbytes % 4 == 0, 1, 2))
 
 
 def align_classes(m, n, k, layout, dtype: str, align_bytes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -157,7 +160,7 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     # A misaligned kernel still moves and multiplies whole 16-byte vectors: it works on the shape with
     # its misaligned leading dims padded, and then runs slower. So padding is never predicted slower.
     vec = max(1, gpu.align_bytes // size)
-    padded = lambda dim, lead: np.where(lead & (dim * size % gpu.align_bytes != 0), -(-dim // vec) * vec, dim)  # noqa: E731
+    padded = lambda dim, lead: np.where(lead & (dim * size % gpu.align_bytes != 0) & (dim > 1), -(-dim // vec) * vec, dim)  # noqa: E731
     m_e, k_e = padded(m, a_lead_is_m), padded(k, ~a_lead_is_m)
     n_e = padded(n, np.ones_like(a_lead_is_m))
 
@@ -198,8 +201,7 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     # bandwidth of the memory-bound GEMMs and stays with them: on the H200 such weight streaming ran
     # at 2.9-4.4 TB/s, the misaligned and batched gemv at 0.1-3.0 (benchmarks/results/h200-edges/),
     # and one gemv bandwidth for both put decoding steps at one token 8-22% slow (benchmarks/RESULTS.md).
-    lead_a = np.where(a_lead_is_m, m, k)
-    narrow = ((class_a > 0) & (lead_a > 1)) | ((class_n > 0) & (n > 1))
+    narrow = (class_a > 0) | (class_n > 0)
     gemv = (np.minimum(m, n) == 1) & (narrow | (batch > 1))
     if np.any(gemv):
         t_gemv = (nbytes / (gpu.bytes_per_s * p.gemv_bandwidth)

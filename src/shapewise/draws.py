@@ -8,7 +8,9 @@ and an MoE layer's copies, and about 1800 random GEMMs and 900 batched GEMMs for
 kernel tables. Beside it, from streams of their own: `--extended` (3600 random GEMMs and batched GEMMs
 more, drawn as the held-out set draws its own), `--edges` (sides of 1 to 31 or over 16,384) and
 `--batched` (batched GEMMs in every layout, decoding attention over head dims and groupings) and
-`--large` (a transformer's GEMMs: large, aligned as models align, in the three passes' layouts).
+`--large` (a transformer's GEMMs: large, aligned as models align, in the three passes' layouts) and
+`--skinny` (a side of 1 to 64, the other two up to 65,536: decoding's rows and the kernels cuBLAS
+runs for them).
 `validation_cases` is drawn differently (another seed, explicit alignment classes, batched and
 attention shapes, and whole layers of presets), so that a profile is never judged on what it was
 fitted to.
@@ -94,10 +96,12 @@ EXTENDED_STREAM = 4099
 
 
 def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1, extended: int | None = None,
-                      edges: int | None = None, batched: int | None = None, large: int | None = None) -> list[Case]:
+                      edges: int | None = None, batched: int | None = None, large: int | None = None,
+                      skinny: int | None = None) -> list[Case]:
     """The designed set; with `extended` (a seed), that seed's extended draws too; with `edges` (a
     seed), that seed's edge draws (_edge_cases); with `batched` (a seed), its batched draws
-    (_batched_cases); with `large` (a seed), its large draws (_large_cases)."""
+    (_batched_cases); with `large` (a seed), its large draws (_large_cases); with `skinny` (a seed),
+    its skinny draws (_skinny_cases)."""
     rng = np.random.default_rng(seed)
     if quick:  # toy sizes, for a CPU smoke test
         return _unique(gemm_cases([32, 64], [64, 65], [32], layouts=("nn", "nt", "tn"), dtype=dtype)
@@ -106,7 +110,7 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
                           for s in (32, 64)]
                        + [op_case(op, dtype) for op in _layer_memory_ops(64)]
                        + drawn_beside(dtype=dtype, quick=True, extended=extended, edges=edges, batched=batched,
-                                      large=large))
+                                      large=large, skinny=skinny))
     cases = [c for d in (256, 512, 1024, 2048, 4096, 8192, 12288) for c in gemm_cases([d], [d], [d], dtype=dtype)]
     cases += gemm_cases([8192], list(range(64, 8193, 256)), [8192], dtype=dtype)  # tile and wave regimes
     for layout in ("nn", "nt", "tn"):  # every alignment class of every leading dim
@@ -172,16 +176,18 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     cases += [op_case(op, dtype) for hidden in (2048, 4096, 7168) for tokens in (1, 16, 512, 4096, 16384)
               for op in _memory_ops((dataclasses.replace(moe, hidden=hidden, num_heads=hidden // 128),), tokens,
                                     families=("copy",))]
-    cases += drawn_beside(dtype=dtype, extended=extended, edges=edges, batched=batched, large=large)
+    cases += drawn_beside(dtype=dtype, extended=extended, edges=edges, batched=batched, large=large, skinny=skinny)
     return _unique(cases)
 
 
 def drawn_beside(*, dtype: str = "bf16", quick: bool = False, extended: int | None = None, edges: int | None = None,
-                 batched: int | None = None, large: int | None = None) -> list[Case]:
-    """The random draws of `calibrate --extended SEED`, `--edges SEED`, `--batched SEED` and `--large
-    SEED` alone, without the designed set they are measured beside (with `quick`, their toy sizes)."""
+                 batched: int | None = None, large: int | None = None, skinny: int | None = None) -> list[Case]:
+    """The random draws of `calibrate --extended SEED`, `--edges SEED`, `--batched SEED`, `--large
+    SEED` and `--skinny SEED` alone, without the designed set they are measured beside (with `quick`,
+    their toy sizes)."""
     return (_extended_cases(extended, quick=quick, dtype=dtype) + _edge_cases(edges, quick=quick, dtype=dtype)
-            + _batched_cases(batched, quick=quick, dtype=dtype) + _large_cases(large, quick=quick, dtype=dtype))
+            + _batched_cases(batched, quick=quick, dtype=dtype) + _large_cases(large, quick=quick, dtype=dtype)
+            + _skinny_cases(skinny, quick=quick, dtype=dtype))
 
 
 def _extended_cases(extended: int | None, *, quick: bool, dtype: str) -> list[Case]:
@@ -384,6 +390,60 @@ def _large_cases(large: int | None, *, quick: bool, dtype: str) -> list[Case]:
         if quick:
             m, n, k = (1 + d % 61 for d in (m, n, k))
         cases += gemm_cases([m], [n], [k], layouts=(layout,), dtype=dtype)
+    return cases
+
+
+# `calibrate --skinny SEED`: GEMMs and batched GEMMs with one side of 1 to 64 (torch's m, the rows a
+# decoding step feeds its weights, or n) and the other two of 64 to 65,536, from a stream of their own
+# (SKINNY_STREAM beside the seed). cuBLAS runs a dozen kernel families there (nvjet, gemv, cuBLAS's
+# few-row SIMT kernels, MAGMA's, CUTLASS's) and the time follows how many blocks stream the large
+# matrix, not its bytes: the edges draws hold such shapes with their other sides small too, so the
+# fresh wide sets' skinny GEMMs missed by 28-30% at p90 and real models' decoding GEMMs by up to 54%
+# (benchmarks/RESULTS.md). The large sides are aligned as models align them (multiples of 64) or not
+# (multiples of 8, even, odd).
+SKINNY_GEMMS, SKINNY_BMMS = 1600, 400
+SKINNY_STREAM = 7331
+SKINNY_THIN, SKINNY_WIDE = (1, 64), (64, 65536)
+SKINNY_MAX_BYTES = 1e9  # about 0.3 ms streamed on an H200
+SKINNY_CLASSES = (64, 8, 2, 1)  # a multiple of 64, of 8, even, odd
+SKINNY_CLASS_P = (0.4, 0.2, 0.2, 0.2)
+
+
+def _skinny_side(rng, low: int, high: int) -> int:
+    """One large side, in an alignment class drawn by SKINNY_CLASS_P."""
+    d = int(_rng_dims(rng, low, high, 1)[0])
+    unit = int(rng.choice(SKINNY_CLASSES, p=SKINNY_CLASS_P))
+    if unit >= 8:
+        return _round_to(d, unit)
+    return max(2, d - d % 2) + (1 if unit == 1 else 0)
+
+
+def _skinny_dims(rng, count: int, *, batched: bool, dtype: str) -> list[tuple[int, int, int, int, str]]:
+    """(m, n, k, batch, layout) of `count` skinny shapes (see SKINNY_GEMMS)."""
+    out: list[tuple[int, int, int, int, str]] = []
+    while len(out) < count:
+        thin = int(_rng_dims(rng, *SKINNY_THIN, 1)[0])
+        high = 16384 if batched else SKINNY_WIDE[1]
+        wide, k = _skinny_side(rng, SKINNY_WIDE[0], high), _skinny_side(rng, SKINNY_WIDE[0], high)
+        m, n = (thin, wide) if rng.random() < 0.7 else (wide, thin)
+        batch = int(_rng_dims(rng, 2, 512, 1)[0]) if batched else 1
+        layout = str(rng.choice(["nn", "nt", "tn"]))
+        if batch * (m * k + k * n + m * n) * DTYPE_BYTES[dtype] <= SKINNY_MAX_BYTES:
+            out.append((m, n, k, batch, layout))
+    return out
+
+
+def _skinny_cases(skinny: int | None, *, quick: bool, dtype: str) -> list[Case]:
+    """`calibrate --skinny SEED`'s draws (none without a seed)."""
+    if skinny is None:
+        return []
+    rng = np.random.default_rng([skinny, SKINNY_STREAM])
+    cases = []
+    for batched, count in zip((False, True), (4, 2) if quick else (SKINNY_GEMMS, SKINNY_BMMS)):
+        for m, n, k, batch, layout in _skinny_dims(rng, count, batched=batched, dtype=dtype):
+            if quick:
+                m, n, k = (1 + d % 61 for d in (m, n, k))
+            cases += gemm_cases([m], [n], [k], batches=(batch,), layouts=(layout,), dtype=dtype)
     return cases
 
 

@@ -365,6 +365,17 @@ _CUTLASS_NAME = re.compile(r"cutlass_(75|80)_(wmma_)?tensorop_.*?gemm_\w+?_(\d+)
 # at a time, timed as the CUTLASS kernels are (the tile is rows × cols × K block).
 _XMMA_NAME = re.compile(r"sm90_xmma_gemm_\w*?_tilesize(\d+)x(\d+)x(\d+)_")
 XMMA = CUTLASS_FAMILIES.index("Hopper xmma")
+# cuBLAS's few-row SIMT kernels, e.g. gemmSN_NN_kernel<float, 256, 4, 2, 8, 4, 4, …> and
+# gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, …> (threads, then threads per output column): a block
+# takes threads / that many of torch's n and a few of its m over all of K, its grid ⌈n / cols⌉ ×
+# ⌈m / rows⌉. How many rows cuBLAS gives a block depends on m; the recorded grids on the H200 (m 2 to
+# 16) are met best by 5 (NN) and 10 (TN). MAGMA's sgemmEx kernel (a K of 16 or less) takes 64 of n and
+# all of m up to 16.
+_FEW_ROW_NAME = re.compile(r"gemmSN_(NN|TN)_kernel\w*<float, (\d+), (\d+),")
+FEW_ROW_ROWS = {"NN": 5, "TN": 10}
+FEW_ROW = CUTLASS_FAMILIES.index("cuBLAS few-row SIMT")
+MAGMA = CUTLASS_FAMILIES.index("MAGMA SIMT")
+MAGMA_TILE = (64, 16)
 # A configuration seen less often in calibration is not fitted (its shapes take their neighbours'
 # kernels' coefficients, scaled): as many cases as a fit has coefficients. Leave-one-out on the H200
 # calibration (benchmarks/archive/kernel_model.py) finds more worse and fewer no better.
@@ -378,10 +389,15 @@ WMMA = (CUTLASS_FAMILIES.index("Ampere WMMA"), CUTLASS_FAMILIES.index("Turing WM
 def cutlass_config(name: str) -> tuple[int, ...] | None:
     """(family index into cost.CUTLASS_FAMILIES, tile rows, tile cols, 1 if it writes fp32 partials,
     K block, pipeline stages) of a CUTLASS kernel name (the Turing kernels name no K block or stages:
-    0, 0) or of a Hopper xmma one (its stages unnamed: 0), or None for any other kernel."""
+    0, 0), of a Hopper xmma one (its stages unnamed: 0) or of cuBLAS's few-row or MAGMA's SIMT
+    kernels (0, 0, 0), or None for any other kernel."""
     found = _CUTLASS_NAME.search(name)
     if not found:
-        xmma = _XMMA_NAME.search(name)
+        xmma, few = _XMMA_NAME.search(name), _FEW_ROW_NAME.search(name)
+        if few:
+            return FEW_ROW, int(few.group(2)) // int(few.group(3)), FEW_ROW_ROWS[few.group(1)], 0, 0, 0
+        if "magma_sgemmEx_kernel" in name:
+            return MAGMA, *MAGMA_TILE, 0, 0, 0
         return (XMMA, int(xmma.group(1)), int(xmma.group(2)), 0, int(xmma.group(3)), 0) if xmma else None
     family = (3 if found.group(1) == "75" else 2) if found.group(2) else (0 if found.group(1) == "75" else 1)
     partials = re.search(r"tensorop_s\d", name) is not None  # an fp32 output type, where bf16_s… is not

@@ -75,6 +75,9 @@ def add_calibrate(sub) -> None:
                    help="and 1500 GEMMs shaped as transformers' (large and aligned as models align: layers, heads and "
                         "tensor-parallel shards, in the three passes' layouts), drawn with SEED (1 when not given) "
                         "(about 70 s more on an H200)")
+    p.add_argument("--skinny", type=SEED.arg, nargs="?", const=1, metavar="SEED",
+                   help="and 2000 GEMMs and batched GEMMs with one side of 1 to 64 and the others up to 65,536 (decoding's "
+                        "rows, in every layout and alignment), drawn with SEED (1 when not given) (about 75 s more on an H200)")
     p.add_argument("--no-install", action="store_true", help=f"do not write it to the profile folder ({PROFILE_FOLDER})")
     _add_set_args(p)
     p.add_argument("--comm", action="store_true",
@@ -98,7 +101,7 @@ def run_calibrate(args) -> int:
     out = console()
     with Store(args.db) as store:
         done = calibrate(store=store, gpu=args.gpu, device=args.device, dtype=args.dtype, quick=args.quick,
-                         extended=args.extended, edges=args.edges, batched=args.batched, large=args.large,
+                         extended=args.extended, edges=args.edges, batched=args.batched, large=args.large, skinny=args.skinny,
                          warmup_ms=args.warmup_ms, budget_ms=args.budget_ms, force=args.force)
     rank0_only(done.sweep)
     out.print(f"{done.cases} calibration cases: {done.sweep.summary()}")
