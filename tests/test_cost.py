@@ -119,6 +119,24 @@ def test_a_leading_dim_of_one_is_a_vector_never_misaligned(m, n, k, layout):
         assert p.bytes / (p.time_ms * 1e-3) > 1e12  # streamed at 1 TB/s or more
 
 
+def test_the_power_cap_slows_long_calls_near_peak_rate_only():
+    """Past power_onset_ms a call runs slower by power_slowdown times its fraction of peak rate,
+    booked to the kernel's ceiling: short calls and memory-bound ones are untouched."""
+    import dataclasses
+
+    capped = shapewise.CostModel(SPEC_H200.gpu, dataclasses.replace(SPEC_H200.params, power_onset_ms=2.0,
+                                                                     power_slowdown=0.2))
+    for m, n, k, layout in ((16384, 16384, 16384, "nt"), (8192, 8192, 1024, "nn"), (1, 65536, 65536, "nt")):
+        plain, slow = (predict_gemm(m, n, k, layout=layout, gpu=model) for model in (SPEC_H200, capped))
+        busy = plain.flops / (plain.peak_tflops * 1e9) / plain.time_ms
+        expected = plain.time_ms + 0.2 * busy * max(plain.time_ms - 2.0, 0.0)
+        assert slow.time_ms == pytest.approx(expected, rel=1e-12)
+        assert slow.losses["kernel"] - plain.losses["kernel"] == pytest.approx(slow.time_ms - plain.time_ms, abs=1e-12)
+    big = predict_gemm(16384, 16384, 16384, layout="nt", gpu=capped)
+    assert big.time_ms > 1.1 * predict_gemm(16384, 16384, 16384, layout="nt", gpu=SPEC_H200).time_ms
+    assert predict_gemm(8192, 8192, 1024, gpu=capped).time_ms == predict_gemm(8192, 8192, 1024, gpu=SPEC_H200).time_ms
+
+
 def test_fp32_has_no_alignment_penalty():
     assert predict_gemm(4096, 4097, 4096, dtype="fp32").losses["misalign"] == 0
 

@@ -16,6 +16,7 @@ from shapewise.fit import (
     fit_flash,
     fit_flash_memory,
     fit_gemm,
+    fit_power,
     residual_rows,
 )
 from shapewise.hardware import get_gpu
@@ -49,6 +50,21 @@ def test_fit_recovers_a_known_model_from_noisy_measurements():
     err = np.abs(held_out.log_error(fitted, H200, "bf16"))
     start_err = np.abs(held_out.log_error(START, H200, "bf16"))
     assert np.median(err) < 0.04 and np.median(err) < np.median(start_err) / 2
+
+
+def test_fit_power_recovers_where_the_cap_sets_in_and_how_much_it_slows():
+    """Long GEMMs near peak rate measured slower past an onset, as an H200 at its power cap runs them:
+    the fit finds the onset and the slowdown, and a GPU with no cap gets no term."""
+    rng = np.random.default_rng(4)
+    m, n, k = (np.round(2 ** rng.uniform(11, 14.5, 600)).astype(int) // 64 * 64 for _ in range(3))
+    layout, batch = np.full(600, "nt"), np.ones(600, dtype=int)
+    capped = dataclasses.replace(SPEC, power_onset_ms=3.0, power_slowdown=0.2)
+    for truth, onset, slowdown in ((capped, 3.0, 0.2), (SPEC, 0.0, 0.0)):
+        times = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=CostModel(H200, truth)).time_ms
+        samples = GemmSamples(m, n, k, batch, layout, times * np.exp(rng.normal(0, 0.01, 600)))
+        fitted = fit_power(samples, SPEC, gpu=H200)
+        assert fitted.power_onset_ms == pytest.approx(onset, abs=0.5)
+        assert fitted.power_slowdown == pytest.approx(slowdown, abs=0.03)
 
 
 def test_residual_table_corrects_a_systematic_error():

@@ -23,6 +23,7 @@ from .fit import (
     fit_flash_memory,
     fit_flash_window,
     fit_gemm,
+    fit_power,
     residual_kernel,
     residual_rows,
 )
@@ -53,6 +54,7 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
     samples = GemmSamples.from_rows(gemms)
     before = float(np.median(np.abs(samples.log_error(SPEC, gpu, dtype))))
     params, history = fit_gemm(samples, gpu=gpu, dtype=dtype)
+    params = fit_power(samples, params, gpu=gpu, dtype=dtype)
     attention = [(c, r) for c, r in rows if c.bench == "op" and c.params["kind"] == FLASH and r.get("error") is None]
     flash = [dict(batch=c.params["batch"], seq=c.params["m"], head_dim=c.params["k"], **{"pass": c.params["pass_"]},
                   time_ms=r["median_ms"]) for c, r in attention if c.params["causal"] and not c.params.get("window")]

@@ -213,6 +213,11 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         losses["memory"] = np.where(gemv, (t_gemv - t0) * s, losses["memory"])
         losses["launch"] = np.where(gemv, p.gemv_fixed_ms, losses["launch"])
         time_ms = np.where(gemv, t_narrow * s + p.gemv_fixed_ms, time_ms)
+    if p.power_slowdown > 0:  # past the onset, the clock falls in proportion to the rate (params.power_*)
+        busy = np.clip(t0 * s / time_ms, 0.0, 1.0)
+        capped = p.power_slowdown * busy * np.maximum(time_ms - p.power_onset_ms, 0.0)
+        losses["kernel"] = losses["kernel"] + capped
+        time_ms = time_ms + capped
     tile = np.stack([b_tm, b_tn], axis=-1)
     family = np.full(np.shape(m), -1)
     losses["correction"] = np.zeros_like(t0)

@@ -131,6 +131,39 @@ def fit_gemm(samples: GemmSamples, *, gpu: GPU, dtype: str = "bf16", start: Cost
     return params, history
 
 
+# fit_power's grid: where the power cap sets in (ms into a call) and how much slower a call at peak rate
+# runs past it; only calls long enough to tell (POWER_MIN_MS measured) weigh in.
+POWER_ONSETS = tuple(np.arange(0.5, 8.01, 0.25))
+POWER_SLOWDOWNS = tuple(np.arange(0.0, 0.401, 0.005))
+POWER_MIN_MS = 0.5
+POWER_MIN_GAIN = 0.002  # what the term must take off the score (fit_power) to be kept: not noise fitted
+
+
+def fit_power(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: str = "bf16") -> CostParams:
+    """params.power_onset_ms and power_slowdown: the pair of the grid whose predictions of the calls of
+    POWER_MIN_MS or more have the least median |log error| within each octave of measured time,
+    averaged over the octaves (so that the few long calls weigh as much as the many short ones); none
+    where it gains less than POWER_MIN_GAIN over no term."""
+    long = samples.subset(samples.time_ms >= POWER_MIN_MS)
+    if len(long) == 0:
+        return params
+    bare = dataclasses.replace(params, power_slowdown=0.0)
+    pred = np.asarray(predict_gemm(long.m, long.n, long.k, batch=long.batch, layout=long.layout,
+                                   gpu=CostModel(gpu, bare), dtype=dtype).time_ms)
+    ideal = 2.0 * long.m * long.n * long.k * long.batch / (gpu.peak_tflops(dtype) * 1e9)  # ms
+    busy = np.clip(ideal / pred, 0.0, 1.0)
+    octave = np.floor(np.log2(long.time_ms / POWER_MIN_MS)).astype(int)
+
+    def score(onset: float, slowdown: float) -> float:
+        error = np.abs(np.log((pred + slowdown * busy * np.maximum(pred - onset, 0.0)) / long.time_ms))
+        return float(np.mean([np.median(error[octave == o]) for o in np.unique(octave)]))
+
+    onset, slowdown = min(((o, s) for o in POWER_ONSETS for s in POWER_SLOWDOWNS), key=lambda pair: score(*pair))
+    if score(onset, slowdown) > score(0.0, 0.0) - POWER_MIN_GAIN:
+        return bare
+    return dataclasses.replace(params, power_onset_ms=round(float(onset), 4), power_slowdown=round(float(slowdown), 4))
+
+
 def residual_rows(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: str = "bf16") -> tuple:
     """The residual table of a profile: each calibration GEMM's place and ln(measured / predicted)."""
     base = dataclasses.replace(params, gemm_residuals=())

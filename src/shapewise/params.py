@@ -187,6 +187,12 @@ class CostParams:
     # clocks and memory (benchmarks/RESULTS.md: the same GEMMs on two H200s, 2.3% apart).
     machine_gemm: float = 1.0
     machine_bmm: float = 1.0
+    # The power cap within one call. An H200 at its burst clock draws more than its 700 W on a GEMM near
+    # peak rate, and the clock falls a few milliseconds into the call: real models' GEMMs of 4-8 ms ran
+    # 7% slower than priced, those over 8 ms 9% (benchmarks/RESULTS.md). Past power_onset_ms, a GEMM's
+    # time grows by power_slowdown times its fraction of peak rate (fit.fit_power); 0: no such term.
+    power_onset_ms: float = 0.0
+    power_slowdown: float = 0.0
     machine_flash: float = 1.0
     machine_memory: float = 1.0
 
