@@ -405,12 +405,12 @@ SKINNY_GEMMS, SKINNY_BMMS = 1600, 400
 SKINNY_STREAM = 7331
 SKINNY_THIN, SKINNY_WIDE = (1, 64), (64, 65536)
 SKINNY_MAX_BYTES = 1e9  # about 0.3 ms streamed on an H200
-SKINNY_CLASSES = (64, 8, 2, 1)  # a multiple of 64, of 8, even, odd
+SKINNY_CLASSES = (64, 8, 2, 1)  # rounded to a multiple of 64, of 8 or of 2 (a quarter of those land on 8), or odd
 SKINNY_CLASS_P = (0.4, 0.2, 0.2, 0.2)
 
 
 def _skinny_side(rng, low: int, high: int) -> int:
-    """One large side, in an alignment class drawn by SKINNY_CLASS_P."""
+    """One large side, rounded to the unit drawn by SKINNY_CLASS_P (1: made odd)."""
     d = int(_rng_dims(rng, low, high, 1)[0])
     unit = int(rng.choice(SKINNY_CLASSES, p=SKINNY_CLASS_P))
     if unit >= 8:
