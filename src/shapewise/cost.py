@@ -122,9 +122,9 @@ class GemmPrediction:
 
 def _align_class(dim: np.ndarray, dtype: str, align_bytes: int) -> np.ndarray:
     """0 = aligned as the tensor cores need (16 bytes on NVIDIA), 1 = 4-byte aligned or better, 2 = worse.
-    A leading dim of 1 is a vector's, whatever its stride: 0. (On the H200 such GEMMs ran at 1.5-3.5 TB/s
-    in nvjet and gemv kernels; classed odd, they were priced as misaligned tiles, 2-3x slow:
-    benchmarks/RESULTS.md.)"""
+    A leading dim of 1 is a vector's, whatever its stride: 0. (On the H200 the four such GEMMs of
+    tests/test_cost.py ran at 2.3-3.1 TB/s in nvjet and gemv kernels; classed odd, they had been priced
+    as misaligned tiles, 2-3x slow: benchmarks/RESULTS.md.)"""
     if dtype not in TENSOR_CORE_DTYPES:
         return np.zeros_like(dim)  # the fp32 SIMT path has no such need
     nbytes = dim * DTYPE_BYTES[dtype]

@@ -233,19 +233,25 @@ def _edge_dims(rng, count: int, *, batched: bool, dtype: str) -> list[tuple[int,
     return out
 
 
+def _drawn_gemms(shapes, *, quick: bool, dtype: str) -> list[Case]:
+    """GEMM and batched GEMM cases of drawn (m, n, k, batch, layout) shapes; with `quick`, their sides
+    cut to toy sizes (1 to 61)."""
+    cases = []
+    for m, n, k, batch, layout in shapes:
+        if quick:
+            m, n, k = (1 + d % 61 for d in (m, n, k))
+        cases += gemm_cases([m], [n], [k], batches=(batch,), layouts=(layout,), dtype=dtype)
+    return cases
+
+
 def _edge_cases(edges: int | None, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --edges SEED`'s draws (none without a seed)."""
     if edges is None:
         return []
     rng = np.random.default_rng([edges, EDGE_STREAM])
     counts = (4, 2) if quick else (EDGE_GEMMS, EDGE_BMMS)
-    cases = []
-    for batched, count in zip((False, True), counts):
-        for m, n, k, batch, layout in _edge_dims(rng, count, batched=batched, dtype=dtype):
-            if quick:
-                m, n, k = (1 + d % 61 for d in (m, n, k))
-            cases += gemm_cases([m], [n], [k], batches=(batch,), layouts=(layout,), dtype=dtype)
-    return cases
+    return [c for batched, count in zip((False, True), counts)
+            for c in _drawn_gemms(_edge_dims(rng, count, batched=batched, dtype=dtype), quick=quick, dtype=dtype)]
 
 
 # `calibrate --batched SEED`: batched GEMMs in every layout, and one query token's attention against
@@ -385,12 +391,8 @@ def _large_cases(large: int | None, *, quick: bool, dtype: str) -> list[Case]:
     if large is None:
         return []
     rng = np.random.default_rng([large, LARGE_STREAM])
-    cases = []
-    for m, n, k, layout in _large_dims(rng, 4 if quick else LARGE_GEMMS, dtype=dtype):
-        if quick:
-            m, n, k = (1 + d % 61 for d in (m, n, k))
-        cases += gemm_cases([m], [n], [k], layouts=(layout,), dtype=dtype)
-    return cases
+    shapes = _large_dims(rng, 4 if quick else LARGE_GEMMS, dtype=dtype)
+    return _drawn_gemms(((m, n, k, 1, layout) for m, n, k, layout in shapes), quick=quick, dtype=dtype)
 
 
 # `calibrate --skinny SEED`: GEMMs and batched GEMMs with one side of 1 to 64 (torch's m, the rows a
@@ -438,13 +440,9 @@ def _skinny_cases(skinny: int | None, *, quick: bool, dtype: str) -> list[Case]:
     if skinny is None:
         return []
     rng = np.random.default_rng([skinny, SKINNY_STREAM])
-    cases = []
-    for batched, count in zip((False, True), (4, 2) if quick else (SKINNY_GEMMS, SKINNY_BMMS)):
-        for m, n, k, batch, layout in _skinny_dims(rng, count, batched=batched, dtype=dtype):
-            if quick:
-                m, n, k = (1 + d % 61 for d in (m, n, k))
-            cases += gemm_cases([m], [n], [k], batches=(batch,), layouts=(layout,), dtype=dtype)
-    return cases
+    counts = (4, 2) if quick else (SKINNY_GEMMS, SKINNY_BMMS)
+    return [c for batched, count in zip((False, True), counts)
+            for c in _drawn_gemms(_skinny_dims(rng, count, batched=batched, dtype=dtype), quick=quick, dtype=dtype)]
 
 
 NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-out set's presets' (1600, 2560, 4096)

@@ -148,10 +148,10 @@ def fit_power(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: str 
     if len(long) == 0:
         return params
     bare = dataclasses.replace(params, power_slowdown=0.0)
-    pred = np.asarray(predict_gemm(long.m, long.n, long.k, batch=long.batch, layout=long.layout,
-                                   gpu=CostModel(gpu, bare), dtype=dtype).time_ms)
-    ideal = 2.0 * long.m * long.n * long.k * long.batch / (gpu.peak_tflops(dtype) * 1e9)  # ms
-    busy = np.clip(ideal / pred, 0.0, 1.0)
+    predicted = predict_gemm(long.m, long.n, long.k, batch=long.batch, layout=long.layout, gpu=CostModel(gpu, bare),
+                             dtype=dtype)
+    pred = np.asarray(predicted.time_ms)
+    busy = np.clip(np.asarray(predicted.fraction_of_peak), 0.0, 1.0)  # as cost._gemm_arrays weighs it
     octave = np.floor(np.log2(long.time_ms / POWER_MIN_MS)).astype(int)
 
     def score(onset: float, slowdown: float) -> float:
@@ -426,11 +426,11 @@ def cutlass_config(name: str) -> tuple[int, ...] | None:
     kernels (0, 0, 0), or None for any other kernel."""
     found = _CUTLASS_NAME.search(name)
     if not found:
-        xmma, few = _XMMA_NAME.search(name), _FEW_ROW_NAME.search(name)
-        if few:
+        if few := _FEW_ROW_NAME.search(name):
             return FEW_ROW, int(few.group(2)) // int(few.group(3)), FEW_ROW_ROWS[few.group(1)], 0, 0, 0
         if "magma_sgemmEx_kernel" in name:
             return MAGMA, *MAGMA_TILE, 0, 0, 0
+        xmma = _XMMA_NAME.search(name)
         return (XMMA, int(xmma.group(1)), int(xmma.group(2)), 0, int(xmma.group(3)), 0) if xmma else None
     family = (3 if found.group(1) == "75" else 2) if found.group(2) else (0 if found.group(1) == "75" else 1)
     partials = re.search(r"tensorop_s\d", name) is not None  # an fp32 output type, where bf16_s… is not

@@ -38,7 +38,7 @@ def machine_cases(*, dtype: str = "bf16", quick: bool = False) -> list[Case]:
     rng = np.random.default_rng(MACHINE_STREAM)
     out = []
     # Long enough to repeat well (by the spec model, so the sample is every profile's). No sliding window:
-    # FlexAttention compiles each shape, 11-14 s apiece on an H200 (three of them took 27 s of the 65 s a
+    # FlexAttention compiles each shape, up to 14 s apiece on an H200 (three of them took 27 s of the 65 s a
     # --quick run took, benchmarks/RESULTS.md); the dense attention's factor prices windows too.
     for name in FAMILIES:
         of = [c for c in designed if family(c) == name and not c.params.get("window")

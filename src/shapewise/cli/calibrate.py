@@ -14,6 +14,23 @@ PROFILE_FOLDER = ("$SHAPEWISE_PROFILES, else $XDG_DATA_HOME/shapewise/profiles, 
                   "~/.local/share/shapewise/profiles")
 
 
+# The random draws beside the designed set (draws.drawn_beside), each a flag taking its seed.
+DRAW_HELP = {
+    "extended": "and 3600 random GEMMs and batched GEMMs more, drawn with SEED (1 when not given), for a profile that "
+                "tells better which kernel cuBLAS runs for a misaligned shape (about 2 minutes more on an H200)",
+    "edges": "and 3000 random GEMMs and batched GEMMs more at the edges of the designed dims (a side of 1 to 31, or over "
+             "16,384), drawn with SEED (1 when not given): decode rows, gemv and long reductions (about 2 minutes more "
+             "on an H200)",
+    "batched": "and 1500 random batched GEMMs in every layout (half shaped as attention's products) and 160 decoding "
+               "attention calls over head dims 64 to 256 and groups of 1 to 71 query heads per key head, drawn with SEED "
+               "(1 when not given) (about 2 minutes more on an H200)",
+    "large": "and 1500 GEMMs shaped as transformers' (large and aligned as models align: layers, heads and tensor-parallel "
+             "shards, in the three passes' layouts), drawn with SEED (1 when not given) (about 70 s more on an H200)",
+    "skinny": "and 2000 GEMMs and batched GEMMs with one side of 1 to 64 and the others up to 65,536 (decoding's rows, in "
+              "every layout and alignment), drawn with SEED (1 when not given) (about 75 s more on an H200)",
+}
+
+
 def _add_set_args(p) -> None:
     """calibrate's and validate's designed sets: their dtype, and a toy-sized one for smoke tests."""
     p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16", help="the data type of the set")
@@ -60,24 +77,8 @@ def add_calibrate(sub) -> None:
                                    "measured and stored only: a smoke test.")
     p.add_argument("--out", metavar="PATH", help="also write the profile here (a .json file)")
     add_mkdir_arg(p)
-    p.add_argument("--extended", type=SEED.arg, nargs="?", const=1, metavar="SEED",
-                   help="and 3600 random GEMMs and batched GEMMs more, drawn with SEED (1 when not given), for a profile "
-                        "that tells better which kernel cuBLAS runs for a misaligned shape (about 2 minutes more on an H200)")
-    p.add_argument("--edges", type=SEED.arg, nargs="?", const=1, metavar="SEED",
-                   help="and 3000 random GEMMs and batched GEMMs more at the edges of the designed dims (a side of 1 to 31, "
-                        "or over 16,384), drawn with SEED (1 when not given): decode rows, gemv and long reductions "
-                        "(about 2 minutes more on an H200)")
-    p.add_argument("--batched", type=SEED.arg, nargs="?", const=1, metavar="SEED",
-                   help="and 1500 random batched GEMMs in every layout (half shaped as attention's products) and 160 "
-                        "decoding attention calls over head dims 64 to 256 and groups of 1 to 71 query heads per key head, "
-                        "drawn with SEED (1 when not given) (about 2 minutes more on an H200)")
-    p.add_argument("--large", type=SEED.arg, nargs="?", const=1, metavar="SEED",
-                   help="and 1500 GEMMs shaped as transformers' (large and aligned as models align: layers, heads and "
-                        "tensor-parallel shards, in the three passes' layouts), drawn with SEED (1 when not given) "
-                        "(about 70 s more on an H200)")
-    p.add_argument("--skinny", type=SEED.arg, nargs="?", const=1, metavar="SEED",
-                   help="and 2000 GEMMs and batched GEMMs with one side of 1 to 64 and the others up to 65,536 (decoding's "
-                        "rows, in every layout and alignment), drawn with SEED (1 when not given) (about 75 s more on an H200)")
+    for draw, help_ in DRAW_HELP.items():
+        p.add_argument(f"--{draw}", type=SEED.arg, nargs="?", const=1, metavar="SEED", help=help_)
     p.add_argument("--no-install", action="store_true", help=f"do not write it to the profile folder ({PROFILE_FOLDER})")
     _add_set_args(p)
     p.add_argument("--comm", action="store_true",
@@ -101,7 +102,7 @@ def run_calibrate(args) -> int:
     out = console()
     with Store(args.db) as store:
         done = calibrate(store=store, gpu=args.gpu, device=args.device, dtype=args.dtype, quick=args.quick,
-                         extended=args.extended, edges=args.edges, batched=args.batched, large=args.large, skinny=args.skinny,
+                         **{draw: getattr(args, draw) for draw in DRAW_HELP},
                          warmup_ms=args.warmup_ms, budget_ms=args.budget_ms, force=args.force)
     rank0_only(done.sweep)
     out.print(f"{done.cases} calibration cases: {done.sweep.summary()}")
