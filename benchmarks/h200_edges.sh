@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The random draws of `calibrate --edges SEED` (or --batched/--large/--skinny SEED, with KIND=batched/large/skinny) measured on an
+# The random draws of `calibrate --edges SEED` (or --batched/--large/--skinny/--streams SEED, with KIND=that name) measured on an
 # H200, and the kernels each GEMM ran, without the designed set (already in results/h200-calibration/):
 # refit_profile.py takes the export and the kernel CSV beside the calibration's own. Writes
 # OUT/calibration-KIND-SEED.csv, OUT/kernels-KIND-SEED.csv, OUT/gpu.txt (which H200) and prints the
 # sweep's summary and the time taken.
-#   OUT=folder SEED=1 [KIND=edges|batched|large|skinny] bash benchmarks/h200_edges.sh
+#   OUT=folder SEED=1 [KIND=edges|batched|large|skinny|streams] bash benchmarks/h200_edges.sh
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 start=$(date +%s)

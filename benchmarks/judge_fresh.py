@@ -40,7 +40,11 @@ LATER = {2: ("benchmarks/results/h200-judges-fresh2",
              {"judges.csv.gz": [("wide", 28), ("attention", 25), ("models", 9)], "judges-2.csv.gz": [("wide", 28)]}),
          # After the power cap within one call (the seventh freeze).
          7: ("benchmarks/results/h200-judges-fresh7",
-             {"judges.csv.gz": [("wide", 29), ("attention", 26), ("models", 10)]})}
+             {"judges.csv.gz": [("wide", 29), ("attention", 26), ("models", 10)]}),
+         # After the streams draws, the memory-bound GEMMs' fill and the power cap fitted on calls near peak
+         # rate (the eighth freeze).
+         8: ("benchmarks/results/h200-judges-fresh8",
+             {"judges.csv.gz": [("wide", 30), ("attention", 27), ("models", 11)]})}
 
 
 def main() -> int:
@@ -51,7 +55,8 @@ def main() -> int:
                     help="which freeze's run: 1 (results/h200-judges-fresh/), 2 (-fresh2/: wide 23, 24; attention 22; "
                          "models 5), 3 (-fresh3/: wide 25, 26; attention 23; models 6), 4 (-fresh4/: models 7) or "
                          "5 (-fresh5/: wide 27; attention 24; models 8) 6 (-fresh6/: wide 28, on two H200s; attention 25; "
-                         "models 9) or 7 (-fresh7/: wide 29; attention 26; models 10)")
+                         "models 9), 7 (-fresh7/: wide 29; attention 26; models 10) or 8 (-fresh8/: wide 30; attention 27; "
+                         "models 11)")
     args = ap.parse_args()
     folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")

@@ -26,7 +26,7 @@ import torch
 from shapewise.bench import census_rows, kernel_census
 from shapewise.cases import is_gemm
 from shapewise.cost import align_classes
-from shapewise.draws import _random_bmms, _random_gemms, calibration_cases, drawn_beside, validation_cases
+from shapewise.draws import DRAWS, _random_bmms, _random_gemms, calibration_cases, drawn_beside, validation_cases
 from shapewise.hardware import get_gpu
 from shapewise.store import Store
 
@@ -55,18 +55,16 @@ def main() -> int:
     ap.add_argument("--held-out-only", action="store_true", help="leave the calibration set out")
     ap.add_argument("--extended", type=int, nargs="?", const=1, metavar="SEED",
                     help="the calibration set of `calibrate --extended SEED`")
-    ap.add_argument("--edges", type=int, metavar="SEED", help="and the edge draws of `calibrate --edges SEED`")
-    ap.add_argument("--batched", type=int, metavar="SEED", help="and the batched draws of `calibrate --batched SEED`")
-    ap.add_argument("--large", type=int, metavar="SEED", help="and the large draws of `calibrate --large SEED`")
-    ap.add_argument("--skinny", type=int, metavar="SEED", help="and the skinny draws of `calibrate --skinny SEED`")
+    for draw in DRAWS:
+        if draw != "extended":
+            ap.add_argument(f"--{draw}", type=int, metavar="SEED", help=f"and the {draw} draws of `calibrate --{draw} SEED`")
     ap.add_argument("--census", action="store_true", help="add random misaligned shapes, none of the calibration's")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("kernel_names.py names GPU kernels: it needs a CUDA GPU", file=sys.stderr)
         return 2
     drawn = [] if args.held_out_only else calibration_cases(quick=args.quick, extended=args.extended)
-    drawn += drawn_beside(quick=args.quick, edges=args.edges, batched=args.batched, large=args.large,
-                          skinny=args.skinny)
+    drawn += drawn_beside(quick=args.quick, **{draw: getattr(args, draw) for draw in DRAWS if draw != "extended"})
     drawn += census_shapes(quick=args.quick) if args.census else []
     for seed in args.seeds:
         drawn += validation_cases(quick=args.quick, seed=seed)

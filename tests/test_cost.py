@@ -51,7 +51,7 @@ def test_losses_account_for_the_whole_gap_to_peak(m, n, k, layout, dtype):
 
 
 def _pad_misaligned_leads(m, n, k, layout, vec=8):
-    pad = lambda x: -(-x // vec) * vec  # noqa: E731
+    pad = lambda x: x if x == 1 else -(-x // vec) * vec  # noqa: E731  (a leading dim of 1 is a vector: aligned)
     if layout == "tn":
         return pad(m), pad(n), k
     return m, pad(n), pad(k)
@@ -135,6 +135,24 @@ def test_the_power_cap_slows_long_calls_near_peak_rate_only():
     big = predict_gemm(16384, 16384, 16384, layout="nt", gpu=capped)
     assert big.time_ms > 1.1 * predict_gemm(16384, 16384, 16384, layout="nt", gpu=SPEC_H200).time_ms
     assert predict_gemm(8192, 8192, 1024, gpu=capped).time_ms == predict_gemm(8192, 8192, 1024, gpu=SPEC_H200).time_ms
+
+
+def test_a_weight_stream_fills_over_memory_fill_mb_then_runs_at_bandwidth():
+    """A memory-bound GEMM's fill (memory_fill_ms over its first memory_fill_mb) is booked to memory:
+    it adds in proportion to the bytes up to memory_fill_mb and the whole of it past; the spec model has none."""
+    import dataclasses
+
+    filled = shapewise.CostModel(SPEC_H200.gpu, dataclasses.replace(SPEC_H200.params, memory_fill_ms=0.02,
+                                                                     memory_fill_mb=100.0))
+    for m, n, k, share in ((8, 4096, 4096, 4096 * 4104 * 2 + 8 * 4096 * 2), (32, 151936, 8192, None)):
+        plain, slow = (predict_gemm(m, n, k, layout="nt", gpu=model) for model in (SPEC_H200, filled))
+        assert plain.main_loss == slow.main_loss == "memory"
+        added = 0.02 * (min(1.0, share / 100e6) if share else 1.0)
+        assert slow.time_ms - plain.time_ms == pytest.approx(added, rel=1e-9)
+        assert slow.losses["memory"] - plain.losses["memory"] == pytest.approx(added, rel=1e-9)
+    assert SPEC_H200.params.memory_fill_ms == 0
+    compute = predict_gemm(8192, 8192, 8192, gpu=filled)
+    assert compute.time_ms == predict_gemm(8192, 8192, 8192, gpu=SPEC_H200).time_ms
 
 
 def test_fp32_has_no_alignment_penalty():

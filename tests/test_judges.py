@@ -37,13 +37,14 @@ def test_the_models_set_is_the_same_for_a_seed():
 
 
 def test_the_sets_never_judge_what_calibration_measured():
-    """Disjoint from the designed set and from the extended, edge, batched, large and skinny draws the
-    shipped profile was fitted on (seeds 1 to 3, 1 to 3, 1, 1 to 2 and 1 to 2); the models set may
+    """Disjoint from the designed set and from the extended, edge, batched, large, skinny and streams
+    draws the shipped profile was fitted on (seeds 1 to 3, 1 to 3, 1, 1 to 2, 1 to 2 and 1 to 2); the models set may
     measure a designed shape for a step, never judges it alone."""
     fitted = ({c.key for c in calibration_cases()} | {c.key for s in (1, 2, 3) for c in calibration_cases(extended=s)}
               | {c.key for s in (1, 2, 3) for c in calibration_cases(edges=s)} | {c.key for c in calibration_cases(batched=1)}
               | {c.key for s in (1, 2) for c in calibration_cases(large=s)}
-              | {c.key for s in (1, 2) for c in calibration_cases(skinny=s)})
+              | {c.key for s in (1, 2) for c in calibration_cases(skinny=s)}
+              | {c.key for s in (1, 2) for c in calibration_cases(streams=s)})
     for seed in (1, 2, 11):
         for drawn in (wide_set(seed=seed), attention_set(seed=seed)):
             assert not set(_keys(drawn)) & fitted and not drawn.fitted

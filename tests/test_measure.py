@@ -15,6 +15,7 @@ from shapewise.measure import (
     _HostTimer,
     interleave,
     plan_reps,
+    round_orders,
     time_fn,
     warm_up,
 )
@@ -177,7 +178,7 @@ def test_interleave_with_fake_clock_gives_exact_ratios():
     assert len(result["b"].round_ratios) == 6
 
 
-def test_interleave_orders_calls_round_robin():
+def test_interleave_rotates_the_first_place_and_shuffles_the_rest():
     clock = FakeClock()
     order = []
 
@@ -187,28 +188,67 @@ def test_interleave_orders_calls_round_robin():
             clock.now_s += 1e-3
         return fn
 
-    interleave({"a": variant("a"), "b": variant("b"), "c": variant("c")}, device="cpu", rounds=3, budget_ms=3,
-               warmup_ms=1, clock=clock)
-    timed = order[-9:]  # after the warm-ups: one call per variant per round, each round starting one later
-    assert timed == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    names = ["a", "b", "c", "d"]
+    interleave({n: variant(n) for n in names}, device="cpu", rounds=12, budget_ms=12, warmup_ms=1, clock=clock)
+    timed = [order[-48:][i:i + 4] for i in range(0, 48, 4)]  # after the warm-ups: one call per variant per round
+    assert timed == round_orders(names, 12) == round_orders(names, 12, seed=0)
+    assert [r[0] for r in timed] == names * 3 and all(sorted(r) == names for r in timed)
+    after = {(r[i], r[i + 1]) for r in timed for i in range(3)}
+    assert all(len({x for x, y in after if y == n}) >= 2 for n in names)  # none always follows the same one
+    assert round_orders(names, 12, seed=1) != timed
+
+
+def test_interleave_keeps_a_heavy_variant_from_slowing_the_one_always_after_it():
+    """On a clock that runs a call 10% slow right after "hot" (a candidate that heats the GPU), rotated
+    rounds in a fixed order put "a" after it in almost every round; shuffled, "a" follows it in a
+    third of them, and its median ratio stays that of its own speed."""
+    clock = FakeClock()
+    last = []
+
+    def variant(name, ms):
+        def fn():
+            clock.now_s += 1e-3 * ms * (1.1 if last and last[-1] == "hot" else 1.0)
+            last.append(name)
+        return fn
+
+    fns = {"base": variant("base", 1.0), "hot": variant("hot", 2.0), "a": variant("a", 1.0), "b": variant("b", 1.0)}
+    result = interleave(fns, device="cpu", rounds=15, budget_ms=15, warmup_ms=1, clock=clock)
+    assert result["a"].ratio == pytest.approx(1.0) and result["b"].ratio == pytest.approx(1.0)
+
+
+def test_interleave_settles_after_each_variant_for_its_busy_time():
+    clock = FakeClock()
+    slept = []
+    interleave({"a": clock.op(1.0), "b": clock.op(2.0)}, device="cpu", rounds=3, budget_ms=6, warmup_ms=1,
+               clock=clock, settle=1.5, sleep=slept.append)
+    assert slept == pytest.approx([1.5 * 2e-3] * 6)  # seconds: a round's share of the budget (2 ms) each
+    quiet = []
+    interleave({"a": clock.op(1.0)}, device="cpu", rounds=2, budget_ms=2, warmup_ms=1, clock=clock, sleep=quiet.append)
+    assert quiet == []  # the CPU's clock is not the GPU's: no settling by default
 
 
 def test_interleave_spreads_the_first_place_of_a_round_over_every_variant():
     """Three equal variants on a clock that runs the first call of each round 5% fast (a GPU
     boosting after the host's gap): in a fixed order the first variant would seem 5% faster than
     the others in every round; rotated, the bias lands on each in turn and the medians agree."""
-    clock = FakeClock()
-    timed = []
-
-    def variant(name):
-        def fn():
-            timed.append(name)
-            clock.now_s += 1e-3 * (0.95 if len(timed) % 3 == 1 else 1.0)
-        return fn
-
     names = ("a", "b", "c")
-    fns = {n: variant(n) for n in names}
-    result = interleave(fns, device="cpu", rounds=9, budget_ms=9, warmup_ms=1, clock=clock)
+
+    def run(fast_from: int) -> tuple[dict, list]:
+        clock, timed = FakeClock(), []
+
+        def variant(name):
+            def fn():
+                timed.append(name)
+                first = len(timed) > fast_from and (len(timed) - fast_from) % 3 == 1
+                clock.now_s += 1e-3 * (0.95 if first else 1.0)
+            return fn
+
+        return interleave({n: variant(n) for n in names}, device="cpu", rounds=9, budget_ms=9, warmup_ms=1,
+                          clock=clock), timed
+
+    warm_ups = len(run(10**9)[1]) - 9 * 3  # the calls before the rounds (their count does not depend on the 5%)
+    result, timed = run(warm_ups)
+    assert [timed[warm_ups + 3 * r] for r in range(9)] == list(names) * 3  # the fast calls: each round's first
     assert all(result[n].ratio == pytest.approx(1.0) for n in names)
 
 

@@ -67,6 +67,23 @@ def test_fit_power_recovers_where_the_cap_sets_in_and_how_much_it_slows():
         assert fitted.power_slowdown == pytest.approx(slowdown, abs=0.03)
 
 
+def test_fit_power_weighs_only_calls_near_peak_rate():
+    """Long calls far from peak rate (misaligned ones at a tenth of it) measured 8% fast for a cause of
+    their own: the term barely moves them, so they do not move its fit (over every call, none was found)."""
+    rng = np.random.default_rng(4)
+    m, n, k = (np.round(2 ** rng.uniform(11, 14.5, 600)).astype(int) // 64 * 64 for _ in range(3))
+    odd = [np.round(2 ** rng.uniform(12, high, 600)).astype(int) // 2 * 2 + 1 for high in (15, 15, 14)]
+    capped = dataclasses.replace(SPEC, power_onset_ms=3.0, power_slowdown=0.2)
+    near = predict_gemm(m, n, k, layout="nt", gpu=CostModel(H200, capped)).time_ms
+    far = predict_gemm(*odd, layout="nt", gpu=CostModel(H200, SPEC))
+    assert np.max(far.fraction_of_peak) < 0.2 and np.median(far.time_ms) > 5
+    dims = [np.concatenate([a, b]) for a, b in zip((m, n, k), odd)]
+    times = np.concatenate([near, far.time_ms * 0.92]) * np.exp(rng.normal(0, 0.01, 1200))
+    fitted = fit_power(GemmSamples(*dims, np.ones(1200, dtype=int), np.full(1200, "nt"), times), SPEC, gpu=H200)
+    assert fitted.power_onset_ms == pytest.approx(3.0, abs=0.5)
+    assert fitted.power_slowdown == pytest.approx(0.2, abs=0.03)
+
+
 def test_residual_table_corrects_a_systematic_error():
     # The "GPU" runs every nt GEMM 20% slower than the model knows: the residuals learn it.
     samples = synthetic(SPEC, 300, seed=2, noise=0.0)
@@ -230,6 +247,34 @@ def test_skinny_draws_have_a_side_of_1_to_64_in_every_layout_and_alignment_and_n
     assert not {c.key for c in one} & ({c.key for s in (2, 3, 13) for c in validation_cases(seed=s)}
                                        | {c.key for c in calibration_cases()})
     assert len(drawn_beside(skinny=1, quick=True)) == 6
+
+
+def test_streams_draws_are_decoding_weight_streams_mostly_aligned_and_never_held_out():
+    from shapewise.draws import STREAMS_BYTES, STREAMS_GEMMS, calibration_cases, drawn_beside, validation_cases
+
+    one, again, two = (drawn_beside(streams=s) for s in (1, 1, 2))
+    assert [c.key for c in one] == [c.key for c in again] and len({c.key for c in one} & {c.key for c in two}) < 10
+    assert all(c.bench == "gemm" for c in one) and len(one) >= STREAMS_GEMMS - 10
+    assert {c.params["layout"] for c in one} == {"nn", "nt"}
+    dims = np.array([[c.params[d] for d in ("m", "n", "k")] for c in one])
+    assert dims[:, 0].min() == 1 and dims[:, 0].max() <= 256 and (dims[:, 0] == 1).sum() > 20
+    assert dims[:, 1].max() > 131072 and dims[:, 2].min() >= 512  # vocabularies among the outputs
+    nbytes = np.array([c.bytes for c in one])
+    assert nbytes.min() >= STREAMS_BYTES[0] and nbytes.max() <= STREAMS_BYTES[1] and (nbytes > 1e9).sum() > 100
+    assert ((dims[:, 1:] % 64 == 0).all(axis=1).mean() > 0.4) and ((dims[:, 1:] % 8 != 0).any(axis=1).mean() > 0.1)
+    assert not {c.key for c in one} & ({c.key for s in (2, 3, 13) for c in validation_cases(seed=s)}
+                                       | {c.key for c in calibration_cases()})
+    assert len(drawn_beside(streams=1, quick=True)) == 4
+
+
+def test_every_draw_has_its_flag_and_a_misspelt_one_is_refused():
+    from shapewise.cli.calibrate import DRAW_HELP
+    from shapewise.draws import DRAWS, drawn_beside
+
+    assert list(DRAW_HELP) == list(DRAWS)
+    assert drawn_beside(streams=None, skinny=None) == []
+    with pytest.raises(TypeError, match="no draw named skiny"):
+        drawn_beside(skiny=1)
 
 
 def test_a_norms_fixed_cost_grows_with_its_rows_width():

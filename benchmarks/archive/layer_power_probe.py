@@ -24,22 +24,26 @@ from shapewise.store import Store
 from shapewise.verify import _layer_fn
 
 
-def probe(shape, batch: int, db: str) -> dict:
+def layer_parts(shape, batch: int, db: str) -> tuple[dict, object]:
+    """One layer's ops each timed alone against their predictions and the layer timed alone (s=2048,
+    training), and the layer's call."""
     workload = Workload(batch=batch, seq=2048)
-    one = shape.one_layer()
     with Store(db) as store:
-        ops = bench_ops(one, workload, store=store, gpu=cost_model("h200"), progress=False)
+        ops = bench_ops(shape.one_layer(), workload, store=store, gpu=cost_model("h200"), progress=False)
     layer_ops = [(op, row, p) for op, (_, row, p) in zip(ops.ops, ops.rows) if op.name not in OUTSIDE_LAYERS]
-    measured_ops = sum(op.count * row["median_ms"] for op, row, _ in layer_ops if row.get("median_ms"))
-    predicted = sum(op.count * p for op, _, p in layer_ops)
     fn = _layer_fn(shape, workload, "cuda", 0)
-    alone = time_fn(fn, budget_ms=400).median_ms
+    return dict(model=shape.name, batch=batch, predicted_ms=sum(op.count * p for op, _, p in layer_ops),
+                ops_alone_ms=sum(op.count * row["median_ms"] for op, row, _ in layer_ops if row.get("median_ms")),
+                layer_alone_ms=time_fn(fn, budget_ms=400).median_ms,
+                ops=[[op.name, op.pass_, op.count, row.get("median_ms"), p] for op, row, p in layer_ops]), fn
+
+
+def probe(shape, batch: int, db: str) -> dict:
+    result, fn = layer_parts(shape, batch, db)
     runs, samples = sampled(fn, 3.0)
     tail = sorted(runs[len(runs) // 2:])
     torch.cuda.empty_cache()
-    return dict(model=shape.name, batch=batch, predicted_ms=predicted, ops_alone_ms=measured_ops, layer_alone_ms=alone,
-                layer_sustained_ms=tail[len(tail) // 2], clocks=[c[1] for c in samples][::4],
-                ops=[[op.name, op.pass_, op.count, row.get("median_ms"), p] for op, row, p in layer_ops])
+    return dict(result, layer_sustained_ms=tail[len(tail) // 2], clocks=[c[1] for c in samples][::4])
 
 
 def main() -> int:

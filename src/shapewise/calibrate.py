@@ -213,17 +213,16 @@ class Calibration:
 
 
 def calibrate(*, store, gpu: GPU | str | None = None, device: str = "cuda", dtype: str = "bf16", quick: bool = False,
-              extended: int | None = None, edges: int | None = None, batched: int | None = None,
-              large: int | None = None, skinny: int | None = None, warmup_ms: float = 3, budget_ms: float = 10,
+              draws: dict[str, int | None] | None = None, warmup_ms: float = 3, budget_ms: float = 10,
               force: bool = False, progress: bool = True) -> Calibration:
-    """Measure the designed set on `device` (what the store holds for this environment is kept), name
+    """Measure the designed set (and beside it `draws`: draws.DRAWS' names, each with its seed) on
+    `device` (what the store holds for this environment is kept), name
     the kernels cuBLAS ran for its GEMMs, and fit a profile for `gpu` (default: the GPU measured).
     Ctrl-C returns what was kept, with no profile: run it again to finish."""
     from .bench import census_rows, kernel_census, sweep
     from .measure import measured_gpu
 
-    cases = calibration_cases(dtype=dtype, quick=quick, extended=extended, edges=edges, batched=batched, large=large,
-                               skinny=skinny)
+    cases = calibration_cases(dtype=dtype, quick=quick, **(draws or {}))
     result = sweep(cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
                    progress=progress)
     if result.interrupted or result.rank != 0:

@@ -181,7 +181,9 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     t4 = t3 * slow_compute
     bytes_e = (M * K + K * N + M * N) * bf * size
     ramp = np.minimum(1.0, bytes_e / (p.memory_ramp_mb * 1e6))
-    t_mem = bytes_e / (gpu.bytes_per_s * p.gemm_bandwidth) + p.memory_latency_ms * 1e-3 * ramp
+    fill = np.minimum(1.0, bytes_e / (p.memory_fill_mb * 1e6))
+    t_mem = (bytes_e / (gpu.bytes_per_s * p.gemm_bandwidth) + p.memory_latency_ms * 1e-3 * ramp
+             + p.memory_fill_ms * 1e-3 * fill)
     t_mem_slow = t_mem * slow_memory
     memory_bound = t_mem_slow > t4
     zero = np.zeros_like(t0)

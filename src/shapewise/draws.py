@@ -10,7 +10,8 @@ more, drawn as the held-out set draws its own), `--edges` (sides of 1 to 31 or o
 `--batched` (batched GEMMs in every layout, decoding attention over head dims and groupings) and
 `--large` (a transformer's GEMMs: large, aligned as models align, in the three passes' layouts) and
 `--skinny` (a side of 1 to 64, the other two up to 65,536: decoding's rows and the kernels cuBLAS
-runs for them).
+runs for them) and `--streams` (a decoding step's weights streamed: 1 to 256 rows against weights of
+4 MB to 4 GB, vocabularies included). DRAWS names them all.
 `validation_cases` is drawn differently (another seed, explicit alignment classes, batched and
 attention shapes, and whole layers of presets), so that a profile is never judged on what it was
 fitted to.
@@ -95,13 +96,9 @@ EXTENDED_GEMMS, EXTENDED_BMMS = 2400, 1200
 EXTENDED_STREAM = 4099
 
 
-def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1, extended: int | None = None,
-                      edges: int | None = None, batched: int | None = None, large: int | None = None,
-                      skinny: int | None = None) -> list[Case]:
-    """The designed set; with `extended` (a seed), that seed's extended draws too; with `edges` (a
-    seed), that seed's edge draws (_edge_cases); with `batched` (a seed), its batched draws
-    (_batched_cases); with `large` (a seed), its large draws (_large_cases); with `skinny` (a seed),
-    its skinny draws (_skinny_cases)."""
+def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1, **draws: int | None) -> list[Case]:
+    """The designed set, and beside it the draws named in `draws` (DRAWS' names, each with its seed
+    or None), e.g. calibration_cases(extended=2, skinny=1)."""
     rng = np.random.default_rng(seed)
     if quick:  # toy sizes, for a CPU smoke test
         return _unique(gemm_cases([32, 64], [64, 65], [32], layouts=("nn", "nt", "tn"), dtype=dtype)
@@ -109,8 +106,7 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
                        + [_attention(p, seqs=1, heads=4, seq=s, head_dim=64, dtype=dtype) for p in ("fwd", "bwd")
                           for s in (32, 64)]
                        + [op_case(op, dtype) for op in _layer_memory_ops(64)]
-                       + drawn_beside(dtype=dtype, quick=True, extended=extended, edges=edges, batched=batched,
-                                      large=large, skinny=skinny))
+                       + drawn_beside(dtype=dtype, quick=True, **draws))
     cases = [c for d in (256, 512, 1024, 2048, 4096, 8192, 12288) for c in gemm_cases([d], [d], [d], dtype=dtype)]
     cases += gemm_cases([8192], list(range(64, 8193, 256)), [8192], dtype=dtype)  # tile and wave regimes
     for layout in ("nn", "nt", "tn"):  # every alignment class of every leading dim
@@ -176,25 +172,24 @@ def calibration_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 1
     cases += [op_case(op, dtype) for hidden in (2048, 4096, 7168) for tokens in (1, 16, 512, 4096, 16384)
               for op in _memory_ops((dataclasses.replace(moe, hidden=hidden, num_heads=hidden // 128),), tokens,
                                     families=("copy",))]
-    cases += drawn_beside(dtype=dtype, extended=extended, edges=edges, batched=batched, large=large, skinny=skinny)
+    cases += drawn_beside(dtype=dtype, **draws)
     return _unique(cases)
 
 
-def drawn_beside(*, dtype: str = "bf16", quick: bool = False, extended: int | None = None, edges: int | None = None,
-                 batched: int | None = None, large: int | None = None, skinny: int | None = None) -> list[Case]:
-    """The random draws of `calibrate --extended SEED`, `--edges SEED`, `--batched SEED`, `--large
-    SEED` and `--skinny SEED` alone, without the designed set they are measured beside (with `quick`,
-    their toy sizes)."""
-    return (_extended_cases(extended, quick=quick, dtype=dtype) + _edge_cases(edges, quick=quick, dtype=dtype)
-            + _batched_cases(batched, quick=quick, dtype=dtype) + _large_cases(large, quick=quick, dtype=dtype)
-            + _skinny_cases(skinny, quick=quick, dtype=dtype))
+def drawn_beside(*, dtype: str = "bf16", quick: bool = False, **draws: int | None) -> list[Case]:
+    """The random draws named in `draws` (`calibrate --extended SEED`, `--edges SEED`, … : DRAWS'
+    names, each with its seed, or None for none) alone, without the designed set they are measured
+    beside; with `quick`, their toy sizes."""
+    unknown = sorted(set(draws) - set(DRAWS))
+    if unknown:
+        raise TypeError(f"no draw named {', '.join(unknown)} (the draws: {', '.join(DRAWS)})")
+    return [c for name, draw in DRAWS.items() if draws.get(name) is not None
+            for c in draw(draws[name], quick=quick, dtype=dtype)]
 
 
-def _extended_cases(extended: int | None, *, quick: bool, dtype: str) -> list[Case]:
+def _extended_cases(extended: int, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --extended SEED`'s draws (none without a seed): which kernel cuBLAS runs for a
     misaligned shape is learned from many shapes' choices."""
-    if extended is None:
-        return []
     more = np.random.default_rng([extended, EXTENDED_STREAM])
     if quick:
         return (_random_gemms(more, 4, low=16, high=128, max_flops=1e7, classes=True, dtype=dtype)
@@ -244,10 +239,8 @@ def _drawn_gemms(shapes, *, quick: bool, dtype: str) -> list[Case]:
     return cases
 
 
-def _edge_cases(edges: int | None, *, quick: bool, dtype: str) -> list[Case]:
+def _edge_cases(edges: int, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --edges SEED`'s draws (none without a seed)."""
-    if edges is None:
-        return []
     rng = np.random.default_rng([edges, EDGE_STREAM])
     counts = (4, 2) if quick else (EDGE_GEMMS, EDGE_BMMS)
     return [c for batched, count in zip((False, True), counts)
@@ -315,10 +308,8 @@ def _decode_draws(rng, count: int, *, dtype: str) -> list[Case]:
     return cases
 
 
-def _batched_cases(batched: int | None, *, quick: bool, dtype: str) -> list[Case]:
+def _batched_cases(batched: int, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --batched SEED`'s draws (none without a seed)."""
-    if batched is None:
-        return []
     rng = np.random.default_rng([batched, BATCHED_STREAM])
     count, decodes = (3, 2) if quick else (BATCHED_GEMMS, BATCHED_DECODES)
     cases = []
@@ -386,10 +377,8 @@ def _large_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, str
     return out
 
 
-def _large_cases(large: int | None, *, quick: bool, dtype: str) -> list[Case]:
+def _large_cases(large: int, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --large SEED`'s draws (none without a seed)."""
-    if large is None:
-        return []
     rng = np.random.default_rng([large, LARGE_STREAM])
     shapes = _large_dims(rng, 4 if quick else LARGE_GEMMS, dtype=dtype)
     return _drawn_gemms(((m, n, k, 1, layout) for m, n, k, layout in shapes), quick=quick, dtype=dtype)
@@ -435,14 +424,51 @@ def _skinny_dims(rng, count: int, *, batched: bool, dtype: str) -> list[tuple[in
     return out
 
 
-def _skinny_cases(skinny: int | None, *, quick: bool, dtype: str) -> list[Case]:
+def _skinny_cases(skinny: int, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --skinny SEED`'s draws (none without a seed)."""
-    if skinny is None:
-        return []
     rng = np.random.default_rng([skinny, SKINNY_STREAM])
     counts = (4, 2) if quick else (SKINNY_GEMMS, SKINNY_BMMS)
     return [c for batched, count in zip((False, True), counts)
             for c in _drawn_gemms(_skinny_dims(rng, count, batched=batched, dtype=dtype), quick=quick, dtype=dtype)]
+
+
+# `calibrate --streams SEED`: a decoding step's weights streamed past a few rows, from a stream of its
+# own (STREAMS_STREAM beside the seed): 1 to 256 rows (the sequences decoded at once) against weights
+# of 1024 to 262,144 outputs (vocabularies) and 512 to 65,536 inputs, 4 MB to 4 GB, aligned as models
+# align them (most), or not; forward ("nt", F.linear) or a weight held as inputs × outputs ("nn").
+# Such a GEMM is bound by memory, and its rate climbs from about 1 TB/s at 10-30 MB to 4.1-4.3 TB/s
+# past a gigabyte on an H200: the other draws hold few (about 670 aligned ones of 34,000, mostly under
+# 1 GB and 65,536 outputs), and real models' decoding GEMMs were priced 6-14% slow at 10-30 MB and
+# past 300 MB (benchmarks/RESULTS.md).
+STREAMS_GEMMS = 1200
+STREAMS_STREAM = 5417
+STREAMS_ROWS, STREAMS_OUTPUTS, STREAMS_INPUTS = (1, 256), (1024, 262144), (512, 65536)
+STREAMS_BYTES = (4e6, 4e9)
+STREAMS_UNITS, STREAMS_UNIT_P = (128, 64, 8, 1), (0.5, 0.2, 0.15, 0.15)  # each weight side rounded to one (1: as drawn)
+
+
+def _streams_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, int, str]]:
+    """(m, n, k, batch, layout) of `count` weight streams (see STREAMS_GEMMS)."""
+    out: list[tuple[int, int, int, int, str]] = []
+    while len(out) < count:
+        m = int(_rng_dims(rng, *STREAMS_ROWS, 1)[0])
+        n, k = (_round_to(float(_rng_dims(rng, *bounds, 1)[0]), int(rng.choice(STREAMS_UNITS, p=STREAMS_UNIT_P)))
+                for bounds in (STREAMS_OUTPUTS, STREAMS_INPUTS))
+        layout = "nt" if rng.random() < 0.7 else "nn"
+        if STREAMS_BYTES[0] <= (m * k + k * n + m * n) * DTYPE_BYTES[dtype] <= STREAMS_BYTES[1]:
+            out.append((m, n, k, 1, layout))
+    return out
+
+
+def _streams_cases(streams: int, *, quick: bool, dtype: str) -> list[Case]:
+    """`calibrate --streams SEED`'s draws."""
+    rng = np.random.default_rng([streams, STREAMS_STREAM])
+    return _drawn_gemms(_streams_dims(rng, 4 if quick else STREAMS_GEMMS, dtype=dtype), quick=quick, dtype=dtype)
+
+
+# The draws beside the designed set, by the name of calibrate's flag: each a function of its seed.
+DRAWS = {"extended": _extended_cases, "edges": _edge_cases, "batched": _batched_cases, "large": _large_cases,
+         "skinny": _skinny_cases, "streams": _streams_cases}
 
 
 NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-out set's presets' (1600, 2560, 4096)

@@ -436,16 +436,36 @@ def _bootstrap_median_ci(xs, confidence: float, resamples: int, rng: random.Rand
     return _quantile(medians, alpha), _quantile(medians, 1 - alpha)
 
 
+def round_orders(names: list[str], rounds: int, seed: int = 0) -> list[list[str]]:
+    """The order of each round of interleave: the first place rotates over the variants (the first of
+    a round runs after the host's gap between rounds, at a clock the others do not see: in a fixed
+    order a power-bound H200 timed verify's original up to 5% fast against all the rest), and the
+    others follow in a seeded shuffle, so that no variant always runs right after the same one (one
+    that heats the GPU: on an H200, the variants run right after a candidate of twice the micro-batch
+    were measured 3.7% slow at the median, against 1.5% for the rest; benchmarks/RESULTS.md)."""
+    rng = random.Random(seed)
+    orders = []
+    for r in range(rounds):
+        first = names[r % len(names)]
+        rest = [name for name in names if name != first]
+        rng.shuffle(rest)
+        orders.append([first, *rest])
+    return orders
+
+
 def interleave(fns: dict[str, Callable[[], object]], *, device="cuda", rounds: int = 15,
                budget_ms: float = 200, warmup_ms: float = 25, max_reps_per_round: int = 200,
                flush_l2: bool = True, l2_bytes: int | None = None, confidence: float = 0.95,
                resamples: int = 2000, seed: int = 0, cushion: bool = True,
-               clock: Callable[[], float] | None = None) -> dict[str, Comparison]:
-    """Time several variants as A B C A B C ..., so that drift (clocks, temperature, other
-    tenants) hits all of them alike; compare each with the first through paired per-round ratios.
+               clock: Callable[[], float] | None = None, settle: float | None = None,
+               sleep: Callable[[float], None] = time.sleep) -> dict[str, Comparison]:
+    """Time several variants round by round (A B C, B C A, …), so that drift (clocks, temperature,
+    other tenants) hits all of them alike; compare each with the first through paired per-round ratios.
 
     budget_ms is each variant's total, split evenly over the rounds. The ratio is the median of
     the per-round ratios of medians; its interval is a bootstrap over rounds (seeded: repeatable).
+    settle: after each variant's calls in a round, the GPU is left idle this many times as long as
+    they kept it busy (default SETTLE on a GPU, none on the CPU), as a sweep settles after each case.
     """
     names = list(fns)
     if not names:
@@ -469,15 +489,15 @@ def interleave(fns: dict[str, Callable[[], object]], *, device="cuda", rounds: i
         _, per_call_ms = warm_up(timer, call, warmup_ms)
         reps[name] = plan_reps(per_call_ms, budget_ms / rounds, 1, max_reps_per_round)
 
+    if settle is None:
+        settle = SETTLE if _is_cuda(device) else 0.0
     per_round = {name: [] for name in names}
-    for r in range(rounds):
-        # Each round starts one variant later (A B C, B C A, C A B, ...). The first of a round runs
-        # after the host's gap between rounds, at a clock the others do not see: in a fixed order, a
-        # power-bound H200 timed the first variant (verify's original) up to 5% fast against all the
-        # rest (benchmarks/RESULTS.md, the variants set). Rotated, every variant takes every place.
-        start = r % len(names)
-        for name in names[start:] + names[:start]:
-            per_round[name].append(timer.time_calls(fns[name], preps[name], reps[name]))
+    for order in round_orders(names, rounds, seed):
+        for name in order:
+            samples = timer.time_calls(fns[name], preps[name], reps[name])
+            per_round[name].append(samples)
+            if settle > 0:
+                sleep(settle * sum(samples) / 1e3)
 
     rng = random.Random(seed)
     base = [_median(s) for s in per_round[names[0]]]

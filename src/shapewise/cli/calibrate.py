@@ -14,7 +14,7 @@ PROFILE_FOLDER = ("$SHAPEWISE_PROFILES, else $XDG_DATA_HOME/shapewise/profiles, 
                   "~/.local/share/shapewise/profiles")
 
 
-# The random draws beside the designed set (draws.drawn_beside), each a flag taking its seed.
+# The random draws beside the designed set (draws.DRAWS), each a flag taking its seed.
 DRAW_HELP = {
     "extended": "and 3600 random GEMMs and batched GEMMs more, drawn with SEED (1 when not given), for a profile that "
                 "tells better which kernel cuBLAS runs for a misaligned shape (about 2 minutes more on an H200)",
@@ -28,6 +28,8 @@ DRAW_HELP = {
              "shards, in the three passes' layouts), drawn with SEED (1 when not given) (about 70 s more on an H200)",
     "skinny": "and 2000 GEMMs and batched GEMMs with one side of 1 to 64 and the others up to 65,536 (decoding's rows, in "
               "every layout and alignment), drawn with SEED (1 when not given) (about 75 s more on an H200)",
+    "streams": "and 1200 GEMMs streaming a decoding step's weights (1 to 256 rows against 4 MB to 4 GB of weights, "
+               "vocabularies included), drawn with SEED (1 when not given) (about 60 s more on an H200)",
 }
 
 
@@ -102,7 +104,7 @@ def run_calibrate(args) -> int:
     out = console()
     with Store(args.db) as store:
         done = calibrate(store=store, gpu=args.gpu, device=args.device, dtype=args.dtype, quick=args.quick,
-                         **{draw: getattr(args, draw) for draw in DRAW_HELP},
+                         draws={draw: getattr(args, draw) for draw in DRAW_HELP},
                          warmup_ms=args.warmup_ms, budget_ms=args.budget_ms, force=args.force)
     rank0_only(done.sweep)
     out.print(f"{done.cases} calibration cases: {done.sweep.summary()}")
