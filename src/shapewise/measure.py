@@ -459,8 +459,9 @@ def interleave(fns: dict[str, Callable[[], object]], *, device="cuda", rounds: i
                resamples: int = 2000, seed: int = 0, cushion: bool = True,
                clock: Callable[[], float] | None = None, settle: float | None = None,
                sleep: Callable[[float], None] = time.sleep) -> dict[str, Comparison]:
-    """Time several variants round by round (A B C, B C A, …), so that drift (clocks, temperature,
-    other tenants) hits all of them alike; compare each with the first through paired per-round ratios.
+    """Time several variants round by round (round_orders: A C B, B A C, C B A, …), so that drift
+    (clocks, temperature, other tenants) hits all of them alike; compare each with the first through
+    paired per-round ratios.
 
     budget_ms is each variant's total, split evenly over the rounds. The ratio is the median of
     the per-round ratios of medians; its interval is a bootstrap over rounds (seeded: repeatable).

@@ -8,9 +8,11 @@ output head forward+backward (logit GEMM, cross-entropy, and the two backward GE
 estimated as layers × layer + head. Either way speedups are per token, so that shapes with other
 layer counts or micro-batches compare fairly. Shapes whose layer is the same (they differ in layer
 count or vocabulary only) time one layer, and shapes with the same hidden size and vocabulary one
-head: the same op timed twice would only add noise. Every part of every shape runs in one interleaved
-sequence (A B C … A B C …), so clock drift hits all alike; the speedup of each round is computed from
-that round's medians, and its median and bootstrap interval over rounds are reported.
+head: the same op timed twice would only add noise. Every part of every shape runs once per round,
+so clock drift hits all alike, in an order that changes from round to round (measure.round_orders)
+and with the GPU settled after each, so that no part always runs right after the one that heats the
+GPU most; the speedup of each round is computed from that round's medians, and its median and
+bootstrap interval over rounds are reported.
 """
 
 from __future__ import annotations
