@@ -188,7 +188,7 @@ def drawn_beside(*, dtype: str = "bf16", quick: bool = False, **draws: int | Non
 
 
 def _extended_cases(extended: int, *, quick: bool, dtype: str) -> list[Case]:
-    """`calibrate --extended SEED`'s draws (none without a seed): which kernel cuBLAS runs for a
+    """`calibrate --extended SEED`'s draws: which kernel cuBLAS runs for a
     misaligned shape is learned from many shapes' choices."""
     more = np.random.default_rng([extended, EXTENDED_STREAM])
     if quick:
@@ -240,7 +240,7 @@ def _drawn_gemms(shapes, *, quick: bool, dtype: str) -> list[Case]:
 
 
 def _edge_cases(edges: int, *, quick: bool, dtype: str) -> list[Case]:
-    """`calibrate --edges SEED`'s draws (none without a seed)."""
+    """`calibrate --edges SEED`'s draws."""
     rng = np.random.default_rng([edges, EDGE_STREAM])
     counts = (4, 2) if quick else (EDGE_GEMMS, EDGE_BMMS)
     return [c for batched, count in zip((False, True), counts)
@@ -309,7 +309,7 @@ def _decode_draws(rng, count: int, *, dtype: str) -> list[Case]:
 
 
 def _batched_cases(batched: int, *, quick: bool, dtype: str) -> list[Case]:
-    """`calibrate --batched SEED`'s draws (none without a seed)."""
+    """`calibrate --batched SEED`'s draws."""
     rng = np.random.default_rng([batched, BATCHED_STREAM])
     count, decodes = (3, 2) if quick else (BATCHED_GEMMS, BATCHED_DECODES)
     cases = []
@@ -378,7 +378,7 @@ def _large_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, str
 
 
 def _large_cases(large: int, *, quick: bool, dtype: str) -> list[Case]:
-    """`calibrate --large SEED`'s draws (none without a seed)."""
+    """`calibrate --large SEED`'s draws."""
     rng = np.random.default_rng([large, LARGE_STREAM])
     shapes = _large_dims(rng, 4 if quick else LARGE_GEMMS, dtype=dtype)
     return _drawn_gemms(((m, n, k, 1, layout) for m, n, k, layout in shapes), quick=quick, dtype=dtype)
@@ -425,7 +425,7 @@ def _skinny_dims(rng, count: int, *, batched: bool, dtype: str) -> list[tuple[in
 
 
 def _skinny_cases(skinny: int, *, quick: bool, dtype: str) -> list[Case]:
-    """`calibrate --skinny SEED`'s draws (none without a seed)."""
+    """`calibrate --skinny SEED`'s draws."""
     rng = np.random.default_rng([skinny, SKINNY_STREAM])
     counts = (4, 2) if quick else (SKINNY_GEMMS, SKINNY_BMMS)
     return [c for batched, count in zip((False, True), counts)
@@ -436,9 +436,9 @@ def _skinny_cases(skinny: int, *, quick: bool, dtype: str) -> list[Case]:
 # own (STREAMS_STREAM beside the seed): 1 to 256 rows (the sequences decoded at once) against weights
 # of 1024 to 262,144 outputs (vocabularies) and 512 to 65,536 inputs, 4 MB to 4 GB, aligned as models
 # align them (most), or not; forward ("nt", F.linear) or a weight held as inputs × outputs ("nn").
-# Such a GEMM is bound by memory, and its rate climbs from about 1 TB/s at 10-30 MB to 4.1-4.3 TB/s
-# past a gigabyte on an H200: the other draws hold few (about 670 aligned ones of 34,000, mostly under
-# 1 GB and 65,536 outputs), and real models' decoding GEMMs were priced 6-14% slow at 10-30 MB and
+# Such a GEMM is bound by memory, and its rate climbs from 1.2-1.6 TB/s at 10-30 MB to 4.1-4.2 TB/s
+# past a gigabyte on an H200: the other draws hold a few hundred (of 30,780 fitted), most under 1 GB
+# and 65,536 outputs, and real models' decoding GEMMs were priced 6-14% slow at 10-30 MB and
 # past 300 MB (benchmarks/RESULTS.md).
 STREAMS_GEMMS = 1200
 STREAMS_STREAM = 5417

@@ -436,13 +436,14 @@ def _bootstrap_median_ci(xs, confidence: float, resamples: int, rng: random.Rand
     return _quantile(medians, alpha), _quantile(medians, 1 - alpha)
 
 
+# The first of a round runs after the host's gap between rounds, at a clock the others do not see: in a
+# fixed order a power-bound H200 timed verify's original up to 5% fast against all the rest. And a
+# variant run right after one that heats the GPU runs slow: on an H200 the variants timed right after a
+# candidate of twice the micro-batch came out 3.7% slow at the median, the rest 1.5%, when each round
+# kept one order rotated (benchmarks/RESULTS.md). So the first place rotates and the rest are shuffled.
 def round_orders(names: list[str], rounds: int, seed: int = 0) -> list[list[str]]:
-    """The order of each round of interleave: the first place rotates over the variants (the first of
-    a round runs after the host's gap between rounds, at a clock the others do not see: in a fixed
-    order a power-bound H200 timed verify's original up to 5% fast against all the rest), and the
-    others follow in a seeded shuffle, so that no variant always runs right after the same one (one
-    that heats the GPU: on an H200, the variants run right after a candidate of twice the micro-batch
-    were measured 3.7% slow at the median, against 1.5% for the rest; benchmarks/RESULTS.md)."""
+    """Each round's order for interleave: the first place rotating over the variants, the others in a
+    seeded shuffle."""
     rng = random.Random(seed)
     orders = []
     for r in range(rounds):

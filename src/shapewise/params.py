@@ -86,8 +86,8 @@ class CostParams:
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
     memory_latency_ms: float = 0.0045
     memory_ramp_mb: float = 17.9106
-    # And a longer fill, over memory_fill_mb: a stream of weights past a few rows climbs from about
-    # 1 TB/s at 10-30 MB to 4.1-4.3 TB/s past a gigabyte on an H200 (benchmarks/results/h200-streams/),
+    # And a longer fill, over memory_fill_mb: a stream of weights past a few rows climbs from
+    # 1.2-1.6 TB/s at 10-30 MB to 4.1-4.2 TB/s past a gigabyte on an H200 (benchmarks/results/h200-streams/),
     # which one short ramp and one bandwidth cannot both follow (0: none, the spec model).
     memory_fill_ms: float = 0.0
     memory_fill_mb: float = 100.0
