@@ -253,7 +253,9 @@ def add_verify(sub) -> None:
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="the data type of the models")
     p.add_argument("--attention", choices=("flash", "unfused"), default="flash", help="fused or unfused attention")
     add_device_arg(p)
-    p.add_argument("--rounds", type=ROUNDS.arg, default=15, help="interleaved rounds")
+    p.add_argument("--rounds", type=ROUNDS.arg, default=15,
+                   help="interleaved rounds: each times every shape once, in an order that changes from round to "
+                        "round, the GPU left idle after each for 1.5x the time it kept it busy")
     p.add_argument("--measure", choices=("auto", "model", "layer"), default="auto",
                    help="whole training steps, or layers × layer + head (auto: whole steps where all fit at once)")
     _add_shape_search_args(p)
