@@ -5,7 +5,7 @@ seed 4 over every corpus config on the first; wide 21 and attention 21 again on 
 `calibrate --quick`'s factors (machine-2.json) before and after; and the same cases' spread between
 the two machines.
 
-python benchmarks/judge_fresh.py [--freeze 1|2|3|4|5|6|7] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
+python benchmarks/judge_fresh.py [--freeze 1|2|3|4|5|6|7|8] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
 """
 
 import argparse
@@ -54,7 +54,7 @@ def main() -> int:
     ap.add_argument("--freeze", type=int, choices=(1, *LATER), default=1,
                     help="which freeze's run: 1 (results/h200-judges-fresh/), 2 (-fresh2/: wide 23, 24; attention 22; "
                          "models 5), 3 (-fresh3/: wide 25, 26; attention 23; models 6), 4 (-fresh4/: models 7) or "
-                         "5 (-fresh5/: wide 27; attention 24; models 8) 6 (-fresh6/: wide 28, on two H200s; attention 25; "
+                         "5 (-fresh5/: wide 27; attention 24; models 8), 6 (-fresh6/: wide 28, on two H200s; attention 25; "
                          "models 9), 7 (-fresh7/: wide 29; attention 26; models 10) or 8 (-fresh8/: wide 30; attention 27; "
                          "models 11)")
     args = ap.parse_args()

@@ -215,9 +215,8 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         losses["memory"] = np.where(gemv, (t_gemv - t0) * s, losses["memory"])
         losses["launch"] = np.where(gemv, p.gemv_fixed_ms, losses["launch"])
         time_ms = np.where(gemv, t_narrow * s + p.gemv_fixed_ms, time_ms)
-    if p.power_slowdown > 0:  # past the onset, the clock falls in proportion to the rate (params.power_*)
-        busy = np.clip(t0 * s / time_ms, 0.0, 1.0)
-        capped = p.power_slowdown * busy * np.maximum(time_ms - p.power_onset_ms, 0.0)
+    if p.power_slowdown > 0:
+        capped = power_capped_ms(time_ms, np.clip(t0 * s / time_ms, 0.0, 1.0), p.power_onset_ms, p.power_slowdown)
         losses["kernel"] = losses["kernel"] + capped
         time_ms = time_ms + capped
     tile = np.stack([b_tm, b_tn], axis=-1)
@@ -243,6 +242,12 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         time_ms, losses = _on_this_machine(time_ms, losses, t0 * s, factor, "kernel")
     return dict(time_ms=time_ms, flops=flops, bytes=nbytes, losses=losses, tile=tile, split_k=b_split,
                 peak_tflops=peak / 1e12, family=family)
+
+
+def power_capped_ms(time_ms, busy, onset_ms: float, slowdown: float):
+    """What the power cap adds to a call of time_ms at a fraction `busy` of peak rate: past the onset,
+    the clock falls in proportion to the rate (params.power_*)."""
+    return slowdown * busy * np.maximum(time_ms - onset_ms, 0.0)
 
 
 def _candidate_times(m, n, k, batch, slow, tm, tn, rate, split, gpu: GPU, p: CostParams, peak: float) -> tuple:

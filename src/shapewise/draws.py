@@ -239,12 +239,18 @@ def _drawn_gemms(shapes, *, quick: bool, dtype: str) -> list[Case]:
     return cases
 
 
+def _gemms_then_bmms(dims, rng, counts: tuple[int, int], *, quick: bool, dtype: str) -> list[Case]:
+    """The cases of counts[0] GEMMs, then counts[1] batched GEMMs, drawn by dims(rng, count, batched=…,
+    dtype=…) from one stream (with `quick`, 4 and 2 of toy sizes)."""
+    counts = (4, 2) if quick else counts
+    return [c for batched, count in zip((False, True), counts)
+            for c in _drawn_gemms(dims(rng, count, batched=batched, dtype=dtype), quick=quick, dtype=dtype)]
+
+
 def _edge_cases(edges: int, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --edges SEED`'s draws."""
-    rng = np.random.default_rng([edges, EDGE_STREAM])
-    counts = (4, 2) if quick else (EDGE_GEMMS, EDGE_BMMS)
-    return [c for batched, count in zip((False, True), counts)
-            for c in _drawn_gemms(_edge_dims(rng, count, batched=batched, dtype=dtype), quick=quick, dtype=dtype)]
+    return _gemms_then_bmms(_edge_dims, np.random.default_rng([edges, EDGE_STREAM]), (EDGE_GEMMS, EDGE_BMMS),
+                            quick=quick, dtype=dtype)
 
 
 # `calibrate --batched SEED`: batched GEMMs in every layout, and one query token's attention against
@@ -426,10 +432,8 @@ def _skinny_dims(rng, count: int, *, batched: bool, dtype: str) -> list[tuple[in
 
 def _skinny_cases(skinny: int, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --skinny SEED`'s draws."""
-    rng = np.random.default_rng([skinny, SKINNY_STREAM])
-    counts = (4, 2) if quick else (SKINNY_GEMMS, SKINNY_BMMS)
-    return [c for batched, count in zip((False, True), counts)
-            for c in _drawn_gemms(_skinny_dims(rng, count, batched=batched, dtype=dtype), quick=quick, dtype=dtype)]
+    return _gemms_then_bmms(_skinny_dims, np.random.default_rng([skinny, SKINNY_STREAM]), (SKINNY_GEMMS, SKINNY_BMMS),
+                            quick=quick, dtype=dtype)
 
 
 # `calibrate --streams SEED`: a decoding step's weights streamed past a few rows, from a stream of its

@@ -32,6 +32,7 @@ from .cost import (
     align_classes,
     decode_terms,
     memory_parts,
+    power_capped_ms,
     predict_gemm,
     window_bucket,
 )
@@ -49,8 +50,8 @@ START = dataclasses.replace(SPEC, gemm_ceiling=0.78, k_overhead=64.0, misaligned
                             misaligned_even_memory=1.0, misaligned_odd_memory=1.0, wave_credit=0.5,
                             tile_rates=(1.0, 1.0, 0.92, 0.80, 0.80, 0.60, 0.4, 0.4, 0.25), gemm_residuals=())
 GEMM_SCALARS = ("gemm_ceiling", "k_overhead", "misaligned_even", "gemm_bandwidth", "launch_ms",
-                "memory_latency_ms", "memory_ramp_mb", "memory_fill_ms", "memory_fill_mb", "misaligned_even_memory", "misaligned_odd_memory", "wave_credit",
-                "gemv_bandwidth", "gemv_latency_ms", "gemv_misaligned", "gemv_fixed_ms")
+                "memory_latency_ms", "memory_ramp_mb", "memory_fill_ms", "memory_fill_mb", "misaligned_even_memory",
+                "misaligned_odd_memory", "wave_credit", "gemv_bandwidth", "gemv_latency_ms", "gemv_misaligned", "gemv_fixed_ms")
 FRACTIONS = ("wave_credit",)  # parameters between 0 and 1
 PER_ROW = ("embed",)  # families whose few-row calls cost by the row (cost.SMALL_INDEX)
 
@@ -164,7 +165,7 @@ def fit_power(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: str 
     octave = np.floor(np.log2(long.time_ms / POWER_MIN_MS)).astype(int)
 
     def score(onset: float, slowdown: float) -> float:
-        error = np.abs(np.log((pred + slowdown * busy * np.maximum(pred - onset, 0.0)) / long.time_ms))
+        error = np.abs(np.log((pred + power_capped_ms(pred, busy, onset, slowdown)) / long.time_ms))
         return float(np.mean([np.median(error[octave == o]) for o in np.unique(octave)]))
 
     onset, slowdown = min(((o, s) for o in POWER_ONSETS for s in POWER_SLOWDOWNS), key=lambda pair: score(*pair))

@@ -299,9 +299,9 @@ def _make_prep(timer, fn, device, flush_l2: bool, l2_bytes: int | None, cushion:
 SETTLE = 1.5
 
 
-def settle_ms(timing: Timing, warmup_ms: float) -> float:
+def settle_ms(timing: Timing, warmup_ms: float, factor: float = SETTLE) -> float:
     """The idle pause after a case measured as `timing` (after about warmup_ms of warm-up calls)."""
-    return SETTLE * (sum(timing.samples_ms) + warmup_ms)
+    return factor * (sum(timing.samples_ms) + warmup_ms)
 
 
 # ---- the budget logic: warm-up, then as many repetitions as the budget holds ----------------
@@ -499,7 +499,7 @@ def interleave(fns: dict[str, Callable[[], object]], *, device="cuda", rounds: i
             samples = timer.time_calls(fns[name], preps[name], reps[name])
             per_round[name].append(samples)
             if settle > 0:
-                sleep(settle * sum(samples) / 1e3)
+                sleep(settle_ms(Timing(tuple(samples)), 0.0, settle) / 1e3)
 
     rng = random.Random(seed)
     base = [_median(s) for s in per_round[names[0]]]
