@@ -442,7 +442,7 @@ def _skinny_cases(skinny: int, *, quick: bool, dtype: str) -> list[Case]:
 # align them (most), or not; forward ("nt", F.linear) or a weight held as inputs × outputs ("nn").
 # Such a GEMM is bound by memory, and its rate climbs from 1.2-1.6 TB/s at 10-30 MB to 4.1-4.2 TB/s
 # past a gigabyte on an H200: the other draws hold a few hundred (of 30,780 fitted), most under 1 GB
-# and 65,536 outputs, and real models' decoding GEMMs were priced 6-14% slow at 10-30 MB and
+# and 65,536 outputs, and real models' decoding GEMMs were priced 6-12% slow at 10-30 MB and
 # past 300 MB (benchmarks/RESULTS.md).
 STREAMS_GEMMS = 1200
 STREAMS_STREAM = 5417
