@@ -5,7 +5,7 @@ seed 4 over every corpus config on the first; wide 21 and attention 21 again on 
 `calibrate --quick`'s factors (machine-2.json) before and after; and the same cases' spread between
 the two machines.
 
-python benchmarks/judge_fresh.py [--freeze 1|2|3|4|5|6|7|8] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
+python benchmarks/judge_fresh.py [--freeze 1|2|3|4|5|6|7|8|9] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
 """
 
 import argparse
@@ -44,7 +44,11 @@ LATER = {2: ("benchmarks/results/h200-judges-fresh2",
          # After the streams draws, the memory-bound GEMMs' fill and the power cap fitted on calls near peak
          # rate (the eighth freeze).
          8: ("benchmarks/results/h200-judges-fresh8",
-             {"judges.csv.gz": [("wide", 30), ("attention", 27), ("models", 11)]})}
+             {"judges.csv.gz": [("wide", 30), ("attention", 27), ("models", 11)]}),
+         # After decoding attention was priced by the kernel's blocks and steps (the ninth freeze); wide 31
+         # again on a second H200 with `calibrate --quick`'s factors.
+         9: ("benchmarks/results/h200-judges-fresh9",
+             {"judges.csv.gz": [("wide", 31), ("attention", 28), ("models", 12)], "judges-2.csv.gz": [("wide", 31)]})}
 
 
 def main() -> int:
@@ -55,8 +59,8 @@ def main() -> int:
                     help="which freeze's run: 1 (results/h200-judges-fresh/), 2 (-fresh2/: wide 23, 24; attention 22; "
                          "models 5), 3 (-fresh3/: wide 25, 26; attention 23; models 6), 4 (-fresh4/: models 7) or "
                          "5 (-fresh5/: wide 27; attention 24; models 8), 6 (-fresh6/: wide 28, on two H200s; attention 25; "
-                         "models 9), 7 (-fresh7/: wide 29; attention 26; models 10) or 8 (-fresh8/: wide 30; attention 27; "
-                         "models 11)")
+                         "models 9), 7 (-fresh7/: wide 29; attention 26; models 10), 8 (-fresh8/: wide 30; attention 27; "
+                         "models 11) or 9 (-fresh9/: wide 31, on two H200s; attention 28; models 12)")
     args = ap.parse_args()
     folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")

@@ -223,6 +223,50 @@ def test_decoding_attention_reads_the_cache_and_pads_no_query_block():
     assert cost.losses.main == "memory" and read_ms < cost.time_ms < 1.5 * read_ms
 
 
+def _decode(seqs, heads, kv_heads, kv_len, head_dim, q_len=1):
+    return attention_op("fwd", seqs=seqs, heads=heads, kv_heads=kv_heads, q_len=q_len, kv_len=kv_len, head_dim=head_dim,
+                        causal=False, dtype_bytes=2)
+
+
+@pytest.mark.parametrize("shape, tile, blocks, splits, busiest", [
+    ((16, 71, 1, 16384, 64), 0, 80, 1, 128),  # Falcon-7B: 71 query heads are 5 blocks of 16 rows, too many to split
+    ((32, 232, 8, 4096, 64), 0, 512, 1, 2 * 32),  # Falcon-180B: 29 per key head, 2 blocks each; 2 a SM at once: 2 waves
+    ((1, 32, 8, 4096, 128), 1, 8, 16, 2),  # one sequence: the cache split 16 ways, 2 steps each
+    ((4, 16, 4, 512, 256), 2, 16, 1, 4),  # 4 steps: too short to split (cuDNN ran it whole)
+    ((2, 4, 2, 1024, 256), 2, 4, 8, 1),  # 8 steps: split (cuDNN split it)
+    ((8, 32, 32, 2000, 80), 1, 256, 1, 2 * 16),  # head dim 80 runs in the 128 tile; 2000 keys are 16 steps
+])
+def test_decoding_attention_is_laid_out_as_cudnn_runs_it(shape, tile, blocks, splits, busiest):
+    from shapewise.cost import decode_blocks
+
+    got = decode_blocks(_decode(*shape), 132)
+    assert (got["tile"], got["blocks"], got["splits"], got["busiest"]) == (tile, blocks, splits, busiest)
+
+
+def test_decoding_attention_prices_query_heads_past_a_block_and_unsplit_blocks_walking_long_caches():
+    """With the shipped profile: 71 query heads per key head take 5 blocks walking the same cache, so
+    they cost far more than 16 (one block) for the same bytes; and 80 sequences of one key head (80
+    blocks, too many to split) walk 32768 keys each at a time a byte over 64 sequences' (split
+    in two across the SMs), as cuDNN ran them (benchmarks/archive/decode_probe.py)."""
+    many, one = predict_ops([_decode(16, 71, 1, 16384, 64), _decode(16, 16, 1, 16384, 64)], gpu="h200", dtype="bf16")
+    assert many.time_ms > 2 * one.time_ms
+    split, whole = predict_ops([_decode(64, 1, 1, 32768, 64), _decode(80, 1, 1, 32768, 64)], gpu="h200", dtype="bf16")
+    assert whole.time_ms / whole.op.bytes > 1.15 * split.time_ms / split.op.bytes
+    for cost in (many, one, split, whole):
+        assert sum(cost.losses.values()) == pytest.approx(cost.time_ms - cost.op.flops / 989.4e12 * 1e3, rel=1e-6)
+
+
+def test_a_short_chunk_against_a_long_cache_is_priced_by_its_stream_alone():
+    """More than one query token bound by memory: the decode kernel's walk was measured for one token
+    only, so the chunk's busiest SM walks no steps and its time is the stream and the fixed time."""
+    from shapewise.cost import decode_blocks, decode_parts_ms
+
+    chunk = _decode(4, 32, 8, 32768, 128, q_len=4)
+    assert decode_blocks(chunk, 132)["busiest"] == 0
+    stream, walk, _ = decode_parts_ms(chunk, get_gpu("h200"), cost_model("h200").params)
+    assert walk == 0 and stream > 0
+
+
 def test_the_busiest_sm_takes_blocks_in_order_as_they_free():
     from shapewise.cost import _busiest_sm
 

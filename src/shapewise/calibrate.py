@@ -60,7 +60,8 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
                   time_ms=r["median_ms"]) for c, r in attention if c.params["causal"] and not c.params.get("window")]
     if flash:
         params = fit_flash(flash, gpu=gpu, dtype=dtype, params=params)
-    decoding = [dict(bytes=c.bytes, kv_len=c.params["n"], head_dim=c.params["k"], batch=c.params["batch"], time_ms=r["median_ms"])
+    decoding = [dict(bytes=c.bytes, kv_len=c.params["n"], head_dim=c.params["k"], batch=c.params["batch"],
+                     groups=c.params.get("groups", 1), time_ms=r["median_ms"])
                 for c, r in attention if c.params["m"] == 1]
     params = fit_flash_memory(decoding, gpu=gpu, params=params)
     params = fit_flash_window([(op_from_case(c.params, flops=c.flops, nbytes=c.bytes), r["median_ms"])

@@ -32,7 +32,17 @@ from .corrections import correct, corrects, kernel_words
 from .errors import ShapewiseError
 from .hardware import GPU
 from .ops import BMM, COMM, FLASH, GEMM, MEMORY, Op, attended_pairs, model_ops
-from .params import SPEC, WINDOW_HEAD_DIMS, CostParams
+from .params import (
+    DECODE_KEYS,
+    DECODE_OCCUPANCY,
+    DECODE_OVERLAP,
+    DECODE_ROWS,
+    DECODE_SPLIT_STEPS,
+    DECODE_TILES,
+    SPEC,
+    WINDOW_HEAD_DIMS,
+    CostParams,
+)
 from .profile import CostModel, cost_model
 from .shapes import DTYPE_BYTES, ModelShape, Workload
 
@@ -454,24 +464,59 @@ def _rate(value: float, what: str) -> float:
     return value
 
 
+def decode_blocks(op: Op, sms: int) -> dict[str, float]:
+    """How decoding attention's kernel lays out a call (params.DECODE_*): its tile (an index into
+    DECODE_TILES), its blocks (each key head's query heads, DECODE_ROWS at a time), the steps of one
+    block's walk, the ways the cache is split, and the busiest SM's steps (its waves of the blocks it
+    holds at once, each a block's walk). Measured for one query token; a memory-bound call of more (a
+    short chunk against a long cache) is priced by its stream alone: its busiest SM is given no steps."""
+    tile = min(int(np.searchsorted(DECODE_TILES, op.k)), len(DECODE_TILES) - 1)
+    groups = max(op.groups, 1)
+    blocks = max(op.batch // groups, 1) * -(-groups // DECODE_ROWS)
+    steps = -(-op.n // DECODE_KEYS)
+    splits = min(sms // blocks, steps) if steps >= DECODE_SPLIT_STEPS and sms // blocks > 1 else 1
+    waves = -(-blocks * splits // (sms * DECODE_OCCUPANCY[tile]))
+    busiest = waves * -(-steps // splits) if op.m == 1 else 0
+    return {"tile": tile, "blocks": blocks, "steps": steps, "splits": splits, "busiest": busiest}
+
+
 def decode_terms(op: Op, gpu: GPU) -> dict[str, float]:
-    """The terms of a memory-bound attention call's time (decoding: one query token against the
-    cache), each in ms at the datasheet rate or per unit of its parameter (params.flash_memory_*):
-    its bytes at head dims up to 128, its bytes padded to 256 wide above, the longest walk of one
-    head's cache (million elements) and every query head's walk (billion elements)."""
-    wide = op.k > 128
-    padded = 256 if wide else op.k
-    nbytes = op.bytes * padded / op.k / gpu.bytes_per_s * 1e3
-    return {"narrow": 0.0 if wide else nbytes, "wide": nbytes if wide else 0.0,
-            "stream": op.n * op.k / 1e6, "query": op.batch * op.n * padded / 1e9}
+    """The terms of decoding attention's time (one query token against the cache), each in ms at the
+    datasheet rate or per unit of its parameter (params.flash_memory_* and flash_decode_*): the bytes
+    it loads (the cache's up to its last whole step of keys, each row padded to a 256-wide tile), at
+    tiles up to 128 wide ("narrow") or 256 ("wide"); the bytes its fill covers; the busiest SM's
+    steps; the tile; and whether it splits."""
+    layout = decode_blocks(op, gpu.num_sms)
+    wide = DECODE_TILES[layout["tile"]] > 128
+    # A step loads a whole tile of keys (measured for one query token: a chunk's bytes stay as they are),
+    # and the 256-wide tile loads whole rows of it: head dims 160 and 192 streamed at 1.6-2.2 and
+    # 2.5-2.8 TB/s of their own bytes where 256 did at 3.3-3.5 (the 128 tile loads only its head dim:
+    # 80 ran at 3.8 TB/s).
+    walked = op.bytes * layout["steps"] * DECODE_KEYS / max(op.n, 1) if op.m == 1 else op.bytes
+    walked *= max(DECODE_TILES[-1] / op.k, 1.0) if wide else 1.0
+    nbytes = walked / gpu.bytes_per_s * 1e3
+    return {"narrow": 0.0 if wide else nbytes, "wide": nbytes if wide else 0.0, "fill": float(walked),
+            "steps": float(layout["busiest"]), "tile": layout["tile"], "split": layout["splits"] > 1}
 
 
-def decode_stream_ms(op: Op, gpu: GPU, p: CostParams) -> float:
-    """A memory-bound attention call's time without its fixed cost (decode_terms at p's rates)."""
+def decode_busy_ms(stream, walk):
+    """Decoding attention's time apart from its fixed time: its memory stream and its busiest SM's walk
+    overlap, but not wholly, as the cube root of their cubes' sum. On the H200's calibration (172
+    decoding calls) a power of 3 fitted better than 2, 4, 6 or the larger of the two (benchmarks/RESULTS.md)."""
+    return (stream ** DECODE_OVERLAP + walk ** DECODE_OVERLAP) ** (1 / DECODE_OVERLAP)
+
+
+def decode_parts_ms(op: Op, gpu: GPU, p: CostParams) -> tuple[float, float, float]:
+    """Decoding attention's time by its parts (decode_terms at p's rates), in ms: the memory stream, the
+    busiest SM's walk, and the fixed time (the split's reduction included); the call takes the fixed
+    time and decode_busy_ms of the other two."""
     t = decode_terms(op, gpu)
-    return (t["narrow"] / _rate(p.flash_memory_bandwidth, "decoding attention's bandwidth")
-            + t["wide"] / _rate(p.flash_memory_bandwidth_wide, "decoding attention's bandwidth at wide heads")
-            + t["stream"] * p.flash_memory_stream_ms + t["query"] * p.flash_memory_query_ms)
+    stream = (t["narrow"] / _rate(p.flash_memory_bandwidth, "decoding attention's bandwidth")
+              + t["wide"] / _rate(p.flash_memory_bandwidth_wide, "decoding attention's bandwidth at wide heads")
+              + p.flash_memory_fill_ms * min(1.0, t["fill"] / (p.flash_memory_fill_mb * 1e6)))
+    walk = t["steps"] * p.flash_decode_step_ms[t["tile"]]
+    fixed = max(p.flash_decode_fixed_ms[t["tile"]], p.launch_ms) + (p.flash_decode_split_ms if t["split"] else 0.0)
+    return stream, walk, fixed
 
 
 def window_bucket(head_dim: int) -> int:
@@ -504,11 +549,12 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     t2 = t1 * (bucket / d) * (steps / exact)  # padded head dim, whole blocks on the diagonal
     t3 = t2 * work / steps  # each block's own prologue and epilogue
     t4 = t3 * span * gpu.num_sms / work  # SMs idle while the busiest finishes
-    t_mem = decode_stream_ms(op, gpu, p) / 1e3
+    stream, walk, fixed = decode_parts_ms(op, gpu, p)
+    busy = decode_busy_ms(stream, walk)  # ms
     s = 1e3
-    if t_mem > t4:
-        fixed = max(p.flash_memory_fixed_ms, p.launch_ms)
-        return t_mem * s + fixed, Losses(memory=(t_mem - t0) * s, launch=fixed)
+    if busy / s > t4:  # bound by streaming the cache (decoding), not by the multiplies
+        return busy + fixed, Losses(memory=stream - t0 * s, kernel=busy - stream + fixed - p.launch_ms,
+                                    launch=p.launch_ms)
     # Grouped-query backward: each query head's dK and dV are accumulated in fp32 and then summed over
     # its group, one more pass over 8 bytes per element of every query head's K and V. On the H200
     # (cuDNN) the grouped backwards of the independent attention set ran 5-6% over the model without

@@ -30,6 +30,7 @@ from .cost import (
     SMALL_INDEX,
     _flash_cost,
     align_classes,
+    decode_busy_ms,
     decode_terms,
     memory_parts,
     power_capped_ms,
@@ -39,7 +40,7 @@ from .cost import (
 from .errors import ShapewiseError
 from .hardware import GPU
 from .ops import FLASH, MEMORY, Op
-from .params import SPEC, CostParams
+from .params import DECODE_OVERLAP, SPEC, CostParams
 from .profile import CostModel
 
 # Where the fit starts: first guesses from the datasheet and DESIGN's H200 notes. Starting from a
@@ -328,33 +329,99 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, max_smal
                                memory_fixed_per_row_ms=tuple(sorted(per_row.items())))
 
 
+DECODE_FILLS_MB = (25.0, 50.0, 100.0)  # the fills fit_flash_memory chooses among
+DECODE_START_STEP_MS = 0.001  # where a step's time starts when the profile has none (the spec model)
+
+
 def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
-    """Decoding's attention, which streams the cache (cost.decode_terms): time = fixed + its bytes
-    over a fraction of the bandwidth (one fraction up to head dim 128, another above) + a time per
-    million elements of one head's cache (kv_len × head_dim) + a time per billion of every query
-    head's, by least squares on relative error, none negative. A term the samples cannot tell apart
-    (no wide heads, too few samples) keeps its value. samples: dicts with the op's fields batch
-    (sequences × query heads), kv_len, head_dim, bytes, and time_ms."""
+    """Decoding's attention (cost.decode_parts_ms): per tile a fixed time and a step's time, a split's
+    time, the bandwidths up to tile 128 and at 256, and the fill (its time, and its length among
+    DECODE_FILLS_MB), by least squares on relative error (Levenberg-Marquardt, none negative). A
+    parameter the samples cannot tell (no call of that tile, none split, too few calls) keeps its
+    value. samples: dicts with the op's fields batch (sequences × query heads), groups, kv_len,
+    head_dim, bytes, and time_ms."""
     if len(samples) < 2:
         return params
-    terms = [decode_terms(Op("attn/flash", "fwd", FLASH, count=1, flops=0, bytes=int(r["bytes"]), m=1, n=r["kv_len"],
-                             k=r["head_dim"], batch=r.get("batch", 1)), gpu) for r in samples]
+    ops = [Op("attn/flash", "fwd", FLASH, count=1, flops=0, bytes=int(r["bytes"]), m=1, n=r["kv_len"], k=r["head_dim"],
+              batch=r.get("batch", 1), groups=r.get("groups", 1)) for r in samples]
+    terms = [decode_terms(op, gpu) for op in ops]
     measured = np.array([r["time_ms"] for r in samples])
-    names = ["fixed", "narrow", "wide", "stream", "query"][:2 + max(0, min(3, len(samples) - 2))]
-    columns = {name: np.array([1.0 if name == "fixed" else t[name] for t in terms]) for name in names}
-    names = [n for n in names if columns[n].any()]
-    found = dict(zip(names, nonnegative_lstsq(np.stack([columns[n] for n in names], axis=1) / measured[:, None],
-                                              np.ones_like(measured))))
-    if found.get("narrow", 0.0) <= 0 and found.get("wide", 0.0) <= 0:
-        raise ShapewiseError("decoding attention's timings do not grow with the cache: measure longer caches")
-    update = dict(flash_memory_fixed_ms=round(float(max(found["fixed"], params.launch_ms)), 5))
-    for name, field in (("narrow", "flash_memory_bandwidth"), ("wide", "flash_memory_bandwidth_wide")):
-        if found.get(name, 0.0) > 0:
-            update[field] = efficiency(min(1.0, 1 / found[name]))
-    for name, field in (("stream", "flash_memory_stream_ms"), ("query", "flash_memory_query_ms")):
-        if name in found:
-            update[field] = round(float(found[name]), 6)
-    return dataclasses.replace(params, **update)
+    tile = np.array([t["tile"] for t in terms])
+    split = np.array([float(t["split"]) for t in terms])
+    narrow, wide, steps = (np.array([t[name] for t in terms]) for name in ("narrow", "wide", "steps"))
+    nbytes = np.array([t["fill"] for t in terms])
+    ones = np.eye(3)[tile]  # which tile's fixed time and step each call takes
+    # x: fixed by tile (3), split, 1/bandwidth narrow, wide, fill, step by tile (3)
+    start = np.array([*params.flash_decode_fixed_ms, params.flash_decode_split_ms, 1 / params.flash_memory_bandwidth,
+                      1 / params.flash_memory_bandwidth_wide, params.flash_memory_fill_ms,
+                      *(v or DECODE_START_STEP_MS for v in params.flash_decode_step_ms)])
+    lower = np.zeros_like(start)
+    lower[4:6] = 1.0  # no faster than the datasheet's bandwidth
+    best = None
+    for fill_mb in DECODE_FILLS_MB:
+        filled = np.minimum(1.0, nbytes / (fill_mb * 1e6))
+
+        def parts(x):
+            stream = narrow * x[4] + wide * x[5] + filled * x[6]
+            walk = steps * (ones @ x[7:10])
+            return stream, walk, decode_busy_ms(stream, walk)
+
+        def residuals(x):
+            return (ones @ x[:3] + split * x[3] + parts(x)[2]) / measured - 1
+
+        def jacobian(x):
+            stream, walk, busy = parts(x)
+            busy = np.maximum(busy, 1e-12)
+            a, b = ((v / busy) ** (DECODE_OVERLAP - 1) for v in (stream, walk))  # d busy / d stream, d walk
+            cols = [ones[:, 0], ones[:, 1], ones[:, 2], split, a * narrow, a * wide, a * filled,
+                    *(b * steps * ones[:, i] for i in range(3))]
+            return np.stack(cols, axis=1) / measured[:, None]
+
+        x = _levenberg(residuals, jacobian, np.maximum(start, lower), lower=lower)
+        cost = float(np.sum(residuals(x) ** 2))
+        if best is None or cost < best[0]:
+            best = (cost, x, fill_mb)
+    _, x, fill_mb = best
+    seen = np.concatenate([ones.any(axis=0), [split.any(), narrow.any(), wide.any(), True], ones.any(axis=0)])
+    x = np.where(seen, x, [*params.flash_decode_fixed_ms, params.flash_decode_split_ms, 1 / params.flash_memory_bandwidth,
+                           1 / params.flash_memory_bandwidth_wide, params.flash_memory_fill_ms, *params.flash_decode_step_ms])
+    r5 = lambda v: round(float(v), 6)  # noqa: E731
+    return dataclasses.replace(
+        params, flash_decode_fixed_ms=tuple(r5(max(v, params.launch_ms)) for v in x[:3]), flash_decode_split_ms=r5(x[3]),
+        flash_memory_bandwidth=efficiency(1 / x[4]) if narrow.any() else params.flash_memory_bandwidth,
+        flash_memory_bandwidth_wide=efficiency(1 / x[5]) if wide.any() else params.flash_memory_bandwidth_wide,
+        flash_memory_fill_ms=r5(x[6]), flash_memory_fill_mb=fill_mb, flash_decode_step_ms=tuple(r5(v) for v in x[7:10]))
+
+
+def _levenberg(residuals, jacobian, start: np.ndarray, *, lower: np.ndarray, iterations: int = 200) -> np.ndarray:
+    """Least squares of residuals(x) over x ≥ lower from start (Levenberg-Marquardt, each step clipped
+    at the bounds). A parameter no residual depends on (its Jacobian column all zero) keeps its start."""
+    x = start.astype(float).copy()
+    r = residuals(x)
+    cost, damping = float(r @ r), 1e-3
+    for _ in range(iterations):
+        jac = jacobian(x)
+        free = np.flatnonzero(np.abs(jac).sum(axis=0) > 0)
+        j = jac[:, free]
+        hess, grad = j.T @ j, j.T @ r
+        try:
+            step = np.linalg.solve(hess + damping * np.diag(np.diag(hess) + 1e-12), -grad)
+        except np.linalg.LinAlgError:
+            break
+        trial = x.copy()
+        trial[free] = np.maximum(x[free] + step, lower[free])
+        r_trial = residuals(trial)
+        cost_trial = float(r_trial @ r_trial)
+        if cost_trial < cost:
+            done = cost - cost_trial < 1e-12 * max(cost, 1e-30)
+            x, r, cost, damping = trial, r_trial, cost_trial, max(damping / 3, 1e-9)
+            if done:
+                break
+        else:
+            damping *= 4
+            if damping > 1e9:
+                break
+    return x
 
 
 def fit_flash_window(samples: list[tuple[Op, float]], *, gpu: GPU, dtype: str, params: CostParams) -> CostParams:
@@ -371,7 +438,9 @@ def fit_flash_window(samples: list[tuple[Op, float]], *, gpu: GPU, dtype: str, p
             for op, ms in samples:
                 if op.pass_ == pass_ and window_bucket(op.k) == bucket and ms:
                     base = _flash_cost(op, gpu, dtype, once)[0]  # the factor scales all but the fixed latency
-                    factors.append(max(1 + (ms - base) / (_flash_cost(op, gpu, dtype, twice)[0] - base), 0.05))
+                    scaled = _flash_cost(op, gpu, dtype, twice)[0] - base
+                    if scaled > 0:  # not one priced as a stream of the cache, which no factor scales
+                        factors.append(max(1 + (ms - base) / scaled, 0.05))
             if factors:
                 table[bucket] = round(float(np.exp(np.mean(np.log(factors)))), 4)
         update[field] = tuple(table)

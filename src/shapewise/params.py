@@ -10,6 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 WINDOW_HEAD_DIMS = (64, 128, 256)  # the head dims of the window factors' buckets
+# Decoding attention's kernel (CostParams.flash_decode_*): the widths of its tiles, a block's query
+# rows, the keys of one step, and the shortest cache (in steps) it splits among the SMs. On the H200
+# the kernels' names (16x128x64, 16x128x128, 16x128x256) and which calls split (lean_reduction): 77
+# of 77 calls as this rule has it; 4 steps ran whole, 8 split (benchmarks/RESULTS.md).
+DECODE_TILES = (64, 128, 256)
+# Blocks an SM holds at once, by tile: on the H200's calibration two at 64 wide and one above fitted
+# its 172 decoding calls better than any other of 1-4, 1-3 and 1-2 (benchmarks/RESULTS.md).
+DECODE_OCCUPANCY = (2, 1, 1)
+DECODE_ROWS = 16
+DECODE_KEYS = 128
+DECODE_SPLIT_STEPS = 5
+DECODE_OVERLAP = 3  # cost.decode_busy_ms
 
 
 @dataclass(frozen=True)
@@ -125,25 +137,24 @@ class CostParams:
     # 128 a few heads of short sequences came out 20-67% over: 8 × 1067 tokens, d=192, are 72
     # blocks of 128 rows for 132 SMs, but 136 of 64.
     flash_block_bwd: int = 64
-    # Decoding's attention (one query token against the cache) streams the cache: a fraction of the
-    # datasheet bandwidth and a fixed cost per call (the spec model: the memory-bound GEMMs' own).
+    # Decoding's attention (a query token against the cache) runs cuDNN's flash forward kernel (on the
+    # H200, benchmarks/archive/decode_probe.py): a block of DECODE_ROWS query rows, a key head's group
+    # of query heads packed as its rows, walks the cache DECODE_KEYS keys a step, in a tile 64, 128 or
+    # 256 wide (DECODE_TILES, the head dim rounded up; the widest loads whole rows of it). Few blocks
+    # (at most half the SMs) split the cache among the SMs and reduce the parts after (cuDNN's
+    # lean_reduction kernel), where the cache is DECODE_SPLIT_STEPS steps or longer. The call streams
+    # its bytes (at flash_memory_bandwidth up to tile 128, flash_memory_bandwidth_wide at 256, after a
+    # slower fill: flash_memory_fill_ms over the first flash_memory_fill_mb) while the busiest SM
+    # walks its blocks, DECODE_OCCUPANCY at a time, a step each flash_decode_step_ms (by tile); the
+    # two overlap in part (cost.decode_busy_ms). A fixed time by tile, and flash_decode_split_ms more
+    # for a split. The spec model: the memory-bound GEMMs' bandwidth and fixed time, no fill, no walk.
     flash_memory_bandwidth: float = 0.8045
-    flash_memory_fixed_ms: float = 0.0056
-    # One head's cache is walked by a few blocks in turn, however many heads and sequences run beside
-    # it: a time per million of its elements (kv_len × head dim). The spec model has none. On the
-    # H200, fitted from the calibration's 24 decoding calls, it took the held-out sets' decoding
-    # attention from 7.3% to 5.3% median error (too fast before on long caches of few heads;
-    # benchmarks/RESULTS.md).
-    flash_memory_stream_ms: float = 0.0
-    # Head dims over 128 decode through kernels 256 wide, at a bandwidth of their own; and each query
-    # head walks its whole cache, so a key head shared by many query heads (groups) streams its bytes
-    # once from memory but is worked through once per query head: a time per billion query-head
-    # elements (query heads × kv_len × head dim, padded). The spec model has neither. On the H200,
-    # `calibrate --batched 1`'s 160 decoding calls over head dims 64-256 and groups 1-71 ran d > 128 at
-    # 1.3-3.3 TB/s against 3.5-4.1 below, and 71 query heads per key head at 0.8-1.8 TB/s
-    # (benchmarks/RESULTS.md, "decoding by head dim and group").
     flash_memory_bandwidth_wide: float = 0.8045
-    flash_memory_query_ms: float = 0.0
+    flash_memory_fill_ms: float = 0.0
+    flash_memory_fill_mb: float = 50.0
+    flash_decode_fixed_ms: tuple[float, float, float] = (0.0056, 0.0056, 0.0056)
+    flash_decode_split_ms: float = 0.0
+    flash_decode_step_ms: tuple[float, float, float] = (0.0, 0.0, 0.0)
     # Sliding-window attention's kernel (FlexAttention with a window block mask, compiled) against
     # cuDNN's causal kernel on the same blocks, forward and backward, by head dim up to 64, 128 and
     # 256 (WINDOW_HEAD_DIMS): the spec model assumes the same rate; a calibration measures it (on

@@ -2,7 +2,7 @@
 
 A profile is a JSON file:
 
-    {"format": "shapewise-profile", "version": 4,
+    {"format": "shapewise-profile", "version": 5,
      "gpu": "h200",                         # key in the GPU table
      "environment": {...},                  # GPU name, driver, torch, CUDA, cuBLAS, clocks, timestamp
      "created_utc": "...",
@@ -45,8 +45,9 @@ TABLE_WIDTHS = {"gemm_residuals": 8, "cutlass_kernels": KERNEL_COLUMNS + len(CUT
                 "cutlass_chooser": len(CHOOSER_FEATURES)}
 # 2: fused attention by query blocks (flash_overhead_*, flash_latency_*), not s0; 3: a CUTLASS
 # kernel's load term counts only the filled share of a partial tile (cost._cutlass_term_list); 4: which
-# CUTLASS kernel cuBLAS runs is learned (cutlass_chooser), not taken from the nearest shapes
-VERSION = 4
+# CUTLASS kernel cuBLAS runs is learned (cutlass_chooser), not taken from the nearest shapes; 5:
+# decoding attention by the kernel's blocks and steps (flash_decode_*), not a walk per query head
+VERSION = 5
 # GPUs without a profile of their own that may use another's, marked as borrowed.
 BORROW = {"h100": "h200", "h100-pcie": "h200", "h20": "h200"}
 
