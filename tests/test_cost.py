@@ -229,12 +229,18 @@ def _decode(seqs, heads, kv_heads, kv_len, head_dim, q_len=1):
 
 
 @pytest.mark.parametrize("shape, tile, blocks, splits, busiest", [
+    # (sequences, query heads, key heads, cache, head dim); splits as cuDNN's grids had them on an H200
+    # (benchmarks/results/h200-decode-probe/decode-grid-probe.json)
     ((16, 71, 1, 16384, 64), 0, 80, 1, 128),  # Falcon-7B: 71 query heads are 5 blocks of 16 rows, too many to split
-    ((32, 232, 8, 4096, 64), 0, 512, 1, 2 * 32),  # Falcon-180B: 29 per key head, 2 blocks each; 2 a SM at once: 2 waves
-    ((1, 32, 8, 4096, 128), 1, 8, 16, 2),  # one sequence: the cache split 16 ways, 2 steps each
+    ((32, 232, 8, 4096, 64), 0, 512, 1, 2 * 32),  # Falcon-180B: 29 per key head, 2 blocks each; 2 an SM: 2 waves
+    ((1, 32, 8, 4096, 128), 1, 8, 32, 1),  # one sequence: 32 parts of one step each (grid 32x8)
+    ((4, 12, 12, 32768, 64), 0, 48, 4, 64),  # GPT-2 at 32k: 4 parts (grid 4x48), 192 blocks in one wave of two an SM
+    ((3, 22, 22, 8192, 64), 0, 66, 2, 32),  # 66 blocks: 2 parts, 4 would make 264 (grid 2x66)
+    ((3, 24, 24, 8192, 64), 0, 72, 1, 64),  # 72 blocks: more than half the SMs, whole (grid 1x72)
+    ((1, 8, 8, 640, 128), 1, 8, 4, 2),  # 5 steps: 4 parts (grid 4x8)
     ((4, 16, 4, 512, 256), 2, 16, 1, 4),  # 4 steps: too short to split (cuDNN ran it whole)
-    ((2, 4, 2, 1024, 256), 2, 4, 8, 1),  # 8 steps: split (cuDNN split it)
-    ((8, 32, 32, 2000, 80), 1, 256, 1, 2 * 16),  # head dim 80 runs in the 128 tile; 2000 keys are 16 steps
+    ((2, 4, 2, 1024, 256), 2, 4, 8, 1),  # 8 steps: 8 parts
+    ((8, 32, 32, 2000, 80), 1, 256, 1, 16),  # head dim 80 runs in the 128 tile; 2000 keys are 16 steps
 ])
 def test_decoding_attention_is_laid_out_as_cudnn_runs_it(shape, tile, blocks, splits, busiest):
     from shapewise.cost import decode_blocks

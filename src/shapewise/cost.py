@@ -37,6 +37,7 @@ from .params import (
     DECODE_OCCUPANCY,
     DECODE_OVERLAP,
     DECODE_ROWS,
+    DECODE_SPLIT_BLOCKS,
     DECODE_SPLIT_STEPS,
     DECODE_TILES,
     SPEC,
@@ -474,7 +475,10 @@ def decode_blocks(op: Op, sms: int) -> dict[str, float]:
     groups = max(op.groups, 1)
     blocks = max(op.batch // groups, 1) * -(-groups // DECODE_ROWS)
     steps = -(-op.n // DECODE_KEYS)
-    splits = min(sms // blocks, steps) if steps >= DECODE_SPLIT_STEPS and sms // blocks > 1 else 1
+    splits = 1
+    if steps >= DECODE_SPLIT_STEPS and sms // blocks > 1:
+        while splits * 2 <= steps and blocks * splits * 2 < DECODE_SPLIT_BLOCKS * sms:
+            splits *= 2
     waves = -(-blocks * splits // (sms * DECODE_OCCUPANCY[tile]))
     busiest = waves * -(-steps // splits) if op.m == 1 else 0
     return {"tile": tile, "blocks": blocks, "steps": steps, "splits": splits, "busiest": busiest}

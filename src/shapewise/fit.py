@@ -330,7 +330,9 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, max_smal
 
 
 DECODE_FILLS_MB = (25.0, 50.0, 100.0)  # the fills fit_flash_memory chooses among
-DECODE_START_STEP_MS = 0.001  # where a step's time starts when the profile has none (the spec model)
+# Where its steps' times start (besides the profile's own, where it has them): the sum of the stream
+# and the walk has more than one minimum, and one start can stop at another.
+DECODE_START_STEPS_MS = (0.0005, 0.001, 0.002, 0.004)
 
 
 def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> CostParams:
@@ -352,10 +354,12 @@ def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> Co
     nbytes = np.array([t["fill"] for t in terms])
     ones = np.eye(3)[tile]  # which tile's fixed time and step each call takes
     # x: fixed by tile (3), split, 1/bandwidth narrow, wide, fill, step by tile (3)
-    start = np.array([*params.flash_decode_fixed_ms, params.flash_decode_split_ms, 1 / params.flash_memory_bandwidth,
-                      1 / params.flash_memory_bandwidth_wide, params.flash_memory_fill_ms,
-                      *(v or DECODE_START_STEP_MS for v in params.flash_decode_step_ms)])
-    lower = np.zeros_like(start)
+    base = [*params.flash_decode_fixed_ms, params.flash_decode_split_ms, 1 / params.flash_memory_bandwidth,
+            1 / params.flash_memory_bandwidth_wide, params.flash_memory_fill_ms]
+    starts = [np.array(base + [step] * 3) for step in DECODE_START_STEPS_MS]
+    if any(params.flash_decode_step_ms):
+        starts.append(np.array(base + [v or DECODE_START_STEPS_MS[1] for v in params.flash_decode_step_ms]))
+    lower = np.zeros(len(starts[0]))
     lower[4:6] = 1.0  # no faster than the datasheet's bandwidth
     best = None
     for fill_mb in DECODE_FILLS_MB:
@@ -377,10 +381,11 @@ def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> Co
                     *(b * steps * ones[:, i] for i in range(3))]
             return np.stack(cols, axis=1) / measured[:, None]
 
-        x = _levenberg(residuals, jacobian, np.maximum(start, lower), lower=lower)
-        cost = float(np.sum(residuals(x) ** 2))
-        if best is None or cost < best[0]:
-            best = (cost, x, fill_mb)
+        for start in starts:
+            x = _levenberg(residuals, jacobian, np.maximum(start, lower), lower=lower)
+            cost = float(np.sum(residuals(x) ** 2))
+            if best is None or cost < best[0] * (1 - 1e-9):
+                best = (cost, x, fill_mb)
     _, x, fill_mb = best
     seen = np.concatenate([ones.any(axis=0), [split.any(), narrow.any(), wide.any(), True], ones.any(axis=0)])
     x = np.where(seen, x, [*params.flash_decode_fixed_ms, params.flash_decode_split_ms, 1 / params.flash_memory_bandwidth,

@@ -11,16 +11,21 @@ from dataclasses import dataclass
 
 WINDOW_HEAD_DIMS = (64, 128, 256)  # the head dims of the window factors' buckets
 # Decoding attention's kernel (CostParams.flash_decode_*): the widths of its tiles, a block's query
-# rows, the keys of one step, and the shortest cache (in steps) it splits among the SMs. On the H200
-# the kernels' names (16x128x64, 16x128x128, 16x128x256) and which calls split (lean_reduction): 77
-# of 77 calls as this rule has it; 4 steps ran whole, 8 split (benchmarks/RESULTS.md).
+# rows and the keys of one step (the H200's kernel names: 16x128x64, 16x128x128, 16x128x256). A call
+# of at most half as many blocks as SMs, over a cache of DECODE_SPLIT_STEPS steps or more, splits the
+# cache into the most parts, a power of two, that keep its blocks under DECODE_SPLIT_BLOCKS an SM
+# (and each part a step at least), then reduces them (cuDNN's lean_reduction kernel): the grids of 30
+# calls on an H200 (benchmarks/archive/decode_grid_probe.py) follow this rule, all 30, from 1 to 32
+# parts; 66 blocks split in two, 70 ran whole, 4 steps whole, 5 in four parts.
 DECODE_TILES = (64, 128, 256)
-# Blocks an SM holds at once, by tile: on the H200's calibration two at 64 wide and one above fitted
-# its 172 decoding calls better than any other of 1-4, 1-3 and 1-2 (benchmarks/RESULTS.md).
-DECODE_OCCUPANCY = (2, 1, 1)
 DECODE_ROWS = 16
 DECODE_KEYS = 128
 DECODE_SPLIT_STEPS = 5
+DECODE_SPLIT_BLOCKS = 2
+# Blocks an SM holds at once, by tile: two, as the split's grid is sized, up to 128 wide; one at 256,
+# whose block is two thread blocks (each half of the head dim: grids of 2 × blocks). On the H200's
+# calibration (172 decoding calls) this fitted within 1% of the best of 1-3 × 1-2 × 1-4 (3, 2, 1).
+DECODE_OCCUPANCY = (2, 2, 1)
 DECODE_OVERLAP = 3  # cost.decode_busy_ms
 
 
