@@ -5,7 +5,7 @@ seed 4 over every corpus config on the first; wide 21 and attention 21 again on 
 `calibrate --quick`'s factors (machine-2.json) before and after; and the same cases' spread between
 the two machines.
 
-python benchmarks/judge_fresh.py [--freeze 1|2|3|4|5|6|7|8|9] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
+python benchmarks/judge_fresh.py [--freeze 1|2|...|10] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
 """
 
 import argparse
@@ -48,7 +48,10 @@ LATER = {2: ("benchmarks/results/h200-judges-fresh2",
          # After decoding attention was priced by the kernel's blocks and steps (the ninth freeze); wide 31
          # again on a second H200 with `calibrate --quick`'s factors.
          9: ("benchmarks/results/h200-judges-fresh9",
-             {"judges.csv.gz": [("wide", 31), ("attention", 28), ("models", 12)], "judges-2.csv.gz": [("wide", 31)]})}
+             {"judges.csv.gz": [("wide", 31), ("attention", 28), ("models", 12)], "judges-2.csv.gz": [("wide", 31)]}),
+         # After decoding attention's split was priced as cuDNN's grids have it (the tenth freeze): the models
+         # set, the only one with decoding calls.
+         10: ("benchmarks/results/h200-judges-fresh10", {"judges.csv.gz": [("models", 13)]})}
 
 
 def main() -> int:
@@ -60,7 +63,7 @@ def main() -> int:
                          "models 5), 3 (-fresh3/: wide 25, 26; attention 23; models 6), 4 (-fresh4/: models 7) or "
                          "5 (-fresh5/: wide 27; attention 24; models 8), 6 (-fresh6/: wide 28, on two H200s; attention 25; "
                          "models 9), 7 (-fresh7/: wide 29; attention 26; models 10), 8 (-fresh8/: wide 30; attention 27; "
-                         "models 11) or 9 (-fresh9/: wide 31, on two H200s; attention 28; models 12)")
+                         "models 11), 9 (-fresh9/: wide 31, on two H200s; attention 28; models 12) or 10 (-fresh10/: models 13)")
     args = ap.parse_args()
     folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")
