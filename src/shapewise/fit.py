@@ -356,6 +356,7 @@ def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> Co
     # x: fixed by tile (3), split, 1/bandwidth narrow, wide, fill, step by tile (3)
     base = [*params.flash_decode_fixed_ms, params.flash_decode_split_ms, 1 / params.flash_memory_bandwidth,
             1 / params.flash_memory_bandwidth_wide, params.flash_memory_fill_ms]
+    kept = np.array(base + list(params.flash_decode_step_ms))  # the profile's own values
     starts = [np.array(base + [step] * 3) for step in DECODE_START_STEPS_MS]
     if any(params.flash_decode_step_ms):
         starts.append(np.array(base + [v or DECODE_START_STEPS_MS[1] for v in params.flash_decode_step_ms]))
@@ -387,9 +388,8 @@ def fit_flash_memory(samples: list[dict], *, gpu: GPU, params: CostParams) -> Co
             if best is None or cost < best[0] * (1 - 1e-9):
                 best = (cost, x, fill_mb)
     _, x, fill_mb = best
-    seen = np.concatenate([ones.any(axis=0), [split.any(), narrow.any(), wide.any(), True], ones.any(axis=0)])
-    x = np.where(seen, x, [*params.flash_decode_fixed_ms, params.flash_decode_split_ms, 1 / params.flash_memory_bandwidth,
-                           1 / params.flash_memory_bandwidth_wide, params.flash_memory_fill_ms, *params.flash_decode_step_ms])
+    told = np.concatenate([ones.any(axis=0), [split.any(), narrow.any(), wide.any(), True], ones.any(axis=0)])
+    x = np.where(told, x, kept)
     r5 = lambda v: round(float(v), 6)  # noqa: E731
     return dataclasses.replace(
         params, flash_decode_fixed_ms=tuple(r5(max(v, params.launch_ms)) for v in x[:3]), flash_decode_split_ms=r5(x[3]),
