@@ -1,8 +1,10 @@
 """Decoding attention's error, from the committed exports: every call of one query token against a
 cache measured on an H200, each shape once (the median of its measurements), split into the calls
 the profile was fitted on (the calibration exports) and the ones it was not (the models sets of
-the fresh judgements, 1-8, the corpus run and the decode probe), by tile, by query heads per key
-head, and by bytes; then the named real-model cases where the earlier model missed most.
+the fresh judgements, the corpus run and the decode probes), by tile, by query heads per key head,
+and by bytes; then the named real-model cases where the earlier model missed most. Head dims over 256
+are left out: no fused kernel runs them (the one such call, latent attention of 576 as an older
+shapewise mapped it, took SDPA's unfused path; the models sets now price it as batched GEMMs).
 
 python benchmarks/decode_figures.py [--profile PATH]   (on the CPU; a few seconds)
 
