@@ -44,6 +44,15 @@ def _gemm_rows(rows: list[tuple[Case, dict]]) -> list[dict]:
     return out
 
 
+def decoding_samples(rows: list[tuple[Case, dict]]) -> list[dict]:
+    """The measured decoding attention calls (one query token) of calibration cases, as
+    fit.fit_flash_memory takes them."""
+    return [dict(bytes=c.bytes, kv_len=c.params["n"], head_dim=c.params["k"], batch=c.params["batch"],
+                 groups=c.params.get("groups", 1), time_ms=r["median_ms"])
+            for c, r in rows if c.bench == "op" and c.params["kind"] == FLASH and r.get("error") is None
+            and c.params["m"] == 1]
+
+
 def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environment: dict,
                 kernels: dict | None = None) -> Profile:
     """A profile from measured calibration cases (pairs of case and stored row), and where given the
@@ -60,9 +69,7 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
                   time_ms=r["median_ms"]) for c, r in attention if c.params["causal"] and not c.params.get("window")]
     if flash:
         params = fit_flash(flash, gpu=gpu, dtype=dtype, params=params)
-    decoding = [dict(bytes=c.bytes, kv_len=c.params["n"], head_dim=c.params["k"], batch=c.params["batch"],
-                     groups=c.params.get("groups", 1), time_ms=r["median_ms"])
-                for c, r in attention if c.params["m"] == 1]
+    decoding = decoding_samples(rows)
     params = fit_flash_memory(decoding, gpu=gpu, params=params)
     params = fit_flash_window([(op_from_case(c.params, flops=c.flops, nbytes=c.bytes), r["median_ms"])
                                for c, r in attention if c.params.get("window")], gpu=gpu, dtype=dtype, params=params)

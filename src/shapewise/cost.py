@@ -505,9 +505,9 @@ def decode_terms(op: Op, gpu: GPU) -> dict[str, float]:
 
 def decode_busy_ms(stream, walk):
     """Decoding attention's time apart from its fixed time: its memory stream and its busiest SM's walk
-    overlap, but not wholly, as the cube root of their cubes' sum. On the H200's calibration (172 of
-    its 184 decoding calls, those no judged set measured) a power of 3 fitted better than 2, 4, 6 or
-    the larger of the two (benchmarks/RESULTS.md)."""
+    overlap, but not wholly, as the cube root of their cubes' sum. On the H200's calibration (its 184
+    decoding calls) a power of 3 fits better than 2, 4, 6 or the larger of the two
+    (benchmarks/decode_choices.py)."""
     return (stream ** DECODE_OVERLAP + walk ** DECODE_OVERLAP) ** (1 / DECODE_OVERLAP)
 
 

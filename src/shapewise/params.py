@@ -24,8 +24,8 @@ DECODE_SPLIT_STEPS = 5
 DECODE_SPLIT_BLOCKS = 2
 # Blocks an SM holds at once, by tile: two, as the split's grid is sized, up to 128 wide; one at 256,
 # whose block is two thread blocks (each half of the head dim: grids of 2 × blocks). On the H200's
-# calibration (172 of its 184 decoding calls, those no judged set measured) this fitted within 1% of
-# the best of 1-3 × 1-2 × 1-4, (3, 2, 1).
+# calibration (its 184 decoding calls) this fits within 0.5% of the best of 1-3 × 1-2 × 1-2, (3, 2, 1)
+# (benchmarks/decode_choices.py).
 DECODE_OCCUPANCY = (2, 2, 1)
 DECODE_OVERLAP = 3  # cost.decode_busy_ms
 
