@@ -93,7 +93,7 @@ def test_each_set_runs_end_to_end_on_the_cpu(name, tmp_path, capsys):
 def test_machine_factors_are_the_median_ratio_per_family_and_refit_from_scratch():
     import dataclasses
 
-    from shapewise.calibrate import _predict_case
+    from shapewise.cases import predict_case
     from shapewise.hardware import get_gpu
     from shapewise.machine import (
         FAMILIES,
@@ -110,7 +110,7 @@ def test_machine_factors_are_the_median_ratio_per_family_and_refit_from_scratch(
     assert {family(c) for c in cases} == set(FAMILIES) and [c.key for c in cases] == [c.key for c in machine_cases()]
     assert not any(c.params.get("window") for c in cases)  # FlexAttention compiles each window: seconds apiece
     scale = {"gemm": 1.04, "bmm": 0.97, "flash": 1.1, "memory": 1.0}
-    rows = [(c, {"median_ms": _predict_case(c, CostModel(gpu, params))[0] * scale[family(c)]}) for c in cases]
+    rows = [(c, {"median_ms": predict_case(c, gpu=CostModel(gpu, params)) * scale[family(c)]}) for c in cases]
     factors = machine_factors(rows, gpu=gpu, params=params)
     assert {name: round(f["factor"], 6) for name, f in factors.items()} == scale
     refitted = with_factors(params, factors)
@@ -119,7 +119,7 @@ def test_machine_factors_are_the_median_ratio_per_family_and_refit_from_scratch(
     assert machine_factors(rows, gpu=gpu, params=refitted)["gemm"]["factor"] == pytest.approx(1.04)
     # And the predictions move by them, losses still adding up to the time over the ideal.
     case = next(c for c in cases if family(c) == "gemm")
-    assert _predict_case(case, CostModel(gpu, refitted))[0] == pytest.approx(1.04 * _predict_case(case, CostModel(gpu, params))[0])
+    assert predict_case(case, gpu=CostModel(gpu, refitted)) == pytest.approx(1.04 * predict_case(case, gpu=CostModel(gpu, params)))
     assert dataclasses.replace(refitted, machine_gemm=1.0).machine_bmm == 0.97
 
 
@@ -139,3 +139,23 @@ def test_a_profile_measured_elsewhere_is_never_installed_as_a_gpus(tmp_path, mon
         assert not (tmp_path / "profiles" / "h200.json").exists() and (tmp_path / "p.json").exists()
     _install_profile(profile, argparse.Namespace(no_install=False, out=None), _console(), {"gpu_name": "NVIDIA H200"})
     assert (tmp_path / "profiles" / "h200.json").exists()
+
+
+def test_predict_cases_prices_each_case_as_predict_case_does():
+    """The vectorized pricing of a list of cases (GEMMs of two dtypes, batched GEMMs, fused attention,
+    memory-bound ops, a dtype the GPU has no peak for) gives each case predict_case's own time."""
+    from shapewise.cases import attention_cases, gemm_cases, predict_case, predict_cases
+    from shapewise.draws import calibration_cases
+    from shapewise.profile import cost_model
+
+    model = cost_model("h200")
+    designed = calibration_cases(dtype="bf16")
+    mixed = designed[::97] + gemm_cases([1, 4097], [8192], [333], layouts=("tn",), dtype="fp32")
+    mixed += gemm_cases([64], [64], [64], dtype="fp8")
+    mixed += attention_cases(batches=[2], heads=[16], kv_heads=[4], head_dims=[128], seqs=[1000], backends=("default", "math"))
+    assert {c.bench for c in mixed} == {"gemm", "bmm", "attention", "op"}
+    one_by_one = [predict_case(c, gpu=model) for c in mixed]
+    together = predict_cases(mixed, gpu=model)
+    assert [t is None for t in together] == [t is None for t in one_by_one]
+    assert [t for t in together if t is not None] == pytest.approx([t for t in one_by_one if t is not None], rel=1e-9)
+    assert None in one_by_one  # the math backend is not priced: kept as None, in its place

@@ -3,6 +3,7 @@ round-trips, checks its version and rejects corrupt or foreign files with a clea
 
 import dataclasses
 import json
+from importlib import resources
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from shapewise.fit import (
 from shapewise.hardware import get_gpu
 from shapewise.ops import Op, attention_op
 from shapewise.presets import get_model
-from shapewise.profile import CostModel, Profile, cost_model, find, from_text, load, save, to_text
+from shapewise.profile import CostModel, Profile, cost_model, find, from_text, load, save, to_json, to_text
 
 H200 = get_gpu("h200")
 TRUTH = dataclasses.replace(SPEC, gemm_ceiling=0.70, k_overhead=120.0, misaligned_even=3.2, gemm_bandwidth=0.75,
@@ -369,6 +370,19 @@ def test_profile_round_trips(tmp_path):
     assert back.describe().startswith("calibrated profile of NVIDIA H200, torch 2.11, 2026-11-30")
 
 
+def test_the_shipped_profile_is_written_back_byte_for_byte_and_any_fit_record_reads_back():
+    """to_text lays a profile out as json.dumps(indent=1), a list of finite numbers on one line: the
+    shipped file (written so) comes back whole, and a fit record of lists, names, empty and non-finite
+    values reads back as JSON wrote it."""
+    text = (resources.files("shapewise") / "data" / "profiles" / "h200.json").read_text()
+    assert to_text(from_text(text)) == text
+    fit = {"a": [1, 2.5, -3e-07], "b": [], "c": {}, "d": [[1, 2], ["x", 1], [True, 1]], "e": [float("nan"), 1.0],
+           "f": {"g": [{"h": None}], "i": "j\"k"}}
+    written = to_text(Profile(gpu="h200", params=SPEC, fit=fit))
+    assert json.dumps(json.loads(written)) == json.dumps(to_json(Profile(gpu="h200", params=SPEC, fit=fit)))
+    assert "[1, 2.5, -3e-07]" in written and '[\n    "x",\n    1\n   ]' in written  # numbers on a line; others spread
+
+
 @pytest.mark.parametrize("text, needle", [
     ("not json at all", "not JSON"),
     ('["a list"]', "not a shapewise profile"),
@@ -380,14 +394,24 @@ def test_profile_round_trips(tmp_path):
     ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"warp_magic": 1}}', "unknown cost-model"),
     ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"gemm_ceiling": "high"}}', "must be a number"),
     ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"cutlass_choices": [[0, 2, 5.0]]}}',
-     "cutlass_choices must be 8 numbers"),
+     "cutlass_choices must be 8 finite numbers"),
     ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"gemm_residuals": [[0, 0, 0, 1, 1, 1, 0, "x"]]}}',
-     "gemm_residuals must be 8 numbers"),
+     "gemm_residuals must be 8 finite numbers"),
     ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"cutlass_choices": [[0, 2, 5, 5, 5, 0, 3, 0]]}}',
+     "does not hold"),
+    ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"gemm_residuals": [[0, 0, 0, 1, 1, 1, 0, NaN]]}}',
+     "gemm_residuals must be 8 finite numbers"),
+    ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"cutlass_kernels": [[%s, Infinity]]}}'
+     % ", ".join(["1"] * 13), "cutlass_kernels must be 14 finite numbers"),
+    ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"gemm_residuals": [[0, 0, 0, 1, 1, 1, 0, true]]}}',
+     "gemm_residuals must be 8 finite numbers"),
+    ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"gemm_residuals": [[0, 0, 3, 1, 1, 1, 0, 0.1]]}}',
+     "outside the layouts"),
+    ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"cutlass_choices": [[0, 2, 5, 5, 5, 0, 0.5, 0]]}}',
      "does not hold"),
     ('{"format": "shapewise-profile", "version": 4, "gpu": "h200"}', "older cost model.*calibrate"),
     ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"cutlass_chooser": [[1, 2]]}}',
-     "cutlass_chooser must be 16 numbers"),
+     "cutlass_chooser must be 16 finite numbers"),
     ('{"format": "shapewise-profile", "version": 5, "gpu": "h200", "params": {"cutlass_chooser": [%s]}}'
      % ", ".join(["[" + ", ".join(["0"] * 16) + "]"] * 2), "one row per row of cutlass_kernels"),
 ])

@@ -548,10 +548,10 @@ def bench_cases(cases: list[Case], *, store, device: str = "cuda", gpu=None, par
     """Measure GEMM or attention cases (cases.gemm_cases, cases.attention_cases) beside the cost model's
     time of each on `gpu` (default: the GPU measured) with `params` (default: its profile); with
     `kernels`, name the kernels cuBLAS ran for each GEMM too."""
-    from .cases import predict_case
+    from .cases import predict_cases
 
     def predict(model):
-        return {id(c): predict_case(c, gpu=model) for c in cases}
+        return {id(c): t for c, t in zip(cases, predict_cases(cases, gpu=model))}
 
     return _measure(cases, predict, store=store, device=device, gpu=gpu, params=params, kernels=kernels,
                     warmup_ms=warmup_ms, budget_ms=budget_ms, force=force, cuda_graph=cuda_graph, progress=progress)

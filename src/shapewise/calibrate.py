@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from .cases import Case, op_from_case, predict_case
+from .cases import Case, op_from_case, predict_cases
 from .cost import SPEC
 from .draws import calibration_cases
 from .errors import ShapewiseError
@@ -29,7 +29,7 @@ from .fit import (
 )
 from .hardware import GPU
 from .ops import FLASH, MEMORY, layer_ops
-from .profile import CostModel, Profile, cost_model
+from .profile import Profile, cost_model
 from .shapes import ModelShape, Workload
 
 # ---- fitting a profile from stored rows ------------------------------------------------------
@@ -112,18 +112,16 @@ def _roofline_ms(flops: float, nbytes: float, gpu: GPU, dtype: str, efficiency: 
     return max(flops / (gpu.peak_tflops(dtype) * 1e12 * efficiency), nbytes / (gpu.bytes_per_s * efficiency)) * 1e3
 
 
-def _predict_case(case: Case, model: CostModel) -> tuple[float, float]:
-    """(cost-model ms, flat-roofline ms) for one validation case: a GEMM, a fused attention op or a layer."""
-    dtype, gpu = case.params["dtype"], model.gpu
+def _roofline_case_ms(case: Case, gpu: GPU) -> float:
+    """The flat roofline's time of one validation case: a GEMM, a fused attention op or a layer."""
+    dtype = case.params["dtype"]
     if case.bench == "layer":
         p = case.params
         ops = layer_ops(ModelShape(**p["shape"]), Workload(batch=p["batch"], seq=p["seq"], dtype=dtype))
-        roofline = sum(_roofline_ms(op.flops, op.bytes, gpu, dtype) * op.count for op in ops)
-    elif case.bench == "op":  # as the op it was made from holds its work: whole FLOPs and bytes
-        roofline = _roofline_ms(round(case.flops or 0), round(case.bytes), gpu, dtype)
-    else:
-        roofline = _roofline_ms(case.flops, case.bytes, gpu, dtype)
-    return predict_case(case, gpu=model), roofline
+        return sum(_roofline_ms(op.flops, op.bytes, gpu, dtype) * op.count for op in ops)
+    if case.bench == "op":  # as the op it was made from holds its work: whole FLOPs and bytes
+        return _roofline_ms(round(case.flops or 0), round(case.bytes), gpu, dtype)
+    return _roofline_ms(case.flops, case.bytes, gpu, dtype)
 
 
 def _category(case: Case) -> str:
@@ -138,16 +136,13 @@ def _category(case: Case) -> str:
 
 def judge(rows: list[tuple[Case, dict]], *, gpu: GPU, profile: Profile | None) -> list[Judged]:
     """Every measured validation case against the calibrated model, the spec model and a flat roofline."""
-    judged = []
-    spec, calibrated = cost_model(gpu, spec_only=True), cost_model(gpu, profile=profile) if profile else None
-    for case, row in rows:
-        if row.get("error") is not None:
-            continue
-        spec_ms, roofline_ms = _predict_case(case, spec)
-        predicted = {"calibrated": _predict_case(case, calibrated)[0] if calibrated else math.nan,
-                     "spec-only": spec_ms, "roofline 50%": roofline_ms}
-        judged.append(Judged(_category(case), case.label, row["median_ms"], predicted))
-    return judged
+    rows = [(case, row) for case, row in rows if row.get("error") is None]
+    cases = [case for case, _ in rows]
+    spec = predict_cases(cases, gpu=cost_model(gpu, spec_only=True))
+    calibrated = predict_cases(cases, gpu=cost_model(gpu, profile=profile)) if profile else [math.nan] * len(cases)
+    return [Judged(_category(case), case.label, row["median_ms"],
+                   {"calibrated": calibrated_ms, "spec-only": spec_ms, "roofline 50%": _roofline_case_ms(case, gpu)})
+            for (case, row), spec_ms, calibrated_ms in zip(rows, spec, calibrated)]
 
 
 def _ranks(x) -> np.ndarray:

@@ -40,31 +40,32 @@ def machine_cases(*, dtype: str = "bf16", quick: bool = False) -> list[Case]:
     # Long enough to repeat well (by the spec model, so the sample is every profile's). No sliding window:
     # FlexAttention compiles each shape, up to 14 s apiece on an H200 (three of them took 27 s of the 65 s a
     # --quick run took, benchmarks/RESULTS.md); the dense attention's factor prices windows too.
+    unwindowed = [c for c in designed if family(c) and not c.params.get("window")]
+    long = [True] * len(unwindowed) if quick else [t >= MIN_MS for t in _predicted_ms(unwindowed, get_gpu("h200"), SPEC)]
     for name in FAMILIES:
-        of = [c for c in designed if family(c) == name and not c.params.get("window")
-              and (quick or _predicted_ms(c, get_gpu("h200"), SPEC) >= MIN_MS)]
+        of = [c for c, ok in zip(unwindowed, long) if ok and family(c) == name]
         count = min(len(of), SAMPLE[name])
         out += [of[i] for i in sorted(rng.choice(len(of), count, replace=False))] if count else []
     return out
 
 
-def _predicted_ms(case: Case, gpu, params: CostParams) -> float:
-    from .calibrate import _predict_case
+def _predicted_ms(cases: list[Case], gpu, params: CostParams) -> list[float]:
+    from .cases import predict_cases
     from .profile import CostModel
 
-    return _predict_case(case, CostModel(gpu, params))[0]
+    return predict_cases(cases, gpu=CostModel(gpu, params))
 
 
 def machine_factors(rows: list[tuple[Case, dict]], *, gpu, params: CostParams,
                     min_ms: float = MIN_MS) -> dict[str, dict]:
     """Each family's factor: the median of measured over predicted (by `params`, its own factors
     left out) over its cases of at least `min_ms`; with the cases it rests on and the spread."""
-    base = without_factors(params)
+    kept = [(case, row) for case, row in rows
+            if family(case) and row.get("error") is None and row["median_ms"] >= min_ms]
+    predicted = _predicted_ms([case for case, _ in kept], gpu, without_factors(params))
     ratios: dict[str, list[float]] = {name: [] for name in FAMILIES}
-    for case, row in rows:
-        name = family(case)
-        if name and row.get("error") is None and row["median_ms"] >= min_ms:
-            ratios[name].append(row["median_ms"] / _predicted_ms(case, gpu, base))
+    for (case, row), ms in zip(kept, predicted):
+        ratios[family(case)].append(row["median_ms"] / ms)
     out = {}
     for name, values in ratios.items():
         if values:

@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+
+import numpy as np
 
 from .corrections import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS
 from .errors import ShapewiseError, warn
@@ -95,9 +97,8 @@ def _params_from_json(data: dict, where: str) -> CostParams:
                 raise ShapewiseError(f"{where}: parameter {name} must be a list")
             value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
             width = TABLE_WIDTHS.get(name)
-            if width and not all(isinstance(row, tuple) and len(row) == width and all(
-                    isinstance(x, (int, float)) and not isinstance(x, bool) for x in row) for row in value):
-                raise ShapewiseError(f"{where}: every row of {name} must be {width} numbers")
+            if width and not _is_table(value, width):
+                raise ShapewiseError(f"{where}: every row of {name} must be {width} finite numbers")
         elif isinstance(default, (int, float)) and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ShapewiseError(f"{where}: parameter {name} must be a number, got {value!r}")
         values[name] = value
@@ -109,13 +110,15 @@ def _params_from_json(data: dict, where: str) -> CostParams:
                              f"1.5): calibrate again or use another profile")
     # Where a residual (or a kernel choice) was measured: a layout and two alignment classes (each 0, 1
     # or 2), then log2 of m, n, k and batch (a dim of 1 to 2^63).
+    tables = {name: np.array(values.get(name, ()), dtype=float).reshape(-1, TABLE_WIDTHS[name])
+              for name in ("gemm_residuals", "cutlass_choices")}
     for name, first in (("gemm_residuals", 3), ("cutlass_choices", 2)):
-        for row in values.get(name, ()):
-            if any(x not in (0, 1, 2) for x in row[:first]) or any(not 0 <= x <= 63 for x in row[first:first + 4]):
-                raise ShapewiseError(f"{where}: {name} hold a place outside the layouts, alignment classes or log2 "
-                                     "dims 0 to 63: calibrate again or use another profile")
-    kernels = len(values.get("cutlass_kernels", ()))
-    if any(not (0 <= row[6] < kernels) or row[6] != int(row[6]) for row in values.get("cutlass_choices", ())):
+        place, log2_dims = tables[name][:, :first], tables[name][:, first:first + 4]
+        if not (np.isin(place, (0, 1, 2)).all() and ((log2_dims >= 0) & (log2_dims <= 63)).all()):
+            raise ShapewiseError(f"{where}: {name} hold a place outside the layouts, alignment classes or log2 "
+                                 "dims 0 to 63: calibrate again or use another profile")
+    kernels, named = len(values.get("cutlass_kernels", ())), tables["cutlass_choices"][:, 6]
+    if not ((named >= 0) & (named < kernels) & (named == np.floor(named))).all():
         raise ShapewiseError(f"{where}: cutlass_choices name kernels that cutlass_kernels does not hold")
     if values.get("cutlass_chooser") and len(values["cutlass_chooser"]) != kernels:
         raise ShapewiseError(f"{where}: cutlass_chooser needs one row per row of cutlass_kernels")
@@ -136,6 +139,8 @@ def _check_numbers(values: dict, where: str) -> None:
     of the same kind and length as the spec model's (a table's rows are checked by TABLE_WIDTHS)."""
     for name, value in values.items():
         default = getattr(SPEC, name)
+        if name in TABLE_WIDTHS:
+            continue  # its rows were checked whole (_is_table)
         if isinstance(default, tuple):
             template = default[0] if default else None
             for item in value:
@@ -144,6 +149,13 @@ def _check_numbers(values: dict, where: str) -> None:
                                          f"spec model's {template!r}: the file is damaged or not shapewise's")
         elif not math.isfinite(value) or (value < 0 and name not in SIGNED):
             raise ShapewiseError(f"{where}: parameter {name} is {value}; it must be a finite number, 0 or more")
+
+
+def _is_table(rows: tuple, width: int) -> bool:
+    """Every row `width` finite numbers (not booleans): one pass over a table of thousands of rows."""
+    items = list(itertools.chain.from_iterable(rows)) if all(
+        isinstance(row, tuple) and len(row) == width for row in rows) else None
+    return items is not None and set(map(type, items)) <= {int, float} and all(map(math.isfinite, items))
 
 
 def _same_kind(item, template, *, table: bool) -> bool:
@@ -197,14 +209,22 @@ def to_json(profile: Profile) -> dict:
             "created_utc": profile.created_utc, "params": _params_to_json(profile.params), "fit": profile.fit}
 
 
-# A list of numbers alone, as json.dumps(indent=1) spreads it over lines: written on one line instead,
-# so that a table is a row per line (a profile's tables hold thousands of rows).
-_NUMBER_LIST = re.compile(r"\[\s*(-?[0-9][-+0-9.eE]*(?:,\s*-?[0-9][-+0-9.eE]*)*)\s*\]")
-
-
 def to_text(profile: Profile) -> str:
-    text = json.dumps(to_json(profile), indent=1)
-    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text) + "\n"
+    """The profile as JSON laid out as json.dumps(indent=1) does, but a list of numbers alone on one
+    line, so that a table is a row per line (a profile's tables hold thousands of rows)."""
+    return _json_text(to_json(profile), 0) + "\n"
+
+
+def _json_text(value, level: int) -> str:
+    inner, outer = " " * (level + 1), " " * level
+    if isinstance(value, dict) and value:
+        return "{\n" + ",\n".join(f"{inner}{json.dumps(str(k) if not isinstance(k, str) else k)}: "
+                                   f"{_json_text(v, level + 1)}" for k, v in value.items()) + f"\n{outer}}}"
+    if isinstance(value, (list, tuple)) and value:
+        if all(type(x) in (int, float) for x in value) and all(map(math.isfinite, value)):
+            return "[" + ", ".join(map(repr, value)) + "]"  # repr: what json writes for a finite int or float
+        return "[\n" + ",\n".join(inner + _json_text(v, level + 1) for v in value) + f"\n{outer}]"
+    return json.dumps(value)
 
 
 def save(profile: Profile, path: str | os.PathLike) -> Path:
