@@ -11,11 +11,14 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from . import trees
 from .cases import Case, op_from_case, predict_cases
+from .corrections import TREE_FEATURES
 from .cost import SPEC
 from .draws import calibration_cases
 from .errors import ShapewiseError
 from .fit import (
+    TREE_RATE,
     GemmSamples,
     fit_bandwidth,
     fit_cutlass,
@@ -24,6 +27,7 @@ from .fit import (
     fit_flash_window,
     fit_gemm,
     fit_power,
+    fit_trees,
     residual_kernel,
     residual_rows,
 )
@@ -85,12 +89,14 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
     cutlass = {}
     if named:
         params = fit_cutlass(named, params, gpu=gpu, dtype=dtype, report=cutlass)
+    params = fit_trees(samples, params, gpu=gpu, dtype=dtype)
     after = float(np.median(np.abs(samples.log_error(params, gpu, dtype))))
     fit = dict(gemm_cases=len(samples), flash_cases=len(flash), decode_attention_cases=len(decoding),
                memory_cases=len(memory), dtype=dtype, kernel_census=len(named),
                cutlass_kernels=len(params.cutlass_kernels), cutlass_choices=len(params.cutlass_choices),
                cutlass_chooser=cutlass or None,
                residual_kernel=dict(octaves=octaves, prior=prior, chosen_by="5-fold cross-validation"),
+               gemm_trees=dict(trees=len(params.gemm_trees), depth=trees.DEPTH, rate=TREE_RATE, features=list(TREE_FEATURES)),
                median_abs_log_error_spec=round(before, 4), median_abs_log_error_fitted=round(after, 4),
                mean_abs_log_error_by_round=[round(h, 4) for h in history])
     return Profile(gpu=gpu.key, params=params, environment=environment,

@@ -7,12 +7,16 @@ prediction of a GEMM or batched GEMM goes through, when the profile has them:
                kernels with narrow loads, each with a time model of its own, _cutlass_ms), chosen as
                the profile's learned chooser says cuBLAS chooses (Hopper's own kernels, slowed down,
                are not what runs)
-    residuals  every other GEMM's analytic time times the measured deviation of the calibration
-               shapes nearby (of the same layout and alignment), _residual_factor
+    trees      every GEMM's time so far times what gradient-boosted trees (trees.py), fitted on the
+               calibration's GEMMs, say the model leaves over for its dims, alignment, layout, time and
+               rate (tree_factor; cost.py applies it after `correct`)
+    residuals  (profiles before the trees) every other GEMM's analytic time times the measured
+               deviation of the calibration shapes nearby (of the same layout and alignment),
+               _residual_factor
 
 One call, `correct`, takes the analytic times and returns the corrected ones with the kernel each
-shape is timed as; cost.py reports the difference as its own loss ("measured correction"), so that
-the analytic causes stay causes. Everything is numpy only.
+shape is timed as; cost.py reports the difference, the trees' included, as its own loss ("measured
+correction"), so that the analytic causes stay causes. Everything is numpy only.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import trees
 from .params import CostParams
 
 # The Turing WMMA kernel is not the Ampere one with another name: it loads one element at a time
@@ -62,6 +67,13 @@ NEIGHBOUR_BLOCK = 16384  # query-point pairs whose weights neighbour_sums makes 
 # half the points a whole cell's would, most of them beyond reach
 NEIGHBOUR_SLICES = 3
 NEIGHBOUR_SLICED = 200  # queries in a cell from which neighbour_sums slices it
+# What the trees of a profile (CostParams.gemm_trees) ask of a GEMM: log2 of m, n, k and batch; how
+# many times 2 divides m, n and k (up to TREE_MAX_TWOS); whether its layout is nn or nt (else tn);
+# log2 of its time predicted before them (ms), and of the rate that time makes (TFLOP/s). The time and
+# rate come first in what the trees learnt on the H200 (benchmarks/RESULTS.md): the analytic model's
+# misses follow its own regimes more than any one dim.
+TREE_FEATURES = ("m", "n", "k", "batch", "m twos", "n twos", "k twos", "nn", "nt", "time", "rate")
+TREE_MAX_TWOS = 7
 
 @dataclass(frozen=True)
 class Corrected:
@@ -76,7 +88,46 @@ class Corrected:
 
 def corrects(p: CostParams) -> bool:
     """Whether the parameters carry measured corrections (a calibrated profile's tables)."""
-    return bool(p.gemm_residuals or p.cutlass_kernels)
+    return bool(p.gemm_residuals or p.cutlass_kernels or p.gemm_trees)
+
+
+def tree_features(m, n, k, batch, layout_index, time_ms) -> np.ndarray:
+    """TREE_FEATURES of GEMMs (arrays of one shape) predicted to take time_ms before the trees' correction:
+    one row per GEMM."""
+    m, n, k, batch, layout_index, time_ms = (np.ravel(x) for x in np.broadcast_arrays(m, n, k, batch, layout_index,
+                                                                                       time_ms))
+    flops = 2.0 * m * n * k * batch
+    columns = [np.log2(m), np.log2(n), np.log2(k), np.log2(batch)]
+    columns += [_trailing_zeros(x) for x in (m, n, k)]
+    columns += [layout_index == 0, layout_index == 1, np.log2(time_ms), np.log2(flops / time_ms / 1e9)]
+    return np.stack(columns, axis=1).astype(float)
+
+
+def _trailing_zeros(x: np.ndarray) -> np.ndarray:
+    """How many times 2 divides x, up to TREE_MAX_TWOS: its alignment in elements."""
+    x = np.asarray(x, dtype=np.int64)
+    return sum(((x % (2 ** i)) == 0).astype(np.int64) for i in range(1, TREE_MAX_TWOS + 1))
+
+
+def tree_factor(p: CostParams, m, n, k, batch, layout_index, time_ms) -> np.ndarray:
+    """exp of the profile's trees at these GEMMs: what multiplies their time predicted before."""
+    forest = _forest(p)
+    return np.exp(trees.predict_forest(forest, tree_features(m, n, k, batch, layout_index, time_ms))).reshape(
+        np.shape(time_ms))
+
+
+def _forest(p: CostParams) -> trees.Forest:
+    found = _FORESTS.get(id(p.gemm_trees))
+    if found is not None and found[0] is p.gemm_trees and found[1] == p.gemm_tree_base:
+        return found[2]
+    forest = trees.Forest.from_rows(p.gemm_tree_base, p.gemm_trees)
+    if len(_FORESTS) >= 8:
+        _FORESTS.clear()
+    _FORESTS[id(p.gemm_trees)] = (p.gemm_trees, p.gemm_tree_base, forest)
+    return forest
+
+
+_FORESTS: dict = {}
 
 
 def correct(p: CostParams, time_ms: np.ndarray, *, m, n, k, batch, layout_index, class_a, class_n, dtype_bytes: int,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from .corrections import correct, corrects, kernel_words
+from .corrections import correct, corrects, kernel_words, tree_factor
 from .errors import ShapewiseError
 from .hardware import GPU
 from .ops import BMM, COMM, FLASH, GEMM, MEMORY, Op, attended_pairs, model_ops
@@ -237,6 +237,8 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         fixed = correct(p, time_ms, m=m, n=n, k=k, batch=batch, layout_index=which, class_a=class_a, class_n=class_n,
                         dtype_bytes=size, sms=gpu.num_sms)
         corrected, served = np.maximum(fixed.time_ms, t0 * s), fixed.served
+        if p.gemm_trees:  # what the calibration's GEMMs left over after all of the above
+            corrected = np.maximum(corrected * tree_factor(p, m, n, k, batch, which, corrected), t0 * s)
         # Where the profile times a misaligned GEMM as the CUTLASS kernel cuBLAS runs for it, that
         # kernel's excess over the aligned GEMM's analytic time is what the misalignment costs; elsewhere
         # the analytic losses stand. What is left is the measured correction, a part of its own.

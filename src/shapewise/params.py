@@ -178,6 +178,13 @@ class CostParams:
     # ln(measured / predicted)). Predictions are then multiplied by a kernel-weighted average of the
     # residuals of shapes of the same layout and alignment, nearby ones most (see _residual_factor).
     gemm_residuals: tuple[tuple[float, ...], ...] = ()
+    # What a calibration's GEMMs and BMMs leave over after everything else, learnt as gradient-boosted
+    # trees (trees.py) of corrections.TREE_FEATURES (the dims, their alignment, the layout, and the time
+    # and rate predicted before): one row per tree, ln(measured / predicted) its leaves' sum plus
+    # gemm_tree_base. A profile with trees has no residual table: the trees replace it (they carried
+    # over to shapes the calibration never drew, where the table's neighbours were few and far).
+    gemm_trees: tuple[tuple[float, ...], ...] = ()
+    gemm_tree_base: float = 0.0
     residual_octaves: float = 0.75  # kernel width, in octaves of each dim
     residual_prior: float = 0.5  # weight of "no correction": few or far neighbours correct little
     # Misaligned GEMMs as cuBLAS runs them, where a calibration recorded its kernels (on a GPU): not

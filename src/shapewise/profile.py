@@ -36,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .corrections import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS
+from . import trees
+from .corrections import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS, TREE_FEATURES
 from .errors import ShapewiseError, warn
 from .hardware import GPU, get_gpu
 from .params import SPEC, CostParams
@@ -44,7 +45,7 @@ from .params import SPEC, CostParams
 FORMAT = "shapewise-profile"
 # The tables' row widths (see CostParams): a row of another width is a corrupt or foreign file.
 TABLE_WIDTHS = {"gemm_residuals": 8, "cutlass_kernels": KERNEL_COLUMNS + len(CUTLASS_TERMS), "cutlass_choices": 8,
-                "cutlass_chooser": len(CHOOSER_FEATURES)}
+                "cutlass_chooser": len(CHOOSER_FEATURES), "gemm_trees": trees.ROW_WIDTH}
 # 2: fused attention by query blocks (flash_overhead_*, flash_latency_*), not s0; 3: a CUTLASS
 # kernel's load term counts only the filled share of a partial tile (cost._cutlass_term_list); 4: which
 # CUTLASS kernel cuBLAS runs is learned (cutlass_chooser), not taken from the nearest shapes; 5:
@@ -120,6 +121,9 @@ def _params_from_json(data: dict, where: str) -> CostParams:
     kernels, named = len(values.get("cutlass_kernels", ())), tables["cutlass_choices"][:, 6]
     if not ((named >= 0) & (named < kernels) & (named == np.floor(named))).all():
         raise ShapewiseError(f"{where}: cutlass_choices name kernels that cutlass_kernels does not hold")
+    asked = np.array(values.get("gemm_trees", ()), dtype=float).reshape(-1, trees.ROW_WIDTH)[:, :trees.DEPTH]
+    if not ((asked >= 0) & (asked < len(TREE_FEATURES)) & (asked == np.floor(asked))).all():
+        raise ShapewiseError(f"{where}: gemm_trees ask of features that corrections.TREE_FEATURES does not hold")
     if values.get("cutlass_chooser") and len(values["cutlass_chooser"]) != kernels:
         raise ShapewiseError(f"{where}: cutlass_chooser needs one row per row of cutlass_kernels")
     return dataclasses.replace(SPEC, **values)
@@ -129,9 +133,9 @@ def _params_from_json(data: dict, where: str) -> CostParams:
 # widths calibrate tries (0.75 to 1.5 octaves), a width weighs every calibration shape alike or none,
 # and its arithmetic overflows.
 OCTAVES = (1 / 16, 16.0)
-# Scalars that may take either sign: the chooser's logit weights. Every other one is a time, a rate, a
+# Scalars that may take either sign: the chooser's logit weights and the trees' base (a log ratio). Every other one is a time, a rate, a
 # fraction or a count, and negative would make no sense of it.
-SIGNED = {"cutlass_chooser_vote", "cutlass_chooser_sharpness"}
+SIGNED = {"cutlass_chooser_vote", "cutlass_chooser_sharpness", "gemm_tree_base"}
 
 
 def _check_numbers(values: dict, where: str) -> None:
