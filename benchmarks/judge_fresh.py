@@ -5,7 +5,7 @@ seed 4 over every corpus config on the first; wide 21 and attention 21 again on 
 `calibrate --quick`'s factors (machine-2.json) before and after; and the same cases' spread between
 the two machines.
 
-python benchmarks/judge_fresh.py [--freeze 1|2|...|10] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
+python benchmarks/judge_fresh.py [--freeze 1|2|...|11] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
 """
 
 import argparse
@@ -51,7 +51,11 @@ LATER = {2: ("benchmarks/results/h200-judges-fresh2",
              {"judges.csv.gz": [("wide", 31), ("attention", 28), ("models", 12)], "judges-2.csv.gz": [("wide", 31)]}),
          # After decoding attention's split was priced as cuDNN's grids have it (the tenth freeze): the models
          # set, the only one with decoding calls.
-         10: ("benchmarks/results/h200-judges-fresh10", {"judges.csv.gz": [("models", 13)]})}
+         10: ("benchmarks/results/h200-judges-fresh10", {"judges.csv.gz": [("models", 13)]}),
+         # After the GEMMs' corrections were learnt as trees (the eleventh freeze): wide and models, each
+         # after `calibrate --quick` timed end to end on the same H200; wide 32 again on a second H200.
+         11: ("benchmarks/results/h200-judges-fresh11",
+              {"judges.csv.gz": [("wide", 32), ("models", 14)], "judges-2.csv.gz": [("wide", 32)]})}
 
 
 def main() -> int:
@@ -63,7 +67,8 @@ def main() -> int:
                          "models 5), 3 (-fresh3/: wide 25, 26; attention 23; models 6), 4 (-fresh4/: models 7) or "
                          "5 (-fresh5/: wide 27; attention 24; models 8), 6 (-fresh6/: wide 28, on two H200s; attention 25; "
                          "models 9), 7 (-fresh7/: wide 29; attention 26; models 10), 8 (-fresh8/: wide 30; attention 27; "
-                         "models 11), 9 (-fresh9/: wide 31, on two H200s; attention 28; models 12) or 10 (-fresh10/: models 13)")
+                         "models 11), 9 (-fresh9/: wide 31, on two H200s; attention 28; models 12), 10 (-fresh10/: models 13) or "
+                         "11 (-fresh11/: wide 32, on two H200s; models 14)")
     args = ap.parse_args()
     folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")
