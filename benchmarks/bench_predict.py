@@ -58,7 +58,7 @@ def main() -> None:
     print(f"GEMM predictions per second (200,000 random shapes, all layouts), spec model: "
           f"{predictions_per_second():,.0f}")
     profile = find("h200")
-    print(f"the same with the shipped H200 profile ({len(profile.params.gemm_residuals)} residuals, "
+    print(f"the same with the shipped H200 profile ({len(profile.params.gemm_trees)} trees, "
           f"{len(profile.params.cutlass_choices)} CUTLASS kernel choices): "
           f"{predictions_per_second(profile.params):,.0f}")
     for model in ("llama2-70b", "llama3-70b"):

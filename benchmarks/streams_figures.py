@@ -59,7 +59,7 @@ def line(err) -> str:
 
 def streams_by_bytes(title: str, rows: dict, model) -> None:
     m, n, k, b, layout, measured, p = arrays(rows, model)
-    analytic = arrays(rows, CostModel(model.gpu, dataclasses.replace(model.params, gemm_residuals=(), cutlass_kernels=())))[-1]
+    analytic = arrays(rows, CostModel(model.gpu, dataclasses.replace(model.params, gemm_residuals=(), gemm_trees=(), cutlass_kernels=())))[-1]
     bare = np.asarray(analytic.time_ms) / measured - 1
     a, c = align_classes(m, n, k, layout, "bf16", 16)
     keep = (b == 1) & (a == 0) & (c == 0) & (np.minimum(m, n) >= 2) & (np.minimum(m, n) <= 128) & (p.losses["memory"] > 0)

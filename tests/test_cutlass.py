@@ -355,11 +355,11 @@ def test_a_misaligned_gemm_says_which_kernel_it_is_timed_as(capsys):
 def test_a_profiles_correction_is_its_own_part_and_the_causes_stay():
     """With the shipped profile, a misaligned GEMM timed as its CUTLASS kernel loses to misalignment what
     that kernel takes over the aligned GEMM's analytic time; an aligned GEMM keeps the analytic causes,
-    and what the residual table adds is the measured correction, not a stretch of every loss."""
+    and what the trees add is the measured correction, not a stretch of every loss."""
     spec, profiled = CostModel("h200"), cost_model("h200")
     odd = predict_gemm(8192, 50257, 768, layout="nt", gpu=profiled)
     aligned_spec = predict_gemm(8192, 50304, 768, layout="nt", gpu=CostModel("h200", dataclasses.replace(
-        profiled.params, gemm_residuals=(), cutlass_kernels=(), cutlass_choices=(), cutlass_chooser=())))
+        profiled.params, gemm_residuals=(), gemm_trees=(), cutlass_kernels=(), cutlass_choices=(), cutlass_chooser=())))
     aligned = predict_gemm(8192, 50304, 768, layout="nt", gpu=profiled)
     assert odd.main_loss == "misalign" and odd.losses["misalign"] > 0.5 * odd.time_ms
     for name in ("kernel", "tile", "wave", "memory", "launch"):  # the analytic causes, unscaled

@@ -66,7 +66,7 @@ def small_profile() -> dict:
     params["cutlass_kernels"] = params["cutlass_kernels"][:kernels]
     params["cutlass_chooser"] = params["cutlass_chooser"][:kernels]
     params["cutlass_choices"] = [row for row in params["cutlass_choices"] if row[6] < kernels][:40]
-    params["gemm_residuals"] = params["gemm_residuals"][:40]
+    params["gemm_trees"] = params["gemm_trees"][:5]
     return data
 
 

@@ -67,12 +67,18 @@ NEIGHBOUR_BLOCK = 16384  # query-point pairs whose weights neighbour_sums makes 
 # half the points a whole cell's would, most of them beyond reach
 NEIGHBOUR_SLICES = 3
 NEIGHBOUR_SLICED = 200  # queries in a cell from which neighbour_sums slices it
-# What the trees of a profile (CostParams.gemm_trees) ask of a GEMM: log2 of m, n, k and batch; how
-# many times 2 divides m, n and k (up to TREE_MAX_TWOS); whether its layout is nn or nt (else tn);
-# log2 of its time predicted before them (ms), and of the rate that time makes (TFLOP/s). The time and
-# rate come first in what the trees learnt on the H200 (benchmarks/RESULTS.md): the analytic model's
-# misses follow its own regimes more than any one dim.
-TREE_FEATURES = ("m", "n", "k", "batch", "m twos", "n twos", "k twos", "nn", "nt", "time", "rate")
+# What the trees of a profile (CostParams.gemm_trees) ask of a GEMM: log2 of m and n on the tile grid
+# (rounded up to a multiple of TREE_TILE once over it), of k and of batch; how many times 2 divides the
+# dims that lead a matrix (A's lead, m in tn and k otherwise, and n), up to TREE_MAX_TWOS; whether its
+# layout is nn or nt (else tn); log2 of its time predicted before them (ms), and of the rate that time
+# makes on the tile grid (TFLOP/s). The time and rate come first in what the trees learnt on the H200
+# (benchmarks/RESULTS.md): the analytic model's misses follow its own regimes more than any one dim.
+# Only what a kernel sees: two GEMMs that differ in a dim inside one tile, or in the alignment of a
+# dim that leads no matrix, get the same correction, so that the analytic model's tile and wave
+# quantization stand (3003 tokens cost 2-3% more a token than 3072 in the forward's GEMMs on an H200,
+# as the analytic model says; trees that saw the exact dims said 0.5-1.5% less).
+TREE_FEATURES = ("m", "n", "k", "batch", "A lead twos", "n twos", "nn", "nt", "time", "rate")
+TREE_TILE = 128
 TREE_MAX_TWOS = 7
 
 @dataclass(frozen=True)
@@ -96,10 +102,11 @@ def tree_features(m, n, k, batch, layout_index, time_ms) -> np.ndarray:
     one row per GEMM."""
     m, n, k, batch, layout_index, time_ms = (np.ravel(x) for x in np.broadcast_arrays(m, n, k, batch, layout_index,
                                                                                        time_ms))
-    flops = 2.0 * m * n * k * batch
-    columns = [np.log2(m), np.log2(n), np.log2(k), np.log2(batch)]
-    columns += [_trailing_zeros(x) for x in (m, n, k)]
-    columns += [layout_index == 0, layout_index == 1, np.log2(time_ms), np.log2(flops / time_ms / 1e9)]
+    grid_m, grid_n = (np.where(x > TREE_TILE, -(-x // TREE_TILE) * TREE_TILE, x) for x in (m, n))
+    lead_a = np.where(layout_index == 2, m, k)  # as align_classes has it: m leads A in tn, k in nn and nt
+    columns = [np.log2(grid_m), np.log2(grid_n), np.log2(k), np.log2(batch), _trailing_zeros(lead_a),
+               _trailing_zeros(n), layout_index == 0, layout_index == 1, np.log2(time_ms),
+               np.log2(2.0 * grid_m * grid_n * k * batch / time_ms / 1e9)]
     return np.stack(columns, axis=1).astype(float)
 
 

@@ -179,7 +179,7 @@ def fit_power(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: str 
 
 def residual_rows(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: str = "bf16") -> tuple:
     """The residual table of a profile: each calibration GEMM's place and ln(measured / predicted)."""
-    base = dataclasses.replace(params, gemm_residuals=())
+    base = dataclasses.replace(params, gemm_residuals=(), gemm_trees=())
     err = -samples.log_error(base, gpu, dtype)
     class_a, class_n = align_classes(samples.m, samples.n, samples.k, samples.layout, dtype, gpu.align_bytes)
     layout_index = np.searchsorted(np.array(LAYOUTS), samples.layout)
@@ -188,7 +188,8 @@ def residual_rows(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: 
                   round(float(err[i]), 5)) for i in range(len(samples)))
 
 
-def fit_trees(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: str = "bf16") -> CostParams:
+def fit_trees(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: str = "bf16", trees: int | None = None,
+              rate: float | None = None) -> CostParams:
     """The profile's trees (CostParams.gemm_trees) fitted to what the calibration GEMMs leave over after
     the rest of `params` (its residual table and trees left out): ln(measured / predicted)."""
     bare = dataclasses.replace(params, gemm_residuals=(), gemm_trees=(), gemm_tree_base=0.0)
@@ -196,7 +197,7 @@ def fit_trees(samples: GemmSamples, params: CostParams, *, gpu: GPU, dtype: str 
                                         gpu=CostModel(gpu, bare), dtype=dtype).time_ms)
     layout_index = np.searchsorted(np.array(LAYOUTS), samples.layout)
     features = tree_features(samples.m, samples.n, samples.k, samples.batch, layout_index, predicted)
-    forest = fit_forest(features, np.log(samples.time_ms / predicted), trees=TREES, rate=TREE_RATE)
+    forest = fit_forest(features, np.log(samples.time_ms / predicted), trees=trees or TREES, rate=rate or TREE_RATE)
     return dataclasses.replace(bare, gemm_trees=forest.rows(), gemm_tree_base=forest.base)
 
 

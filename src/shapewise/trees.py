@@ -122,5 +122,7 @@ def predict_forest(forest: Forest, x: np.ndarray) -> np.ndarray:
         index = over[0].copy()
         for level in range(1, DEPTH):  # level l's answer is bit l (a byte: DEPTH is 8)
             index |= over[level] << np.uint8(level)
-        out[start:start + CHUNK] += leaves[index + first_leaf].sum(axis=0)
+        # Summed per sample along its own row: the same order whatever the batch, so that one GEMM
+        # priced alone and priced among others gets the same number to the last bit.
+        out[start:start + CHUNK] += np.ascontiguousarray(leaves[index + first_leaf].T).sum(axis=1)
     return out
