@@ -5,7 +5,7 @@ seed 4 over every corpus config on the first; wide 21 and attention 21 again on 
 `calibrate --quick`'s factors (machine-2.json) before and after; and the same cases' spread between
 the two machines.
 
-python benchmarks/judge_fresh.py [--freeze 1|2|...|11] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
+python benchmarks/judge_fresh.py [--freeze 1|2|...|12] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
 """
 
 import argparse
@@ -55,7 +55,9 @@ LATER = {2: ("benchmarks/results/h200-judges-fresh2",
          # After the GEMMs' corrections were learnt as trees (the eleventh freeze): wide and models, each
          # after `calibrate --quick` timed end to end on the same H200; wide 32 again on a second H200.
          11: ("benchmarks/results/h200-judges-fresh11",
-              {"judges.csv.gz": [("wide", 32), ("models", 14)], "judges-2.csv.gz": [("wide", 32)]})}
+              {"judges.csv.gz": [("wide", 32), ("models", 14)], "judges-2.csv.gz": [("wide", 32)]}),
+         # After the trees were made to ask only what a kernel sees (the twelfth freeze): wide and models.
+         12: ("benchmarks/results/h200-judges-fresh12", {"judges.csv.gz": [("wide", 33), ("models", 15)]})}
 
 
 def main() -> int:
@@ -68,7 +70,7 @@ def main() -> int:
                          "5 (-fresh5/: wide 27; attention 24; models 8), 6 (-fresh6/: wide 28, on two H200s; attention 25; "
                          "models 9), 7 (-fresh7/: wide 29; attention 26; models 10), 8 (-fresh8/: wide 30; attention 27; "
                          "models 11), 9 (-fresh9/: wide 31, on two H200s; attention 28; models 12), 10 (-fresh10/: models 13) or "
-                         "11 (-fresh11/: wide 32, on two H200s; models 14)")
+                         "11 (-fresh11/: wide 32, on two H200s; models 14) or 12 (-fresh12/: wide 33; models 15)")
     args = ap.parse_args()
     folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")

@@ -2,8 +2,8 @@
 residual table (the tenth freeze's: each shape corrected by its calibration neighbours), or
 gradient-boosted trees (corrections.TREE_FEATURES; trees.py) of several sizes, each fitted on the
 H200's calibration GEMMs (the shipped profile's own exports) and judged on what it was not fitted on:
-the wide sets (seeds 21-31 seen when the trees were chosen, 32 drawn after), the models sets' GEMMs
-(seeds 1-13 seen, 14 after) and the held-out designed sets (seeds 2-19). Prints median / p90 |error|
+the wide sets (seeds 21-32 seen when the trees were chosen, 33 drawn after), the models sets' GEMMs
+(seeds 1-14 seen, 15 after) and the held-out designed sets (seeds 2-19). Prints median / p90 |error|
 per set and kind, and the GEMM predictions per second each correction leaves.
 
 python benchmarks/tree_choices.py   (on the CPU; about 5 minutes)
@@ -25,7 +25,7 @@ from shapewise.judges import judge_set_cases
 from shapewise.profile import CostModel, find
 
 R = "benchmarks/results"
-WIDE = range(21, 33)
+WIDE = range(21, 34)
 
 
 def measured(files, keep) -> GemmSamples:
@@ -58,10 +58,11 @@ def main() -> int:
     wide = {seed: {c.key for c in judge_set_cases("wide", seed=seed).cases} for seed in WIDE}
     every_wide = set().union(*wide.values())
     fresh = sorted(glob.glob(f"{R}/h200-judges-fresh*/judges.csv.gz"))
-    sets = {"wide 21-31 (seen)": measured(fresh, lambda k: any(k in wide[s] for s in WIDE if s < 32)),
-            "wide 32 (fresh)": measured([f"{R}/h200-judges-fresh11/judges.csv.gz"], lambda k: k in wide[32]),
-            "models 1-13 (seen)": measured([f for f in fresh if "fresh11" not in f], lambda k: k not in every_wide),
-            "models 14 (fresh)": measured([f"{R}/h200-judges-fresh11/judges.csv.gz"], lambda k: k not in every_wide),
+    late = f"{R}/h200-judges-fresh12/judges.csv.gz"
+    sets = {"wide 21-32 (seen)": measured(fresh, lambda k: any(k in wide[s] for s in WIDE if s < 33)),
+            "wide 33 (fresh)": measured([late], lambda k: k in wide[33]),
+            "models 1-14 (seen)": measured([f for f in fresh if f != late], lambda k: k not in every_wide),
+            "models 15 (fresh)": measured([late], lambda k: k not in every_wide),
             "held-out designed 2-19": measured(sorted(glob.glob(f"{R}/h200-calibration/validation-seed*.csv"))
                                                + [f"{R}/h200-calibration/validation.csv"], lambda k: True)}
     bare = dataclasses.replace(shipped.params, gemm_residuals=(), gemm_trees=(), gemm_tree_base=0.0)

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shapewise.cost import predict_gemm
 from shapewise.corrections import TREE_FEATURES, tree_features
+from shapewise.cost import predict_gemm
 from shapewise.errors import ShapewiseError
 from shapewise.fit import GemmSamples, fit_trees
 from shapewise.hardware import get_gpu
