@@ -82,6 +82,8 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
               if c.bench == "op" and c.params["kind"] == MEMORY and r.get("error") is None]
     if memory:
         params = fit_bandwidth(memory, gpu=gpu, params=params)
+    # The residual table's neighbourhood (its width and prior, by cross-validation) is what the CUTLASS
+    # kernel chooser weighs its neighbours by; the table itself is replaced by the trees at the end.
     octaves, prior = residual_kernel(samples, params, gpu=gpu, dtype=dtype)
     params = dataclasses.replace(params, gemm_residuals=residual_rows(samples, params, gpu=gpu, dtype=dtype),
                                  residual_octaves=octaves, residual_prior=prior)

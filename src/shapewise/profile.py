@@ -9,8 +9,9 @@ A profile is a JSON file:
      "params": {...},                       # CostParams fields that differ from the spec model
      "fit": {...}}                          # how the calibration went: cases, errors before and after
 
-`params` may hold every CostParams field, tables included (`gemm_residuals`: the measured residuals
-of the calibration GEMMs; `cutlass_kernels`, `cutlass_choices` and `cutlass_chooser`: the CUTLASS
+`params` may hold every CostParams field, tables included (`gemm_trees`: what the calibration GEMMs
+left over, as gradient-boosted trees, or in older profiles `gemm_residuals`, their measured residuals;
+`cutlass_kernels`, `cutlass_choices` and `cutlass_chooser`: the CUTLASS
 kernels cuBLAS ran for the misaligned ones, each with its fitted time model, which shape ran which,
 and what that taught about which one cuBLAS picks). Predictions for a GPU use the user's profile for
 it if there is one (`shapewise calibrate` writes it to profile_dir()), else the profile shipped in
