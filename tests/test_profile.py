@@ -633,3 +633,25 @@ def test_a_profile_pricing_windows_or_wide_decoding_at_no_time_is_refused(field,
     text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, **{field: value})))
     with pytest.raises(ShapewiseError, match="not a rate.*calibrate again"):
         from_text(text)
+
+
+def test_heads_draws_are_few_heads_fused_attention_forward_and_backward_and_never_judged():
+    """`calibrate --heads`: the few sequences × heads a tensor-parallel rank holds, which the designed set
+    (16 and more) never times; deterministic, both passes of each call, and apart from the held-out sets."""
+    from shapewise.draws import HEADS_BLOCKS, HEADS_CALLS, calibration_cases, drawn_beside, validation_cases
+    from shapewise.judges import attention_set
+
+    one, again, two = (drawn_beside(heads=s) for s in (1, 1, 2))
+    assert [c.key for c in one] == [c.key for c in again] and len({c.key for c in one} & {c.key for c in two}) < 5
+    assert len(one) == 2 * HEADS_CALLS and all(c.bench == "op" and c.params["kind"] == "flash" for c in one)
+    assert [c.params["pass_"] for c in one[:4]] == ["fwd", "bwd", "fwd", "bwd"]
+    blocks = np.array([c.params["batch"] for c in one])
+    assert blocks.min() == 1 and blocks.max() <= HEADS_BLOCKS and (blocks <= 4).sum() > 30
+    assert {c.params["k"] for c in one} >= {64, 128, 256} and max(c.params["groups"] for c in one) > 1
+    assert all(isinstance(c.params["groups"], int) for c in one)
+    lengths = {c.params["m"] for c in one}
+    assert min(lengths) >= 512 and max(lengths) <= 16384 and len(lengths) > 50
+    held_out = {c.key for s in (2, 3, 13) for c in validation_cases(seed=s)} | {c.key for c in calibration_cases()}
+    held_out |= {c.key for s in range(1, 34) for c in attention_set(seed=s).cases}
+    assert not {c.key for c in one} & held_out
+    assert len(drawn_beside(heads=1, quick=True)) == 4

@@ -470,9 +470,37 @@ def _streams_cases(streams: int, *, quick: bool, dtype: str) -> list[Case]:
     return _drawn_gemms(_streams_dims(rng, 4 if quick else STREAMS_GEMMS, dtype=dtype), quick=quick, dtype=dtype)
 
 
+# `calibrate --heads SEED`: fused attention over few sequences × heads, as a tensor-parallel rank of a
+# training run holds them (1 to 16 blocks of query rows a position, where the designed set starts at
+# 16), forward and backward, causal, at sequence lengths of any value from 512 to 16,384, every head
+# dim a model uses and query heads grouped 1 to 8 per key head; from a stream of its own (HEADS_STREAM
+# beside the seed). The models sets' 87 backward calls under 8 sequences × heads came out 10-14% fast
+# at the median (up to 61%, seen data: benchmarks/RESULTS.md), where the profile knew no such call.
+HEADS_STREAM = 3467
+HEADS_CALLS = 120  # each measured forward and backward
+HEADS_BLOCKS = 16  # sequences × query heads at most
+HEADS_HEAD_DIMS = (64, 80, 96, 128, 160, 192, 256)
+HEADS_GROUPS = (1, 1, 2, 4, 8)
+
+
+def _heads_cases(heads_seed: int, *, quick: bool, dtype: str) -> list[Case]:
+    """`calibrate --heads SEED`'s draws."""
+    rng = np.random.default_rng([heads_seed, HEADS_STREAM])
+    cases: list[Case] = []
+    while len(cases) < (4 if quick else 2 * HEADS_CALLS):
+        seqs = int(rng.choice((1, 1, 1, 2, 4)))
+        heads = int(rng.integers(1, HEADS_BLOCKS // seqs + 1))
+        kv_heads = heads // int(next(g for g in rng.permutation(HEADS_GROUPS) if heads % g == 0))
+        seq = 64 if quick else int(_rng_dims(rng, 512, 16384, 1)[0])
+        d = int(rng.choice(HEADS_HEAD_DIMS))
+        cases += [_attention(pass_, seqs=seqs, heads=heads, kv_heads=kv_heads, seq=seq, head_dim=d, dtype=dtype)
+                  for pass_ in ("fwd", "bwd")]
+    return cases
+
+
 # The draws beside the designed set, by the name of calibrate's flag: each a function of its seed.
 DRAWS = {"extended": _extended_cases, "edges": _edge_cases, "batched": _batched_cases, "large": _large_cases,
-         "skinny": _skinny_cases, "streams": _streams_cases}
+         "skinny": _skinny_cases, "streams": _streams_cases, "heads": _heads_cases}
 
 
 NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-out set's presets' (1600, 2560, 4096)
