@@ -655,3 +655,22 @@ def test_heads_draws_are_few_heads_fused_attention_forward_and_backward_and_neve
     held_out |= {c.key for s in range(1, 34) for c in attention_set(seed=s).cases}
     assert not {c.key for c in one} & held_out
     assert len(drawn_beside(heads=1, quick=True)) == 4
+
+
+def test_rows_draws_are_a_layers_memory_bound_ops_on_few_rows_both_passes():
+    """`calibrate --rows`: every memory-bound op of a layer (but the embedding and the loss), forward and
+    backward, on 16 to 2048 tokens, which the designed set (4096 and 16,384) never times; deterministic,
+    and apart from the held-out sets."""
+    from shapewise.draws import calibration_cases, drawn_beside, validation_cases
+
+    one, again, two = (drawn_beside(rows=s) for s in (1, 1, 2))
+    assert [c.key for c in one] == [c.key for c in again] and len({c.key for c in one} & {c.key for c in two}) < 20
+    assert all(c.bench == "op" and c.params["kind"] == "memory" for c in one)
+    families = {(c.params["family"], c.params["pass_"]) for c in one}
+    assert {("glu", "bwd"), ("rope", "bwd"), ("act", "bwd"), ("rmsnorm", "bwd"), ("layernorm", "bwd")} <= families
+    assert not {f for f, _ in families} & {"embed", "loss"}
+    tokens = {c.params["m"] for c in one if c.params["family"] in ("rmsnorm", "layernorm")}
+    assert min(tokens) >= 16 and max(tokens) <= 2048 and len(tokens) > 20
+    held_out = {c.key for s in (2, 3, 13) for c in validation_cases(seed=s)} | {c.key for c in calibration_cases()}
+    assert not {c.key for c in one} & held_out
+    assert 0 < len(drawn_beside(rows=1, quick=True)) < 20

@@ -498,9 +498,34 @@ def _heads_cases(heads_seed: int, *, quick: bool, dtype: str) -> list[Case]:
     return cases
 
 
+# `calibrate --rows SEED`: the memory-bound ops of one layer, forward and backward, on few rows (16 to
+# 2048 tokens, as a rank's MoE experts or a short prefill hold them) over hidden sizes of 1024 to 8192,
+# plain and gated MLPs, both norms; from a stream of its own (ROWS_STREAM beside the seed). The designed
+# set times a layer's ops at 4096 and 16,384 tokens only: on the models sets the gated MLP's backward
+# under 2 MB came out 44% fast at the median (19 calls, seen data: benchmarks/RESULTS.md), with no fixed
+# time of its own fitted.
+ROWS_STREAM = 2851
+ROWS_LAYERS = 40  # layers drawn, each with all its memory-bound ops
+
+
+def _rows_cases(rows_seed: int, *, quick: bool, dtype: str) -> list[Case]:
+    """`calibrate --rows SEED`'s draws."""
+    rng = np.random.default_rng([rows_seed, ROWS_STREAM])
+    cases: list[Case] = []
+    for _ in range(2 if quick else ROWS_LAYERS):
+        hidden = int(rng.choice((1024, 1536, 2048, 3072, 5120, 6144, 7168, 8192)))
+        tokens = 16 if quick else int(_rng_dims(rng, 16, 2048, 1)[0])
+        gated = bool(rng.random() < 0.6)
+        ffn = _round_to(hidden * (8 / 3 if gated else 4) * float(rng.uniform(0.75, 1.25)), 128)
+        shape = ModelShape(f"rows-{hidden}", hidden, 1, hidden // 128, 32000, ffn=ffn, mlp="swiglu" if gated else "gelu",
+                           norm="rmsnorm" if gated else "layernorm", bias=not gated)
+        cases += [op_case(op, dtype) for op in _memory_ops((shape,), tokens) if op.family not in ("embed", "loss")]
+    return _unique(cases)
+
+
 # The draws beside the designed set, by the name of calibrate's flag: each a function of its seed.
 DRAWS = {"extended": _extended_cases, "edges": _edge_cases, "batched": _batched_cases, "large": _large_cases,
-         "skinny": _skinny_cases, "streams": _streams_cases, "heads": _heads_cases}
+         "skinny": _skinny_cases, "streams": _streams_cases, "heads": _heads_cases, "rows": _rows_cases}
 
 
 NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-out set's presets' (1600, 2560, 4096)

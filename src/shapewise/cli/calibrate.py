@@ -32,6 +32,8 @@ DRAW_HELP = {
                "vocabularies included), drawn with SEED (1 when not given) (about 60 s more on an H200)",
     "heads": "and 120 fused attention calls, forward and backward, over 1 to 16 sequences × heads (a tensor-parallel "
              "rank's few heads) at lengths of 512 to 16,384 and head dims 64 to 256, drawn with SEED (1 when not given)",
+    "rows": "and the memory-bound ops (norms, activations, RoPE, residual adds), forward and backward, of 40 layers on "
+            "16 to 2048 tokens, drawn with SEED (1 when not given)",
 }
 
 
