@@ -18,7 +18,7 @@ import numpy as np
 
 from shapewise.cost import predict_gemm
 from shapewise.exports import open_export
-from shapewise.profile import CostModel, cost_model, load
+from shapewise.profile import cost_model
 
 PAIRS = ((1001, 1024), (2047, 2048), (3003, 3072), (6007, 6144))
 
@@ -27,9 +27,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", help="the profile to judge (default: the shipped H200 profile)")
     args = ap.parse_args()
-    model = cost_model("h200")
-    if args.profile:
-        model = CostModel(model.gpu, load(args.profile).params)
+    model = cost_model("h200", profile=args.profile)
     with open_export("benchmarks/results/h200-tokens/tokens.csv.gz") as f:
         measured = {(int(r["p_m"]), int(r["p_n"]), int(r["p_k"]), r["p_layout"]): float(r["median_ms"])
                     for r in csv.DictReader(f) if r["bench"] == "gemm" and r["median_ms"]}

@@ -21,6 +21,7 @@ from shapewise.calibrate import _gemm_rows
 from shapewise.cost import predict_gemm
 from shapewise.exports import open_export
 from shapewise.fit import GemmSamples, fit_trees, residual_rows
+from shapewise.hardware import get_gpu
 from shapewise.judges import judge_set_cases
 from shapewise.profile import CostModel, find
 
@@ -53,7 +54,7 @@ def errors(samples: GemmSamples, model) -> str:
 
 def main() -> int:
     shipped = find("h200")
-    gpu = CostModel(shipped.gpu, shipped.params).gpu
+    gpu = get_gpu(shipped.gpu)
     calibration = GemmSamples.from_rows(_gemm_rows(averaged([rows_from_export(p) for p in shipped.fit["refitted_from"]])))
     wide = {seed: {c.key for c in judge_set_cases("wide", seed=seed).cases} for seed in WIDE}
     every_wide = set().union(*wide.values())

@@ -11,7 +11,7 @@ import csv
 import numpy as np
 
 from shapewise.cost import predict_gemm
-from shapewise.profile import CostModel, cost_model, load
+from shapewise.profile import cost_model
 
 R = "benchmarks/results/h200-judges"
 EXPORTS = ("judges-1.csv", "judges-2.csv")
@@ -21,9 +21,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", help="the profile to judge (default: the shipped H200 profile)")
     args = ap.parse_args()
-    model = cost_model("h200")
-    if args.profile:
-        model = CostModel(model.gpu, load(args.profile).params)
+    model = cost_model("h200", profile=args.profile)
     rows = [r for e in EXPORTS for r in csv.DictReader(open(f"{R}/{e}"))
             if r["bench"] in ("gemm", "bmm") and not r["error"] and r["median_ms"]]
     m, n, k, b = (np.array([int(r[f"p_{d}"]) for r in rows]) for d in ("m", "n", "k", "batch"))

@@ -168,6 +168,12 @@ def test_a_profile_keeps_its_trees_and_refuses_trees_that_ask_of_no_feature():
     text = to_text(Profile(gpu="h200", params=dataclasses.replace(params, gemm_trees=tuple(map(tuple, bad)))))
     with pytest.raises(ShapewiseError, match="gemm_trees ask of features"):
         from_text(text)
+    for base, leaf in ((1e300, 0.0), (0.0, 1.0)):  # past a millionfold: a damaged file, not a correction
+        far = _forest_of(base, trees=20)
+        far = Forest(far.base, far.feature, far.threshold, np.full_like(far.leaf, leaf))
+        text = to_text(Profile(gpu="h200", params=dataclasses.replace(params, gemm_trees=far.rows(), gemm_tree_base=base)))
+        with pytest.raises(ShapewiseError, match="gemm_trees could scale a GEMM's time by e"):
+            from_text(text)
     short = to_text(Profile(gpu="h200", params=dataclasses.replace(params, gemm_trees=((0.0,) * 10,))))
     with pytest.raises(ShapewiseError, match=f"gemm_trees must be {ROW_WIDTH} finite numbers"):
         from_text(short)

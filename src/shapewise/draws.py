@@ -475,7 +475,7 @@ def _streams_cases(streams: int, *, quick: bool, dtype: str) -> list[Case]:
 # 16), forward and backward, causal, at sequence lengths of any value from 512 to 16,384, every head
 # dim a model uses and query heads grouped 1 to 8 per key head; from a stream of its own (HEADS_STREAM
 # beside the seed). The models sets' 87 backward calls under 8 sequences × heads came out 10-14% fast
-# at the median (up to 61%, seen data: benchmarks/RESULTS.md), where the profile knew no such call.
+# at the median (one 50%, seen data: benchmarks/few_blocks.py), where the profile knew no such call.
 HEADS_STREAM = 3467
 HEADS_CALLS = 120  # each measured forward and backward
 HEADS_BLOCKS = 16  # sequences × query heads at most
@@ -502,7 +502,7 @@ def _heads_cases(heads_seed: int, *, quick: bool, dtype: str) -> list[Case]:
 # 2048 tokens, as a rank's MoE experts or a short prefill hold them) over hidden sizes of 1024 to 8192,
 # plain and gated MLPs, both norms; from a stream of its own (ROWS_STREAM beside the seed). The designed
 # set times a layer's ops at 4096 and 16,384 tokens only: on the models sets the gated MLP's backward
-# under 2 MB came out 44% fast at the median (19 calls, seen data: benchmarks/RESULTS.md), with no fixed
+# under 2 MB came out 44% fast at the median (19 calls, seen data: benchmarks/few_blocks.py), with no fixed
 # time of its own fitted.
 ROWS_STREAM = 2851
 ROWS_LAYERS = 40  # layers drawn, each with all its memory-bound ops

@@ -122,14 +122,23 @@ def _params_from_json(data: dict, where: str) -> CostParams:
     kernels, named = len(values.get("cutlass_kernels", ())), tables["cutlass_choices"][:, 6]
     if not ((named >= 0) & (named < kernels) & (named == np.floor(named))).all():
         raise ShapewiseError(f"{where}: cutlass_choices name kernels that cutlass_kernels does not hold")
-    asked = np.array(values.get("gemm_trees", ()), dtype=float).reshape(-1, trees.ROW_WIDTH)[:, :trees.DEPTH]
+    forest = np.array(values.get("gemm_trees", ()), dtype=float).reshape(-1, trees.ROW_WIDTH)
+    asked = forest[:, :trees.DEPTH]
     if not ((asked >= 0) & (asked < len(TREE_FEATURES)) & (asked == np.floor(asked))).all():
         raise ShapewiseError(f"{where}: gemm_trees ask of features that corrections.TREE_FEATURES does not hold")
+    reach = abs(values.get("gemm_tree_base", 0.0)) + np.abs(forest[:, 2 * trees.DEPTH:]).max(axis=1, initial=0).sum()
+    if reach > TREE_REACH:
+        raise ShapewiseError(f"{where}: gemm_trees could scale a GEMM's time by e^{reach:.3g}, over the "
+                             f"e^{TREE_REACH:.3g} (a millionfold) any measurement could: the file is damaged")
     if values.get("cutlass_chooser") and len(values["cutlass_chooser"]) != kernels:
         raise ShapewiseError(f"{where}: cutlass_chooser needs one row per row of cutlass_kernels")
     return dataclasses.replace(SPEC, **values)
 
 
+# The most the trees of a profile may scale a GEMM's time by, as a log: the base and every tree's largest
+# leaf together (the shipped H200 profile's reach 9.7, its correction within a few tens of percent).
+# Past it a damaged file would overflow the prediction instead of being refused.
+TREE_REACH = math.log(1e6)
 # The residual tables' kernel width (CostParams.residual_octaves) a profile may hold: far outside the
 # widths calibrate tries (0.75 to 1.5 octaves), a width weighs every calibration shape alike or none,
 # and its arithmetic overflows.
