@@ -106,19 +106,26 @@ def test_flash_and_bandwidth_fits_recover_their_tables(block_bwd):
                                 flash_latency_bwd_ms=0.016, flash_block_bwd=block_bwd)
     samples = []
     for d in (64, 96, 128, 192, 256):
-        for batch in (16, 128):  # few blocks (the longest one sets the time) and many (waves)
+        # few blocks (the longest one sets the time) and many (waves); grouped query heads (whose
+        # backward sums each group's dK and dV: read as ungrouped, the fit was off)
+        for batch, groups in ((16, 1), (128, 1), (128, 8), (64, 4)):
             for s in (512, 1024, 2048, 4096, 8192):
                 for pass_ in ("fwd", "bwd"):
-                    op = attention_op(pass_, seqs=1, heads=batch, kv_heads=batch, q_len=s, kv_len=s, head_dim=d,
-                                      causal=True, dtype_bytes=2)
+                    op = attention_op(pass_, seqs=1, heads=batch, kv_heads=batch // groups, q_len=s, kv_len=s,
+                                      head_dim=d, causal=True, dtype_bytes=2)
                     time_ms = predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms
-                    samples.append(dict(batch=batch, seq=s, head_dim=d, time_ms=time_ms, **{"pass": pass_}))
+                    samples.append(dict(batch=batch, seq=s, head_dim=d, groups=groups, time_ms=time_ms,
+                                        **{"pass": pass_}))
     fitted = fit_flash(samples, gpu=H200, dtype="bf16", params=dataclasses.replace(SPEC, flash_block_bwd=32))
     assert fitted.flash_block_bwd == block_bwd  # the backward's blocks told from its timings
     assert (fitted.flash_overhead_fwd, fitted.flash_overhead_bwd) == (2.0, 3.5)
     assert fitted.flash_latency_fwd_ms == pytest.approx(0.009) and fitted.flash_latency_bwd_ms == pytest.approx(0.016)
     assert np.allclose(fitted.flash_fwd, truth.flash_fwd, rtol=0.01)
     assert np.allclose(fitted.flash_bwd, truth.flash_bwd, rtol=0.01)
+    ops = [attention_op(r["pass"], seqs=1, heads=r["batch"], kv_heads=r["batch"] // r["groups"], q_len=r["seq"],
+                        kv_len=r["seq"], head_dim=r["head_dim"], causal=True, dtype_bytes=2) for r in samples]
+    refitted = [p.time_ms for p in predict_ops(ops, gpu=CostModel(H200, fitted), dtype="bf16")]
+    assert np.allclose(refitted, [r["time_ms"] for r in samples], rtol=0.002)  # the grouped backwards too
     memory = [dict(family="add", bytes=b, time_ms=b / (H200.bytes_per_s * 0.8) * 1e3 + SPEC.launch_ms, **{"pass": "fwd"})
               for b in (64e6, 256e6, 1e9)]
     assert dict(fit_bandwidth(memory, gpu=H200, params=SPEC).bandwidth)["add"] == pytest.approx(0.8, rel=1e-3)

@@ -70,7 +70,7 @@ def fit_profile(rows: list[tuple[Case, dict]], *, gpu: GPU, dtype: str, environm
     params = fit_power(samples, params, gpu=gpu, dtype=dtype)
     attention = [(c, r) for c, r in rows if c.bench == "op" and c.params["kind"] == FLASH and r.get("error") is None]
     flash = [dict(batch=c.params["batch"], seq=c.params["m"], head_dim=c.params["k"], **{"pass": c.params["pass_"]},
-                  time_ms=r["median_ms"]) for c, r in attention if c.params["causal"] and not c.params.get("window")]
+                  groups=c.params.get("groups", 1), time_ms=r["median_ms"]) for c, r in attention if c.params["causal"] and not c.params.get("window")]
     if flash:
         params = fit_flash(flash, gpu=gpu, dtype=dtype, params=params)
     decoding = decoding_samples(rows)

@@ -246,7 +246,8 @@ def fit_flash(samples: list[dict], *, gpu: GPU, dtype: str, params: CostParams) 
     """Efficiency per head-dim bucket, per-block overhead and fixed latency, for each pass, and the
     backward's block rows.
 
-    samples: dicts with batch (sequences × heads), seq, head_dim, pass ("fwd" or "bwd"), time_ms
+    samples: dicts with batch (sequences × query heads), seq, head_dim, pass ("fwd" or "bwd"), groups
+    (query heads per key head; 1 when absent), time_ms
     (a backward's own time: forward+backward minus forward). Overhead and latency (and the
     backward's block, of FLASH_BLOCKS_BWD) are searched on a grid; for each choice every bucket's
     efficiency has a closed form (the median of what its rows show, head dims padded to the bucket
@@ -267,11 +268,14 @@ def fit_flash(samples: list[dict], *, gpu: GPU, dtype: str, params: CostParams) 
                                            flash_bwd=(1.0,) * len(params.flash_buckets), flash_overhead_fwd=overhead,
                                            flash_overhead_bwd=overhead, flash_latency_fwd_ms=0.0,
                                            flash_latency_bwd_ms=0.0, launch_ms=0.0, flash_block_bwd=block)
-                work_ms = np.array([_flash_cost(op, gpu, dtype, unit)[0] for op in ops])  # at efficiency 1
+                # at efficiency 1; a grouped backward's sum over its group (memory) is not scaled by it
+                costs = [_flash_cost(op, gpu, dtype, unit) for op in ops]
+                moved_ms = np.array([losses.memory for _, losses in costs])
+                work_ms = np.array([ms for ms, _ in costs]) - moved_ms
                 for latency in np.arange(0.004, 0.0301, 0.001):
-                    effs = work_ms / np.maximum(measured - latency, 1e-6)
+                    effs = work_ms / np.maximum(measured - latency - moved_ms, 1e-6)
                     table = {b: float(np.exp(np.median(np.log(effs[buckets == b])))) for b in set(buckets)}
-                    predicted = work_ms / np.array([table[b] for b in buckets]) + latency
+                    predicted = work_ms / np.array([table[b] for b in buckets]) + moved_ms + latency
                     err = float(np.mean(np.abs(np.log(predicted / measured))))
                     if best is None or err < best[0]:
                         best = (err, overhead, latency, table, block)
@@ -289,8 +293,8 @@ def _attention_op(r: dict, pass_: str, dtype: str) -> Op:
     from .ops import attention_op
     from .shapes import DTYPE_BYTES
 
-    return attention_op(pass_, seqs=1, heads=r["batch"], kv_heads=r["batch"], q_len=r["seq"], kv_len=r["seq"],
-                        head_dim=r["head_dim"], causal=True, dtype_bytes=DTYPE_BYTES[dtype])
+    return attention_op(pass_, seqs=1, heads=r["batch"], kv_heads=r["batch"] // r.get("groups", 1), q_len=r["seq"],
+                        kv_len=r["seq"], head_dim=r["head_dim"], causal=True, dtype_bytes=DTYPE_BYTES[dtype])
 
 
 def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, max_small_bytes: float = 1e6) -> CostParams:
