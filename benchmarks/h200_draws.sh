@@ -4,7 +4,8 @@
 # into $OUT, for benchmarks/refit_profile.py. DRAWS names them as flag:seed (the draws of
 # `calibrate --heads 1` and `--rows 2`: DRAWS="heads:1 rows:2"); GEMMLESS lists the draws with no GEMM
 # to name (fused attention, memory-bound ops). Run from the repository root on the GPU:
-#   OUT=some/folder DRAWS="heads:1 heads:2" [BUDGET_S=560] bash benchmarks/h200_draws.sh
+#   OUT=some/folder DRAWS="heads:1 heads:2" [BUDGET_S=560] bash benchmarks/h200_draws.sh > some/folder/log.txt
+# (OUT/draws.tar holds the exports, the kernels and gpu.txt).
 # (benchmarks/archive/h200_call_skinny.sh measured the skinny and streams draws the same way.)
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1
@@ -38,3 +39,5 @@ for draw in $DRAWS; do
 done
 rm -f "$OUT"/*.db "$OUT"/*.db-wal "$OUT"/*.db-shm
 echo "all took $(( $(date +%s) - start )) s"
+# A device call brings back 8 files at most: everything in one tar (the log last written before it).
+(cd "$OUT" && tar cf draws.tar calibration-*.csv.gz kernels-*.csv.gz gpu.txt && rm -f calibration-*.csv.gz kernels-*.csv.gz)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from shapewise.draws import calibration_cases, validation_cases
+from shapewise.draws import calibration_cases, drawn_beside, validation_cases
 from shapewise.errors import ShapewiseError
 from shapewise.judges import (
     attention_set,
@@ -37,14 +37,12 @@ def test_the_models_set_is_the_same_for_a_seed():
 
 
 def test_the_sets_never_judge_what_calibration_measured():
-    """Disjoint from the designed set and from the extended, edge, batched, large, skinny and streams
-    draws the shipped profile was fitted on (seeds 1 to 3, 1 to 3, 1, 1 to 2, 1 to 2 and 1 to 2); the models set may
-    measure a designed shape for a step, never judges it alone."""
-    fitted = ({c.key for c in calibration_cases()} | {c.key for s in (1, 2, 3) for c in calibration_cases(extended=s)}
-              | {c.key for s in (1, 2, 3) for c in calibration_cases(edges=s)} | {c.key for c in calibration_cases(batched=1)}
-              | {c.key for s in (1, 2) for c in calibration_cases(large=s)}
-              | {c.key for s in (1, 2) for c in calibration_cases(skinny=s)}
-              | {c.key for s in (1, 2) for c in calibration_cases(streams=s)})
+    """Disjoint from the designed set and from every random draw the shipped profile was fitted on
+    (extended 1-3, edges 1-4, batched 1-3, large 1-2, skinny 1-3, streams 1-2, heads 1-2, rows 1-2);
+    the models set may measure a designed shape for a step, never judges it alone."""
+    seeds = {"extended": 3, "edges": 4, "batched": 3, "large": 2, "skinny": 3, "streams": 2, "heads": 2, "rows": 2}
+    fitted = {c.key for c in calibration_cases()} | {c.key for kind, last in seeds.items() for s in range(1, last + 1)
+                                                     for c in drawn_beside(**{kind: s})}
     for seed in (1, 2, 11):
         for drawn in (wide_set(seed=seed), attention_set(seed=seed)):
             assert not set(_keys(drawn)) & fitted and not drawn.fitted

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from shapewise import ShapewiseError, Workload, check, predict_gemm
-from shapewise.cost import SPEC, predict_ops
+from shapewise.cost import SPEC, flash_block_bwd, predict_ops
 from shapewise.fit import (
     START,
     GemmSamples,
@@ -99,11 +99,11 @@ def test_residual_table_corrects_a_systematic_error():
     assert before > 0.15 and after < 0.08
 
 
-@pytest.mark.parametrize("block_bwd", [64, 128])
-def test_flash_and_bandwidth_fits_recover_their_tables(block_bwd):
+@pytest.mark.parametrize("blocks_bwd", [(64, 64, 64, 64), (128, 128, 64, 32)])
+def test_flash_and_bandwidth_fits_recover_their_tables(blocks_bwd):
     truth = dataclasses.replace(SPEC, flash_fwd=(0.4, 0.6, 0.7, 0.8), flash_bwd=(0.3, 0.5, 0.4, 0.45),
                                 flash_overhead_fwd=2.0, flash_overhead_bwd=3.5, flash_latency_fwd_ms=0.009,
-                                flash_latency_bwd_ms=0.016, flash_block_bwd=block_bwd)
+                                flash_latency_bwd_ms=0.016, flash_blocks_bwd=blocks_bwd)
     samples = []
     for d in (64, 96, 128, 192, 256):
         # few blocks (the longest one sets the time) and many (waves); grouped query heads (whose
@@ -117,7 +117,7 @@ def test_flash_and_bandwidth_fits_recover_their_tables(block_bwd):
                     samples.append(dict(batch=batch, seq=s, head_dim=d, groups=groups, time_ms=time_ms,
                                         **{"pass": pass_}))
     fitted = fit_flash(samples, gpu=H200, dtype="bf16", params=dataclasses.replace(SPEC, flash_block_bwd=32))
-    assert fitted.flash_block_bwd == block_bwd  # the backward's blocks told from its timings
+    assert fitted.flash_blocks_bwd == blocks_bwd  # the backward's blocks by head dim, told from its timings
     assert (fitted.flash_overhead_fwd, fitted.flash_overhead_bwd) == (2.0, 3.5)
     assert fitted.flash_latency_fwd_ms == pytest.approx(0.009) and fitted.flash_latency_bwd_ms == pytest.approx(0.016)
     assert np.allclose(fitted.flash_fwd, truth.flash_fwd, rtol=0.01)
@@ -640,6 +640,22 @@ def test_a_profile_pricing_windows_or_wide_decoding_at_no_time_is_refused(field,
     text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, **{field: value})))
     with pytest.raises(ShapewiseError, match="not a rate.*calibrate again"):
         from_text(text)
+
+
+@pytest.mark.parametrize("blocks", [(64, 0, 64, 64), (64, 64), (64, 64.5, 64, 64)])
+def test_backward_blocks_of_no_rows_or_not_one_per_bucket_are_refused(blocks):
+    """A block of 0 rows would divide by zero; one too few would price a head dim with another's."""
+    shipped = find("h200")
+    text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, flash_blocks_bwd=blocks)))
+    with pytest.raises(ShapewiseError, match="flash_blocks_bwd must be one whole number"):
+        from_text(text)
+
+
+def test_the_backwards_block_is_its_head_dims_buckets():
+    params = dataclasses.replace(SPEC, flash_blocks_bwd=(128, 128, 64, 32))
+    assert [flash_block_bwd(params, d) for d in (32, 64, 80, 128, 160, 192, 256, 320)] == [128, 128, 128, 128, 64, 64,
+                                                                                             32, 32]
+    assert flash_block_bwd(SPEC, 80) == SPEC.flash_block_bwd
 
 
 def test_heads_draws_are_few_heads_fused_attention_forward_and_backward_and_never_judged():

@@ -537,6 +537,13 @@ def window_factor(op: Op, p: CostParams) -> float:
                  f"sliding-window attention's {op.pass_} factor")
 
 
+def flash_block_bwd(p: CostParams, head_dim: int) -> int:
+    """The backward's block rows at a head dim: its bucket's (the last bucket's past them), else the one for all."""
+    if not p.flash_blocks_bwd:
+        return p.flash_block_bwd
+    return p.flash_blocks_bwd[min(int(np.searchsorted(p.flash_buckets, head_dim)), len(p.flash_buckets) - 1)]
+
+
 def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Losses]:
     peak = gpu.peak_tflops(dtype) * 1e12
     d = op.k
@@ -548,7 +555,7 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     latency = max(p.flash_latency_fwd_ms if fwd else p.flash_latency_bwd_ms, p.launch_ms)
     eff = _rate(table[p.flash_buckets.index(bucket)] if bucket in p.flash_buckets else table[-1],
                 f"fused attention {op.pass_} efficiency at head dim {bucket}")
-    block = p.flash_block_q if fwd else p.flash_block_bwd
+    block = p.flash_block_q if fwd else flash_block_bwd(p, d)
     steps, work, span = _flash_steps(op, block, overhead, gpu.num_sms)  # span: steps on the busiest SM
     exact = op.batch * attended_pairs(op.m, op.n, causal=op.causal, window=op.window) / block ** 2  # steps unpadded
     t0 = op.flops / peak

@@ -33,6 +33,7 @@ from .cost import (
     align_classes,
     decode_busy_ms,
     decode_terms,
+    flash_block_bwd,
     memory_parts,
     power_capped_ms,
     predict_gemm,
@@ -244,46 +245,56 @@ def efficiency(value: float) -> float:
 
 def fit_flash(samples: list[dict], *, gpu: GPU, dtype: str, params: CostParams) -> CostParams:
     """Efficiency per head-dim bucket, per-block overhead and fixed latency, for each pass, and the
-    backward's block rows.
+    backward's block rows per bucket.
 
     samples: dicts with batch (sequences × query heads), seq, head_dim, pass ("fwd" or "bwd"), groups
-    (query heads per key head; 1 when absent), time_ms
-    (a backward's own time: forward+backward minus forward). Overhead and latency (and the
-    backward's block, of FLASH_BLOCKS_BWD) are searched on a grid; for each choice every bucket's
-    efficiency has a closed form (the median of what its rows show, head dims padded to the bucket
-    included), and the choice with the least mean absolute log error wins."""
+    (query heads per key head; 1 when absent), time_ms (a backward's own time: forward+backward minus
+    forward). Overhead and latency are searched on a grid; for each choice every bucket's efficiency
+    (and a backward's block, of FLASH_BLOCKS_BWD) has a closed form (the median of what its rows show,
+    head dims padded to the bucket included; the block whose rows fit best), and the choice with the
+    least mean absolute log error wins. A bucket without rows keeps its efficiency and block."""
     updates = {}
+    edges = np.array(params.flash_buckets)
     for pass_ in ("fwd", "bwd"):
         rows = [r for r in samples if r["pass"] == pass_ and r["head_dim"] <= params.flash_buckets[-1]]
         if not rows:
             continue
         ops = [_attention_op(r, pass_, dtype) for r in rows]
         measured = np.array([r["time_ms"] for r in rows])
-        edges = np.array(params.flash_buckets)
         buckets = edges[np.searchsorted(edges, [r["head_dim"] for r in rows])]
+        masks = {int(b): buckets == b for b in sorted(set(buckets))}
+        blocks = FLASH_BLOCKS_BWD if pass_ == "bwd" else (params.flash_block_q,)
         best = None
-        for block in (FLASH_BLOCKS_BWD if pass_ == "bwd" else (params.flash_block_bwd,)):
-            for overhead in np.arange(0.0, 8.01, 0.25):
-                unit = dataclasses.replace(params, flash_fwd=(1.0,) * len(params.flash_buckets),
-                                           flash_bwd=(1.0,) * len(params.flash_buckets), flash_overhead_fwd=overhead,
-                                           flash_overhead_bwd=overhead, flash_latency_fwd_ms=0.0,
-                                           flash_latency_bwd_ms=0.0, launch_ms=0.0, flash_block_bwd=block)
+        for overhead in np.arange(0.0, 8.01, 0.25):
+            work_ms, moved_ms = {}, {}
+            for block in blocks:
+                unit = dataclasses.replace(params, flash_fwd=(1.0,) * len(edges), flash_bwd=(1.0,) * len(edges),
+                                           flash_overhead_fwd=overhead, flash_overhead_bwd=overhead,
+                                           flash_latency_fwd_ms=0.0, flash_latency_bwd_ms=0.0, launch_ms=0.0,
+                                           flash_block_bwd=block, flash_blocks_bwd=())
                 # at efficiency 1; a grouped backward's sum over its group (memory) is not scaled by it
                 costs = [_flash_cost(op, gpu, dtype, unit) for op in ops]
-                moved_ms = np.array([losses.memory for _, losses in costs])
-                work_ms = np.array([ms for ms, _ in costs]) - moved_ms
-                for latency in np.arange(0.004, 0.0301, 0.001):
-                    effs = work_ms / np.maximum(measured - latency - moved_ms, 1e-6)
-                    table = {b: float(np.exp(np.median(np.log(effs[buckets == b])))) for b in set(buckets)}
-                    predicted = work_ms / np.array([table[b] for b in buckets]) + moved_ms + latency
-                    err = float(np.mean(np.abs(np.log(predicted / measured))))
-                    if best is None or err < best[0]:
-                        best = (err, overhead, latency, table, block)
-        _, overhead, latency, table, block = best
-        if pass_ == "bwd":
-            updates["flash_block_bwd"] = int(block)
+                moved_ms[block] = np.array([losses.memory for _, losses in costs])
+                work_ms[block] = np.array([ms for ms, _ in costs]) - moved_ms[block]
+            for latency in np.arange(0.004, 0.0301, 0.001):
+                err, chosen = 0.0, {}
+                for b, mask in masks.items():
+                    fits = []
+                    for block in blocks:
+                        work, moved, time = work_ms[block][mask], moved_ms[block][mask], measured[mask]
+                        eff = float(np.exp(np.median(np.log(work / np.maximum(time - latency - moved, 1e-6)))))
+                        fits.append((float(np.abs(np.log((work / eff + moved + latency) / time)).sum()), eff, block))
+                    bucket_err, eff, block = min(fits)
+                    err += bucket_err
+                    chosen[b] = (eff, block)
+                if best is None or err < best[0]:
+                    best = (err, overhead, latency, chosen)
+        _, overhead, latency, chosen = best
         old = dict(zip(params.flash_buckets, getattr(params, f"flash_{pass_}")))
-        updates[f"flash_{pass_}"] = tuple(efficiency(table.get(b, old[b])) for b in params.flash_buckets)
+        updates[f"flash_{pass_}"] = tuple(efficiency(chosen[b][0]) if b in chosen else old[b] for b in params.flash_buckets)
+        if pass_ == "bwd":
+            updates["flash_blocks_bwd"] = tuple(int(chosen[b][1]) if b in chosen else flash_block_bwd(params, b)
+                                                for b in params.flash_buckets)
         updates[f"flash_overhead_{pass_}"] = float(overhead)
         updates[f"flash_latency_{pass_}_ms"] = round(float(latency), 4)
     return dataclasses.replace(params, **updates)

@@ -172,10 +172,10 @@ def wide_set(*, seed: int, dtype: str = "bf16", quick: bool = False) -> JudgeSet
 
 
 # The random draws beside the designed set that the shipped H200 profile was fitted on (its fit's
-# "refitted_from": calibrate --extended 1, 2, 3, --edges 1, 2, 3, --batched 1, --large 1, 2, --skinny 1, 2
-# and --streams 1, 2): never judged either.
-FITTED_DRAWS = {"extended": (1, 2, 3), "edges": (1, 2, 3), "batched": (1,), "large": (1, 2), "skinny": (1, 2),
-                "streams": (1, 2)}
+# "refitted_from": calibrate --extended 1, 2, 3, --edges 1 to 4, --batched 1, 2, 3, --large 1, 2,
+# --skinny 1, 2, 3, --streams 1, 2, --heads 1, 2 and --rows 1, 2): never judged either.
+FITTED_DRAWS = {"extended": (1, 2, 3), "edges": (1, 2, 3, 4), "batched": (1, 2, 3), "large": (1, 2),
+                "skinny": (1, 2, 3), "streams": (1, 2), "heads": (1, 2), "rows": (1, 2)}
 
 
 @functools.lru_cache(maxsize=4)

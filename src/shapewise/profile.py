@@ -105,6 +105,11 @@ def _params_from_json(data: dict, where: str) -> CostParams:
             raise ShapewiseError(f"{where}: parameter {name} must be a number, got {value!r}")
         values[name] = value
     _check_numbers(values, where)
+    blocks = values.get("flash_blocks_bwd", ())
+    buckets = values.get("flash_buckets", SPEC.flash_buckets)
+    if blocks and (len(blocks) != len(buckets) or not all(isinstance(b, int) and b > 0 for b in blocks)):
+        raise ShapewiseError(f"{where}: flash_blocks_bwd must be one whole number of rows over 0 per head-dim bucket "
+                             f"({len(buckets)}): the file is damaged")
     octaves = values.get("residual_octaves", SPEC.residual_octaves)
     if not OCTAVES[0] <= octaves <= OCTAVES[1]:
         raise ShapewiseError(f"{where}: parameter residual_octaves is {octaves}; the width of a calibration shape's "
