@@ -7,6 +7,8 @@ from importlib import resources
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shapewise import ShapewiseError, Workload, check, predict_gemm
 from shapewise.cost import SPEC, flash_block_bwd, predict_ops
@@ -116,7 +118,7 @@ def test_flash_and_bandwidth_fits_recover_their_tables(blocks_bwd):
                     time_ms = predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms
                     samples.append(dict(batch=batch, seq=s, head_dim=d, groups=groups, time_ms=time_ms,
                                         **{"pass": pass_}))
-    fitted = fit_flash(samples, gpu=H200, dtype="bf16", params=dataclasses.replace(SPEC, flash_block_bwd=32))
+    fitted = fit_flash(samples, gpu=H200, dtype="bf16", params=SPEC)
     assert fitted.flash_blocks_bwd == blocks_bwd  # the backward's blocks by head dim, told from its timings
     assert (fitted.flash_overhead_fwd, fitted.flash_overhead_bwd) == (2.0, 3.5)
     assert fitted.flash_latency_fwd_ms == pytest.approx(0.009) and fitted.flash_latency_bwd_ms == pytest.approx(0.016)
@@ -697,3 +699,35 @@ def test_rows_draws_are_a_layers_memory_bound_ops_on_few_rows_both_passes():
     held_out = {c.key for s in (2, 3, 13) for c in validation_cases(seed=s)} | {c.key for c in calibration_cases()}
     assert not {c.key for c in one} & held_out
     assert 0 < len(drawn_beside(rows=1, quick=True)) < 20
+
+
+@settings(max_examples=60, deadline=None)
+@given(seq=st.integers(1, 3000), extra_blocks=st.integers(0, 5), batch=st.integers(1, 300),
+       block=st.sampled_from([32, 64, 128]), causal=st.booleans(), overhead=st.sampled_from([0.0, 2.5]))
+def test_key_blocks_walk_the_same_tiles_as_query_blocks(seq, extra_blocks, batch, block, causal, overhead):
+    """A backward's square key blocks walking query blocks cover the tiles query blocks walking key
+    blocks do (keys longer by whole blocks), and of a self-attention with the same busiest SM."""
+    from shapewise.cost import _flash_steps, _flash_steps_by_keys
+
+    op = attention_op("bwd", seqs=1, heads=batch, kv_heads=batch, q_len=seq, kv_len=seq + extra_blocks * block,
+                      head_dim=64, causal=causal, dtype_bytes=2)
+    by_queries, by_keys = _flash_steps(op, block, overhead, 132), _flash_steps_by_keys(op, block, block, overhead, 132)
+    assert by_keys[0] == pytest.approx(by_queries[0])
+    if not extra_blocks:
+        assert by_keys[2] == pytest.approx(by_queries[2])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seq=st.integers(128, 700), kv_extra=st.integers(0, 300), keys=st.sampled_from([32, 64, 128]),
+       queries=st.sampled_from([32, 64, 128]), causal=st.booleans())
+def test_key_blocks_count_every_tile_holding_an_attended_pair(seq, kv_extra, keys, queries, causal):
+    """Rectangular tiles, queries end-aligned with keys of any length: the tiles holding at least one
+    pair a query attends to, counted one by one (a query shorter than a block fills part of one: not here)."""
+    from shapewise.cost import _flash_steps_by_keys
+
+    kv = seq + kv_extra
+    op = attention_op("bwd", seqs=1, heads=1, kv_heads=1, q_len=seq, kv_len=kv, head_dim=64, causal=causal,
+                      dtype_bytes=2)
+    attended = (np.arange(kv)[None, :] <= np.arange(seq)[:, None] + kv - seq) if causal else np.ones((seq, kv), bool)
+    tiles = sum(attended[i:i + queries, j:j + keys].any() for i in range(0, seq, queries) for j in range(0, kv, keys))
+    assert _flash_steps_by_keys(op, keys, queries, 0.0, 132)[0] == tiles

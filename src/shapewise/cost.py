@@ -439,6 +439,23 @@ def _flash_steps(op: Op, block: int, overhead: float, sms: int) -> tuple[float, 
     return steps, steps + overhead * op.batch * q_blocks * fill, busiest * fill
 
 
+def _flash_steps_by_keys(op: Op, keys: int, queries: int, overhead: float, sms: int) -> tuple[float, float, float]:
+    """As _flash_steps, for a backward: each SM takes a block of `keys` key rows of one sequence and
+    head and walks the query blocks (`queries` rows each) that attend to it, from its diagonal on
+    when causal (queries end-aligned with the keys); a step is one keys × queries tile. With
+    keys == queries and as many queries as keys it is _flash_steps over the same blocks."""
+    q_blocks, kv_blocks = -(-op.m // queries), -(-op.n // keys)
+    fill = min(op.m, queries) / queries
+    if op.causal:  # key block j: the query blocks holding a query at or after its first key
+        first = np.maximum(-(-(np.arange(kv_blocks) * keys - (op.n - op.m) + 1) // queries) - 1, 0)
+        per_block = np.maximum(q_blocks - first, 0)
+    else:
+        per_block = np.full(kv_blocks, q_blocks)
+    steps = float(per_block.sum()) * op.batch * fill
+    busiest = _busiest_sm(tuple(float(x) + overhead for x in per_block), op.batch, sms)
+    return steps, steps + overhead * op.batch * kv_blocks * fill, busiest * fill
+
+
 @functools.lru_cache(maxsize=4096)
 def _busiest_sm(blocks: tuple, copies: int, sms: int) -> float:
     """The steps of the busiest SM when `copies` runs of `blocks` (steps each) are dispatched in
@@ -538,7 +555,8 @@ def window_factor(op: Op, p: CostParams) -> float:
 
 
 def flash_block_bwd(p: CostParams, head_dim: int) -> int:
-    """The backward's block rows at a head dim: its bucket's (the last bucket's past them), else the one for all."""
+    """The backward's key rows a block at a head dim: its bucket's (the last bucket's past them), else
+    flash_block_bwd (square blocks)."""
     if not p.flash_blocks_bwd:
         return p.flash_block_bwd
     return p.flash_blocks_bwd[min(int(np.searchsorted(p.flash_buckets, head_dim)), len(p.flash_buckets) - 1)]
@@ -555,9 +573,13 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     latency = max(p.flash_latency_fwd_ms if fwd else p.flash_latency_bwd_ms, p.launch_ms)
     eff = _rate(table[p.flash_buckets.index(bucket)] if bucket in p.flash_buckets else table[-1],
                 f"fused attention {op.pass_} efficiency at head dim {bucket}")
-    block = p.flash_block_q if fwd else flash_block_bwd(p, d)
-    steps, work, span = _flash_steps(op, block, overhead, gpu.num_sms)  # span: steps on the busiest SM
-    exact = op.batch * attended_pairs(op.m, op.n, causal=op.causal, window=op.window) / block ** 2  # steps unpadded
+    if fwd or op.window:  # blocks of query rows walking the key blocks (a window's backward too)
+        rows = cols = p.flash_block_q if fwd else flash_block_bwd(p, d)
+        steps, work, span = _flash_steps(op, rows, overhead, gpu.num_sms)  # span: steps on the busiest SM
+    else:  # blocks of key rows walking the query blocks
+        rows, cols = flash_block_bwd(p, d), p.flash_block_bwd
+        steps, work, span = _flash_steps_by_keys(op, rows, cols, overhead, gpu.num_sms)
+    exact = op.batch * attended_pairs(op.m, op.n, causal=op.causal, window=op.window) / (rows * cols)  # steps unpadded
     t0 = op.flops / peak
     t1 = op.flops / (peak * eff)
     t2 = t1 * (bucket / d) * (steps / exact)  # padded head dim, whole blocks on the diagonal

@@ -271,7 +271,7 @@ def fit_flash(samples: list[dict], *, gpu: GPU, dtype: str, params: CostParams) 
                 unit = dataclasses.replace(params, flash_fwd=(1.0,) * len(edges), flash_bwd=(1.0,) * len(edges),
                                            flash_overhead_fwd=overhead, flash_overhead_bwd=overhead,
                                            flash_latency_fwd_ms=0.0, flash_latency_bwd_ms=0.0, launch_ms=0.0,
-                                           flash_block_bwd=block, flash_blocks_bwd=())
+                                           flash_blocks_bwd=(block,) * len(edges))
                 # at efficiency 1; a grouped backward's sum over its group (memory) is not scaled by it
                 costs = [_flash_cost(op, gpu, dtype, unit) for op in ops]
                 moved_ms[block] = np.array([losses.memory for _, losses in costs])

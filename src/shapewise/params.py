@@ -143,11 +143,14 @@ class CostParams:
     # 128 a few heads of short sequences came out 20-67% over: 8 × 1067 tokens, d=192, are 72
     # blocks of 128 rows for 132 SMs, but 136 of 64.
     flash_block_bwd: int = 64
-    # The backward's block rows by head-dim bucket (flash_buckets; empty: flash_block_bwd for all).
-    # Kernels tile the backward by head dim (FlashAttention-3 walks 128 key rows a block up to d=128,
-    # fewer past it), which tells on few blocks: on the H200 the backwards of 1-8 sequences × heads
-    # came out 20-37% fast at d <= 128 and 10-35% slow at d=192 and 256 with one block for all
-    # (calibrate --heads 1 and 2, benchmarks/RESULTS.md); fit.fit_flash chooses each bucket's.
+    # The backward's blocks are key rows, each walking the query blocks (flash_block_bwd rows a step)
+    # that attend to it: flash_blocks_bwd holds their rows by head-dim bucket (flash_buckets; empty:
+    # flash_block_bwd, square). Kernels tile the backward by head dim (FlashAttention-3 takes 128 key
+    # rows a block up to d=128 and fewer past it, 64 query rows a step), which tells on few blocks:
+    # on the H200 the backwards of 1-8 sequences × heads came out 20-37% fast at d <= 128 and 10-35%
+    # slow at d=192 and 256 with square blocks of 64 (calibrate --heads 1 and 2, benchmarks/RESULTS.md),
+    # and square blocks of 128 put short sequences' many-block calls up to 25% slow (whole blocks
+    # on the diagonal). fit.fit_flash chooses each bucket's.
     flash_blocks_bwd: tuple[int, ...] = ()
     # Decoding's attention (a query token against the cache) runs cuDNN's flash forward kernel (on the
     # H200, benchmarks/archive/decode_probe.py): a block of DECODE_ROWS query rows, a key head's group
