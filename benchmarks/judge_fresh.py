@@ -5,7 +5,7 @@ seed 4 over every corpus config on the first; wide 21 and attention 21 again on 
 `calibrate --quick`'s factors (machine-2.json) before and after; and the same cases' spread between
 the two machines.
 
-python benchmarks/judge_fresh.py [--freeze 1|2|...|12] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
+python benchmarks/judge_fresh.py [--freeze 1|2|...|13] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
 """
 
 import argparse
@@ -57,7 +57,10 @@ LATER = {2: ("benchmarks/results/h200-judges-fresh2",
          11: ("benchmarks/results/h200-judges-fresh11",
               {"judges.csv.gz": [("wide", 32), ("models", 14)], "judges-2.csv.gz": [("wide", 32)]}),
          # After the trees were made to ask only what a kernel sees (the twelfth freeze): wide and models.
-         12: ("benchmarks/results/h200-judges-fresh12", {"judges.csv.gz": [("wide", 33), ("models", 15)]})}
+         12: ("benchmarks/results/h200-judges-fresh12", {"judges.csv.gz": [("wide", 33), ("models", 15)]}),
+         # After the heads, rows and more batched, skinny and edge draws, and the backward's key blocks by head
+         # dim (the thirteenth freeze): wide and models.
+         13: ("benchmarks/results/h200-judges-fresh13", {"judges.csv.gz": [("wide", 34), ("models", 16)]})}
 
 
 def main() -> int:
