@@ -59,8 +59,9 @@ LATER = {2: ("benchmarks/results/h200-judges-fresh2",
          # After the trees were made to ask only what a kernel sees (the twelfth freeze): wide and models.
          12: ("benchmarks/results/h200-judges-fresh12", {"judges.csv.gz": [("wide", 33), ("models", 15)]}),
          # After the heads, rows and more batched, skinny and edge draws, and the backward's key blocks by head
-         # dim (the thirteenth freeze): wide and models.
-         13: ("benchmarks/results/h200-judges-fresh13", {"judges.csv.gz": [("wide", 34), ("models", 16)]})}
+         # dim (the thirteenth freeze): wide, attention and models.
+         13: ("benchmarks/results/h200-judges-fresh13",
+              {"judges.csv.gz": [("wide", 34), ("attention", 29), ("models", 16)]})}
 
 
 def main() -> int:
