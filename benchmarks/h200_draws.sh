@@ -40,4 +40,5 @@ done
 rm -f "$OUT"/*.db "$OUT"/*.db-wal "$OUT"/*.db-shm
 echo "all took $(( $(date +%s) - start )) s"
 # A device call brings back 8 files at most: everything in one tar (the log last written before it).
-(cd "$OUT" && tar cf draws.tar calibration-*.csv.gz kernels-*.csv.gz gpu.txt && rm -f calibration-*.csv.gz kernels-*.csv.gz)
+(cd "$OUT" && shopt -s nullglob && files=(calibration-*.csv.gz kernels-*.csv.gz) && tar cf draws.tar "${files[@]}" gpu.txt \
+    && rm -f "${files[@]}")
