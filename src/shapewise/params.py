@@ -145,8 +145,8 @@ class CostParams:
     flash_block_bwd: int = 64
     # The backward's blocks are key rows, each walking the query blocks (flash_block_bwd rows a step)
     # that attend to it: flash_blocks_bwd holds their rows by head-dim bucket (flash_buckets; empty:
-    # flash_block_bwd, square). Kernels tile the backward by head dim (FlashAttention-3 takes 128 key
-    # rows a block up to d=128 and fewer past it, 64 query rows a step), which tells on few blocks:
+    # flash_block_bwd, square). The kernels tile the backward by head dim (the H200 fit chose 128 key
+    # rows a block up to d=128 and 64 past it, with 64 query rows a step), which tells on few blocks:
     # on the H200 the backwards of 1-8 sequences × heads came out 20-37% fast at d <= 128 and 10-35%
     # slow at d=192 and 256 with square blocks of 64 (calibrate --heads 1 and 2, benchmarks/RESULTS.md),
     # and square blocks of 128 put short sequences' many-block calls up to 25% slow (whole blocks
