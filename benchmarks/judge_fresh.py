@@ -74,7 +74,8 @@ def main() -> int:
                          "5 (-fresh5/: wide 27; attention 24; models 8), 6 (-fresh6/: wide 28, on two H200s; attention 25; "
                          "models 9), 7 (-fresh7/: wide 29; attention 26; models 10), 8 (-fresh8/: wide 30; attention 27; "
                          "models 11), 9 (-fresh9/: wide 31, on two H200s; attention 28; models 12), 10 (-fresh10/: models 13) or "
-                         "11 (-fresh11/: wide 32, on two H200s; models 14) or 12 (-fresh12/: wide 33; models 15)")
+                         "11 (-fresh11/: wide 32, on two H200s; models 14), 12 (-fresh12/: wide 33; models 15) or "
+                         "13 (-fresh13/: wide 34; attention 29; models 16)")
     args = ap.parse_args()
     folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")
