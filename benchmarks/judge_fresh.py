@@ -5,7 +5,7 @@ seed 4 over every corpus config on the first; wide 21 and attention 21 again on 
 `calibrate --quick`'s factors (machine-2.json) before and after; and the same cases' spread between
 the two machines.
 
-python benchmarks/judge_fresh.py [--freeze 1|2|...|13] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
+python benchmarks/judge_fresh.py [--freeze 1|2|...|14] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
 """
 
 import argparse
@@ -61,7 +61,11 @@ LATER = {2: ("benchmarks/results/h200-judges-fresh2",
          # After the heads, rows and more batched, skinny and edge draws, and the backward's key blocks by head
          # dim (the thirteenth freeze): wide, attention and models.
          13: ("benchmarks/results/h200-judges-fresh13",
-              {"judges.csv.gz": [("wide", 34), ("attention", 29), ("models", 16)]})}
+              {"judges.csv.gz": [("wide", 34), ("attention", 29), ("models", 16)]}),
+         # After sliding windows priced as FlexAttention's programs and a second H200's heads and rows
+         # draws (the fourteenth freeze): wide, attention and models.
+         14: ("benchmarks/results/h200-judges-fresh14",
+              {"judges.csv.gz": [("wide", 35), ("attention", 30), ("models", 17)]})}
 
 
 def main() -> int:
@@ -75,7 +79,7 @@ def main() -> int:
                          "models 9), 7 (-fresh7/: wide 29; attention 26; models 10), 8 (-fresh8/: wide 30; attention 27; "
                          "models 11), 9 (-fresh9/: wide 31, on two H200s; attention 28; models 12), 10 (-fresh10/: models 13) or "
                          "11 (-fresh11/: wide 32, on two H200s; models 14), 12 (-fresh12/: wide 33; models 15) or "
-                         "13 (-fresh13/: wide 34; attention 29; models 16)")
+                         "13 (-fresh13/: wide 34; attention 29; models 16) or 14 (-fresh14/: wide 35; attention 30; models 17)")
     args = ap.parse_args()
     folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")

@@ -195,7 +195,8 @@ def test_decoding_fits_keep_what_the_calls_cannot_tell():
 def test_the_window_factors_are_recovered_from_windowed_calls():
     from shapewise.fit import fit_flash_window
 
-    truth = dataclasses.replace(SPEC, flash_window_fwd=(1.8, 1.5, 2.0), flash_window_bwd=(2.3, 1.7, 4.1))
+    truth = dataclasses.replace(SPEC, flash_window_fwd=(1.8, 1.5, 2.0), flash_window_bwd=(2.3, 1.7, 4.1),
+                                flash_window_partial=2.5)
     samples = []
     for seq, window, d in ((4096, 1024, 64), (8192, 4096, 128), (8192, 1024, 256), (2048, 512, 96)):
         for pass_ in ("fwd", "bwd"):
@@ -205,6 +206,7 @@ def test_the_window_factors_are_recovered_from_windowed_calls():
     fitted = fit_flash_window(samples, gpu=H200, dtype="bf16", params=SPEC)
     assert fitted.flash_window_fwd == pytest.approx((1.8, 1.5, 2.0), rel=1e-3)
     assert fitted.flash_window_bwd == pytest.approx((2.3, 1.7, 4.1), rel=1e-3)
+    assert fitted.flash_window_partial == 2.5  # the cut blocks' cost, told apart by windows of several lengths
     assert fit_flash_window([], gpu=H200, dtype="bf16", params=truth) == truth  # nothing measured: kept
 
 
@@ -641,6 +643,16 @@ def test_a_profile_pricing_windows_or_wide_decoding_at_no_time_is_refused(field,
     shipped = find("h200")
     text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, **{field: value})))
     with pytest.raises(ShapewiseError, match="not a rate.*calibrate again"):
+        from_text(text)
+
+
+@pytest.mark.parametrize("partial", [0.0, -2.25])
+def test_a_cut_mask_block_of_no_cost_is_refused(partial):
+    """A window's cut mask blocks at no (or less than no) cost would price its band's edges free: the
+    load refuses the profile in one line."""
+    shipped = find("h200")
+    text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, flash_window_partial=partial)))
+    with pytest.raises(ShapewiseError, match="parameter flash_window_partial is"):
         from_text(text)
 
 

@@ -40,6 +40,10 @@ from .params import (
     DECODE_SPLIT_BLOCKS,
     DECODE_SPLIT_STEPS,
     DECODE_TILES,
+    FLEX_BWD,
+    FLEX_FWD,
+    FLEX_FWD_OTHER,
+    FLEX_MASK,
     SPEC,
     WINDOW_HEAD_DIMS,
     CostParams,
@@ -427,10 +431,7 @@ def _flash_steps(op: Op, block: int, overhead: float, sms: int) -> tuple[float, 
     one token to a whole block."""
     q_blocks, kv_blocks = -(-op.m // block), -(-op.n // block)
     fill = min(op.m, block) / block
-    if op.causal and op.window:  # query block i: its diagonal block back to the one holding its first row's oldest key
-        first = np.arange(q_blocks) * block
-        per_block = np.arange(q_blocks) - np.maximum(first - op.window + 1, 0) // block + 1
-    elif op.causal:  # query block i attends to the key blocks up to its diagonal
+    if op.causal:  # query block i attends to the key blocks up to its diagonal
         per_block = np.minimum(kv_blocks - q_blocks + np.arange(1, q_blocks + 1), kv_blocks)
     else:
         per_block = np.full(q_blocks, kv_blocks)
@@ -454,6 +455,54 @@ def _flash_steps_by_keys(op: Op, keys: int, queries: int, overhead: float, sms: 
     steps = float(per_block.sum()) * op.batch * fill
     busiest = _busiest_sm(tuple(float(x) + overhead for x in per_block), op.batch, sms)
     return steps, steps + overhead * op.batch * kv_blocks * fill, busiest * fill
+
+
+@functools.lru_cache(maxsize=1024)
+def _band_blocks(q_len: int, kv_len: int, window: int, partial: float) -> tuple[np.ndarray, np.ndarray]:
+    """The mask blocks (FLEX_MASK × FLEX_MASK) a causal sliding window runs, each cut one (some of its
+    pairs outside the band) counted as `partial` whole ones: for each block row of queries its key
+    blocks, and for each block column of keys its query blocks."""
+    starts = np.arange(-(-q_len // FLEX_MASK)) * FLEX_MASK
+    first_q, last_q = starts[:, None], np.minimum(starts + FLEX_MASK, q_len)[:, None] - 1
+    keys = np.arange(-(-kv_len // FLEX_MASK)) * FLEX_MASK
+    first_k, last_k = keys[None, :], np.minimum(keys + FLEX_MASK, kv_len)[None, :] - 1
+    # a block holds a kept pair when some key is at or before some query (first key <= last query)
+    # and the nearest pair is inside the window (first query - last key < window); all its pairs
+    # when every key is at or before every query and the farthest pair is inside the window
+    touched = (first_k <= last_q) & (first_q - last_k < window)
+    whole = (last_k <= first_q) & (last_q - first_k < window)
+    cost = np.where(whole, 1.0, partial) * touched
+    return cost.sum(axis=1), cost.sum(axis=0)
+
+
+def flex_blocks(head_dim: int) -> tuple[tuple[int, int], tuple[int, int, int, int]]:
+    """FlexAttention's programs at a head dim (params.FLEX_FWD, FLEX_BWD)."""
+    fwd = FLEX_FWD.get(head_dim, FLEX_FWD_OTHER) if head_dim <= 256 else (64, 32)
+    return fwd, FLEX_BWD[0 if head_dim < 64 else 1 if head_dim <= 128 else 2]
+
+
+def _flex_work(op: Op, sms: int, partial: float = 1.0) -> tuple[float, float]:
+    """A sliding-window call as FlexAttention runs it: the multiply-adds' FLOPs of every program (whole
+    mask blocks, the head dim padded to a power of two, the backward's recomputed scores) and those of
+    the busiest SM, each program dispatched to the SM that frees first. The forward: a program for
+    each block of query rows of each head, walking the key blocks of its mask row. The backward: for
+    each key head, a dK/dV program per block of key rows, walking the query blocks of its mask column
+    for every query head of the group (QKᵀ, dO Vᵀ, Pᵀ dO, dSᵀ Q: 8 FLOPs a pair and dim), then a dQ
+    program per block of query rows of each query head, walking its mask row's key blocks (QKᵀ,
+    dO Vᵀ, dS K: 6). A block the band cuts counts as `partial` whole ones (params.flash_window_partial)."""
+    dim = 1 << max(op.k - 1, 15).bit_length()
+    per_row, per_col = _band_blocks(op.m, op.n, op.window, partial)
+    (rows, _), (keys1, _, rows2, _) = flex_blocks(op.k)
+    if op.pass_ == "fwd":
+        programs = np.repeat(per_row * (4 * rows * FLEX_MASK * dim), FLEX_MASK // rows)
+        copies = op.batch
+    else:
+        group = max(op.groups, 1)
+        dkdv = np.repeat(per_col * (group * 8 * keys1 * FLEX_MASK * dim), FLEX_MASK // keys1)
+        dq = np.tile(np.repeat(per_row * (6 * rows2 * FLEX_MASK * dim), FLEX_MASK // rows2), group)
+        programs, copies = np.concatenate([dkdv, dq]), max(op.batch // group, 1)
+    lengths = tuple(float(x) for x in programs)
+    return sum(lengths) * copies, _busiest_sm(lengths, copies, sms)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -573,15 +622,17 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     latency = max(p.flash_latency_fwd_ms if fwd else p.flash_latency_bwd_ms, p.launch_ms)
     eff = _rate(table[p.flash_buckets.index(bucket)] if bucket in p.flash_buckets else table[-1],
                 f"fused attention {op.pass_} efficiency at head dim {bucket}")
-    if fwd or op.window:  # blocks of query rows walking the key blocks (a window's backward too)
-        rows = cols = p.flash_block_q if fwd else flash_block_bwd(p, d)
+    t0 = op.flops / peak
+    t1 = op.flops / (peak * eff)
+    if op.window and op.m > 1:
+        return _window_cost(op, gpu, p, t0, t1, latency)
+    if fwd:  # blocks of query rows walking the key blocks
+        rows = cols = p.flash_block_q
         steps, work, span = _flash_steps(op, rows, overhead, gpu.num_sms)  # span: steps on the busiest SM
     else:  # blocks of key rows walking the query blocks
         rows, cols = flash_block_bwd(p, d), p.flash_block_bwd
         steps, work, span = _flash_steps_by_keys(op, rows, cols, overhead, gpu.num_sms)
     exact = op.batch * attended_pairs(op.m, op.n, causal=op.causal, window=op.window) / (rows * cols)  # steps unpadded
-    t0 = op.flops / peak
-    t1 = op.flops / (peak * eff)
     t2 = t1 * (bucket / d) * (steps / exact)  # padded head dim, whole blocks on the diagonal
     t3 = t2 * work / steps  # each block's own prologue and epilogue
     t4 = t3 * span * gpu.num_sms / work  # SMs idle while the busiest finishes
@@ -596,14 +647,25 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     # (cuDNN) the grouped backwards of the independent attention set ran 5-6% over the model without
     # it, 0.55 of twice these bytes at full bandwidth; the MHA ones 1% (benchmarks/RESULTS.md).
     t_groups = 8 * op.batch * op.n * op.k / gpu.bytes_per_s if not fwd and op.groups > 1 else 0.0
-    # A sliding window runs another kernel (FlexAttention's; cuDNN's SDPA has no window) at its own
-    # rate against cuDNN's: the profile's measured factor, its own cause (a kernel with a native
-    # window would not pay it).
-    slower = window_factor(op, p) if op.window else 1.0
-    t_window = (t4 + t_groups) * (slower - 1.0)
-    return (t4 + t_groups + t_window) * s + latency, Losses(
+    return (t4 + t_groups) * s + latency, Losses(
         kernel=(t1 - t0 + t3 - t2) * s + latency - p.launch_ms, tile=(t2 - t1) * s, wave=(t4 - t3) * s,
-        memory=t_groups * s, launch=p.launch_ms, window=t_window * s)
+        memory=t_groups * s, launch=p.launch_ms)
+
+
+def _window_cost(op: Op, gpu: GPU, p: CostParams, t0: float, t1: float, latency: float) -> tuple[float, Losses]:
+    """A sliding-window call: another kernel (FlexAttention's; cuDNN's SDPA has no window), priced by
+    its own programs (_flex_work) at cuDNN's efficiency for the head dim (t1: the call's FLOPs at it),
+    then at the window's own rate against it, the profile's measured factor (params.flash_window_*),
+    its own cause: a kernel with a native window would not pay it. A grouped backward sums its group
+    inside the dK/dV programs, with no pass of its own."""
+    work, busiest = _flex_work(op, gpu.num_sms, p.flash_window_partial)
+    t2 = t1 * work / op.flops  # whole mask blocks (the cut ones dearer), the head dim padded, the backward's recomputation
+    t4 = t2 * busiest * gpu.num_sms / work  # SMs idle while the busiest finishes
+    t_window = t4 * (window_factor(op, p) - 1.0)
+    s = 1e3
+    return (t4 + t_window) * s + latency, Losses(
+        kernel=(t1 - t0) * s + latency - p.launch_ms, tile=(t2 - t1) * s, wave=(t4 - t2) * s,
+        launch=p.launch_ms, window=t_window * s)
 
 
 def _comm_ms(op: Op, gpu: GPU, p: CostParams) -> float:

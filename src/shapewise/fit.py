@@ -8,6 +8,7 @@ the memory-bound kernel families have closed-form fits. Everything here is numpy
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -466,11 +467,31 @@ def _levenberg(residuals, jacobian, start: np.ndarray, *, lower: np.ndarray, ite
     return x
 
 
+WINDOW_PARTIALS = tuple(1.0 + 0.25 * i for i in range(13))  # fit_flash_window's choices, 1 to 4 whole blocks
+
+
 def fit_flash_window(samples: list[tuple[Op, float]], *, gpu: GPU, dtype: str, params: CostParams) -> CostParams:
-    """Sliding-window attention's rate against the causal kernel the model prices, per pass and head
-    dim bucket (params.flash_window_*): the geometric mean over its calls of the factor that puts the
-    prediction on the measurement. samples: (op, measured ms) of windowed attention calls; a bucket
-    without any keeps its factor."""
+    """Sliding-window attention's kernel (cost._window_cost): the cost of a mask block the band cuts
+    (params.flash_window_partial, among WINDOW_PARTIALS) and, at each, the rate against the causal
+    kernel per pass and head dim bucket (params.flash_window_*: the geometric mean over its calls of
+    the factor that puts the prediction on the measurement); the partial cost whose factors leave the
+    least mean |log error|. samples: (op, measured ms) of windowed attention calls; a bucket without
+    any keeps its factor, and no samples keep every parameter."""
+    samples = [(op, ms) for op, ms in samples if ms and op.window]
+    if not samples:
+        return params
+    best = None
+    for partial in WINDOW_PARTIALS:
+        fitted = _window_factors(samples, gpu=gpu, dtype=dtype,
+                                 params=dataclasses.replace(params, flash_window_partial=partial))
+        error = float(np.mean([abs(math.log(_flash_cost(op, gpu, dtype, fitted)[0] / ms)) for op, ms in samples]))
+        if best is None or error < best[0] - 1e-12:
+            best = (error, fitted)
+    return best[1]
+
+
+def _window_factors(samples: list[tuple[Op, float]], *, gpu: GPU, dtype: str, params: CostParams) -> CostParams:
+    """fit_flash_window's factors at params' partial-block cost."""
     update = {}
     for pass_, field in (("fwd", "flash_window_fwd"), ("bwd", "flash_window_bwd")):
         table = list(getattr(params, field))
@@ -478,10 +499,10 @@ def fit_flash_window(samples: list[tuple[Op, float]], *, gpu: GPU, dtype: str, p
         for bucket in range(len(table)):
             factors = []
             for op, ms in samples:
-                if op.pass_ == pass_ and window_bucket(op.k) == bucket and ms:
+                if op.pass_ == pass_ and window_bucket(op.k) == bucket:
                     base = _flash_cost(op, gpu, dtype, once)[0]  # the factor scales all but the fixed latency
                     scaled = _flash_cost(op, gpu, dtype, twice)[0] - base
-                    if scaled > 0:  # not one priced as a stream of the cache, which no factor scales
+                    if scaled > 0:
                         factors.append(max(1 + (ms - base) / scaled, 0.05))
             if factors:
                 table[bucket] = round(float(np.exp(np.mean(np.log(factors)))), 4)

@@ -10,6 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 WINDOW_HEAD_DIMS = (64, 128, 256)  # the head dims of the window factors' buckets
+# A sliding window's kernel (FlexAttention, compiled, with a block mask) tiles the score matrix in
+# mask blocks of FLEX_MASK rows × FLEX_MASK keys and runs every block the band touches whole. Its
+# programs, by head dim (torch's defaults for 16-bit inputs on sm90, the H100 and H200): the forward's
+# query rows × key columns a step (FLEX_FWD: (64, 128, 256) → (128, 128), (128, 64), (64, 32); other
+# head dims up to 256 (128, 64)); the backward's (FLEX_BWD) key rows of a dK/dV program × the query
+# rows it walks a step, and query rows of a dQ program × the keys it walks a step, by head dim under
+# 64, up to 128, and up to 256. A dK/dV program walks every query head of its key head's group.
+FLEX_MASK = 128
+FLEX_FWD = {64: (128, 128), 128: (128, 64), 256: (64, 32)}
+FLEX_FWD_OTHER = (128, 64)
+FLEX_BWD = ((64, 64, 64, 64), (128, 64, 128, 64), (64, 64, 64, 64))
 # Decoding attention's kernel (CostParams.flash_decode_*): the widths of its tiles, a block's query
 # rows and the keys of one step (the H200's kernel names: 16x128x64, 16x128x128, 16x128x256). A call
 # of at most half as many blocks as SMs, over a cache of DECODE_SPLIT_STEPS steps or more, splits the
@@ -170,12 +181,17 @@ class CostParams:
     flash_decode_fixed_ms: tuple[float, float, float] = (0.0056, 0.0056, 0.0056)
     flash_decode_split_ms: float = 0.0
     flash_decode_step_ms: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    # Sliding-window attention's kernel (FlexAttention with a window block mask, compiled) against
-    # cuDNN's causal kernel on the same blocks, forward and backward, by head dim up to 64, 128 and
-    # 256 (WINDOW_HEAD_DIMS): the spec model assumes the same rate; a calibration measures it (on
-    # the H200 the designed set's 24 window calls: 1.3-2.9x, slowest at head dim 256).
+    # Sliding-window attention's kernel (FlexAttention with a window block mask, compiled), its own
+    # programs (cost._flex_work) at cuDNN's efficiency for the head dim, against which its rate is
+    # this factor, forward and backward, by head dim up to 64, 128 and 256 (WINDOW_HEAD_DIMS): the
+    # spec model assumes the same rate; a calibration measures it (on the H200, the designed set's
+    # 24 window calls: forward 1.2-2.1x, backward 1.0-2.0x, slowest at head dim 256).
     flash_window_fwd: tuple[float, float, float] = (1.0, 1.0, 1.0)
     flash_window_bwd: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    # A mask block the band cuts (on the diagonal, at the window's far edge) runs the mask on every
+    # pair: its cost in whole blocks (cost._flex_work). The spec model: 1; a calibration fits it with
+    # the factors above (fit.fit_flash_window).
+    flash_window_partial: float = 1.0
     # Tensor-parallel collectives ride the GPU's peer link (hardware.NVLINK_DATASHEETS): ring
     # all-gather and reduce-scatter move (t-1)/t of the message each way. The spec model assumes
     # nccl-tests' usual bus bandwidth on NVLink (about 80%) and 10 µs a call; `calibrate --comm`

@@ -110,6 +110,9 @@ def _params_from_json(data: dict, where: str) -> CostParams:
     if blocks and (len(blocks) != len(buckets) or not all(isinstance(b, int) and b > 0 for b in blocks)):
         raise ShapewiseError(f"{where}: flash_blocks_bwd must be one whole number of rows over 0 per head-dim bucket "
                              f"({len(buckets)}): the file is damaged")
+    if not values.get("flash_window_partial", 1.0) > 0:
+        raise ShapewiseError(f"{where}: parameter flash_window_partial is {values['flash_window_partial']}; a cut mask "
+                             f"block's cost in whole ones must be over 0: the file is damaged")
     octaves = values.get("residual_octaves", SPEC.residual_octaves)
     if not OCTAVES[0] <= octaves <= OCTAVES[1]:
         raise ShapewiseError(f"{where}: parameter residual_octaves is {octaves}; the width of a calibration shape's "
