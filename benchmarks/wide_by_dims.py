@@ -1,8 +1,10 @@
-"""The wide set's GEMMs and batched GEMMs split by their smallest and largest dims, from the committed
-exports of results/h200-judges/ (seeds 1-3, 11, 12 and the models sets, both H200s): where the error
-is, and which part of a change's gain came from which dims.
+"""The wide set's GEMMs and batched GEMMs split by their smallest and largest dims and by their
+measured time, from the committed exports of results/h200-judges/ (seeds 1-3, 11, 12 and the models
+sets, both H200s) or those named: where the error is, and which part of a change's gain came from
+which dims.
 
-python benchmarks/wide_by_dims.py [--profile PATH]   (on the CPU; a few seconds)
+python benchmarks/wide_by_dims.py [--profile PATH] [--exports EXPORT.csv[.gz] ...]   (on the CPU; seconds)
+(the fourteenth freeze's fresh wide sets: --exports results/h200-judges-fresh1{3,4}/judges.csv.gz)
 """
 
 import argparse
@@ -11,6 +13,7 @@ import csv
 import numpy as np
 
 from shapewise.cost import predict_gemm
+from shapewise.exports import open_export
 from shapewise.profile import cost_model
 
 R = "benchmarks/results/h200-judges"
@@ -20,10 +23,14 @@ EXPORTS = ("judges-1.csv", "judges-2.csv")
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", help="the profile to judge (default: the shipped H200 profile)")
+    ap.add_argument("--exports", nargs="+", default=[f"{R}/{e}" for e in EXPORTS],
+                    help="judges exports (default: results/h200-judges/'s)")
     args = ap.parse_args()
     model = cost_model("h200", profile=args.profile)
-    rows = [r for e in EXPORTS for r in csv.DictReader(open(f"{R}/{e}"))
-            if r["bench"] in ("gemm", "bmm") and not r["error"] and r["median_ms"]]
+    rows = []
+    for path in args.exports:
+        with open_export(path) as f:
+            rows += [r for r in csv.DictReader(f) if r["bench"] in ("gemm", "bmm") and not r["error"] and r["median_ms"]]
     m, n, k, b = (np.array([int(r[f"p_{d}"]) for r in rows]) for d in ("m", "n", "k", "batch"))
     measured = np.array([float(r["median_ms"]) for r in rows])
     layout = np.array([r["p_layout"] for r in rows])
@@ -36,6 +43,11 @@ def main() -> int:
                              ("all within 32-16,384", (high <= 16384) & (low >= 32))):
             sel = chosen & where
             if sel.any():
+                print(f"{kind:5s} {label:22s} {sel.sum():5d}  {np.median(error[sel]):6.1%} {np.quantile(error[sel], 0.9):6.1%}")
+        for low_ms, high_ms in ((0, 0.01), (0.01, 0.05), (0.05, 0.2), (0.2, 1), (1, np.inf)):
+            sel = chosen & (measured >= low_ms) & (measured < high_ms)
+            if sel.any():
+                label = f"{low_ms * 1e3:g}-{high_ms * 1e3:g} µs" if high_ms < 1 else f"{low_ms:g} ms and over" if high_ms == np.inf else f"{low_ms * 1e3:g} µs-{high_ms:g} ms"
                 print(f"{kind:5s} {label:22s} {sel.sum():5d}  {np.median(error[sel]):6.1%} {np.quantile(error[sel], 0.9):6.1%}")
     return 0
 
