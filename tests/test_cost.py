@@ -355,6 +355,24 @@ def test_a_wider_window_never_costs_less(seq, windows, d, heads, pass_):
     assert work / 132 <= busiest * (1 + 1e-9) <= work
 
 
+@given(seq=st.integers(2, 16384), window=st.integers(1, 16384), d=st.sampled_from([64, 80, 96, 128, 192, 256]),
+       heads=st.sampled_from([(8, 8), (8, 2), (9, 1), (32, 8)]), pass_=st.sampled_from(["fwd", "bwd"]))
+@settings(max_examples=80, deadline=None)
+def test_a_windows_losses_are_causes_and_account_for_its_time(seq, window, d, heads, pass_):
+    """A sliding window's time is its ideal time and its losses, each 0 or more (a window factor
+    under 1, FlexAttention faster than cuDNN's rate, lessens the kernel's loss, never a negative
+    window loss), in the spec model and the H200's profile."""
+    assume(window < seq)
+    op = attention_op(pass_, seqs=2, heads=heads[0], kv_heads=heads[1], q_len=seq, kv_len=seq, head_dim=d,
+                      causal=True, dtype_bytes=2, window=window, name="attn/window")
+    for model in (SPEC_H200, cost_model("h200")):
+        cost = predict_ops([op], gpu=model, dtype="bf16")[0]
+        assert all(getattr(cost.losses, name) >= -1e-12 for name in (*LOSS_NAMES, "window") if name != "correction")
+        ideal_ms = op.flops / (cost.peak_tflops * 1e9)
+        assert ideal_ms + sum(getattr(cost.losses, name) for name in (*LOSS_NAMES, "window")) == pytest.approx(
+            cost.time_ms, rel=1e-9)
+
+
 def test_a_grouped_windowed_backward_walks_its_group_in_one_program():
     """FlexAttention's backward sums a key head's group inside its dK/dV programs: with one key head
     for nine query heads (StarCoder2-7B on four GPUs) it has a ninth of the programs, each nine times

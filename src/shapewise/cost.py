@@ -481,6 +481,9 @@ def flex_blocks(head_dim: int) -> tuple[tuple[int, int], tuple[int, int, int, in
     return fwd, FLEX_BWD[0 if head_dim < 64 else 1 if head_dim <= 128 else 2]
 
 
+FLEX_RECOMPUTE = 14 / 10  # FlexAttention's backward FLOPs a pair and dim (_flex_work) against the 10 an op counts
+
+
 def _flex_work(op: Op, sms: int, partial: float = 1.0) -> tuple[float, float]:
     """A sliding-window call as FlexAttention runs it: the multiply-adds' FLOPs of every program (whole
     mask blocks, the head dim padded to a power of two, the backward's recomputed scores) and those of
@@ -656,15 +659,19 @@ def _window_cost(op: Op, gpu: GPU, p: CostParams, t0: float, t1: float, latency:
     """A sliding-window call: another kernel (FlexAttention's; cuDNN's SDPA has no window), priced by
     its own programs (_flex_work) at cuDNN's efficiency for the head dim (t1: the call's FLOPs at it),
     then at the window's own rate against it, the profile's measured factor (params.flash_window_*),
-    its own cause: a kernel with a native window would not pay it. A grouped backward sums its group
+    its own cause: a kernel with a native window would not pay it (where the factor is under 1, the
+    kernel's loss is that much less). The backward's recomputed scores and score gradients are the
+    kernel's; whole mask blocks and the padded head dim are tiles. A grouped backward sums its group
     inside the dK/dV programs, with no pass of its own."""
     work, busiest = _flex_work(op, gpu.num_sms, p.flash_window_partial)
-    t2 = t1 * work / op.flops  # whole mask blocks (the cut ones dearer), the head dim padded, the backward's recomputation
+    t_kernel = t1 * (FLEX_RECOMPUTE if op.pass_ == "bwd" else 1.0)  # the backward's 14 FLOPs a pair and dim, not 10
+    t2 = t1 * work / op.flops  # whole mask blocks (the cut ones dearer), the head dim padded
     t4 = t2 * busiest * gpu.num_sms / work  # SMs idle while the busiest finishes
-    t_window = t4 * (window_factor(op, p) - 1.0)
+    slower = t4 * (window_factor(op, p) - 1.0)
+    t_window, faster = max(slower, 0.0), min(slower, 0.0)
     s = 1e3
-    return (t4 + t_window) * s + latency, Losses(
-        kernel=(t1 - t0) * s + latency - p.launch_ms, tile=(t2 - t1) * s, wave=(t4 - t2) * s,
+    return (t4 + slower) * s + latency, Losses(
+        kernel=(t_kernel - t0 + faster) * s + latency - p.launch_ms, tile=(t2 - t_kernel) * s, wave=(t4 - t2) * s,
         launch=p.launch_ms, window=t_window * s)
 
 
