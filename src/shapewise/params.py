@@ -12,7 +12,8 @@ from dataclasses import dataclass
 WINDOW_HEAD_DIMS = (64, 128, 256)  # the head dims of the window factors' buckets
 # A sliding window's kernel (FlexAttention, compiled, with a block mask) tiles the score matrix in
 # mask blocks of FLEX_MASK rows × FLEX_MASK keys and runs every block the band touches whole. Its
-# programs, by head dim (torch's defaults for 16-bit inputs on sm90, the H100 and H200): the forward's
+# programs, by head dim (torch's defaults for 16-bit inputs on sm90, the H100 and H200, in its inductor's
+# template heuristics for flex attention, CUDAConfigHeuristic): the forward's
 # query rows × key columns a step (FLEX_FWD: (64, 128, 256) → (128, 128), (128, 64), (64, 32); other
 # head dims up to 256 (128, 64)); the backward's (FLEX_BWD) key rows of a dK/dV program × the query
 # rows it walks a step, and query rows of a dQ program × the keys it walks a step, by head dim under
