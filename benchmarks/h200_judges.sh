@@ -3,7 +3,8 @@
 # (ATTENTION) and `models` (MODELS, over the configs in CONFIGS), into one results store, each phase
 # time-limited so that what was measured comes back; then the kernels each case ran. Writes
 # OUT/h200-machine.json (with QUICK_CALIBRATE=1: `calibrate --quick`'s profile), OUT/judges.csv (every measurement: `shapewise results --import` it and judge with `validate
-# --from-db`), OUT/judges.db (the store itself, in case the export is cut short), OUT/kernels.csv, OUT/gpu.txt (which H200: its serial and UUID) and OUT/log.txt.
+# --from-db`), OUT/judges.db (the store itself, in case the export is cut short), OUT/kernels.csv, OUT/census.json.gz (the
+# kernels named, as far as they got: the store's "kernels" rows with their metrics), OUT/gpu.txt (which H200: its serial and UUID) and OUT/log.txt.
 #   OUT=folder WIDE="1 2" ATTENTION="1" MODELS="1" WIDE_LATE="3" CONFIGS=tests/data/configs BUDGET_S=480 \
 #     [MODELS_S=200] bash benchmarks/h200_judges.sh
 set -uo pipefail
@@ -39,4 +40,7 @@ for seed in ${WIDE_LATE:-}; do v 150 wide "$seed"; done
 timeout 45 python3 benchmarks/judge_kernels.py "$OUT/kernels.csv" --db "$db" --set "${sets[@]}" --configs "$CONFIGS" \
     || echo "judge_kernels.py stopped (exit $?; 124: its 45 s ran out): no $OUT/kernels.csv, the export holds what it named"
 python3 -m shapewise results --db "$db" --export "$OUT/judges.csv"
+# The census's names and grids are metrics, which only a JSON export carries: kept, gzipped, whether or
+# not judge_kernels.py wrote its CSV.
+python3 -m shapewise results --db "$db" --bench kernels --export "$OUT/census.json" && gzip -f "$OUT/census.json"
 echo "all took $(( $(date +%s) - start )) s"
