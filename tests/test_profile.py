@@ -290,6 +290,24 @@ def test_streams_draws_are_decoding_weight_streams_mostly_aligned_and_never_held
     assert len(drawn_beside(streams=1, quick=True)) == 4
 
 
+def test_shards_draws_are_few_rows_against_small_weights_at_transformers_dims_and_never_held_out():
+    from shapewise.draws import SHARDS_BYTES, SHARDS_GEMMS, calibration_cases, drawn_beside, validation_cases
+
+    one, again, two = (drawn_beside(shards=s) for s in (1, 1, 2))
+    assert [c.key for c in one] == [c.key for c in again] and len({c.key for c in one} & {c.key for c in two}) < 60  # dims repeat
+    assert all(c.bench == "gemm" for c in one) and len(one) >= SHARDS_GEMMS - 20 and len({c.key for c in one}) == len(one)
+    assert {c.params["layout"] for c in one} == {"nn", "nt"}
+    dims = np.array([[c.params[d] for d in ("m", "n", "k")] for c in one])
+    assert dims[:, 0].min() == 1 and dims[:, 0].max() == 16 and (dims[:, 0] == 1).mean() > 0.2
+    weights = dims[:, 1] * dims[:, 2] * 2
+    assert weights.min() >= SHARDS_BYTES[0] and weights.max() <= SHARDS_BYTES[1]
+    assert (dims[:, 1:] % 8 == 0).all(axis=1).mean() > 0.8  # as models align them (head dims of 80 and 96 too)
+    assert ((dims[:, 1] >= 960) & (dims[:, 1] <= 2048)).sum() > 100  # the outputs the models sets missed
+    assert not {c.key for c in one} & ({c.key for s in (2, 3, 13) for c in validation_cases(seed=s)}
+                                       | {c.key for c in calibration_cases()})
+    assert len(drawn_beside(shards=1, quick=True)) == 4
+
+
 def test_every_draw_has_its_flag_and_a_misspelt_one_is_refused():
     from shapewise.cli.calibrate import DRAW_HELP
     from shapewise.draws import DRAWS, drawn_beside
@@ -701,7 +719,7 @@ def test_rows_draws_are_a_layers_memory_bound_ops_on_few_rows_both_passes():
     from shapewise.draws import calibration_cases, drawn_beside, validation_cases
 
     one, again, two = (drawn_beside(rows=s) for s in (1, 1, 2))
-    assert [c.key for c in one] == [c.key for c in again] and len({c.key for c in one} & {c.key for c in two}) < 20
+    assert [c.key for c in one] == [c.key for c in again] and len({c.key for c in one} & {c.key for c in two}) < 60  # dims repeat
     assert all(c.bench == "op" and c.params["kind"] == "memory" for c in one)
     families = {(c.params["family"], c.params["pass_"]) for c in one}
     assert {("glu", "bwd"), ("rope", "bwd"), ("act", "bwd"), ("rmsnorm", "bwd"), ("layernorm", "bwd")} <= families

@@ -523,9 +523,51 @@ def _rows_cases(rows_seed: int, *, quick: bool, dtype: str) -> list[Case]:
     return _unique(cases)
 
 
+# `calibrate --shards SEED`: the small weights a decoding step streams past a few rows, as a
+# tensor-parallel rank or an MoE expert holds them: 1 to 16 rows against weights of 128 KB to 64 MB
+# at transformers' dims (_large_matrix's matrices split over 1 to 8 GPUs, and experts' up and down
+# projections of 128 to 4096), forward ("nt", F.linear) or held as inputs × outputs ("nn"); from a
+# stream of its own (SHARDS_STREAM beside the seed). The streams draw starts at 4 MB and draws its
+# dims at random: on the models sets one-row GEMMs onto 960-2048 outputs came out 18-45% over the
+# model (seen data, benchmarks/RESULTS.md), where the calibration held no such weight.
+SHARDS_GEMMS = 800
+SHARDS_STREAM = 7573
+SHARDS_ROWS = (1, 1, 1, 2, 3, 4, 6, 8, 12, 16)
+SHARDS_BYTES = (128e3, 64e6)
+SHARDS_EXPERT_FFN = (128, 4096)
+
+
+def _shards_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, str]]:
+    """(m, n, k, layout) of `count` weight shards (see SHARDS_GEMMS)."""
+    out: list[tuple[int, int, int, str]] = []
+    while len(out) < count:
+        if rng.random() < 0.3:  # an MoE expert's projection, up (outputs: its width) or down
+            hidden = _round_to(float(_rng_dims(rng, 1024, 8192, 1)[0]), 256)
+            width = _round_to(float(_rng_dims(rng, *SHARDS_EXPERT_FFN, 1)[0]), int(rng.choice([64, 128])))
+            outputs, inputs = (width, hidden) if rng.random() < 0.5 else (hidden, width)
+        else:
+            outputs, inputs, column = _large_matrix(rng)
+            tp = int(rng.choice([1, 2, 4, 8, 8]))
+            if (outputs if column else inputs) % tp:
+                continue
+            outputs, inputs = (outputs // tp, inputs) if column else (outputs, inputs // tp)
+        m = int(rng.choice(SHARDS_ROWS))
+        if SHARDS_BYTES[0] <= outputs * inputs * DTYPE_BYTES[dtype] <= SHARDS_BYTES[1]:
+            out.append((m, outputs, inputs, "nt" if rng.random() < 0.7 else "nn"))
+    return out
+
+
+def _shards_cases(shards: int, *, quick: bool, dtype: str) -> list[Case]:
+    """`calibrate --shards SEED`'s draws."""
+    rng = np.random.default_rng([shards, SHARDS_STREAM])
+    shapes = _shards_dims(rng, 4 if quick else SHARDS_GEMMS, dtype=dtype)
+    return _unique(_drawn_gemms(((m, n, k, 1, layout) for m, n, k, layout in shapes), quick=quick, dtype=dtype))
+
+
 # The draws beside the designed set, by the name of calibrate's flag: each a function of its seed.
 DRAWS = {"extended": _extended_cases, "edges": _edge_cases, "batched": _batched_cases, "large": _large_cases,
-         "skinny": _skinny_cases, "streams": _streams_cases, "heads": _heads_cases, "rows": _rows_cases}
+         "skinny": _skinny_cases, "streams": _streams_cases, "heads": _heads_cases, "rows": _rows_cases,
+         "shards": _shards_cases}
 
 
 NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-out set's presets' (1600, 2560, 4096)
