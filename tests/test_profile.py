@@ -345,6 +345,31 @@ def test_a_norms_fixed_cost_grows_with_its_rows_width():
     assert dict(one_width.memory_fixed_ms)["layernorm"] == pytest.approx(0.0056 + 1.8e-6 * 4096, rel=0.02)
 
 
+def test_a_memory_bound_streams_fill_is_recovered_and_a_one_row_call_pays_only_its_launch():
+    """A stream's fill (a time paid in full past memory_op_fill_mb, in part below) and its bytes are
+    recovered from calls of 1 to 16,384 rows; a one-row call then costs its fixed time, not the fill,
+    and a call never costs less for more bytes."""
+    truth = dataclasses.replace(SPEC, bandwidth=(("add", 0.8),), memory_fixed_ms=(("add", 0.0042),),
+                                memory_op_fill_ms=(("add", 0.0009),), memory_op_fill_mb=1.0)
+    rows = []
+    for width in (1024, 4096):
+        for tokens in (1, 4, 16, 64, 128, 256, 1024, 4096, 16384):
+            op = Op("residual", "fwd", "memory", 1, 0, 3 * tokens * width * 2, m=tokens, n=width, family="add")
+            rows.append(dict(family="add", bytes=op.bytes, width=width, rows=tokens, **{"pass": "fwd"},
+                             time_ms=predict_ops([op], gpu=CostModel(H200, truth), dtype="bf16")[0].time_ms))
+    fitted = fit_bandwidth(rows, gpu=H200, params=SPEC)
+    assert fitted.memory_op_fill_mb == 1.0
+    assert dict(fitted.memory_op_fill_ms)["add"] == pytest.approx(0.0009, rel=0.02)
+    assert dict(fitted.memory_fixed_ms)["add"] == pytest.approx(0.0042, rel=0.02)
+    model = CostModel(H200, fitted)
+    times = [predict_ops([Op("r", "fwd", "memory", 1, 0, 3 * t * 4096 * 2, m=t, n=4096, family="add")], gpu=model,
+                         dtype="bf16")[0].time_ms for t in (1, 2, 8, 64, 512, 4096)]
+    assert times[0] == pytest.approx(0.0042, rel=0.02) and times == sorted(times)
+    none = dataclasses.replace(truth, memory_op_fill_ms=())
+    one_row = Op("r", "fwd", "memory", 1, 0, 3 * 4096 * 2, m=1, n=4096, family="add")
+    assert predict_ops([one_row], gpu=CostModel(H200, none), dtype="bf16")[0].time_ms == pytest.approx(times[0], rel=0.02)
+
+
 def test_the_embeddings_few_rows_cost_by_the_row():
     """index_select walks 16 indices or fewer one by one: 1 and 16 rows recover a cost per row that
     a call of 17 rows or more does not pay."""

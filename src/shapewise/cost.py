@@ -707,6 +707,12 @@ def memory_fixed_ms(base: float, per_width: float, per_row: float, *, width: int
     return base + per_width * width + (per_row * rows if rows <= SMALL_INDEX else 0.0)
 
 
+def memory_fill_share(nbytes: float, params: CostParams):
+    """The share of params.memory_op_fill_ms a memory-bound call of `nbytes` pays: its bytes over the
+    fill's, at most all of it."""
+    return np.minimum(1.0, nbytes / (params.memory_op_fill_mb * 1e6))
+
+
 def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str) -> list[OpCost]:
     """Predict every op of a step; all GEMMs and BMMs in one vectorized call. gpu: as predict_gemm's."""
     model = cost_model(gpu)
@@ -715,7 +721,7 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str) -> lis
     costs: list[OpCost | None] = [None] * len(ops)
     bandwidth = {**dict(SPEC.bandwidth), **dict(params.bandwidth)}  # a profile may predate a family
     memory_fixed, per_width = dict(params.memory_fixed_ms), dict(params.memory_fixed_per_width_ms)
-    per_row = dict(params.memory_fixed_per_row_ms)
+    per_row, fill = dict(params.memory_fixed_per_row_ms), dict(params.memory_op_fill_ms)
     mm = [i for i, op in enumerate(ops) if op.kind in (GEMM, BMM)]
     if mm:
         m, n, k, batch, layout = (np.array([getattr(ops[i], a) for i in mm]) for a in ("m", "n", "k", "batch", "layout"))
@@ -740,6 +746,7 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str) -> lis
             key = op.family + ("" if op.pass_ == "fwd" else ".bwd")
             real = sum(part / (gpu.bytes_per_s * _rate(bandwidth[name], f"{name} bandwidth")) * 1e3
                        for name, part in memory_parts(op, key).items())
+            real += fill.get(key, 0.0) * memory_fill_share(op.bytes, params)
             fixed = memory_fixed_ms(memory_fixed.get(key, params.launch_ms), per_width.get(key, 0.0),
                                     per_row.get(key, 0.0), width=op.n, rows=op.m)
             time_ms, losses = real + fixed, Losses(memory=real - ideal, launch=fixed)

@@ -35,6 +35,7 @@ from .cost import (
     decode_busy_ms,
     decode_terms,
     flash_block_bwd,
+    memory_fill_share,
     memory_parts,
     power_capped_ms,
     predict_gemm,
@@ -309,14 +310,20 @@ def _attention_op(r: dict, pass_: str, dtype: str) -> Op:
                         kv_len=r["seq"], head_dim=r["head_dim"], causal=True, dtype_bytes=DTYPE_BYTES[dtype])
 
 
+MEMORY_FILLS_MB = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0)  # the fills fit_bandwidth chooses among
+
+
 def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, max_small_bytes: float = 1e6) -> CostParams:
     """Per kernel family and pass, one least-squares line through all its calls (on relative error,
     so that a few microseconds count as much as a few milliseconds; no term negative): a fixed time
     per call, where the calls have rows of several widths a cost per element of a row (one row's
     reduction: the norms), for the embedding's gather (PER_ROW), whose few-row kernel walks its
-    rows one by one, a cost per row up to SMALL_INDEX rows, and the bytes over a fraction of the
-    datasheet bandwidth (two fractions where the op moves bytes at two rates: cost.memory_parts).
-    Without calls of at most `max_small_bytes` the fixed time is one launch.
+    rows one by one, a cost per row up to SMALL_INDEX rows, the fill of its stream (a time paid in
+    full past the fill's bytes, in part below: cost.memory_fill_share), and the bytes over a fraction
+    of the datasheet bandwidth (two fractions where the op moves bytes at two rates:
+    cost.memory_parts). Without calls of at most `max_small_bytes` the fixed time is one launch and
+    there is no fill. The fill's bytes, one for all families, are those of MEMORY_FILLS_MB whose
+    lines leave the least squared relative error over all calls.
 
     All calls in one fit: fitting the fixed time on the few-row calls and the bandwidth on the largest
     apart put the norms of 1 to 8 thousand rows (most of a model's) 10-40% off on the H200, both
@@ -324,8 +331,21 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, max_smal
 
     samples: dicts with family, pass ("fwd"/"bwd"), bytes, time_ms, width (a row's elements), rows
     and table (the embedding's table rows)."""
+    best = None
+    for fill_mb in MEMORY_FILLS_MB:
+        fitted, error = _fit_memory_lines(samples, gpu=gpu, params=dataclasses.replace(params, memory_op_fill_mb=fill_mb),
+                                          max_small_bytes=max_small_bytes)
+        if best is None or error < best[0] * (1 - 1e-9):
+            best = (error, fitted)
+    return best[1] if best else params
+
+
+def _fit_memory_lines(samples: list[dict], *, gpu: GPU, params: CostParams, max_small_bytes: float) -> tuple[CostParams, float]:
+    """fit_bandwidth's lines at params' fill bytes, and the squared relative error they leave."""
     table, fixed = dict(params.bandwidth), dict(params.memory_fixed_ms)
     per_width, per_row = dict(params.memory_fixed_per_width_ms), dict(params.memory_fixed_per_row_ms)
+    fills = dict(params.memory_op_fill_ms)
+    error = 0.0
     for family, pass_ in sorted({(r["family"], r["pass"]) for r in samples}):
         key = family + ("" if pass_ == "fwd" else ".bwd")
         rows = [r for r in samples if (r["family"], r["pass"]) == (family, pass_)]
@@ -334,7 +354,8 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, max_smal
                                  n=r.get("width", 0), k=r.get("table", 0), family=family), key) for r in rows]
         names = list(parts[0])
         columns = {name: np.array([p[name] for p in parts]) / gpu.bytes_per_s * 1e3 for name in names}
-        small = np.array([r["bytes"] <= max_small_bytes for r in rows])
+        nbytes = np.array([float(r["bytes"]) for r in rows])
+        small = nbytes <= max_small_bytes
         widths = np.array([float(r.get("width", 0)) for r in rows])
         counts = np.array([float(r.get("rows", 0)) for r in rows])
         few = counts <= SMALL_INDEX
@@ -344,27 +365,31 @@ def fit_bandwidth(samples: list[dict], *, gpu: GPU, params: CostParams, max_smal
                 columns["per row"] = np.where(few, counts, 0.0)
             elif len(set(widths[small])) > 1:
                 columns["per width"] = widths
+            columns["fill"] = memory_fill_share(nbytes, params)
             rest = time
         else:
             rest = time - params.launch_ms
         if len(rows) < len(columns):
             continue  # too few calls to tell the terms apart: the parameters stay as they were
         names = list(columns)
-        found = dict(zip(names, nonnegative_lstsq(np.stack([columns[n] for n in names], axis=1) / time[:, None],
-                                                  rest / time)))
+        design = np.stack([columns[n] for n in names], axis=1) / time[:, None]
+        coef = nonnegative_lstsq(design, rest / time)
+        error += float(np.sum((design @ coef - rest / time) ** 2))
+        found = dict(zip(names, coef))
         for name in parts[0]:
             if found[name] > 0:
                 table[name] = efficiency(min(1.0, 1 / found[name]))
         if small.any():
             fixed[key] = round(float(found["fixed"]), 5)
-            for where, term in ((per_width, "per width"), (per_row, "per row")):
+            for where, term in ((per_width, "per width"), (per_row, "per row"), (fills, "fill")):
                 if found.get(term, 0.0) > 0:
                     where[key] = float(f"{found[term]:.4g}")
                 else:
                     where.pop(key, None)
     return dataclasses.replace(params, bandwidth=tuple(table.items()), memory_fixed_ms=tuple(sorted(fixed.items())),
                                memory_fixed_per_width_ms=tuple(sorted(per_width.items())),
-                               memory_fixed_per_row_ms=tuple(sorted(per_row.items())))
+                               memory_fixed_per_row_ms=tuple(sorted(per_row.items())),
+                               memory_op_fill_ms=tuple(sorted(fills.items()))), error
 
 
 DECODE_FILLS_MB = (25.0, 50.0, 100.0)  # the fills fit_flash_memory chooses among

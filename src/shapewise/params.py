@@ -112,6 +112,13 @@ class CostParams:
     # kernel that walks the indices one after another: a few rows cost more than many (on the H200,
     # 1 row 5.3 µs, 16 rows 14.5 µs, 31 rows 5.1 µs). Per row up to SMALL_INDEX, by family (embed).
     memory_fixed_per_row_ms: tuple[tuple[str, float], ...] = ()
+    # A memory-bound kernel's stream takes a while to reach its rate: over its first memory_op_fill_mb
+    # it costs up to memory_op_fill_ms more (by family, a share of it for a smaller call), so that a
+    # one-row call pays only its launch. Without it the H200's fit put the fixed time of an add or an
+    # activation at 4.6 µs to serve calls of 0.1-2 MB, and their one-row calls (4.2-4.3 µs measured)
+    # came out 5-6% slow (benchmarks/RESULTS.md). A calibration fits both; the spec model has none.
+    memory_op_fill_ms: tuple[tuple[str, float], ...] = ()
+    memory_op_fill_mb: float = 0.5
     # Memory-bound GEMMs start slower than bandwidth allows (DRAM ramp, few tiles in flight): a delay
     # that grows with the bytes moved up to memory_ramp_mb, then stays.
     memory_latency_ms: float = 0.0045
