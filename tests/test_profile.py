@@ -689,13 +689,17 @@ def test_a_profile_pricing_windows_or_wide_decoding_at_no_time_is_refused(field,
         from_text(text)
 
 
-@pytest.mark.parametrize("partial", [0.0, -2.25])
-def test_a_cut_mask_block_of_no_cost_is_refused(partial):
-    """A window's cut mask blocks at no (or less than no) cost would price its band's edges free: the
-    load refuses the profile in one line."""
+@pytest.mark.parametrize("field, value", [("flash_window_partial", 0.0), ("flash_window_partial", -2.25),
+                                          ("memory_op_fill_mb", 0.0), ("memory_ramp_mb", 0.0),
+                                          ("memory_op_fill_ms", (("add", "x"),)), ("memory_op_fill_ms", (("add", -0.01),)),
+                                          ("memory_fixed_ms", (("add", "x"),))])
+def test_a_divisor_of_zero_or_a_family_table_of_no_numbers_is_refused(field, value):
+    """A window's cut mask blocks at no cost would price its band's edges free, a fill or ramp of no
+    bytes divides by zero, and a family's time that is no number (or is negative) cannot be added:
+    the load refuses each in one line, whatever the spec model's own table holds (none, for these)."""
     shipped = find("h200")
-    text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, flash_window_partial=partial)))
-    with pytest.raises(ShapewiseError, match="parameter flash_window_partial is"):
+    text = to_text(dataclasses.replace(shipped, params=dataclasses.replace(shipped.params, **{field: value})))
+    with pytest.raises(ShapewiseError, match=f"parameter {field} (is|holds)"):
         from_text(text)
 
 

@@ -110,9 +110,6 @@ def _params_from_json(data: dict, where: str) -> CostParams:
     if blocks and (len(blocks) != len(buckets) or not all(isinstance(b, int) and b > 0 for b in blocks)):
         raise ShapewiseError(f"{where}: flash_blocks_bwd must be one whole number of rows over 0 per head-dim bucket "
                              f"({len(buckets)}): the file is damaged")
-    if not values.get("flash_window_partial", 1.0) > 0:
-        raise ShapewiseError(f"{where}: parameter flash_window_partial is {values['flash_window_partial']}; a cut mask "
-                             f"block's cost in whole ones must be over 0: the file is damaged")
     octaves = values.get("residual_octaves", SPEC.residual_octaves)
     if not OCTAVES[0] <= octaves <= OCTAVES[1]:
         raise ShapewiseError(f"{where}: parameter residual_octaves is {octaves}; the width of a calibration shape's "
@@ -154,6 +151,21 @@ OCTAVES = (1 / 16, 16.0)
 # Scalars that may take either sign: the chooser's logit weights and the trees' base (a log ratio). Every other one is a time, a rate, a
 # fraction or a count, and negative would make no sense of it.
 SIGNED = {"cutlass_chooser_vote", "cutlass_chooser_sharpness", "gemm_tree_base"}
+# Scalars that must be over 0: the bytes of a fill or a ramp, which the cost model divides by, and a
+# cut mask block's cost in whole ones (0 would price a window's edges free).
+POSITIVE = {"memory_ramp_mb", "memory_fill_mb", "memory_op_fill_mb", "flash_memory_fill_mb", "flash_window_partial"}
+# A list parameter whose spec model holds none has no item to compare with: its declared type says
+# what an item is (a family's name and a number, for the per-family tables).
+NAMED_NUMBER = ("", 0.0)
+
+
+def _item_template(name: str):
+    """What an item of list parameter `name` must look like: the spec model's first, or by its type."""
+    default = getattr(SPEC, name)
+    if default:
+        return default[0]
+    kind = next(f.type for f in dataclasses.fields(CostParams) if f.name == name)
+    return NAMED_NUMBER if str(kind).replace(" ", "") == "tuple[tuple[str,float],...]" else None
 
 
 def _check_numbers(values: dict, where: str) -> None:
@@ -164,13 +176,17 @@ def _check_numbers(values: dict, where: str) -> None:
         if name in TABLE_WIDTHS:
             continue  # its rows were checked whole (_is_table)
         if isinstance(default, tuple):
-            template = default[0] if default else None
+            template = _item_template(name)
             for item in value:
                 if not _same_kind(item, template, table=name in TABLE_WIDTHS):
-                    raise ShapewiseError(f"{where}: parameter {name} holds {str(item)[:40]}, not an item like the "
-                                         f"spec model's {template!r}: the file is damaged or not shapewise's")
+                    like = "a name and a number of 0 or more" if template == NAMED_NUMBER else f"the spec model's {template!r}"
+                    raise ShapewiseError(f"{where}: parameter {name} holds {str(item)[:40]}, not an item like {like}: "
+                                         f"the file is damaged or not shapewise's")
         elif not math.isfinite(value) or (value < 0 and name not in SIGNED):
             raise ShapewiseError(f"{where}: parameter {name} is {value}; it must be a finite number, 0 or more")
+        elif name in POSITIVE and not value > 0:
+            raise ShapewiseError(f"{where}: parameter {name} is {value}; it must be over 0 (a fill's or a ramp's bytes, "
+                                 f"a cut mask block's cost): the file is damaged")
 
 
 def _is_table(rows: tuple, width: int) -> bool:
