@@ -1,6 +1,6 @@
 """The calibration draws measured for the thirteenth freeze (results/h200-draws-2/: calibrate's
 --heads 1 2, --rows 1 2, --batched 2 3, --skinny 3, --edges 4) judged by a profile, by kind of op:
-|predicted/measured - 1| median and p90 and the signed median. Drawn after the twelfth freeze, they
+|predicted/measured - 1| median / p90 and the signed median. Drawn after the twelfth freeze, they
 were fresh to its profile (`--profile` with it: git show 6f8d13a:src/shapewise/data/profiles/h200.json);
 the shipped profile was fitted on them (in-sample).
 
@@ -12,6 +12,7 @@ import glob
 from collections import defaultdict
 
 import numpy as np
+from decode_figures import line as summary
 from refit_profile import rows_from_export
 
 from shapewise.cases import predict_cases
@@ -43,9 +44,7 @@ def main() -> int:
             by[kind(case)].append(e)
         print(f"{path.split('/')[-1]}: {len(rows)} cases")
         for name, values in sorted(by.items()):
-            v = np.array(values)
-            print(f"  {name:24s} {len(v):5d}  median {np.median(np.abs(v)):6.1%}  p90 {np.percentile(np.abs(v), 90):6.1%}"
-                  f"  signed median {np.median(v):+6.1%}")
+            print(f"  {name:24s} {summary(np.array(values))}")
     return 0
 
 

@@ -20,6 +20,7 @@ import gzip
 import json
 
 import numpy as np
+from decode_figures import line
 
 from shapewise.cost import align_classes, predict_gemm
 from shapewise.exports import open_export
@@ -51,10 +52,6 @@ def arrays(rows: dict, model):
     measured = np.array([rows[key] for key in keys])
     predicted = predict_gemm(m, n, k, batch=b, layout=layout, gpu=model)
     return m, n, k, b, layout, measured, predicted
-
-
-def line(err) -> str:
-    return f"{len(err):5d}  {np.median(np.abs(err)):6.1%} / {np.percentile(np.abs(err), 90):6.1%}  signed {np.median(err):+.1%}"
 
 
 def streams_by_bytes(title: str, rows: dict, model) -> None:

@@ -44,10 +44,10 @@ def main() -> int:
             sel = chosen & where
             if sel.any():
                 print(f"{kind:5s} {label:22s} {sel.sum():5d}  {np.median(error[sel]):6.1%} {np.quantile(error[sel], 0.9):6.1%}")
-        for low_ms, high_ms in ((0, 0.01), (0.01, 0.05), (0.05, 0.2), (0.2, 1), (1, np.inf)):
+        for label, low_ms, high_ms in (("0-10 µs", 0, 0.01), ("10-50 µs", 0.01, 0.05), ("50-200 µs", 0.05, 0.2),
+                                       ("200 µs-1 ms", 0.2, 1), ("1 ms and over", 1, np.inf)):
             sel = chosen & (measured >= low_ms) & (measured < high_ms)
             if sel.any():
-                label = f"{low_ms * 1e3:g}-{high_ms * 1e3:g} µs" if high_ms < 1 else f"{low_ms:g} ms and over" if high_ms == np.inf else f"{low_ms * 1e3:g} µs-{high_ms:g} ms"
                 print(f"{kind:5s} {label:22s} {sel.sum():5d}  {np.median(error[sel]):6.1%} {np.quantile(error[sel], 0.9):6.1%}")
     return 0
 

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from decode_figures import line as summary
 from few_blocks import measured_ops, signed
 from refit_profile import averaged, rows_from_export
 
@@ -22,8 +23,7 @@ SHIPPED = Path(shapewise.__file__).parent / "data" / "profiles" / "h200.json"
 
 
 def line(label: str, err: np.ndarray) -> str:
-    return (f"  {label:40s} {len(err):3d}  {np.median(abs(err)):6.1%} {np.percentile(abs(err), 90):6.1%}"
-            f"   signed {np.median(err):+6.1%}")
+    return f"  {label:40s} {summary(err)}"
 
 
 def calibration_calls(profile_path: str) -> list[tuple]:

@@ -481,7 +481,11 @@ def flex_blocks(head_dim: int) -> tuple[tuple[int, int], tuple[int, int, int, in
     return fwd, FLEX_BWD[0 if head_dim < 64 else 1 if head_dim <= 128 else 2]
 
 
-FLEX_RECOMPUTE = 14 / 10  # FlexAttention's backward FLOPs a pair and dim (_flex_work) against the 10 an op counts
+# FlexAttention's FLOPs a query-key pair and head dim (_flex_work): the forward's QKᵀ and PV; a dK/dV
+# program's QKᵀ, dO Vᵀ, Pᵀ dO and dSᵀ Q; a dQ program's QKᵀ, dO Vᵀ and dS K. Its backward spends
+# FLEX_DKDV + FLEX_DQ where an op counts 10 (ops.attention_op: 2.5 forwards): the rest is recomputation.
+FLEX_FWD_FLOPS, FLEX_DKDV_FLOPS, FLEX_DQ_FLOPS = 4, 8, 6
+FLEX_RECOMPUTE = (FLEX_DKDV_FLOPS + FLEX_DQ_FLOPS) / (FLEX_FWD_FLOPS * 5 / 2)
 
 
 def _flex_work(op: Op, sms: int, partial: float = 1.0) -> tuple[float, float]:
@@ -490,19 +494,19 @@ def _flex_work(op: Op, sms: int, partial: float = 1.0) -> tuple[float, float]:
     the busiest SM, each program dispatched to the SM that frees first. The forward: a program for
     each block of query rows of each head, walking the key blocks of its mask row. The backward: for
     each key head, a dK/dV program per block of key rows, walking the query blocks of its mask column
-    for every query head of the group (QKᵀ, dO Vᵀ, Pᵀ dO, dSᵀ Q: 8 FLOPs a pair and dim), then a dQ
-    program per block of query rows of each query head, walking its mask row's key blocks (QKᵀ,
-    dO Vᵀ, dS K: 6). A block the band cuts counts as `partial` whole ones (params.flash_window_partial)."""
+    for every query head of the group, then a dQ program per block of query rows of each query head,
+    walking its mask row's key blocks (FLEX_*_FLOPS a pair and dim). A block the band cuts counts as
+    `partial` whole ones (params.flash_window_partial)."""
     dim = 1 << max(op.k - 1, 15).bit_length()
     per_row, per_col = _band_blocks(op.m, op.n, op.window, partial)
     (rows, _), (keys1, _, rows2, _) = flex_blocks(op.k)
     if op.pass_ == "fwd":
-        programs = np.repeat(per_row * (4 * rows * FLEX_MASK * dim), FLEX_MASK // rows)
+        programs = np.repeat(per_row * (FLEX_FWD_FLOPS * rows * FLEX_MASK * dim), FLEX_MASK // rows)
         copies = op.batch
     else:
         group = max(op.groups, 1)
-        dkdv = np.repeat(per_col * (group * 8 * keys1 * FLEX_MASK * dim), FLEX_MASK // keys1)
-        dq = np.tile(np.repeat(per_row * (6 * rows2 * FLEX_MASK * dim), FLEX_MASK // rows2), group)
+        dkdv = np.repeat(per_col * (group * FLEX_DKDV_FLOPS * keys1 * FLEX_MASK * dim), FLEX_MASK // keys1)
+        dq = np.tile(np.repeat(per_row * (FLEX_DQ_FLOPS * rows2 * FLEX_MASK * dim), FLEX_MASK // rows2), group)
         programs, copies = np.concatenate([dkdv, dq]), max(op.batch // group, 1)
     lengths = tuple(float(x) for x in programs)
     return sum(lengths) * copies, _busiest_sm(lengths, copies, sms)
@@ -664,7 +668,7 @@ def _window_cost(op: Op, gpu: GPU, p: CostParams, t0: float, t1: float, latency:
     kernel's; whole mask blocks and the padded head dim are tiles. A grouped backward sums its group
     inside the dK/dV programs, with no pass of its own."""
     work, busiest = _flex_work(op, gpu.num_sms, p.flash_window_partial)
-    t_kernel = t1 * (FLEX_RECOMPUTE if op.pass_ == "bwd" else 1.0)  # the backward's 14 FLOPs a pair and dim, not 10
+    t_kernel = t1 * (FLEX_RECOMPUTE if op.pass_ == "bwd" else 1.0)
     t2 = t1 * work / op.flops  # whole mask blocks (the cut ones dearer), the head dim padded
     t4 = t2 * busiest * gpu.num_sms / work  # SMs idle while the busiest finishes
     slower = t4 * (window_factor(op, p) - 1.0)

@@ -37,7 +37,7 @@ DRAW_HELP = {
             "16 to 2048 tokens, drawn with SEED (1 when not given) (about 15 s more on an H200)",
     "shards": "and 800 GEMMs of 1 to 16 rows against small weights (128 KB to 64 MB at transformers' dims: a "
               "tensor-parallel rank's shards and MoE experts), drawn with SEED (1 when not given) (not yet timed on "
-              "an H200: under a minute expected)",
+              "an H200)",
 }
 
 
