@@ -4,7 +4,10 @@
 were fresh to its profile (`--profile` with it: git show 6f8d13a:src/shapewise/data/profiles/h200.json);
 the shipped profile was fitted on them (in-sample).
 
-python benchmarks/draws_judged.py [--profile PATH]   (on the CPU; about 30 s)
+The shards draws measured for the sixteenth freeze (results/h200-draws-4/: calibrate's --shards 1 2) were
+fresh to the fifteenth's profile (git show 56e1669:src/shapewise/data/profiles/h200.json).
+
+python benchmarks/draws_judged.py [--profile PATH] [--folder results/h200-draws-4]   (on the CPU; about 30 s)
 """
 
 import argparse
@@ -35,8 +38,10 @@ def kind(case) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", help="the profile to judge (default: the shipped H200 profile)")
-    model = cost_model("h200", profile=ap.parse_args().profile)
-    for path in sorted(glob.glob(f"{R}/calibration-*.csv.gz")):
+    ap.add_argument("--folder", default=R, help=f"the draws' exports (default {R})")
+    args = ap.parse_args()
+    model = cost_model("h200", profile=args.profile)
+    for path in sorted(glob.glob(f"{args.folder}/calibration-*.csv.gz")):
         rows = [(c, r) for c, r in rows_from_export(path) if not r["error"] and r["median_ms"]]
         err = np.array(predict_cases([c for c, _ in rows], gpu=model)) / np.array([r["median_ms"] for _, r in rows]) - 1
         by = defaultdict(list)

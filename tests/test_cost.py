@@ -1,5 +1,6 @@
 """The cost model's invariants, on any GEMM hypothesis can think of."""
 
+import dataclasses
 import heapq
 import math
 import time
@@ -12,8 +13,10 @@ from hypothesis import strategies as st
 import shapewise
 from shapewise import ShapewiseError
 from shapewise.cost import LOSS_NAMES, Losses, predict_ops
+from shapewise.fit import START, _set, start_for, tile_rates_by_area
 from shapewise.hardware import get_gpu
-from shapewise.profile import cost_model
+from shapewise.params import HOPPER_TILES, SPEC
+from shapewise.profile import CostModel, cost_model
 
 SPEC_H200 = cost_model("h200", spec_only=True)  # most tests here are of the analytic model itself
 
@@ -402,3 +405,50 @@ def test_a_windowed_kernels_rate_is_its_own_loss_and_named_where_it_dominates():
     assert cost.losses.window == pytest.approx(cost.time_ms * (1 - 1 / factor), rel=0.02)  # all but the launch
     full = predict_ops([dataclasses.replace(op, window=0)], gpu=model, dtype="bf16")[0]
     assert full.losses.window == 0
+
+
+# The spec model's tiles at rates an H200 calibration fitted (its fourteenth freeze's, rounded), with and
+# without Hopper's wave-filling tiles.
+FITTED = dataclasses.replace(SPEC, tile_rates=(1.0, 1.0, 0.98, 0.66, 0.64, 0.36, 0.22, 0.22, 0.14))
+HOPPER = tile_rates_by_area(dataclasses.replace(FITTED, tiles=FITTED.tiles + HOPPER_TILES,
+                                                tile_rates=FITTED.tile_rates + (0.0,) * len(HOPPER_TILES)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(dims, dims, dims, st.integers(1, 64), layouts)
+def test_more_tiles_never_make_a_gemm_slower(m, n, k, batch, layout):
+    """The analytic model takes the fastest of its tiles: Hopper's added ones can only win."""
+    h200 = get_gpu("h200")
+    legacy = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=CostModel(h200, FITTED)).time_ms
+    hopper = predict_gemm(m, n, k, batch=batch, layout=layout, gpu=CostModel(h200, HOPPER)).time_ms
+    assert hopper <= legacy * (1 + 1e-12)
+
+
+def test_hoppers_tiles_fill_the_waves_that_128x256_tiles_leave_idle():
+    """2048×1536×4096: 96 tiles of 128×256 leave 36 of the H200's 132 SMs idle; 128 of 128×192 (or
+    132 of 192×128) fill them, and the wave runs 0.75 of the larger tile's work in about 0.76 of its time."""
+    h200 = get_gpu("h200")
+    legacy = predict_gemm(2048, 1536, 4096, gpu=CostModel(h200, FITTED))
+    hopper = predict_gemm(2048, 1536, 4096, gpu=CostModel(h200, HOPPER))
+    assert tuple(legacy.tile) in {(128, 256), (256, 128)}
+    assert tuple(hopper.tile) in {(128, 192), (192, 128)}
+    assert 0.74 < hopper.time_ms / legacy.time_ms < 0.8
+    assert hopper.losses["wave"] < legacy.losses["wave"]
+
+
+def test_only_a_hopper_calibration_starts_from_hoppers_tiles():
+    assert start_for(get_gpu("h200")).tiles == SPEC.tiles + HOPPER_TILES
+    assert len(start_for(get_gpu("h200")).tile_rates) == len(SPEC.tiles + HOPPER_TILES)
+    assert start_for(get_gpu("a100-40gb")) is START
+
+
+def test_hoppers_tiles_take_their_rates_from_their_area_and_follow_the_fit():
+    """No free rate per added tile: 128×192 sits halfway between 128×128's rate and 128×256's, 128×160
+    a quarter of the way, and a tile as large as 128×256 or larger at its rate; moving 128×128's rate
+    in the fit moves theirs."""
+    rate = dict(zip(HOPPER.tiles, HOPPER.tile_rates))
+    assert rate[(128, 192)] == pytest.approx((0.98 + 1.0) / 2)
+    assert rate[(160, 128)] == pytest.approx(0.98 + 0.02 / 4)
+    assert rate[(192, 192)] == rate[(256, 192)] == 1.0
+    moved = dict(zip(HOPPER.tiles, _set(HOPPER, "tile_rates[2]", 0.9).tile_rates))
+    assert moved[(128, 128)] == 0.9 and moved[(128, 192)] == pytest.approx(0.95)

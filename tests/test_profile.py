@@ -790,3 +790,16 @@ def test_key_blocks_count_every_tile_holding_an_attended_pair(seq, kv_extra, key
     attended = (np.arange(kv)[None, :] <= np.arange(seq)[:, None] + kv - seq) if causal else np.ones((seq, kv), bool)
     tiles = sum(attended[i:i + queries, j:j + keys].any() for i in range(0, seq, queries) for j in range(0, kv, keys))
     assert _flash_steps_by_keys(op, keys, queries, 0.0, 132)[0] == tiles
+
+
+@pytest.mark.parametrize("tiles, rates, needle", [
+    (SPEC.tiles + ((192, 192),), SPEC.tile_rates, "10 tiles but 9 tile_rates"),
+    (((128, 0),) + SPEC.tiles[1:], SPEC.tile_rates, "every tile must be two whole numbers over 0"),
+    (((128, 256, 64),) + SPEC.tiles[1:], SPEC.tile_rates, "parameter tiles holds")])
+def test_tiles_without_a_rate_each_or_of_no_size_are_refused(tiles, rates, needle):
+    """A tile with no rate would break the candidates' arrays, and one of no rows divides by zero:
+    the load refuses both in one line."""
+    shipped = find("h200")
+    params = dataclasses.replace(shipped.params, tiles=tiles, tile_rates=rates)
+    with pytest.raises(ShapewiseError, match=needle):
+        from_text(to_text(dataclasses.replace(shipped, params=params)))

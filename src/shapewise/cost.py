@@ -193,7 +193,7 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     t1 = t0 * (K / kf) / (p.gemm_ceiling * ks / (ks + p.k_overhead))
     t2 = t1 * (b_tiles * b_tm * b_tn) / (mf * nf * bf) / b_rate
     t3 = t2 * b_waves * gpu.num_sms / b_units + b_reduce
-    t4 = t3 * slow_compute
+    t4 = t3 + (t3 - b_reduce) * (slow_compute - 1)  # misalignment slows the tiles, not split-K's reduction (as chosen)
     bytes_e = (M * K + K * N + M * N) * bf * size
     ramp = np.minimum(1.0, bytes_e / (p.memory_ramp_mb * 1e6))
     fill = np.minimum(1.0, bytes_e / (p.memory_fill_mb * 1e6))

@@ -105,6 +105,12 @@ def _params_from_json(data: dict, where: str) -> CostParams:
             raise ShapewiseError(f"{where}: parameter {name} must be a number, got {value!r}")
         values[name] = value
     _check_numbers(values, where)
+    tiles, rates = values.get("tiles", SPEC.tiles), values.get("tile_rates", SPEC.tile_rates)
+    if not all(isinstance(t, tuple) and len(t) == 2 and all(isinstance(d, int) and d > 0 for d in t) for t in tiles):
+        raise ShapewiseError(f"{where}: every tile must be two whole numbers over 0 (rows, columns)")
+    if len(tiles) != len(rates):
+        raise ShapewiseError(f"{where}: {len(tiles)} tiles but {len(rates)} tile_rates; each tile needs its rate: "
+                             "the file is damaged")
     blocks = values.get("flash_blocks_bwd", ())
     buckets = values.get("flash_buckets", SPEC.flash_buckets)
     if blocks and (len(blocks) != len(buckets) or not all(isinstance(b, int) and b > 0 for b in blocks)):
