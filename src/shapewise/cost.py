@@ -193,7 +193,7 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     t1 = t0 * (K / kf) / (p.gemm_ceiling * ks / (ks + p.k_overhead))
     t2 = t1 * (b_tiles * b_tm * b_tn) / (mf * nf * bf) / b_rate
     t3 = t2 * b_waves * gpu.num_sms / b_units + b_reduce
-    t4 = t3 + (t3 - b_reduce) * (slow_compute - 1)  # misalignment slows the tiles, not split-K's reduction (as chosen)
+    t4 = t3 * slow_compute
     bytes_e = (M * K + K * N + M * N) * bf * size
     ramp = np.minimum(1.0, bytes_e / (p.memory_ramp_mb * 1e6))
     fill = np.minimum(1.0, bytes_e / (p.memory_fill_mb * 1e6))
@@ -286,10 +286,11 @@ def _candidate_times(m, n, k, batch, slow, tm, tn, rate, split, gpu: GPU, p: Cos
     t *= tn
     t *= k_slice + p.k_overhead
     t /= per_sm * rate  # the compute time
-    t *= slow
-    # Split-K writes fp32 partial tiles and reads them back to reduce them.
+    # Split-K writes fp32 partial tiles and reads them back to reduce them; a misaligned GEMM's
+    # slowdown covers both, as _gemm_arrays prices the candidate chosen here.
     t_reduce = np.where(split > 1, 2 * 4 * m * n * batch * split / gpu.bytes_per_s, 0.0)
     t += t_reduce
+    t *= slow
     invalid = (split != 1) & (k_slice < p.min_split_k)
     return (np.where(invalid, np.inf, t) if np.any(invalid) else t), num_tiles, units, waves, t_reduce
 

@@ -44,7 +44,7 @@ from .cost import (
 from .errors import ShapewiseError
 from .hardware import GPU
 from .ops import FLASH, MEMORY, Op
-from .params import DECODE_OVERLAP, HOPPER_TILES, SPEC, CostParams
+from .params import DECODE_OVERLAP, SPEC, CostParams
 from .profile import CostModel
 from .trees import fit_forest
 
@@ -55,29 +55,6 @@ START = dataclasses.replace(SPEC, gemm_ceiling=0.78, k_overhead=64.0, misaligned
                             memory_fill_mb=80.0,
                             misaligned_even_memory=1.0, misaligned_odd_memory=1.0, wave_credit=0.5,
                             tile_rates=(1.0, 1.0, 0.92, 0.80, 0.80, 0.60, 0.4, 0.4, 0.25), gemm_residuals=())
-
-
-def start_for(gpu: GPU) -> CostParams:
-    """Where the fit of this GPU's GEMMs starts: START, with Hopper's wave-filling tiles on a Hopper GPU."""
-    if gpu.arch != "hopper":
-        return START
-    return tile_rates_by_area(dataclasses.replace(START, tiles=START.tiles + HOPPER_TILES,
-                                                  tile_rates=START.tile_rates + (1.0,) * len(HOPPER_TILES)))
-
-
-def tile_rates_by_area(params: CostParams) -> CostParams:
-    """The rates of the tiles past the spec model's (params.HOPPER_TILES) from their area, between the
-    fitted rate of 128×128 tiles and that of 128×256 tiles (at most the latter's): no free parameter
-    each, so that the fit cannot buy a better loss with a tile cuBLAS does not run."""
-    legacy = len(SPEC.tiles)
-    if len(params.tiles) <= legacy:
-        return params
-    small, large = (params.tile_rates[SPEC.tiles.index(t)] for t in ((128, 128), (128, 256)))
-    lo, hi = 128 * 128, 128 * 256
-    rates = tuple(small + (large - small) * min((tm * tn - lo) / (hi - lo), 1.0) for tm, tn in params.tiles[legacy:])
-    return dataclasses.replace(params, tile_rates=params.tile_rates[:legacy] + rates)
-
-
 GEMM_SCALARS = ("gemm_ceiling", "k_overhead", "misaligned_even", "gemm_bandwidth", "launch_ms",
                 "memory_latency_ms", "memory_ramp_mb", "memory_fill_ms", "memory_fill_mb", "misaligned_even_memory",
                 "misaligned_odd_memory", "wave_credit", "gemv_bandwidth", "gemv_latency_ms", "gemv_misaligned", "gemv_fixed_ms")
@@ -129,23 +106,19 @@ def _set(params: CostParams, name: str, value: float) -> CostParams:
         # largest tiles' speed changes: the ceiling and the tile rates are otherwise nearly degenerate.
         scale = params.gemm_ceiling / value
         rates = params.tile_rates[:2] + tuple(min(1.0, r * scale) for r in params.tile_rates[2:])
-        return tile_rates_by_area(dataclasses.replace(params, gemm_ceiling=value, tile_rates=rates))
+        return dataclasses.replace(params, gemm_ceiling=value, tile_rates=rates)
     if name.endswith("]"):
         field, index = name[:-1].split("[")
         values = list(getattr(params, field))
         values[int(index)] = min(1.0, value) if field == "tile_rates" else value  # no tile beats the largest
-        return tile_rates_by_area(dataclasses.replace(params, **{field: tuple(values)}))
+        return dataclasses.replace(params, **{field: tuple(values)})
     return dataclasses.replace(params, **{name: value})
 
 
-def fit_gemm(samples: GemmSamples, *, gpu: GPU, dtype: str = "bf16", start: CostParams | None = None,
+def fit_gemm(samples: GemmSamples, *, gpu: GPU, dtype: str = "bf16", start: CostParams = START,
              rounds: int = 8) -> tuple[CostParams, list[float]]:
-    """Coordinate descent over the GEMM parameters, from start_for(gpu) unless told; returns the params
-    and the loss after each round."""
-    start = start_for(gpu) if start is None else start
-    # The spec model's tiles' rates are free, Hopper's follow them (tile_rates_by_area).
-    names = list(GEMM_SCALARS) + [f"tile_rates[{i}]" for i in range(2, min(len(start.tile_rates), len(SPEC.tiles)))]
-    names += ["big_tiles"]
+    """Coordinate descent over the GEMM parameters; returns the params and the loss after each round."""
+    names = list(GEMM_SCALARS) + [f"tile_rates[{i}]" for i in range(2, len(start.tile_rates))] + ["big_tiles"]
     params = dataclasses.replace(start, gemm_residuals=())
     best = float(np.mean(np.abs(samples.log_error(params, gpu, dtype))))
     history, step = [], 0.2

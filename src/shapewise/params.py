@@ -22,14 +22,6 @@ FLEX_MASK = 128
 FLEX_FWD = {64: (128, 128), 128: (128, 64), 256: (64, 32)}
 FLEX_FWD_OTHER = (128, 64)
 FLEX_BWD = ((64, 64, 64, 64), (128, 64, 128, 64), (64, 64, 64, 64))
-# Hopper's cuBLAS (its nvjet kernels) also runs output tiles between CostParams.tiles' sizes, chosen so
-# that a GEMM's tiles fill the SMs' waves: 128×144 … 128×304, 192×144 … 192×192, 256×152 and 256×160
-# on the H200 (the kernel census of the fifteenth freeze's judges, benchmarks/results/h200-judges-
-# fresh15/census.json.gz), where 128×256 tiles would leave a quarter of the SMs idle. A Hopper
-# calibration adds these seven (fit.start_for); their rates are not free but follow their area
-# between 128×128's fitted rate and 128×256's (fit.tile_rates_by_area). The spec model keeps the tiles
-# every GPU runs.
-HOPPER_TILES = ((192, 192), (128, 192), (192, 128), (256, 192), (192, 256), (128, 160), (160, 128))
 # Decoding attention's kernel (CostParams.flash_decode_*): the widths of its tiles, a block's query
 # rows and the keys of one step (the H200's kernel names: 16x128x64, 16x128x128, 16x128x256). A call
 # of at most half as many blocks as SMs, over a cache of DECODE_SPLIT_STEPS steps or more, splits the
