@@ -311,6 +311,24 @@ def test_shards_draws_are_few_rows_against_small_weights_at_transformers_dims_an
     assert len(drawn_beside(shards=1, quick=True)) == 4
 
 
+def test_prefill_draws_are_sharded_layers_and_experts_at_tokens_seldom_aligned_and_never_held_out():
+    from shapewise.draws import LARGE_MAX_FLOPS, PREFILL_GEMMS, calibration_cases, drawn_beside, validation_cases
+
+    one, again, two = (drawn_beside(prefill=s) for s in (1, 1, 2))
+    assert [c.key for c in one] == [c.key for c in again] and len({c.key for c in one} & {c.key for c in two}) < 10
+    assert all(c.bench == "gemm" for c in one) and len(one) >= PREFILL_GEMMS - 20 and len({c.key for c in one}) == len(one)
+    assert {c.params["layout"] for c in one} == {"nn", "nt", "tn"}
+    dims = np.array([[c.params[d] for d in ("m", "n", "k")] for c in one])
+    tokens = np.where(np.array([c.params["layout"] for c in one]) == "tn", dims[:, 2], dims[:, 0])
+    assert ((tokens % 8 == 0) & (tokens % 64 != 0)).mean() > 0.4 and (tokens % 2 == 1).mean() > 0.05
+    assert max(c.flops for c in one) <= LARGE_MAX_FLOPS
+    # the models sets' misses: a TP 8 rank's 768-1792 outputs over 4096 inputs, at 1000-8192 tokens
+    assert ((dims[:, 0] >= 1000) & (dims[:, 1] >= 768) & (dims[:, 1] <= 1792) & (dims[:, 2] >= 2048)).sum() > 10
+    assert not {c.key for c in one} & ({c.key for s in (2, 3, 13) for c in validation_cases(seed=s)}
+                                       | {c.key for c in calibration_cases()})
+    assert len(drawn_beside(prefill=1, quick=True)) == 4
+
+
 def test_every_draw_has_its_flag_and_a_misspelt_one_is_refused():
     from shapewise.cli.calibrate import DRAW_HELP
     from shapewise.draws import DRAWS, drawn_beside

@@ -564,10 +564,63 @@ def _shards_cases(shards: int, *, quick: bool, dtype: str) -> list[Case]:
     return _unique(_drawn_gemms(((m, n, k, 1, layout) for m, n, k, layout in shapes), quick=quick, dtype=dtype))
 
 
+# `calibrate --prefill SEED`: a prefill's or a training step's GEMMs as a tensor-parallel rank or an
+# MoE expert runs them: _large_matrix's matrices split over 1 to 8 GPUs, or experts' projections
+# (widths of 512 to 14,336 split over 1 to 8), at the token counts users bring: sequences of 256 to
+# 8192 that are multiples of 8 but seldom of 64 (3000, 1000, 4100), a few odd, and the tokens an
+# expert is routed (any count from 64 to 8192), each matrix in one of its three passes' layouts; from
+# a stream of its own (PREFILL_STREAM beside the seed). The large draw rounds its sequences to 64 or
+# more nine times in ten, so the models sets' prefills at TP 8 over 3000 tokens (3000 × 768-1792 ×
+# 4096, about 1.1-2.4 waves of 128×128 tiles) and an expert's 512 × 5376 × 6144 were priced 10-19%
+# slow (benchmarks/RESULTS.md), with few fitted shapes near them.
+PREFILL_GEMMS = 800
+PREFILL_STREAM = 6607
+PREFILL_SEQ = (256, 8192)
+PREFILL_SEQ_UNITS, PREFILL_SEQ_P = (8, 1, 64), (0.7, 0.15, 0.15)
+PREFILL_EXPERT_FFN = (512, 14336)
+
+
+def _prefill_matrix(rng) -> tuple[int, int, bool, bool]:
+    """(outputs, inputs, whether tensor parallelism splits its outputs, whether it is an expert's)."""
+    if rng.random() < 0.3:  # an MoE expert's projection, up (its width as outputs) or down
+        hidden = _round_to(float(_rng_dims(rng, 1024, 8192, 1)[0]), 256)
+        width = _round_to(float(_rng_dims(rng, *PREFILL_EXPERT_FFN, 1)[0]), int(rng.choice([64, 128])))
+        return (width, hidden, True, True) if rng.random() < 0.5 else (hidden, width, False, True)
+    return (*_large_matrix(rng), False)
+
+
+def _prefill_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, str]]:
+    """(m, n, k, layout) of `count` prefill GEMMs (see PREFILL_GEMMS)."""
+    out: list[tuple[int, int, int, str]] = []
+    while len(out) < count:
+        outputs, inputs, column, expert = _prefill_matrix(rng)
+        tp = int(rng.choice([1, 2, 4, 8, 8]))
+        if (outputs if column else inputs) % tp:
+            continue
+        outputs, inputs = (outputs // tp, inputs) if column else (outputs, inputs // tp)
+        if expert:  # routing sends an expert any number of tokens
+            tokens = int(_rng_dims(rng, 64, 8192, 1)[0])
+        else:
+            seq = int(_rng_dims(rng, *PREFILL_SEQ, 1)[0])
+            tokens = int(rng.choice([1, 1, 1, 2, 4])) * _round_to(seq, int(rng.choice(PREFILL_SEQ_UNITS, p=PREFILL_SEQ_P)))
+        m, n, k, layout = [(tokens, outputs, inputs, "nt"), (tokens, inputs, outputs, "nn"),
+                           (outputs, inputs, tokens, "tn")][int(rng.integers(3))]
+        if 2.0 * m * n * k <= LARGE_MAX_FLOPS and (m * k + k * n + m * n) * DTYPE_BYTES[dtype] <= EDGE_MAX_BYTES:
+            out.append((m, n, k, layout))
+    return out
+
+
+def _prefill_cases(prefill: int, *, quick: bool, dtype: str) -> list[Case]:
+    """`calibrate --prefill SEED`'s draws."""
+    rng = np.random.default_rng([prefill, PREFILL_STREAM])
+    shapes = _prefill_dims(rng, 4 if quick else PREFILL_GEMMS, dtype=dtype)
+    return _unique(_drawn_gemms(((m, n, k, 1, layout) for m, n, k, layout in shapes), quick=quick, dtype=dtype))
+
+
 # The draws beside the designed set, by the name of calibrate's flag: each a function of its seed.
 DRAWS = {"extended": _extended_cases, "edges": _edge_cases, "batched": _batched_cases, "large": _large_cases,
          "skinny": _skinny_cases, "streams": _streams_cases, "heads": _heads_cases, "rows": _rows_cases,
-         "shards": _shards_cases}
+         "shards": _shards_cases, "prefill": _prefill_cases}
 
 
 NORM_WIDTHS = (768, 1024, 1280, 2048, 3072, 5120, 6144, 8192)  # not the held-out set's presets' (1600, 2560, 4096)
