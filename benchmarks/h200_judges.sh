@@ -7,13 +7,17 @@
 # kernels named, as far as they got: the store's "kernels" rows with their metrics), OUT/gpu.txt (which H200: its serial and UUID) and OUT/log.txt.
 #   OUT=folder WIDE="1 2" ATTENTION="1" MODELS="1" WIDE_LATE="3" CONFIGS=tests/data/configs BUDGET_S=480 \
 #     [MODELS_S=200] bash benchmarks/h200_judges.sh
+# GPU=h100 measures on an H100 (predicted with the profile it borrows, the H200's; `calibrate --quick`'s
+# profile is then OUT/h100-machine.json).
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 start=$(date +%s)
 db="$OUT/judges.db"
 nvidia-smi --query-gpu=name,serial,uuid,driver_version,clocks.max.sm,temperature.gpu --format=csv > "$OUT/gpu.txt"
 cat "$OUT/gpu.txt"
-profile=src/shapewise/data/profiles/h200.json
+gpu=${GPU:-h200}
+profile=()  # the shipped profile itself on an H200 (never a user's); elsewhere the one the GPU finds
+[ "$gpu" = h200 ] && profile=(--profile src/shapewise/data/profiles/h200.json)
 sets=()
 left() { echo $(( ${BUDGET_S:-480} - 60 - $(date +%s) + start )); }  # 60 s kept for naming kernels and exporting
 v() {  # one set: LIMIT_S NAME SEED, cut to the time left
@@ -22,13 +26,13 @@ v() {  # one set: LIMIT_S NAME SEED, cut to the time left
     (( $(left) < limit )) && limit=$(left)
     (( limit < 10 )) && { echo "$name $seed: skipped, out of time"; return; }
     timeout "$limit" python3 -m shapewise validate --set "$name" --seed "$seed" --configs "$CONFIGS" --db "$db" \
-        --gpu h200 --profile "$profile" 2>&1 | grep -E "^(gemm|bmm|attention|memory|step|gemm) " | grep calibrated
+        --gpu "$gpu" "${profile[@]}" 2>&1 | grep -E "^(gemm|bmm|attention|memory|step|gemm) " | grep calibrated
     echo "$name $seed: $(( $(date +%s) - step )) s (all: $(( $(date +%s) - start )) s)"
     sets+=("$name:$seed")
 }
 if [ -n "${QUICK_CALIBRATE:-}" ]; then  # this machine's factors on top of the shipped profile, timed end to end
     step=$(date +%s)
-    python3 -m shapewise calibrate --quick --db "$db" --out "$OUT/h200-machine.json" --no-install
+    python3 -m shapewise calibrate --quick --db "$db" --out "$OUT/$gpu-machine.json" --no-install
     echo "calibrate --quick: $(( $(date +%s) - step )) s"
 fi
 for seed in ${WIDE:-}; do v 150 wide "$seed"; done

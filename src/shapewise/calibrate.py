@@ -32,6 +32,7 @@ from .fit import (
     residual_rows,
 )
 from .hardware import GPU
+from .machine import with_factors
 from .ops import FLASH, MEMORY, layer_ops
 from .profile import Profile, cost_model
 from .shapes import ModelShape, Workload
@@ -349,7 +350,7 @@ def calibrate_machine(*, store, gpu: GPU | str | None = None, device: str = "cud
     """`calibrate --quick` on a GPU: this machine's factors by op family (machine.py), measured on a
     small set and fitted on top of the GPU's own profile."""
     from .bench import sweep
-    from .machine import LIMITS, machine_cases, machine_factors, with_factors
+    from .machine import LIMITS, machine_cases, machine_factors
     from .measure import measured_gpu
     from .profile import find
 
@@ -360,16 +361,23 @@ def calibrate_machine(*, store, gpu: GPU | str | None = None, device: str = "cud
         return MachineFit(len(cases), result)
     gpu = measured_gpu(result.environment, gpu=gpu, device=device)
     base = find(gpu)
-    if base is None or base.borrowed_for:
-        raise ShapewiseError(f"no profile of {gpu.name}'s own to refit for this machine: run `shapewise calibrate` "
+    if base is None:
+        raise ShapewiseError(f"no profile for {gpu.name} to refit for this machine: run `shapewise calibrate` "
                              f"(without --quick) for a whole one")
     factors = machine_factors(result.rows, gpu=gpu, params=base.params)
     off = [name for name, f in factors.items() if not LIMITS[0] <= f["factor"] <= LIMITS[1]]
     if off:
         raise ShapewiseError(f"this machine's {off[0]} times are {factors[off[0]]['factor']:.2f}x the profile's: not "
                              f"the same kind of GPU or software; run `shapewise calibrate` for a whole profile")
-    machine = {"factors": factors,
-               "environment": {k: v for k, v in result.environment.items() if isinstance(v, (str, int, float))}}
-    profile = dataclasses.replace(base, params=with_factors(base.params, factors), fit={**base.fit, "machine": machine},
-                                  path="")
-    return MachineFit(len(cases), result, base, factors, profile)
+    return MachineFit(len(cases), result, base, factors, machine_profile(base, gpu, factors, result.environment))
+
+
+def machine_profile(base: Profile, gpu: GPU, factors: dict, environment: dict) -> Profile:
+    """`base` with this machine's factors, as this GPU's own profile. A borrowed base (an H100 pricing
+    with the H200's profile: the same chip and clocks) becomes the measured GPU's, and says from whom."""
+    machine = {"factors": factors, "environment": {k: v for k, v in environment.items() if isinstance(v, (str, int, float))}}
+    fit = {**base.fit, "machine": machine}
+    if base.borrowed_for:
+        fit["borrowed_from"] = base.gpu
+    return dataclasses.replace(base, gpu=gpu.key, params=with_factors(base.params, factors), fit=fit, path="",
+                               borrowed_for="")

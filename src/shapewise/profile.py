@@ -75,6 +75,8 @@ class Profile:
             what += f", {self.created_utc[:10]}"
         if self.borrowed_for:
             what += f" (borrowed for {self.borrowed_for})"
+        if self.fit.get("borrowed_from"):  # calibrate --quick on top of another GPU's profile
+            what += f", with this {self.gpu}'s factors"
         return what
 
 
