@@ -1,0 +1,53 @@
+"""validate's independent sets measured on an H100 (benchmarks/h200_judges.sh with GPU=h100), judged
+three ways: with the profile an H100 borrows (the H200's: the same chip and clocks, less bandwidth),
+with the spec model (what a GPU with no profile gets), and with the profile `calibrate --quick` fitted
+on that H100 on top of the borrowed one (its machine_* factors).
+
+python benchmarks/h100_judged.py [--folder benchmarks/results/h100-judges] [--sets wide:37 attention:32 models:19]
+(on the CPU; a few minutes)
+"""
+
+import argparse
+import tempfile
+
+from judge_figures import SHOWN, import_export, measured_rows, with_machine_factors
+
+from shapewise.calibrate import summarize
+from shapewise.hardware import get_gpu
+from shapewise.judges import judge_sets
+from shapewise.profile import find
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--folder", default="benchmarks/results/h100-judges")
+    ap.add_argument("--sets", nargs="+", default=["wide:37", "attention:32", "models:19"], help="NAME:SEED each")
+    ap.add_argument("--configs", default="tests/data/hf")
+    args = ap.parse_args()
+    gpu = get_gpu("h100")
+    borrowed = find(gpu)
+    assert borrowed is not None and borrowed.borrowed_for == "h100", "run without a user's H100 profile"
+    quick = with_machine_factors(borrowed, f"{args.folder}/h100-machine.json")
+    print("calibrate --quick's factors on the H100:",
+          ", ".join(f"{k[8:]} {v:.3f}" for k, v in vars(quick.params).items() if k.startswith("machine_")))
+    with tempfile.TemporaryDirectory() as tmp:
+        import_export(f"{args.folder}/judges.csv.gz", f"{tmp}/run.db")
+        for spec in args.sets:
+            name, seed = spec.split(":")
+            drawn, rows = measured_rows(f"{tmp}/run.db", name, int(seed), [args.configs])
+            print(f"== {name} seed {seed}: {len(rows)} of {len(drawn.cases)} cases measured  "
+                  f"(median / p90 |error|: borrowed H200 profile | spec model | after calibrate --quick)")
+            lines = {}
+            for label, profile in (("borrowed", borrowed), ("quick", quick)):
+                for row in summarize(judge_sets(drawn, rows, gpu=gpu, profile=profile)):
+                    if row["category"] in SHOWN and row["model"] in ("calibrated", "spec-only"):
+                        key = "spec" if row["model"] == "spec-only" else label
+                        lines.setdefault(row["category"], {"n": row["n"]})[key] = f"{row['median_ape']:5.1%} / {row['p90_ape']:5.1%}"
+            for category, got in lines.items():
+                print(f"  {category:18s} {got['n']:5d}   {got.get('borrowed', '-'):>15s} | {got.get('spec', '-'):>15s} | "
+                      f"{got.get('quick', '-'):>15s}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
