@@ -19,7 +19,7 @@ gpu=${GPU:-h200}
 profile=()  # the shipped profile itself on an H200 (never a user's); elsewhere the one the GPU finds
 [ "$gpu" = h200 ] && profile=(--profile src/shapewise/data/profiles/h200.json)
 sets=()
-left() { echo $(( ${BUDGET_S:-480} - 60 - $(date +%s) + start )); }  # 60 s kept for naming kernels and exporting
+left() { echo $(( ${BUDGET_S:-480} - ${KERNELS_S:-45} - 15 - $(date +%s) + start )); }  # kept for naming kernels and exporting
 v() {  # one set: LIMIT_S NAME SEED, cut to the time left
     local limit=$1 name=$2 seed=$3 step
     step=$(date +%s)
@@ -41,8 +41,10 @@ for seed in ${MODELS:-}; do v "${MODELS_S:-200}" models "$seed"; done
 for seed in ${WIDE_LATE:-}; do v 150 wide "$seed"; done
 # The census is kept in the store as it goes (bench.kernel_census), so the export below carries what was
 # named even where the 45 s run out before the CSV was written: say so rather than end quietly.
-timeout 45 python3 benchmarks/judge_kernels.py "$OUT/kernels.csv" --db "$db" --set "${sets[@]}" --configs "$CONFIGS" \
-    || echo "judge_kernels.py stopped (exit $?; 124: its 45 s ran out): no $OUT/kernels.csv, the export holds what it named"
+# KERNELS_S=0 names none (a short call).
+[ "${KERNELS_S:-45}" -gt 0 ] && { timeout "${KERNELS_S:-45}" python3 benchmarks/judge_kernels.py "$OUT/kernels.csv" --db "$db" \
+    --set "${sets[@]}" --configs "$CONFIGS" \
+    || echo "judge_kernels.py stopped (exit $?; 124: its ${KERNELS_S:-45} s ran out): no $OUT/kernels.csv, the export holds what it named"; }
 python3 -m shapewise results --db "$db" --export "$OUT/judges.csv"
 # The census's names and grids are metrics, which only a JSON export carries: kept, gzipped, whether or
 # not judge_kernels.py wrote its CSV.
