@@ -571,7 +571,7 @@ def _shards_cases(shards: int, *, quick: bool, dtype: str) -> list[Case]:
 # expert is routed (any count from 64 to 8192), each matrix in one of its three passes' layouts; from
 # a stream of its own (PREFILL_STREAM beside the seed). The large draw rounds its sequences to 64 or
 # more nine times in ten, so the models sets' prefills at TP 8 over 3000 tokens (3000 × 768-1792 ×
-# 4096, about 1.1-2.4 waves of 128×128 tiles) and an expert's 512 × 5376 × 6144 were priced 10-19%
+# 4096, 1.1-2.5 waves of 128×128 tiles) and an expert's 512 × 5376 × 6144 were priced 9-19%
 # slow (benchmarks/RESULTS.md), with few fitted shapes near them.
 PREFILL_GEMMS = 800
 PREFILL_STREAM = 6607

@@ -36,11 +36,11 @@ DRAW_HELP = {
     "rows": "and the memory-bound ops (norms, activations, RoPE, residual adds), forward and backward, of 40 layers on "
             "16 to 2048 tokens, drawn with SEED (1 when not given) (about 15 s more on an H200)",
     "shards": "and 800 GEMMs of 1 to 16 rows against small weights (128 KB to 64 MB at transformers' dims: a "
-              "tensor-parallel rank's shards and MoE experts), drawn with SEED (1 when not given) (about 25 s more on "
+              "tensor-parallel rank's shards and MoE experts), drawn with SEED (1 when not given) (about 22 s more on "
               "an H200)",
     "prefill": "and 800 GEMMs of prefills and training steps as a tensor-parallel rank or an MoE expert runs them "
                "(sequences that are multiples of 8 but seldom of 64, experts' routed tokens), drawn with SEED (1 when "
-               "not given) (about 40 s more on an H200)",
+               "not given) (not yet timed on an H200)",
 }
 
 
