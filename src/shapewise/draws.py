@@ -362,24 +362,48 @@ def _large_matrix(rng) -> tuple[int, int, bool]:
             "logits": (vocab, hidden, True)}[str(rng.choice(LARGE_MATRICES))]
 
 
+def _expert_matrix(rng, widths: tuple[int, int]) -> tuple[int, int, bool]:
+    """An MoE expert's projection, up (its width as outputs, which tensor parallelism splits) or down."""
+    hidden = _round_to(float(_rng_dims(rng, 1024, 8192, 1)[0]), 256)
+    width = _round_to(float(_rng_dims(rng, *widths, 1)[0]), int(rng.choice([64, 128])))
+    return (width, hidden, True) if rng.random() < 0.5 else (hidden, width, False)
+
+
+def _split(rng, matrix: tuple[int, int, bool], degrees: tuple[int, ...]) -> tuple[int, int] | None:
+    """(outputs, inputs) of one rank's shard of `matrix` over a degree drawn from `degrees`, or None
+    where that degree does not divide the dim it splits."""
+    outputs, inputs, column = matrix
+    tp = int(rng.choice(degrees))
+    if (outputs if column else inputs) % tp:
+        return None
+    return (outputs // tp, inputs) if column else (outputs, inputs // tp)
+
+
+def _one_pass(rng, tokens: int, outputs: int, inputs: int, *, dtype: str) -> tuple[int, int, int, str] | None:
+    """(m, n, k, layout) of one of a weight's three passes over `tokens` (forward "nt", input gradient
+    "nn", weight gradient "tn"), or None past the large draws' FLOPs or bytes."""
+    m, n, k, layout = [(tokens, outputs, inputs, "nt"), (tokens, inputs, outputs, "nn"),
+                       (outputs, inputs, tokens, "tn")][int(rng.integers(3))]
+    if 2.0 * m * n * k <= LARGE_MAX_FLOPS and (m * k + k * n + m * n) * DTYPE_BYTES[dtype] <= EDGE_MAX_BYTES:
+        return m, n, k, layout
+    return None
+
+
 def _large_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, str]]:
     """(m, n, k, layout) of `count` transformer GEMMs (see LARGE_GEMMS)."""
     out: list[tuple[int, int, int, str]] = []
     while len(out) < count:
-        outputs, inputs, column = _large_matrix(rng)
-        tp = int(rng.choice([1, 1, 2, 4, 8]))
-        if (outputs if column else inputs) % tp:
+        shard = _split(rng, _large_matrix(rng), (1, 1, 2, 4, 8))
+        if shard is None:
             continue
-        outputs, inputs = (outputs // tp, inputs) if column else (outputs, inputs // tp)
         seq = int(_rng_dims(rng, 256, 16384, 1)[0])
         seq = _round_to(seq, int(rng.choice([256, 128, 64, 1], p=(0.5, 0.2, 0.2, 0.1))))
         tokens = int(rng.choice([1, 1, 2, 4, 8, 16])) * seq
         if tokens > 65536:
             continue
-        m, n, k, layout = [(tokens, outputs, inputs, "nt"), (tokens, inputs, outputs, "nn"),
-                           (outputs, inputs, tokens, "tn")][int(rng.integers(3))]
-        if 2.0 * m * n * k <= LARGE_MAX_FLOPS and (m * k + k * n + m * n) * DTYPE_BYTES[dtype] <= EDGE_MAX_BYTES:
-            out.append((m, n, k, layout))
+        dims = _one_pass(rng, tokens, *shard, dtype=dtype)
+        if dims:
+            out.append(dims)
     return out
 
 
@@ -541,16 +565,13 @@ def _shards_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, st
     """(m, n, k, layout) of `count` weight shards (see SHARDS_GEMMS)."""
     out: list[tuple[int, int, int, str]] = []
     while len(out) < count:
-        if rng.random() < 0.3:  # an MoE expert's projection, up (outputs: its width) or down
-            hidden = _round_to(float(_rng_dims(rng, 1024, 8192, 1)[0]), 256)
-            width = _round_to(float(_rng_dims(rng, *SHARDS_EXPERT_FFN, 1)[0]), int(rng.choice([64, 128])))
-            outputs, inputs = (width, hidden) if rng.random() < 0.5 else (hidden, width)
+        if rng.random() < 0.3:  # an MoE expert's projection, whole
+            outputs, inputs, _ = _expert_matrix(rng, SHARDS_EXPERT_FFN)
         else:
-            outputs, inputs, column = _large_matrix(rng)
-            tp = int(rng.choice([1, 2, 4, 8, 8]))
-            if (outputs if column else inputs) % tp:
+            shard = _split(rng, _large_matrix(rng), (1, 2, 4, 8, 8))
+            if shard is None:
                 continue
-            outputs, inputs = (outputs // tp, inputs) if column else (outputs, inputs // tp)
+            outputs, inputs = shard
         m = int(rng.choice(SHARDS_ROWS))
         if SHARDS_BYTES[0] <= outputs * inputs * DTYPE_BYTES[dtype] <= SHARDS_BYTES[1]:
             out.append((m, outputs, inputs, "nt" if rng.random() < 0.7 else "nn"))
@@ -580,33 +601,22 @@ PREFILL_SEQ_UNITS, PREFILL_SEQ_P = (8, 1, 64), (0.7, 0.15, 0.15)
 PREFILL_EXPERT_FFN = (512, 14336)
 
 
-def _prefill_matrix(rng) -> tuple[int, int, bool, bool]:
-    """(outputs, inputs, whether tensor parallelism splits its outputs, whether it is an expert's)."""
-    if rng.random() < 0.3:  # an MoE expert's projection, up (its width as outputs) or down
-        hidden = _round_to(float(_rng_dims(rng, 1024, 8192, 1)[0]), 256)
-        width = _round_to(float(_rng_dims(rng, *PREFILL_EXPERT_FFN, 1)[0]), int(rng.choice([64, 128])))
-        return (width, hidden, True, True) if rng.random() < 0.5 else (hidden, width, False, True)
-    return (*_large_matrix(rng), False)
-
-
 def _prefill_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, str]]:
     """(m, n, k, layout) of `count` prefill GEMMs (see PREFILL_GEMMS)."""
     out: list[tuple[int, int, int, str]] = []
     while len(out) < count:
-        outputs, inputs, column, expert = _prefill_matrix(rng)
-        tp = int(rng.choice([1, 2, 4, 8, 8]))
-        if (outputs if column else inputs) % tp:
+        expert = rng.random() < 0.3  # an MoE expert's projection, else a layer's or the head's
+        shard = _split(rng, _expert_matrix(rng, PREFILL_EXPERT_FFN) if expert else _large_matrix(rng), (1, 2, 4, 8, 8))
+        if shard is None:
             continue
-        outputs, inputs = (outputs // tp, inputs) if column else (outputs, inputs // tp)
         if expert:  # routing sends an expert any number of tokens
             tokens = int(_rng_dims(rng, 64, 8192, 1)[0])
         else:
             seq = int(_rng_dims(rng, *PREFILL_SEQ, 1)[0])
             tokens = int(rng.choice([1, 1, 1, 2, 4])) * _round_to(seq, int(rng.choice(PREFILL_SEQ_UNITS, p=PREFILL_SEQ_P)))
-        m, n, k, layout = [(tokens, outputs, inputs, "nt"), (tokens, inputs, outputs, "nn"),
-                           (outputs, inputs, tokens, "tn")][int(rng.integers(3))]
-        if 2.0 * m * n * k <= LARGE_MAX_FLOPS and (m * k + k * n + m * n) * DTYPE_BYTES[dtype] <= EDGE_MAX_BYTES:
-            out.append((m, n, k, layout))
+        dims = _one_pass(rng, tokens, *shard, dtype=dtype)
+        if dims:
+            out.append(dims)
     return out
 
 
