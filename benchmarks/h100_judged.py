@@ -8,6 +8,7 @@ python benchmarks/h100_judged.py [--folder benchmarks/results/h100-judges] [--se
 """
 
 import argparse
+import sys
 import tempfile
 
 from judge_figures import SHOWN, import_export, measured_rows, with_machine_factors
@@ -26,8 +27,16 @@ def main() -> int:
     args = ap.parse_args()
     gpu = get_gpu("h100")
     borrowed = find(gpu)
-    assert borrowed is not None and borrowed.borrowed_for == "h100", "run without a user's H100 profile"
-    quick = with_machine_factors(borrowed, f"{args.folder}/h100-machine.json")
+    if borrowed is None or borrowed.borrowed_for != "h100":  # a user's own H100 profile would be judged instead
+        print("h100_judged.py: this machine has a profile of its own for the H100 (profile folder); move it aside "
+              "to judge the borrowed one", file=sys.stderr)
+        return 2
+    try:
+        quick = with_machine_factors(borrowed, f"{args.folder}/h100-machine.json")
+    except OSError as err:
+        print(f"h100_judged.py: {err} (benchmarks/h200_judges.sh with GPU=h100 QUICK_CALIBRATE=1 writes it)",
+              file=sys.stderr)
+        return 2
     print("calibrate --quick's factors on the H100:",
           ", ".join(f"{k[8:]} {v:.3f}" for k, v in vars(quick.params).items() if k.startswith("machine_")))
     with tempfile.TemporaryDirectory() as tmp:

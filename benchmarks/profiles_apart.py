@@ -7,12 +7,13 @@ python benchmarks/profiles_apart.py A.json B.json [--export results/h200-judges-
 """
 
 import argparse
-import csv
+import sys
 
 import numpy as np
+from wide_by_dims import measured_gemms
 
 from shapewise.cost import predict_gemm
-from shapewise.exports import open_export
+from shapewise.errors import ShapewiseError
 from shapewise.profile import cost_model
 
 EXPORT = "benchmarks/results/h200-judges-fresh15/judges.csv.gz"
@@ -23,15 +24,15 @@ def main() -> int:
     ap.add_argument("profiles", nargs=2, help="two profiles (a path, or 'shipped')")
     ap.add_argument("--export", default=EXPORT, help=f"a judges export (default {EXPORT})")
     args = ap.parse_args()
-    models = [cost_model("h200", profile=None if p == "shipped" else p) for p in args.profiles]
-    with open_export(args.export) as f:
-        rows = [r for r in csv.DictReader(f) if r["bench"] in ("gemm", "bmm") and r["median_ms"] and not r["error"]]
-    m, n, k, batch = (np.array([int(r[f"p_{d}"]) for r in rows]) for d in ("m", "n", "k", "batch"))
-    layout = np.array([r["p_layout"] for r in rows])
-    measured = np.array([float(r["median_ms"]) for r in rows])
+    try:
+        models = [cost_model("h200", profile=None if p == "shipped" else p) for p in args.profiles]
+        m, n, k, batch, layout, measured = measured_gemms([args.export])
+    except (OSError, ShapewiseError) as err:
+        print(f"profiles_apart.py: {err}", file=sys.stderr)
+        return 2
     a, b = (np.asarray(predict_gemm(m, n, k, batch=batch, layout=layout, gpu=model).time_ms) for model in models)
     line = lambda x: f"median {np.median(x):5.1%}, p90 {np.quantile(x, 0.9):5.1%}"  # noqa: E731
-    print(f"{len(rows)} GEMMs and batched GEMMs of {args.export}")
+    print(f"{len(m)} GEMMs and batched GEMMs of {args.export}")
     print(f"  the two profiles apart: {line(np.abs(b / a - 1))}")
     for name, predicted in zip(args.profiles, (a, b)):
         print(f"  {name}: |error| {line(np.abs(predicted / measured - 1))}")

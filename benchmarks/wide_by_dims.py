@@ -20,6 +20,16 @@ R = "benchmarks/results/h200-judges"
 EXPORTS = ("judges-1.csv", "judges-2.csv")
 
 
+def measured_gemms(paths) -> tuple:
+    """The GEMMs and batched GEMMs measured in judges exports: m, n, k, batch, layout and median ms, as arrays."""
+    rows = []
+    for path in paths:
+        with open_export(path) as f:
+            rows += [r for r in csv.DictReader(f) if r["bench"] in ("gemm", "bmm") and not r["error"] and r["median_ms"]]
+    m, n, k, b = (np.array([int(r[f"p_{d}"]) for r in rows]) for d in ("m", "n", "k", "batch"))
+    return m, n, k, b, np.array([r["p_layout"] for r in rows]), np.array([float(r["median_ms"]) for r in rows])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", help="the profile to judge (default: the shipped H200 profile)")
@@ -27,13 +37,7 @@ def main() -> int:
                     help="judges exports (default: results/h200-judges/'s)")
     args = ap.parse_args()
     model = cost_model("h200", profile=args.profile)
-    rows = []
-    for path in args.exports:
-        with open_export(path) as f:
-            rows += [r for r in csv.DictReader(f) if r["bench"] in ("gemm", "bmm") and not r["error"] and r["median_ms"]]
-    m, n, k, b = (np.array([int(r[f"p_{d}"]) for r in rows]) for d in ("m", "n", "k", "batch"))
-    measured = np.array([float(r["median_ms"]) for r in rows])
-    layout = np.array([r["p_layout"] for r in rows])
+    m, n, k, b, layout, measured = measured_gemms(args.exports)
     predicted = np.asarray(predict_gemm(m, n, k, batch=b, layout=layout, gpu=model).time_ms)
     error = np.abs(predicted / measured - 1)
     low, high = np.minimum(np.minimum(m, n), k), np.maximum(np.maximum(m, n), k)
