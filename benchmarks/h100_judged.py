@@ -19,10 +19,19 @@ from shapewise.judges import judge_sets
 from shapewise.profile import find
 
 
+def name_seed(text: str) -> tuple[str, int]:
+    """A set as NAME:SEED (wide:37), for argparse: a bad one is its one-line error, exit 2."""
+    name, _, seed = text.partition(":")
+    if name not in ("wide", "attention", "models") or not seed.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r}: give NAME:SEED, NAME one of wide, attention, models")
+    return name, int(seed)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--folder", default="benchmarks/results/h100-judges")
-    ap.add_argument("--sets", nargs="+", default=["wide:37", "attention:32", "models:19"], help="NAME:SEED each")
+    ap.add_argument("--sets", nargs="+", type=name_seed, default=[("wide", 37), ("attention", 32), ("models", 19)],
+                    help="NAME:SEED each (default wide:37 attention:32 models:19)")
     ap.add_argument("--configs", default="tests/data/hf")
     args = ap.parse_args()
     gpu = get_gpu("h100")
@@ -41,9 +50,8 @@ def main() -> int:
           ", ".join(f"{k[8:]} {v:.3f}" for k, v in vars(quick.params).items() if k.startswith("machine_")))
     with tempfile.TemporaryDirectory() as tmp:
         import_export(f"{args.folder}/judges.csv.gz", f"{tmp}/run.db")
-        for spec in args.sets:
-            name, seed = spec.split(":")
-            drawn, rows = measured_rows(f"{tmp}/run.db", name, int(seed), [args.configs])
+        for name, seed in args.sets:
+            drawn, rows = measured_rows(f"{tmp}/run.db", name, seed, [args.configs])
             print(f"== {name} seed {seed}: {len(rows)} of {len(drawn.cases)} cases measured  "
                   f"(median / p90 |error|: borrowed H200 profile | spec model | after calibrate --quick)")
             lines = {}

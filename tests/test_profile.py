@@ -501,7 +501,8 @@ def test_a_quick_refit_on_a_borrowed_profile_becomes_the_measured_gpus_own(tmp_p
     """calibrate --quick on an H100 fits its factors on top of the H200's profile it borrows: the
     result is the H100's profile (found before the borrowed one, installed under its name), says
     from whom it came, and leaves the H200's untouched."""
-    from shapewise.calibrate import install, machine_profile
+    from shapewise.calibrate import install
+    from shapewise.machine import machine_profile
 
     monkeypatch.setenv("SHAPEWISE_PROFILES", str(tmp_path))
     borrowed = find("h100")

@@ -32,7 +32,6 @@ from .fit import (
     residual_rows,
 )
 from .hardware import GPU
-from .machine import with_factors
 from .ops import FLASH, MEMORY, layer_ops
 from .profile import Profile, cost_model
 from .shapes import ModelShape, Workload
@@ -350,7 +349,7 @@ def calibrate_machine(*, store, gpu: GPU | str | None = None, device: str = "cud
     """`calibrate --quick` on a GPU: this machine's factors by op family (machine.py), measured on a
     small set and fitted on top of the GPU's own profile."""
     from .bench import sweep
-    from .machine import LIMITS, machine_cases, machine_factors
+    from .machine import LIMITS, machine_cases, machine_factors, machine_profile
     from .measure import measured_gpu
     from .profile import find
 
@@ -371,13 +370,3 @@ def calibrate_machine(*, store, gpu: GPU | str | None = None, device: str = "cud
                              f"the same kind of GPU or software; run `shapewise calibrate` for a whole profile")
     return MachineFit(len(cases), result, base, factors, machine_profile(base, gpu, factors, result.environment))
 
-
-def machine_profile(base: Profile, gpu: GPU, factors: dict, environment: dict) -> Profile:
-    """`base` with this machine's factors, as this GPU's own profile. A borrowed base (an H100 pricing
-    with the H200's profile: the same chip and clocks) becomes the measured GPU's, and says from whom."""
-    machine = {"factors": factors, "environment": {k: v for k, v in environment.items() if isinstance(v, (str, int, float))}}
-    fit = {**base.fit, "machine": machine}
-    if base.borrowed_for:
-        fit["borrowed_from"] = base.gpu
-    return dataclasses.replace(base, gpu=gpu.key, params=with_factors(base.params, factors), fit=fit, path="",
-                               borrowed_for="")

@@ -14,6 +14,8 @@ import numpy as np
 
 from .cases import Case
 from .cost import CostParams
+from .hardware import GPU
+from .profile import Profile
 
 FAMILIES = ("gemm", "bmm", "flash", "memory")
 MACHINE_STREAM = 5021  # the sample's own random stream
@@ -86,3 +88,14 @@ def with_factors(params: CostParams, factors: dict[str, dict]) -> CostParams:
     """The parameters with these factors (a family without cases keeps 1)."""
     return dataclasses.replace(without_factors(params),
                                **{f"machine_{name}": round(f["factor"], 4) for name, f in factors.items()})
+
+
+def machine_profile(base: Profile, gpu: GPU, factors: dict, environment: dict) -> Profile:
+    """`base` with this machine's factors, as this GPU's own profile. A borrowed base (an H100 pricing
+    with the H200's profile: the same chip and clocks) becomes the measured GPU's, and says from whom."""
+    machine = {"factors": factors, "environment": {k: v for k, v in environment.items() if isinstance(v, (str, int, float))}}
+    fit = {**base.fit, "machine": machine}
+    if base.borrowed_for:
+        fit["borrowed_from"] = base.gpu
+    return dataclasses.replace(base, gpu=gpu.key, params=with_factors(base.params, factors), fit=fit, path="",
+                               borrowed_for="")
