@@ -209,3 +209,13 @@ def test_bad_variants_input_is_one_line(capsys, argv, needle):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_a_committed_run_priced_again_by_the_shipped_profile_gives_its_own_predictions():
+    """benchmarks/variants_repriced.py finds every measured candidate in its neighbourhood by its label;
+    seed 11 was drawn and predicted with the shipped profile, so pricing it again changes nothing."""
+    text = _script("variants_repriced.py", str(ROOT / "benchmarks/results/h200-variants-11/variants.json.gz"))
+    assert "within 3%: 209 → 209 of 216" in text and "Spearman ≥ 0.9: 15 of 16" in text
+    pairs = [line.split("Spearman")[1].split("→") for line in text.splitlines() if "Spearman" in line and "→" in line
+             and "within" not in line]
+    assert len(pairs) == 16 and all(float(a) == float(b) for a, b in pairs)

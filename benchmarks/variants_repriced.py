@@ -1,0 +1,96 @@
+"""Committed `variants` runs priced again by another profile or code, on the CPU: each measured
+candidate found again in its model's neighbourhood by its label (the neighbourhood's shapes do not
+depend on the cost model, only their order does), its predicted speedup recomputed, and the set's
+figures (share within 3%, Spearman per model) given beside those the run recorded.
+
+python benchmarks/variants_repriced.py [--profile PATH] [--no-power] RUN.json[.gz] ...
+(the runs: results/h200-variants-*/variants.json*; each drawn at b=4, s=2048 over tests/data/hf)
+
+--no-power prices every GEMM without the power cap within one call (params.power_*), as a run of
+back-to-back layers would see it if the cap slowed every op alike.
+"""
+
+import argparse
+import dataclasses
+import gzip
+import json
+import math
+import sys
+
+from shapewise.calibrate import spearman
+from shapewise.errors import ShapewiseError
+from shapewise.hf import load_config
+from shapewise.profile import cost_model
+from shapewise.search import _changes, change_text, ranked_neighbours
+from shapewise.shapes import Workload
+from shapewise.variants import ASPECT_BAND, PARAMS_TOL, WITHIN
+from shapewise.verify import predicted_step_ms
+
+CONFIGS = {"EleutherAI/gpt-j-6B": "gpt-j-6b", "facebook/opt-1.3b": "opt-1.3b", "meta-llama/Llama-2-7b-hf": "llama-2-7b",
+           "microsoft/phi-2": "phi-2", "mistralai/Mistral-7B-v0.1": "mistral-7b-v0.1"}
+
+
+def per_token(shape, workload, model) -> float:
+    return predicted_step_ms(shape, workload, gpu=model) / workload.tokens
+
+
+def fail(message: str) -> int:
+    print(f"variants_repriced.py: {message}", file=sys.stderr)
+    return 2
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--profile", help="the profile to price with (default: the shipped H200 profile)")
+    ap.add_argument("--no-power", action="store_true", help="leave out the power cap within one call")
+    args = ap.parse_args()
+    model = cost_model("h200", profile=args.profile)
+    if args.no_power:
+        model = dataclasses.replace(model, params=dataclasses.replace(model.params, power_slowdown=0.0))
+    for path in args.runs:
+        try:
+            run = json.load(gzip.open(path) if path.endswith(".gz") else open(path))
+        except (OSError, ValueError) as e:
+            return fail(f"cannot read {path}: {e}")
+        within = [0, 0, 0, 0]  # recorded within, repriced within, candidates
+        low = []
+        for m in run["models"]:
+            if m.get("error"):
+                continue
+            shape = load_config(f"tests/data/hf/{CONFIGS.get(m['model'], m['model'])}.json")
+            workload = Workload(batch=m["batch"], seq=m["seq"])
+            original, ranked, _ = ranked_neighbours(shape, workload, model=model, keep={"tp"}, params_tol=PARAMS_TOL,
+                                                    aspect_band=ASPECT_BAND)
+            by_label = {change_text(_changes(original, c)): c for c in ranked}
+            base = per_token(shape, workload, model)
+            old, new, measured = [1.0], [1.0], [1.0]
+            for c in m["candidates"]:
+                if c["error"] or not math.isfinite(c["measured_speedup"] or math.nan):
+                    continue
+                found = by_label.get(c["candidate"])
+                if found is None:
+                    return fail(f"{m['model']}: {c['candidate']!r} is not in its neighbourhood")
+                speedup = base / per_token(found.shape, found.workload, model)
+                old.append(c["predicted_speedup"])
+                new.append(speedup)
+                measured.append(c["measured_speedup"])
+                within[0] += abs(c["predicted_speedup"] / c["measured_speedup"] - 1) <= WITHIN
+                within[1] += abs(speedup / c["measured_speedup"] - 1) <= WITHIN
+                within[2] += 1
+            rho_old, rho_new = spearman(old, measured), spearman(new, measured)
+            within[3] += rho_new >= 0.9
+            low.append((rho_new, m["model"]))
+            print(f"  {m['model']:28s} Spearman {rho_old:.3f} → {rho_new:.3f}")
+        print(f"{path}: within 3%: {within[0]} → {within[1]} of {within[2]}; Spearman ≥ 0.9: {within[3]} of {len(low)}"
+              f" (lowest {min(low)[0]:.3f}, {min(low)[1]})")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ShapewiseError as e:
+        sys.exit(fail(str(e)))
+    except (KeyError, TypeError) as e:
+        sys.exit(fail(f"not a variants run (validate --set variants --json): no {e}"))
