@@ -6,8 +6,12 @@ figures (share within 3%, Spearman per model) given beside those the run recorde
 python benchmarks/variants_repriced.py [--profile PATH] [--no-power] RUN.json[.gz] ...
 (the runs: results/h200-variants-*/variants.json*; each drawn at b=4, s=2048 over tests/data/hf)
 
---no-power prices every GEMM without the power cap within one call (params.power_*), as a run of
-back-to-back layers would see it if the cap slowed every op alike.
+--power op (the cost model's own): each GEMM pays the power cap within one call (params.power_*)
+as if timed alone, past the onset of its own call. --power none: no GEMM pays it, as if the cap
+slowed every op of a run alike. --power part: the cap's onset counts from the start of the call
+verify times, a layer's forward+backward or the head's, not from each GEMM's: past the onset, the
+part's GEMMs pay the slowdown at their share of peak rate, over the share of the part past it
+(its ops taken as spread evenly through it).
 """
 
 import argparse
@@ -24,14 +28,30 @@ from shapewise.profile import cost_model
 from shapewise.search import _changes, change_text, ranked_neighbours
 from shapewise.shapes import Workload
 from shapewise.variants import ASPECT_BAND, PARAMS_TOL, WITHIN
-from shapewise.verify import predicted_step_ms
+from shapewise.verify import HEAD_OPS, predicted_step_ms
 
 CONFIGS = {"EleutherAI/gpt-j-6B": "gpt-j-6b", "facebook/opt-1.3b": "opt-1.3b", "meta-llama/Llama-2-7b-hf": "llama-2-7b",
            "microsoft/phi-2": "phi-2", "mistralai/Mistral-7B-v0.1": "mistral-7b-v0.1"}
 
 
-def per_token(shape, workload, model) -> float:
-    return predicted_step_ms(shape, workload, gpu=model) / workload.tokens
+def part_ms(costs, p) -> float:
+    """A part's time (its ops priced without the power term) with the cap's onset counted from its start."""
+    total = sum(c.total_ms for c in costs)
+    busy = sum(c.fraction_of_peak * c.total_ms for c in costs if c.op.is_matmul)
+    return total + p.power_slowdown * busy * max(0.0, 1.0 - p.power_onset_ms / total)
+
+
+def per_token(shape, workload, model, power: str, capped) -> float:
+    """Predicted ms per token of layers × layer + head."""
+    if power != "part":
+        return predicted_step_ms(shape, workload, gpu=model) / workload.tokens
+    from shapewise.cost import predict_step
+    from shapewise.ops import OUTSIDE_LAYERS
+
+    step = predict_step(shape.one_layer(), workload, gpu=model)
+    layer = [c for c in step.costs if c.op.name not in OUTSIDE_LAYERS]
+    head = [c for c in step.costs if c.op.name in HEAD_OPS]
+    return (shape.num_layers * part_ms(layer, capped) + part_ms(head, capped)) / workload.tokens
 
 
 def fail(message: str) -> int:
@@ -43,10 +63,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="+")
     ap.add_argument("--profile", help="the profile to price with (default: the shipped H200 profile)")
-    ap.add_argument("--no-power", action="store_true", help="leave out the power cap within one call")
+    ap.add_argument("--power", choices=("op", "none", "part"), default="op",
+                    help="where the power cap's onset counts from (default op: the cost model's own)")
     args = ap.parse_args()
     model = cost_model("h200", profile=args.profile)
-    if args.no_power:
+    capped = model.params
+    if args.power != "op":
         model = dataclasses.replace(model, params=dataclasses.replace(model.params, power_slowdown=0.0))
     for path in args.runs:
         try:
@@ -63,7 +85,7 @@ def main() -> int:
             original, ranked, _ = ranked_neighbours(shape, workload, model=model, keep={"tp"}, params_tol=PARAMS_TOL,
                                                     aspect_band=ASPECT_BAND)
             by_label = {change_text(_changes(original, c)): c for c in ranked}
-            base = per_token(shape, workload, model)
+            base = per_token(shape, workload, model, args.power, capped)
             old, new, measured = [1.0], [1.0], [1.0]
             for c in m["candidates"]:
                 if c["error"] or not math.isfinite(c["measured_speedup"] or math.nan):
@@ -71,7 +93,7 @@ def main() -> int:
                 found = by_label.get(c["candidate"])
                 if found is None:
                     return fail(f"{m['model']}: {c['candidate']!r} is not in its neighbourhood")
-                speedup = base / per_token(found.shape, found.workload, model)
+                speedup = base / per_token(found.shape, found.workload, model, args.power, capped)
                 old.append(c["predicted_speedup"])
                 new.append(speedup)
                 measured.append(c["measured_speedup"])
