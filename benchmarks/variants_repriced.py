@@ -3,12 +3,14 @@ candidate found again in its model's neighbourhood by its label (the neighbourho
 depend on the cost model, only their order does), its predicted speedup recomputed, and the set's
 figures (share within 3%, Spearman per model) given beside those the run recorded.
 
-python benchmarks/variants_repriced.py [--profile PATH] [--no-power] RUN.json[.gz] ...
-(the runs: results/h200-variants-*/variants.json*; each drawn at b=4, s=2048 over tests/data/hf)
+python benchmarks/variants_repriced.py [--profile PATH] [--power op|none|part] RUN.json[.gz] ...
+(the runs: results/h200-variants-*/variants.json*, each drawn at b=4, s=2048 over tests/data/hf; or
+verify proofs, results/h200-verify-real*/verify-real.json: each model's top 10 priced again, and the
+measured speedup of the one now predicted fastest over the best measured)
 
---power op (the cost model's own): each GEMM pays the power cap within one call (params.power_*)
-as if timed alone, past the onset of its own call. --power none: no GEMM pays it, as if the cap
-slowed every op of a run alike. --power part: the cap's onset counts from the start of the call
+--power op (check's and validate's pricing, and the rankings' before 2026-12-06): each GEMM pays the
+power cap within one call (params.power_*) as if timed alone, past the onset of its own call.
+--power none (the rankings' since: CostModel.in_a_run): no GEMM pays it. --power part: the cap's onset counts from the start of the call
 verify times, a layer's forward+backward or the head's, not from each GEMM's: past the onset, the
 part's GEMMs pay the slowdown at their share of peak rate, over the share of the part past it
 (its ops taken as spread evenly through it).
@@ -59,6 +61,48 @@ def fail(message: str) -> int:
     return 2
 
 
+def step_per_token(shape, workload, model, power: str, capped, mode: str) -> float:
+    """Predicted ms per token of what verify measured: the whole step ("model") or layers × layer + head."""
+    if mode == "model":
+        from shapewise.cost import predict_step
+
+        return predict_step(shape, workload, gpu=model).time_ms / workload.tokens
+    return per_token(shape, workload, model, power, capped)
+
+
+def verify_proof(run: dict, model, power: str, capped) -> None:
+    """benchmarks/verify_real.py's rows (each model's top 10 at b=4, s=2048, suggest's defaults) priced
+    again: the share within 3%, and per model the measured speedup of the candidate now predicted
+    fastest over the best measured."""
+    within = [0, 0, 0]
+    low = []
+    for name, rows in run.items():
+        if not isinstance(rows, list) or not rows:
+            continue
+        shape = load_config(f"tests/data/hf/{name}.json")
+        workload = Workload(batch=4, seq=2048)
+        original, ranked, _ = ranked_neighbours(shape, workload, model=model, keep=set(), params_tol=PARAMS_TOL,
+                                                aspect_band=ASPECT_BAND)
+        by_label = {change_text(_changes(original, c)): c for c in ranked}
+        base = step_per_token(shape, workload, model, power, capped, rows[0]["mode"])
+        priced = []
+        for r in rows:
+            found = by_label.get(r["candidate"].split(" ", 1)[1])
+            if found is None:
+                raise ShapewiseError(f"{name}: {r['candidate']!r} is not in its neighbourhood")
+            speedup = base / step_per_token(found.shape, found.workload, model, power, capped, r["mode"])
+            priced.append((speedup, r["measured_speedup"]))
+            within[0] += abs(r["predicted_speedup"] / r["measured_speedup"] - 1) <= WITHIN
+            within[1] += abs(speedup / r["measured_speedup"] - 1) <= WITHIN
+            within[2] += 1
+        top = max(priced)[1] / max(m for _, m in priced)
+        low.append(top)
+        print(f"  {name:26s} first by this pricing: measured {max(priced)[1]:.3f}, best measured "
+              f"{max(m for _, m in priced):.3f} ({top:.3f})")
+    print(f"within 3%: {within[0]} → {within[1]} of {within[2]}; first / best measured under 0.97: "
+          f"{sum(t < 0.97 for t in low)} of {len(low)} (lowest {min(low):.3f})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="+")
@@ -75,7 +119,11 @@ def main() -> int:
             run = json.load(gzip.open(path) if path.endswith(".gz") else open(path))
         except (OSError, ValueError) as e:
             return fail(f"cannot read {path}: {e}")
-        within = [0, 0, 0, 0]  # recorded within, repriced within, candidates
+        if "models" not in run:  # a verify proof (benchmarks/verify_real.py)
+            print(path)
+            verify_proof(run, model, args.power, capped)
+            continue
+        within = [0, 0, 0, 0]  # recorded within, repriced within, candidates, models with rho ≥ 0.9
         low = []
         for m in run["models"]:
             if m.get("error"):

@@ -57,9 +57,23 @@ def gloo_steps(tmp_path_factory):
 
     if not (dist.is_available() and dist.is_gloo_available()):
         pytest.skip("torch.distributed with gloo is not available")
-    out = tmp_path_factory.mktemp("dp")
-    mp.spawn(_worker, args=(WORLD, f"file://{out / 'init'}", str(out)), nprocs=WORLD)
-    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD)]
+    # On a loaded 2-core machine torch's gloo now and then aborts a worker from its own threads ("terminate
+    # called without an active exception"; 3 of about 10 full runs here, never alone). Such a run is
+    # tried once more from scratch; a run whose every rank wrote its results before the abort keeps them.
+    for attempt in range(2):
+        out = tmp_path_factory.mktemp("dp")
+        try:
+            mp.spawn(_worker, args=(WORLD, f"file://{out / 'init'}", str(out)), nprocs=WORLD)
+        except mp.ProcessExitedException as exc:
+            if exc.signal_name != "SIGABRT" or (attempt and not _all_written(out)):
+                raise
+            if not _all_written(out):
+                continue
+        return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD)]
+
+
+def _all_written(out) -> bool:
+    return all((out / f"rank{r}.json").exists() for r in range(WORLD))
 
 
 @pytest.mark.parametrize("kind", ["ddp", "fsdp"])

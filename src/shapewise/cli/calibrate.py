@@ -40,7 +40,7 @@ DRAW_HELP = {
               "an H200)",
     "prefill": "and 800 GEMMs of prefills and training steps as a tensor-parallel rank or an MoE expert runs them "
                "(sequences that are multiples of 8 but seldom of 64, experts' routed tokens), drawn with SEED (1 when "
-               "not given) (not yet timed on an H200)",
+               "not given) (about 33 s more on an H200)",
 }
 
 

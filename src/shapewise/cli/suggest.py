@@ -100,9 +100,11 @@ def _row(i: int, s) -> dict:
 
 def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -> dict:
     """suggest --json: the three tables, the memory and the intervals' source."""
+    from ..search import IN_A_RUN
+
     errors = result.errors
     return {"model": shape.name, "params": shape.params, "gpu": gpu.key, "cost_model": source,
-            "original_ms_per_token": result.original.gpu_ms_per_token,
+            "original_ms_per_token": result.original.gpu_ms_per_token, "priced": IN_A_RUN,
             "original_memory_bytes": result.original_memory_bytes, "gpu_memory_bytes": result.gpu_memory_bytes,
             "original_fits": result.original_fits, "vary": list(result.vary),
             "findings": [f.rule for f in result.findings], "considered": result.considered,
@@ -118,7 +120,7 @@ def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -
 def run_suggest(args) -> int:
     from ..hf import load_config, to_hf_config
     from ..report import rich_table, suggestion_table
-    from ..search import megatron_args
+    from ..search import IN_A_RUN, megatron_args
 
     if args.emit_config is not None:  # said before the search, not after it ("" too: it names no file)
         from ..outputs import output_file
@@ -174,6 +176,7 @@ def run_suggest(args) -> int:
                              title_justify="left", title="run settings (micro-batch b, tensor parallelism t) that fit, "
                              "alone and with the best shape; rank them with the shapes: --vary batch,tp"))
     out.print(f"intervals: 90%, from the {result.errors.source}")
+    out.print(f"tokens/s and speedups: {IN_A_RUN}")
     if args.emit_config:
         out.print(f"suggestion {args.pick} written to {args.emit_config}")
     return 0
