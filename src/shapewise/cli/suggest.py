@@ -210,7 +210,7 @@ def run_search(args) -> int:
     from rich.table import Table
 
     from ..hardware import get_gpu
-    from ..search import search
+    from ..search import IN_A_RUN, search
     from ..shapes import Workload
 
     gpu = get_gpu(args.gpu)
@@ -225,7 +225,8 @@ def run_search(args) -> int:
                            "ffn": c.shape.ffn_width, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token} for c in cands]
     if args.json:
         print(json.dumps({"screened": result.screened, "predicted": result.predicted, "seconds": result.seconds,
-                          "pareto": rows(result.pareto), "top": rows(result.top), "cost_model": source}, indent=2))
+                          "pareto": rows(result.pareto), "top": rows(result.top), "cost_model": source,
+                          "priced": IN_A_RUN}, indent=2))
         return 0
     out = console()
     out.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted} "
@@ -240,6 +241,7 @@ def run_search(args) -> int:
             table.add_row(f"{c.params / 1e9:.3f}B", str(s.hidden), str(s.num_layers), str(s.num_heads),
                           str(s.kv_heads), str(s.d_head), str(s.ffn_width), f"{1000 / c.gpu_ms_per_token:,.0f}")
         out.print(table)
+    out.print(f"tokens/s: {IN_A_RUN}")
     return 0
 
 
