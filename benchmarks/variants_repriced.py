@@ -17,7 +17,6 @@ part's GEMMs pay the slowdown at their share of peak rate, over the share of the
 """
 
 import argparse
-import dataclasses
 import gzip
 import json
 import math
@@ -56,6 +55,19 @@ def per_token(shape, workload, model, power: str, capped) -> float:
     return (shape.num_layers * part_ms(layer, capped) + part_ms(head, capped)) / workload.tokens
 
 
+def by_label(shape, workload, model, keep: set) -> dict:
+    """Every shape of a model's neighbourhood (as suggest draws it) by its label, change_text's."""
+    original, ranked, _ = ranked_neighbours(shape, workload, model=model, keep=keep, params_tol=PARAMS_TOL,
+                                            aspect_band=ASPECT_BAND)
+    return {change_text(_changes(original, c)): c for c in ranked}
+
+
+def found(labels: dict, name: str, label: str):
+    if label not in labels:
+        raise ShapewiseError(f"{name}: {label!r} is not in its neighbourhood")
+    return labels[label]
+
+
 def fail(message: str) -> int:
     print(f"variants_repriced.py: {message}", file=sys.stderr)
     return 2
@@ -81,16 +93,12 @@ def verify_proof(run: dict, model, power: str, capped) -> None:
             continue
         shape = load_config(f"tests/data/hf/{name}.json")
         workload = Workload(batch=4, seq=2048)
-        original, ranked, _ = ranked_neighbours(shape, workload, model=model, keep=set(), params_tol=PARAMS_TOL,
-                                                aspect_band=ASPECT_BAND)
-        by_label = {change_text(_changes(original, c)): c for c in ranked}
+        labels = by_label(shape, workload, model, set())
         base = step_per_token(shape, workload, model, power, capped, rows[0]["mode"])
         priced = []
         for r in rows:
-            found = by_label.get(r["candidate"].split(" ", 1)[1])
-            if found is None:
-                raise ShapewiseError(f"{name}: {r['candidate']!r} is not in its neighbourhood")
-            speedup = base / step_per_token(found.shape, found.workload, model, power, capped, r["mode"])
+            c = found(labels, name, r["candidate"].split(" ", 1)[1])  # "#3 heads 32→16, …"
+            speedup = base / step_per_token(c.shape, c.workload, model, power, capped, r["mode"])
             priced.append((speedup, r["measured_speedup"]))
             within[0] += abs(r["predicted_speedup"] / r["measured_speedup"] - 1) <= WITHIN
             within[1] += abs(speedup / r["measured_speedup"] - 1) <= WITHIN
@@ -113,7 +121,7 @@ def main() -> int:
     model = cost_model("h200", profile=args.profile)
     capped = model.params
     if args.power != "op":
-        model = dataclasses.replace(model, params=dataclasses.replace(model.params, power_slowdown=0.0))
+        model = model.in_a_run()
     for path in args.runs:
         try:
             run = json.load(gzip.open(path) if path.endswith(".gz") else open(path))
@@ -130,18 +138,14 @@ def main() -> int:
                 continue
             shape = load_config(f"tests/data/hf/{CONFIGS.get(m['model'], m['model'])}.json")
             workload = Workload(batch=m["batch"], seq=m["seq"])
-            original, ranked, _ = ranked_neighbours(shape, workload, model=model, keep={"tp"}, params_tol=PARAMS_TOL,
-                                                    aspect_band=ASPECT_BAND)
-            by_label = {change_text(_changes(original, c)): c for c in ranked}
+            labels = by_label(shape, workload, model, {"tp"})
             base = per_token(shape, workload, model, args.power, capped)
             old, new, measured = [1.0], [1.0], [1.0]
             for c in m["candidates"]:
                 if c["error"] or not math.isfinite(c["measured_speedup"] or math.nan):
                     continue
-                found = by_label.get(c["candidate"])
-                if found is None:
-                    return fail(f"{m['model']}: {c['candidate']!r} is not in its neighbourhood")
-                speedup = base / per_token(found.shape, found.workload, model, args.power, capped)
+                drawn = found(labels, m["model"], c["candidate"])
+                speedup = base / per_token(drawn.shape, drawn.workload, model, args.power, capped)
                 old.append(c["predicted_speedup"])
                 new.append(speedup)
                 measured.append(c["measured_speedup"])

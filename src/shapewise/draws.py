@@ -389,29 +389,44 @@ def _one_pass(rng, tokens: int, outputs: int, inputs: int, *, dtype: str) -> tup
     return None
 
 
-def _large_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, str]]:
-    """(m, n, k, layout) of `count` transformer GEMMs (see LARGE_GEMMS)."""
+def _passes(rng, count: int, draw, *, dtype: str) -> list[tuple[int, int, int, str]]:
+    """(m, n, k, layout) of `count` GEMMs, each one pass (_one_pass) of the (tokens, outputs, inputs)
+    that draw(rng) gives; draw returns None, and a pass too large is left out, to draw again."""
     out: list[tuple[int, int, int, str]] = []
     while len(out) < count:
-        shard = _split(rng, _large_matrix(rng), (1, 1, 2, 4, 8))
-        if shard is None:
-            continue
-        seq = int(_rng_dims(rng, 256, 16384, 1)[0])
-        seq = _round_to(seq, int(rng.choice([256, 128, 64, 1], p=(0.5, 0.2, 0.2, 0.1))))
-        tokens = int(rng.choice([1, 1, 2, 4, 8, 16])) * seq
-        if tokens > 65536:
-            continue
-        dims = _one_pass(rng, tokens, *shard, dtype=dtype)
+        drawn = draw(rng)
+        dims = drawn and _one_pass(rng, *drawn, dtype=dtype)
         if dims:
             out.append(dims)
     return out
 
 
+def _seeded_gemms(seed: int, stream: int, dims, count: int, *, quick: bool, dtype: str) -> list[Case]:
+    """A draw's GEMM cases: dims(rng, count, dtype=…)'s shapes from the seed's stream beside `stream`
+    (4 of them with `quick`)."""
+    shapes = dims(np.random.default_rng([seed, stream]), 4 if quick else count, dtype=dtype)
+    return _drawn_gemms(((m, n, k, 1, layout) for m, n, k, layout in shapes), quick=quick, dtype=dtype)
+
+
+def _large_pass(rng) -> tuple[int, int, int] | None:
+    """A transformer matrix on 1-8 GPUs and the tokens of a step (see LARGE_GEMMS)."""
+    shard = _split(rng, _large_matrix(rng), (1, 1, 2, 4, 8))
+    if shard is None:
+        return None
+    seq = int(_rng_dims(rng, 256, 16384, 1)[0])
+    seq = _round_to(seq, int(rng.choice([256, 128, 64, 1], p=(0.5, 0.2, 0.2, 0.1))))
+    tokens = int(rng.choice([1, 1, 2, 4, 8, 16])) * seq
+    return (tokens, *shard) if tokens <= 65536 else None
+
+
+def _large_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, str]]:
+    """(m, n, k, layout) of `count` transformer GEMMs (see LARGE_GEMMS)."""
+    return _passes(rng, count, _large_pass, dtype=dtype)
+
+
 def _large_cases(large: int, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --large SEED`'s draws."""
-    rng = np.random.default_rng([large, LARGE_STREAM])
-    shapes = _large_dims(rng, 4 if quick else LARGE_GEMMS, dtype=dtype)
-    return _drawn_gemms(((m, n, k, 1, layout) for m, n, k, layout in shapes), quick=quick, dtype=dtype)
+    return _seeded_gemms(large, LARGE_STREAM, _large_dims, LARGE_GEMMS, quick=quick, dtype=dtype)
 
 
 # `calibrate --skinny SEED`: GEMMs and batched GEMMs with one side of 1 to 64 (torch's m, the rows a
@@ -580,9 +595,7 @@ def _shards_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, st
 
 def _shards_cases(shards: int, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --shards SEED`'s draws."""
-    rng = np.random.default_rng([shards, SHARDS_STREAM])
-    shapes = _shards_dims(rng, 4 if quick else SHARDS_GEMMS, dtype=dtype)
-    return _unique(_drawn_gemms(((m, n, k, 1, layout) for m, n, k, layout in shapes), quick=quick, dtype=dtype))
+    return _unique(_seeded_gemms(shards, SHARDS_STREAM, _shards_dims, SHARDS_GEMMS, quick=quick, dtype=dtype))
 
 
 # `calibrate --prefill SEED`: a prefill's or a training step's GEMMs as a tensor-parallel rank or an
@@ -601,30 +614,27 @@ PREFILL_SEQ_UNITS, PREFILL_SEQ_P = (8, 1, 64), (0.7, 0.15, 0.15)
 PREFILL_EXPERT_FFN = (512, 14336)
 
 
+def _prefill_pass(rng) -> tuple[int, int, int] | None:
+    """A layer's, the head's or an MoE expert's matrix on 1-8 GPUs and the tokens of a prefill (see
+    PREFILL_GEMMS)."""
+    expert = rng.random() < 0.3  # an MoE expert's projection, else a layer's or the head's
+    shard = _split(rng, _expert_matrix(rng, PREFILL_EXPERT_FFN) if expert else _large_matrix(rng), (1, 2, 4, 8, 8))
+    if shard is None:
+        return None
+    if expert:  # routing sends an expert any number of tokens
+        return int(_rng_dims(rng, 64, 8192, 1)[0]), *shard
+    seq = int(_rng_dims(rng, *PREFILL_SEQ, 1)[0])
+    return int(rng.choice([1, 1, 1, 2, 4])) * _round_to(seq, int(rng.choice(PREFILL_SEQ_UNITS, p=PREFILL_SEQ_P))), *shard
+
+
 def _prefill_dims(rng, count: int, *, dtype: str) -> list[tuple[int, int, int, str]]:
     """(m, n, k, layout) of `count` prefill GEMMs (see PREFILL_GEMMS)."""
-    out: list[tuple[int, int, int, str]] = []
-    while len(out) < count:
-        expert = rng.random() < 0.3  # an MoE expert's projection, else a layer's or the head's
-        shard = _split(rng, _expert_matrix(rng, PREFILL_EXPERT_FFN) if expert else _large_matrix(rng), (1, 2, 4, 8, 8))
-        if shard is None:
-            continue
-        if expert:  # routing sends an expert any number of tokens
-            tokens = int(_rng_dims(rng, 64, 8192, 1)[0])
-        else:
-            seq = int(_rng_dims(rng, *PREFILL_SEQ, 1)[0])
-            tokens = int(rng.choice([1, 1, 1, 2, 4])) * _round_to(seq, int(rng.choice(PREFILL_SEQ_UNITS, p=PREFILL_SEQ_P)))
-        dims = _one_pass(rng, tokens, *shard, dtype=dtype)
-        if dims:
-            out.append(dims)
-    return out
+    return _passes(rng, count, _prefill_pass, dtype=dtype)
 
 
 def _prefill_cases(prefill: int, *, quick: bool, dtype: str) -> list[Case]:
     """`calibrate --prefill SEED`'s draws."""
-    rng = np.random.default_rng([prefill, PREFILL_STREAM])
-    shapes = _prefill_dims(rng, 4 if quick else PREFILL_GEMMS, dtype=dtype)
-    return _unique(_drawn_gemms(((m, n, k, 1, layout) for m, n, k, layout in shapes), quick=quick, dtype=dtype))
+    return _unique(_seeded_gemms(prefill, PREFILL_STREAM, _prefill_dims, PREFILL_GEMMS, quick=quick, dtype=dtype))
 
 
 # The draws beside the designed set, by the name of calibrate's flag: each a function of its seed.
