@@ -6,7 +6,13 @@ and by bytes; then the named real-model cases where the earlier model missed mos
 are left out: no fused kernel runs them (the one such call, latent attention of 576 as an older
 shapewise mapped it, took SDPA's unfused path; the models sets now price it as batched GEMMs).
 
-python benchmarks/decode_figures.py [--profile PATH]   (on the CPU; a few seconds)
+python benchmarks/decode_figures.py [--profile PATH] [--reread A | --l2 TBS]   (on the CPU; a few seconds)
+
+--reread A tries one structural question: a key head's query heads past 16 run in more blocks
+(cost.decode_blocks), each walking the same cache; if each re-read cost A of a first read, the stream
+is A × (blocks per key head - 1) longer. --l2 TBS tries another: every block reads its key head's
+cache through L2 at TBS TB/s, a floor under the call's time (that traffic and the fixed time). Only
+calls of more than 16 query heads per key head change (under TBS of 4.8, the H200's own bandwidth).
 
 Only predict_ops, Op and the profile loader are used, so the same script prices the calls with an
 older shapewise: PYTHONPATH=<a checkout of that commit>/src python benchmarks/decode_figures.py
@@ -19,9 +25,11 @@ import json
 
 import numpy as np
 
+from shapewise import cost
 from shapewise.cost import predict_ops
 from shapewise.exports import open_export
 from shapewise.ops import FLASH, Op
+from shapewise.params import DECODE_OVERLAP, DECODE_ROWS
 from shapewise.profile import cost_model, load
 
 R = "benchmarks/results"
@@ -62,6 +70,31 @@ def calls() -> list[dict]:
                  where="fitted" if "fitted" in e["where"] else "judged") for (b, g, n, k), e in found.items()]
 
 
+def reread(share: float) -> None:
+    """Price decoding attention's stream as if each block past a key head's first re-read `share` of its
+    cache (this script only: cost.decode_terms, patched)."""
+    terms = cost.decode_terms
+
+    def reread_terms(op, gpu):
+        t = dict(terms(op, gpu))
+        factor = 1 + share * (-(-max(op.groups, 1) // DECODE_ROWS) - 1)
+        t["narrow"], t["wide"] = t["narrow"] * factor, t["wide"] * factor
+        return t
+    cost.decode_terms = reread_terms
+
+
+def l2_floor(tb_per_s: float) -> None:
+    """Floor decoding attention's time at every block's read of its key head's cache through L2 at
+    tb_per_s, plus its fixed time (this script only: cost.decode_busy_ms and decode_parts_ms, patched)."""
+    parts = cost.decode_parts_ms
+
+    def floored_parts(op, gpu, p):
+        stream, walk, fixed = parts(op, gpu, p)
+        l2 = op.bytes * -(-max(op.groups, 1) // DECODE_ROWS) / (tb_per_s * 1e12) * 1e3
+        return stream, max(walk, (max(l2 ** DECODE_OVERLAP - stream ** DECODE_OVERLAP, 0.0)) ** (1 / DECODE_OVERLAP)), fixed
+    cost.decode_parts_ms = floored_parts
+
+
 def line(err) -> str:
     if not len(err):
         return "    0"
@@ -71,7 +104,15 @@ def line(err) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", help="a profile JSON (default: the shipped H200 profile)")
+    ap.add_argument("--reread", type=float, default=0.0, metavar="A",
+                    help="price each extra block of a key head's group as re-reading A of the cache (default 0: the model's)")
+    ap.add_argument("--l2", type=float, default=0.0, metavar="TBS",
+                    help="floor each call at every block's cache read through L2 at TBS TB/s (default: none)")
     args = ap.parse_args()
+    if args.reread:
+        reread(args.reread)
+    if args.l2:
+        l2_floor(args.l2)
     model = cost_model("h200", profile=load(args.profile) if args.profile else None)
     rows = calls()
     ops = [Op("attn/flash", "fwd", FLASH, count=1, flops=4 * r["batch"] * r["n"] * r["k"], bytes=r["bytes"], m=1, n=r["n"],
