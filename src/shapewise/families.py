@@ -41,11 +41,29 @@ _GEMMA2 = Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=Fal
 
 FAMILIES: dict[str, Family] = {
     **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2",
-                           "deepseek_v3")},
+                           "deepseek_v3", "kimi_k2", "exaone")},  # Kimi K2: DeepSeek-V3's layout; EXAONE 3.5: Llama's
+    # Llama 4: experts of intermediate_size beside one shared expert, dense layers of intermediate_size_mlp
+    # (hf._llama4_widths); text_config of the "llama4" wrapper
+    "llama4_text": _LLAMA,
+    # Llama 3.2 Vision's language model: a Llama whose cross_attention_layers attend to the image (hf warns)
+    "mllama_text_model": _LLAMA,
+    # MiniCPM3: DeepSeek-style latent attention whose value heads are hidden / heads wide (hf reads it so);
+    # MiniCPM3Config ties the embeddings
+    "minicpm3": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
+    # GLM-4 (THUDM's own ChatGLMConfig): SwiGLU, RMSNorm (its `rmsnorm` key), grouped kv heads
+    # (multi_query_group_num), rotary over half of each head
+    "chatglm": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
+                      rotary="partial_rotary_factor", defaults=(("partial_rotary_factor", 0.5),)),
     # OLMo (1) normalizes with a LayerNorm that has no weight or bias (OlmoLayerNorm), so shapewise's count
     # runs 2 × hidden per norm high (0.01% of OLMo-7B); the op is a LayerNorm's, not an RMSNorm's.
     "olmo": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
-    "mistral": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, window="all"),
+    **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, window="all")
+       for t in ("mistral", "ministral", "ministral3")},
+    # layer_types name each layer's attention: sliding or full (gpt-oss alternates; EXAONE 4 and OLMo 3 run
+    # three sliding layers to one full); EXAONE 4 and OLMo 3 normalize after each block, with QK-norm
+    "gpt_oss": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False, window="pattern"),
+    **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True, window="pattern")
+       for t in ("exaone4", "olmo3")},
     **{t: _QWEN3 for t in ("qwen3", "qwen3_moe")},
     "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True),
     "phi3": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,

@@ -38,14 +38,21 @@ _EXPERT_FFN = ("moe_intermediate_size",)
 class _Reader:
     """Reads the fields of one config dict; every error names where the dict came from."""
 
-    def __init__(self, cfg: dict, where: str):
+    def __init__(self, cfg: dict, where: str, used: set | None = None):
         self.cfg, self.where = cfg, where
+        self.used = set() if used is None else used  # every key looked up, for _unread
 
     def fail(self, message: str):
         raise ShapewiseError(f"{self.where}: {message}")
 
     def _present(self, keys) -> list[str]:
+        self.used.update(keys)
         return [k for k in keys if self.cfg.get(k) is not None]  # null counts as absent (n_inner: null)
+
+    def get(self, key: str):
+        """A key's raw value (None when absent), marked as read."""
+        self.used.add(key)
+        return self.cfg.get(key)
 
     def whole(self, keys, what: str, *, required: bool = False, minimum: int = 1, agree: bool = True) -> int | None:
         """A whole number under the first present spelling; all present spellings must agree."""
@@ -85,11 +92,18 @@ class _Reader:
 
 
 def _unwrap(cfg: dict) -> dict:
-    """The language model's fields: multimodal wrappers (Gemma-3, LLaVA) nest them in text_config."""
+    """The language model's fields: multimodal wrappers (Gemma-3, LLaVA) nest them in text_config. The
+    wrapper's own tie_word_embeddings decides whether the language model's output head is tied (Mistral 3
+    writes it only there), unless text_config says."""
     inner = cfg.get("text_config")
     if isinstance(inner, dict) and not any(k in cfg for k in _HIDDEN):
+        if inner.get("tie_word_embeddings") is None and cfg.get("tie_word_embeddings") is not None:
+            return {**inner, "tie_word_embeddings": cfg["tie_word_embeddings"]}
         return inner
     return cfg
+
+
+_ATTENTION_LAYERS = ("full_attention", "sliding_attention", "chunked_attention", "attention")
 
 
 class NotATransformer(ShapewiseError):
@@ -103,7 +117,7 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
     if what is None and model_type not in FAMILIES:
         hybrid = [k for k in NOT_ATTENTION_KEYS if k in cfg]
         types = cfg.get("layer_types")
-        if isinstance(types, list) and any(t not in ("full_attention", "sliding_attention", "attention")
+        if isinstance(types, list) and any(t not in _ATTENTION_LAYERS
                                            for t in types if isinstance(t, str)):
             hybrid.append("layer_types")
         what = f"not an attention-only transformer (its config has {', '.join(hybrid)})" if hybrid else None
@@ -112,27 +126,40 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
                              f"transformers only and cannot price its other layers")
 
 
-def _moe_dense_layers(r: _Reader, model_type: str, layers: int) -> int:
-    """How many layers of an MoE model have a dense MLP instead of experts, by its type's rule."""
-    cfg = r.cfg
-    if model_type in ("deepseek_v2", "deepseek_v3"):
+def _layer_list(r: _Reader, key: str) -> list[int]:
+    value = r.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+        r.fail(f"{key} must be a list of layer numbers")
+    return value
+
+
+def _moe_dense_layers(r: _Reader, layers: int) -> int:
+    """How many layers of an MoE model have a dense MLP instead of experts, by the rule whose keys the
+    config carries (whatever its type: Kimi K2 writes DeepSeek-V3's)."""
+    present = set(r._present(("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers",
+                              "interleave_moe_layer_step", "moe_layers")))
+    if present & {"first_k_dense_replace", "moe_layer_freq"}:
         # DeepseekV3: a layer is MoE when idx >= first_k_dense_replace and idx % moe_layer_freq == 0
         first = r.whole(("first_k_dense_replace",), "dense layer count", minimum=0) or 0
         freq = r.whole(("moe_layer_freq",), "MoE layer frequency") or 1
         return sum(1 for i in range(layers) if not (i >= first and i % freq == 0))
-    if model_type in ("qwen2_moe", "qwen3_moe"):
+    if present & {"decoder_sparse_step", "mlp_only_layers"}:
         # Qwen-MoE: dense where listed in mlp_only_layers or (idx + 1) % decoder_sparse_step != 0
         step = r.whole(("decoder_sparse_step",), "sparse step") or 1
-        only = cfg.get("mlp_only_layers") or []
-        if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only):
-            r.fail("mlp_only_layers must be a list of layer numbers")
+        only = _layer_list(r, "mlp_only_layers")
         return sum(1 for i in range(layers) if i in only or (i + 1) % step)
+    if present & {"interleave_moe_layer_step", "moe_layers"}:
+        # Llama 4: MoE at the layers listed in moe_layers, by default every interleave_moe_layer_step-th
+        step = r.whole(("interleave_moe_layer_step",), "MoE layer step") or 1
+        moe = _layer_list(r, "moe_layers") or range(step - 1, layers, step)
+        return layers - len({i for i in moe if 0 <= i < layers})
     return 0
 
 
-def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str]]:
-    """ModelShape keyword arguments (all structural fields) read from a config dict, and the names of
-    the fields guessed because neither the file nor a known model type's defaults give them."""
+def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[str]]:
+    """ModelShape keyword arguments (all structural fields) read from a config dict, the names of the
+    fields guessed because neither the file nor a known model type's defaults give them, and notes on
+    what the file says that shapewise prices otherwise (each a warning)."""
     cfg = _unwrap(cfg)
     r = _Reader(cfg, where)
     model_type = (r.text(("model_type",)) or "").lower()
@@ -140,12 +167,13 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str]]:
     if model_type == "dbrx":  # DBRX nests its attention and MoE fields
         cfg = {**cfg, **{f"attn_{k}": v for k, v in (cfg.get("attn_config") or {}).items()},
                **{f"ffn_{k}": v for k, v in (cfg.get("ffn_config") or {}).items()}}
-        r = _Reader(cfg, where)
+        r = _Reader(cfg, where, r.used)
     family = FAMILIES.get(model_type)
     if family is not None and family.defaults:  # what the type's configuration class fills in
         cfg = {**dict(family.defaults), **cfg}
-        r = _Reader(cfg, where)
+        r = _Reader(cfg, where, r.used)
     guesses: list[str] = []
+    notes: list[str] = []
 
     hidden = r.whole(_HIDDEN, "hidden size", required=True)
     layers = r.whole(_LAYERS, "layer count", required=True)
@@ -161,6 +189,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str]]:
         kv = 1 if multi_query in (None, True) else heads
     else:
         kv = r.whole((*_KV_HEADS, "attn_kv_n_heads"), "key/value head count")
+        if kv is None and r.flag(("multi_query_attention",), False):  # ChatGLM: its groups are the kv heads
+            kv = r.whole(("multi_query_group_num",), "key/value head count (multi_query_group_num)", required=True)
         if kv is None and multi_query:
             kv = 1
 
@@ -168,12 +198,18 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str]]:
     if r.whole(("kv_lora_rank",), "key/value latent width"):
         mla = dict(kv_lora_rank=cfg["kv_lora_rank"], q_lora_rank=r.whole(("q_lora_rank",), "query latent width") or 0,
                    rope_head_dim=r.whole(("qk_rope_head_dim",), "rotary head dim", required=True),
-                   v_head_dim=r.whole(("v_head_dim",), "value head dim", required=True))
+                   # MiniCPM3 writes no v_head_dim: its attention makes value heads hidden / heads wide
+                   v_head_dim=(hidden // heads if model_type == "minicpm3" and r.get("v_head_dim") is None
+                               else r.whole(("v_head_dim",), "value head dim", required=True)))
         head_dim = r.whole(("qk_nope_head_dim",), "non-rotary head dim", required=True)
         kv = None  # latent attention expands keys and values to every head
+        r.used.update(_HEAD_DIM)  # the latent dims above say what a head_dim would
     else:
         head_dim = r.whole(_HEAD_DIM, "head dimension")
-    ffn = r.whole((*_FFN, "ffn_ffn_hidden_size"), "MLP width")
+    if model_type == "llama4_text":
+        ffn = r.whole(("intermediate_size_mlp",), "dense MLP width")  # intermediate_size is the experts'
+    else:
+        ffn = r.whole((*_FFN, "ffn_ffn_hidden_size"), "MLP width")
     if ffn is None and model_type == "mpt":
         ratio = cfg.get("expansion_ratio", 4)
         ffn = int(ratio * hidden) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else None
@@ -203,9 +239,10 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str]]:
         mlp = "relu" if kind == "relu" else "gelu"
 
     norm_type = (r.text(("norm_type", "normalization_type")) or "").lower()
-    if "rms" in norm_type:
+    rms = r.flag(("rmsnorm",), None)  # ChatGLM
+    if "rms" in norm_type or rms:
         norm = "rmsnorm"
-    elif "layer" in norm_type:
+    elif "layer" in norm_type or rms is False:
         norm = "layernorm"
     elif family is not None:
         norm = family.norm
@@ -257,9 +294,13 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str]]:
         top_k = r.whole((*_TOP_K, "ffn_moe_top_k"), "experts per token")
         if top_k is None:
             r.fail(f"{experts} experts but no experts per token; tried {', '.join(_TOP_K)}")
-        expert_ffn = r.whole(_EXPERT_FFN, "expert MLP width")
+        if model_type == "llama4_text":  # every MoE layer also runs one shared expert of the experts' width
+            expert_ffn = r.whole(("intermediate_size",), "expert MLP width", required=True)
+            shared = 1
+        else:
+            expert_ffn = r.whole(_EXPERT_FFN, "expert MLP width")
+            shared = r.whole(("n_shared_experts", "num_shared_experts"), "shared expert count", minimum=0) or 0
         width = expert_ffn or ffn or 4 * hidden
-        shared = r.whole(("n_shared_experts", "num_shared_experts"), "shared expert count", minimum=0) or 0
         shared_width = r.whole(("shared_expert_intermediate_size",), "shared expert width", minimum=0)
         if shared_width and not shared:
             # Qwen2-MoE gives one shared MLP of this width; shapewise models it as whole experts.
@@ -267,24 +308,53 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str]]:
                 r.fail(f"shared_expert_intermediate_size {shared_width} is not a multiple of the expert "
                        f"width {width}; shapewise counts shared experts in whole experts")
             shared = shared_width // width
-        dense = _moe_dense_layers(r, model_type, layers)
+        dense = _moe_dense_layers(r, layers)
 
-    window, global_every = _window(r, family, layers)
+    window, global_every = _window(r, family, layers, guesses, notes)
+    chunk = r.whole(("attention_chunk_size",), "attention chunk", minimum=0)
+    if chunk and chunk < _context(r):
+        notes.append(f"its chunked attention (attention_chunk_size {chunk}: a query sees only its own chunk of "
+                     f"{chunk} tokens) is priced as full causal attention, the same up to {chunk} tokens and "
+                     f"dearer beyond")
+    cross = _layer_list(r, "cross_attention_layers")
+    if cross:
+        notes.append(f"its {len(cross)} cross-attention layers (cross_attention_layers), which attend to the "
+                     f"image, are priced as self-attention layers over the text")
     extra = dict(norms_per_layer=family.norms_per_layer if family else 2,
                  qk_norm=r.flag(("use_qk_norm", "qk_layernorm"), family.qk_norm if family else False),
                  rotary_fraction=1.0 if rotary is None else rotary, window=window, global_every=global_every,
                  logit_softcap=bool(family and family.softcap and cfg.get("final_logit_softcapping")),
                  num_dense_layers=dense, **mla)
+    unread = _unread(r)
+    if unread:
+        notes.append(f"shapewise does not read {', '.join(unread)}, which change{'s' if len(unread) == 1 else ''} "
+                     f"the model's ops; it prices the model without {'it' if len(unread) == 1 else 'them'}")
     return dict(hidden=hidden, num_layers=layers, num_heads=heads, vocab=vocab, num_kv_heads=kv,
                 head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
                 bias=bias, learned_positions=positions, num_experts=experts, top_k=top_k,
-                expert_ffn=expert_ffn, num_shared_experts=shared, **extra), guesses
+                expert_ffn=expert_ffn, num_shared_experts=shared, **extra), guesses, notes
+
+
+# Keys that change a model's ops. A config that sets one on a path where shapewise never looks it up
+# (a model type whose rule has no use for it) is priced without it, which its warning says.
+_WATCHED = ("layer_types", "sliding_window", "sliding_window_pattern", "attention_chunk_size",
+            "interleave_moe_layer_step", "moe_layers", "intermediate_size_mlp", "first_k_dense_replace",
+            "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers", "cross_attention_layers",
+            "multi_query_group_num", "n_shared_experts", "num_shared_experts", "shared_expert_intermediate_size",
+            "moe_intermediate_size", "partial_rotary_factor", "rotary_pct", "rotary_dim", "q_lora_rank",
+            "kv_lora_rank", "v_head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "num_experts",
+            "num_local_experts", "n_routed_experts", "head_dim", "kv_channels", "use_qk_norm", "qk_layernorm")
+
+
+def _unread(r: _Reader) -> list[str]:
+    """The watched keys the config sets (not null, empty, false or zero) that no rule looked up."""
+    return [k for k in _WATCHED if k not in r.used and r.cfg.get(k) not in (None, False, 0, [], {}, "")]
 
 
 def _rotary_fraction(r: _Reader, key: str, head_dim: int) -> float:
     """The rotated share of each head, from a fraction (partial_rotary_factor, rotary_pct) or a width
     (GPT-J's rotary_dim)."""
-    value = r.cfg.get(key)
+    value = r.get(key)
     if value is None:
         return 0.25 if key == "rotary_pct" else 1.0  # GPTNeoXConfig's rotary_pct default is 0.25
     limit = head_dim if key == "rotary_dim" else 1
@@ -293,22 +363,41 @@ def _rotary_fraction(r: _Reader, key: str, head_dim: int) -> float:
     return value / head_dim if key == "rotary_dim" else float(value)
 
 
-def _window(r: _Reader, family, layers: int) -> tuple[int, int]:
-    """Sliding-window span and how often a layer attends globally, by the model type's rule."""
+def _window(r: _Reader, family, layers: int, guesses: list[str], notes: list[str]) -> tuple[int, int]:
+    """Sliding-window span and how often a layer attends globally: by layer_types where the file names
+    each layer's attention, else by the model type's rule; a type shapewise does not know that writes a
+    window is guessed to slide on every layer."""
     rule = family.window if family is not None else ""
     span = r.whole(("sliding_window",), "sliding window", minimum=0) or 0
-    if not rule or not span or r.flag(("use_sliding_window",), True) is False or span >= _context(r):
+    types = r.get("layer_types")
+    named = isinstance(types, list) and any(t == "sliding_attention" for t in types)
+    if named:
+        rule = "pattern"
+    if not span or r.flag(("use_sliding_window",), True) is False or span >= _context(r):
         return 0, 0  # Qwen2 writes a window it does not use; a window as long as the context is none
+    if not rule:
+        if family is not None:
+            return 0, 0  # the type's own rule: a window the model does not use
+        guesses.append(f"a {span}-token window on every layer")
+        return span, 0
     if rule == "alternate":
         return span, 2
     if rule == "pattern":
-        types = r.cfg.get("layer_types")
         if isinstance(types, list) and types:
+            r.used.add("sliding_window_pattern")  # layer_types say it layer by layer
             full = sum(1 for t in types if t == "full_attention")
             if full == 0:
                 return span, 0
-            if layers % full == 0 and all(t == "full_attention" for t in types[layers // full - 1::layers // full]):
-                return span, layers // full
+            every = layers // full
+            if layers % full == 0 and all(t == "full_attention" for t in types[every - 1::every]):
+                return span, every
+            every = max(round(layers / full), 1)
+            notes.append(f"its {full} full-attention layers among {layers} (layer_types) do not repeat evenly; "
+                         f"priced as one in every {every}")
+            return span, every
+        pattern = r.get("sliding_window_pattern")
+        if isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"} and pattern.count("G") == 1:
+            return span, len(pattern)  # EXAONE 4 writes "LLLG"
         return span, r.whole(("sliding_window_pattern", "_sliding_window_pattern"), "sliding window pattern") or 6
     return span, 0
 
@@ -325,7 +414,9 @@ class GuessedFields(ShapewiseError):
 
 
 def _shape_from_config(cfg: dict, where: str, name: str, source: str = "", *, strict: bool = False) -> ModelShape:
-    fields, guesses = _fields_from_config(cfg, where)
+    fields, guesses, notes = _fields_from_config(cfg, where)
+    for note in notes:
+        warn(f"{where}: {note}")
     if _unwrap(cfg) is not cfg and isinstance(cfg.get("vision_config"), dict):
         warn(f"{where}: {cfg.get('model_type') or 'this model'} is multimodal; shapewise prices its language model "
              f"(text_config) only, not its vision encoder (vision_config)")
