@@ -399,3 +399,10 @@ def test_check_suggest_and_report_run(stem, tmp_path, capsys):
         said = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("shapewise: warning:")]
         assert code == 2 and len(said) == 1
     assert main(["report", "--config", config, "--out", str(tmp_path / "r.md"), "--spec-only", "--top", "1"]) == 0
+
+
+def test_check_says_the_moe_layout_and_the_window_it_priced(capsys):
+    assert main(["check", "--config", str(FILES["llama-4-maverick-17b-128e-instruct-fp8"])]) == 0
+    assert "128 experts top-1 + 1 shared, 24 dense layers" in capsys.readouterr().out.splitlines()[0]
+    assert main(["check", "--config", str(FILES["gpt-oss-20b"])]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith("window 128 (1 layer in 2 global)")

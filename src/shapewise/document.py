@@ -208,6 +208,11 @@ def _model_rows(s: ModelShape) -> list:
         rows += [("experts", f"{s.num_experts}, top-{s.top_k}" + (f", {s.num_shared_experts} shared"
                                                                  if s.num_shared_experts else "")),
                  ("expert FFN width", s.expert_width)]
+        if s.num_dense_layers:
+            rows.append(("dense layers", f"{s.num_dense_layers} of {s.num_layers}"))
+    if s.window:
+        rows.append(("sliding window", f"{s.window:,} tokens, " + (f"1 layer in {s.global_every} global"
+                                                                   if s.global_every else "every layer")))
     if s.source:
         rows.append(("source", s.source))
     return [(k, f"{v}") for k, v in rows]

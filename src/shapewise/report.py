@@ -141,10 +141,16 @@ def rich_table(table: Table, **options):
 def render(result: CheckResult, console) -> None:
     """Print the op table, the totals and the findings to a rich console."""
     step, shape, w, gpu = result.step, result.step.shape, result.step.workload, result.step.gpu
-    experts = f", {shape.num_experts} experts top-{shape.top_k}" if shape.is_moe else ""
+    experts = (f", {shape.num_experts} experts top-{shape.top_k}"
+               + (f" + {shape.num_shared_experts} shared" if shape.num_shared_experts else "")
+               + (f", {shape.num_dense_layers} dense layers" if shape.num_dense_layers else "")) if shape.is_moe else ""
+    window = ""
+    if shape.window:
+        window = f", window {shape.window}" + (f" (1 layer in {shape.global_every} global)" if shape.global_every
+                                               else " on every layer")
     console.print(f"[bold]{shape.name}[/bold]: {shape.params / 1e9:.2f}B params, h={shape.hidden} "
                   f"L={shape.num_layers} heads={shape.num_heads}/{shape.kv_heads} d={shape.d_head} "
-                  f"ffn={shape.ffn_width} ({shape.mlp}) vocab={shape.vocab}{experts}")
+                  f"ffn={shape.ffn_width} ({shape.mlp}) vocab={shape.vocab}{experts}{window}")
     console.print(f"{w.mode} step, b={w.batch} s={w.seq} t={w.tp} {w.dtype}, {w.attention} attention, on "
                   f"{gpu.name} ({gpu.peak_tflops(w.dtype):.0f} TFLOP/s peak); cost model: {result.model_source}")
     console.print(rich_table(op_table(step)))
