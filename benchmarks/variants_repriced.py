@@ -8,9 +8,10 @@ python benchmarks/variants_repriced.py [--profile PATH] [--power op|none|part] R
 verify proofs, results/h200-verify-real*/verify-real.json: each model's top 10 priced again, and the
 measured speedup of the one now predicted fastest over the best measured)
 
---power op (check's and validate's pricing, and the rankings' before 2026-12-06): each GEMM pays the
-power cap within one call (params.power_*) as if timed alone, past the onset of its own call.
---power none (the rankings' since: CostModel.in_a_run): no GEMM pays it. --power part: the cap's onset counts from the start of the call
+--power op (check's pricing, and the rankings' but for seed 12's draw): each GEMM pays the power cap
+within one call (params.power_*) as if timed alone, past the onset of its own call.
+--power none (CostModel.in_a_run; the rankings' for seed 12's draw, reverted after it): no GEMM pays
+it. --power part: the cap's onset counts from the start of the call
 verify times, a layer's forward+backward or the head's, not from each GEMM's: past the onset, the
 part's GEMMs pay the slowdown at their share of peak rate, over the share of the part past it
 (its ops taken as spread evenly through it).

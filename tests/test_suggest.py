@@ -208,20 +208,17 @@ def test_verify_measures_several_configs_against_one_original(tmp_path, capsys):
     assert code == 2 and "--config names the candidates" in err
 
 
-def test_shapes_are_ranked_without_the_power_cap_onset_of_a_call_timed_alone():
-    """suggest ranks as a step runs its ops (CostModel.in_a_run): at b=8 falcon-7b's MLP GEMMs pass
-    the onset that a GEMM timed alone pays, which check prices and the ranking leaves out."""
+def test_shapes_are_ranked_as_check_prices_them():
+    """suggest and verify price shapes as check does, each GEMM paying the power cap's onset of a call
+    timed alone: the ranking without it (CostModel.in_a_run) ranked the blind variants seed 12 worse."""
     model = cost_model("h200")
     assert model.params.power_slowdown > 0 and model.params.power_onset_ms > 0
-    run_model = model.in_a_run()
+    run_model = model.in_a_run()  # kept for benchmarks/variants_repriced.py --power none
     assert run_model.params.power_slowdown == 0 and run_model.profile is model.profile
-    assert run_model.params.gemm_ceiling == model.params.gemm_ceiling
     spec = cost_model("h200", spec_only=True)
     assert spec.in_a_run() is spec  # no power term: nothing to leave out
     shape = load_config("tests/data/hf/falcon-7b.json")
-    w = Workload(batch=8, seq=2048)
+    w = Workload(batch=8, seq=2048)  # falcon-7b's MLP GEMMs at b=8 pass the onset
     ranked = suggest(shape, w, gpu=model, top=1).original.step_ms
     alone, in_run = predict_step(shape, w, gpu=model).time_ms, predict_step(shape, w, gpu=run_model).time_ms
-    assert ranked == pytest.approx(in_run, rel=1e-9) and in_run < alone * 0.995
-    small = Workload(batch=1, seq=512)  # no GEMM near the onset: the two agree
-    assert predict_step(shape, small, gpu=run_model).time_ms == pytest.approx(predict_step(shape, small, gpu=model).time_ms)
+    assert ranked == pytest.approx(alone, rel=1e-9) and in_run < alone * 0.995

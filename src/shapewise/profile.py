@@ -427,13 +427,11 @@ class CostModel:
         return self.source
 
     def in_a_run(self) -> CostModel:
-        """This model as shapes are compared: each op in the stream of a step's ops, as a training run
-        and verify's rounds run them. No GEMM pays the power cap's onset within its own call
-        (params.power_*): fitted on GEMMs timed alone after a pause (as bench and validate time one),
-        it does not carry over to a layer, whose GEMMs run between memory-bound and attention ops.
-        The variants runs of seeds 6-11 rank as if no op paid it; counting it from the start of each
-        layer instead is refuted by them (benchmarks/RESULTS.md, "the prefill draws measured"). For
-        ratios of shapes' times (suggest, search, verify), not for an op's time."""
+        """This model with no GEMM paying the power cap's onset within its own call (params.power_*),
+        as if a step's GEMMs, run between memory-bound and attention ops, never reached it. Tried as
+        the rankings' model: the variants runs of seeds 6-11 ranked better so, the blind seed 12 worse,
+        so suggest, search and verify price the onset as check does (benchmarks/RESULTS.md, "the
+        variants seed 12"). Kept for benchmarks/variants_repriced.py --power none."""
         if self.params.power_slowdown == 0:
             return self
         return dataclasses.replace(self, params=dataclasses.replace(self.params, power_slowdown=0.0))

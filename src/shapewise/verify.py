@@ -198,16 +198,15 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
             layer, head = result[names[0]].round_ratios, result[names[1]].round_ratios
             per_token.append([(shape.num_layers * a + b) / workload.tokens for a, b in zip(layer, head)])
     model = cost_model(gpu)
-    run = model.in_a_run()  # the shapes compared as a step runs its ops (CostModel.in_a_run)
-    predict = (lambda s, w: predict_step(s, w, gpu=run).time_ms) if whole else \
-        (lambda s, w: predicted_step_ms(s, w, gpu=run))
+    predict = (lambda s, w: predict_step(s, w, gpu=model).time_ms) if whole else \
+        (lambda s, w: predicted_step_ms(s, w, gpu=model))
     base_pred = predict(*original) / original[1].tokens
-    errors, base_step = op_errors(model), predict_step(*original, gpu=run)
+    errors, base_step = op_errors(model), predict_step(*original, gpu=model)
     rng = random.Random(seed)
     out = []
     for i, (label, shape, workload) in enumerate(shapes[1:], start=1):
         predicted = base_pred / (predict(shape, workload) / workload.tokens)
-        interval = speedup_interval(base_step, predict_step(shape, workload, gpu=run), predicted, errors)
+        interval = speedup_interval(base_step, predict_step(shape, workload, gpu=model), predicted, errors)
         if i in failed:
             out.append(Verification("model" if whole else "layer", label, shape, workload, predicted, *[math.nan] * 5,
                                     interval, failed[i]))

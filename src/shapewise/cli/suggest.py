@@ -100,11 +100,9 @@ def _row(i: int, s) -> dict:
 
 def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -> dict:
     """suggest --json: the three tables, the memory and the intervals' source."""
-    from ..search import IN_A_RUN
-
     errors = result.errors
     return {"model": shape.name, "params": shape.params, "gpu": gpu.key, "cost_model": source,
-            "original_ms_per_token": result.original.gpu_ms_per_token, "priced": IN_A_RUN,
+            "original_ms_per_token": result.original.gpu_ms_per_token,
             "original_memory_bytes": result.original_memory_bytes, "gpu_memory_bytes": result.gpu_memory_bytes,
             "original_fits": result.original_fits, "vary": list(result.vary),
             "findings": [f.rule for f in result.findings], "considered": result.considered,
@@ -120,7 +118,7 @@ def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -
 def run_suggest(args) -> int:
     from ..hf import load_config, to_hf_config
     from ..report import rich_table, suggestion_table
-    from ..search import IN_A_RUN, megatron_args
+    from ..search import megatron_args
 
     if args.emit_config is not None:  # said before the search, not after it ("" too: it names no file)
         from ..outputs import output_file
@@ -176,7 +174,6 @@ def run_suggest(args) -> int:
                              title_justify="left", title="run settings (micro-batch b, tensor parallelism t) that fit, "
                              "alone and with the best shape; rank them with the shapes: --vary batch,tp"))
     out.print(f"intervals: 90%, from the {result.errors.source}")
-    out.print(f"tokens/s and speedups: {IN_A_RUN}")
     if args.emit_config:
         out.print(f"suggestion {args.pick} written to {args.emit_config}")
     return 0
@@ -210,7 +207,7 @@ def run_search(args) -> int:
     from rich.table import Table
 
     from ..hardware import get_gpu
-    from ..search import IN_A_RUN, search
+    from ..search import search
     from ..shapes import Workload
 
     gpu = get_gpu(args.gpu)
@@ -225,8 +222,8 @@ def run_search(args) -> int:
                            "ffn": c.shape.ffn_width, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token} for c in cands]
     if args.json:
         print(json.dumps({"screened": result.screened, "predicted": result.predicted, "seconds": result.seconds,
-                          "pareto": rows(result.pareto), "top": rows(result.top), "cost_model": source,
-                          "priced": IN_A_RUN}, indent=2))
+                          "pareto": rows(result.pareto), "top": rows(result.top), "cost_model": source},
+                         indent=2))
         return 0
     out = console()
     out.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted} "
@@ -241,7 +238,6 @@ def run_search(args) -> int:
             table.add_row(f"{c.params / 1e9:.3f}B", str(s.hidden), str(s.num_layers), str(s.num_heads),
                           str(s.kv_heads), str(s.d_head), str(s.ffn_width), f"{1000 / c.gpu_ms_per_token:,.0f}")
         out.print(table)
-    out.print(f"tokens/s: {IN_A_RUN}")
     return 0
 
 
