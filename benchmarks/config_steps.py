@@ -16,7 +16,7 @@ LATER = Path(__file__).resolve().parent.parent / "tests" / "data" / "hf-later"
 # (config, micro-batch, sequence): the lengths where a window or a layout shows
 CASES = [("llama-4-maverick-17b-128e-instruct-fp8", 4, 2048), ("llama-4-scout-17b-16e", 4, 2048),
          ("gpt-oss-20b", 4, 8192), ("exaone-4.0-32b", 1, 32768), ("olmo-3.1-32b-instruct", 1, 32768),
-         ("glm-4-9b", 4, 2048), ("kimi-k2-instruct", 4, 2048)]
+         ("glm-4-9b", 4, 2048), ("kimi-k2-instruct", 4, 2048), ("qwen-7b", 4, 2048)]
 
 
 def main() -> int:

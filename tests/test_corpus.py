@@ -17,7 +17,9 @@ CORPUS = Path(__file__).parent / "data" / "hf"
 LATER = CORPUS.parent / "hf-later"  # read after the first round; apart, so the sets drawn over hf/ stay the same
 FILES = {p.stem: p for folder in (CORPUS, LATER) for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
-           "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model"}
+           "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
+           "llama-3.3-nemotron-super-49b-v1": "each of its 80 layers its own attention and MLP \\(block_configs\\)",
+           "gemma-4-26b-a4b": "it has top_k_experts, which shapewise does not read", "qwen3.5-27b": "layer_types of linear_attention"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -44,10 +46,13 @@ PUBLISHED = {
     "gpt-oss-20b": "20.9B", "gpt-oss-120b": "116.8B", "llama-4-maverick-17b-128e-instruct-fp8": ("400B", "17B"),
     "glm-4-9b": "9B", "exaone-3.5-7.8b": "7.8B", "exaone-4.0-32b": "32B", "olmo-3.1-32b-instruct": "32B",
     "gemma-3-27b-it": "27B", "devstral-small-2-24b-instruct": "24B", "minicpm3-4b": "4B",
+    "qwen-7b": "7B", "qwen3-vl-30b-a3b-instruct": ("30B", "3B"), "deepseek-v3.2": ("671B", "37B"), "baichuan2-7b": "7B",
+    "chatglm3-6b": "6B", "qwen3-235b-a22b": ("235B", "22B"),
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
-WITH_VISION = {"llama-4-scout-17b-16e": (109e9, "17B"), "llama-3.2-11b-vision": (10.6e9, None)}
+WITH_VISION = {"llama-4-scout-17b-16e": (109e9, "17B"), "llama-3.2-11b-vision": (10.6e9, None),
+               "qwen2.5-vl-7b-instruct": (8.29e9, None), "llava-1.5-7b-hf": (7.06e9, None)}
 # Publishers that give only a size class the model exceeds: Falcon-40B's card says "40B parameters"; its
 # structure (60 layers of 8192 wide, 4x MLP, 8 kv heads, tied 65024-row embedding) holds 41.3B. Checked
 # against the class, not to 1%.
@@ -74,7 +79,7 @@ def test_the_corpus_is_cited():
             assert f"| {path.name} |" in sources, path.name
     sets = (set(PUBLISHED), set(SIZE_CLASS), set(WITH_VISION))
     assert set.union(*sets) == set(SUPPORTED) and sum(map(len, sets)) == len(SUPPORTED)
-    assert len(FILES) >= 71
+    assert len(FILES) >= 82
 
 
 @pytest.mark.parametrize("stem", sorted(WITH_VISION))
@@ -154,7 +159,7 @@ def test_non_transformers_are_refused_in_one_line(stem, capsys):
     with pytest.raises(ShapewiseError, match=REFUSED[stem]) as err:
         read(stem)
     assert "\n" not in str(err.value)
-    assert main(["check", "--config", str(CORPUS / f"{stem}.json")]) == 2
+    assert main(["check", "--config", str(FILES[stem])]) == 2
     assert capsys.readouterr().err.count("\n") == 1
 
 
@@ -406,3 +411,27 @@ def test_check_says_the_moe_layout_and_the_window_it_priced(capsys):
     assert "128 experts top-1 + 1 shared, 24 dense layers" in capsys.readouterr().out.splitlines()[0]
     assert main(["check", "--config", str(FILES["gpt-oss-20b"])]) == 0
     assert capsys.readouterr().out.splitlines()[0].endswith("window 128 (1 layer in 2 global)")
+
+
+def test_the_second_pass_reads_right_or_says_what_it_prices_otherwise(tmp_path, capsys):
+    qwen = read("qwen-7b")  # Qwen (1): w1 and w2 of intermediate_size / 2, RMSNorm; 7.72B on the hub
+    assert (qwen.mlp, qwen.ffn_width, qwen.norm, qwen.rotary_fraction) == ("swiglu", 11008, "rmsnorm", 1.0)
+    assert capsys.readouterr().err == ""  # rotary_pct 1.0 is what shapewise prices: nothing to say
+    llava = read("llava-1.5-7b-hf")  # text_config names model_type llama and its vocabulary; LlamaConfig the rest
+    assert (llava.hidden, llava.num_layers, llava.ffn_width, llava.vocab, llava.tied_embeddings) == (4096, 32, 11008, 32064, False)
+    read("qwen2.5-vl-7b-instruct")  # its text fields at the top level, beside vision_config
+    assert "vision encoder (vision_config)" in capsys.readouterr().err
+    assert read("qwen3-vl-30b-a3b-instruct").qk_norm
+    v32 = read("deepseek-v3.2")
+    assert "index_topk 2048" in capsys.readouterr().err and (v32.num_dense_layers, v32.is_mla) == (3, True)
+    # Voxtral's top level carries its text width but no layer count: its text_config is the language model
+    voxtral = {"model_type": "voxtral", "hidden_size": 3072, "audio_config": {"hidden_size": 1280},
+               "text_config": json.loads(FILES["llama-3.1-8b"].read_text())}
+    assert _shape_from_config(voxtral, "x", "x").num_layers == 32
+    assert "audio encoder (audio_config)" in capsys.readouterr().err
+
+
+def test_an_unknown_type_names_the_widths_it_fills_in(tmp_path, capsys):
+    load_config(_unknown(tmp_path, intermediate_size=None, num_key_value_heads=None))
+    err = capsys.readouterr().err
+    assert "MLP width 16384 (4 × hidden)" in err and "as many key/value heads as heads" in err

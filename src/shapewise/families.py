@@ -32,6 +32,7 @@ class Family:
 
 
 _LLAMA = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False)
+
 _QWEN3 = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True)
 _NEOX = Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu",
                rotary="rotary_pct")
@@ -40,8 +41,13 @@ _GEMMA2 = Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=Fal
                  norms_per_layer=4, window="alternate", softcap=True)
 
 FAMILIES: dict[str, Family] = {
-    **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2",
-                           "deepseek_v3", "kimi_k2", "exaone")},  # Kimi K2: DeepSeek-V3's layout; EXAONE 3.5: Llama's
+    **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2", "deepseek_v3",
+                           "deepseek_v32", "kimi_k2", "exaone", "qwen2_vl", "qwen2_5_vl")},
+    # Kimi K2: DeepSeek-V3's layout (V3.2 adds a sparse indexer, which hf warns of); EXAONE 3.5: Llama's;
+    # Qwen2-VL and Qwen2.5-VL: Qwen2's language model beside vision_config
+    # Qwen (1): a SwiGLU whose two matrices are each half of intermediate_size wide (hf halves it), RMSNorm
+    "qwen": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_pct",
+                   defaults=(("rotary_pct", 1.0),)),
     # Llama 4: experts of intermediate_size beside one shared expert, dense layers of intermediate_size_mlp
     # (hf._llama4_widths); text_config of the "llama4" wrapper
     "llama4_text": _LLAMA,
@@ -64,7 +70,7 @@ FAMILIES: dict[str, Family] = {
     "gpt_oss": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False, window="pattern"),
     **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True, window="pattern")
        for t in ("exaone4", "olmo3")},
-    **{t: _QWEN3 for t in ("qwen3", "qwen3_moe")},
+    **{t: _QWEN3 for t in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text")},
     "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True),
     "phi3": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
                    rotary="partial_rotary_factor", window="all"),
@@ -106,6 +112,12 @@ FAMILIES: dict[str, Family] = {
                          act="gelu_pytorch_tanh", window="all"),
     **{t: _FALCON for t in ("falcon", "refinedwebmodel", "refinedweb")},
 }
+# A multimodal wrapper's text_config holds only the fields that differ from its type's configuration
+# class (transformers writes nested configs so): LLaVA's names model_type "llama" and its vocabulary, and
+# LlamaConfig's defaults are the rest. Applied to nested configs only; a config.json of its own is whole.
+NESTED_DEFAULTS = {"llama": (("vocab_size", 32000), ("hidden_size", 4096), ("intermediate_size", 11008),
+                             ("num_hidden_layers", 32), ("num_attention_heads", 32),
+                             ("max_position_embeddings", 2048))}
 FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = FAMILIES["phi"]  # phi-2's first config
 FALCON_TYPES = ("falcon", "refinedwebmodel", "refinedweb")
 

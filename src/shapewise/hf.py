@@ -12,6 +12,7 @@ from .families import (
     ACTIVATIONS,
     FALCON_TYPES,
     FAMILIES,
+    NESTED_DEFAULTS,
     NOT_ATTENTION,
     NOT_ATTENTION_KEYS,
 )
@@ -91,12 +92,27 @@ class _Reader:
         return None
 
 
+_NESTED = ("text_config", "language_config", "llm_config")  # Gemma 3, LLaVA; DeepSeek-VL2; InternVL
+_ENCODERS = {"vision_config": "vision encoder", "audio_config": "audio encoder"}
+
+
+def _inner(cfg: dict) -> dict | None:
+    """A multimodal wrapper's language model config, where the wrapper's own top level lacks a width or
+    a layer count (Voxtral's top level carries its text width alone)."""
+    for key in _NESTED:
+        inner = cfg.get(key)
+        if isinstance(inner, dict) and not (any(cfg.get(k) is not None for k in _HIDDEN)
+                                            and any(cfg.get(k) is not None for k in _LAYERS)):
+            return inner
+    return None
+
+
 def _unwrap(cfg: dict) -> dict:
     """The language model's fields: multimodal wrappers (Gemma-3, LLaVA) nest them in text_config. The
     wrapper's own tie_word_embeddings decides whether the language model's output head is tied (Mistral 3
     writes it only there), unless text_config says."""
-    inner = cfg.get("text_config")
-    if isinstance(inner, dict) and not any(k in cfg for k in _HIDDEN):
+    inner = _inner(cfg)
+    if inner is not None:
         if inner.get("tie_word_embeddings") is None and cfg.get("tie_word_embeddings") is not None:
             return {**inner, "tie_word_embeddings": cfg["tie_word_embeddings"]}
         return inner
@@ -113,13 +129,19 @@ class NotATransformer(ShapewiseError):
 def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
     arch = cfg.get("architectures")
     named = f"{model_type} ({arch[0]})" if isinstance(arch, list) and arch and isinstance(arch[0], str) else model_type
+    blocks = cfg.get("block_configs")
+    if isinstance(blocks, list) and blocks:  # Nemotron-NAS: each layer's attention and MLP its own
+        raise NotATransformer(f"{where}: {named or 'this model'} gives each of its {len(blocks)} layers its own "
+                              f"attention and MLP (block_configs); shapewise models a stack of identical layers and "
+                              f"cannot price it")
     what = NOT_ATTENTION.get(model_type)
     if what is None and model_type not in FAMILIES:
         hybrid = [k for k in NOT_ATTENTION_KEYS if k in cfg]
         types = cfg.get("layer_types")
-        if isinstance(types, list) and any(t not in _ATTENTION_LAYERS
-                                           for t in types if isinstance(t, str)):
-            hybrid.append("layer_types")
+        other = sorted({t for t in types if isinstance(t, str) and t not in _ATTENTION_LAYERS}) \
+            if isinstance(types, list) else []
+        if other:
+            hybrid.append(f"layer_types of {', '.join(other)}")
         what = f"not an attention-only transformer (its config has {', '.join(hybrid)})" if hybrid else None
     if what:
         raise NotATransformer(f"{where}: {named or 'this model'} is {what}; shapewise models attention "
@@ -160,10 +182,14 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     """ModelShape keyword arguments (all structural fields) read from a config dict, the names of the
     fields guessed because neither the file nor a known model type's defaults give them, and notes on
     what the file says that shapewise prices otherwise (each a warning)."""
+    nested = _inner(cfg) is not None
     cfg = _unwrap(cfg)
     r = _Reader(cfg, where)
     model_type = (r.text(("model_type",)) or "").lower()
     _refuse_non_attention(cfg, model_type, where)
+    if nested and model_type in NESTED_DEFAULTS:
+        cfg = {**dict(NESTED_DEFAULTS[model_type]), **cfg}
+        r = _Reader(cfg, where, r.used)
     if model_type == "dbrx":  # DBRX nests its attention and MoE fields
         cfg = {**cfg, **{f"attn_{k}": v for k, v in (cfg.get("attn_config") or {}).items()},
                **{f"ffn_{k}": v for k, v in (cfg.get("ffn_config") or {}).items()}}
@@ -210,6 +236,12 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         ffn = r.whole(("intermediate_size_mlp",), "dense MLP width")  # intermediate_size is the experts'
     else:
         ffn = r.whole((*_FFN, "ffn_ffn_hidden_size"), "MLP width")
+    if model_type == "qwen" and ffn:
+        ffn //= 2  # QWenMLP: w1 and w2 each intermediate_size / 2 wide
+    if ffn is None and family is None:
+        guesses.append(f"MLP width {4 * hidden} (4 × hidden)")
+    if kv is None and family is None and not mla:
+        guesses.append("as many key/value heads as heads")
     if ffn is None and model_type == "mpt":
         ratio = cfg.get("expansion_ratio", 4)
         ffn = int(ratio * hidden) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else None
@@ -293,7 +325,10 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if experts:
         top_k = r.whole((*_TOP_K, "ffn_moe_top_k"), "experts per token")
         if top_k is None:
-            r.fail(f"{experts} experts but no experts per token; tried {', '.join(_TOP_K)}")
+            other = [k for k in cfg if "top_k" in k and k not in _TOP_K]
+            r.fail(f"{experts} experts but no experts per token; tried {', '.join(_TOP_K)}" + (
+                f" (it has {', '.join(other)}, which shapewise does not read for model type {model_type!r})"
+                if other else ""))
         if model_type == "llama4_text":  # every MoE layer also runs one shared expert of the experts' width
             expert_ffn = r.whole(("intermediate_size",), "expert MLP width", required=True)
             shared = 1
@@ -316,6 +351,11 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         notes.append(f"its chunked attention (attention_chunk_size {chunk}: a query sees only its own chunk of "
                      f"{chunk} tokens) is priced as full causal attention, the same up to {chunk} tokens and "
                      f"dearer beyond")
+    topk = r.whole(("index_topk",), "keys a query attends to")
+    if topk:
+        notes.append(f"its sparse attention (index_topk {topk}: a query attends only to the {topk} keys its "
+                     f"indexer picks) is priced as dense attention without the indexer, the same up to {topk} "
+                     f"tokens and dearer beyond")
     cross = _layer_list(r, "cross_attention_layers")
     if cross:
         notes.append(f"its {len(cross)} cross-attention layers (cross_attention_layers), which attend to the "
@@ -346,9 +386,15 @@ _WATCHED = ("layer_types", "sliding_window", "sliding_window_pattern", "attentio
             "num_local_experts", "n_routed_experts", "head_dim", "kv_channels", "use_qk_norm", "qk_layernorm")
 
 
+# Values of watched keys that change nothing shapewise prices (a whole head rotated, every layer MoE)
+_NEUTRAL = {"partial_rotary_factor": 1.0, "rotary_pct": 1.0, "moe_layer_freq": 1, "decoder_sparse_step": 1,
+            "interleave_moe_layer_step": 1}
+
+
 def _unread(r: _Reader) -> list[str]:
-    """The watched keys the config sets (not null, empty, false or zero) that no rule looked up."""
-    return [k for k in _WATCHED if k not in r.used and r.cfg.get(k) not in (None, False, 0, [], {}, "")]
+    """The watched keys the config sets (not null, empty, false, zero or neutral) that no rule looked up."""
+    return [k for k in _WATCHED if k not in r.used and r.cfg.get(k) not in (None, False, 0, [], {}, "")
+            and r.cfg.get(k) != _NEUTRAL.get(k)]
 
 
 def _rotary_fraction(r: _Reader, key: str, head_dim: int) -> float:
@@ -417,9 +463,11 @@ def _shape_from_config(cfg: dict, where: str, name: str, source: str = "", *, st
     fields, guesses, notes = _fields_from_config(cfg, where)
     for note in notes:
         warn(f"{where}: {note}")
-    if _unwrap(cfg) is not cfg and isinstance(cfg.get("vision_config"), dict):
+    encoders = [f"its {what} ({key})" for key, what in _ENCODERS.items() if isinstance(cfg.get(key), dict)]
+    if encoders:
+        nested = next((key for key in _NESTED if _inner(cfg) is cfg.get(key)), "") if _inner(cfg) else ""
         warn(f"{where}: {cfg.get('model_type') or 'this model'} is multimodal; shapewise prices its language model "
-             f"(text_config) only, not its vision encoder (vision_config)")
+             f"{f'({nested}) ' if nested else ''}only, not {' or '.join(encoders)}")
     if guesses:
         model_type = _unwrap(cfg).get("model_type")
         message = (f"{where}: model type {model_type!r} is not one shapewise knows; it guessed "
@@ -601,9 +649,10 @@ def to_hf_config(shape: ModelShape, base: dict | None = None) -> dict:
         raise ShapewiseError(f"base must be a config dict, got {type(base).__name__}")
     target = canonical(shape)
     cfg = copy.deepcopy(base) if base is not None else _template(target)
-    inner = cfg.get("text_config")
-    if not (isinstance(inner, dict) and not any(k in cfg for k in _HIDDEN)):
-        inner = cfg  # the language model's fields sit at the top unless a multimodal wrapper nests them
+    inner = _inner(cfg) or cfg  # the language model's fields sit at the top unless a multimodal wrapper nests them
+    if inner is not cfg:  # the defaults a nested config leaves out, written out so that its fields can change
+        for key, value in NESTED_DEFAULTS.get(str(inner.get("model_type", "")).lower(), ()):
+            inner.setdefault(key, value)
     if _fit(inner, target) or base is None:
         cfg["_name_or_path"] = shape.name  # base's name would now mislabel it
     back = canonical(ModelShape(name=shape.name, **_fields_from_config(cfg, "written config")[0]))
