@@ -19,7 +19,8 @@ FILES = {p.stem: p for folder in (CORPUS, LATER) for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
            "llama-3.3-nemotron-super-49b-v1": "each of its 80 layers its own attention and MLP \\(block_configs\\)",
-           "gemma-4-26b-a4b": "it has top_k_experts, which shapewise does not read", "qwen3.5-27b": "layer_types of linear_attention"}
+           "gemma-4-26b-a4b": "it has top_k_experts, which shapewise does not read", "qwen3.5-27b": "layer_types of linear_attention",
+           "hunyuan-a13b-instruct": "it has moe_topk, norm_topk_prob, topk_group, which shapewise does not read"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -47,7 +48,7 @@ PUBLISHED = {
     "glm-4-9b": "9B", "exaone-3.5-7.8b": "7.8B", "exaone-4.0-32b": "32B", "olmo-3.1-32b-instruct": "32B",
     "gemma-3-27b-it": "27B", "devstral-small-2-24b-instruct": "24B", "minicpm3-4b": "4B",
     "qwen-7b": "7B", "qwen3-vl-30b-a3b-instruct": ("30B", "3B"), "deepseek-v3.2": ("671B", "37B"), "baichuan2-7b": "7B",
-    "chatglm3-6b": "6B", "qwen3-235b-a22b": ("235B", "22B"),
+    "chatglm3-6b": "6B", "qwen3-235b-a22b": ("235B", "22B"), "devstral-small-2507": 23_572_403_200,
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -79,7 +80,7 @@ def test_the_corpus_is_cited():
             assert f"| {path.name} |" in sources, path.name
     sets = (set(PUBLISHED), set(SIZE_CLASS), set(WITH_VISION))
     assert set.union(*sets) == set(SUPPORTED) and sum(map(len, sets)) == len(SUPPORTED)
-    assert len(FILES) >= 82
+    assert len(FILES) >= 84
 
 
 @pytest.mark.parametrize("stem", sorted(WITH_VISION))
@@ -332,9 +333,9 @@ def test_an_unknown_type_reads_its_layer_types_and_guesses_a_lone_window(tmp_pat
 
 
 def test_a_key_that_changes_the_ops_and_is_not_read_is_said(tmp_path, capsys):
-    load_config(_unknown(tmp_path, partial_rotary_factor=0.5))  # no rule of an unknown type reads it
+    load_config(_unknown(tmp_path, q_lora_rank=1536))  # a latent query width without latent attention
     err = capsys.readouterr().err
-    assert "does not read partial_rotary_factor" in err and err.count("shapewise: warning:") == 2
+    assert "does not read q_lora_rank" in err and err.count("shapewise: warning:") == 2
     irregular = ["sliding_attention"] * 5 + ["full_attention"] + ["sliding_attention"] * 24 + ["full_attention"] * 2
     s = load_config(_unknown(tmp_path, sliding_window=512, layer_types=irregular))
     assert (s.window, s.global_every) == (512, 11)
@@ -435,3 +436,19 @@ def test_an_unknown_type_names_the_widths_it_fills_in(tmp_path, capsys):
     load_config(_unknown(tmp_path, intermediate_size=None, num_key_value_heads=None))
     err = capsys.readouterr().err
     assert "MLP width 16384 (4 × hidden)" in err and "as many key/value heads as heads" in err
+
+
+def test_a_third_pass_says_what_it_does_not_price(tmp_path, capsys):
+    llama = json.loads(FILES["llama-3.1-8b"].read_text())
+    _shape_from_config({**llama, "architectures": ["LlamaForSequenceClassification"]}, "x", "x")  # a reward model
+    assert "its head is not a language model's (LlamaForSequenceClassification)" in capsys.readouterr().err
+    read("deepseek-v3")  # DeepSeek-V3 trains a multi-token prediction layer beside the model
+    assert "1 multi-token prediction layer (num_nextn_predict_layers)" in capsys.readouterr().err
+    # an unknown type: the rotary fraction it writes is read, and rope_parameters (transformers 5) is RoPE
+    s = load_config(_unknown(tmp_path, partial_rotary_factor=0.5, rotary_dim=64, rope_theta=None,
+                             rope_parameters={"rope_theta": 1e4}))
+    err = capsys.readouterr().err
+    assert s.rotary_fraction == 0.5 and "does not read" not in err and "rotary positions" not in err
+    wrapped = {"model_type": "my_vlm", "vision_encoder": "vit_so400m", **llama}  # an encoder named by a string
+    _shape_from_config(wrapped, "x", "x")
+    assert "not its vision encoder (vision_encoder)" in capsys.readouterr().err

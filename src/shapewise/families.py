@@ -69,7 +69,7 @@ FAMILIES: dict[str, Family] = {
     # three sliding layers to one full); EXAONE 4 and OLMo 3 normalize after each block, with QK-norm
     "gpt_oss": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False, window="pattern"),
     **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True, window="pattern")
-       for t in ("exaone4", "olmo3")},
+       for t in ("exaone4", "exaone4_5_text", "olmo3")},
     **{t: _QWEN3 for t in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text")},
     "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True),
     "phi3": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,

@@ -93,7 +93,9 @@ class _Reader:
 
 
 _NESTED = ("text_config", "language_config", "llm_config")  # Gemma 3, LLaVA; DeepSeek-VL2; InternVL
-_ENCODERS = {"vision_config": "vision encoder", "audio_config": "audio encoder"}
+_ENCODERS = {"vision_config": "vision encoder", "audio_config": "audio encoder", "vision_encoder": "vision encoder",
+             "vision_tower": "vision encoder", "mm_vision_tower": "vision encoder",
+             "vision_backbone": "vision encoder", "gen_vision_config": "image generator"}
 
 
 def _inner(cfg: dict) -> dict | None:
@@ -270,7 +272,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     else:
         mlp = "relu" if kind == "relu" else "gelu"
 
-    norm_type = (r.text(("norm_type", "normalization_type")) or "").lower()
+    norm_type = (r.text(("norm_type", "normalization_type", "layer_norm_type")) or "").lower()
     rms = r.flag(("rmsnorm",), None)  # ChatGLM
     if "rms" in norm_type or rms:
         norm = "rmsnorm"
@@ -314,10 +316,14 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             positions = r.whole(("n_positions",), "position count") or 1024
     elif how == "alibi" or cfg.get("alibi") is True or (cfg.get("attn_config") or {}).get("alibi") is True:
         rotary = 0
-    elif family is None and not any(k in cfg for k in ("rope_theta", "rope_scaling", "rotary_emb_base")):
+    elif family is None and not any(k in cfg for k in ("rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base")):
         guesses.append("rotary positions")
     if rotary is None and family is not None and family.rotary != "full" and not positions:
         rotary = _rotary_fraction(r, family.rotary, head_dim or hidden // heads)
+    elif rotary is None and family is None and not positions:  # a type of no rule: the spelling it writes
+        written = [k for k in ("partial_rotary_factor", "rotary_pct", "rotary_dim") if r.get(k) is not None]
+        if written:  # the first; MiniMax-M2 writes a fraction and the width it makes
+            rotary = _rotary_fraction(r, written[0], head_dim or hidden // heads)
 
     experts = r.whole((*_EXPERTS, "ffn_moe_num_experts"), "expert count", minimum=0) or 0
     top_k = shared = dense = 0
@@ -325,7 +331,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if experts:
         top_k = r.whole((*_TOP_K, "ffn_moe_top_k"), "experts per token")
         if top_k is None:
-            other = [k for k in cfg if "top_k" in k and k not in _TOP_K]
+            other = [k for k in cfg if ("top_k" in k or "topk" in k) and k not in _TOP_K]
             r.fail(f"{experts} experts but no experts per token; tried {', '.join(_TOP_K)}" + (
                 f" (it has {', '.join(other)}, which shapewise does not read for model type {model_type!r})"
                 if other else ""))
@@ -356,6 +362,16 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         notes.append(f"its sparse attention (index_topk {topk}: a query attends only to the {topk} keys its "
                      f"indexer picks) is priced as dense attention without the indexer, the same up to {topk} "
                      f"tokens and dearer beyond")
+    mtp = r.whole(("num_nextn_predict_layers", "num_mtp_modules"), "multi-token prediction layers", minimum=0)
+    if mtp:
+        notes.append(f"its {mtp} multi-token prediction layer{'s' if mtp > 1 else ''} (num_nextn_predict_layers), "
+                     f"trained beside the model, {'are' if mtp > 1 else 'is'} not priced")
+    arch = r.get("architectures")
+    head = next((a for a in arch if isinstance(a, str) and a.endswith(_NOT_LM_HEADS)), None) \
+        if isinstance(arch, list) else None
+    if head:
+        notes.append(f"its head is not a language model's ({head}): shapewise prices a {vocab:,}-row output "
+                     f"head and its loss, which such a model does not run")
     cross = _layer_list(r, "cross_attention_layers")
     if cross:
         notes.append(f"its {len(cross)} cross-attention layers (cross_attention_layers), which attend to the "
@@ -385,6 +401,9 @@ _WATCHED = ("layer_types", "sliding_window", "sliding_window_pattern", "attentio
             "kv_lora_rank", "v_head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "num_experts",
             "num_local_experts", "n_routed_experts", "head_dim", "kv_channels", "use_qk_norm", "qk_layernorm")
 
+
+# Architectures whose head is not the vocabulary's (a reward model's score, a tagger's labels)
+_NOT_LM_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "RewardModel")
 
 # Values of watched keys that change nothing shapewise prices (a whole head rotated, every layer MoE)
 _NEUTRAL = {"partial_rotary_factor": 1.0, "rotary_pct": 1.0, "moe_layer_freq": 1, "decoder_sparse_step": 1,
@@ -463,7 +482,7 @@ def _shape_from_config(cfg: dict, where: str, name: str, source: str = "", *, st
     fields, guesses, notes = _fields_from_config(cfg, where)
     for note in notes:
         warn(f"{where}: {note}")
-    encoders = [f"its {what} ({key})" for key, what in _ENCODERS.items() if isinstance(cfg.get(key), dict)]
+    encoders = [f"its {what} ({key})" for key, what in _ENCODERS.items() if cfg.get(key) not in (None, "", {}, [])]
     if encoders:
         nested = next((key for key in _NESTED if _inner(cfg) is cfg.get(key)), "") if _inner(cfg) else ""
         warn(f"{where}: {cfg.get('model_type') or 'this model'} is multimodal; shapewise prices its language model "
