@@ -352,6 +352,27 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         dense = _moe_dense_layers(r, layers)
 
     window, global_every = _window(r, family, layers, guesses, notes)
+    notes += _priced_otherwise(r, vocab)
+    extra = dict(norms_per_layer=family.norms_per_layer if family else 2,
+                 qk_norm=r.flag(("use_qk_norm", "qk_layernorm"), family.qk_norm if family else False),
+                 rotary_fraction=1.0 if rotary is None else rotary, window=window, global_every=global_every,
+                 logit_softcap=bool(family and family.softcap and cfg.get("final_logit_softcapping")),
+                 num_dense_layers=dense, **mla)
+    unread = _unread(r)
+    if unread:
+        notes.append(f"shapewise does not read {', '.join(unread)}, which change{'s' if len(unread) == 1 else ''} "
+                     f"the model's ops; it prices the model without {'it' if len(unread) == 1 else 'them'}")
+    return dict(hidden=hidden, num_layers=layers, num_heads=heads, vocab=vocab, num_kv_heads=kv,
+                head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
+                bias=bias, learned_positions=positions, num_experts=experts, top_k=top_k,
+                expert_ffn=expert_ffn, num_shared_experts=shared, **extra), guesses, notes
+
+
+def _priced_otherwise(r: _Reader, vocab: int) -> list[str]:
+    """What a config says that shapewise prices otherwise, a warning each: attention over fewer keys
+    than causal (chunks, a sparse indexer), layers it does not price (multi-token prediction) or prices
+    as others (cross attention), and a head that is not a vocabulary's."""
+    notes = []
     chunk = r.whole(("attention_chunk_size",), "attention chunk", minimum=0)
     if chunk and chunk < _context(r):
         notes.append(f"its chunked attention (attention_chunk_size {chunk}: a query sees only its own chunk of "
@@ -376,19 +397,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if cross:
         notes.append(f"its {len(cross)} cross-attention layers (cross_attention_layers), which attend to the "
                      f"image, are priced as self-attention layers over the text")
-    extra = dict(norms_per_layer=family.norms_per_layer if family else 2,
-                 qk_norm=r.flag(("use_qk_norm", "qk_layernorm"), family.qk_norm if family else False),
-                 rotary_fraction=1.0 if rotary is None else rotary, window=window, global_every=global_every,
-                 logit_softcap=bool(family and family.softcap and cfg.get("final_logit_softcapping")),
-                 num_dense_layers=dense, **mla)
-    unread = _unread(r)
-    if unread:
-        notes.append(f"shapewise does not read {', '.join(unread)}, which change{'s' if len(unread) == 1 else ''} "
-                     f"the model's ops; it prices the model without {'it' if len(unread) == 1 else 'them'}")
-    return dict(hidden=hidden, num_layers=layers, num_heads=heads, vocab=vocab, num_kv_heads=kv,
-                head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
-                bias=bias, learned_positions=positions, num_experts=experts, top_k=top_k,
-                expert_ffn=expert_ffn, num_shared_experts=shared, **extra), guesses, notes
+    return notes
 
 
 # Keys that change a model's ops. A config that sets one on a path where shapewise never looks it up
