@@ -31,18 +31,26 @@ LLAMA = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 4, "nu
          "num_key_value_heads": 4, "intermediate_size": 5632, "vocab_size": 32000, "hidden_act": "silu",
          "head_dim": 128, "max_position_embeddings": 4096, "tie_word_embeddings": False}
 MIXTRAL = {**LLAMA, "model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2}
+# the keys read whatever the type (layer_types, Llama 4's and DeepSeek's MoE layouts, the warnings' keys)
+LLAMA4 = {**MIXTRAL, "model_type": "llama4_text", "intermediate_size_mlp": 8192, "interleave_moe_layer_step": 2,
+          "attention_chunk_size": 1024, "sliding_window": 512,
+          "layer_types": ["sliding_attention", "full_attention"] * 2, "first_k_dense_replace": 1,
+          "num_nextn_predict_layers": 1, "index_topk": 256, "architectures": ["Llama4ForCausalLM"]}
 
 
 def mutated(base: dict):
     """`base` with some of its fields (or a new one) set to wrong or right values, some dropped."""
-    keys = st.sampled_from(sorted(base)) | st.sampled_from(["hidden_size", "ffn_dim", "torch_dtype", "x"])
+    keys = st.sampled_from(sorted(base)) | st.sampled_from(["hidden_size", "ffn_dim", "torch_dtype", "x", "moe_layers",
+                                                           "multi_query_attention", "multi_query_group_num",
+                                                           "cross_attention_layers", "vision_encoder", "block_configs",
+                                                           "text_config", "sliding_window_pattern", "rmsnorm"])
     return st.tuples(st.dictionaries(keys, json_value, max_size=4), st.lists(st.sampled_from(sorted(base)),
                                                                               max_size=2)).map(
         lambda change: {k: v for k, v in {**base, **change[0]}.items() if k not in change[1]})
 
 
 config_text = st.one_of(
-    st.sampled_from([GPT2, LLAMA, MIXTRAL]).flatmap(mutated).map(json.dumps),  # NaN and Infinity as JSON allows
+    st.sampled_from([GPT2, LLAMA, MIXTRAL, LLAMA4]).flatmap(mutated).map(json.dumps),  # NaN and Infinity as JSON allows
     st.sampled_from([GPT2, LLAMA]).map(json.dumps).flatmap(lambda text: st.integers(0, len(text)).map(
         lambda cut: text[:cut])),  # truncated
     st.sampled_from(["", "[]", "null", "1", '"gpt2"', "{", '{"model_type": "gpt2"}', "[" * 5000, "\x00\xff"]),
