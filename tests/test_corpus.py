@@ -452,3 +452,22 @@ def test_a_third_pass_says_what_it_does_not_price(tmp_path, capsys):
     wrapped = {"model_type": "my_vlm", "vision_encoder": "vit_so400m", **llama}  # an encoder named by a string
     _shape_from_config(wrapped, "x", "x")
     assert "not its vision encoder (vision_encoder)" in capsys.readouterr().err
+
+
+def test_a_trimmed_config_reads_with_its_configuration_class_defaults():
+    """Where a file leaves a key out, the type's configuration class fills it in (transformers' defaults):
+    gpt-oss slides over 128 keys on every other layer, OLMo 3 and EXAONE 4 over 4096 on three in four,
+    Llama 4 runs QK-norm and dense layers 16384 wide, ExaoneConfig ties the embeddings."""
+    def trimmed(stem, *keys):
+        cfg = json.loads(FILES[stem].read_text())
+        inner = cfg.get("text_config", cfg)
+        for key in keys:
+            inner.pop(key, None)
+        return _shape_from_config(cfg, "x", "x")
+    window = ("layer_types", "sliding_window", "sliding_window_pattern")
+    assert (trimmed("gpt-oss-20b", *window).window, trimmed("gpt-oss-20b", *window).global_every) == (128, 2)
+    for stem in ("olmo-3.1-32b-instruct", "exaone-4.0-32b"):
+        assert (trimmed(stem, *window).window, trimmed(stem, *window).global_every) == (4096, 4)
+    scout = trimmed("llama-4-scout-17b-16e", "use_qk_norm", "intermediate_size_mlp")
+    assert scout.qk_norm and scout.ffn_width == 16384
+    assert trimmed("exaone-3.5-7.8b", "tie_word_embeddings").tied_embeddings

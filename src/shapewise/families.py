@@ -42,15 +42,18 @@ _GEMMA2 = Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=Fal
 
 FAMILIES: dict[str, Family] = {
     **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2", "deepseek_v3",
-                           "deepseek_v32", "kimi_k2", "exaone", "qwen2_vl", "qwen2_5_vl")},
-    # Kimi K2: DeepSeek-V3's layout (V3.2 adds a sparse indexer, which hf warns of); EXAONE 3.5: Llama's;
+                           "deepseek_v32", "kimi_k2", "qwen2_vl", "qwen2_5_vl")},
+    # EXAONE 3.5: Llama's layout, but ExaoneConfig ties the embeddings when the file does not say
+    "exaone": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
+    # Kimi K2: DeepSeek-V3's layout (V3.2 adds a sparse indexer, which hf warns of);
     # Qwen2-VL and Qwen2.5-VL: Qwen2's language model beside vision_config
     # Qwen (1): a SwiGLU whose two matrices are each half of intermediate_size wide (hf halves it), RMSNorm
     "qwen": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_pct",
                    defaults=(("rotary_pct", 1.0),)),
     # Llama 4: experts of intermediate_size beside one shared expert, dense layers of intermediate_size_mlp
     # (hf._llama4_widths); text_config of the "llama4" wrapper
-    "llama4_text": _LLAMA,
+    "llama4_text": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
+                          defaults=(("intermediate_size_mlp", 16384),)),
     # Llama 3.2 Vision's language model: a Llama whose cross_attention_layers attend to the image (hf warns)
     "mllama_text_model": _LLAMA,
     # MiniCPM3: DeepSeek-style latent attention whose value heads are hidden / heads wide (hf reads it so);
@@ -67,8 +70,11 @@ FAMILIES: dict[str, Family] = {
        for t in ("mistral", "ministral", "ministral3")},
     # layer_types name each layer's attention: sliding or full (gpt-oss alternates; EXAONE 4 and OLMo 3 run
     # three sliding layers to one full); EXAONE 4 and OLMo 3 normalize after each block, with QK-norm
-    "gpt_oss": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False, window="pattern"),
-    **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True, window="pattern")
+    # (the configuration classes' window and pattern where a file leaves them out)
+    "gpt_oss": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False, window="pattern",
+                      defaults=(("sliding_window", 128), ("sliding_window_pattern", 2))),
+    **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True, window="pattern",
+                 defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4)))
        for t in ("exaone4", "exaone4_5_text", "olmo3")},
     **{t: _QWEN3 for t in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text")},
     "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True),

@@ -444,6 +444,8 @@ def _window(r: _Reader, family, layers: int, guesses: list[str], notes: list[str
     rule = family.window if family is not None else ""
     span = r.whole(("sliding_window",), "sliding window", minimum=0) or 0
     types = r.get("layer_types")
+    if isinstance(types, list):
+        types = types[:layers]  # EXAONE 4.5 writes one more, for its multi-token prediction layer
     named = isinstance(types, list) and any(t == "sliding_attention" for t in types)
     if named:
         rule = "pattern"
