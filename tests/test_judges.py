@@ -2,6 +2,7 @@
 to end on the CPU."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -157,3 +158,15 @@ def test_predict_cases_prices_each_case_as_predict_case_does():
     assert [t is None for t in together] == [t is None for t in one_by_one]
     assert [t for t in together if t is not None] == pytest.approx([t for t in one_by_one if t is not None], rel=1e-9)
     assert None in one_by_one  # the math backend is not priced: kept as None, in its place
+
+
+def test_a_folder_of_configs_leaves_out_the_ones_it_cannot_read_by_name(tmp_path, capsys):
+    later = Path("tests/data/hf-later")
+    for name in ("gpt-oss-20b.json", "gemma-4-26b-a4b.json", "qwen3.5-27b.json"):
+        (tmp_path / name).write_text((later / name).read_text())
+    shapes = read_configs([tmp_path])
+    assert [s.name for s in shapes] == ["gpt-oss-20b"]
+    err = capsys.readouterr().err
+    assert "not attention transformers: qwen3.5-27b.json" in err and "cannot read" in err and "gemma-4" in err
+    with pytest.raises(ShapewiseError, match="top_k_experts"):  # named alone, it is an error
+        read_configs([tmp_path / "gemma-4-26b-a4b.json"])

@@ -248,7 +248,7 @@ def read_configs(paths) -> list[ModelShape]:
             files.append((p, False))
         else:
             raise ShapewiseError(f"{p}: no such file or folder; give config.json files or folders of them")
-    shapes, skipped = {}, []
+    shapes, skipped, unread = {}, [], []
     for file, in_folder in files:
         try:
             shape = load_config(file)
@@ -257,9 +257,17 @@ def read_configs(paths) -> list[ModelShape]:
                 raise
             skipped.append(file.name)  # a folder of real configs may hold models shapewise refuses
             continue
+        except ShapewiseError:
+            if not in_folder:
+                raise
+            unread.append(file.name)  # refused for a key it does not read (Gemma 4, Hunyuan): said by name
+            continue
         shapes.setdefault(shape.name, shape)
     if skipped:
         warn(f"left out {len(skipped)} configs that are not attention transformers: {', '.join(skipped)}")
+    if unread:
+        warn(f"left out {len(unread)} configs shapewise cannot read (`shapewise check --config FILE` says why): "
+             f"{', '.join(unread)}")
     if not shapes:
         raise ShapewiseError("the models and variants sets need real model configs: --configs FILE_OR_FOLDER "
                              "(config.json files)")
