@@ -5,7 +5,7 @@
 # OUT/h200-machine.json (with QUICK_CALIBRATE=1: `calibrate --quick`'s profile), OUT/judges.csv (every measurement: `shapewise results --import` it and judge with `validate
 # --from-db`), OUT/judges.db (the store itself, in case the export is cut short), OUT/kernels.csv, OUT/census.json.gz (the
 # kernels named, as far as they got: the store's "kernels" rows with their metrics), OUT/gpu.txt (which H200: its serial and UUID) and OUT/log.txt.
-#   OUT=folder WIDE="1 2" ATTENTION="1" MODELS="1" WIDE_LATE="3" CONFIGS=tests/data/configs BUDGET_S=480 \
+#   OUT=folder WIDE="1 2" ATTENTION="1" MODELS="1" WIDE_LATE="3" CONFIGS=tests/data/hf BUDGET_S=480 \
 #     [MODELS_S=200] bash benchmarks/h200_judges.sh
 # GPU=h100 measures on an H100 (predicted with the profile it borrows, the H200's; `calibrate --quick`'s
 # profile is then OUT/h100-machine.json).
