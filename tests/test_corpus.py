@@ -471,3 +471,17 @@ def test_a_trimmed_config_reads_with_its_configuration_class_defaults():
     scout = trimmed("llama-4-scout-17b-16e", "use_qk_norm", "intermediate_size_mlp")
     assert scout.qk_norm and scout.ffn_width == 16384
     assert trimmed("exaone-3.5-7.8b", "tie_word_embeddings").tied_embeddings
+
+
+def test_molmo_reads_its_fused_swiglu_and_says_its_vision_backbone_is_not_priced(capsys):
+    # Molmo-7B-D's language model (Qwen2-7B's shape) as its config writes it: ff_proj 37888 wide holds the
+    # SwiGLU's two 18944-wide halves; no key names the vision backbone its code builds
+    molmo = {"model_type": "molmo", "architectures": ["MolmoForCausalLM"], "hidden_size": 3584,
+             "intermediate_size": 37888, "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
+             "vocab_size": 152064, "layer_norm_type": "rms", "qkv_bias": True, "rope_theta": 1e6,
+             "tie_word_embeddings": False, "max_position_embeddings": 4096}
+    s = _shape_from_config(molmo, "x", "x")
+    assert (s.mlp, s.ffn_width, s.norm, s.tied_embeddings) == ("swiglu", 18944, "rmsnorm", False)
+    assert s.params == pytest.approx(7.6e9, rel=0.01)  # Qwen2-7B's 7.62B
+    err = capsys.readouterr().err
+    assert "vision backbone" in err and "is not one shapewise knows" not in err

@@ -50,6 +50,8 @@ FAMILIES: dict[str, Family] = {
     # Qwen (1): a SwiGLU whose two matrices are each half of intermediate_size wide (hf halves it), RMSNorm
     "qwen": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_pct",
                    defaults=(("rotary_pct", 1.0),)),
+    # Molmo (OLMo's code): ff_proj is intermediate_size wide, gate and value halves of one SwiGLU (hf halves it)
+    "molmo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False),
     # Llama 4: experts of intermediate_size beside one shared expert, dense layers of intermediate_size_mlp
     # (hf._llama4_widths); text_config of the "llama4" wrapper
     "llama4_text": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,

@@ -92,6 +92,8 @@ class _Reader:
         return None
 
 
+# Multimodal types whose encoder no config key names (their modeling code builds it)
+_CODE_ENCODERS = {"molmo": "vision backbone (built by its code, named by no config key)"}
 _NESTED = ("text_config", "language_config", "llm_config")  # Gemma 3, LLaVA; DeepSeek-VL2; InternVL
 _ENCODERS = {"vision_config": "vision encoder", "audio_config": "audio encoder", "vision_encoder": "vision encoder",
              "vision_tower": "vision encoder", "mm_vision_tower": "vision encoder",
@@ -238,8 +240,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         ffn = r.whole(("intermediate_size_mlp",), "dense MLP width")  # intermediate_size is the experts'
     else:
         ffn = r.whole((*_FFN, "ffn_ffn_hidden_size"), "MLP width")
-    if model_type == "qwen" and ffn:
-        ffn //= 2  # QWenMLP: w1 and w2 each intermediate_size / 2 wide
+    if model_type in ("qwen", "molmo") and ffn:
+        ffn //= 2  # QWenMLP: w1 and w2 each intermediate_size / 2 wide; Molmo's ff_proj holds both halves
     if ffn is None and family is None:
         guesses.append(f"MLP width {4 * hidden} (4 × hidden)")
     if kv is None and family is None and not mla:
@@ -494,6 +496,8 @@ def _shape_from_config(cfg: dict, where: str, name: str, source: str = "", *, st
     for note in notes:
         warn(f"{where}: {note}")
     encoders = [f"its {what} ({key})" for key, what in _ENCODERS.items() if cfg.get(key) not in (None, "", {}, [])]
+    if str(_unwrap(cfg).get("model_type", "")).lower() in _CODE_ENCODERS:
+        encoders.append(f"its {_CODE_ENCODERS[str(_unwrap(cfg)['model_type']).lower()]}")
     if encoders:
         nested = next((key for key in _NESTED if _inner(cfg) is cfg.get(key)), "") if _inner(cfg) else ""
         warn(f"{where}: {cfg.get('model_type') or 'this model'} is multimodal; shapewise prices its language model "
