@@ -70,14 +70,40 @@ def calls() -> list[dict]:
                  where="fitted" if "fitted" in e["where"] else "judged") for (b, g, n, k), e in found.items()]
 
 
-def reread(share: float) -> None:
-    """Price decoding attention's stream as if each block past a key head's first re-read `share` of its
+def share(text: str) -> float:
+    """--reread's A, for argparse: a number from 0 to 1 (a bad one is its one-line error, exit 2)."""
+    value = _number(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a share of a read from 0 to 1")
+    return value
+
+
+def rate(text: str) -> float:
+    """--l2's TBS, for argparse: a bandwidth in TB/s over 0."""
+    value = _number(text)
+    if not 0 < value < 1e3:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a bandwidth in TB/s over 0")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value != value:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number")
+    return value
+
+
+def reread(part: float) -> None:
+    """Price decoding attention's stream as if each block past a key head's first re-read `part` of its
     cache (this script only: cost.decode_terms, patched)."""
     terms = cost.decode_terms
 
     def reread_terms(op, gpu):
         t = dict(terms(op, gpu))
-        factor = 1 + share * (-(-max(op.groups, 1) // DECODE_ROWS) - 1)
+        factor = 1 + part * (-(-max(op.groups, 1) // DECODE_ROWS) - 1)
         t["narrow"], t["wide"] = t["narrow"] * factor, t["wide"] * factor
         return t
     cost.decode_terms = reread_terms
@@ -104,9 +130,9 @@ def line(err) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", help="a profile JSON (default: the shipped H200 profile)")
-    ap.add_argument("--reread", type=float, default=0.0, metavar="A",
+    ap.add_argument("--reread", type=share, default=0.0, metavar="A",
                     help="price each extra block of a key head's group as re-reading A of the cache (default 0: the model's)")
-    ap.add_argument("--l2", type=float, default=0.0, metavar="TBS",
+    ap.add_argument("--l2", type=rate, default=0.0, metavar="TBS",
                     help="floor each call at every block's cache read through L2 at TBS TB/s (default: none)")
     args = ap.parse_args()
     if args.reread:

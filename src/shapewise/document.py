@@ -211,8 +211,7 @@ def _model_rows(s: ModelShape) -> list:
         if s.num_dense_layers:
             rows.append(("dense layers", f"{s.num_dense_layers} of {s.num_layers}"))
     if s.window:
-        rows.append(("sliding window", f"{s.window:,} tokens, " + (f"1 layer in {s.global_every} global"
-                                                                   if s.global_every else "every layer")))
+        rows.append(("sliding window", f"{s.window:,} tokens, {s.window_layout}"))
     if s.source:
         rows.append(("source", s.source))
     return [(k, f"{v}") for k, v in rows]

@@ -26,13 +26,17 @@ class Family:
     qk_norm: bool = False
     window: str = ""  # "all": every layer slides (Mistral); "alternate": every other one (Gemma-2); "pattern": Gemma-3
     softcap: bool = False  # reads final_logit_softcapping
+    fused_mlp: bool = False  # intermediate_size holds both halves of the gated MLP (Qwen 1, Molmo)
+    ffn_key: str = ""  # the key of the dense MLP's width, where not intermediate_size (Llama 4)
+    expert_ffn_key: str = ""  # the key of the experts' width, where not moe_intermediate_size (Llama 4)
+    shared_experts: int = 0  # shared experts every MoE layer runs, where the file does not count them (Llama 4)
+    mla_v_from_hidden: bool = False  # latent attention's value heads are hidden / heads wide (MiniCPM3)
     # Fields the type's configuration class fills in when the file leaves them out, as (key, value) pairs:
     # Gemma-3's multimodal wrapper writes only the text fields that differ from Gemma3TextConfig's.
     defaults: tuple = ()
 
 
 _LLAMA = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False)
-
 _QWEN3 = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True)
 _NEOX = Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu",
                rotary="rotary_pct")
@@ -47,20 +51,21 @@ FAMILIES: dict[str, Family] = {
     "exaone": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
     # Kimi K2: DeepSeek-V3's layout (V3.2 adds a sparse indexer, which hf warns of);
     # Qwen2-VL and Qwen2.5-VL: Qwen2's language model beside vision_config
-    # Qwen (1): a SwiGLU whose two matrices are each half of intermediate_size wide (hf halves it), RMSNorm
+    # Qwen (1): a SwiGLU whose two matrices are each half of intermediate_size wide, RMSNorm
     "qwen": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_pct",
-                   defaults=(("rotary_pct", 1.0),)),
-    # Molmo (OLMo's code): ff_proj is intermediate_size wide, gate and value halves of one SwiGLU (hf halves it)
-    "molmo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False),
-    # Llama 4: experts of intermediate_size beside one shared expert, dense layers of intermediate_size_mlp
-    # (hf._llama4_widths); text_config of the "llama4" wrapper
+                   fused_mlp=True, defaults=(("rotary_pct", 1.0),)),
+    # Molmo (OLMo's code): ff_proj is intermediate_size wide, gate and value halves of one SwiGLU
+    "molmo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, fused_mlp=True),
+    # Llama 4: experts of intermediate_size beside one shared expert, dense layers of intermediate_size_mlp;
+    # text_config of the "llama4" wrapper
     "llama4_text": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
+                          ffn_key="intermediate_size_mlp", expert_ffn_key="intermediate_size", shared_experts=1,
                           defaults=(("intermediate_size_mlp", 16384),)),
     # Llama 3.2 Vision's language model: a Llama whose cross_attention_layers attend to the image (hf warns)
     "mllama_text_model": _LLAMA,
-    # MiniCPM3: DeepSeek-style latent attention whose value heads are hidden / heads wide (hf reads it so);
+    # MiniCPM3: DeepSeek-style latent attention whose value heads are hidden / heads wide (no v_head_dim);
     # MiniCPM3Config ties the embeddings
-    "minicpm3": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
+    "minicpm3": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, mla_v_from_hidden=True),
     # GLM-4 (THUDM's own ChatGLMConfig): SwiGLU, RMSNorm (its `rmsnorm` key), grouped kv heads
     # (multi_query_group_num), rotary over half of each head
     "chatglm": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,

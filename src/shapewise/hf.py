@@ -100,14 +100,14 @@ _ENCODERS = {"vision_config": "vision encoder", "audio_config": "audio encoder",
              "vision_backbone": "vision encoder", "gen_vision_config": "image generator"}
 
 
-def _inner(cfg: dict) -> dict | None:
-    """A multimodal wrapper's language model config, where the wrapper's own top level lacks a width or
-    a layer count (Voxtral's top level carries its text width alone)."""
+def _inner(cfg: dict) -> tuple[str, dict] | None:
+    """A multimodal wrapper's language model config and its key, where the wrapper's own top level lacks
+    a width or a layer count (Voxtral's top level carries its text width alone)."""
     for key in _NESTED:
         inner = cfg.get(key)
         if isinstance(inner, dict) and not (any(cfg.get(k) is not None for k in _HIDDEN)
                                             and any(cfg.get(k) is not None for k in _LAYERS)):
-            return inner
+            return key, inner
     return None
 
 
@@ -115,8 +115,9 @@ def _unwrap(cfg: dict) -> dict:
     """The language model's fields: multimodal wrappers (Gemma-3, LLaVA) nest them in text_config. The
     wrapper's own tie_word_embeddings decides whether the language model's output head is tied (Mistral 3
     writes it only there), unless text_config says."""
-    inner = _inner(cfg)
-    if inner is not None:
+    found = _inner(cfg)
+    if found is not None:
+        inner = found[1]
         if inner.get("tie_word_embeddings") is None and cfg.get("tie_word_embeddings") is not None:
             return {**inner, "tie_word_embeddings": cfg["tie_word_embeddings"]}
         return inner
@@ -228,20 +229,16 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if r.whole(("kv_lora_rank",), "key/value latent width"):
         mla = dict(kv_lora_rank=cfg["kv_lora_rank"], q_lora_rank=r.whole(("q_lora_rank",), "query latent width") or 0,
                    rope_head_dim=r.whole(("qk_rope_head_dim",), "rotary head dim", required=True),
-                   # MiniCPM3 writes no v_head_dim: its attention makes value heads hidden / heads wide
-                   v_head_dim=(hidden // heads if model_type == "minicpm3" and r.get("v_head_dim") is None
+                   v_head_dim=(hidden // heads if family and family.mla_v_from_hidden and r.get("v_head_dim") is None
                                else r.whole(("v_head_dim",), "value head dim", required=True)))
         head_dim = r.whole(("qk_nope_head_dim",), "non-rotary head dim", required=True)
         kv = None  # latent attention expands keys and values to every head
         r.used.update(_HEAD_DIM)  # the latent dims above say what a head_dim would
     else:
         head_dim = r.whole(_HEAD_DIM, "head dimension")
-    if model_type == "llama4_text":
-        ffn = r.whole(("intermediate_size_mlp",), "dense MLP width")  # intermediate_size is the experts'
-    else:
-        ffn = r.whole((*_FFN, "ffn_ffn_hidden_size"), "MLP width")
-    if model_type in ("qwen", "molmo") and ffn:
-        ffn //= 2  # QWenMLP: w1 and w2 each intermediate_size / 2 wide; Molmo's ff_proj holds both halves
+    ffn = r.whole((family.ffn_key,) if family and family.ffn_key else (*_FFN, "ffn_ffn_hidden_size"), "MLP width")
+    if family and family.fused_mlp and ffn:
+        ffn //= 2  # both halves of the gated MLP in one width
     if ffn is None and family is None:
         guesses.append(f"MLP width {4 * hidden} (4 × hidden)")
     if kv is None and family is None and not mla:
@@ -337,12 +334,10 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             r.fail(f"{experts} experts but no experts per token; tried {', '.join(_TOP_K)}" + (
                 f" (it has {', '.join(other)}, which shapewise does not read for model type {model_type!r})"
                 if other else ""))
-        if model_type == "llama4_text":  # every MoE layer also runs one shared expert of the experts' width
-            expert_ffn = r.whole(("intermediate_size",), "expert MLP width", required=True)
-            shared = 1
-        else:
-            expert_ffn = r.whole(_EXPERT_FFN, "expert MLP width")
-            shared = r.whole(("n_shared_experts", "num_shared_experts"), "shared expert count", minimum=0) or 0
+        expert_ffn = r.whole((family.expert_ffn_key,) if family and family.expert_ffn_key else _EXPERT_FFN,
+                             "expert MLP width", required=bool(family and family.expert_ffn_key))
+        shared = (family.shared_experts if family else 0) or r.whole(
+            ("n_shared_experts", "num_shared_experts"), "shared expert count", minimum=0) or 0
         width = expert_ffn or ffn or 4 * hidden
         shared_width = r.whole(("shared_expert_intermediate_size",), "shared expert width", minimum=0)
         if shared_width and not shared:
@@ -495,15 +490,14 @@ def _shape_from_config(cfg: dict, where: str, name: str, source: str = "", *, st
     fields, guesses, notes = _fields_from_config(cfg, where)
     for note in notes:
         warn(f"{where}: {note}")
+    found, model_type = _inner(cfg), _unwrap(cfg).get("model_type")
     encoders = [f"its {what} ({key})" for key, what in _ENCODERS.items() if cfg.get(key) not in (None, "", {}, [])]
-    if str(_unwrap(cfg).get("model_type", "")).lower() in _CODE_ENCODERS:
-        encoders.append(f"its {_CODE_ENCODERS[str(_unwrap(cfg)['model_type']).lower()]}")
+    if str(model_type).lower() in _CODE_ENCODERS:
+        encoders.append(f"its {_CODE_ENCODERS[str(model_type).lower()]}")
     if encoders:
-        nested = next((key for key in _NESTED if _inner(cfg) is cfg.get(key)), "") if _inner(cfg) else ""
         warn(f"{where}: {cfg.get('model_type') or 'this model'} is multimodal; shapewise prices its language model "
-             f"{f'({nested}) ' if nested else ''}only, not {' or '.join(encoders)}")
+             f"{f'({found[0]}) ' if found else ''}only, not {' or '.join(encoders)}")
     if guesses:
-        model_type = _unwrap(cfg).get("model_type")
         message = (f"{where}: model type {model_type!r} is not one shapewise knows; it guessed "
                    f"{', '.join(guesses)}" if model_type else
                    f"{where}: no model_type, so shapewise guessed {', '.join(guesses)}")
@@ -683,7 +677,8 @@ def to_hf_config(shape: ModelShape, base: dict | None = None) -> dict:
         raise ShapewiseError(f"base must be a config dict, got {type(base).__name__}")
     target = canonical(shape)
     cfg = copy.deepcopy(base) if base is not None else _template(target)
-    inner = _inner(cfg) or cfg  # the language model's fields sit at the top unless a multimodal wrapper nests them
+    found = _inner(cfg)
+    inner = found[1] if found else cfg  # the language model's fields sit at the top unless a wrapper nests them
     if inner is not cfg:  # the defaults a nested config leaves out, written out so that its fields can change
         for key, value in NESTED_DEFAULTS.get(str(inner.get("model_type", "")).lower(), ()):
             inner.setdefault(key, value)

@@ -144,10 +144,8 @@ def render(result: CheckResult, console) -> None:
     experts = (f", {shape.num_experts} experts top-{shape.top_k}"
                + (f" + {shape.num_shared_experts} shared" if shape.num_shared_experts else "")
                + (f", {shape.num_dense_layers} dense layers" if shape.num_dense_layers else "")) if shape.is_moe else ""
-    window = ""
-    if shape.window:
-        window = f", window {shape.window}" + (f" (1 layer in {shape.global_every} global)" if shape.global_every
-                                               else " on every layer")
+    window = (f", window {shape.window} " + (f"({shape.window_layout})" if shape.global_every else f"on {shape.window_layout}")
+              if shape.window else "")
     console.print(f"[bold]{shape.name}[/bold]: {shape.params / 1e9:.2f}B params, h={shape.hidden} "
                   f"L={shape.num_layers} heads={shape.num_heads}/{shape.kv_heads} d={shape.d_head} "
                   f"ffn={shape.ffn_width} ({shape.mlp}) vocab={shape.vocab}{experts}{window}")

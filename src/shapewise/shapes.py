@@ -160,6 +160,13 @@ class ModelShape:
         return self.num_layers - self.num_dense_layers if self.is_moe else 0
 
     @property
+    def window_layout(self) -> str:
+        """Where the sliding window runs, in words: "1 layer in N global" or "every layer" ("" without one)."""
+        if not self.window:
+            return ""
+        return f"1 layer in {self.global_every} global" if self.global_every else "every layer"
+
+    @property
     def num_global_layers(self) -> int:
         """Layers that attend to the whole sequence; the others attend within the window."""
         if not self.window:
