@@ -385,6 +385,38 @@ def test_write_then_read_gives_the_same_shape(stem, tmp_path):
     assert structure(load_config(_write(tmp_path, written))) == structure(wider)
 
 
+def _changes(shape):
+    """The single-field changes a neighbourhood makes, each expressible in the config's own keys."""
+    yield dict(ffn=shape.ffn_width + 256)
+    yield dict(num_heads=shape.num_heads * 2, head_dim=shape.d_head)  # kv heads and head_dim as written
+    if not shape.kv_lora_rank:  # latent attention has no key/value heads to set
+        yield dict(num_kv_heads=1)
+    if not (shape.is_moe and shape.num_dense_layers and stem_interleaves(shape)):
+        yield dict(num_layers=shape.num_layers + 2)
+    yield dict(hidden=shape.hidden + 128, head_dim=shape.d_head)
+    if shape.is_moe:
+        yield from (dict(expert_ffn=shape.expert_width + 128), dict(num_experts=shape.num_experts * 2),
+                    dict(top_k=shape.top_k + 1))
+
+
+def stem_interleaves(shape) -> bool:
+    """Llama 4 Maverick's dense layers follow its layer count (every other layer), not a field of their own."""
+    return shape.name.startswith("llama-4-maverick")
+
+
+@pytest.mark.parametrize("stem", SUPPORTED)
+def test_every_change_a_suggestion_makes_is_written_in_the_configs_own_keys(stem, tmp_path):
+    # Qwen 1 and Molmo keep both MLP halves in one width, Llama 4 its dense width under its own key and
+    # DBRX its fields in nested blocks; a changed field also changes what others left as written read as
+    # (64 heads of 128 where 32 heads of 128 had no head_dim key).
+    shape, base = read(stem), json.loads(FILES[stem].read_text())
+    structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}
+    for change in _changes(shape):
+        target = canonical(shape.replace(**change))
+        written = to_hf_config(target, base)
+        assert structure(load_config(_write(tmp_path, written))) == structure(target), change
+
+
 def _write(tmp_path, cfg):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))

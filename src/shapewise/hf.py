@@ -575,10 +575,16 @@ def _template(s: ModelShape) -> dict:
 
 
 def _put(cfg: dict, keys, value, fallback: str) -> None:
-    """Write value under every spelling of keys the config already uses, or under fallback."""
-    present = [k for k in keys if cfg.get(k) is not None]
-    for k in present or [fallback]:
-        cfg[k] = value
+    """Write value under every spelling of keys the config already uses, or under fallback. DBRX's keys
+    read as attn_X and ffn_X are written where DBRX keeps them, as X in attn_config and ffn_config."""
+    present = [(cfg, k) for k in keys if cfg.get(k) is not None]
+    for block in ("attn_config", "ffn_config"):
+        inner, prefix = cfg.get(block), block.split("_")[0] + "_"
+        if isinstance(inner, dict):
+            present += [(inner, k[len(prefix):]) for k in keys
+                        if k.startswith(prefix) and inner.get(k[len(prefix):]) is not None]
+    for where, k in present or [(cfg, fallback)]:
+        where[k] = value
 
 
 def _fit(cfg: dict, s: ModelShape) -> bool:
@@ -613,13 +619,17 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
                 cfg["new_decoder_architecture"] = True
                 _put(cfg, ("num_kv_heads", "n_head_kv"), s.kv_heads, "num_kv_heads")
         else:
-            _put(cfg, _KV_HEADS, s.kv_heads, "num_key_value_heads")
+            _put(cfg, (*_KV_HEADS, "attn_kv_n_heads"), s.kv_heads, "num_key_value_heads")
             if cfg.get("multi_query") is not None:
                 cfg["multi_query"] = s.kv_heads == 1
     if (now is None or now.ffn_width != s.ffn_width) and (
             s.ffn is not None or any(cfg.get(k) is not None for k in _FFN)):  # else 4h follows hidden
-        key = {"gpt2": "n_inner", "opt": "ffn_dim"}.get(model_type, "intermediate_size")
-        _put(cfg, _FFN, s.ffn_width, "ffn_hidden_size" if model_type in FALCON_TYPES else key)
+        width = 2 * s.ffn_width if family is not None and family.fused_mlp else s.ffn_width  # both halves
+        if family is not None and family.ffn_key:  # Llama 4: intermediate_size is the experts' width
+            cfg[family.ffn_key] = width
+        else:
+            key = {"gpt2": "n_inner", "opt": "ffn_dim"}.get(model_type, "intermediate_size")
+            _put(cfg, (*_FFN, "ffn_ffn_hidden_size"), width, "ffn_hidden_size" if model_type in FALCON_TYPES else key)
     if differs("mlp"):
         _put(cfg, _ACT, _ACT_NAME[s.mlp], "activation_function" if model_type in ("gpt2", "opt") else "hidden_act")
         family_gated = family.gated if family is not None else s.gated
@@ -639,8 +649,8 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
         cfg[family.rotary] = s.rotary_width if family.rotary == "rotary_dim" else s.rotary_fraction
     if differs("window") and s.window and family is not None and family.window:
         cfg["sliding_window"] = s.window
-    if differs("learned_positions"):
-        how = family.positions if family is not None else ""
+    how = family.positions if family is not None else ""
+    if differs("learned_positions") and (how or s.learned_positions):  # else no table either way
         if how and s.learned_positions <= (2 if how == "opt" else 0):
             raise ShapewiseError(f"{model_type} configs always have a learned position table; cannot describe "
                                  f"{s.learned_positions} learned positions in one (drop base to write a fresh config)")
@@ -654,13 +664,16 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
             raise ShapewiseError(f"{model_type or 'untyped'} configs have no learned position table; cannot "
                                  f"describe {s.learned_positions} learned positions in one (drop base to write "
                                  f"a fresh config)")
+    if s.kv_lora_rank and differs("v_head_dim"):  # MiniCPM3 derives it from the hidden size when absent
+        cfg["v_head_dim"] = s.v_head_dim or s.d_head
     if differs("num_experts", "top_k", "expert_ffn", "num_shared_experts") or (
             now is not None and s.is_moe and now.expert_width != s.expert_width):
         if s.is_moe:
-            _put(cfg, _EXPERTS, s.num_experts, "num_local_experts")
-            _put(cfg, _TOP_K, s.top_k, "num_experts_per_tok")
-            if s.expert_width != s.ffn_width or cfg.get("moe_intermediate_size") is not None:
-                cfg["moe_intermediate_size"] = s.expert_width
+            _put(cfg, (*_EXPERTS, "ffn_moe_num_experts"), s.num_experts, "num_local_experts")
+            _put(cfg, (*_TOP_K, "ffn_moe_top_k"), s.top_k, "num_experts_per_tok")
+            key = family.expert_ffn_key if family is not None and family.expert_ffn_key else "moe_intermediate_size"
+            if s.expert_width != s.ffn_width or cfg.get(key) is not None:
+                cfg[key] = s.expert_width
             cfg.pop("shared_expert_intermediate_size", None)
             cfg["n_shared_experts"] = s.num_shared_experts
         else:
@@ -682,7 +695,11 @@ def to_hf_config(shape: ModelShape, base: dict | None = None) -> dict:
     if inner is not cfg:  # the defaults a nested config leaves out, written out so that its fields can change
         for key, value in NESTED_DEFAULTS.get(str(inner.get("model_type", "")).lower(), ()):
             inner.setdefault(key, value)
-    if _fit(inner, target) or base is None:
+    changed = _fit(inner, target)
+    for _ in range(2):  # a field left as written may read otherwise once others changed (kv heads, head_dim)
+        if not _fit(inner, target):
+            break
+    if changed or base is None:
         cfg["_name_or_path"] = shape.name  # base's name would now mislabel it
     back = canonical(ModelShape(name=shape.name, **_fields_from_config(cfg, "written config")[0]))
     for field in STRUCTURAL_FIELDS:
