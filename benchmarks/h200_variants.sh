@@ -5,6 +5,7 @@
 # Models whose layer shapewise builds faithfully: not BLOOM, Qwen3 or OLMo 2 (the torch layer leaves out
 # ALiBi's bias or QK-norm, which their predictions count), no MoE or latent attention.
 # Run from the repository root on the GPU: OUT=some/folder SEED=N bash benchmarks/h200_variants.sh
+# GPU=h100 PROFILE=its calibrate --quick profile measures another GPU, predicted as a user of it would be.
 # A guard interrupts the run after LIMIT_S seconds (480): validate then prints the models it finished.
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1
@@ -16,6 +17,6 @@ nvidia-smi --query-gpu=name,serial,driver_version,clocks.sm,clocks.max.sm --form
 python3 benchmarks/variants_plan.py "${configs[@]}" "${SIZE[@]}" | tee "$OUT/plan.txt"
 start=$(date +%s)
 timeout -s INT "${LIMIT_S:-480}" python3 -m shapewise validate --set variants --configs "${configs[@]}" "${SIZE[@]}" \
-  --gpu h200 --device "${DEVICE:-cuda}" --warmup-ms 25 --json >"$OUT/variants.json" 2>"$OUT/log.txt"
+  --gpu "${GPU:-h200}" ${PROFILE:+--profile "$PROFILE"} --device "${DEVICE:-cuda}" --warmup-ms 25 --json >"$OUT/variants.json" 2>"$OUT/log.txt"
 echo "validate exit $? after $(( $(date +%s) - start )) s" | tee -a "$OUT/log.txt"
 python3 benchmarks/variants_summary.py "$OUT/variants.json" | tee "$OUT/summary.txt"

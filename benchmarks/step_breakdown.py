@@ -1,7 +1,7 @@
 """Where a whole step's error comes from: the `models` set's steps from a stored run, each step's ops
 ranked by how much of the step's error they carry (count × (predicted − measured) per call).
 
-python benchmarks/step_breakdown.py EXPORT.csv[.gz] --seed S [--configs DIR] [--profile PATH] [--over 0.05] [--top 6]
+python benchmarks/step_breakdown.py EXPORT.csv[.gz] --seed S [--configs DIR] [--gpu h200] [--profile PATH] [--over 0.05] [--top 6]
 (on the CPU: the export is `shapewise results --export` of a `validate --set models` run; about a minute)
 """
 
@@ -23,11 +23,12 @@ def main() -> int:
     ap.add_argument("export")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--configs", default="tests/data/hf")
-    ap.add_argument("--profile", help="the profile to judge (default: the shipped H200 profile)")
+    ap.add_argument("--gpu", default="h200", help="the GPU measured (default h200; h100 borrows the H200's profile)")
+    ap.add_argument("--profile", help="the profile to judge (default: the GPU's shipped or borrowed profile)")
     ap.add_argument("--over", type=float, default=0.05, help="show the steps whose error is over this (default 5%%)")
     ap.add_argument("--top", type=int, default=6, help="ops shown per step")
     args = ap.parse_args()
-    gpu = get_gpu("h200")
+    gpu = get_gpu(args.gpu)
     profile = load(args.profile) if args.profile else find(gpu)
     with tempfile.TemporaryDirectory() as tmp:
         db = f"{tmp}/run.db"

@@ -752,16 +752,15 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str) -> lis
             real = sum(part / (gpu.bytes_per_s * _rate(bandwidth[name], f"{name} bandwidth")) * 1e3
                        for name, part in memory_parts(op, key).items())
             real += fill.get(key, 0.0) * memory_fill_share(op.bytes, params)
+            real *= params.machine_memory  # this machine's streaming rate; its launch costs the same
             fixed = memory_fixed_ms(memory_fixed.get(key, params.launch_ms), per_width.get(key, 0.0),
                                     per_row.get(key, 0.0), width=op.n, rows=op.m)
             time_ms, losses = real + fixed, Losses(memory=real - ideal, launch=fixed)
         else:
             continue
-        factor = params.machine_flash if op.kind == FLASH else params.machine_memory
-        if factor != 1.0:
-            ideal = (op.bytes / gpu.bytes_per_s if op.kind == MEMORY else op.flops / (peak * 1e12)) * 1e3
-            time_ms, scaled = _on_this_machine(time_ms, losses.as_dict(), ideal, factor,
-                                               "memory" if op.kind == MEMORY else "kernel")
+        if op.kind == FLASH and params.machine_flash != 1.0:
+            time_ms, scaled = _on_this_machine(time_ms, losses.as_dict(), op.flops / (peak * 1e12) * 1e3,
+                                               params.machine_flash, "kernel")
             losses = Losses(**scaled)
         costs[i] = OpCost(op, time_ms, losses, peak, gpu.bytes_per_s)
     assert all(c is not None for c in costs)

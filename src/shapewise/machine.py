@@ -67,10 +67,19 @@ def machine_factors(rows: list[tuple[Case, dict]], *, gpu, params: CostParams,
     left out) over its cases of at least `min_ms`; with the cases it rests on and the spread."""
     kept = [(case, row) for case, row in rows
             if family(case) and row.get("error") is None and row["median_ms"] >= min_ms]
-    predicted = _predicted_ms([case for case, _ in kept], gpu, without_factors(params))
+    cases = [case for case, _ in kept]
+    predicted = _predicted_ms(cases, gpu, without_factors(params))
+    # A memory-bound op's factor scales its streaming part only, not its launch (cost.py): the streaming
+    # part is what a doubled factor adds, and the factor is measured over predicted of that part.
+    memory = [i for i, case in enumerate(cases) if family(case) == "memory"]
+    doubled = dict(zip(memory, _predicted_ms([cases[i] for i in memory], gpu,
+                                             dataclasses.replace(without_factors(params), machine_memory=2.0))))
     ratios: dict[str, list[float]] = {name: [] for name in FAMILIES}
-    for (case, row), ms in zip(kept, predicted):
-        ratios[family(case)].append(row["median_ms"] / ms)
+    for i, ((case, row), ms) in enumerate(zip(kept, predicted)):
+        if i not in doubled:
+            ratios[family(case)].append(row["median_ms"] / ms)
+        elif row["median_ms"] > 2 * ms - doubled[i]:  # past its fixed part
+            ratios["memory"].append((row["median_ms"] - (2 * ms - doubled[i])) / (doubled[i] - ms))
     out = {}
     for name, values in ratios.items():
         if values:
