@@ -349,7 +349,7 @@ def calibrate_machine(*, store, gpu: GPU | str | None = None, device: str = "cud
     """`calibrate --quick` on a GPU: this machine's factors by op family (machine.py), measured on a
     small set and fitted on top of the GPU's own profile."""
     from .bench import sweep
-    from .machine import LIMITS, machine_cases, machine_factors, machine_profile
+    from .machine import LAUNCH_LIMIT_MS, LIMITS, machine_cases, machine_factors, machine_profile
     from .measure import measured_gpu
     from .profile import find
 
@@ -364,7 +364,10 @@ def calibrate_machine(*, store, gpu: GPU | str | None = None, device: str = "cud
         raise ShapewiseError(f"no profile for {gpu.name} to refit for this machine: run `shapewise calibrate` "
                              f"(without --quick) for a whole one")
     factors = machine_factors(result.rows, gpu=gpu, params=base.params)
-    off = [name for name, f in factors.items() if not LIMITS[0] <= f["factor"] <= LIMITS[1]]
+    if abs(factors.get("launch", {}).get("ms", 0.0)) > LAUNCH_LIMIT_MS:
+        raise ShapewiseError(f"this machine's calls take {factors['launch']['ms'] * 1e3:+.1f} µs each against the "
+                             f"profile's: not the same kind of GPU or software; run `shapewise calibrate` for a whole profile")
+    off = [name for name, f in factors.items() if name != "launch" and not LIMITS[0] <= f["factor"] <= LIMITS[1]]
     if off:
         raise ShapewiseError(f"this machine's {off[0]} times are {factors[off[0]]['factor']:.2f}x the profile's: not "
                              f"the same kind of GPU or software; run `shapewise calibrate` for a whole profile")

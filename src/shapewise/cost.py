@@ -257,6 +257,8 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
     factor = np.where(batch > 1, p.machine_bmm, p.machine_gemm)
     if np.any(factor != 1.0):
         time_ms, losses = _on_this_machine(time_ms, losses, t0 * s, factor, "kernel")
+    if p.machine_launch_ms:
+        time_ms, losses = time_ms + p.machine_launch_ms, {**losses, "launch": losses["launch"] + p.machine_launch_ms}
     return dict(time_ms=time_ms, flops=flops, bytes=nbytes, losses=losses, tile=tile, split_k=b_split,
                 peak_tflops=peak / 1e12, family=family)
 
@@ -762,6 +764,9 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str) -> lis
             time_ms, scaled = _on_this_machine(time_ms, losses.as_dict(), op.flops / (peak * 1e12) * 1e3,
                                                params.machine_flash, "kernel")
             losses = Losses(**scaled)
+        if params.machine_launch_ms:
+            time_ms, losses = time_ms + params.machine_launch_ms, dataclasses.replace(
+                losses, launch=losses.launch + params.machine_launch_ms)
         costs[i] = OpCost(op, time_ms, losses, peak, gpu.bytes_per_s)
     assert all(c is not None for c in costs)
     return costs  # type: ignore[return-value]

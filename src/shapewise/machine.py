@@ -24,7 +24,11 @@ MACHINE_STREAM = 5021  # the sample's own random stream
 # GEMMs pin it within about 0.5%, as 120 did within 0.45% (120 GEMMs and 60 batched made the
 # whole command take 38-43 s on four H200s, over the 40 s it is meant to take).
 SAMPLE = {"gemm": 100, "bmm": 50, "flash": 40, "memory": 40}
-MIN_MS = 0.03  # shorter calls repeat within ~1% only at the median of many runs: left out
+MIN_MS = 0.03  # shorter calls repeat within ~1% only at the median of many runs: left out of the factors
+# Calls this short are mostly launch: a sample of them (any family) gives the time this machine adds to
+# every call (CostParams.machine_launch_ms), the median of measured minus predicted.
+LAUNCH_SAMPLE, LAUNCH_BOUND_MS = 30, 0.01
+LAUNCH_LIMIT_MS = 0.004  # more than this per call says the profile is not this machine's: refused
 LIMITS = (0.7, 1.4)  # a factor past these says the profile is not this machine's: refused, not fitted
 
 
@@ -51,6 +55,9 @@ def machine_cases(*, dtype: str = "bf16", quick: bool = False) -> list[Case]:
         of = [c for c, ok in zip(unwindowed, long) if ok and family(c) == name]
         count = min(len(of), SAMPLE[name])
         out += [of[i] for i in sorted(rng.choice(len(of), count, replace=False))] if count else []
+    if not quick:  # drawn after the families, so that their sample stays the one measured before
+        short = [c for c, ms in zip(unwindowed, _predicted_ms(unwindowed, get_gpu("h200"), SPEC)) if ms < LAUNCH_BOUND_MS]
+        out += [short[i] for i in sorted(rng.choice(len(short), min(len(short), LAUNCH_SAMPLE), replace=False))]
     return out
 
 
@@ -64,9 +71,18 @@ def _predicted_ms(cases: list[Case], gpu, params: CostParams) -> list[float]:
 def machine_factors(rows: list[tuple[Case, dict]], *, gpu, params: CostParams,
                     min_ms: float = MIN_MS) -> dict[str, dict]:
     """Each family's factor: the median of measured over predicted (by `params`, its own factors
-    left out) over its cases of at least `min_ms`; with the cases it rests on and the spread."""
-    kept = [(case, row) for case, row in rows
-            if family(case) and row.get("error") is None and row["median_ms"] >= min_ms]
+    left out) over its cases of at least `min_ms`; with the cases it rests on and the spread. And
+    "launch": the median time this machine adds to a call of a few microseconds ("ms")."""
+    measured = [(case, row) for case, row in rows if family(case) and row.get("error") is None]
+    out = {}
+    short = [(case, row) for case, row in measured if row["median_ms"] < 1.5 * LAUNCH_BOUND_MS]
+    if len(short) >= LAUNCH_SAMPLE // 3:  # first: it is in every call the families' factors are fitted on
+        excess = np.array([row["median_ms"] for _, row in short]) - _predicted_ms(
+            [case for case, _ in short], gpu, without_factors(params))
+        out["launch"] = {"ms": float(np.median(excess)), "cases": len(short),
+                         "iqr": float(np.subtract(*np.percentile(excess, [75, 25])))}
+    launch = out.get("launch", {}).get("ms", 0.0)  # added to every call after its factor (cost.py)
+    kept = [(case, row["median_ms"] - launch) for case, row in measured if row["median_ms"] >= min_ms]
     cases = [case for case, _ in kept]
     predicted = _predicted_ms(cases, gpu, without_factors(params))
     # A memory-bound op's factor scales its streaming part only, not its launch (cost.py): the streaming
@@ -75,12 +91,11 @@ def machine_factors(rows: list[tuple[Case, dict]], *, gpu, params: CostParams,
     doubled = dict(zip(memory, _predicted_ms([cases[i] for i in memory], gpu,
                                              dataclasses.replace(without_factors(params), machine_memory=2.0))))
     ratios: dict[str, list[float]] = {name: [] for name in FAMILIES}
-    for i, ((case, row), ms) in enumerate(zip(kept, predicted)):
+    for i, ((case, ms_here), ms) in enumerate(zip(kept, predicted)):
         if i not in doubled:
-            ratios[family(case)].append(row["median_ms"] / ms)
-        elif row["median_ms"] > 2 * ms - doubled[i]:  # past its fixed part
-            ratios["memory"].append((row["median_ms"] - (2 * ms - doubled[i])) / (doubled[i] - ms))
-    out = {}
+            ratios[family(case)].append(ms_here / ms)
+        elif ms_here > 2 * ms - doubled[i]:  # past its fixed part
+            ratios["memory"].append((ms_here - (2 * ms - doubled[i])) / (doubled[i] - ms))
     for name, values in ratios.items():
         if values:
             logs = np.log(values)
@@ -90,13 +105,15 @@ def machine_factors(rows: list[tuple[Case, dict]], *, gpu, params: CostParams,
 
 
 def without_factors(params: CostParams) -> CostParams:
-    return dataclasses.replace(params, **{f"machine_{name}": 1.0 for name in FAMILIES})
+    return dataclasses.replace(params, **{f"machine_{name}": 1.0 for name in FAMILIES}, machine_launch_ms=0.0)
 
 
 def with_factors(params: CostParams, factors: dict[str, dict]) -> CostParams:
-    """The parameters with these factors (a family without cases keeps 1)."""
-    return dataclasses.replace(without_factors(params),
-                               **{f"machine_{name}": round(f["factor"], 4) for name, f in factors.items()})
+    """The parameters with these factors (a family without cases keeps 1, no launch sample adds 0)."""
+    launch = factors.get("launch", {}).get("ms", 0.0)
+    return dataclasses.replace(without_factors(params), machine_launch_ms=round(launch, 6),
+                               **{f"machine_{name}": round(f["factor"], 4) for name, f in factors.items()
+                                  if name != "launch"})
 
 
 def machine_profile(base: Profile, gpu: GPU, factors: dict, environment: dict) -> Profile:
