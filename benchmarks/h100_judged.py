@@ -50,7 +50,8 @@ def main() -> int:
               file=sys.stderr)
         return 2
     print("calibrate --quick's factors on the H100:",
-          ", ".join(f"{k[8:]} {v:.3f}" for k, v in vars(quick.params).items() if k.startswith("machine_")))
+          ", ".join(f"launch {v * 1e3:+.2f} µs a call" if k == "machine_launch_ms" else f"{k[8:]} {v:.3f}"
+                    for k, v in vars(quick.params).items() if k.startswith("machine_")))
     with tempfile.TemporaryDirectory() as tmp:
         import_export(f"{args.folder}/judges.csv.gz", f"{tmp}/run.db")
         for name, seed in args.sets:

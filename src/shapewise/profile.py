@@ -156,9 +156,10 @@ TREE_REACH = math.log(1e6)
 # widths calibrate tries (0.75 to 1.5 octaves), a width weighs every calibration shape alike or none,
 # and its arithmetic overflows.
 OCTAVES = (1 / 16, 16.0)
-# Scalars that may take either sign: the chooser's logit weights and the trees' base (a log ratio). Every other one is a time, a rate, a
-# fraction or a count, and negative would make no sense of it.
-SIGNED = {"cutlass_chooser_vote", "cutlass_chooser_sharpness", "gemm_tree_base"}
+# Scalars that may take either sign: the chooser's logit weights, the trees' base (a log ratio) and
+# the time a machine's host adds to each call (less on a faster host). Every other one is a time, a
+# rate, a fraction or a count, and negative would make no sense of it.
+SIGNED = {"cutlass_chooser_vote", "cutlass_chooser_sharpness", "gemm_tree_base", "machine_launch_ms"}
 # Scalars that must be over 0: the bytes of a fill or a ramp, which the cost model divides by, and a
 # cut mask block's cost in whole ones (0 would price a window's edges free).
 POSITIVE = {"memory_ramp_mb", "memory_fill_mb", "memory_op_fill_mb", "flash_memory_fill_mb", "flash_window_partial"}
