@@ -50,13 +50,13 @@ def machine_cases(*, dtype: str = "bf16", quick: bool = False) -> list[Case]:
     # FlexAttention compiles each shape, up to 14 s apiece on an H200 (three of them took 27 s of the 65 s a
     # --quick run took, benchmarks/RESULTS.md); the dense attention's factor prices windows too.
     unwindowed = [c for c in designed if family(c) and not c.params.get("window")]
-    long = [True] * len(unwindowed) if quick else [t >= MIN_MS for t in _predicted_ms(unwindowed, get_gpu("h200"), SPEC)]
+    spec_ms = [MIN_MS] * len(unwindowed) if quick else _predicted_ms(unwindowed, get_gpu("h200"), SPEC)
     for name in FAMILIES:
-        of = [c for c, ok in zip(unwindowed, long) if ok and family(c) == name]
+        of = [c for c, ms in zip(unwindowed, spec_ms) if ms >= MIN_MS and family(c) == name]
         count = min(len(of), SAMPLE[name])
         out += [of[i] for i in sorted(rng.choice(len(of), count, replace=False))] if count else []
     if not quick:  # drawn after the families, so that their sample stays the one measured before
-        short = [c for c, ms in zip(unwindowed, _predicted_ms(unwindowed, get_gpu("h200"), SPEC)) if ms < LAUNCH_BOUND_MS]
+        short = [c for c, ms in zip(unwindowed, spec_ms) if ms < LAUNCH_BOUND_MS]
         out += [short[i] for i in sorted(rng.choice(len(short), min(len(short), LAUNCH_SAMPLE), replace=False))]
     return out
 
