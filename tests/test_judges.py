@@ -151,6 +151,49 @@ def test_a_machines_memory_factor_scales_the_stream_and_not_the_launch():
     assert machine_factors(rows, gpu=gpu, params=params)["memory"]["factor"] == pytest.approx(0.89)
 
 
+def test_calibrate_quick_says_and_writes_this_machines_factors_and_time_per_call(tmp_path, monkeypatch, capsys):
+    # The whole --quick path on the CPU, its sweep standing in for an H100 whose calls take 0.3 µs more
+    # and whose GEMMs run 3% slower than the profile it borrows.
+    import json
+
+    import shapewise.bench
+    from shapewise.bench import SweepResult
+    from shapewise.cases import predict_case
+    from shapewise.cli import main
+    from shapewise.hardware import get_gpu
+    from shapewise.machine import LAUNCH_SAMPLE, family
+    from shapewise.profile import CostModel, find
+
+    monkeypatch.setenv("SHAPEWISE_PROFILES", str(tmp_path / "profiles"))
+    gpu = get_gpu("h100")
+    model = CostModel(gpu, find(gpu).params)
+
+    def sweep(cases, **_):
+        short = cases[-LAUNCH_SAMPLE:] if lost is None else []
+        rows = [(c, {"median_ms": predict_case(c, gpu=model) * (1.0 if c in short or family(c) != "gemm" else 1.03)
+                     + 0.0003}) for c in cases if c not in (lost or [])]
+        return SweepResult(rows, measured=len(rows), environment={"gpu_name": "NVIDIA H100 80GB HBM3"})
+
+    monkeypatch.setattr(shapewise.bench, "sweep", sweep)
+    for lost in (None, "short"):
+        if lost:  # none of the calls of a few µs came back: said, and none added
+            from shapewise.machine import machine_cases
+
+            lost = machine_cases()[-LAUNCH_SAMPLE:]
+        out = tmp_path / f"machine-{bool(lost)}.json"
+        assert main(["calibrate", "--quick", "--device", "cuda", "--db", str(tmp_path / "s.db"), "--no-install",
+                     "--out", str(out)]) == 0
+        said = capsys.readouterr().out
+        params = json.loads(out.read_text())["params"]
+        if not lost:
+            assert "launch: this machine's calls take +0.30 µs each" in said
+            assert params["machine_launch_ms"] == pytest.approx(0.0003, abs=2e-6)
+            assert params["machine_gemm"] == pytest.approx(1.03, abs=1e-4)
+        else:  # the GEMMs' factor then takes in what the calls add
+            assert "launch: too few of its calls of a few µs" in said and params.get("machine_launch_ms", 0.0) == 0.0
+            assert params["machine_gemm"] > 1.031
+
+
 def test_a_profile_measured_elsewhere_is_never_installed_as_a_gpus(tmp_path, monkeypatch, capsys):
     import argparse
 

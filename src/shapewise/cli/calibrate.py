@@ -172,6 +172,9 @@ def _calibrate_machine(args) -> int:
     out.print(f"{done.cases} cases of this machine: {done.sweep.summary()}")
     if done.profile is None:
         return 130
+    if "launch" not in done.factors:
+        out.print("launch: too few of its calls of a few µs ran that short here to tell this machine's time per call; "
+                  "none added")
     for name, f in done.factors.items():
         if name == "launch":
             out.print(f"launch: this machine's calls take {f['ms'] * 1e3:+.2f} µs each against the profile "
