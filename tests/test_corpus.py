@@ -15,12 +15,13 @@ from shapewise.shapes import STRUCTURAL_FIELDS, Workload, canonical
 
 CORPUS = Path(__file__).parent / "data" / "hf"
 LATER = CORPUS.parent / "hf-later"  # read after the first round; apart, so the sets drawn over hf/ stay the same
-FILES = {p.stem: p for folder in (CORPUS, LATER) for p in folder.glob("*.json")}
+THIRD = CORPUS.parent / "hf-third"  # read after the second; apart, so the sets drawn over hf-later/ stay the same
+FOLDERS = (CORPUS, LATER, THIRD)
+FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
            "llama-3.3-nemotron-super-49b-v1": "each of its 80 layers its own attention and MLP \\(block_configs\\)",
-           "gemma-4-26b-a4b": "it has top_k_experts, which shapewise does not read", "qwen3.5-27b": "layer_types of linear_attention",
-           "hunyuan-a13b-instruct": "it has moe_topk, norm_topk_prob, topk_group, which shapewise does not read"}
+           "gemma-4-26b-a4b": "it has top_k_experts, which shapewise does not read", "qwen3.5-27b": "layer_types of linear_attention"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -49,6 +50,7 @@ PUBLISHED = {
     "gemma-3-27b-it": "27B", "devstral-small-2-24b-instruct": "24B", "minicpm3-4b": "4B",
     "qwen-7b": "7B", "qwen3-vl-30b-a3b-instruct": ("30B", "3B"), "deepseek-v3.2": ("671B", "37B"), "baichuan2-7b": "7B",
     "chatglm3-6b": "6B", "qwen3-235b-a22b": ("235B", "22B"), "devstral-small-2507": 23_572_403_200,
+    "hunyuan-a13b-instruct": ("80B", "13B"),
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -74,7 +76,7 @@ def read(stem: str):
 
 
 def test_the_corpus_is_cited():
-    for folder in (CORPUS, LATER):
+    for folder in FOLDERS:
         sources = (folder / "SOURCES.md").read_text()
         for path in folder.glob("*.json"):
             assert f"| {path.name} |" in sources, path.name
@@ -298,6 +300,22 @@ def test_kimi_k2_keeps_its_first_layer_dense_by_deepseeks_keys():
     assert (s.is_mla, s.num_dense_layers, s.num_experts, s.top_k, s.num_shared_experts) == (True, 1, 384, 8, 1)
 
 
+def test_hunyuan_reads_its_per_layer_lists_and_shared_mlp(tmp_path):
+    s = read("hunyuan-a13b-instruct")  # moe_topk, moe_intermediate_size, num_shared_expert: one per layer, all alike
+    assert (s.num_experts, s.top_k, s.expert_width, s.num_shared_experts, s.qk_norm, s.tied_embeddings) == (
+        64, 8, 3072, 1, True, True)
+    base = json.loads(FILES["hunyuan-a13b-instruct"].read_text())
+    for key, value, said in (("moe_topk", [8] * 31 + [4], "moe_topk differs by layer"),
+                             ("use_cla", True, "cross-layer attention"),
+                             ("moe_layer_num_skipped", 2, "dense layers among its MoE layers")):
+        with pytest.raises(ShapewiseError, match=said):
+            load_config(_write(tmp_path, {**base, key: value}))
+    more = json.loads(json.dumps(to_hf_config(s.replace(top_k=4, num_experts=128), base)))
+    assert more["moe_topk"] == [4] * 32 and more["num_experts"] == 128  # a per-layer list stays one
+    with pytest.raises(ShapewiseError, match="shared MLPs in whole MLP widths"):  # its shared MLP is 3072 wide
+        to_hf_config(s.replace(expert_ffn=2048), base)
+
+
 def test_chatglm_groups_are_its_kv_heads():
     s = read("glm-4-9b")  # multi_query_group_num 2, rmsnorm true, SwiGLU, rotary over half a head
     assert (s.kv_heads, s.norm, s.mlp, s.rotary_fraction, s.d_head, s.tied_embeddings) == (
@@ -412,6 +430,8 @@ def test_every_change_a_suggestion_makes_is_written_in_the_configs_own_keys(stem
     shape, base = read(stem), json.loads(FILES[stem].read_text())
     structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}
     for change in _changes(shape):
+        if stem == "hunyuan-a13b-instruct" and "expert_ffn" in change:
+            continue  # its shared MLP is intermediate_size wide: an expert width apart from it is refused (below)
         target = canonical(shape.replace(**change))
         written = to_hf_config(target, base)
         assert structure(load_config(_write(tmp_path, written))) == structure(target), change

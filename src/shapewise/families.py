@@ -31,6 +31,13 @@ class Family:
     expert_ffn_key: str = ""  # the key of the experts' width, where not moe_intermediate_size (Llama 4)
     shared_experts: int = 0  # shared experts every MoE layer runs, where the file does not count them (Llama 4)
     mla_v_from_hidden: bool = False  # latent attention's value heads are hidden / heads wide (MiniCPM3)
+    # Keys whose value may be a list of one value per layer: read when every layer has the same (Hunyuan).
+    per_layer: tuple = ()
+    top_k_key: str = ""  # the key of the experts per token, where not one of hf._TOP_K (Hunyuan: moe_topk)
+    # (flag key, count key): a shared MLP of intermediate_size × count beside the experts when the flag
+    # is true (Hunyuan: use_mixed_mlp_moe, num_shared_expert)
+    shared_mlp: tuple = ()
+    refused: tuple = ()  # (key, what it does): a config where the key is set is refused, saying what it does
     # Fields the type's configuration class fills in when the file leaves them out, as (key, value) pairs:
     # Gemma-3's multimodal wrapper writes only the text fields that differ from Gemma3TextConfig's.
     defaults: tuple = ()
@@ -61,6 +68,16 @@ FAMILIES: dict[str, Family] = {
     "llama4_text": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
                           ffn_key="intermediate_size_mlp", expert_ffn_key="intermediate_size", shared_experts=1,
                           defaults=(("intermediate_size_mlp", 16384),)),
+    # Hunyuan-A13B (Tencent's HunYuanConfig and modeling code): experts per token, expert widths and shared
+    # MLPs given per layer, one value for every layer in the published files; one shared MLP of
+    # intermediate_size × num_shared_expert beside the routed experts; QK-norm by use_qk_norm
+    "hunyuan": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False,
+                      per_layer=("moe_topk", "moe_intermediate_size", "num_shared_expert", "intermediate_size",
+                                 "num_experts"),
+                      top_k_key="moe_topk", shared_mlp=("use_mixed_mlp_moe", "num_shared_expert"),
+                      refused=(("use_cla", "cross-layer attention (use_cla): layers reuse the keys and values of "
+                                           "the layer before"),
+                               ("moe_layer_num_skipped", "dense layers among its MoE layers (moe_layer_num_skipped)"))),
     # Llama 3.2 Vision's language model: a Llama whose cross_attention_layers attend to the image (hf warns)
     "mllama_text_model": _LLAMA,
     # MiniCPM3: DeepSeek-style latent attention whose value heads are hidden / heads wide (no v_head_dim);

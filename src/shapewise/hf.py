@@ -25,7 +25,7 @@ _HIDDEN = ("hidden_size", "n_embd", "d_model", "dim", "n_embed")  # n_embed: BLO
 _LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 _HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
 _KV_HEADS = ("num_key_value_heads", "n_head_kv", "num_kv_heads", "n_kv_heads")
-_HEAD_DIM = ("head_dim", "kv_channels")
+_HEAD_DIM = ("head_dim", "kv_channels", "attention_head_dim")  # attention_head_dim: Hunyuan
 _FFN = ("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size")
 _VOCAB = ("padded_vocab_size", "vocab_size")  # the padded size is the real table size
 _ACT = ("hidden_activation", "hidden_act", "activation_function")  # Gemma: hidden_activation wins
@@ -153,6 +153,15 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
                              f"transformers only and cannot price its other layers")
 
 
+def _one_value(r: _Reader, key: str):
+    """A per-layer list's value where every layer has the same; else refused, naming the key."""
+    values = r.get(key)
+    if not values or any(v != values[0] for v in values):
+        r.fail(f"{key} differs by layer ({', '.join(map(str, sorted(set(map(json.dumps, values)))))[:60]}): "
+               f"shapewise prices models whose layers are alike")
+    return values[0]
+
+
 def _layer_list(r: _Reader, key: str) -> list[int]:
     value = r.get(key) or []
     if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
@@ -202,6 +211,12 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     family = FAMILIES.get(model_type)
     if family is not None and family.defaults:  # what the type's configuration class fills in
         cfg = {**dict(family.defaults), **cfg}
+        r = _Reader(cfg, where, r.used)
+    if family is not None and (family.per_layer or family.refused):
+        for key, what in family.refused:
+            if r.get(key):
+                r.fail(f"its {what}; shapewise prices layers that each compute their own")
+        cfg = {**cfg, **{key: _one_value(r, key) for key in family.per_layer if isinstance(cfg.get(key), list)}}
         r = _Reader(cfg, where, r.used)
     guesses: list[str] = []
     notes: list[str] = []
@@ -328,7 +343,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     top_k = shared = dense = 0
     expert_ffn = None
     if experts:
-        top_k = r.whole((*_TOP_K, "ffn_moe_top_k"), "experts per token")
+        top_k = r.whole((family.top_k_key,) if family and family.top_k_key else (*_TOP_K, "ffn_moe_top_k"),
+                        "experts per token")
         if top_k is None:
             other = [k for k in cfg if ("top_k" in k or "topk" in k) and k not in _TOP_K]
             r.fail(f"{experts} experts but no experts per token; tried {', '.join(_TOP_K)}" + (
@@ -340,11 +356,13 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             ("n_shared_experts", "num_shared_experts"), "shared expert count", minimum=0) or 0
         width = expert_ffn or ffn or 4 * hidden
         shared_width = r.whole(("shared_expert_intermediate_size",), "shared expert width", minimum=0)
+        if family and family.shared_mlp and r.flag((family.shared_mlp[0],), False):
+            shared_width = (ffn or 4 * hidden) * (r.whole((family.shared_mlp[1],), "shared MLP count", minimum=0) or 0)
         if shared_width and not shared:
-            # Qwen2-MoE gives one shared MLP of this width; shapewise models it as whole experts.
+            # Qwen2-MoE and Hunyuan give one shared MLP of this width; shapewise models it as whole experts.
             if shared_width % width:
-                r.fail(f"shared_expert_intermediate_size {shared_width} is not a multiple of the expert "
-                       f"width {width}; shapewise counts shared experts in whole experts")
+                r.fail(f"the shared MLP's width {shared_width} is not a multiple of the expert width {width}; "
+                       f"shapewise counts shared experts in whole experts")
             shared = shared_width // width
         dense = _moe_dense_layers(r, layers)
 
@@ -574,6 +592,11 @@ def _template(s: ModelShape) -> dict:
             "rotary_pct": s.rotary_fraction, "tie_word_embeddings": s.tied_embeddings}
 
 
+def _set(cfg: dict, key: str, value) -> None:
+    """cfg[key] = value, kept a per-layer list where the config gives one (Hunyuan)."""
+    cfg[key] = [value] * len(cfg[key]) if isinstance(cfg.get(key), list) else value
+
+
 def _put(cfg: dict, keys, value, fallback: str) -> None:
     """Write value under every spelling of keys the config already uses, or under fallback. DBRX's keys
     read as attn_X and ffn_X are written where DBRX keeps them, as X in attn_config and ffn_config."""
@@ -584,7 +607,7 @@ def _put(cfg: dict, keys, value, fallback: str) -> None:
             present += [(inner, k[len(prefix):]) for k in keys
                         if k.startswith(prefix) and inner.get(k[len(prefix):]) is not None]
     for where, k in present or [(cfg, fallback)]:
-        where[k] = value
+        _set(where, k, value)
 
 
 def _fit(cfg: dict, s: ModelShape) -> bool:
@@ -626,7 +649,7 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
             s.ffn is not None or any(cfg.get(k) is not None for k in _FFN)):  # else 4h follows hidden
         width = 2 * s.ffn_width if family is not None and family.fused_mlp else s.ffn_width  # both halves
         if family is not None and family.ffn_key:  # Llama 4: intermediate_size is the experts' width
-            cfg[family.ffn_key] = width
+            _set(cfg, family.ffn_key, width)
         else:
             key = {"gpt2": "n_inner", "opt": "ffn_dim"}.get(model_type, "intermediate_size")
             _put(cfg, (*_FFN, "ffn_ffn_hidden_size"), width, "ffn_hidden_size" if model_type in FALCON_TYPES else key)
@@ -670,12 +693,21 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
             now is not None and s.is_moe and now.expert_width != s.expert_width):
         if s.is_moe:
             _put(cfg, (*_EXPERTS, "ffn_moe_num_experts"), s.num_experts, "num_local_experts")
-            _put(cfg, (*_TOP_K, "ffn_moe_top_k"), s.top_k, "num_experts_per_tok")
+            top_k = family.top_k_key if family is not None and family.top_k_key else "num_experts_per_tok"
+            _put(cfg, (*_TOP_K, "ffn_moe_top_k", top_k), s.top_k, top_k)
             key = family.expert_ffn_key if family is not None and family.expert_ffn_key else "moe_intermediate_size"
             if s.expert_width != s.ffn_width or cfg.get(key) is not None:
-                cfg[key] = s.expert_width
-            cfg.pop("shared_expert_intermediate_size", None)
-            cfg["n_shared_experts"] = s.num_shared_experts
+                _set(cfg, key, s.expert_width)
+            if family is not None and family.shared_mlp:  # shared MLPs of intermediate_size each
+                flag, count = family.shared_mlp
+                if s.num_shared_experts * s.expert_width % s.ffn_width:
+                    raise ShapewiseError(f"{model_type} configs give shared MLPs in whole MLP widths ({s.ffn_width}); "
+                                         f"cannot describe {s.num_shared_experts} shared experts {s.expert_width} wide")
+                cfg[flag] = s.num_shared_experts > 0
+                _set(cfg, count, s.num_shared_experts * s.expert_width // s.ffn_width)
+            else:
+                cfg.pop("shared_expert_intermediate_size", None)
+                cfg["n_shared_experts"] = s.num_shared_experts
         else:
             for k in (*_EXPERTS, *_TOP_K, "moe_intermediate_size", "n_shared_experts", "num_shared_experts",
                       "shared_expert_intermediate_size"):
