@@ -37,6 +37,11 @@ LLAMA4 = {**MIXTRAL, "model_type": "llama4_text", "intermediate_size_mlp": 8192,
           "layer_types": ["sliding_attention", "full_attention"] * 2, "first_k_dense_replace": 1,
           "num_nextn_predict_layers": 1, "index_topk": 256, "architectures": ["Llama4ForCausalLM"]}
 
+# Hunyuan's per-layer lists, shared MLP and refused keys
+HUNYUAN = {**LLAMA, "model_type": "hunyuan", "num_experts": 8, "moe_topk": [2] * 4, "moe_intermediate_size": [1024] * 4,
+           "intermediate_size": 1024, "use_mixed_mlp_moe": True, "num_shared_expert": [1] * 4, "use_qk_norm": True,
+           "use_cla": False, "moe_layer_num_skipped": 0, "attention_head_dim": 128}
+
 
 def mutated(base: dict):
     """`base` with some of its fields (or a new one) set to wrong or right values, some dropped."""
@@ -50,7 +55,7 @@ def mutated(base: dict):
 
 
 config_text = st.one_of(
-    st.sampled_from([GPT2, LLAMA, MIXTRAL, LLAMA4]).flatmap(mutated).map(json.dumps),  # NaN and Infinity as JSON allows
+    st.sampled_from([GPT2, LLAMA, MIXTRAL, LLAMA4, HUNYUAN]).flatmap(mutated).map(json.dumps),  # NaN and Infinity as JSON allows
     st.sampled_from([GPT2, LLAMA]).map(json.dumps).flatmap(lambda text: st.integers(0, len(text)).map(
         lambda cut: text[:cut])),  # truncated
     st.sampled_from(["", "[]", "null", "1", '"gpt2"', "{", '{"model_type": "gpt2"}', "[" * 5000, "\x00\xff"]),
