@@ -156,9 +156,11 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
 def _one_value(r: _Reader, key: str):
     """A per-layer list's value where every layer has the same; else refused, naming the key."""
     values = r.get(key)
-    if not values or any(v != values[0] for v in values):
-        r.fail(f"{key} differs by layer ({', '.join(map(str, sorted(set(map(json.dumps, values)))))[:60]}): "
-               f"shapewise prices models whose layers are alike")
+    if not values:
+        r.fail(f"{key} is an empty list; give one value per layer")
+    if any(v != values[0] for v in values):
+        seen = ", ".join(dict.fromkeys(json.dumps(v) for v in values))
+        r.fail(f"{key} differs by layer ({seen[:60]}): shapewise prices models whose layers are alike")
     return values[0]
 
 
