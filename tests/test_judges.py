@@ -240,5 +240,5 @@ def test_a_folder_of_configs_leaves_out_the_ones_it_cannot_read_by_name(tmp_path
     assert [s.name for s in shapes] == ["gpt-oss-20b"]
     err = capsys.readouterr().err
     assert "not attention transformers: qwen3.5-27b.json" in err and "cannot read" in err and "gemma-4" in err
-    with pytest.raises(ShapewiseError, match="top_k_experts"):  # named alone, it is an error
+    with pytest.raises(ShapewiseError, match="global_head_dim"):  # named alone, it is an error
         read_configs([tmp_path / "gemma-4-26b-a4b.json"])

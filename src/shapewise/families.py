@@ -78,6 +78,13 @@ FAMILIES: dict[str, Family] = {
                       refused=(("use_cla", "cross-layer attention (use_cla): layers reuse the keys and values of "
                                            "the layer before"),
                                ("moe_layer_num_skipped", "dense layers among its MoE layers (moe_layer_num_skipped)"))),
+    # Gemma 4's language model: its global layers differ from its sliding ones, and an MoE block runs
+    # beside the dense MLP; refused, saying so, rather than by the first key read otherwise
+    "gemma4_text": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh",
+                          refused=(("global_head_dim", "global attention layers of another head dim (global_head_dim) "
+                                                       "and key/value head count (num_global_key_value_heads)"),
+                                   ("enable_moe_block", "MoE block beside the dense MLP in every layer "
+                                                        "(enable_moe_block)"))),
     # Llama 3.2 Vision's language model: a Llama whose cross_attention_layers attend to the image (hf warns)
     "mllama_text_model": _LLAMA,
     # MiniCPM3: DeepSeek-style latent attention whose value heads are hidden / heads wide (no v_head_dim);

@@ -217,7 +217,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if family is not None and (family.per_layer or family.refused):
         for key, what in family.refused:
             if r.get(key):
-                r.fail(f"its {what}; shapewise prices layers that each compute their own")
+                r.fail(f"its {what}; shapewise prices layers that are alike, each computing its own attention and MLP")
         cfg = {**cfg, **{key: _one_value(r, key) for key in family.per_layer if isinstance(cfg.get(key), list)}}
         r = _Reader(cfg, where, r.used)
     guesses: list[str] = []
