@@ -186,8 +186,10 @@ ACTIVATIONS = {
 
 def families_text() -> str:
     """What `shapewise models` says about config.json files beside its presets."""
+    refused = "; ".join(f"{name}: {what}" for name, family in sorted(FAMILIES.items()) for _, what in family.refused)
     return (f"Hugging Face config.json (--config PATH, or a hub id from the local cache) is read by its own "
-            f"rules for model types {', '.join(sorted(FAMILIES))}; a multimodal wrapper (gemma3, ...) by its "
+            f"rules for model types {', '.join(sorted(FAMILIES))} (refusing, with the reason, what it cannot "
+            f"price: {refused}); a multimodal wrapper (gemma3, ...) by its "
             f"text_config, with a warning that its vision encoder is not priced; other types are read with a "
             f"warning naming each guessed field (refused with --strict); refused as not attention transformers: "
             f"{', '.join(sorted(NOT_ATTENTION))}.")
