@@ -34,6 +34,21 @@ _PARALLEL = ("use_parallel_residual", "parallel_attn", "parallel_residual")
 _EXPERTS = ("num_local_experts", "num_experts", "n_routed_experts")
 _TOP_K = ("num_experts_per_tok", "moe_top_k")
 _EXPERT_FFN = ("moe_intermediate_size",)
+# DBRX nests its attention and MoE fields in blocks, read flattened as prefix + key (attn_kv_n_heads)
+_BLOCKS = {"attn_config": "attn_", "ffn_config": "ffn_"}
+
+
+def _ffn_keys(family) -> tuple:
+    """Where a config of this family gives its dense MLP's width, for reading and writing alike."""
+    return (family.ffn_key,) if family and family.ffn_key else (*_FFN, "ffn_ffn_hidden_size")
+
+
+def _expert_ffn_keys(family) -> tuple:
+    return (family.expert_ffn_key,) if family and family.expert_ffn_key else _EXPERT_FFN
+
+
+def _top_k_keys(family) -> tuple:
+    return (family.top_k_key,) if family and family.top_k_key else (*_TOP_K, "ffn_moe_top_k")
 
 
 class _Reader:
@@ -207,8 +222,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         cfg = {**dict(NESTED_DEFAULTS[model_type]), **cfg}
         r = _Reader(cfg, where, r.used)
     if model_type == "dbrx":  # DBRX nests its attention and MoE fields
-        cfg = {**cfg, **{f"attn_{k}": v for k, v in (cfg.get("attn_config") or {}).items()},
-               **{f"ffn_{k}": v for k, v in (cfg.get("ffn_config") or {}).items()}}
+        cfg = {**cfg, **{prefix + k: v for block, prefix in _BLOCKS.items() for k, v in (cfg.get(block) or {}).items()}}
         r = _Reader(cfg, where, r.used)
     family = FAMILIES.get(model_type)
     if family is not None and family.defaults:  # what the type's configuration class fills in
@@ -253,7 +267,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         r.used.update(_HEAD_DIM)  # the latent dims above say what a head_dim would
     else:
         head_dim = r.whole(_HEAD_DIM, "head dimension")
-    ffn = r.whole((family.ffn_key,) if family and family.ffn_key else (*_FFN, "ffn_ffn_hidden_size"), "MLP width")
+    ffn = r.whole(_ffn_keys(family), "MLP width")
     if family and family.fused_mlp and ffn:
         ffn //= 2  # both halves of the gated MLP in one width
     if ffn is None and family is None:
@@ -345,15 +359,13 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     top_k = shared = dense = 0
     expert_ffn = None
     if experts:
-        top_k = r.whole((family.top_k_key,) if family and family.top_k_key else (*_TOP_K, "ffn_moe_top_k"),
-                        "experts per token")
+        top_k = r.whole(_top_k_keys(family), "experts per token")
         if top_k is None:
             other = [k for k in cfg if ("top_k" in k or "topk" in k) and k not in _TOP_K]
             r.fail(f"{experts} experts but no experts per token; tried {', '.join(_TOP_K)}" + (
                 f" (it has {', '.join(other)}, which shapewise does not read for model type {model_type!r})"
                 if other else ""))
-        expert_ffn = r.whole((family.expert_ffn_key,) if family and family.expert_ffn_key else _EXPERT_FFN,
-                             "expert MLP width", required=bool(family and family.expert_ffn_key))
+        expert_ffn = r.whole(_expert_ffn_keys(family), "expert MLP width", required=bool(family and family.expert_ffn_key))
         shared = (family.shared_experts if family else 0) or r.whole(
             ("n_shared_experts", "num_shared_experts"), "shared expert count", minimum=0) or 0
         width = expert_ffn or ffn or 4 * hidden
@@ -603,8 +615,8 @@ def _put(cfg: dict, keys, value, fallback: str) -> None:
     """Write value under every spelling of keys the config already uses, or under fallback. DBRX's keys
     read as attn_X and ffn_X are written where DBRX keeps them, as X in attn_config and ffn_config."""
     present = [(cfg, k) for k in keys if cfg.get(k) is not None]
-    for block in ("attn_config", "ffn_config"):
-        inner, prefix = cfg.get(block), block.split("_")[0] + "_"
+    for block, prefix in _BLOCKS.items():
+        inner = cfg.get(block)
         if isinstance(inner, dict):
             present += [(inner, k[len(prefix):]) for k in keys
                         if k.startswith(prefix) and inner.get(k[len(prefix):]) is not None]
@@ -650,11 +662,10 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
     if (now is None or now.ffn_width != s.ffn_width) and (
             s.ffn is not None or any(cfg.get(k) is not None for k in _FFN)):  # else 4h follows hidden
         width = 2 * s.ffn_width if family is not None and family.fused_mlp else s.ffn_width  # both halves
-        if family is not None and family.ffn_key:  # Llama 4: intermediate_size is the experts' width
-            _set(cfg, family.ffn_key, width)
-        else:
-            key = {"gpt2": "n_inner", "opt": "ffn_dim"}.get(model_type, "intermediate_size")
-            _put(cfg, (*_FFN, "ffn_ffn_hidden_size"), width, "ffn_hidden_size" if model_type in FALCON_TYPES else key)
+        fallback = (family.ffn_key if family is not None and family.ffn_key  # Llama 4: not intermediate_size
+                    else "ffn_hidden_size" if model_type in FALCON_TYPES
+                    else {"gpt2": "n_inner", "opt": "ffn_dim"}.get(model_type, "intermediate_size"))
+        _put(cfg, _ffn_keys(family), width, fallback)
     if differs("mlp"):
         _put(cfg, _ACT, _ACT_NAME[s.mlp], "activation_function" if model_type in ("gpt2", "opt") else "hidden_act")
         family_gated = family.gated if family is not None else s.gated
@@ -695,9 +706,8 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
             now is not None and s.is_moe and now.expert_width != s.expert_width):
         if s.is_moe:
             _put(cfg, (*_EXPERTS, "ffn_moe_num_experts"), s.num_experts, "num_local_experts")
-            top_k = family.top_k_key if family is not None and family.top_k_key else "num_experts_per_tok"
-            _put(cfg, (*_TOP_K, "ffn_moe_top_k", top_k), s.top_k, top_k)
-            key = family.expert_ffn_key if family is not None and family.expert_ffn_key else "moe_intermediate_size"
+            _put(cfg, _top_k_keys(family), s.top_k, (family and family.top_k_key) or "num_experts_per_tok")
+            key = _expert_ffn_keys(family)[0]
             if s.expert_width != s.ffn_width or cfg.get(key) is not None:
                 _set(cfg, key, s.expert_width)
             if family is not None and family.shared_mlp:  # shared MLPs of intermediate_size each
