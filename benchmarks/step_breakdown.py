@@ -12,10 +12,19 @@ import tempfile
 from judge_figures import import_export
 
 from shapewise.bench import stored_rows
+from shapewise.errors import ShapewiseError
 from shapewise.hardware import get_gpu
 from shapewise.judges import judge, judge_set_cases
 from shapewise.profile import find, load
 from shapewise.store import Store
+
+
+def gpu_arg(text: str):
+    """A GPU by name, for argparse: an unknown one is its one-line error, exit 2."""
+    try:
+        return get_gpu(text)
+    except ShapewiseError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def main() -> int:
@@ -23,12 +32,13 @@ def main() -> int:
     ap.add_argument("export")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--configs", default="tests/data/hf")
-    ap.add_argument("--gpu", default="h200", help="the GPU measured (default h200; h100 borrows the H200's profile)")
+    ap.add_argument("--gpu", default="h200", type=gpu_arg,
+                    help="the GPU measured (default h200; h100 borrows the H200's profile)")
     ap.add_argument("--profile", help="the profile to judge (default: the GPU's shipped or borrowed profile)")
     ap.add_argument("--over", type=float, default=0.05, help="show the steps whose error is over this (default 5%%)")
     ap.add_argument("--top", type=int, default=6, help="ops shown per step")
     args = ap.parse_args()
-    gpu = get_gpu(args.gpu)
+    gpu = args.gpu
     profile = load(args.profile) if args.profile else find(gpu)
     with tempfile.TemporaryDirectory() as tmp:
         db = f"{tmp}/run.db"
