@@ -28,6 +28,7 @@ MIN_MS = 0.03  # shorter calls repeat within ~1% only at the median of many runs
 # Calls this short are mostly launch: a sample of them (any family) gives the time this machine adds to
 # every call (CostParams.machine_launch_ms), the median of measured minus predicted.
 LAUNCH_SAMPLE, LAUNCH_BOUND_MS = 30, 0.01
+SHORT_MS = 1.5 * LAUNCH_BOUND_MS  # measured under this, a sampled call is taken as mostly launch
 LAUNCH_LIMIT_MS = 0.004  # more than this per call says the profile is not this machine's: refused
 LIMITS = (0.7, 1.4)  # a factor past these says the profile is not this machine's: refused, not fitted
 
@@ -75,7 +76,7 @@ def machine_factors(rows: list[tuple[Case, dict]], *, gpu, params: CostParams,
     "launch": the median time this machine adds to a call of a few microseconds ("ms")."""
     measured = [(case, row) for case, row in rows if family(case) and row.get("error") is None]
     out = {}
-    short = [(case, row) for case, row in measured if row["median_ms"] < 1.5 * LAUNCH_BOUND_MS]
+    short = [(case, row) for case, row in measured if row["median_ms"] < SHORT_MS]
     if len(short) >= LAUNCH_SAMPLE // 3:  # first: it is in every call the families' factors are fitted on
         excess = np.array([row["median_ms"] for _, row in short]) - _predicted_ms(
             [case for case, _ in short], gpu, without_factors(params))

@@ -198,15 +198,16 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
             layer, head = result[names[0]].round_ratios, result[names[1]].round_ratios
             per_token.append([(shape.num_layers * a + b) / workload.tokens for a, b in zip(layer, head)])
     model = cost_model(gpu)
-    predict = (lambda s, w: predict_step(s, w, gpu=model).time_ms) if whole else \
-        (lambda s, w: predicted_step_ms(s, w, gpu=model))
-    base_pred = predict(*original) / original[1].tokens
+    # A whole model's predicted time is its step's; a layer run's, its layers and head (predicted_step_ms).
+    timed = (lambda s, w, step: step.time_ms) if whole else (lambda s, w, step: predicted_step_ms(s, w, gpu=model))
     errors, base_step = op_errors(model), predict_step(*original, gpu=model)
+    base_pred = timed(*original, base_step) / original[1].tokens
     rng = random.Random(seed)
     out = []
     for i, (label, shape, workload) in enumerate(shapes[1:], start=1):
-        predicted = base_pred / (predict(shape, workload) / workload.tokens)
-        interval = speedup_interval(base_step, predict_step(shape, workload, gpu=model), predicted, errors)
+        step = predict_step(shape, workload, gpu=model)
+        predicted = base_pred / (timed(shape, workload, step) / workload.tokens)
+        interval = speedup_interval(base_step, step, predicted, errors)
         if i in failed:
             out.append(Verification("model" if whole else "layer", label, shape, workload, predicted, *[math.nan] * 5,
                                     interval, failed[i]))
