@@ -161,7 +161,7 @@ def _calibrate_comm(args) -> int:
 def _calibrate_machine(args) -> int:
     """`calibrate --quick` on a GPU: this machine's factors by op family on top of the GPU's profile."""
     from ..calibrate import calibrate_machine
-    from ..machine import LAUNCH_BOUND_MS
+    from ..machine import SHORT_MS
     from ..store import Store
 
     out = console()
@@ -178,7 +178,7 @@ def _calibrate_machine(args) -> int:
     for name, f in done.factors.items():
         if name == "launch":
             out.print(f"launch: this machine's calls take {f['ms'] * 1e3:+.2f} µs each against the profile "
-                      f"({f['cases']} calls under {LAUNCH_BOUND_MS * 1e3:.0f} µs, interquartile range "
+                      f"({f['cases']} calls measured under {SHORT_MS * 1e3:.0f} µs, interquartile range "
                       f"{f['iqr'] * 1e3:.2f} µs); was {done.base.params.machine_launch_ms * 1e3:+.2f} µs")
             continue
         out.print(f"{name}: this machine runs {f['factor'] - 1:+.1%} against the profile ({f['cases']} cases, "
