@@ -8,8 +8,15 @@ line fitted on the band's calls (fixed + per_k × k / 2) against the values para
 band call priced with and without the walk.
 
 python benchmarks/one_row_walk.py   (on the CPU; seconds)
+
+Judged on calls drawn after the walk was frozen (its band and the shapes around it, which it must leave
+alone), measured with the sweep's timer and named by the kernel census:
+  PYTHONPATH=src python3 benchmarks/one_row_walk.py --draw SEED --db DB   (on a GPU; a minute; then
+      `shapewise results --db DB --export OUT.csv` and `--bench kernels --export OUT.json`)
+  python benchmarks/one_row_walk.py --judge OUT.csv --census OUT.json --seed SEED   (on the CPU)
 """
 
+import argparse
 import collections
 import csv
 import dataclasses
@@ -20,6 +27,7 @@ import re
 
 import numpy as np
 
+from shapewise.cases import Case, gemm_cases
 from shapewise.cost import predict_gemm
 from shapewise.exports import open_export
 from shapewise.params import WALK_MAX_K, WALK_ROWS, WALK_SPLIT, WALK_TILE_N, WALK_TILES
@@ -73,7 +81,99 @@ def in_band(m, n, k, layout) -> bool:
             and k % 8 == 0 and k <= WALK_MAX_K and layout == "nt")
 
 
+def drawn(seed: int) -> list[Case]:
+    """Fresh calls for the judgement: 60 in the band (1-3 rows, n of 968-1024 aligned, half at 1024 as
+    real shards are, k aligned up to WALK_MAX_K) and 60 around it (n just under and over the band, 4-8
+    rows, k past WALK_MAX_K, the `nn` layout), none of them in the fit's data."""
+    rng = np.random.default_rng(seed)
+    top = WALK_TILES * WALK_TILE_N
+    shapes = []
+    for i in range(60):
+        n = top if i % 2 else int(rng.integers((top - WALK_TILE_N) // 8 + 1, top // 8 + 1)) * 8
+        shapes.append((int(rng.integers(1, WALK_ROWS + 1)), n, int(rng.integers(1, WALK_MAX_K // 8 + 1)) * 8, "nt"))
+    for i in range(60):
+        m, n, k = int(rng.integers(1, WALK_ROWS + 1)), top, int(rng.integers(16, WALK_MAX_K // 8 + 1)) * 8
+        kind = i % 5
+        if kind == 0:
+            n = int(rng.integers((top - 3 * WALK_TILE_N) // 8, (top - WALK_TILE_N) // 8 + 1)) * 8
+        elif kind == 1:
+            n = int(rng.integers(top // 8 + 1, (top + 2 * WALK_TILE_N) // 8 + 1)) * 8
+        elif kind == 2:
+            m = int(rng.integers(WALK_ROWS + 1, 9))
+        elif kind == 3:
+            k = int(rng.integers(WALK_MAX_K // 8 + 1, 2 * WALK_MAX_K // 8 + 1)) * 8
+        shapes.append((m, n, k, "nn" if kind == 4 else "nt"))
+    return [case for m, n, k, layout in shapes for case in gemm_cases([m], [n], [k], layouts=(layout,))]
+
+
+def draw(seed: int, db: str, device: str) -> int:
+    from shapewise.bench import kernel_census, sweep
+    from shapewise.store import Store
+
+    store = Store(db)
+    cases = drawn(seed)
+    result = sweep(cases, store=store, device=device, warmup_ms=25)
+    named = kernel_census(cases, store=store, device=device, env=result.environment)
+    print(f"{len(result.rows)} of {len(cases)} calls measured; {named} named")
+    return 0
+
+
+def judge(export: str, census_path: str, seed: int) -> int:
+    """The drawn calls priced with the walk and without, in the band and around it; and the kernels cuBLAS ran."""
+    cases = {json.dumps({"m": c.params["m"], "n": c.params["n"], "k": c.params["k"], "layout": c.params["layout"]})
+             for c in drawn(seed)}
+    measured = {}
+    with open_export(export) as f:
+        for r in csv.DictReader(f):
+            key = json.dumps({"m": int(r["p_m"]), "n": int(r["p_n"]), "k": int(r["p_k"]), "layout": r["p_layout"]}) \
+                if r["bench"] == "gemm" and r["median_ms"] and not r["error"] else None
+            if key in cases:
+                measured[key] = float(r["median_ms"])
+    with open_export(census_path) as f:
+        named = {tuple(json.loads(row["params"]["of"])[d] for d in ("m", "n", "k", "layout")):
+                 (row.get("metrics") or {}).get("kernels") or [""] for row in json.load(f)}
+    keys = [json.loads(key) for key in measured]
+    m, n, k = (np.array([c[d] for c in keys]) for d in ("m", "n", "k"))
+    layout = np.array([c["layout"] for c in keys])
+    ms = np.array(list(measured.values()))
+    model = cost_model("h200")
+    without = dataclasses.replace(model, params=dataclasses.replace(model.params, walk_fixed_ms=0.0, walk_per_k_ms=0.0))
+    priced = {name: np.asarray(predict_gemm(m, n, k, layout=layout, gpu=cm).time_ms)
+              for name, cm in (("with the walk", model), ("without", without))}
+    band = np.array([in_band(*key) for key in zip(m, n, k, layout)])
+    print(f"seed {seed}: {len(ms)} of {len(cases)} drawn calls measured ({band.sum()} in the band)")
+    for where, chosen in (("in the band", band), ("around it", ~band)):
+        for name, p in priced.items():
+            error = p[chosen] / ms[chosen] - 1
+            print(f"  {where:12} priced {name:14}: |error| median {np.median(np.abs(error)):.1%}, "
+                  f"p90 {np.quantile(np.abs(error), 0.9):.1%}, signed median {np.median(error):+.1%}")
+    runs = collections.Counter()
+    for i in range(len(ms)):
+        found = KERNEL.search(named.get((m[i], n[i], k[i], layout[i]), [""])[0])
+        runs["in the band" if band[i] else "around it", f"{found.group(1)} cluster {found.group(2)}" if found else "other"] += 1
+    print("  kernels cuBLAS ran (calls):")
+    for (where, kernel), count in sorted(runs.items()):
+        print(f"    {where:12} {kernel:24} {count}")
+    return 0
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--draw", type=int, metavar="SEED", help="measure the drawn calls on this GPU into --db")
+    parser.add_argument("--db", help="the results store --draw measures into")
+    parser.add_argument("--device", default="cuda", help="where --draw measures (cpu: to try the script)")
+    parser.add_argument("--judge", metavar="EXPORT", help="price a --draw's export (with --census and --seed)")
+    parser.add_argument("--census", metavar="JSON", help="the --draw's kernel census (`results --bench kernels --export`)")
+    parser.add_argument("--seed", type=int, help="the seed the judged calls were drawn with")
+    args = parser.parse_args()
+    if args.draw is not None:
+        if not args.db:
+            parser.error("--draw needs --db")
+        return draw(args.draw, args.db, args.device)
+    if args.judge:
+        if not args.census or args.seed is None:
+            parser.error("--judge needs --census and --seed")
+        return judge(args.judge, args.census, args.seed)
     measured, named = few_row_gemms(), kernels_named()
     print(f"{len(measured)} unbatched GEMMs of 1-16 rows measured on H200s; {sum(key in named for key in measured)} "
           "with the kernel named")
