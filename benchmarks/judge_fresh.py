@@ -5,7 +5,7 @@ seed 4 over every corpus config on the first; wide 21 and attention 21 again on 
 `calibrate --quick`'s factors (machine-2.json) before and after; and the same cases' spread between
 the two machines.
 
-python benchmarks/judge_fresh.py [--freeze 1|2|...|16] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
+python benchmarks/judge_fresh.py [--freeze 1|2|...|17] [--profile PATH] [--regimes]   (on the CPU; a few minutes)
 """
 
 import argparse
@@ -71,7 +71,10 @@ LATER = {2: ("benchmarks/results/h200-judges-fresh2",
               {"judges.csv.gz": [("wide", 36), ("attention", 31), ("models", 18)]}),
          # After the prefill draws (the sixteenth freeze), measured blind before the refit: wide, attention and models.
          16: ("benchmarks/results/h200-judges-fresh16",
-              {"judges.csv.gz": [("wide", 37), ("attention", 32), ("models", 19)]})}
+              {"judges.csv.gz": [("wide", 37), ("attention", 32), ("models", 19)]}),
+         # After the one-row walk (the seventeenth freeze: the fifteenth's profile, the walk in the code), on
+         # an H200 after `calibrate --quick` timed there: wide and models (cut at its 200 s).
+         17: ("benchmarks/results/h200-judges-fresh17", {"judges.csv.gz": [("wide", 38), ("models", 22)]})}
 
 
 def main() -> int:
@@ -86,7 +89,8 @@ def main() -> int:
                          "models 11), 9 (-fresh9/: wide 31, on two H200s; attention 28; models 12), 10 (-fresh10/: models 13) or "
                          "11 (-fresh11/: wide 32, on two H200s; models 14), 12 (-fresh12/: wide 33; models 15) or "
                          "13 (-fresh13/: wide 34; attention 29; models 16) or 14 (-fresh14/: wide 35; attention 30; models 17) "
-                         "or 15 (-fresh15/: wide 36; attention 31; models 18) or 16 (-fresh16/: wide 37; attention 32; models 19)")
+                         "or 15 (-fresh15/: wide 36; attention 31; models 18) or 16 (-fresh16/: wide 37; attention 32; models 19) "
+                         "or 17 (-fresh17/: wide 38; models 22)")
     args = ap.parse_args()
     folder, measured = LATER.get(args.freeze, (R, MEASURED))
     gpu = get_gpu("h200")

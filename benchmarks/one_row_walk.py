@@ -1,7 +1,7 @@
-"""The one-row walk (params.WALK_*, CostParams.walk_*): cuBLAS's kernel for a weight of 961-1024 columns
+"""The one-row walk (params.WALK_*, CostParams.walk_*): cuBLAS's kernel for a weight of 705-1056 columns
 read by 1-3 rows, and the line its time follows, fitted on every such GEMM measured on H200s and
-committed (the models seeds and the --shards draws of benchmarks/results/h200-*/), with the kernels their
-census named.
+committed (the models seeds, the --shards draws and the walk's first draw of benchmarks/results/h200-*/),
+with the kernels their census named.
 
 It prints: which kernel cuBLAS ran for the GEMMs of the band and around it (the rule's evidence), the
 line fitted on the band's calls (fixed + per_k × k / 2) against the values params.py holds, and every
@@ -13,7 +13,7 @@ Judged on calls drawn after the walk was frozen (its band and the shapes around 
 alone), measured with the sweep's timer and named by the kernel census:
   PYTHONPATH=src python3 benchmarks/one_row_walk.py --draw SEED --db DB   (on a GPU; a minute; then
       `shapewise results --db DB --export OUT.csv` and `--bench kernels --export OUT.json`)
-  python benchmarks/one_row_walk.py --judge OUT.csv --census OUT.json --seed SEED   (on the CPU)
+  python benchmarks/one_row_walk.py --judge OUT.csv --census OUT.json   (on the CPU)
 """
 
 import argparse
@@ -30,7 +30,7 @@ import numpy as np
 from shapewise.cases import Case, gemm_cases
 from shapewise.cost import predict_gemm
 from shapewise.exports import open_export
-from shapewise.params import WALK_MAX_K, WALK_ROWS, WALK_SPLIT, WALK_TILE_N, WALK_TILES
+from shapewise.params import WALK_BANDS, WALK_MAX_K, WALK_ROWS
 from shapewise.profile import cost_model
 
 R = "benchmarks/results"
@@ -61,7 +61,7 @@ def few_row_gemms() -> dict:
 def kernels_named() -> dict:
     """(m, n, k, layout) -> the first kernel the census named for it (models seeds' census and the draws' kernels)."""
     named = {}
-    for path in sorted(glob.glob(f"{R}/h200-*/census.json.gz")):
+    for path in sorted(glob.glob(f"{R}/h200-*/*census.json.gz")):
         with gzip.open(path, "rt") as f:
             for row in json.load(f):
                 case, metrics = json.loads(row["params"]["of"]), row.get("metrics") or {}
@@ -76,33 +76,37 @@ def kernels_named() -> dict:
     return named
 
 
-def in_band(m, n, k, layout) -> bool:
-    return (m <= WALK_ROWS and (WALK_TILES - 1) * WALK_TILE_N < n <= WALK_TILES * WALK_TILE_N and n % 8 == 0
-            and k % 8 == 0 and k <= WALK_MAX_K and layout == "nt")
+def ways(m, n, k, layout) -> int:
+    """The ways the walk splits k for this call, 0 where it is in no band (cost.one_row_walk_ms's rule)."""
+    few = m <= WALK_ROWS and n % 8 == 0 and k % 8 == 0 and k <= WALK_MAX_K and layout == "nt"
+    return next((w for over, upto, w in WALK_BANDS if few and over < n <= upto), 0)
 
 
 def drawn(seed: int) -> list[Case]:
-    """Fresh calls for the judgement: 60 in the band (1-3 rows, n of 968-1024 aligned, half at 1024 as
-    real shards are, k aligned up to WALK_MAX_K) and 60 around it (n just under and over the band, 4-8
-    rows, k past WALK_MAX_K, the `nn` layout), none of them in the fit's data."""
+    """Fresh calls for the judgement: 60 in the bands (1-3 rows; n aligned, half of them at the shards
+    real models have, 768, 896 and 1024; k aligned up to WALK_MAX_K) and 60 around them (n under and
+    over the bands, 4-8 rows, k past WALK_MAX_K, the `nn` layout), none of them in the fit's data."""
     rng = np.random.default_rng(seed)
-    top = WALK_TILES * WALK_TILE_N
+    low, high = WALK_BANDS[0][0], WALK_BANDS[-1][1]
+    aligned = lambda lo, hi: int(rng.integers(lo // 8 + 1, hi // 8 + 1)) * 8  # noqa: E731  (lo, hi]
     shapes = []
     for i in range(60):
-        n = top if i % 2 else int(rng.integers((top - WALK_TILE_N) // 8 + 1, top // 8 + 1)) * 8
-        shapes.append((int(rng.integers(1, WALK_ROWS + 1)), n, int(rng.integers(1, WALK_MAX_K // 8 + 1)) * 8, "nt"))
+        n = (768, 896, 1024)[i % 6 // 2] if i % 2 else aligned(low, high)
+        shapes.append((int(rng.integers(1, WALK_ROWS + 1)), n, aligned(0, WALK_MAX_K), "nt"))
     for i in range(60):
-        m, n, k = int(rng.integers(1, WALK_ROWS + 1)), top, int(rng.integers(16, WALK_MAX_K // 8 + 1)) * 8
+        m, n, k, layout = int(rng.integers(1, WALK_ROWS + 1)), aligned(low, high), aligned(8, WALK_MAX_K), "nt"
         kind = i % 5
         if kind == 0:
-            n = int(rng.integers((top - 3 * WALK_TILE_N) // 8, (top - WALK_TILE_N) // 8 + 1)) * 8
+            n = aligned(low - 128, low) if i % 2 else aligned(high, high + 128)
         elif kind == 1:
-            n = int(rng.integers(top // 8 + 1, (top + 2 * WALK_TILE_N) // 8 + 1)) * 8
-        elif kind == 2:
             m = int(rng.integers(WALK_ROWS + 1, 9))
+        elif kind == 2:
+            k = aligned(WALK_MAX_K, 2 * WALK_MAX_K)
         elif kind == 3:
-            k = int(rng.integers(WALK_MAX_K // 8 + 1, 2 * WALK_MAX_K // 8 + 1)) * 8
-        shapes.append((m, n, k, "nn" if kind == 4 else "nt"))
+            layout = "nn"
+        else:
+            n = aligned(low - 320, low - 128)
+        shapes.append((m, n, k, layout))
     return [case for m, n, k, layout in shapes for case in gemm_cases([m], [n], [k], layouts=(layout,))]
 
 
@@ -118,39 +122,35 @@ def draw(seed: int, db: str, device: str) -> int:
     return 0
 
 
-def judge(export: str, census_path: str, seed: int) -> int:
-    """The drawn calls priced with the walk and without, in the band and around it; and the kernels cuBLAS ran."""
-    cases = {json.dumps({"m": c.params["m"], "n": c.params["n"], "k": c.params["k"], "layout": c.params["layout"]})
-             for c in drawn(seed)}
+def judge(export: str, census_path: str) -> int:
+    """A draw's calls priced with the walk and without, in the bands and around them; and the kernels cuBLAS ran."""
     measured = {}
     with open_export(export) as f:
         for r in csv.DictReader(f):
-            key = json.dumps({"m": int(r["p_m"]), "n": int(r["p_n"]), "k": int(r["p_k"]), "layout": r["p_layout"]}) \
-                if r["bench"] == "gemm" and r["median_ms"] and not r["error"] else None
-            if key in cases:
-                measured[key] = float(r["median_ms"])
+            if r["bench"] == "gemm" and r["median_ms"] and not r["error"]:
+                measured[int(r["p_m"]), int(r["p_n"]), int(r["p_k"]), r["p_layout"]] = float(r["median_ms"])
     with open_export(census_path) as f:
         named = {tuple(json.loads(row["params"]["of"])[d] for d in ("m", "n", "k", "layout")):
                  (row.get("metrics") or {}).get("kernels") or [""] for row in json.load(f)}
-    keys = [json.loads(key) for key in measured]
-    m, n, k = (np.array([c[d] for c in keys]) for d in ("m", "n", "k"))
-    layout = np.array([c["layout"] for c in keys])
+    keys = list(measured)
+    m, n, k = (np.array([key[i] for key in keys]) for i in range(3))
+    layout = np.array([key[3] for key in keys])
     ms = np.array(list(measured.values()))
     model = cost_model("h200")
     without = dataclasses.replace(model, params=dataclasses.replace(model.params, walk_fixed_ms=0.0, walk_per_k_ms=0.0))
     priced = {name: np.asarray(predict_gemm(m, n, k, layout=layout, gpu=cm).time_ms)
               for name, cm in (("with the walk", model), ("without", without))}
-    band = np.array([in_band(*key) for key in zip(m, n, k, layout)])
-    print(f"seed {seed}: {len(ms)} of {len(cases)} drawn calls measured ({band.sum()} in the band)")
-    for where, chosen in (("in the band", band), ("around it", ~band)):
+    band = np.array([ways(*key) > 0 for key in keys])
+    print(f"{len(ms)} calls measured ({band.sum()} in the bands)")
+    for where, chosen in (("in the bands", band), ("around them", ~band)):
         for name, p in priced.items():
             error = p[chosen] / ms[chosen] - 1
             print(f"  {where:12} priced {name:14}: |error| median {np.median(np.abs(error)):.1%}, "
                   f"p90 {np.quantile(np.abs(error), 0.9):.1%}, signed median {np.median(error):+.1%}")
     runs = collections.Counter()
-    for i in range(len(ms)):
-        found = KERNEL.search(named.get((m[i], n[i], k[i], layout[i]), [""])[0])
-        runs["in the band" if band[i] else "around it", f"{found.group(1)} cluster {found.group(2)}" if found else "other"] += 1
+    for i, key in enumerate(keys):
+        found = KERNEL.search(named.get(key, [""])[0])
+        runs["in the bands" if band[i] else "around them", f"{found.group(1)} cluster {found.group(2)}" if found else "other"] += 1
     print("  kernels cuBLAS ran (calls):")
     for (where, kernel), count in sorted(runs.items()):
         print(f"    {where:12} {kernel:24} {count}")
@@ -162,43 +162,43 @@ def main() -> int:
     parser.add_argument("--draw", type=int, metavar="SEED", help="measure the drawn calls on this GPU into --db")
     parser.add_argument("--db", help="the results store --draw measures into")
     parser.add_argument("--device", default="cuda", help="where --draw measures (cpu: to try the script)")
-    parser.add_argument("--judge", metavar="EXPORT", help="price a --draw's export (with --census and --seed)")
+    parser.add_argument("--judge", metavar="EXPORT", help="price a --draw's export (with --census)")
     parser.add_argument("--census", metavar="JSON", help="the --draw's kernel census (`results --bench kernels --export`)")
-    parser.add_argument("--seed", type=int, help="the seed the judged calls were drawn with")
     args = parser.parse_args()
     if args.draw is not None:
         if not args.db:
             parser.error("--draw needs --db")
         return draw(args.draw, args.db, args.device)
     if args.judge:
-        if not args.census or args.seed is None:
-            parser.error("--judge needs --census and --seed")
-        return judge(args.judge, args.census, args.seed)
+        if not args.census:
+            parser.error("--judge needs --census")
+        return judge(args.judge, args.census)
     measured, named = few_row_gemms(), kernels_named()
     print(f"{len(measured)} unbatched GEMMs of 1-16 rows measured on H200s; {sum(key in named for key in measured)} "
           "with the kernel named")
     # The rule's evidence: the kernel cuBLAS ran, by band of n, for aligned `nt` GEMMs of 1-3 rows and k ≤ WALK_MAX_K.
+    edges = sorted({0, 2048, *(edge for over, upto, _ in WALK_BANDS for edge in (over, upto))})
     runs = collections.Counter()
     for (m, n, k, layout), _ in measured.items():
         kernel = named.get((m, n, k, layout))
         found = KERNEL.search(kernel or "")
         if kernel and m <= WALK_ROWS and layout == "nt" and n % 8 == 0 and k % 8 == 0 and k <= WALK_MAX_K and n <= 2048:
-            band = "n 961-1024" if in_band(m, n, k, layout) else ("n ≤ 960" if n <= 960 else "n 1025-2048")
-            runs[band, f"{found.group(1)} cluster {found.group(2)}" if found else kernel.split("(")[0][-40:]] += 1
+            over = max(edge for edge in edges if edge < n)
+            band = f"n {over + 1}-{min(edge for edge in edges if edge >= n)}"
+            runs[over, band, f"{found.group(1)} cluster {found.group(2)}" if found else kernel.split("(")[0][-40:]] += 1
     print(f"kernels of aligned `nt` GEMMs of 1-{WALK_ROWS} rows, k ≤ {WALK_MAX_K} (calls):")
-    for (band, kernel), count in sorted(runs.items()):
+    for (_, band, kernel), count in sorted(runs.items()):
         print(f"  {band:12} {kernel:44} {count}")
-    band = [key for key in measured if in_band(*key)]
+    band = [key for key in measured if ways(*key)]
     m, n, k = (np.array([key[i] for key in band]) for i in range(3))
     ms = np.array([measured[key] for key in band])
-    walked = k / WALK_SPLIT
+    walked = k / np.array([ways(*key) for key in band])
     # The line, fitted in relative terms (each call weighs the same whatever its time).
     a = np.stack([np.ones_like(walked), walked], axis=1) / ms[:, None]
     fixed, per_k = np.linalg.lstsq(a, np.ones_like(ms), rcond=None)[0]
-    held = cost_model("h200").params
-    print(f"\nthe band: {len(band)} calls; line fitted: {fixed * 1e3:.2f} µs + {per_k * 1e6:.2f} ns × k / {WALK_SPLIT} "
-          f"(params.py: {held.walk_fixed_ms * 1e3:.2f} µs + {held.walk_per_k_ms * 1e6:.2f} ns)")
     model = cost_model("h200")
+    print(f"\nthe bands: {len(band)} calls; line fitted: {fixed * 1e3:.2f} µs + {per_k * 1e6:.2f} ns × k / ways "
+          f"(params.py: {model.params.walk_fixed_ms * 1e3:.2f} µs + {model.params.walk_per_k_ms * 1e6:.2f} ns)")
     without = dataclasses.replace(model, params=dataclasses.replace(model.params, walk_fixed_ms=0.0, walk_per_k_ms=0.0))
     layout = np.full(len(band), "nt")
     priced = {name: np.asarray(predict_gemm(m, n, k, layout=layout, gpu=cm).time_ms)
@@ -207,10 +207,10 @@ def main() -> int:
         error = p / ms - 1
         print(f"  priced {name:14}: |error| median {np.median(np.abs(error)):.1%}, p90 {np.quantile(np.abs(error), 0.9):.1%}, "
               f"signed median {np.median(error):+.1%}")
-    print("  m × n × k: measured µs; priced with the walk, without")
-    for i in np.argsort(k):
-        print(f"    {m[i]} × {n[i]} × {k[i]}: {ms[i] * 1e3:.1f}; {priced['with the walk'][i] * 1e3:.1f}, "
-              f"{priced['without'][i] * 1e3:.1f}")
+    print("  m × n × k (ways): measured µs; priced with the walk, without")
+    for i in np.lexsort((k, n)):
+        print(f"    {m[i]} × {n[i]} × {k[i]} ({ways(m[i], n[i], k[i], 'nt')}): {ms[i] * 1e3:.1f}; "
+              f"{priced['with the walk'][i] * 1e3:.1f}, {priced['without'][i] * 1e3:.1f}")
     return 0
 
 

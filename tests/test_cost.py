@@ -156,29 +156,32 @@ def test_a_weight_stream_fills_over_memory_fill_mb_then_runs_at_bandwidth():
     assert compute.time_ms == predict_gemm(8192, 8192, 8192, gpu=SPEC_H200).time_ms
 
 
-def test_one_row_walk_prices_cublas_two_way_cluster_in_its_band_only():
-    """A weight of 961-1024 columns read by 1-3 rows (`nt`, aligned, k up to WALK_MAX_K) costs at least
-    the walk's line on Hopper, booked to the kernel with a split of two; outside the band, on another
-    architecture, or with the walk off, nothing changes."""
+def test_one_row_walk_prices_cublas_clusters_in_its_bands_only():
+    """A weight of 705-1056 columns read by 1-3 rows (`nt`, aligned, k up to WALK_MAX_K) costs at least
+    the walk's line on a Hopper of 132 SMs, k split four ways up to 960 columns and two past, booked to
+    the kernel; outside the bands, on other GPUs, or with the walk off, nothing changes."""
 
-    off = dataclasses.replace(SPEC_H200.params, walk_fixed_ms=0.0, walk_per_k_ms=0.0)
-    for model in (cost_model("h200"), SPEC_H200):
-        without = shapewise.CostModel(model.gpu, dataclasses.replace(model.params, walk_fixed_ms=0.0, walk_per_k_ms=0.0))
-        for m, n, k in ((1, 1024, 2048), (3, 1000, 2560), (2, 968, 1664)):
-            walked, plain = (predict_gemm(m, n, k, layout="nt", gpu=gpu) for gpu in (model, without))
-            line = SPEC.walk_fixed_ms + SPEC.walk_per_k_ms * k / 2
+    def off(model):
+        return shapewise.CostModel(model.gpu, dataclasses.replace(model.params, walk_fixed_ms=0.0, walk_per_k_ms=0.0))
+
+    for model in (cost_model("h200"), SPEC_H200, cost_model("h100", spec_only=True)):
+        for m, n, k, ways in ((1, 1024, 2048, 2), (3, 1000, 2560, 2), (2, 968, 1664, 2), (1, 1056, 1776, 2),
+                              (1, 768, 2048, 4), (2, 960, 2400, 4), (3, 712, 1600, 4)):
+            walked, plain = (predict_gemm(m, n, k, layout="nt", gpu=gpu) for gpu in (model, off(model)))
+            line = SPEC.walk_fixed_ms + SPEC.walk_per_k_ms * k / ways
             assert walked.time_ms == pytest.approx(max(line * model.params.machine_gemm, plain.time_ms), rel=1e-9)
-            assert walked.time_ms > plain.time_ms and walked.split_k == 2
+            assert walked.time_ms > plain.time_ms and walked.split_k == ways
             assert walked.losses["kernel"] - plain.losses["kernel"] == pytest.approx(walked.time_ms - plain.time_ms)
-        for m, n, k, layout in ((4, 1024, 2048, "nt"), (1, 960, 2048, "nt"), (1, 1032, 2048, "nt"), (1, 1024, 2568, "nt"),
+        for m, n, k, layout in ((4, 1024, 2048, "nt"), (1, 704, 2048, "nt"), (1, 1064, 2048, "nt"), (1, 1024, 2568, "nt"),
                                 (1, 1024, 2048, "nn"), (1, 1020, 2048, "nt"), (1, 1024, 2047, "nt")):
             assert predict_gemm(m, n, k, layout=layout, gpu=model).time_ms == \
-                predict_gemm(m, n, k, layout=layout, gpu=without).time_ms
-    a100 = cost_model("a100-80gb", spec_only=True)
-    assert predict_gemm(1, 1024, 2048, layout="nt", gpu=a100).time_ms == predict_gemm(
-        1, 1024, 2048, layout="nt", gpu=shapewise.CostModel(a100.gpu, off)).time_ms
-    assert predict_gemm(1, 1024, 2048, layout="nt", batch=2, gpu=SPEC_H200).time_ms == predict_gemm(
-        1, 1024, 2048, layout="nt", batch=2, gpu=shapewise.CostModel(SPEC_H200.gpu, off)).time_ms
+                predict_gemm(m, n, k, layout=layout, gpu=off(model)).time_ms
+    for other in ("a100-80gb", "h100-pcie"):  # another architecture; a Hopper of other SMs, never measured
+        model = cost_model(other, spec_only=True)
+        assert predict_gemm(1, 1024, 2048, layout="nt", gpu=model).time_ms == \
+            predict_gemm(1, 1024, 2048, layout="nt", gpu=off(model)).time_ms
+    assert predict_gemm(1, 1024, 2048, layout="nt", batch=2, gpu=SPEC_H200).time_ms == \
+        predict_gemm(1, 1024, 2048, layout="nt", batch=2, gpu=off(SPEC_H200)).time_ms
 
 
 def test_fp32_has_no_alignment_penalty():

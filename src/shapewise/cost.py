@@ -45,11 +45,10 @@ from .params import (
     FLEX_FWD_OTHER,
     FLEX_MASK,
     SPEC,
+    WALK_BANDS,
     WALK_MAX_K,
     WALK_ROWS,
-    WALK_SPLIT,
-    WALK_TILE_N,
-    WALK_TILES,
+    WALK_SMS,
     WINDOW_HEAD_DIMS,
     CostParams,
 )
@@ -259,12 +258,12 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         b_split = np.where(served, fixed.split, b_split)
         family = np.where(served, fixed.family, family)
         time_ms = corrected
-    if p.walk_per_k_ms and gpu.arch == "hopper":
-        walk = one_row_walk_ms(m, n, k, batch, layout, class_a, class_n, size, p)
+    if p.walk_per_k_ms and gpu.arch == "hopper" and gpu.num_sms == WALK_SMS:
+        walk, ways = one_row_walk_ms(m, n, k, batch, layout, class_a, class_n, size, p)
         longer = walk > time_ms
         if np.any(longer):
             losses["kernel"] = np.where(longer, losses["kernel"] + walk - time_ms, losses["kernel"])
-            time_ms, b_split = np.where(longer, walk, time_ms), np.where(longer, WALK_SPLIT, b_split)
+            time_ms, b_split = np.where(longer, walk, time_ms), np.where(longer, ways, b_split)
     factor = np.where(batch > 1, p.machine_bmm, p.machine_gemm)
     if np.any(factor != 1.0):
         time_ms, losses = _on_this_machine(time_ms, losses, t0 * s, factor, "kernel")
@@ -274,12 +273,13 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
                 peak_tflops=peak / 1e12, family=family)
 
 
-def one_row_walk_ms(m, n, k, batch, layout, class_a, class_n, dtype_bytes: int, p: CostParams) -> np.ndarray:
-    """The time of cuBLAS's one-row walk (params.WALK_*) where a GEMM is in its band, 0 elsewhere: a
-    fixed part and each block's serial walk of k / WALK_SPLIT."""
-    band = ((m <= WALK_ROWS) & (n > (WALK_TILES - 1) * WALK_TILE_N) & (n <= WALK_TILES * WALK_TILE_N)
-            & (k <= WALK_MAX_K) & (batch == 1) & (layout == "nt") & (class_a == 0) & (class_n == 0) & (dtype_bytes == 2))
-    return np.where(band, p.walk_fixed_ms + p.walk_per_k_ms * k / WALK_SPLIT, 0.0)
+def one_row_walk_ms(m, n, k, batch, layout, class_a, class_n, dtype_bytes: int, p: CostParams) -> tuple:
+    """The time of cuBLAS's one-row walk (params.WALK_*) where a GEMM is in one of its bands, 0
+    elsewhere (a fixed part and each block's serial walk of k / ways), and the ways k is split."""
+    few = ((m <= WALK_ROWS) & (k <= WALK_MAX_K) & (batch == 1) & (layout == "nt") & (class_a == 0) & (class_n == 0)
+           & (dtype_bytes == 2))
+    ways = np.select([few & (n > over) & (n <= upto) for over, upto, _ in WALK_BANDS], [w for *_, w in WALK_BANDS], 0)
+    return np.where(ways > 0, p.walk_fixed_ms + p.walk_per_k_ms * k / np.maximum(ways, 1), 0.0), ways
 
 
 def power_capped_ms(time_ms, busy, onset_ms: float, slowdown: float):

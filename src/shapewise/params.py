@@ -40,18 +40,18 @@ DECODE_SPLIT_BLOCKS = 2
 # (benchmarks/decode_choices.py).
 DECODE_OCCUPANCY = (2, 2, 1)
 DECODE_OVERLAP = 3  # cost.decode_busy_ms
-# A weight of 961-1024 columns read by 1-3 rows (a decoding step's projection at a tensor-parallel
-# shard of 1024): cuBLAS on sm90 (the H100 and H200) runs its nvjet 8x64 kernel with a cluster of two
-# along k, where it clusters four ways up to 960 columns (15 tiles of 64) and runs 16-row tiles past 1024:
-# each block walks k / WALK_SPLIT serially, a latency-bound loop (5 MB in 12 µs is 0.4 TB/s) that
-# no tile, wave or bandwidth term prices (CostParams.walk_*). Every aligned `nt` call of the band with
-# k up to WALK_MAX_K measured on H200s ran it; longer k ran split-K kernels with a separate reduction
-# (benchmarks/one_row_walk.py).
-WALK_TILE_N = 64
-WALK_TILES = 16
+# A weight of 705-1056 columns read by 1-3 rows (a decoding step's projection at a tensor-parallel
+# shard of 768, 896 or 1024): cuBLAS on a Hopper of 132 SMs (H100 SXM, H200) runs its nvjet 8x64
+# kernel, n / 8 blocks clustered along k, four ways up to 960 columns and two ways past (to 1056, where
+# the blocks fill the 132 SMs; past that it runs 16-row tiles). Each block walks k / ways serially, a
+# latency-bound loop (5 MB in 12 µs is 0.4 TB/s) that no tile, wave or bandwidth term prices
+# (CostParams.walk_*); under 705 columns, fewer blocks walk faster than that line. Every aligned `nt`
+# call of 1-3 rows in these bands with k up to WALK_MAX_K measured on H200s ran it; longer k ran split-K
+# kernels with a separate reduction (benchmarks/one_row_walk.py). Each band: (columns over, up to, ways).
+WALK_BANDS = ((704, 960, 4), (960, 1056, 2))
 WALK_ROWS = 3
 WALK_MAX_K = 2560
-WALK_SPLIT = 2
+WALK_SMS = 132
 
 
 @dataclass(frozen=True)
@@ -273,9 +273,9 @@ class CostParams:
     # host and driver launch each kernel (an H100's took 6% longer on calls under 8 µs than the H200 the
     # profile was fitted on; benchmarks/RESULTS.md, "an H100 measured").
     machine_launch_ms: float = 0.0
-    # The one-row walk's time on Hopper (WALK_*): a fixed part and a part per element of k each block
-    # walks, fitted on every call of the band measured on H200s (benchmarks/one_row_walk.py); 0: none.
-    walk_fixed_ms: float = 0.00543
-    walk_per_k_ms: float = 1.008e-05
+    # The one-row walk's time (WALK_*): a fixed part and a part per element of k each block walks,
+    # fitted on every call of the bands measured on H200s (benchmarks/one_row_walk.py); 0: none.
+    walk_fixed_ms: float = 0.00563
+    walk_per_k_ms: float = 9.79e-06
 
 SPEC = CostParams()
