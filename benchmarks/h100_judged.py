@@ -34,7 +34,7 @@ def main() -> int:
     ap.add_argument("--sets", nargs="+", type=name_seed, default=[("wide", 37), ("attention", 32), ("models", 19)],
                     help="NAME:SEED each (default wide:37 attention:32 models:19)")
     ap.add_argument("--configs", default="tests/data/hf")
-    ap.add_argument("--machine", help="calibrate --quick's profile of that H100 (default: FOLDER/h100-machine.json; "
+    ap.add_argument("--machine", help="calibrate --quick's profile of that H100 (default: FOLDER/h100-machine.json.gz; "
                                       "another folder's for a later call on the same card)")
     args = ap.parse_args()
     gpu = get_gpu("h100")
@@ -44,7 +44,7 @@ def main() -> int:
               "to judge the borrowed one", file=sys.stderr)
         return 2
     try:
-        quick = with_machine_factors(borrowed, args.machine or f"{args.folder}/h100-machine.json")
+        quick = with_machine_factors(borrowed, args.machine or f"{args.folder}/h100-machine.json.gz")
     except OSError as err:
         print(f"h100_judged.py: {err} (benchmarks/h200_judges.sh with GPU=h100 QUICK_CALIBRATE=1 writes it)",
               file=sys.stderr)

@@ -445,6 +445,21 @@ def test_profile_round_trips(tmp_path):
     assert back.describe().startswith("calibrated profile of NVIDIA H200, torch 2.11, 2026-11-30")
 
 
+def test_a_gzipped_profile_reads_as_the_same_profile_and_a_broken_one_is_a_one_line_error(tmp_path):
+    import gzip
+
+    profile = Profile(gpu="h200", params=dataclasses.replace(SPEC, machine_gemm=1.02), created_utc="2026-12-06T00:00:00+00:00")
+    path = save(profile, tmp_path / "p.json")
+    packed = tmp_path / "p.json.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert load(packed).params == load(path).params
+    (tmp_path / "bad.json.gz").write_bytes(b"not gzip at all")
+    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(path.read_bytes())[:40])
+    for bad in ("bad.json.gz", "cut.json.gz"):
+        with pytest.raises(ShapewiseError, match="profile"):
+            load(tmp_path / bad)
+
+
 def test_the_shipped_profile_is_written_back_byte_for_byte_and_any_fit_record_reads_back():
     """to_text lays a profile out as json.dumps(indent=1), a list of finite numbers on one line: the
     shipped file (written so) comes back whole, and a fit record of lists, names, empty and non-finite

@@ -7,7 +7,7 @@ python benchmarks/archive/h100_analysis.py apart      the wide set's errors on t
 python benchmarks/archive/h100_analysis.py intensity  the quick sample's GEMMs and batched GEMMs by arithmetic intensity
 python benchmarks/archive/h100_analysis.py streams    a second GEMM factor for weight streams (tried, not taken)
 python benchmarks/archive/h100_analysis.py refit EXPORT OUT.json
-    the export's folder's h100-machine.json with `calibrate --quick`'s factors refitted from the export by the
+    the export's folder's h100-machine.json.gz with `calibrate --quick`'s factors refitted from the export by the
     shapewise on PYTHONPATH (the factor on the whole time: PYTHONPATH=<a checkout of 1d59c01>/src), for
     `benchmarks/step_breakdown.py EXPORT --seed S --gpu h100 --profile OUT.json` by the same code
 (on the CPU; a minute or two each)
@@ -187,12 +187,13 @@ def streams() -> None:
 
 
 def refit(export: str, out: str) -> None:
-    """The export's folder's h100-machine.json with its machine_* parameters refitted by the code at hand."""
+    """The export's folder's h100-machine.json.gz with its machine_* parameters refitted by the code at hand."""
     gpu = get_gpu("h100")
     params = with_factors(find(gpu).params, machine_factors(rows_of(export, machine_cases()), gpu=gpu,
                                                             params=find(gpu).params))
     factors = {k: v for k, v in vars(params).items() if k.startswith("machine_")}
-    profile = json.loads((Path(export).parent / "h100-machine.json").read_text())
+    with gzip.open(Path(export).parent / "h100-machine.json.gz", "rt") as f:  # kept gzipped
+        profile = json.load(f)
     profile["params"] = {**{k: v for k, v in profile["params"].items() if not k.startswith("machine_")}, **factors}
     Path(out).write_text(json.dumps(profile))
     print(out, factors)

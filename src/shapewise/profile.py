@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gzip
 import itertools
 import json
 import math
@@ -288,10 +289,14 @@ def load(path: str | os.PathLike) -> Profile:
     """Read a profile, rejecting anything that is not one (or is from a newer format) with a clear error."""
     where = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        if where.endswith(".gz"):  # a profile kept gzipped (the results' folders keep theirs so)
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                text = f.read()
+        else:
+            text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise ShapewiseError(f"cannot read profile {where}: {err.strerror or err}") from None
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, EOFError):
         raise ShapewiseError(f"{where} is not a shapewise profile: not a text file (not UTF-8)") from None
     return from_text(text, where=where)
 
