@@ -7,7 +7,8 @@ It prints: which kernel cuBLAS ran for the GEMMs of the band and around it (the 
 line fitted on the band's calls (fixed + per_k × k / 2) against the values params.py holds, and every
 band call priced with and without the walk.
 
-python benchmarks/one_row_walk.py   (on the CPU; seconds)
+python benchmarks/one_row_walk.py [--write src/shapewise/data/profiles/h200.json]   (on the CPU; seconds;
+    --write puts the fitted line into that profile, the only one that holds it)
 
 Judged on calls drawn after the walk was frozen (its band and the shapes around it, which it must leave
 alone), measured with the sweep's timer and named by the kernel census:
@@ -163,6 +164,7 @@ def main() -> int:
     parser.add_argument("--db", help="the results store --draw measures into")
     parser.add_argument("--device", default="cuda", help="where --draw measures (cpu: to try the script)")
     parser.add_argument("--judge", metavar="EXPORT", help="price a --draw's export (with --census)")
+    parser.add_argument("--write", metavar="PROFILE", help="write the fitted line into this profile (the H200's)")
     parser.add_argument("--census", metavar="JSON", help="the --draw's kernel census (`results --bench kernels --export`)")
     args = parser.parse_args()
     if args.draw is not None:
@@ -196,9 +198,17 @@ def main() -> int:
     # The line, fitted in relative terms (each call weighs the same whatever its time).
     a = np.stack([np.ones_like(walked), walked], axis=1) / ms[:, None]
     fixed, per_k = np.linalg.lstsq(a, np.ones_like(ms), rcond=None)[0]
+    if args.write:
+        from shapewise.profile import load, save
+
+        held = load(args.write)
+        params = dataclasses.replace(held.params, walk_fixed_ms=round(float(fixed), 8), walk_per_k_ms=round(float(per_k), 11))
+        save(dataclasses.replace(held, params=params, fit={**held.fit, "one_row_walk": dict(
+            calls=len(band), bands=[list(b) for b in WALK_BANDS], by="benchmarks/one_row_walk.py")}), args.write)
+        print(f"wrote the line into {args.write}")
     model = cost_model("h200")
     print(f"\nthe bands: {len(band)} calls; line fitted: {fixed * 1e3:.2f} µs + {per_k * 1e6:.2f} ns × k / ways "
-          f"(params.py: {model.params.walk_fixed_ms * 1e3:.2f} µs + {model.params.walk_per_k_ms * 1e6:.2f} ns)")
+          f"(the H200 profile: {model.params.walk_fixed_ms * 1e3:.2f} µs + {model.params.walk_per_k_ms * 1e6:.2f} ns)")
     without = dataclasses.replace(model, params=dataclasses.replace(model.params, walk_fixed_ms=0.0, walk_per_k_ms=0.0))
     layout = np.full(len(band), "nt")
     priced = {name: np.asarray(predict_gemm(m, n, k, layout=layout, gpu=cm).time_ms)

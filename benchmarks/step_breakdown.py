@@ -48,10 +48,11 @@ def main() -> int:
             rows = stored_rows(drawn.cases, store=store)
     ok = [(c, r) for c, r in rows if r.get("error") is None]
     by_key = {c.key: (c, j) for (c, _), j in zip(ok, judge(ok, gpu=gpu, profile=profile))}
-    shown = 0
+    shown = whole = 0
     for step in drawn.steps:
         if not all(key in by_key for key, _ in step.ops):
             continue
+        whole += 1
         parts = [(by_key[key][0], by_key[key][1], count) for key, count in step.ops]
         measured = sum(j.measured_ms * n for _, j, n in parts)
         predicted = sum(j.predicted_ms["calibrated"] * n for _, j, n in parts)
@@ -64,7 +65,7 @@ def main() -> int:
             off = (j.predicted_ms["calibrated"] - j.measured_ms) * n
             print(f"   {off / measured:+6.1%} of the step  {n:4d} × {j.label}: predicted {j.predicted_ms['calibrated']:.4f}, "
                   f"measured {j.measured_ms:.4f} ms")
-    print(f"{shown} steps off by more than {args.over:.0%}")
+    print(f"{shown} steps off by more than {args.over:.0%} (of {whole} steps measured whole)")
     return 0
 
 

@@ -48,7 +48,6 @@ from .params import (
     WALK_BANDS,
     WALK_MAX_K,
     WALK_ROWS,
-    WALK_SMS,
     WINDOW_HEAD_DIMS,
     CostParams,
 )
@@ -258,7 +257,7 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         b_split = np.where(served, fixed.split, b_split)
         family = np.where(served, fixed.family, family)
         time_ms = corrected
-    if p.walk_per_k_ms and gpu.arch == "hopper" and gpu.num_sms == WALK_SMS:
+    if p.walk_per_k_ms:  # the H200 profile's own (params.WALK_*)
         walk, ways = one_row_walk_ms(m, n, k, batch, layout, class_a, class_n, size, p)
         longer = walk > time_ms
         if np.any(longer):

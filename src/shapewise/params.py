@@ -41,17 +41,18 @@ DECODE_SPLIT_BLOCKS = 2
 DECODE_OCCUPANCY = (2, 2, 1)
 DECODE_OVERLAP = 3  # cost.decode_busy_ms
 # A weight of 705-1056 columns read by 1-3 rows (a decoding step's projection at a tensor-parallel
-# shard of 768, 896 or 1024): cuBLAS on a Hopper of 132 SMs (H100 SXM, H200) runs its nvjet 8x64
-# kernel, n / 8 blocks clustered along k, four ways up to 960 columns and two ways past (to 1056, where
-# the blocks fill the 132 SMs; past that it runs 16-row tiles). Each block walks k / ways serially, a
-# latency-bound loop (5 MB in 12 µs is 0.4 TB/s) that no tile, wave or bandwidth term prices
-# (CostParams.walk_*); under 705 columns, fewer blocks walk faster than that line. Every aligned `nt`
-# call of 1-3 rows in these bands with k up to WALK_MAX_K measured on H200s ran it; longer k ran split-K
-# kernels with a separate reduction (benchmarks/one_row_walk.py). Each band: (columns over, up to, ways).
+# shard of 768, 896 or 1024): cuBLAS on the H200 runs its nvjet 8x64 kernel, n / 8 blocks clustered
+# along k, four ways up to 960 columns and two ways past (to 1056, where the blocks fill its 132 SMs;
+# past that it runs 16-row tiles). Each block walks k / ways serially, a latency-bound loop (5 MB in
+# 12 µs is 0.4 TB/s) that no tile, wave or bandwidth term prices (CostParams.walk_*); under 705 columns,
+# fewer blocks walk faster than that line. Every aligned `nt` call of 1-3 rows in these bands with k up
+# to WALK_MAX_K measured on H200s ran it; longer k ran split-K kernels with a separate reduction
+# (benchmarks/one_row_walk.py). An H100, with the same cuBLAS, ran 57 of 60 such calls on its 64x8
+# kernel instead, so the walk is the H200 profile's own and never borrowed. Each band: (columns over,
+# up to, ways).
 WALK_BANDS = ((704, 960, 4), (960, 1056, 2))
 WALK_ROWS = 3
 WALK_MAX_K = 2560
-WALK_SMS = 132
 
 
 @dataclass(frozen=True)
@@ -273,9 +274,9 @@ class CostParams:
     # host and driver launch each kernel (an H100's took 6% longer on calls under 8 µs than the H200 the
     # profile was fitted on; benchmarks/RESULTS.md, "an H100 measured").
     machine_launch_ms: float = 0.0
-    # The one-row walk's time (WALK_*): a fixed part and a part per element of k each block walks,
-    # fitted on every call of the bands measured on H200s (benchmarks/one_row_walk.py); 0: none.
-    walk_fixed_ms: float = 0.00563
-    walk_per_k_ms: float = 9.79e-06
+    # The one-row walk's time (WALK_*): a fixed part and a part per element of k each block walks; the
+    # H200's profile holds it (benchmarks/one_row_walk.py --write), 0: none (the spec model, other GPUs).
+    walk_fixed_ms: float = 0.0
+    walk_per_k_ms: float = 0.0
 
 SPEC = CostParams()
