@@ -14,7 +14,7 @@ Judged on calls drawn after the walk was frozen (its band and the shapes around 
 alone), measured with the sweep's timer and named by the kernel census:
   PYTHONPATH=src python3 benchmarks/one_row_walk.py --draw SEED --db DB   (on a GPU; a minute; then
       `shapewise results --db DB --export OUT.csv` and `--bench kernels --export OUT.json`)
-  python benchmarks/one_row_walk.py --judge OUT.csv --census OUT.json   (on the CPU)
+  python benchmarks/one_row_walk.py --judge OUT.csv --census OUT.json [--gpu h100]   (on the CPU)
 """
 
 import argparse
@@ -123,8 +123,9 @@ def draw(seed: int, db: str, device: str) -> int:
     return 0
 
 
-def judge(export: str, census_path: str) -> int:
-    """A draw's calls priced with the walk and without, in the bands and around them; and the kernels cuBLAS ran."""
+def judge(export: str, census_path: str, gpu: str) -> int:
+    """A draw's calls priced as `gpu`'s profile has it, with the H200's walk and without any, in the bands
+    and around them; and the kernels cuBLAS ran."""
     measured = {}
     with open_export(export) as f:
         for r in csv.DictReader(f):
@@ -137,16 +138,20 @@ def judge(export: str, census_path: str) -> int:
     m, n, k = (np.array([key[i] for key in keys]) for i in range(3))
     layout = np.array([key[3] for key in keys])
     ms = np.array(list(measured.values()))
-    model = cost_model("h200")
-    without = dataclasses.replace(model, params=dataclasses.replace(model.params, walk_fixed_ms=0.0, walk_per_k_ms=0.0))
+    model, lender = cost_model(gpu), cost_model("h200").params
+
+    def walk(fixed, per_k):
+        return dataclasses.replace(model, params=dataclasses.replace(model.params, walk_fixed_ms=fixed, walk_per_k_ms=per_k))
+
     priced = {name: np.asarray(predict_gemm(m, n, k, layout=layout, gpu=cm).time_ms)
-              for name, cm in (("with the walk", model), ("without", without))}
+              for name, cm in ((f"as the {gpu} has it", model), ("with the walk", walk(lender.walk_fixed_ms, lender.walk_per_k_ms)),
+                               ("without", walk(0.0, 0.0)))}
     band = np.array([ways(*key) > 0 for key in keys])
     print(f"{len(ms)} calls measured ({band.sum()} in the bands)")
     for where, chosen in (("in the bands", band), ("around them", ~band)):
         for name, p in priced.items():
             error = p[chosen] / ms[chosen] - 1
-            print(f"  {where:12} priced {name:14}: |error| median {np.median(np.abs(error)):.1%}, "
+            print(f"  {where:12} priced {name:18}: |error| median {np.median(np.abs(error)):.1%}, "
                   f"p90 {np.quantile(np.abs(error), 0.9):.1%}, signed median {np.median(error):+.1%}")
     runs = collections.Counter()
     for i, key in enumerate(keys):
@@ -165,6 +170,7 @@ def main() -> int:
     parser.add_argument("--device", default="cuda", help="where --draw measures (cpu: to try the script)")
     parser.add_argument("--judge", metavar="EXPORT", help="price a --draw's export (with --census)")
     parser.add_argument("--write", metavar="PROFILE", help="write the fitted line into this profile (the H200's)")
+    parser.add_argument("--gpu", default="h200", help="the GPU the judged draw ran on (h100: the profile it borrows)")
     parser.add_argument("--census", metavar="JSON", help="the --draw's kernel census (`results --bench kernels --export`)")
     args = parser.parse_args()
     if args.draw is not None:
@@ -174,7 +180,7 @@ def main() -> int:
     if args.judge:
         if not args.census:
             parser.error("--judge needs --census")
-        return judge(args.judge, args.census)
+        return judge(args.judge, args.census, args.gpu)
     measured, named = few_row_gemms(), kernels_named()
     print(f"{len(measured)} unbatched GEMMs of 1-16 rows measured on H200s; {sum(key in named for key in measured)} "
           "with the kernel named")

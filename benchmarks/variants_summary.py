@@ -4,9 +4,10 @@ of predicted against measured speedups (the original among them); over all candi
 within 3% (target 90%), apart for the top 10 and the random draws; models with rho at least 0.9
 (target: all). Failed candidates and models are listed with their reasons.
 
-python benchmarks/variants_summary.py variants.json
+python benchmarks/variants_summary.py variants.json[.gz]
 """
 
+import gzip
 import json
 import math
 import sys
@@ -17,7 +18,8 @@ def _within(c: dict) -> bool:
 
 
 def main(path: str) -> int:
-    run = json.load(open(path))
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        run = json.load(f)
     print(f"{run['rounds']} interleaved rounds, cost model: {run['cost_model']}"
           + (" — interrupted: the models below were finished" if run["interrupted"] else ""))
     print(f"{'model':20s} {'b×s':>7s} {'nbhd':>4s} {'meas':>4s} {'within 3%':>9s} {'Spearman':>8s} "
