@@ -572,9 +572,14 @@ def test_calibrate_and_validate_run_on_the_cpu(tmp_path, capsys):
     db, out = str(tmp_path / "r.db"), str(tmp_path / "p.json")
     fast = ["--device", "cpu", "--quick", "--gpu", "h200", "--db", db, "--warmup-ms", "1", "--budget-ms", "2"]
     assert main(["calibrate", *fast, "--out", out]) == 0
-    assert "profile for h200 written" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "profile for h200 written" in said
     profile = load(out)
     assert profile.params.gemm_trees and not profile.params.gemm_residuals and profile.fit["gemm_cases"] >= 10
+    # the one-row walk, which no calibration draw reaches, is the shipped profile's, said so
+    shipped = cost_model("h200").params
+    assert (profile.params.walk_fixed_ms, profile.params.walk_per_k_ms) == (shipped.walk_fixed_ms, shipped.walk_per_k_ms) != (0, 0)
+    assert profile.fit["one_row_walk"]["kept_from"] == "shipped h200.json" and "one-row walk:" in said
     assert main(["validate", *fast, "--profile", out, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     models = {row["model"] for row in doc["summary"]}

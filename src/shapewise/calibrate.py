@@ -247,8 +247,22 @@ def calibrate(*, store, gpu: GPU | str | None = None, device: str = "cuda", dtyp
         return Calibration(len(cases), result, None, named)
     gpu = measured_gpu(result.environment, gpu=gpu, device=device)
     environment = {k: result.environment[k] for k in PROFILE_ENVIRONMENT if result.environment.get(k) is not None}
-    profile = fit_profile(result.rows, gpu=gpu, dtype=dtype, environment=environment, kernels=kernels)
+    profile = keep_the_walk(fit_profile(result.rows, gpu=gpu, dtype=dtype, environment=environment, kernels=kernels))
     return Calibration(len(cases), result, profile, named)
+
+
+def keep_the_walk(profile: Profile) -> Profile:
+    """The profile with its GPU's shipped one-row walk (params.WALK_*) where it has none: the calibration
+    draws none of the walk's calls (benchmarks/one_row_walk.py fits it from measured decoding calls), so a
+    new fit keeps the shipped line and says so in its fit record rather than drop it."""
+    from .profile import _shipped
+
+    shipped = _shipped(profile.gpu)
+    if shipped is None or not shipped.params.walk_per_k_ms or profile.params.walk_per_k_ms:
+        return profile
+    walk = {"walk_fixed_ms": shipped.params.walk_fixed_ms, "walk_per_k_ms": shipped.params.walk_per_k_ms}
+    return dataclasses.replace(profile, params=dataclasses.replace(profile.params, **walk), fit={
+        **profile.fit, "one_row_walk": {**shipped.fit.get("one_row_walk", {}), "kept_from": f"shipped {profile.gpu}.json"}})
 
 
 COMM_SIZES, COMM_SIZES_QUICK = ["1M:1G"], ["1M:16M"]

@@ -134,6 +134,10 @@ def run_calibrate(args) -> int:
     if fit["cutlass_kernels"]:
         out.print(f"misaligned GEMMs: {fit['cutlass_kernels']} CUTLASS kernel configurations fitted, "
                   f"{fit['cutlass_choices']} shapes to choose them by")
+    if "kept_from" in fit.get("one_row_walk", {}):
+        params = done.profile.params
+        out.print(f"one-row walk: {params.walk_fixed_ms * 1e3:.2f} µs + {params.walk_per_k_ms * 1e6:.2f} ns × k / ways, "
+                  f"kept from the {fit['one_row_walk']['kept_from']} (the calibration draws none of its calls)")
     _install_profile(done.profile, args, out, done.sweep.environment)
     return 0
 
