@@ -159,7 +159,7 @@ def test_a_weight_stream_fills_over_memory_fill_mb_then_runs_at_bandwidth():
 def test_one_row_walk_prices_the_h200s_clusters_in_its_bands_only():
     """A weight of 705-1056 columns read by 1-3 rows (`nt`, aligned, k up to WALK_MAX_K) costs at least
     the walk's line with the H200's profile, k split four ways up to 960 columns and two past, booked to
-    the kernel; outside the bands, with the walk off, in the spec model and on an H100 borrowing the
+    the waves; outside the bands, with the walk off, in the spec model and on an H100 borrowing the
     profile (its cuBLAS runs another kernel there), nothing changes."""
 
     def off(model):
@@ -173,7 +173,7 @@ def test_one_row_walk_prices_the_h200s_clusters_in_its_bands_only():
         line = h200.params.walk_fixed_ms + h200.params.walk_per_k_ms * k / ways
         assert walked.time_ms == pytest.approx(max(line, plain.time_ms), rel=1e-9)
         assert walked.time_ms > plain.time_ms and walked.split_k == ways
-        assert walked.losses["kernel"] - plain.losses["kernel"] == pytest.approx(walked.time_ms - plain.time_ms)
+        assert walked.losses["wave"] - plain.losses["wave"] == pytest.approx(walked.time_ms - plain.time_ms)
     for m, n, k, layout, batch in ((4, 1024, 2048, "nt", 1), (1, 704, 2048, "nt", 1), (1, 1064, 2048, "nt", 1),
                                    (1, 1024, 2568, "nt", 1), (1, 1024, 2048, "nn", 1), (1, 1020, 2048, "nt", 1),
                                    (1, 1024, 2047, "nt", 1), (1, 1024, 2048, "nt", 2)):

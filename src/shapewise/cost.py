@@ -261,7 +261,9 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
         walk, ways = one_row_walk_ms(m, n, k, batch, layout, class_a, class_n, size, p)
         longer = walk > time_ms
         if np.any(longer):
-            losses["kernel"] = np.where(longer, losses["kernel"] + walk - time_ms, losses["kernel"])
+            # Its blocks fill at most one wave but each walks its share of k alone: the SMs' parallelism lost
+            # to too few ways along k, booked with the waves' (a cause the shape has, not the kernel's ceiling).
+            losses["wave"] = np.where(longer, losses["wave"] + walk - time_ms, losses["wave"])
             time_ms, b_split = np.where(longer, walk, time_ms), np.where(longer, ways, b_split)
     factor = np.where(batch > 1, p.machine_bmm, p.machine_gemm)
     if np.any(factor != 1.0):
