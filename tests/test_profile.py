@@ -546,6 +546,7 @@ def test_a_user_profile_is_found_and_an_h100_borrows_the_h200s(tmp_path, monkeyp
     assert find("h200").params.gemm_ceiling == 0.5 and find("h200").borrowed_for == ""
     h100 = find("h100")
     assert h100.params.gemm_ceiling == 0.5 and h100.borrowed_for == "h100" and "borrowed for h100" in h100.describe()
+    assert "calibrate --quick" in h100.describe()  # what to do about it, said where it is said
     assert find("a100") is None
     result = check(get_model("gpt2"), Workload(), gpu="h200")
     assert result.calibrated and "calibrated profile" in result.model_source

@@ -75,7 +75,8 @@ class Profile:
         if self.created_utc:
             what += f", {self.created_utc[:10]}"
         if self.borrowed_for:
-            what += f" (borrowed for {self.borrowed_for})"
+            what += (f" (borrowed for {self.borrowed_for}: `shapewise calibrate --quick` on it fits its own factors in"
+                     " under a minute)")
         if self.fit.get("borrowed_from"):  # calibrate --quick on top of another GPU's profile
             what += f", with this {self.gpu}'s factors"
         return what
