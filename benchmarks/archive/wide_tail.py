@@ -5,9 +5,10 @@ priced by the shipped H200 profile, and the seeds whose kernels cuBLAS named (ce
 kernels: the chooser's top choice against the configuration cuBLAS ran, and the batched GEMMs re-priced with
 that configuration (the oracle); 4. group W, few-row GEMMs whose blocks each walk their k alone; 5. group
 G1, short-k GEMMs run as fp32 partials and a reduction; 6. leave-one-seed-out estimates of what pricing the
-groups as they run would give the p90; 7. the chooser made sharper or softer.
+groups as they run would give the p90; 7. the chooser made sharper or softer; 8. the calibration's choices
+near the named cases, and a vote of the nearest against the chooser.
 
-python benchmarks/archive/wide_tail.py    (from the repository root, on the CPU; about 7 s)
+python benchmarks/archive/wide_tail.py    (from the repository root, on the CPU; about 8 s)
 
 Where it counts otherwise than the first pass of that analysis did, the function says so (show_noise: only the
 two H200s' pairs; group_of: no group G2).
@@ -464,6 +465,32 @@ def show_temperature(cases: list[Case]) -> None:
         print(f"   T = {t:<5}: GEMMs {p90(error[batch == 1]):.1%}, batched {p90(error[batch > 1]):.1%}")
 
 
+def show_neighbours(cases: list[Case]) -> None:
+    """Figure 8: how near the calibration's choices lie to the named CUTLASS-priced cases, and how often the
+    configuration most of the nearest ran is the one cuBLAS ran, against the chooser's likeliest."""
+    print("\n8. The calibration's CUTLASS choices near the named cases priced as CUTLASS kernels")
+    tables = corrections._tables(cost_model("h200").params)
+    kernels, choices = tables["kernels"], tables["choices"]
+    for gemm in (True, False):
+        named = [c for c in cases if c.gemm == gemm and c.kernels and c.served]
+        right, near = collections.Counter(), 0
+        for c in named:
+            found = [cutlass_config(name) for name in c.kernels if cutlass_config(name)]
+            worst = int(max(align_classes(c.m, c.n, c.k, c.layout, "bf16", 16)))
+            theirs = np.flatnonzero(tables["choice_groups"] == (LAYOUTS.index(c.layout) * 3 + worst) * 2 + (not gemm))
+            if not found or not len(theirs):
+                continue
+            apart = np.linalg.norm(choices[theirs, 2:6] - np.log2([c.m, c.n, c.k, c.batch]), axis=1)
+            near += apart.min() < 0.25
+            for count in (1, 5, 15):
+                voted = collections.Counter(choices[theirs[np.argsort(apart)[:count]], 6].astype(int)).most_common(1)[0][0]
+                right[count] += tuple(kernels[voted][:4]) == tuple(found[0][:4])
+            right["chooser"] += c.ran.split(" P")[0] == c.picked
+        print(f"   {kind(gemm)}: {len(named)}; {near} within a quarter octave of a calibration choice; right: the chooser "
+              f"{right['chooser'] / len(named):.0%}, the vote of the nearest 1, 5, 15 "
+              + ", ".join(f"{right[q] / len(named):.0%}" for q in (1, 5, 15)))
+
+
 def main() -> int:
     cases = load()
     show_pool(cases)
@@ -473,6 +500,7 @@ def main() -> int:
     show_short_k(cases)
     show_estimates(cases)
     show_temperature(cases)
+    show_neighbours(cases)
     return 0
 
 
