@@ -181,6 +181,17 @@ def test_one_row_walk_prices_the_h200s_clusters_in_its_bands_only():
             predict_gemm(m, n, k, layout=layout, batch=batch, gpu=off(h200)).time_ms
     h100 = cost_model("h100")
     assert h100.params.walk_per_k_ms == 0 and h100.params.gemm_trees == h200.params.gemm_trees  # borrowed, less the walk
+    import argparse  # and lent on purpose (--profile with --borrow-profile): the same
+    from importlib import resources
+
+    from shapewise.cli.common import cost_model as chosen
+    from shapewise.hardware import get_gpu
+
+    shipped = str(resources.files("shapewise") / "data" / "profiles" / "h200.json")
+    args = argparse.Namespace(profile=shipped, borrow_profile=True, spec_only=False)
+    assert chosen(args, get_gpu("h200")).params.walk_per_k_ms == h200.params.walk_per_k_ms
+    lent = chosen(args, get_gpu("h100"))
+    assert lent.params.walk_per_k_ms == 0 and lent.profile.borrowed_for == "h100"
 
 
 def test_fp32_has_no_alignment_penalty():

@@ -387,11 +387,15 @@ def _find(key: str, stamps: tuple) -> Profile | None:
             warn(f"{_set_aside(user)}: {' '.join(str(err).split())[:300]}; using the "
                  f"{'shipped profile' if profile else 'spec model'} for {key}")
         if profile is not None:
-            if borrowed:  # cuBLAS's kernel choices are the lending GPU's: its one-row walk is not lent
-                profile = dataclasses.replace(profile, params=dataclasses.replace(profile.params, walk_fixed_ms=0.0,
-                                                                                 walk_per_k_ms=0.0))
-            return dataclasses.replace(profile, borrowed_for=borrowed)
+            return lent(profile, borrowed) if borrowed else profile
     return None
+
+
+def lent(profile: Profile, to: str) -> Profile:
+    """A profile as another GPU borrows it: marked so, less its one-row walk (params.WALK_*), a choice of
+    kernels that cuBLAS makes on the lending GPU alone (an H100 runs another kernel there)."""
+    params = dataclasses.replace(profile.params, walk_fixed_ms=0.0, walk_per_k_ms=0.0)
+    return dataclasses.replace(profile, params=params, borrowed_for=to)
 
 
 def _set_aside(path: Path) -> str:

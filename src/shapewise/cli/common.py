@@ -4,7 +4,6 @@ model, the one place the cost model is chosen, and the console they render on.""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -162,14 +161,14 @@ def cost_model(args, gpu: GPU | None) -> CostModel | None:
         raise ShapewiseError("give --profile or --spec-only, not both")
     profile = None
     if path and gpu is not None:
-        from ..profile import load
+        from ..profile import lent, load
 
         profile = load(path)
         if profile.gpu != gpu.key:  # a profile measured on one GPU prices another only when asked, and says so
             if not getattr(args, "borrow_profile", False):
                 raise ShapewiseError(f"{path} was measured on {profile.gpu}, not {gpu.key}: give --gpu {profile.gpu}, "
                                      f"or add --borrow-profile to price {gpu.key} with it")
-            profile = dataclasses.replace(profile, borrowed_for=gpu.key)
+            profile = lent(profile, gpu.key)
     return choose(gpu, spec_only=spec_only, profile=profile) if gpu is not None else None
 
 
