@@ -1,0 +1,109 @@
+"""The CUTLASS chooser refitted alone (fit.fit_chooser) from the shipped H200 profile's calibration choices,
+and judged on the kernels cuBLAS ran for the wide seeds' misaligned GEMMs (held out: never fitted), for
+benchmarks/RESULTS.md's "the wide set's tail: where it comes from (a lead)": does a richer chooser, or
+more of the same data, pick cuBLAS's configuration more often?
+
+python benchmarks/archive/chooser_refit.py [--features base|hinge] [--half]   (on the CPU; 3-7 minutes)
+  base: the chooser's own features (corrections.CHOOSER_FEATURES); hinge: those and, for each of m, n
+  and k, max(log2 dim - knot, 0) at knots every 2 octaves from 2 to 16; --half: fitted on a random half of
+  the calibration's choices (and the held-out cases' neighbours and candidates drawn from that half too).
+Each choice's shape is read back from its log2 coordinates (rounded to 4 decimals: exact to the element).
+"""
+
+import argparse
+import dataclasses
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from shapewise import corrections, fit
+from shapewise.cost import LAYOUTS, align_classes
+from shapewise.fit import cutlass_config
+from shapewise.hardware import get_gpu
+from shapewise.profile import cost_model
+
+spec = importlib.util.spec_from_file_location("wide_tail", Path(__file__).with_name("wide_tail.py"))
+wide_tail = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(wide_tail)
+BASE = corrections.chooser_features
+KNOTS = np.arange(2, 17, 2.0)
+
+
+def hinge_features(m, n, k, batch) -> np.ndarray:
+    """The chooser's features and a hinge at each knot of each of log2 m, n and k."""
+    x = np.log2(np.stack([m, n, k], axis=1).astype(float))
+    return np.column_stack([BASE(m, n, k, batch), *(np.maximum(x[:, d:d + 1] - KNOTS, 0) / 3.0 for d in range(3))])
+
+
+def refit(choices: np.ndarray, params, features) -> object:
+    """params with the chooser fitted again on `choices` (rows of cutlass_choices) with `features`."""
+    chosen = [dict(m=int(round(2 ** r[2])), n=int(round(2 ** r[3])), k=int(round(2 ** r[4])), batch=int(round(2 ** r[5])))
+              for r in choices]
+    report = {}
+    chooser, sharpness, vote = fit.fit_chooser(list(params.cutlass_kernels), [tuple(r) for r in choices], chosen,
+                                               gpu=get_gpu("h200"), octaves=params.residual_octaves,
+                                               prior=params.residual_prior, report=report)
+    print(f"fitted on {report['chooser_cases']} calibration choices: right for {report['chooser_right']:.1%} of them")
+    return dataclasses.replace(params, cutlass_choices=tuple(map(tuple, choices)), cutlass_chooser=chooser,
+                               cutlass_chooser_sharpness=sharpness, cutlass_chooser_vote=vote)
+
+
+def held_out_right(cases, params, features, gemm: bool) -> tuple[int, int]:
+    """How many of the named cases priced as CUTLASS kernels the chooser's likeliest configuration (family,
+    tile, partials) is the one cuBLAS ran, of how many (scored as corrections._cutlass_ms scores)."""
+    tables = corrections._tables(params)
+    kernels, choices, weights = tables["kernels"], tables["choices"], tables["chooser"]
+    named = [c for c in cases if c.gemm == gemm and c.kernels and c.served]
+    m, n, k, b = (np.array([getattr(c, d) for c in named]) for d in ("m", "n", "k", "batch"))
+    layout = np.array([c.layout for c in named])
+    class_a, class_n = align_classes(m, n, k, layout, "bf16", 16)
+    coords = np.log2(np.stack([m, n, k, b], axis=1).astype(float))
+    group = (np.searchsorted(np.array(LAYOUTS), layout) * 3 + np.maximum(class_a, class_n)) * 2 + (b > 1)
+    right = total = 0
+    for code in np.unique(group):
+        mine, theirs = np.flatnonzero(group == code), tables["choice_groups"] == code
+        if not theirs.any():
+            continue
+        configs, position = np.unique(choices[theirs, 6].astype(np.int64), return_inverse=True)
+        sums, near = corrections.neighbour_sums(coords[mine], choices[theirs, 2:6], np.eye(len(configs))[position],
+                                                params.residual_octaves)
+        share = sums / (near + params.residual_prior)[:, None]
+        dims = (m[mine], n[mine], k[mine], b[mine])
+        times, _ = corrections.kernel_times(kernels[configs], *dims, wide_tail.SMS,
+                                            inside=corrections.within_range(tables["ranges"][configs], coords[mine]))
+        log_t = np.log(times)
+        finite = np.isfinite(log_t)
+        score = np.where(finite, features(*dims) @ weights[configs].T + params.cutlass_chooser_vote * share
+                         - params.cutlass_chooser_sharpness * np.where(finite, log_t, 0.0), -np.inf)
+        for j, best in zip(mine, configs[score.argmax(axis=1)]):
+            ran = [cutlass_config(name) for name in named[j].kernels if cutlass_config(name)]
+            if ran:
+                total += 1
+                right += tuple(kernels[best][:4]) == tuple(ran[0][:4])
+    return right, total
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--features", choices=("base", "hinge"), default="base")
+    ap.add_argument("--half", action="store_true", help="fit on a random half of the calibration's choices")
+    args = ap.parse_args()
+    params = cost_model("h200").params
+    cases = wide_tail.load()  # priced by the shipped profile, before the features change
+    features = hinge_features if args.features == "hinge" else BASE
+    fit.chooser_features = corrections.chooser_features = features
+    choices = np.array(params.cutlass_choices, dtype=float).reshape(-1, 8)
+    if args.half:
+        choices = choices[np.random.default_rng(0).random(len(choices)) < 0.5]
+    refitted = refit(choices, params, features)
+    corrections.CHOOSER_FEATURES = tuple(range(len(refitted.cutlass_chooser[0])))  # the tables' width
+    for gemm in (True, False):
+        right, total = held_out_right(cases, refitted, features, gemm)
+        print(f"{wide_tail.kind(gemm)} of the wide seeds (held out): the likeliest is what cuBLAS ran for {right} of "
+              f"{total} ({right / total:.1%})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
