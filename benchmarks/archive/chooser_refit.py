@@ -3,9 +3,10 @@ and judged on the kernels cuBLAS ran for the wide seeds' misaligned GEMMs (held 
 benchmarks/RESULTS.md's "the wide set's tail: where it comes from (a lead)": does a richer chooser, or
 more of the same data, pick cuBLAS's configuration more often?
 
-python benchmarks/archive/chooser_refit.py [--features base|hinge] [--half]   (on the CPU; 3-7 minutes)
+python benchmarks/archive/chooser_refit.py [--features base|hinge|waves] [--half]   (on the CPU; 3-7 minutes)
   base: the chooser's own features (corrections.CHOOSER_FEATURES); hinge: those and, for each of m, n
-  and k, max(log2 dim - knot, 0) at knots every 2 octaves from 2 to 16; --half: fitted on a random half of
+  and k, max(log2 dim - knot, 0) at knots every 2 octaves from 2 to 16; waves: those and the log of the
+  output tiles over the SMs for tiles of 32, 64 and 128 (and its part above one wave); --half: fitted on a random half of
   the calibration's choices (and the held-out cases' neighbours and candidates drawn from that half too).
 Each choice's shape is read back from its log2 coordinates (rounded to 4 decimals: exact to the element).
 """
@@ -34,6 +35,13 @@ def hinge_features(m, n, k, batch) -> np.ndarray:
     """The chooser's features and a hinge at each knot of each of log2 m, n and k."""
     x = np.log2(np.stack([m, n, k], axis=1).astype(float))
     return np.column_stack([BASE(m, n, k, batch), *(np.maximum(x[:, d:d + 1] - KNOTS, 0) / 3.0 for d in range(3))])
+
+
+def wave_features(m, n, k, batch) -> np.ndarray:
+    """The chooser's features and, for square tiles of 32, 64 and 128, log2 of the tiles over the SMs (and
+    its part above one wave): the occupancy a heuristic would weigh between small and large tiles."""
+    waves = [np.log2(np.ceil(m / t) * np.ceil(n / t) * batch / wide_tail.SMS) for t in (32, 64, 128)]
+    return np.column_stack([BASE(m, n, k, batch), *(w / 3.0 for w in waves), *(np.maximum(w, 0) / 3.0 for w in waves)])
 
 
 def refit(choices: np.ndarray, params, features) -> object:
@@ -86,12 +94,12 @@ def held_out_right(cases, params, features, gemm: bool) -> tuple[int, int]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--features", choices=("base", "hinge"), default="base")
+    ap.add_argument("--features", choices=("base", "hinge", "waves"), default="base")
     ap.add_argument("--half", action="store_true", help="fit on a random half of the calibration's choices")
     args = ap.parse_args()
     params = cost_model("h200").params
     cases = wide_tail.load()  # priced by the shipped profile, before the features change
-    features = hinge_features if args.features == "hinge" else BASE
+    features = {"base": BASE, "hinge": hinge_features, "waves": wave_features}[args.features]
     fit.chooser_features = corrections.chooser_features = features
     choices = np.array(params.cutlass_choices, dtype=float).reshape(-1, 8)
     if args.half:
