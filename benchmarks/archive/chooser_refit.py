@@ -57,11 +57,11 @@ def refit(choices: np.ndarray, params, features) -> object:
                                cutlass_chooser_sharpness=sharpness, cutlass_chooser_vote=vote)
 
 
-def held_out_right(cases, params, features, gemm: bool) -> tuple[int, int]:
+def held_out_right(cases, params, gemm: bool) -> tuple[int, int]:
     """How many of the named cases priced as CUTLASS kernels the chooser's likeliest configuration (family,
-    tile, partials) is the one cuBLAS ran, of how many (scored as corrections._cutlass_ms scores)."""
+    tile, partials) is the one cuBLAS ran, of how many (scored by corrections.candidate_scores, with the
+    chooser's features as main() sets them)."""
     tables = corrections._tables(params)
-    kernels, choices, weights = tables["kernels"], tables["choices"], tables["chooser"]
     named = [c for c in cases if c.gemm == gemm and c.kernels and c.served]
     m, n, k, b = (np.array([getattr(c, d) for c in named]) for d in ("m", "n", "k", "batch"))
     layout = np.array([c.layout for c in named])
@@ -70,25 +70,17 @@ def held_out_right(cases, params, features, gemm: bool) -> tuple[int, int]:
     group = (np.searchsorted(np.array(LAYOUTS), layout) * 3 + np.maximum(class_a, class_n)) * 2 + (b > 1)
     right = total = 0
     for code in np.unique(group):
-        mine, theirs = np.flatnonzero(group == code), tables["choice_groups"] == code
-        if not theirs.any():
+        mine = np.flatnonzero(group == code)
+        if not (tables["choice_groups"] == code).any():
             continue
-        configs, position = np.unique(choices[theirs, 6].astype(np.int64), return_inverse=True)
-        sums, near = corrections.neighbour_sums(coords[mine], choices[theirs, 2:6], np.eye(len(configs))[position],
-                                                params.residual_octaves)
-        share = sums / (near + params.residual_prior)[:, None]
-        dims = (m[mine], n[mine], k[mine], b[mine])
-        times, _ = corrections.kernel_times(kernels[configs], *dims, wide_tail.SMS,
-                                            inside=corrections.within_range(tables["ranges"][configs], coords[mine]))
-        log_t = np.log(times)
-        finite = np.isfinite(log_t)
-        score = np.where(finite, features(*dims) @ weights[configs].T + params.cutlass_chooser_vote * share
-                         - params.cutlass_chooser_sharpness * np.where(finite, log_t, 0.0), -np.inf)
+        configs, _, share = corrections.group_neighbours(params, tables, code, coords[mine])
+        *_, score = corrections.candidate_scores(params, tables, configs, m[mine], n[mine], k[mine], b[mine],
+                                                 coords[mine], share, wide_tail.SMS)
         for j, best in zip(mine, configs[score.argmax(axis=1)]):
             ran = [cutlass_config(name) for name in named[j].kernels if cutlass_config(name)]
             if ran:
                 total += 1
-                right += tuple(kernels[best][:4]) == tuple(ran[0][:4])
+                right += tuple(tables["kernels"][best][:4]) == tuple(ran[0][:4])
     return right, total
 
 
@@ -107,7 +99,7 @@ def main() -> int:
     refitted = refit(choices, params, features)
     corrections.CHOOSER_FEATURES = tuple(range(len(refitted.cutlass_chooser[0])))  # the tables' width
     for gemm in (True, False):
-        right, total = held_out_right(cases, refitted, features, gemm)
+        right, total = held_out_right(cases, refitted, gemm)
         print(f"{wide_tail.kind(gemm)} of the wide seeds (held out): the likeliest is what cuBLAS ran for {right} of "
               f"{total} ({right / total:.1%})")
     return 0

@@ -232,12 +232,11 @@ def show_noise(cases: list[Case]) -> None:
 
 
 def chooser_blends(cases: list[Case]) -> dict:
-    """Case index -> the chooser's view of it (a copy of corrections._cutlass_ms's loop): the configurations of
+    """Case index -> the chooser's view of it (corrections._cutlass_ms's own steps): the configurations of
     its calibration group (rows of the profile's cutlass_kernels), their probabilities, the log time the
     prediction blends from them, and each one's time at its fastest split (not limited to its range)."""
     p = cost_model("h200").params
     tables = corrections._tables(p)
-    kernels, choices, chooser = tables["kernels"], tables["choices"], tables["chooser"]
     m, n, k, b = (np.array([getattr(c, d) for c in cases]) for d in ("m", "n", "k", "batch"))
     layout = np.array([c.layout for c in cases])
     class_a, class_n = align_classes(m, n, k, layout, "bf16", 16)
@@ -246,29 +245,18 @@ def chooser_blends(cases: list[Case]) -> dict:
     group = (np.searchsorted(np.array(LAYOUTS), layout) * 3 + worst) * 2 + (b > 1)
     out = {}
     for code in np.unique(group[worst > 0]):
-        mine, theirs = np.flatnonzero(group == code), tables["choice_groups"] == code
-        if not theirs.any():
+        mine = np.flatnonzero(group == code)
+        if not (tables["choice_groups"] == code).any():
             continue
-        points, residuals = choices[theirs, 2:6], choices[theirs, 7]
-        configs, position = np.unique(choices[theirs, 6].astype(np.int64), return_inverse=True)
-        # the neighbours' sums exactly as the prediction makes them (their residual column is not used here)
-        values = np.column_stack([residuals - residuals.sum() / (len(residuals) + 1), np.eye(len(configs))[position]])
-        near_sums, near_total = corrections.neighbour_sums(coords[mine], points, values, p.residual_octaves)
-        share = near_sums[:, 1:] / (near_total + p.residual_prior)[:, None]
+        configs, _, share = corrections.group_neighbours(p, tables, code, coords[mine])
         dims = (m[mine], n[mine], k[mine], b[mine])
-        times, _ = corrections.kernel_times(kernels[configs], *dims, SMS,
-                                            inside=corrections.within_range(tables["ranges"][configs], coords[mine]))
-        unlimited, _ = corrections.kernel_times(kernels[configs], *dims, SMS)
-        log_t = np.log(times)
-        finite = np.isfinite(log_t)
-        log_t = np.where(finite, log_t, 0.0)
-        score = (corrections.chooser_features(*dims) @ chooser[configs].T
-                 + p.cutlass_chooser_vote * share - p.cutlass_chooser_sharpness * log_t)
-        score = np.where(finite, score, -np.inf)
+        log_t, _, _, score = corrections.candidate_scores(p, tables, configs, *dims, coords[mine], share, SMS)
+        unlimited, _ = corrections.kernel_times(tables["kernels"][configs], *dims, SMS)
         prob = np.exp(score - score.max(axis=1, keepdims=True))
         prob /= prob.sum(axis=1, keepdims=True)
         for j, i in enumerate(mine):
-            out[i] = dict(rows=kernels[configs], prob=prob[j], log_blend=(prob[j] * log_t[j]).sum(), ms=unlimited[j])
+            out[i] = dict(rows=tables["kernels"][configs], prob=prob[j], log_blend=(prob[j] * log_t[j]).sum(),
+                          ms=unlimited[j])
     return out
 
 

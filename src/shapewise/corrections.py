@@ -304,7 +304,7 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
     tile, split, family), each shaped as m, the tile, split and family those of the likeliest
     configuration; served is False where the profile has no such shapes."""
     tables = _tables(p)
-    kernels, choices, chooser = tables["kernels"], tables["choices"], tables["chooser"]
+    kernels, chooser = tables["kernels"], tables["chooser"]
     shape = np.shape(m)
     m, n, k, batch, layout_index, worst = (np.broadcast_to(x, shape).ravel()
                                            for x in (m, n, k, batch, layout_index, worst))
@@ -315,31 +315,15 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
     group = (layout_index * 3 + worst) * 2 + (batch > 1)
     theirs_group = tables["choice_groups"]
     for code in np.unique(group[worst > 0]):
-        mine, theirs = np.flatnonzero(group == code), theirs_group == code
-        if not theirs.any() or not len(chooser):
+        mine = np.flatnonzero(group == code)
+        if not (theirs_group == code).any() or not len(chooser):
             continue
-        points, residuals = choices[theirs, 2:6], choices[theirs, 7]
-        # the group's configurations, each timed once per shape; a choice names one by its position
-        configs, position = np.unique(choices[theirs, 6].astype(np.int64), return_inverse=True)
-        base = residuals.sum() / (len(residuals) + 1)
-        # what a shape's neighbours say: their residuals' deviation from the group's mean, and which
-        # configuration each ran
-        values = np.column_stack([residuals - base, np.eye(len(configs))[position]])
-        # all the group's shapes at once: the cells of calibration shapes near them are found once
-        near_sums, near_total = neighbour_sums(coords[mine], points, values, p.residual_octaves)
+        configs, near_correction, near_share = group_neighbours(p, tables, code, coords[mine])
         for start in range(0, len(mine), CHUNK):  # bounded memory for many shapes at once
             part = mine[start:start + CHUNK]
-            sums, total = near_sums[start:start + CHUNK], near_total[start:start + CHUNK]
-            correction = base + sums[:, 0] / (total + p.residual_prior)
-            share = sums[:, 1:] / (total + p.residual_prior)[:, None]
-            times, splits = kernel_times(kernels[configs], m[part], n[part], k[part], batch[part], sms,
-                                         inside=within_range(tables["ranges"][configs], coords[part]))
-            log_t = np.log(times)
-            finite = np.isfinite(log_t)
-            log_t = np.where(finite, log_t, 0.0)
-            score = (chooser_features(m[part], n[part], k[part], batch[part]) @ chooser[configs].T
-                     + p.cutlass_chooser_vote * share - p.cutlass_chooser_sharpness * log_t)
-            score = np.where(finite, score, -np.inf)
+            correction, share = near_correction[start:start + CHUNK], near_share[start:start + CHUNK]
+            log_t, finite, splits, score = candidate_scores(p, tables, configs, m[part], n[part], k[part], batch[part],
+                                                            coords[part], share, sms)
             best = np.argmax(score, axis=1)
             prob = np.exp(score - score[np.arange(len(part)), best][:, None])
             prob /= prob.sum(axis=1, keepdims=True)
@@ -350,6 +334,37 @@ def _cutlass_ms(p: CostParams, layout_index, worst, m, n, k, batch, sms: int):
             split[part] = splits[np.arange(len(part)), best]
     return (served.reshape(shape), ms.reshape(shape), tile.reshape(shape + (2,)), split.reshape(shape),
             family.reshape(shape))
+
+
+def group_neighbours(p: CostParams, tables: dict, code: int, coords: np.ndarray) -> tuple:
+    """What the calibration shapes of a choice group (layout, alignment class, batchedness) say of shapes at
+    `coords` (log2 m, n, k, batch): the group's configurations (rows of the kernel table), each shape's
+    residual correction (the group's mean, moved by its neighbours' deviation from it) and its neighbours'
+    share of each configuration. The cells of calibration shapes near them are found once for all."""
+    choices = tables["choices"]
+    theirs = tables["choice_groups"] == code
+    points, residuals = choices[theirs, 2:6], choices[theirs, 7]
+    # the group's configurations, each timed once per shape; a choice names one by its position
+    configs, position = np.unique(choices[theirs, 6].astype(np.int64), return_inverse=True)
+    base = residuals.sum() / (len(residuals) + 1)
+    values = np.column_stack([residuals - base, np.eye(len(configs))[position]])
+    sums, total = neighbour_sums(coords, points, values, p.residual_octaves)
+    return (configs, base + sums[:, 0] / (total + p.residual_prior),
+            sums[:, 1:] / (total + p.residual_prior)[:, None])
+
+
+def candidate_scores(p: CostParams, tables: dict, configs, m, n, k, batch, coords, share, sms: int) -> tuple:
+    """Each shape's candidates, the configurations `configs` within their range of it: the log of each
+    one's time at its fastest split (0 where not timed), whether it was timed, that split, and the
+    chooser's score of it (-inf where not timed)."""
+    times, splits = kernel_times(tables["kernels"][configs], m, n, k, batch, sms,
+                                 inside=within_range(tables["ranges"][configs], coords))
+    log_t = np.log(times)
+    finite = np.isfinite(log_t)
+    log_t = np.where(finite, log_t, 0.0)
+    score = (chooser_features(m, n, k, batch) @ tables["chooser"][configs].T
+             + p.cutlass_chooser_vote * share - p.cutlass_chooser_sharpness * log_t)
+    return log_t, finite, splits, np.where(finite, score, -np.inf)
 
 
 def kernel_ranges(choices: np.ndarray, count: int) -> np.ndarray:
