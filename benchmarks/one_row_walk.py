@@ -25,6 +25,7 @@ import glob
 import gzip
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -180,6 +181,9 @@ def main() -> int:
     if args.judge:
         if not args.census:
             parser.error("--judge needs --census")
+        missing = [path for path in (args.judge, args.census) if not Path(path).is_file()]
+        if missing:
+            parser.error(f"{missing[0]}: no such file")
         return judge(args.judge, args.census, args.gpu)
     measured, named = few_row_gemms(), kernels_named()
     print(f"{len(measured)} unbatched GEMMs of 1-16 rows measured on H200s; {sum(key in named for key in measured)} "

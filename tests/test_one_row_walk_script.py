@@ -69,3 +69,9 @@ def test_a_draw_measured_on_the_cpu_is_exported_and_judged(tmp_path):
     assert measured == len({c.key for c in walk.drawn(3)}) and "in the bands priced with the walk" in judged
     # CPU times are no GPU's: the figures are only read, never judged here
     assert np.isfinite(float(judged.split("|error| median ")[1].split("%")[0]))
+
+
+def test_a_judgement_of_files_not_there_is_a_one_line_error(tmp_path):
+    done = subprocess.run([sys.executable, "benchmarks/one_row_walk.py", "--judge", str(tmp_path / "no.csv"),
+                           "--census", str(tmp_path / "no.json")], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2 and "no such file" in done.stderr and "Traceback" not in done.stderr
