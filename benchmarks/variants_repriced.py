@@ -3,7 +3,7 @@ candidate found again in its model's neighbourhood by its label (the neighbourho
 depend on the cost model, only their order does), its predicted speedup recomputed, and the set's
 figures (share within 3%, Spearman per model) given beside those the run recorded.
 
-python benchmarks/variants_repriced.py [--profile PATH] [--power op|none|part] RUN.json[.gz] ...
+python benchmarks/variants_repriced.py [--gpu h100] [--profile PATH] [--power op|none|part] RUN.json[.gz] ...
 (the runs: results/h200-variants-*/variants.json*, each drawn at b=4, s=2048 over tests/data/hf; or
 verify proofs, results/h200-verify-real*/verify-real.json: each model's top 10 priced again, and the
 measured speedup of the one now predicted fastest over the best measured)
@@ -115,11 +115,16 @@ def verify_proof(run: dict, model, power: str, capped) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="+")
+    ap.add_argument("--gpu", default="h200", help="the GPU the runs measured (h100: priced with the profile it "
+                    "borrows, or with --profile, its `calibrate --quick` profile)")
     ap.add_argument("--profile", help="the profile to price with (default: the shipped H200 profile)")
     ap.add_argument("--power", choices=("op", "none", "part"), default="op",
                     help="where the power cap's onset counts from (default op: the cost model's own)")
     args = ap.parse_args()
-    model = cost_model("h200", profile=args.profile)
+    try:
+        model = cost_model(args.gpu, profile=args.profile)
+    except ShapewiseError as e:
+        return fail(str(e))
     capped = model.params
     if args.power != "op":
         model = model.in_a_run()

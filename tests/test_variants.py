@@ -221,6 +221,18 @@ def test_a_committed_run_priced_again_by_the_shipped_profile_gives_its_own_predi
     assert len(pairs) == 16 and all(float(a) == float(b) for a, b in pairs)
 
 
+def test_an_h100_run_priced_again_as_that_h100_gives_its_own_figures():
+    """Variants seed 14 was measured on an H100 and ranked with the profile `calibrate --quick` wrote there:
+    priced again as that GPU with that profile it gives its own figures; with the profile an H100 borrows
+    it gives others (so --gpu and --profile are not ignored)."""
+    folder = ROOT / "benchmarks/results/h100-variants-14"
+    run = str(folder / "variants.json.gz")
+    own = _script("variants_repriced.py", "--gpu", "h100", "--profile", str(folder / "h100-machine.json.gz"), run)
+    assert "within 3%: 204 → 204 of 216" in own and "Spearman ≥ 0.9: 16 of 16" in own
+    borrowed = _script("variants_repriced.py", "--gpu", "h100", run)
+    assert "within 3%: 204 → 208 of 216" in borrowed
+
+
 def test_seed_12_priced_both_ways_gives_the_figures_that_reverted_the_rankings():
     """Seed 12 was drawn and predicted without the power cap's onset (the rankings of that day): priced
     so again it gives its own figures; priced with the onset, as check prices, it ranks one model more
