@@ -6,10 +6,16 @@ comes from (a lead)". An experiment, not the cost model: it needs scikit-learn, 
 
 python benchmarks/archive/chooser_forest.py   (on the CPU; under a minute)
 
+Then the price: every wide case the chooser serves (named or not) priced with the forest's choice in place of
+the chooser's blend (its likeliest configuration of the shape's group at that configuration's fastest split,
+or the blend of the group's configurations by the forest's probabilities), every other factor kept, as
+wide_tail.py's oracle does with cuBLAS's choice; median / p90 |error| against the shipped profile's.
+
 Features: log2 m, n, k and batch, the layout, the alignment class, whether batched, and log2 of the output
 tiles over the SMs for square tiles of 16 to 256. A label is a configuration's family, tile and partials.
 """
 
+import collections
 import importlib.util
 import sys
 from pathlib import Path
@@ -52,6 +58,56 @@ def held_out(cases, gemm: bool) -> tuple[np.ndarray, np.ndarray]:
     return features(coords, np.searchsorted(np.array(LAYOUTS), layout), np.maximum(class_a, class_n)), np.array(labels)
 
 
+def priced(cases, blends: dict, proba: np.ndarray, classes, gemm: bool) -> tuple:
+    """|error| of the GEMMs (or batched GEMMs) as shipped, with the forest's likeliest configuration and with
+    its probabilities blended; a case the chooser does not serve, or whose group's configurations the
+    forest gives no weight, keeps its shipped error."""
+    column = {c: i for i, c in enumerate(classes)}
+    shipped, hard, blend = [], [], []
+    for i, c in enumerate(cases):
+        if c.gemm != gemm:
+            continue
+        shipped.append(c.err)
+        d = blends.get(i)
+        weight = (np.array([proba[i, column[label(r)]] if label(r) in column else 0.0 for r in d["rows"]])
+                  if d and c.served else np.zeros(1))
+        timed = np.isfinite(d["ms"]) & (d["ms"] > 0) if d else np.zeros(1, dtype=bool)
+        weight = np.where(timed, weight, 0.0)
+        if weight.sum() <= 0:
+            hard.append(c.err)
+            blend.append(c.err)
+            continue
+        weight /= weight.sum()
+        log_ms = np.log(np.where(timed, d["ms"], 1.0))
+        hard.append((1 + c.err) * np.exp(log_ms[np.argmax(weight)] - d["log_blend"]) - 1)
+        blend.append((1 + c.err) * np.exp((weight * log_ms).sum() - d["log_blend"]) - 1)
+    return tuple(np.abs(np.array(e)) for e in (shipped, hard, blend))
+
+
+def by_agreement(cases, blends: dict, proba: np.ndarray, classes, gemm: bool) -> None:
+    """The named cases split by whether the forest's likeliest configuration and the chooser's are cuBLAS's:
+    the p90 |error| of each part as shipped and with the forest's choice."""
+    column = {c: i for i, c in enumerate(classes)}
+    parts = collections.defaultdict(lambda: ([], []))
+    for i, c in enumerate(cases):
+        ran = [cutlass_config(name) for name in c.kernels or () if cutlass_config(name)]
+        d = blends.get(i)
+        if c.gemm != gemm or not d or not c.served or not ran:
+            continue
+        weight = np.array([proba[i, column[label(r)]] if label(r) in column else 0.0 for r in d["rows"]])
+        weight = np.where(np.isfinite(d["ms"]) & (d["ms"] > 0), weight, 0.0)
+        if weight.sum() <= 0:
+            continue
+        j = int(np.argmax(weight))
+        key = (label(d["rows"][j]) == label(ran[0]), c.picked == c.ran.split(" P")[0])
+        parts[key][0].append(c.err)
+        parts[key][1].append((1 + c.err) * np.exp(np.log(d["ms"][j]) - d["log_blend"]) - 1)
+    for (forest_right, chooser_right), (shipped, forest) in sorted(parts.items(), reverse=True):
+        print(f"    named, the forest {'right' if forest_right else 'wrong'}, the chooser "
+              f"{'right' if chooser_right else 'wrong'}: {len(shipped):4d}, p90 shipped {wide_tail.p90(shipped):.1%}, "
+              f"with the forest's choice {wide_tail.p90(forest):.1%}")
+
+
 def main() -> int:
     try:
         from sklearn.ensemble import RandomForestClassifier
@@ -63,6 +119,12 @@ def main() -> int:
     x = features(choices[:, 2:6], choices[:, 0], choices[:, 1])
     y = np.array([label(kernels[int(i)]) for i in choices[:, 6]])
     cases = wide_tail.load()
+    blends = wide_tail.chooser_blends(cases)
+    m, n, k, b = (np.array([getattr(c, d) for c in cases]) for d in ("m", "n", "k", "batch"))
+    layout = np.array([c.layout for c in cases])
+    class_a, class_n = align_classes(m, n, k, layout, "bf16", 16)
+    every = features(np.log2(np.stack([m, n, k, b], axis=1).astype(float)),
+                     np.searchsorted(np.array(LAYOUTS), layout), np.maximum(class_a, class_n))
     for gemm in (True, False):
         x_out, y_out = held_out(cases, gemm)
         theirs = (choices[:, 5] > 0) != gemm  # log2 batch > 0: batched
@@ -72,6 +134,12 @@ def main() -> int:
             print(f"{wide_tail.kind(gemm)}: {some.sum()} calibration choices ({share:.0%}): right for "
                   f"{np.mean(forest.predict(x[some]) == y[some]):.1%} of them, "
                   f"{np.mean(forest.predict(x_out) == y_out):.1%} of the wide seeds' {len(y_out)} (held out)")
+        shipped, hard, blend = priced(cases, blends, forest.predict_proba(every), forest.classes_, gemm)
+        print(f"  priced, all {len(shipped)} wide {wide_tail.kind(gemm)} (median / p90 |error|): shipped "
+              f"{np.median(shipped):.1%} / {wide_tail.p90(shipped):.1%}; the forest's likeliest configuration "
+              f"{np.median(hard):.1%} / {wide_tail.p90(hard):.1%}; its probabilities blended "
+              f"{np.median(blend):.1%} / {wide_tail.p90(blend):.1%}")
+        by_agreement(cases, blends, forest.predict_proba(every), forest.classes_, gemm)
     return 0
 
 
