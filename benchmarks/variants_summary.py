@@ -4,6 +4,12 @@ of predicted against measured speedups (the original among them); over all candi
 within 3% (target 90%), apart for the top 10 and the random draws; models with rho at least 0.9
 (target: all). Failed candidates and models are listed with their reasons.
 
+Beside each rho, its ceiling: the mean rho of the measured speedups against themselves drawn again
+within their own noise (each candidate's bootstrap 95% interval of the median round taken as ±1.96
+standard deviations; 500 draws, seeded), the original fixed at 1. A rho well under its ceiling is the
+model's miss, not the rounds' noise; a ceiling near 0.9 says the run could not rank that model better.
+It counts the noise between the run's rounds only, not that between runs or machines.
+
 python benchmarks/variants_summary.py variants.json[.gz]
 """
 
@@ -12,9 +18,23 @@ import json
 import math
 import sys
 
+import numpy as np
+
+from shapewise.calibrate import spearman
+
+CEILING_DRAWS = 500
+
 
 def _within(c: dict) -> bool:
     return abs(c["predicted_speedup"] / c["measured_speedup"] - 1) <= 0.03
+
+
+def ceiling(candidates: list, rng: np.random.Generator) -> float:
+    """The rho a prediction equal to the measured speedups would get against a measurement as noisy as this."""
+    measured = np.array([1.0] + [c["measured_speedup"] for c in candidates])
+    sd = np.array([0.0] + [(c["ci"][1] - c["ci"][0]) / (2 * 1.96) for c in candidates])
+    rhos = [spearman(measured, measured + rng.normal(0.0, sd)) for _ in range(CEILING_DRAWS)]
+    return float(np.nanmean(rhos)) if not all(math.isnan(r) for r in rhos) else math.nan
 
 
 def main(path: str) -> int:
@@ -22,8 +42,9 @@ def main(path: str) -> int:
         run = json.load(f)
     print(f"{run['rounds']} interleaved rounds, cost model: {run['cost_model']}"
           + (" — interrupted: the models below were finished" if run["interrupted"] else ""))
-    print(f"{'model':20s} {'b×s':>7s} {'nbhd':>4s} {'meas':>4s} {'within 3%':>9s} {'Spearman':>8s} "
+    print(f"{'model':20s} {'b×s':>7s} {'nbhd':>4s} {'meas':>4s} {'within 3%':>9s} {'Spearman':>8s} {'ceiling':>7s} "
           f"{'median |err|':>12s} {'worst':>7s}  worst candidate")
+    rng = np.random.default_rng(0)
     done, failed, rhos = [], [], []
     for m in run["models"]:
         if m["error"]:
@@ -40,7 +61,7 @@ def main(path: str) -> int:
         rho = m["spearman"]
         rhos.append(rho)
         print(f"{m['model']:20s} {m['batch']:>2d}×{m['seq']:<4d} {m['neighbourhood']:4d} {len(ok):4d} "
-              f"{m['within_3pct']:9.0%} {rho:8.3f} {errors[len(errors) // 2]:12.1%} {errors[-1]:7.1%}  "
+              f"{m['within_3pct']:9.0%} {rho:8.3f} {ceiling(ok, rng):7.3f} {errors[len(errors) // 2]:12.1%} {errors[-1]:7.1%}  "
               f"{worst['candidate']} ({worst['picked']}: predicted {worst['predicted_speedup']:.3f}, "
               f"measured {worst['measured_speedup']:.3f})")
     for picked in ("top", "random"):

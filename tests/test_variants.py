@@ -1,6 +1,7 @@
 """validate's variants set: the draw deterministic per seed, Spearman by hand, the measurement run on
 the CPU with tiny configs, failures recorded and interruptions kept."""
 
+import importlib.util
 import json
 import math
 import os
@@ -8,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from shapewise.calibrate import spearman
@@ -117,10 +119,25 @@ def test_variants_measure_on_the_cpu_and_a_candidate_that_fails_is_kept_with_its
     (tmp_path / "variants.json").write_text(json.dumps(out))
     summary = _script("variants_summary.py", str(tmp_path / "variants.json"))
     assert f"of {len(done)} candidates" in summary and "Spearman ≥ 0.9" in summary and "no layer of one head" in summary
+    assert "ceiling" in summary.splitlines()[1]
     configs = args.index("--configs") + 1
     assert main([*args[:configs], str(tmp_path / "configs" / "a.json"), *args[configs + 1:-1]]) == 0  # the tables
     text = capsys.readouterr().out
     assert "Spearman" in text and "no layer of one head" in text and "candidates" in text
+
+
+def test_the_ceiling_is_one_for_exact_measurements_and_falls_with_their_noise():
+    """variants_summary.py's ceiling: measured speedups with no spread between rounds rank themselves
+    exactly; the same speedups inside intervals wider than their differences do not."""
+    spec = importlib.util.spec_from_file_location("variants_summary", ROOT / "benchmarks" / "variants_summary.py")
+    summary = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summary)
+    speedups = [0.90, 0.95, 1.02, 1.04, 1.10]
+    exact = [{"measured_speedup": s, "ci": [s, s]} for s in speedups]
+    noisy = [{"measured_speedup": s, "ci": [s - 0.1, s + 0.1]} for s in speedups]
+    rng = np.random.default_rng(0)
+    assert summary.ceiling(exact, rng) == pytest.approx(1.0)
+    assert summary.ceiling(noisy, rng) < 0.9
 
 
 def _script(name: str, *args: str) -> str:
