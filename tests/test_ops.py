@@ -68,7 +68,7 @@ def test_forward_gemm_flops_are_exactly_two_per_weight_per_token(shape, batch, s
 def test_flash_flops_count_the_causal_half_and_backward_is_two_and_a_half_times():
     ops = by_label(model_ops(GPT2, Workload(batch=4, seq=2048)))
     fwd = ops["attn/flash"]
-    assert fwd.flops == 4 * 4 * 12 * (2048 * 2048 // 2) * 64
+    assert fwd.flops == 4 * 4 * 12 * (2048 * 2049 // 2) * 64  # query i sees keys 0..i
     assert ops["attn/flash.bwd"].flops * 2 == fwd.flops * 5
 
 

@@ -40,8 +40,11 @@ def test_validation_reproduces_from_the_committed_export(capsys, tmp_path, seed,
     assert set(now) == set(recorded)
     # the shipped profile and the cost model still give the recorded figures, to the rounding of the
     # profile's neighbour weights (single precision, summed in double: a time moves by up to 4e-7 with
-    # which points beyond reach a query's block meets)
+    # which points beyond reach a query's block meets). The roofline counts a causal call's query-key pairs
+    # exactly since 2026-12-06 (L(L+1)/2, not L²/2; the fused kernel's model is unmoved by it), which moves
+    # the figures of every set with attention in it by about 1/L.
     for key, row in now.items():
-        assert abs(row["median_ape"] - recorded[key]["median_ape"]) < 1e-6, key
+        slack = 1e-3 if key[1].startswith("roofline") else 1e-6
+        assert abs(row["median_ape"] - recorded[key]["median_ape"]) < slack, key
     layers = now[("layer", "calibrated")]
     assert layers["n"] == 14 and layers["max_ape"] <= 0.10  # issue 4's layer target, held by this test

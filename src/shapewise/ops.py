@@ -129,8 +129,8 @@ def attended_pairs(q_len: int, kv_len: int, *, causal: bool, window: int) -> int
     window keeps, for each query, only the last `window` keys up to itself."""
     if not causal:
         return q_len * min(kv_len, window or kv_len)
-    if not window or window >= kv_len:
-        return q_len * kv_len // 2
+    if not window or window >= kv_len:  # queries end-aligned with the keys: the last sees them all
+        return q_len * kv_len - q_len * (q_len - 1) // 2
     # queries 0..w-1 see 1..w keys; every later query sees w
     return window * (window + 1) // 2 + (q_len - window) * window
 

@@ -23,6 +23,7 @@ ALIGN = 64  # the paper's power of two: dims that are multiples of 64 fill the t
 # The attention core's ops, fused or not, in global and sliding-window layers (ops.attention).
 CORE_ATTENTION = ("attn/flash", "attn/window", "attn/score", "attn/softmax", "attn/over_v")
 GOOD_HEAD_DIMS = (128, 64, 256)  # what fused attention kernels serve best, most preferred first
+MAX_FUSED_HEAD_DIM = 256  # FlashAttention's and cuDNN's largest head dim
 
 
 def round_up(x: int, multiple: int) -> int:
@@ -79,15 +80,19 @@ def _hidden(shape: ModelShape, w: Workload):
 
 
 def _head_options(shape: ModelShape, w: Workload):
-    """Same hidden size, head counts giving head dims the fused kernels like, GQA ratio kept."""
+    """The same attention width (heads × head dim: the hidden size, unless the model sets its head dim
+    apart), cut into heads of the head dims the fused kernels like, GQA ratio kept: the projections keep
+    their parameters."""
     ratio = shape.num_heads // shape.kv_heads
+    width = shape.num_heads * shape.d_head
     for d in GOOD_HEAD_DIMS:
-        heads = shape.hidden // d
-        if shape.hidden % d or heads % w.tp or (shape.kv_heads != 1 and heads % ratio):
+        heads = width // d
+        if width % d or heads % w.tp or (shape.kv_heads != 1 and heads % ratio):
             continue
         kv = 1 if shape.kv_heads == 1 else heads // ratio
         if kv % w.tp == 0 or w.tp % kv == 0:
-            yield shape.replace(num_heads=heads, num_kv_heads=None if kv == heads else kv, head_dim=None)
+            yield shape.replace(num_heads=heads, num_kv_heads=None if kv == heads else kv,
+                                head_dim=None if shape.head_dim is None else d)
 
 
 def _head_dim(shape: ModelShape, w: Workload):
@@ -95,7 +100,7 @@ def _head_dim(shape: ModelShape, w: Workload):
     if d % ALIGN == 0:
         return
     title = f"head dim {d} is not a multiple of {ALIGN}" + (" (too small to fill the tensor cores)" if d < ALIGN else "")
-    options = [] if shape.head_dim is not None else list(_head_options(shape, w))
+    options = list(_head_options(shape, w))
     for fixed in options:
         yield Proposal("head-dim", title, f"use {fixed.num_heads} heads (head dim {fixed.d_head}"
                        + (f", {fixed.kv_heads} kv heads" if fixed.kv_heads != fixed.num_heads else "") + ")",
@@ -124,6 +129,20 @@ def _kv_heads(shape: ModelShape, w: Workload):
         yield Proposal("kv-heads", f"{shape.kv_heads} kv heads do not divide by t={w.tp}: each rank keeps a "
                        f"replicated copy", f"use t={tp}, or a kv head count divisible by {w.tp}",
                        shape, w.replace(tp=tp))
+
+
+def caveats(shape: ModelShape, w: Workload) -> list[str]:
+    """What the prices of this model and workload assume that the model itself does not give: each a
+    warning line for the user (the commands print them before their tables)."""
+    out = []
+    if shape.d_head > MAX_FUSED_HEAD_DIM and w.attention == "flash":
+        out.append(f"head dim {shape.d_head} is past {MAX_FUSED_HEAD_DIM}, the largest the fused attention kernels "
+                   f"take (FlashAttention, cuDNN) and were measured at: its attention is priced at the "
+                   f"{MAX_FUSED_HEAD_DIM} kernel's rate, not measured")
+    if shape.learned_positions and w.seq > shape.learned_positions:
+        out.append(f"sequence {w.seq:,} is longer than the model's {shape.learned_positions:,} learned positions: "
+                   "priced as asked, but the model as configured cannot run it")
+    return out
 
 
 def fits_in_memory(shape: ModelShape, workload: Workload, gpu: GPU, *, headroom: float = 1.0) -> bool:

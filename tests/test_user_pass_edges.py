@@ -1,0 +1,51 @@
+"""Edges a new user met: one-token sequences, causal pairs counted exactly, the head-dim rule for a head
+dim set apart from the hidden size, and the caveats said before a price (head dims past the fused kernels,
+sequences past a model's learned positions)."""
+
+import json
+import math
+
+import pytest
+
+from helpers import run
+from shapewise import Workload
+from shapewise.cost import predict_step
+from shapewise.ops import attended_pairs
+from shapewise.presets import get_model
+from shapewise.rules import MAX_FUSED_HEAD_DIM, caveats, find
+
+
+@pytest.mark.parametrize("mode", ["train", "prefill", "decode"])
+def test_a_one_token_sequence_is_priced(capsys, mode):
+    """seq 1 (a decode's first token; a one-token prefill) divided by zero causal pairs before."""
+    code, out, err = run(capsys, "check", "gpt2", "--seq", "1", "--mode", mode, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    times = [op["time_ms"] for op in doc["ops"]]
+    assert times and all(math.isfinite(t) and t > 0 for t in times)
+
+
+@pytest.mark.parametrize("q_len, kv_len", [(1, 1), (2, 2), (3, 3), (1, 7), (4, 9), (2048, 2048)])
+def test_causal_pairs_are_counted_exactly(q_len, kv_len):
+    """Queries end-aligned with the keys: query i of q sees kv - q + i + 1 keys."""
+    want = sum(kv_len - q_len + i + 1 for i in range(q_len))
+    assert attended_pairs(q_len, kv_len, causal=True, window=0) == want
+    assert attended_pairs(q_len, kv_len, causal=False, window=0) == q_len * kv_len
+
+
+def test_the_head_dim_rule_fires_when_the_head_dim_is_set_apart(tmp_path):
+    """32 heads of 96 over a hidden size of 4096 (head_dim given): the same attention width cut into heads
+    of 128 or 64 keeps the projections' parameters, and is proposed as for a hidden size of 3072."""
+    shape = get_model("llama3-8b").replace(head_dim=96)
+    findings = {f.rule: f for f in find(predict_step(shape, Workload(batch=4, seq=2048), gpu="h200"))}
+    assert "head-dim" in findings
+    assert "heads (head dim 128" in findings["head-dim"].fix or "heads (head dim 64" in findings["head-dim"].fix
+
+
+def test_caveats_name_a_head_dim_past_the_fused_kernels_and_a_sequence_past_the_positions():
+    gpt2 = get_model("gpt2")
+    assert caveats(gpt2, Workload(batch=1, seq=1024)) == []
+    assert any("1,024 learned positions" in c for c in caveats(gpt2, Workload(batch=1, seq=2048)))
+    wide = get_model("llama3-8b").replace(head_dim=2 * MAX_FUSED_HEAD_DIM)
+    assert any("head dim 512 is past 256" in c for c in caveats(wide, Workload(batch=1, seq=1024)))
+    assert caveats(wide, Workload(batch=1, seq=1024, attention="unfused")) == []
