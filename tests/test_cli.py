@@ -14,7 +14,7 @@ from shapewise.errors import ShapewiseError
 
 
 def test_check_gpt2_flags_the_vocab(capsys):
-    code, out, err = run(capsys, "check", "gpt2", "--gpu", "h200")
+    code, out, err = run(capsys, "check", "gpt2", "--gpu", "h200", "--seq", "1024")
     assert code == 0 and err == ""
     assert "vocab 50,257 is not a multiple of 64" in out and "50,304" in out
     assert "logits.wgrad" in out and "step" in out and "tokens/s" in out

@@ -216,9 +216,9 @@ def test_layer_data_counts_one_layers_matrix_flops():
     assert data["series"][32]["x"].tolist() == [2048, 2560, 4096]
     for series in data["series"].values():
         h = series["x"].astype(float)
-        # Forward: 24·b·s·h² for the projections and MLP, 2·b·s²·h for causal attention; backward
-        # adds twice the projections' and 2.5× attention's: no embedding, logits or loss.
-        assert np.allclose(series["flops"], 72 * b * s * h ** 2 + 7 * b * s ** 2 * h)
+        # Forward: 24·b·s·h² for the projections and MLP, 2·b·s(s+1)·h for causal attention (query i sees
+        # keys 0..i); backward adds twice the projections' and 2.5× attention's: no embedding, logits or loss.
+        assert np.allclose(series["flops"], 72 * b * s * h ** 2 + 7 * b * s * (s + 1) * h)
         assert np.allclose(series["predicted_tflops"], series["flops"] / (series["predicted_ms"] * 1e9))
         assert np.all(series["predicted_tflops"] < H200.peak_tflops("bf16"))
 
@@ -229,7 +229,7 @@ def test_layer_measured_points_from_the_h200_export():
     pairs = list(zip(data["measured_x"].tolist(), data["measured_series"].tolist()))
     assert pairs == [(2048, 16), (2048, 32), (2560, 20), (2560, 32), (2560, 40), (4096, 32), (4096, 64)]
     # gpt-h2048-a16 forward + backward took 4.38976 ms (the fwd rows are not drawn).
-    flops = 72 * 4 * 2048 * 2048.0 ** 2 + 7 * 4 * 2048 ** 2 * 2048
+    flops = 72 * 4 * 2048 * 2048.0 ** 2 + 7 * 4 * 2048 * 2049 * 2048
     median = next(r["median_ms"] for r in rows if r["bench"] == "layer" and r["params"]["model"] == "gpt-h2048-a16"
                   and r["params"]["pass"] == "fwdbwd")
     assert data["measured_tflops"][0] == pytest.approx(flops / (median * 1e9))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 from pathlib import Path
 
@@ -47,8 +48,25 @@ def _expert_ffn_keys(family) -> tuple:
     return (family.expert_ffn_key,) if family and family.expert_ffn_key else _EXPERT_FFN
 
 
+# Types whose experts are intermediate_size wide, with no dense MLP beside them and no key of their own
+# for the experts' width (GptOssConfig): moe_intermediate_size is not theirs. (Mixtral's and PhiMoE's
+# are alike, but a fresh config of experts apart from the MLP width is written as a Mixtral one.)
+_EXPERTS_AT_FFN = ("gpt_oss",)
+
+
 def _top_k_keys(family) -> tuple:
     return (family.top_k_key,) if family and family.top_k_key else (*_TOP_K, "ffn_moe_top_k")
+
+
+def _json_words(value) -> str:
+    """A JSON value as a user reads it: small values as written, others by their JSON kind."""
+    if value is None:
+        return "null"
+    if isinstance(value, (list, dict)) and len(json.dumps(value)) > 40:
+        return "a list" if isinstance(value, list) else "an object {...}"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value)[:40]}"
+    return json.dumps(value)[:40]
 
 
 class _Reader:
@@ -80,8 +98,13 @@ class _Reader:
         values = {}
         for k in present:
             v = self.cfg[k]
+            if isinstance(v, float) and math.isfinite(v) and abs(v) >= 2 ** 53:  # 1e30: whole, but no size
+                self.fail(f"{k} is {v:g}, far too large for a model's {what}")
+            if isinstance(v, float) and v.is_integer():  # refused alike wherever read: a size is written whole
+                self.fail(f"{k} must be a whole number written without a decimal point, got {v!r} "
+                          f"(write {int(v)})")
             if isinstance(v, bool) or not isinstance(v, int):
-                self.fail(f"{k} must be a whole number, got {json.dumps(v)[:40]}")
+                self.fail(f"{k} must be a whole number, got {_json_words(v)}")
             if v < minimum:
                 self.fail(f"{k} must be {'positive' if minimum == 1 else f'at least {minimum}'}, got {v}")
             values[k] = v
@@ -257,10 +280,11 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             kv = 1
 
     mla = {}
-    if r.whole(("kv_lora_rank",), "key/value latent width"):
-        mla = dict(kv_lora_rank=cfg["kv_lora_rank"], q_lora_rank=r.whole(("q_lora_rank",), "query latent width") or 0,
+    latent = r.whole(("kv_lora_rank",), "key/value latent width")
+    if latent:
+        mla = dict(kv_lora_rank=latent, q_lora_rank=r.whole(("q_lora_rank",), "query latent width") or 0,
                    rope_head_dim=r.whole(("qk_rope_head_dim",), "rotary head dim", required=True),
-                   v_head_dim=(hidden // heads if family and family.mla_v_from_hidden and r.get("v_head_dim") is None
+                   v_head_dim=(hidden // heads if family and family.mla_v_from_hidden  # its code ignores v_head_dim
                                else r.whole(("v_head_dim",), "value head dim", required=True)))
         head_dim = r.whole(("qk_nope_head_dim",), "non-rotary head dim", required=True)
         kv = None  # latent attention expands keys and values to every head
@@ -365,7 +389,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             r.fail(f"{experts} experts but no experts per token; tried {', '.join(_TOP_K)}" + (
                 f" (it has {', '.join(other)}, which shapewise does not read for model type {model_type!r})"
                 if other else ""))
-        expert_ffn = r.whole(_expert_ffn_keys(family), "expert MLP width", required=bool(family and family.expert_ffn_key))
+        expert_ffn = None if model_type in _EXPERTS_AT_FFN else r.whole(
+            _expert_ffn_keys(family), "expert MLP width", required=bool(family and family.expert_ffn_key))
         shared = (family.shared_experts if family else 0) or r.whole(
             ("n_shared_experts", "num_shared_experts"), "shared expert count", minimum=0) or 0
         width = expert_ffn or ffn or 4 * hidden
@@ -472,9 +497,9 @@ def _window(r: _Reader, family, layers: int, guesses: list[str], notes: list[str
     window is guessed to slide on every layer."""
     rule = family.window if family is not None else ""
     span = r.whole(("sliding_window",), "sliding window", minimum=0) or 0
-    types = r.get("layer_types")
-    if isinstance(types, list):
-        types = types[:layers]  # EXAONE 4.5 writes one more, for its multi-token prediction layer
+    if r.get("sliding_window") == 0:  # no window or a window of nothing: configs mean the first, say which
+        notes.append("its sliding_window 0 is read as no sliding window: every layer attends to all tokens")
+    types = _layer_types(r, layers, notes)
     named = isinstance(types, list) and any(t == "sliding_attention" for t in types)
     if named:
         rule = "pattern"
@@ -505,6 +530,26 @@ def _window(r: _Reader, family, layers: int, guesses: list[str], notes: list[str
             return span, len(pattern)  # EXAONE 4 writes "LLLG"
         return span, r.whole(("sliding_window_pattern", "_sliding_window_pattern"), "sliding window pattern") or 6
     return span, 0
+
+
+def _layer_types(r: _Reader, layers: int, notes: list[str]) -> list[str] | None:
+    """layer_types, one attention kind per layer, or None where the file has none; anything that cannot
+    be read as that is refused, a list longer than the layers read in its first entries and said."""
+    types = r.get("layer_types")
+    if types is None:
+        return None
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        r.fail(f"layer_types must be a list naming each layer's attention ({', '.join(_ATTENTION_LAYERS)}), "
+               f"got {_json_words(types)}")
+    unknown = [t for t in dict.fromkeys(types) if t not in _ATTENTION_LAYERS]
+    if unknown:
+        r.fail(f"layer_types names {', '.join(map(repr, unknown[:3]))}, not an attention kind shapewise knows "
+               f"({', '.join(_ATTENTION_LAYERS)})")
+    if len(types) < layers:
+        r.fail(f"layer_types names {len(types)} layers but the model has {layers}; give one entry per layer")
+    if len(types) > layers:  # EXAONE 4.5 writes one more, for its multi-token prediction layer
+        notes.append(f"its layer_types names {len(types)} layers for {layers}; the first {layers} are read")
+    return types[:layers]
 
 
 def _context(r: _Reader) -> int:
@@ -574,7 +619,9 @@ def load_config(path, *, strict: bool = False) -> ModelShape:
     except RecursionError:
         raise ShapewiseError(f"{file}: JSON nested too deeply to be a config.json") from None
     if not isinstance(cfg, dict):
-        raise ShapewiseError(f"{file}: holds a JSON {type(cfg).__name__}, but a config.json is an object {{...}}")
+        kind = {list: "a JSON list", str: "a JSON string", type(None): "JSON null", bool: "JSON true or false"}.get(
+            type(cfg), "a JSON number")
+        raise ShapewiseError(f"{file}: holds {kind}, but a config.json is an object {{...}}")
     return _shape_from_config(cfg, str(file), _config_name(cfg, file), source=str(file), strict=strict)
 
 
@@ -637,18 +684,32 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
     def differs(*fields) -> bool:
         return now is None or any(getattr(now, f) != getattr(s, f) for f in fields)
 
+    defaults = dict(family.defaults) if family is not None else {}
+
+    def said(keys) -> bool:
+        """Whether the config, or its type's defaults where it leaves a key out, gives one of keys."""
+        return any(cfg.get(k) is not None or k in defaults for k in keys)
+
     if differs("hidden"):
         _put(cfg, _HIDDEN, s.hidden, "n_embd" if model_type == "gpt2" else "hidden_size")
     if differs("num_layers"):
         _put(cfg, _LAYERS, s.num_layers, "n_layer" if model_type == "gpt2" else "num_hidden_layers")
+        if now is not None:
+            _resize_layer_lists(cfg, now.num_layers, s.num_layers, family)
     if differs("num_heads"):
         _put(cfg, _HEADS, s.num_heads, "n_head" if model_type == "gpt2" else "num_attention_heads")
     if differs("vocab"):
         _put(cfg, _VOCAB, s.vocab, "vocab_size")
-    if (now is None or now.d_head != s.d_head) and (
-            s.head_dim is not None or any(cfg.get(k) is not None for k in _HEAD_DIM)):
+    if (now is None or now.d_head != s.d_head) and s.kv_lora_rank:
+        cfg["qk_nope_head_dim"] = s.d_head  # latent attention's head dim: its non-rotary part
+    elif (now is None or now.d_head != s.d_head) and (s.head_dim is not None or said(_HEAD_DIM)):
         _put(cfg, _HEAD_DIM, s.d_head, "head_dim")
-    if now is None or now.kv_heads != s.kv_heads:
+    if s.kv_lora_rank and family is not None and family.mla_v_from_hidden and s.v_dim != s.hidden // s.num_heads:
+        raise ShapewiseError(f"a {model_type} config has no key for the value heads' width (its code takes hidden "
+                             f"size / heads = {s.hidden // s.num_heads}): cannot describe value heads {s.v_dim} wide")
+    kv_said = model_type in FALCON_TYPES or said((*_KV_HEADS, "attn_kv_n_heads", "multi_query", "multi_query_attention"))
+    if (now is None or now.kv_heads != s.kv_heads) and (kv_said or s.kv_heads != s.num_heads):
+        # (a type that names no kv heads reads as many as heads: nothing to write for that)
         if model_type in FALCON_TYPES and not cfg.get("new_decoder_architecture"):
             if s.kv_heads in (1, s.num_heads):
                 cfg["multi_query"] = s.kv_heads == 1
@@ -659,8 +720,7 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
             _put(cfg, (*_KV_HEADS, "attn_kv_n_heads"), s.kv_heads, "num_key_value_heads")
             if cfg.get("multi_query") is not None:
                 cfg["multi_query"] = s.kv_heads == 1
-    if (now is None or now.ffn_width != s.ffn_width) and (
-            s.ffn is not None or any(cfg.get(k) is not None for k in _FFN)):  # else 4h follows hidden
+    if (now is None or now.ffn_width != s.ffn_width) and (s.ffn is not None or said(_FFN)):  # else 4h follows hidden
         width = 2 * s.ffn_width if family is not None and family.fused_mlp else s.ffn_width  # both halves
         fallback = (family.ffn_key if family is not None and family.ffn_key  # Llama 4: not intermediate_size
                     else "ffn_hidden_size" if model_type in FALCON_TYPES
@@ -700,10 +760,14 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
             raise ShapewiseError(f"{model_type or 'untyped'} configs have no learned position table; cannot "
                                  f"describe {s.learned_positions} learned positions in one (drop base to write "
                                  f"a fresh config)")
-    if s.kv_lora_rank and differs("v_head_dim"):  # MiniCPM3 derives it from the hidden size when absent
+    if s.kv_lora_rank and differs("v_head_dim") and not (family is not None and family.mla_v_from_hidden):
         cfg["v_head_dim"] = s.v_head_dim or s.d_head
     if differs("num_experts", "top_k", "expert_ffn", "num_shared_experts") or (
             now is not None and s.is_moe and now.expert_width != s.expert_width):
+        if s.is_moe and model_type in _EXPERTS_AT_FFN and s.expert_width != s.ffn_width:
+            raise ShapewiseError(f"a {model_type} config gives its experts' width in intermediate_size and has no "
+                                 f"dense MLP beside them: cannot describe experts {s.expert_width} wide apart from "
+                                 f"an MLP width of {s.ffn_width}")
         if s.is_moe:
             _put(cfg, (*_EXPERTS, "ffn_moe_num_experts"), s.num_experts, "num_local_experts")
             _put(cfg, _top_k_keys(family), s.top_k, (family and family.top_k_key) or "num_experts_per_tok")
@@ -717,9 +781,10 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
                                          f"cannot describe {s.num_shared_experts} shared experts {s.expert_width} wide")
                 cfg[flag] = s.num_shared_experts > 0
                 _set(cfg, count, s.num_shared_experts * s.expert_width // s.ffn_width)
-            else:
-                cfg.pop("shared_expert_intermediate_size", None)
-                cfg["n_shared_experts"] = s.num_shared_experts
+            elif cfg.get("shared_expert_intermediate_size") is not None:  # Qwen2-MoE: one shared MLP this wide
+                cfg["shared_expert_intermediate_size"] = s.num_shared_experts * s.expert_width
+            elif s.num_shared_experts or any(cfg.get(k) is not None for k in ("n_shared_experts", "num_shared_experts")):
+                _put(cfg, ("n_shared_experts", "num_shared_experts"), s.num_shared_experts, "n_shared_experts")
         else:
             for k in (*_EXPERTS, *_TOP_K, "moe_intermediate_size", "n_shared_experts", "num_shared_experts",
                       "shared_expert_intermediate_size"):
@@ -743,12 +808,39 @@ def to_hf_config(shape: ModelShape, base: dict | None = None) -> dict:
     for _ in range(2):  # a field left as written may read otherwise once others changed (kv heads, head_dim)
         if not _fit(inner, target):
             break
-    if changed or base is None:
-        cfg["_name_or_path"] = shape.name  # base's name would now mislabel it
+    if base is None:
+        cfg["_name_or_path"] = shape.name
+    elif changed:
+        cfg.pop("_name_or_path", None)  # base's name would now mislabel it
     back = canonical(ModelShape(name=shape.name, **_fields_from_config(cfg, "written config")[0]))
     for field in STRUCTURAL_FIELDS:
-        if getattr(back, field) != getattr(target, field):  # a gap in _fit, not bad input
-            raise ShapewiseError(f"cannot write {field}={getattr(target, field)!r} into this "
-                                 f"{cfg.get('model_type', 'generic')} config (it reads back as "
-                                 f"{getattr(back, field)!r})")
+        if getattr(back, field) != getattr(target, field):  # a field this type's keys cannot hold
+            what, want, got = _field_words(field, target, back)
+            raise ShapewiseError(f"a {cfg.get('model_type') or 'untyped'} config cannot hold this shape's {what} "
+                                 f"{want}: written in its keys, it reads back as {got}")
     return cfg
+
+
+# Fields whose None means a value derived from others: said by that value
+_DERIVED = {"num_kv_heads": ("key/value heads", "kv_heads"), "head_dim": ("head dim", "d_head"),
+            "ffn": ("MLP width", "ffn_width"), "expert_ffn": ("experts' width", "expert_width"),
+            "v_head_dim": ("value head width", "v_dim")}
+
+
+def _field_words(field: str, want: ModelShape, got: ModelShape) -> tuple[str, object, object]:
+    """A structural field as a user reads it: its name in words and the two values it compares."""
+    what, prop = _DERIVED.get(field, (field.replace("num_", "").replace("_", " "), field))
+    return what, getattr(want, prop), getattr(got, prop)
+
+
+def _resize_layer_lists(cfg: dict, old: int, new: int, family) -> None:
+    """The lists of one entry per layer, made new long: layer_types by its pattern (the shortest period
+    that repeats through the original's layers), a per-layer value (Hunyuan) by its one value."""
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and len(types) >= old:
+        head, extra = types[:old], types[old:]  # EXAONE 4.5 writes one more, for its multi-token prediction layer
+        period = next(p for p in range(1, old + 1) if all(head[i] == head[i % p] for i in range(old)))
+        cfg["layer_types"] = [head[i % period] for i in range(new)] + extra
+    for key in family.per_layer if family is not None else ():
+        if isinstance(cfg.get(key), list) and len(cfg[key]) == old:
+            cfg[key] = [cfg[key][0]] * new

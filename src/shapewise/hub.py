@@ -53,9 +53,19 @@ def download_config(repo_id: str) -> Path:
                              f"cached ({type(err).__name__}: {reason[:160]})") from None
 
 
+def config_path(name: str) -> Path | None:
+    """The config.json a model argument reads: the path itself (or its folder's file), or a hub id's file in
+    the local cache; None for a preset. suggest --emit-config writes its suggestion into this file's keys."""
+    path = Path(name)
+    if name.endswith(".json") or path.is_dir():
+        return path / "config.json" if path.is_dir() else path
+    return cached_config(name) if HUB_ID.match(name) else None
+
+
 def resolve_model(name: str, *, strict: bool = False) -> ModelShape:
     """A model argument as a shape: a config.json path (or its folder), a hub id (read from the cache,
-    else a preset of the same checkpoint, else downloaded), or a preset name."""
+    else a preset of the same checkpoint, else downloaded), or a preset name. A hub id names the model
+    read from it, not the cache's snapshot folder."""
     if not isinstance(name, str) or not name.strip():
         raise ShapewiseError(f"give a model name, got {name!r}; run `shapewise models` to list the presets")
     path = Path(name)
@@ -64,11 +74,11 @@ def resolve_model(name: str, *, strict: bool = False) -> ModelShape:
     if HUB_ID.match(name):
         cached = cached_config(name)
         if cached is not None:
-            return load_config(cached, strict=strict)
+            return load_config(cached, strict=strict).replace(name=name)
         if preset_key(name) is not None:
             return PRESETS[preset_key(name)]
         if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
             raise ShapewiseError(f"{name} is not in the Hugging Face cache ({cache_dir()}) and HF_HUB_OFFLINE is set; "
                                  f"download it once with the network on, or give --config PATH")
-        return load_config(download_config(name), strict=strict)
+        return load_config(download_config(name), strict=strict).replace(name=name)
     return get_model(name)

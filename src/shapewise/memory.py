@@ -141,10 +141,18 @@ class Memory:
     def fits(self, gpu: GPU) -> bool:
         return self.total_bytes <= capacity_bytes(gpu)
 
+    @property
+    def peak_at_step(self) -> bool:
+        """A training peak at the optimizer step: the backward's activations and the loss's buffers
+        are freed by then, and the step's temporaries count with the optimizer (training_arrays)."""
+        return bool(self.optimizer) and not (self.activations or self.loss or self.kv_cache)
+
     def text(self) -> str:
-        """'52.3 GiB: weights 13.0, grads 13.0, … GiB', the parts that are not zero."""
+        """'52.3 GiB (weights 13.0, grads 13.0, … GiB)', the parts that are not zero, and where the
+        peak is when it is at the optimizer step (else the missing activations read as free)."""
         parts = ", ".join(f"{k.replace('_', ' ')} {v / GIB:,.1f}" for k, v in self.as_dict().items() if v)
-        return f"{self.total_bytes / GIB:,.1f} GiB ({parts} GiB)"
+        where = " at the optimizer step, the activations freed by then" if self.peak_at_step else ""
+        return f"{self.total_bytes / GIB:,.1f} GiB{where} ({parts} GiB)"
 
 
 def capacity_bytes(gpu: GPU) -> float:

@@ -23,6 +23,7 @@ from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload
 
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
+GPUS_PER_NODE = 8  # an HGX or DGX node: 8 GPUs on NVLink, the nodes joined by the network
 MAX_VIRTUAL = 8  # virtual stages per pipeline rank tried (Megatron's interleaved schedule)
 LAYOUT = ("tp", "pp", "dp", "vp", "ep", "batch", "micro_batches", "recompute", "zero")
 TIME_PARTS = ("compute_ms", "recompute_ms", "bubble_ms", "pipeline_comm_ms", "dp_comm_ms", "ep_comm_ms",
@@ -111,8 +112,8 @@ def layouts(shape: ModelShape, *, gpus: int, global_batch: int, gpus_per_node: i
 
 
 def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_batch_tokens: int, seq: int,
-         gpus_per_node: int = 8, network: Network | None = None, precision: str = "mixed", framework: str = "megatron",
-         dtype: str = "bf16", attention: str = "flash", top: int = 5, overlap_dp: bool = True,
+         gpus_per_node: int = GPUS_PER_NODE, network: Network | None = None, precision: str = "mixed",
+         framework: str = "megatron", dtype: str = "bf16", attention: str = "flash", top: int = 5, overlap_dp: bool = True,
          shapes: tuple[ModelShape, ...] = ()) -> PlanResult:
     """The fastest layouts of `shape` (and of each of `shapes`, alternatives of about its size) on
     `gpus` GPUs that fit in memory; a step is global_batch_tokens tokens of sequences of `seq`.
@@ -166,6 +167,9 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
             found.append((float(parts["total_ms"][i]), s, {k: int(lay[k][i]) for k in LAYOUT},
                           {k: float(v[i]) for k, v in parts.items()}, {k: float(v[i]) for k, v in mem.items()},
                           float(flops[i])))
+    if not considered:
+        raise ShapewiseError(_no_layout(shape, gpus=gpus, sequences=sequences, seq=seq,
+                                        gpus_per_node=min(gpus_per_node, gpus)))
     found.sort(key=lambda row: row[0])
     peak = gpu.peak_tflops(dtype) * 1e12
     plans = tuple(Plan(s, lay["tp"], lay["pp"], lay["dp"], lay["vp"], lay["ep"], lay["batch"], lay["micro_batches"],
@@ -174,6 +178,20 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
                   for step_ms, s, lay, times, mem, flops in found[:top])
     return PlanResult(plans, considered, fitting, time.perf_counter() - start, gpus, global_batch_tokens, seq,
                       network, model.source)
+
+
+def _no_layout(shape: ModelShape, *, gpus: int, sequences: int, seq: int, gpus_per_node: int) -> str:
+    """Why `layouts` found none: t·p·d is the GPUs, t and p divide the model, and the data-parallel
+    degree d left over (times a micro-batch of at least 1) must divide the global batch's sequences."""
+    width = shape.expert_width if shape.is_moe else shape.ffn_width
+    split = max(t * p for t in _divisors(gpus_per_node) for p in _divisors(shape.num_layers)
+                if gpus % (t * p) == 0 and shape.num_heads % t == 0 and shape.kv_heads % t == 0 and width % t == 0)
+    dp = gpus // split
+    return (f"no layout of {gpus:,} GPUs exists for {shape.name}, whatever the memory: tensor × pipeline degrees "
+            f"(t dividing {gpus_per_node} GPUs of a node, the {shape.num_heads} heads, {shape.kv_heads} kv heads and "
+            f"FFN width {width}; p dividing the {shape.num_layers} layers) cover at most {split} of them, leaving "
+            f"data-parallel degrees of {dp:,} or more, none of which divides the global batch's {sequences:,} "
+            f"sequences; give a global batch of a multiple of {dp * seq:,} tokens, or another number of GPUs")
 
 
 def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int) -> str:
@@ -230,7 +248,8 @@ def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = 
                   f"{result.global_batch_tokens:,} tokens of {result.seq}; network: {result.network.source}; "
                   f"cost model: {result.cost_source}")
     if not result.plans:
-        console.print("[red]No layout fits in memory: more GPUs, a smaller global batch or a GPU with more memory.[/red]")
+        console.print(f"[red]None of the {result.considered:,} layouts fits in memory: more GPUs, a smaller global "
+                      "batch or a GPU with more memory.[/red]")
         return
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     columns = ["#", "model", "layout (t p×v d e b m)", "step s", "tokens/s", "MFU", "memory GiB",
@@ -239,8 +258,12 @@ def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = 
         table.add_column(col, justify="left" if col in ("model", "layout (t p×v d e b m)") else "right")
     for i, p in enumerate(result.plans, 1):
         m = p.memory
-        split = "/".join(f"{v / 2**30:.1f}" for v in (m.weights, m.grads, m.optimizer, m.activations, m.loss))
+        split = "/".join([f"{v / 2**30:.1f}" for v in (m.weights, m.grads, m.optimizer)]
+                         + (["–", "–"] if m.peak_at_step else [f"{v / 2**30:.1f}" for v in (m.activations, m.loss)]))
         table.add_row(str(i), p.shape.name, p.layout_text(), f"{p.step_ms / 1e3:,.2f}", f"{p.tokens_per_s:,.0f}",
                       f"{p.mfu:.1%}", f"{m.total_bytes / 2**30:,.1f}", split, f"{p.communication_share:.1%}",
                       f"{p.bubble_share:.1%}", *([_duration(train_tokens / p.tokens_per_s)] if train_tokens else []))
     console.print(table)
+    if any(p.memory.peak_at_step for p in result.plans):
+        console.print("act/loss –: the peak is at the optimizer step, after the backward has freed the activations "
+                      "and the loss's buffers (the step's temporaries count in optim)")

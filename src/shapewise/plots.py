@@ -571,6 +571,29 @@ def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = 
     }
 
 
+# The fields a suggestion's label changes ("heads 32→20": search.change_text), as a shape holds them.
+CHANGED_FIELDS = {"hidden": "hidden", "layers": "num_layers", "heads": "num_heads", "kv heads": "kv_heads",
+                  "head dim": "d_head", "vocab": "vocab"}
+
+
+def verified_model_mismatch(rows: list[dict], shape: ModelShape) -> str:
+    """Where a verify run's candidates say its original differs from `shape` ("" where they agree, or
+    where no label says: a `--config` candidate names no change). Each suggestion's label names the
+    original's value of what it changes: "#1 heads 32→20, vocab 50257→50304"."""
+    have = {name: getattr(shape, field) for name, field in CHANGED_FIELDS.items()}
+    have["ffn"] = shape.expert_width if shape.is_moe else shape.ffn_width
+    for row in rows:
+        label = str(row["candidate"])
+        if not label.startswith("#"):  # "config other.json": no change named
+            continue
+        for change in label.split(" ", 1)[-1].split(", "):
+            name, _, values = change.rpartition(" ")
+            old, arrow, _ = values.partition("→")
+            if arrow and name in have and old != str(have[name]):
+                return f"its candidates change {name} {old}→…, but {shape.name} has {name} {have[name]}"
+    return ""
+
+
 def suggestions_figure(data: dict):
     """Predicted and measured speedup per token side by side, the measured ones with their interval."""
     fig, ax = figure(f"{data['model']}: suggested shapes", data, size=(max(6.0, 1.1 * len(data["labels"]) + 2), 5))

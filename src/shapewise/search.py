@@ -171,7 +171,9 @@ def neighbourhood(base: ModelShape, workload: Workload, *, keep: set, spread: fl
             widths = sorted(set(_near_multiples(scaled, 0.03)) | ({width} if hidden == base.hidden else set()))
         for heads, kv, head_dim in _attention_options(base, hidden, keep):
             for ffn in widths:
-                field = "expert_ffn" if base.is_moe else "ffn"
+                # experts of a width of their own (DeepSeek's moe_intermediate_size), else the one MLP width
+                # they follow (gpt-oss, Mixtral: intermediate_size), as the config can say it
+                field = "expert_ffn" if base.is_moe and base.expert_ffn is not None else "ffn"
                 for vocab in vocabs:
                     try:
                         shape = base.replace(hidden=hidden, num_heads=heads, num_kv_heads=kv, head_dim=head_dim,
@@ -183,13 +185,21 @@ def neighbourhood(base: ModelShape, workload: Workload, *, keep: set, spread: fl
                             yield shape, workload.replace(batch=batch, tp=tp)
 
 
-def _layer_counts(shape: ModelShape, target_params: int, base_layers: int, keep: set) -> list[int]:
+def layer_period(shape: ModelShape) -> int:
+    """The length of the pattern a model's layers repeat (gpt-oss: sliding, full), where its layer count
+    holds the pattern whole; 1 where it has none or does not (Gemma-3-1B: 26 layers, a pattern of 6)."""
+    every = shape.global_every if shape.window else 0
+    return every if every > 1 and shape.num_layers % every == 0 else 1
+
+
+def _layer_counts(shape: ModelShape, target_params: int, base_layers: int, keep: set, period: int = 1) -> list[int]:
+    """The layer counts that bring shape nearest target_params: whole repeats of the layer pattern."""
     if "layers" in keep:
         return [base_layers]
     per_layer = shape.layer_params
     rest = shape.params - shape.num_layers * per_layer
-    ideal = (target_params - rest) / per_layer
-    return sorted({max(1, math.floor(ideal)), max(1, math.ceil(ideal))})
+    ideal = (target_params - rest) / per_layer / period
+    return sorted({period * max(1, math.floor(ideal)), period * max(1, math.ceil(ideal))})
 
 
 def change_text(changes: dict) -> str:
@@ -226,8 +236,9 @@ def ranked_neighbours(shape: ModelShape, workload: Workload, *, model: CostModel
     target = shape.params
     aspect = shape.hidden / shape.num_layers
     best: dict = {}
+    period = layer_period(shape)
     for candidate_shape, w in neighbourhood(shape, workload, keep=keep):
-        for layers in _layer_counts(candidate_shape, target, shape.num_layers, keep):
+        for layers in _layer_counts(candidate_shape, target, shape.num_layers, keep, period):
             s = candidate_shape.replace(num_layers=layers)
             if abs(s.params / target - 1) > params_tol:
                 continue
@@ -341,6 +352,11 @@ class SearchResult:
     pareto: tuple[Candidate, ...]  # smallest first; no other shape has more params and more tokens/s
     top: tuple[Candidate, ...]
     model: CostModel  # the cost model that predicted them
+    memory_bytes: dict  # per GPU, memory.estimate's, of each shape listed (pareto and top), by its name
+    gpu_memory_bytes: float
+
+    def fits(self, c: Candidate) -> bool:
+        return self.memory_bytes[c.shape.name] <= self.gpu_memory_bytes
 
 
 def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Workload, vocab: int = 32000,
@@ -354,6 +370,7 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
     start = time.perf_counter()
     if params_target <= 0:
         raise ShapewiseError("--params must be positive")
+    model.gpu.peak_tflops(workload.dtype)  # a GPU without the dtype is said as that, not as no shape priced
     if attention not in ("mha", "gqa", "mqa"):
         raise ShapewiseError("--attention-kind must be mha, gqa or mqa")
     gated = mlp in ("swiglu", "geglu")
@@ -400,12 +417,18 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
             best = c.gpu_ms_per_token
     pareto.reverse()
     top_shapes = sorted(candidates, key=lambda c: c.gpu_ms_per_token)[:top]
+    memory = {c.shape.name: float(estimate(c.shape, c.workload).total_bytes) for c in (*pareto, *top_shapes)}
     return SearchResult(screened, len(candidates), time.perf_counter() - start,
-                        screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes), model)
+                        screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes), model, memory,
+                        capacity_bytes(model.gpu))
 
 
 def megatron_args(shape: ModelShape, workload: Workload) -> str:
     """The Megatron-LM / GPT-NeoX arguments of a shape and workload."""
+    if not shape.learned_positions and not shape.rotary_fraction:
+        raise ShapewiseError(f"{shape.name} has neither rotary nor learned positions (ALiBi), and Megatron-LM's "
+                             f"--position-embedding-type has no ALiBi: --emit megatron cannot describe it; use "
+                             f"--emit-config")
     args = [f"--num-layers {shape.num_layers}", f"--hidden-size {shape.hidden}",
             f"--num-attention-heads {shape.num_heads}", f"--ffn-hidden-size {shape.ffn_width}",
             f"--seq-length {workload.seq}", f"--micro-batch-size {workload.batch}",
@@ -427,8 +450,11 @@ def megatron_args(shape: ModelShape, workload: Workload) -> str:
     args.append("--position-embedding-type " + ("learned_absolute" if shape.learned_positions else "rope"))
     if shape.learned_positions:
         args.append(f"--max-position-embeddings {shape.learned_positions}")
+    elif shape.rotary_fraction < 1:
+        args.append(f"--rotary-percent {shape.rotary_fraction:g}")
     if shape.is_moe:
-        args += [f"--num-experts {shape.num_experts}", f"--moe-router-topk {shape.top_k}"]
+        args += [f"--num-experts {shape.num_experts}", f"--moe-router-topk {shape.top_k}",
+                 f"--moe-ffn-hidden-size {shape.expert_width}"]
     # Megatron pads the vocabulary itself, to a multiple of this times t.
     multiple = math.gcd(shape.vocab, 1 << 20)
     args.append(f"--make-vocab-size-divisible-by {max(1, multiple // workload.tp)}")

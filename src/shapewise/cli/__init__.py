@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 
 from .. import __version__
-from ..errors import ShapewiseError
+from ..errors import ShapewiseError, warn
 from . import bench, calibrate, check, plan, report, suggest
-from .common import Parser, leave_process_group
+from .common import CAVEATS, Parser, leave_process_group
 
 
 def build_parser() -> Parser:
@@ -24,8 +24,12 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    CAVEATS.clear()
     try:
-        return leave_process_group(args.run(args))
+        code = args.run(args)
+        for line in CAVEATS:
+            warn(line)
+        return leave_process_group(code)
     except ShapewiseError as err:
         print(f"shapewise: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, whatever it quotes
         return getattr(err, "exit_code", 2)  # a config read only by guessing, under --strict: 1

@@ -10,14 +10,16 @@ from .common import add_cost_args, console, cost_model, positive_int, top_int
 
 def add_plan(sub) -> None:
     from ..limits import PARAMS, RATE, SEQ, TOKENS_TO_TRAIN
+    from ..plan import GPUS_PER_NODE
 
     p = sub.add_parser("plan", help="the fastest ways to train a model on a cluster that fit in memory")
-    p.add_argument("model", nargs="?", help="a preset name (`shapewise models` lists them)")
+    p.add_argument("model", nargs="?", help="a preset name (`shapewise models` lists them), a Hugging Face hub id "
+                   "(org/name, read from the local cache) or a config.json path")
     p.add_argument("--config", metavar="PATH", help="a Hugging Face config.json (or a folder holding one)")
     p.add_argument("--params", type=PARAMS.arg, help="a parameter budget, e.g. 7e9: the fastest shape of that size")
     p.add_argument("--gpus", type=positive_int, required=True, help="GPUs in the cluster")
     p.add_argument("--gpu", default="h100", help="GPU name (check's default differs: h200)")
-    p.add_argument("--gpus-per-node", type=positive_int, default=8, help="GPUs sharing NVLink")
+    p.add_argument("--gpus-per-node", type=positive_int, default=GPUS_PER_NODE, help="GPUs sharing NVLink")
     p.add_argument("--global-batch", type=positive_int, required=True, metavar="TOKENS", help="tokens per step")
     p.add_argument("--seq", "-s", type=SEQ.arg, required=True, help="sequence length")
     p.add_argument("--tokens", type=TOKENS_TO_TRAIN.arg, metavar="T", help="tokens to train on: prints the time it takes")
@@ -39,7 +41,7 @@ def _shape(args, cost):
 
     given = [x for x in (args.model, args.config, args.params) if x is not None]
     if len(given) != 1:
-        raise ShapewiseError("give one of: a preset name, --config PATH or --params N")
+        raise ShapewiseError("give one of: a model (a preset name, hub id or config.json path), --config PATH or --params N")
     if args.params is None:
         return load_config(args.config) if args.config else resolve_model(args.model)
     found = search(params_target=int(args.params), gpu=cost, workload=Workload(batch=1, seq=args.seq),

@@ -19,6 +19,9 @@ from .common import (
     top_int,
 )
 
+# What the store's rows are of: the measuring commands' benches and the kernel census (cases.KERNELS).
+BENCHES = ("gemm", "bmm", "attention", "op", "layer", "comm", "kernels")
+
 
 def add_results(sub) -> None:
     p = sub.add_parser("results", help="the results store as a table, checked, exported to CSV or JSON, or imported")
@@ -27,7 +30,7 @@ def add_results(sub) -> None:
                                                     "every row that still reads")
     p.add_argument("--format", choices=("csv", "json"), help="export format (default: from the file name, which must agree)")
     add_mkdir_arg(p)
-    p.add_argument("--bench", help="only this benchmark (gemm, bmm, attention, layer, op)")
+    p.add_argument("--bench", help=f"only this benchmark's rows, in the table and the export ({', '.join(BENCHES)})")
     p.add_argument("--import", dest="import_csv", metavar="FILE.csv",
                    help="read a CSV export (another machine's, say) into the store")
     p.add_argument("--check", action="store_true", help="check the store for damage (SQLite's integrity check)")
@@ -35,8 +38,22 @@ def add_results(sub) -> None:
     p.set_defaults(run=run_results)
 
 
-def run_results(args) -> int:
+def _check_bench(store, bench: str) -> None:
+    """--bench names a bench: refused when shapewise writes none of that name, said when the store
+    holds none of its rows (a damaged store, whose summary does not read, is not checked: its export
+    saves what still reads)."""
+    try:
+        held = store.summary()["benches"]
+    except ShapewiseError:
+        return
+    holds = f"it holds {', '.join(held)}" if held else "it holds no rows"
+    if bench not in held and bench not in BENCHES:
+        raise ShapewiseError(f"--bench {bench}: no such bench; use one of {', '.join(BENCHES)} ({holds})")
+    if bench not in held:
+        warn(f"--bench {bench}: the results store {store.path} has no rows of that bench; {holds}")
 
+
+def run_results(args) -> int:
     from ..store import Store
 
     if args.import_csv:
@@ -52,7 +69,12 @@ def run_results(args) -> int:
                                   mkdir=args.mkdir, what="export")
     elif args.format:
         raise ShapewiseError("--format is the format of --export: give --export PATH too")
+    if args.db and not Path(args.db).expanduser().exists():
+        raise ShapewiseError(f"no results store at {args.db} (--db): check the path; `shapewise bench` and "
+                             "`shapewise calibrate` make a store")
     with Store(args.db, read_only=True) as store:
+        if args.bench is not None:
+            _check_bench(store, args.bench)
         if target is not None:
             count = store.export(target, fmt=fmt, bench=args.bench)
             print(f"wrote {count} rows to {target}")
@@ -69,18 +91,22 @@ def run_results(args) -> int:
             print(f"{store.path}: sound (SQLite's integrity check passed, and every row's JSON reads)")
             return 0
         summary = store.summary()
+    if args.bench is not None:
+        summary["benches"] = {k: v for k, v in summary["benches"].items() if k == args.bench}
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
         return 0
     from rich.table import Table
 
-    table = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
-                  title=f"{summary['path']}: {summary['environments']} environments")
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
     for col in ("bench", "measured", "failed"):
         table.add_column(col, justify="left" if col == "bench" else "right")
     for bench, counts in summary["benches"].items():
         table.add_row(bench, f"{counts['ok']:,}", f"{counts['failed']:,}")
-    console().print(table)
+    out = console()
+    count = summary["environments"]
+    out.print(f"{summary['path']}: {count} environment{'s' if count != 1 else ''}")  # a title would wrap to the table
+    out.print(table)
     return 0
 
 def _measured_rows(db):
@@ -191,6 +217,10 @@ def run_plot(args) -> int:
                 data = plots.verified_data(rows, model=shape.name, gpu=gpu, dtype=workload.dtype)
             except (OSError, ValueError, KeyError, TypeError) as err:
                 raise ShapewiseError(f"{args.verified} is not the output of `shapewise verify --json` ({err})") from None
+            mismatch = plots.verified_model_mismatch(rows, shape)
+            if mismatch:
+                raise ShapewiseError(f"{args.verified} is a verify run of another model: {mismatch}; give the model "
+                                     "it verified")
             fig = plots.suggestions_figure(data)
         else:
             from ..search import suggest

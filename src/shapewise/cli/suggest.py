@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import ShapewiseError
+from ..errors import ShapewiseError, warn
 from .common import (
     add_cost_args,
     add_device_arg,
@@ -46,9 +46,19 @@ def add_suggest(sub) -> None:
     p.add_argument("--emit-config", metavar="PATH", help="write suggestion --pick as a Hugging Face config (a .json file)")
     add_mkdir_arg(p)
     p.add_argument("--emit", choices=("megatron",), help="print suggestion --pick as Megatron-LM / GPT-NeoX arguments")
-    p.add_argument("--pick", type=top_int, default=1, help="which suggestion to emit")
+    p.add_argument("--pick", type=_which("suggestion to emit"), metavar="N",
+                   help="which suggestion --emit or --emit-config writes, 1 the fastest (default: 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(run=run_suggest)
+
+
+def _which(what: str):
+    """For argparse's type=: a suggestion's rank, 1 to limits.TOP, refused in its own words."""
+    from dataclasses import replace
+
+    from ..limits import TOP
+
+    return replace(TOP, what=f"which {what} (1 is the fastest)").arg
 
 
 def _fields(text: str | None) -> tuple[str, ...]:
@@ -64,8 +74,11 @@ def _suggest(args, shape, workload, model):
 
 def _suggestions(args):
     from ..hardware import get_gpu
+    from ..search import megatron_args
 
     shape, workload = model_and_workload(args)
+    if args.emit == "megatron":
+        megatron_args(shape, workload)  # a model it cannot describe is said before the search, not after it
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
     return shape, workload, gpu, model.source, _suggest(args, shape, workload, model)
@@ -124,17 +137,27 @@ def run_suggest(args) -> int:
         from ..outputs import output_file
 
         output_file(args.emit_config, formats={".json": "json"}, mkdir=args.mkdir, what="config")
+    if args.pick is not None and not (args.emit_config or args.emit):
+        warn(f"--pick {args.pick} has no effect without --emit or --emit-config, which write the suggestion it picks")
+    pick = args.pick or 1
     shape, workload, gpu, source, result = _suggestions(args)
     chosen = None
     if args.emit_config or args.emit:
         if not result.suggestions:
             raise ShapewiseError("no suggestion to emit: no shape is predicted faster than the original by more "
                                  "than the model's error (`suggest` shows the nearest)")
-        if not 1 <= args.pick <= len(result.suggestions):
-            raise ShapewiseError(f"--pick must be between 1 and {len(result.suggestions)}")
-        chosen = result.suggestions[args.pick - 1].candidate
+        if not 1 <= pick <= len(result.suggestions):
+            raise ShapewiseError(f"--pick {pick}: there {'is' if len(result.suggestions) == 1 else 'are'} "
+                                 f"{len(result.suggestions)} suggestion{'s' * (len(result.suggestions) != 1)}; "
+                                 f"give --pick from 1 to {len(result.suggestions)}")
+        chosen = result.suggestions[pick - 1].candidate
     if args.emit_config:
-        base = json.loads(_config_text(args.config)) if args.config else None
+        from ..hub import config_path
+
+        # A config given as MODEL (a path, or a hub id's cached file) is the base, as with --config: the
+        # suggestion is written into its own keys, the rest of it kept.
+        source_file = args.config or (config_path(args.model) if args.model else None)
+        base = json.loads(_config_text(source_file)) if source_file else None
         try:
             Path(args.emit_config).write_text(json.dumps(to_hf_config(chosen.shape, base=base), indent=2) + "\n")
         except OSError as err:
@@ -175,7 +198,7 @@ def run_suggest(args) -> int:
                              "alone and with the best shape; rank them with the shapes: --vary batch,tp"))
     out.print(f"intervals: 90%, from the {result.errors.source}")
     if args.emit_config:
-        out.print(f"suggestion {args.pick} written to {args.emit_config}")
+        out.print(f"suggestion {pick} written to {args.emit_config}")
     return 0
 
 
@@ -219,11 +242,19 @@ def run_search(args) -> int:
                     attention=args.attention_kind, params_tol=args.params_tol, top=args.top)
     rows = lambda cands: [{"name": c.shape.name, "params": c.params, "hidden": c.shape.hidden,  # noqa: E731
                            "layers": c.shape.num_layers, "heads": c.shape.num_heads, "kv_heads": c.shape.kv_heads,
-                           "ffn": c.shape.ffn_width, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token} for c in cands]
+                           "ffn": c.shape.ffn_width, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token,
+                           "memory_bytes": result.memory_bytes[c.shape.name], "fits": result.fits(c)} for c in cands]
+    listed = {c.shape.name: c for c in (*result.pareto, *result.top)}.values()
+    too_big = sum(not result.fits(c) for c in listed)
+    if too_big:
+        what = f" ({TRAINING_MEMORY})" if workload.mode == "train" else ""
+        warn(f"{too_big} of the {len(listed)} shapes listed do not fit in {gpu.name}'s "
+             f"{result.gpu_memory_bytes / GIB:,.1f} GiB at b={workload.batch} s={workload.seq} t={workload.tp}{what}; "
+             f"they are ranked by speed alone (`shapewise plan MODEL --gpus N` spreads one over more GPUs)")
     if args.json:
         print(json.dumps({"screened": result.screened, "predicted": result.predicted, "seconds": result.seconds,
-                          "pareto": rows(result.pareto), "top": rows(result.top), "cost_model": source},
-                         indent=2))
+                          "pareto": rows(result.pareto), "top": rows(result.top), "cost_model": source,
+                          "gpu_memory_bytes": result.gpu_memory_bytes}, indent=2))
         return 0
     out = console()
     out.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted} "
@@ -231,12 +262,15 @@ def run_search(args) -> int:
                   f"{result.seconds:.2f} s; cost model: {source}")
     for title, cands in (("Pareto front: more parameters cost speed", result.pareto), ("fastest", result.top)):
         table = Table(title=title, show_edge=False, pad_edge=False, header_style="bold", title_justify="left")
-        for col in ("params", "hidden", "layers", "heads", "kv", "head dim", "ffn", "tokens/s per GPU"):
+        for col in ("params", "hidden", "layers", "heads", "kv", "head dim", "ffn", "tokens/s per GPU",
+                    "memory/GPU GiB"):
             table.add_column(col, justify="right")
         for c in cands:
             s = c.shape
+            memory = f"{result.memory_bytes[s.name] / GIB:,.1f}" + ("" if result.fits(c) else " (no fit)")
             table.add_row(f"{c.params / 1e9:.3f}B", str(s.hidden), str(s.num_layers), str(s.num_heads),
-                          str(s.kv_heads), str(s.d_head), str(s.ffn_width), f"{1000 / c.gpu_ms_per_token:,.0f}")
+                          str(s.kv_heads), str(s.d_head), str(s.ffn_width), f"{1000 / c.gpu_ms_per_token:,.0f}",
+                          memory if result.fits(c) else f"[red]{memory}[/red]")
         out.print(table)
     return 0
 
@@ -248,7 +282,8 @@ def add_verify(sub) -> None:
     p.add_argument("model", help="a preset name or a config.json: the original")
     p.add_argument("--config", metavar="OTHER", action="append",
                    help="verify against this config.json instead of the suggestions (repeat for several)")
-    p.add_argument("--suggestion", type=top_int, help="verify only suggestion N (default: all of --top)")
+    p.add_argument("--suggestion", type=_which("suggestion to verify"), metavar="N",
+                   help="verify only suggestion N (default: all of --top)")
     p.add_argument("--gpu", default="h200", help="GPU whose cost model gives the predicted speedups")
     add_workload_args(p)
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="the data type of the models")
