@@ -49,3 +49,27 @@ def test_caveats_name_a_head_dim_past_the_fused_kernels_and_a_sequence_past_the_
     wide = get_model("llama3-8b").replace(head_dim=2 * MAX_FUSED_HEAD_DIM)
     assert any("head dim 512 is past 256" in c for c in caveats(wide, Workload(batch=1, seq=1024)))
     assert caveats(wide, Workload(batch=1, seq=1024, attention="unfused")) == []
+
+
+def test_a_window_note_in_suggest_carries_no_share(capsys):
+    """gpt-oss's sliding window is a note whose saving is in its title, not a cost of 0.0%."""
+    code, out, _ = run(capsys, "suggest", "--config", "tests/data/hf-later/gpt-oss-20b.json", "--top", "1")
+    assert code == 0
+    notes = [line for line in out.splitlines() if line.startswith("findings:")]
+    assert notes and "sliding window" in notes[0] and "(0.0%)" not in notes[0]
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--hiddens", "2048", "--head-counts", "0"], "--head-counts: the number of heads"),
+    (["--hiddens", "2048", "--head-counts", "3"], "no hidden size of --hiddens is a multiple of any head count of --head-counts"),
+])
+def test_plot_layer_errors_name_the_flags(capsys, tmp_path, argv, said):
+    code, _, err = run(capsys, "plot", "layer", *argv, "--out", str(tmp_path / "x.png"))
+    assert code == 2 and said in err and err.count("\n") == 1
+
+
+def test_a_rounding_residue_is_no_loss():
+    from shapewise.cost import Losses
+
+    assert Losses(tile=-1e-16, wave=2e-3).as_dict()["tile"] == 0.0
+    assert Losses(tile=-1e-16, wave=2e-3).as_dict()["wave"] == 2e-3

@@ -18,12 +18,13 @@ PASSES = ("fwd", "fwdbwd")
 KERNELS = "kernels"  # the results store's bench of the kernel census
 
 
-def parse_dims(values: list[str], *, name: str) -> list[int]:
+def parse_dims(values: list[str], *, name: str, limit=None) -> list[int]:
     """Dims from the command line: numbers and inclusive ranges START:STOP:STEP (or START:STOP, step 1),
-    each a GEMM dim and at most limits.SWEEP_VALUES in all (see limits.dims)."""
-    from .limits import dims
+    each a GEMM dim (or within `limit`, a limits.Limit: head counts, hidden sizes) and at most
+    limits.SWEEP_VALUES in all (see limits.dims)."""
+    from .limits import GEMM_DIM, dims
 
-    return dims(values, name=name)
+    return dims(values, name=name, limit=limit or GEMM_DIM)
 
 
 @dataclass(frozen=True)

@@ -309,7 +309,7 @@ def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int 
     x = _whole_numbers(hiddens, "hiddens")
     x = x[x % heads == 0]
     if x.size == 0:
-        raise ShapewiseError(f"no hidden size in hiddens is a multiple of {heads} heads")
+        raise ShapewiseError(f"no hidden size of --hiddens is a multiple of {heads} heads")
     head_dims = x // heads
     y = _attention_tflops(kind, heads=np.full_like(x, heads), head_dims=head_dims, batch=batch, seq=seq, causal=causal,
                           pass_=pass_, model=model, dtype=dtype)
@@ -422,7 +422,7 @@ def layer_data(*, gpu: GPU | str | CostModel, hiddens, head_counts, seq: int = 2
             spans.append((a, h, len(ops), len(ops) + len(layer)))
             ops += layer
     if not spans:
-        raise ShapewiseError("no hidden size in hiddens is a multiple of any head count in head_counts")
+        raise ShapewiseError("no hidden size of --hiddens is a multiple of any head count of --head-counts")
     costs = predict_ops(ops, gpu=model, dtype=dtype)
     heads = np.array([s[0] for s in spans], dtype=np.int64)
     x = np.array([s[1] for s in spans], dtype=np.int64)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from ..errors import ShapewiseError, warn
+from ..limits import HEADS, HIDDEN
 from .common import (
     Parser,
     add_cost_args,
@@ -198,12 +199,12 @@ def run_plot(args) -> int:
         fig = plots.attention_figure(data)
     elif args.kind == "attention-heads":
         data = plots.attention_heads_data(gpu=model, head_dim=args.head_dim,
-                                          head_counts=parse_dims(args.head_counts, name="--head-counts"), seq=args.seq,
-                                          batch=args.batch, dtype=args.dtype, measured=_measured_rows(args.db))
+                                          head_counts=parse_dims(args.head_counts, name="--head-counts", limit=HEADS),
+                                          seq=args.seq, batch=args.batch, dtype=args.dtype, measured=_measured_rows(args.db))
         fig = plots.attention_figure(data)
     elif args.kind == "layer":
-        data = plots.layer_data(gpu=model, hiddens=parse_dims(args.hiddens, name="--hiddens"),
-                                head_counts=parse_dims(args.head_counts, name="--head-counts"), seq=args.seq,
+        data = plots.layer_data(gpu=model, hiddens=parse_dims(args.hiddens, name="--hiddens", limit=HIDDEN),
+                                head_counts=parse_dims(args.head_counts, name="--head-counts", limit=HEADS), seq=args.seq,
                                 batch=args.batch, mlp=args.mlp, dtype=args.dtype, measured=_measured_rows(args.db))
         fig = plots.layer_figure(data)
     else:

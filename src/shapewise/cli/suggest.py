@@ -181,7 +181,8 @@ def run_suggest(args) -> int:
     else:
         out.print(f"[red]{not_fitting_text(result, workload)}[/red]")
     if result.findings:
-        out.print("findings: " + "; ".join(f"{f.title} ({f.share:.1%})" for f in result.findings))
+        # a note (a window's saving, in its title) costs nothing: no share to print
+        out.print("findings: " + "; ".join(f.title + (f" ({f.share:.1%})" if f.cost_ms else "") for f in result.findings))
     varied = f", {' and '.join(result.vary)} varied" if result.vary else ""
     if result.suggestions:
         out.print(rich_table(suggestion_table(result.suggestions), title_justify="left",
