@@ -54,6 +54,30 @@ def test_collectives_on_two_ranks(tmp_path):
         assert len(store.rows(bench="comm")) == 9
 
 
+def test_a_size_one_rank_cannot_hold_is_recorded_failed_on_every_rank(tmp_path):
+    """A buffer that fails on one rank only (here rank 1's torch.empty refuses 256 KiB) must not leave the
+    other rank waiting in a collective: both skip the size, rank 0 stores it failed, the run goes on."""
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(
+        "import os\nif os.environ.get('RANK') == '1':\n    import torch\n    empty = torch.empty\n"
+        "    def refuse(*size, **kw):\n"
+        "        n = size[0] if size and isinstance(size[0], int) else 0\n"
+        "        if n >= 65536:\n            raise RuntimeError('cannot allocate (a test)')\n"
+        "        return empty(*size, **kw)\n    torch.empty = refuse\n")
+    db = str(tmp_path / "comm.db")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "shapewise",
+               "bench", "comm", "--device", "cpu", "--sizes", "64K", "256K", "--ops", "all_reduce", "--iters", "3",
+               "--db", db, "--json"]
+    env = {**__import__("os").environ, "PYTHONPATH": f"{tmp_path / 'hook'}:{Path(__file__).parents[1] / 'src'}"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout[done.stdout.index("["):])
+    assert [r["bytes"] for r in rows if "error" not in r] == [65536]
+    assert [r["bytes"] for r in rows if r.get("error")] == [262144]
+    with Store(db) as store:
+        assert [r["error"] is not None for r in store.rows(bench="comm")].count(True) == 1
+
+
 def test_collectives_need_several_ranks(capsys, tmp_path):
     try:
         code = main(["bench", "comm", "--device", "cpu", "--db", str(tmp_path / "x.db")])

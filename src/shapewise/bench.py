@@ -339,7 +339,7 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     timing = dict(warmup_ms=warmup_ms, budget_ms=budget_ms, min_reps=MIN_REPS, cuda_graph=cuda_graph)
     records, lost = [], []
     try:
-        with _progress(progress and rank == 0, len(mine)) as advance:
+        with progress_bar(progress and rank == 0, len(mine)) as advance:
             for i, case in enumerate(mine):
                 record = _measure_one(torch, case, keys[id(case)], device=device, timing=timing, time_fn=time_fn)
                 settle(record, device=device, warmup_ms=warmup_ms)
@@ -398,7 +398,7 @@ def _measure_one(torch, case, key, *, device, timing, time_fn) -> dict:
 
 
 @contextlib.contextmanager
-def _progress(enabled: bool, total: int, doing: str = "measuring"):
+def progress_bar(enabled: bool, total: int, doing: str = "measuring"):
     """A rich progress bar with ETA on stderr; `advance(label)` after each case."""
     from rich.console import Console
 
@@ -440,7 +440,7 @@ def kernel_census(cases: list[Case], *, store, device: str = "cuda", env: dict |
     done = store.done_keys(env_id, KERNELS)
     todo = [c for c in cases if is_gemm(c) and census_key(c) not in done]
     named = 0
-    with _progress(progress, len(todo), "naming kernels") as advance:
+    with progress_bar(progress, len(todo), "naming kernels") as advance:
         for start in range(0, len(todo), chunk):  # one profiler run per chunk keeps each trace small
             part = todo[start:start + chunk]
             for case, (names, grids, error) in zip(part, _kernels_of(torch, part, device)):

@@ -86,8 +86,25 @@ def bench_comm(sizes: list[int], ops: list[str], *, store, device: str = "cuda",
     for op in ops:
         for size in sizes:
             elements = max(world, size // size_of // world * world)  # divisible among the ranks
-            whole = torch.randn(elements, device=device).to(dt)
-            part = torch.empty(elements // world, device=device, dtype=dt)
+            nbytes = elements * size_of
+            params = dict(op=op, bytes=nbytes, world=world, dtype=dtype, backend=dist.get_backend())
+            try:  # a size past the memory fails on some ranks: all must agree to skip it, or they hang
+                whole = torch.empty(elements, device=device, dtype=dt).normal_()
+                part = torch.empty(elements // world, device=device, dtype=dt)
+                failed = ""
+            except (RuntimeError, MemoryError) as err:  # torch's OutOfMemoryError is a RuntimeError
+                whole = part = None
+                failed = f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"
+            agree = torch.tensor([1.0 if failed else 0.0], device=device if device.startswith("cuda") else "cpu")
+            dist.all_reduce(agree, op=dist.ReduceOp.MAX)
+            if agree.item():
+                if rank == 0:
+                    store.record(env_id=env_id, bench="comm", key=case_key({"bench": "comm", **params}),
+                                 params=params, bytes=nbytes,
+                                 error=failed or "a buffer of this size could not be made on another rank")
+                    rows.append(dict(op=op, bytes=nbytes, error=failed or "failed on another rank"))
+                whole = part = None
+                continue
             # torch renamed the single-tensor collectives (2.13: *_single); older releases have the old names.
             gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
             scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
@@ -110,12 +127,10 @@ def bench_comm(sizes: list[int], ops: list[str], *, store, device: str = "cuda",
                                    device=device if device.startswith("cuda") else "cpu")
             dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
             if rank == 0:
-                nbytes = elements * size_of
                 timing = Timing(tuple(samples))
                 ms = float(slowest.item())
                 algbw = nbytes / (ms * 1e-3) / 1e9
                 busbw = algbw * COLLECTIVES[op] * (world - 1) / world
-                params = dict(op=op, bytes=nbytes, world=world, dtype=dtype, backend=dist.get_backend())
                 store.record(env_id=env_id, bench="comm", key=case_key({"bench": "comm", **params}), params=params,
                              timing=timing, bytes=nbytes,
                              metrics={"slowest_rank_median_ms": ms, "algbw_gbs": algbw, "busbw_gbs": busbw})

@@ -459,7 +459,8 @@ def interleave(fns: dict[str, Callable[[], object]], *, device="cuda", rounds: i
                flush_l2: bool = True, l2_bytes: int | None = None, confidence: float = 0.95,
                resamples: int = 2000, seed: int = 0, cushion: bool = True,
                clock: Callable[[], float] | None = None, settle: float | None = None,
-               sleep: Callable[[float], None] = time.sleep) -> dict[str, Comparison]:
+               sleep: Callable[[float], None] = time.sleep,
+               on_round: Callable[[int], None] | None = None) -> dict[str, Comparison]:
     """Time several variants round by round (round_orders: A C B, B A C, C B A, …), so that drift
     (clocks, temperature, other tenants) hits all of them alike; compare each with the first through
     paired per-round ratios.
@@ -468,6 +469,7 @@ def interleave(fns: dict[str, Callable[[], object]], *, device="cuda", rounds: i
     the per-round ratios of medians; its interval is a bootstrap over rounds (seeded: repeatable).
     settle: after each variant's calls in a round, the GPU is left idle this many times as long as
     they kept it busy (default SETTLE on a GPU, none on the CPU), as a sweep settles after each case.
+    on_round: called with the rounds done after each round (a progress bar).
     """
     names = list(fns)
     if not names:
@@ -494,12 +496,14 @@ def interleave(fns: dict[str, Callable[[], object]], *, device="cuda", rounds: i
     if settle is None:
         settle = SETTLE if _is_cuda(device) else 0.0
     per_round = {name: [] for name in names}
-    for order in round_orders(names, rounds, seed):
+    for done, order in enumerate(round_orders(names, rounds, seed), start=1):
         for name in order:
             samples = timer.time_calls(fns[name], preps[name], reps[name])
             per_round[name].append(samples)
             if settle > 0:
                 sleep(settle_ms(Timing(tuple(samples)), 0.0, settle) / 1e3)
+        if on_round is not None:
+            on_round(done)
 
     rng = random.Random(seed)
     base = [_median(s) for s in per_round[names[0]]]

@@ -139,13 +139,13 @@ def measure(neighbourhoods: list[Neighbourhood], *, model: CostModel, device: st
     """Each model's candidates measured against it, interleaved (verify in layer mode), model after
     model; budget_ms is each part's timed share of a round. A model that fails is kept with its
     reason and the next one goes on; Ctrl-C returns the models finished."""
-    from .bench import _error_text, _progress
+    from .bench import _error_text, progress_bar
     from .measure import import_torch
     from .verify import verify
 
     torch = import_torch()
     done = []
-    with _progress(progress, len(neighbourhoods), "variants") as advance:
+    with progress_bar(progress, len(neighbourhoods), "variants") as advance:
         for n in neighbourhoods:
             base = ModelVariants(n.shape.name, n.workload, n.size)
             try:

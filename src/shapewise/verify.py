@@ -18,6 +18,7 @@ bootstrap interval over rounds are reported.
 from __future__ import annotations
 
 import math
+import os
 import random
 import statistics
 from dataclasses import dataclass
@@ -152,18 +153,24 @@ def _whole_models_fit(shapes, device: str, headroom: float = 0.6) -> bool:
     total = sum(need(shape, w) for _, shape, w in shapes)
     if device.startswith("cuda"):
         return total <= torch.cuda.get_device_properties(torch.device(device)).total_memory * headroom
-    return total <= 2e9  # on the CPU, tests' tiny models only
+    try:  # the CPU: the machine's memory
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): the models a test builds
+        memory = 2e9 / headroom
+    return total <= memory * headroom
 
 
 def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, ModelShape, Workload]], *,
            gpu: GPU | str | CostModel, device: str = "cuda", rounds: int = 15, budget_ms: float = 300,
-           warmup_ms: float = 25, seed: int = 0, mode: str = "auto", keep_going: bool = False) -> list[Verification]:
+           warmup_ms: float = 25, seed: int = 0, mode: str = "auto", keep_going: bool = False,
+           on_round=None) -> list[Verification]:
     """Measure the original and every candidate interleaved; one Verification per candidate.
 
     gpu: the cost model of the predicted speedups (a GPU name: its default, profile.cost_model);
     mode "model" measures whole steps, "layer" layers × layer + head, "auto" whole steps where
     they all fit in memory at once. keep_going: a candidate that cannot be built is reported with
-    its error (the others are measured) instead of stopping everything."""
+    its error (the others are measured) instead of stopping everything. on_round: called after each
+    interleaved round with the rounds done (a progress bar)."""
     from .bench import _error_text
     from .measure import bootstrap_median_ci, check_device, import_torch, interleave
 
@@ -172,8 +179,11 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     shapes = [("original", *original), *candidates]
     for _, shape, workload in shapes:
         check_parallel(shape, workload)
-        if workload.tp != 1 or workload.mode != "train":
-            raise ShapewiseError("verify measures one GPU's training step: use --tp 1 and --mode train")
+        if workload.tp != 1:
+            raise ShapewiseError(f"verify measures one GPU's training step, without tensor parallelism: give --tp 1 "
+                                 f"(got --tp {workload.tp})")
+        if workload.mode != "train":
+            raise ShapewiseError(f"verify measures training steps, not {workload.mode}")
     if mode not in ("auto", "model", "layer"):
         raise ShapewiseError(f"unknown verify mode {mode!r}: use auto, model or layer")
     whole = mode == "model" or (mode == "auto" and _whole_models_fit(shapes, device))
@@ -186,7 +196,7 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
                 raise
             failed[i] = _error_text(e)
             parts.append(())
-    result = interleave(fns, device=device, rounds=rounds, budget_ms=budget_ms, warmup_ms=warmup_ms)
+    result = interleave(fns, device=device, rounds=rounds, budget_ms=budget_ms, warmup_ms=warmup_ms, on_round=on_round)
     # Round by round, each shape's step per token in units of the first part's round median.
     per_token = []
     for (_, shape, workload), names in zip(shapes, parts):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..errors import ShapewiseError
+from ..errors import ShapewiseError, warn
 from .common import (
     Parser,
     add_db_arg,
@@ -93,6 +93,9 @@ def run_bench_gemm(args) -> int:
                        batches=batches, layouts=args.layout, dtype=args.dtype)
     if args.kernels and not args.device.startswith("cuda"):
         raise ShapewiseError("--kernels names GPU kernels: measure on a CUDA device")
+    if args.dtype == "fp8" and (set(args.layout) != {"nt"} or batches != [1]):
+        raise ShapewiseError("fp8 GEMMs run only unbatched in the nt layout (torch._scaled_mm needs a column-major "
+                             "second operand): give --layout nt and no -b")
     with Store(args.db) as store:
         bench = bench_cases(cases, store=store, gpu=args.gpu, kernels=args.kernels, **_timing(args))
     rank0_only(bench.sweep)
@@ -127,6 +130,10 @@ def run_bench_attention(args) -> int:
                             kv_heads=parse_dims(args.kv_heads, name="--kv-heads") if args.kv_heads else None,
                             head_dims=parse_dims(args.head_dim, name="--head-dim"), seqs=parse_dims(args.seq, name="--seq"),
                             causal=args.causal, backends=args.backend, passes=args.passes, dtype=args.dtype)
+    cuda_only = sorted(set(args.backend) & {"flash", "efficient", "cudnn"})
+    if cuda_only and not args.device.startswith("cuda"):
+        raise ShapewiseError(f"the {', '.join(cuda_only)} SDPA backend{'s' if len(cuda_only) > 1 else ''} run only on "
+                             "CUDA devices: on the CPU measure --backend default math unfused")
     with Store(args.db) as store:
         bench = bench_cases(cases, store=store, gpu=args.gpu, **_timing(args))
     rank0_only(bench.sweep)
@@ -150,6 +157,7 @@ def add_comm(kinds) -> None:
 
 
 def run_bench_comm(args) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
     from ..cases import parse_sizes
@@ -170,10 +178,26 @@ def run_bench_comm(args) -> int:
     for col in ("op", "size", "time ms", "algbw GB/s", "busbw GB/s"):
         table.add_column(col, justify="left" if col == "op" else "right")
     for r in rows:
-        table.add_row(r["op"], f"{r['bytes'] / 2**20:,.2f} MiB", f"{r['median_ms']:.4f}", f"{r['algbw_gbs']:,.2f}",
+        if r.get("error"):
+            table.add_row(r["op"], _bytes_text(r["bytes"]), escape(f"failed: {r['error']}"), "", "")
+            continue
+        table.add_row(r["op"], _bytes_text(r["bytes"]), f"{r['median_ms']:.4f}", f"{r['algbw_gbs']:,.2f}",
                       f"{r['busbw_gbs']:,.2f}")
     console().print(table)
+    asked = set(parse_sizes(args.sizes))
+    moved = sorted({r["bytes"] for r in rows} - asked)
+    if moved:
+        warn(f"sizes made whole elements of {args.dtype} divisible among the ranks: "
+             f"{', '.join(_bytes_text(b) for b in moved)} measured")
     return 0
+
+
+def _bytes_text(n: int) -> str:
+    """A collective's size as people write it: 4 KiB, 1.5 MiB, 2 GiB."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:,.4g} {unit}"
+    return f"{n} B"
 
 
 def add_layer(kinds) -> None:
@@ -257,7 +281,14 @@ def run_bench_ops(args) -> int:
     status = _render_sweep(args, bench)
     if not args.json:
         measured_ms, predicted_ms = bench.step_ms()
+        failed = sum(row.get("error") is not None for _, row, _ in bench.rows)
+        if failed == len(bench.rows):
+            console().print(f"step: none of its {failed} ops measured without error, no total")
+            return status
         line = f"step, measured op by op: {measured_ms:,.2f} ms"
+        if failed:
+            line = (f"step over the {len(bench.rows) - failed} of {len(bench.rows)} ops measured without error "
+                    f"({failed} failed: not the whole step): {measured_ms:,.2f} ms")
         if predicted_ms is not None:
             line += f"; predicted {predicted_ms:,.2f} ms for the same ops"
         console().print(line)

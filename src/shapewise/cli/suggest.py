@@ -326,6 +326,7 @@ def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
 def run_verify(args) -> int:
     from rich.table import Table
 
+    from ..bench import progress_bar
     from ..hardware import get_gpu
     from ..hub import resolve_model
     from ..measure import check_device
@@ -341,8 +342,9 @@ def run_verify(args) -> int:
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
     candidates, what = _verify_candidates(args, shape, workload, model)
-    results = verify((shape, workload), candidates, gpu=model, device=args.device, rounds=args.rounds,
-                     mode=args.measure)
+    with progress_bar(True, args.rounds, "verifying, rounds") as advance:
+        results = verify((shape, workload), candidates, gpu=model, device=args.device, rounds=args.rounds,
+                         mode=args.measure, on_round=lambda done: advance(f"{len(candidates) + 1} shapes"))
     if args.json:
         print(json.dumps([{"candidate": v.label, "what": what, "mode": v.mode, "predicted_speedup": v.predicted_speedup,
                            "predicted_interval": list(v.predicted_interval), "measured_speedup": v.measured_speedup,
@@ -355,17 +357,24 @@ def run_verify(args) -> int:
         if what == "no faster shape" else ""
     table = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
                   title=f"{shape.name} on {args.device}: {note}{measured}, per token, measured interleaved "
-                        f"({args.rounds} rounds); cost model: {model.source}")
+                        f"({args.rounds} round{'s' if args.rounds > 1 else ''}); cost model: {model.source}")
     columns = ("candidate", "predicted speedup", "90% interval", "measured speedup", "95% interval",
                *(("step ms",) if whole else ("layer ms", "head ms")))
     for col in columns:
         table.add_column(col, justify="left" if col == "candidate" else "right")
     for v in results:
         times = (f"{v.layer_ms:.3f}",) if whole else (f"{v.layer_ms:.3f}", f"{v.head_ms:.3f}")
+        interval = f"{v.ci_low:.3f}–{v.ci_high:.3f}" if args.rounds >= MIN_INTERVAL_ROUNDS else "–"
         table.add_row(v.label, f"{v.predicted_speedup:.3f}×", "{:.3f}–{:.3f}".format(*v.predicted_interval),
-                      f"{v.measured_speedup:.3f}×", f"{v.ci_low:.3f}–{v.ci_high:.3f}", *times)
+                      f"{v.measured_speedup:.3f}×", interval, *times)
     console().print(table)
+    if args.rounds < MIN_INTERVAL_ROUNDS:
+        warn(f"{args.rounds} round{'s' if args.rounds > 1 else ''}: too few for a measured interval (it takes "
+             f"{MIN_INTERVAL_ROUNDS}); --rounds 15 is the default")
     return 0
+
+
+MIN_INTERVAL_ROUNDS = 3  # a bootstrap over fewer rounds gives an interval of no width, not a 95% one
 
 
 COMMANDS = (add_suggest, add_search, add_verify)
