@@ -243,7 +243,7 @@ def test_measured_against_predicted(gpt2, tmp_path):
     assert rows[1][5] == f"{logits.time_ms / 6.0 - 1:+.1%}"
     assert "NVIDIA H200" in rows[0][6]
     words = html.unescape(text)
-    assert "1 measurements of these ops on other devices are left out" in words
+    assert "1 measurement of these ops on other devices is left out" in words
     assert "shapewise bench ops gpt2 --gpu h200 --batch 4 --seq 2048 --tp 1 --mode train" in words
     assert f"--db {path}" in words
     positions = [text.index(f'id="{name}"') for name in ("suggestions", "measured", "reproduce")]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .errors import ShapewiseError
+from .errors import ShapewiseError, warn
 from .hardware import GPU, get_gpu
 from .presets import PRESETS
 from .profile import SPEC_ASKED, CostModel, Profile, cost_model
@@ -247,7 +247,7 @@ def _measured(step, gpu: GPU, store) -> tuple[Table, str]:
         return _measured_table([]), ""
     dtype = step.workload.dtype
     wanted = {_op_key(c.op) for c in step.costs}
-    found, elsewhere = {}, 0
+    found, elsewhere = {}, {}
     for row in store.rows(bench="op", include_errors=False):
         p = row["params"]
         if not isinstance(p, dict) or p.get("dtype") != dtype or row.get("median_ms") is None:
@@ -256,7 +256,9 @@ def _measured(step, gpu: GPU, store) -> tuple[Table, str]:
         if key not in wanted:
             continue
         if _gpu_key(row.get("gpu_name")) != gpu.key:
-            elsewhere += 1  # measured on another GPU or the CPU: no comparison with this GPU's prediction
+            # measured on another GPU or the CPU: no comparison with this GPU's prediction
+            device = row.get("gpu_name") or "an unnamed device"
+            elsewhere[device] = elsewhere.get(device, 0) + 1
             continue
         best = found.get(key)
         if best is None or (row["created_utc"], row["id"]) >= (best["created_utc"], best["id"]):
@@ -276,7 +278,14 @@ def _measured(step, gpu: GPU, store) -> tuple[Table, str]:
         note = (f"{len(rows)} of {len(step.costs)} ops of the step measured alone (median per call; error is "
                 f"predicted / measured − 1), from {store.path}.")
         if elsewhere:
-            note += f" {elsewhere} measurements of these ops on other devices are left out."
+            count = sum(elsewhere.values())
+            note += (f" {count} measurement{'s' if count != 1 else ''} of these ops on other devices "
+                     f"{'are' if count != 1 else 'is'} left out.")
+    if elsewhere:
+        devices = ", ".join(f"{n} on {name}" for name, n in elsewhere.items())
+        warn(f"the results store {store.path} holds measurements of this step's ops ({devices}) not on the {gpu.name}: left "
+             f"out of the report's measured-against-predicted table, as another device's times are no test of "
+             f"this GPU's predictions")
     return _measured_table(rows), note
 
 
@@ -394,7 +403,8 @@ def _html(c: _Content) -> str:
         '<section id="ops"><h2>Ops of one step</h2>',
         ('<p class="note">One row per op on one tensor-parallel rank. FLOPs: share of the step\'s matrix FLOPs; '
          "time: share of the step time; of peak: of the dtype's peak (of the memory bandwidth for memory-bound ops); "
-         "main loss: the largest avoidable loss, with its share of the op's time.</p>"),
+         "main loss: the largest avoidable loss, with its share of the op's time (before a calibrated "
+         "correction that made the op faster).</p>"),
         _table(c.ops, id_="op-table"), "</section>",
         '<section id="totals"><h2>Totals</h2><p class="totals">'
         + " · ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in c.totals.items()) + "</p></section>",

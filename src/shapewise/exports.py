@@ -1,18 +1,32 @@
-"""The results store's CSV format: the columns, writing rows, and reading an export back.
+"""The results store's exports: the CSV's columns, writing rows, reading a CSV or JSON export back,
+and what makes a row one no measurement can have (row_problem: an import refuses such a file, and
+`results --check` finds such rows in a store).
 
-An export is one row per measurement: bench and key, the case's parameters as p_ columns, then the
-numbers and the environment (store.Store.export writes it, store.Store.import_csv reads it back).
+A CSV export is one row per measurement: bench and key, the case's parameters as p_ columns, then the
+numbers and the environment; a JSON export is a list of Store.rows() dicts (store.Store.export writes
+both, store.Store.import_csv reads them back).
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
+import io
 import json
+import math
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 from .errors import ShapewiseError
+from .hardware import get_gpu
 
+# What the store's rows are of: the measuring commands' benches and the kernel census (cases.KERNELS).
+BENCHES = ("gemm", "bmm", "attention", "op", "layer", "comm", "kernels")
+# A row whose rate passes its GPU's datasheet peak by this much was not measured: the best measured
+# rows reach about 0.86 of the dtype's peak (benchmarks/results), clocks above boost a few percent more.
+PEAK_MARGIN = 1.5
 PARAM_PREFIX = "p_"  # CSV column prefix of a case's parameters: see Store.export()
 ENV_COLUMNS = ("gpu_name", "driver", "torch", "cuda", "cublas")  # joined into rows() and exports
 
@@ -63,6 +77,121 @@ def _write_csv(rows: list[dict], out) -> None:
 
 # ---- reading exports back ----------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Imported:
+    """One row of an export read back, as Store.import_rows stores it."""
+
+    identity: tuple  # (gpu_name, driver, torch, cuda, cublas)
+    bench: str
+    key: str
+    params: dict
+    numbers: dict  # median_ms ... gbps, num_reps, error, created_utc
+    samples_ms: list | None = None  # only a JSON export has them
+    metrics: dict | None = None
+
+
+def read_export(path) -> list[Imported]:
+    """The rows of an export (CSV, CSV gzipped, or the JSON export), each checked: a row no
+    measurement can have (row_problem) is refused, naming its line, and so is the whole file."""
+    path = Path(path).expanduser()
+    try:
+        with open_export(path) as f:
+            text = f.read()
+    except (gzip.BadGzipFile, EOFError) as err:  # BadGzipFile is an OSError
+        raise ShapewiseError(f"{path} is not a CSV export of the results store, gzipped ({err})") from None
+    except UnicodeDecodeError as err:
+        raise ShapewiseError(f"{path} is not an export of the results store (the CSV or JSON that `shapewise "
+                             f"results --export` writes): {err}") from None
+    except OSError as err:
+        raise ShapewiseError(f"cannot read {path}: {err.strerror or err}") from None
+    if not text.strip():
+        raise ShapewiseError(f"{path} is empty: expected a CSV or JSON written by `shapewise results --export`")
+    if text.lstrip()[:1] in ("[", "{"):
+        return _read_json(path, text)
+    return _read_csv(path, text)
+
+
+def _read_csv(path, text: str) -> list[Imported]:
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = next(reader, None)
+        lines = list(reader)
+    except csv.Error as err:
+        raise ShapewiseError(f"{path} is not a CSV export of the results store ({err})") from None
+    # flops and bytes joined the export later: older files lack them, and they are derived below.
+    missing = [c for c in (*CSV_HEAD, *CSV_TAIL) if c not in header and c not in ("flops", "bytes")]
+    if missing:
+        what = ("its header lacks " if set(header) & {*CSV_HEAD, *CSV_TAIL} else "it is not one at all: no ")
+        raise ShapewiseError(f"{path} is not a CSV export of the results store: {what}column "
+                             f"{', '.join(missing)} (`shapewise results --export FILE.csv` writes one)")
+    param_columns = [c for c in header if c.startswith(PARAM_PREFIX)]
+    rows = []
+    for number, cells in enumerate(lines, start=2):
+        if not any(cells):
+            continue  # a blank line
+        where = f"{path}, line {number}"
+        if len(cells) != len(header):
+            raise ShapewiseError(f"{where}: {len(cells)} cells, but the header has {len(header)}")
+        row = dict(zip(header, cells))
+        mismatch = param_mismatch(row, param_columns)
+        if mismatch:
+            raise ShapewiseError(f"{where}: {mismatch}; nothing imported")
+        rows.append(_checked(Imported(_import_identity(row), row["bench"], row["key"],
+                                      _import_params(row, param_columns), _import_numbers(row, where)),
+                             where))
+    return rows
+
+
+def _read_json(path, text: str) -> list[Imported]:
+    """The JSON export: a list of Store.rows() dicts, samples and metrics included."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise ShapewiseError(f"{path} is not a JSON export of the results store ({err})") from None
+    if not isinstance(data, list):
+        raise ShapewiseError(f"{path} is JSON but not an export of the results store: that is a list of rows "
+                             f"(`shapewise results --export FILE.json` writes one)")
+    rows = []
+    for number, item in enumerate(data, start=1):
+        where = f"{path}, row {number}"
+        if not isinstance(item, dict) or not all(isinstance(item.get(c), str) for c in CSV_HEAD) \
+                or not isinstance(item.get("params"), dict):
+            raise ShapewiseError(f"{where}: not a row of the export (an object with bench, key and params); "
+                                 f"nothing imported")
+        numbers = {}
+        for column in (*_FLOAT_COLUMNS, "num_reps"):
+            value = item.get(column)
+            if value is not None and not (_is_number(value) and math.isfinite(value)):
+                raise ShapewiseError(f"{where}: {column} is {value!r}, not a finite number; nothing imported")
+            numbers[column] = value
+        if numbers["num_reps"] is not None and numbers["num_reps"] != int(numbers["num_reps"]):
+            raise ShapewiseError(f"{where}: num_reps is {numbers['num_reps']!r}, not a whole number; nothing imported")
+        samples, metrics = item.get("samples_ms"), item.get("metrics")
+        if samples is not None and not (isinstance(samples, list) and all(
+                _is_number(v) and math.isfinite(v) and v > 0 for v in samples)):
+            raise ShapewiseError(f"{where}: samples_ms is not a list of positive times; nothing imported")
+        if metrics is not None and not isinstance(metrics, dict):
+            raise ShapewiseError(f"{where}: metrics is not an object; nothing imported")
+        numbers["error"] = _text_or_none(item.get("error"))
+        numbers["created_utc"] = _text_or_none(item.get("created_utc")) or _now_utc()
+        identity = tuple(_text_or_none(item.get(c)) for c in ENV_COLUMNS)
+        rows.append(_checked(Imported(identity, item["bench"], item["key"], item["params"], numbers, samples, metrics),
+                             where))
+    return rows
+
+
+def _text_or_none(value) -> str | None:
+    return None if value in (None, "") else str(value)
+
+
+def _checked(row: Imported, where: str) -> Imported:
+    problem = row_problem({"bench": row.bench, "key": row.key, "params": row.params, **row.numbers,
+                           "gpu_name": row.identity[0]})
+    if problem:
+        raise ShapewiseError(f"{where}: {problem}; nothing imported")
+    return row
+
+
 _FLOAT_COLUMNS = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "flops", "bytes", "tflops", "gbps")
 
 
@@ -108,12 +237,14 @@ def _import_numbers(row: dict, where: str) -> dict:
         try:
             numbers[column] = float(text) if text else None
         except ValueError:
-            raise ShapewiseError(f"{where}: {column} is {text!r}, not a number") from None
+            raise ShapewiseError(f"{where}: {column} is {text!r}, not a number; nothing imported") from None
+        if numbers[column] is not None and not math.isfinite(numbers[column]):
+            raise ShapewiseError(f"{where}: {column} is {text!r}, not a finite number; nothing imported")
     text = row["num_reps"].strip()
     try:
         numbers["num_reps"] = int(text) if text else None
     except ValueError:
-        raise ShapewiseError(f"{where}: num_reps is {text!r}, not a whole number") from None
+        raise ShapewiseError(f"{where}: num_reps is {text!r}, not a whole number; nothing imported") from None
     for amount, rate, scale in (("flops", "tflops", 1e12), ("bytes", "gbps", 1e9)):
         if numbers[amount] is None and numbers[rate] is not None and numbers["median_ms"] is not None:
             numbers[amount] = round(numbers[rate] * scale * numbers["median_ms"] * 1e-3)  # an older export
@@ -124,3 +255,91 @@ def _import_numbers(row: dict, where: str) -> dict:
     numbers["error"] = row["error"] or None
     numbers["created_utc"] = row["created_utc"] or _now_utc()
     return numbers
+
+
+def param_mismatch(row: dict, param_columns: list[str]) -> str | None:
+    """The first p_ cell of an exported row that disagrees with the row's key, said in words; None
+    where they agree (the key is what a sweep matches, the p_ cells what a reader sees)."""
+    try:
+        key = json.loads(row["key"])
+    except ValueError:
+        return None
+    for column in param_columns:
+        name, cell = column[len(PARAM_PREFIX):], row[column]
+        if cell != "" and isinstance(key, dict) and name in key and cell != key[name] \
+                and _cell_value(cell) != key[name]:
+            return f"{column} is {cell!r} but the key says {name} is {json.dumps(key[name])}"
+    return None
+
+
+def row_problem(row: dict) -> str | None:
+    """What makes a result row one no measurement can have, in words, or None for a plausible row.
+    row: as Store.rows() gives it (bench, key, params, the numbers, error, gpu_name)."""
+    bench, key = row.get("bench"), row.get("key")
+    if bench not in BENCHES:
+        return f"bench {bench!r} is none of shapewise's ({', '.join(BENCHES)})"
+    try:
+        fields = json.loads(key) if isinstance(key, str) else None
+    except ValueError:
+        fields = None
+    if not isinstance(fields, dict):
+        return f"key {str(key)[:60]!r} is not the JSON object shapewise writes"
+    if fields.get("bench", bench) != bench:
+        return f"bench is {bench!r} but the key says {fields['bench']!r}"
+    params = row.get("params")
+    if isinstance(params, dict):
+        for name, value in params.items():
+            if name in fields and fields[name] != value:
+                return f"parameter {name} is {json.dumps(value)} but the key says {json.dumps(fields[name])}"
+    for column in (*_FLOAT_COLUMNS, "num_reps"):
+        value = row.get(column)
+        if value is not None and not (_is_number(value) and math.isfinite(value)):
+            return f"{column} is {value!r}, not a finite number"
+    median, q25, q75, reps = row.get("median_ms"), row.get("q25_ms"), row.get("q75_ms"), row.get("num_reps")
+    if median is None:
+        if any(row.get(c) is not None for c in ("q25_ms", "q75_ms", "num_reps")):
+            return "median_ms is missing, though the row has quartiles or repetitions"
+        return None
+    if median <= 0:
+        return f"median_ms is {median:g}: a time must be positive"
+    if reps is not None and reps < 1:
+        return f"num_reps is {reps}: a median needs one repetition or more"
+    negative = next((c for c in _FLOAT_COLUMNS if row.get(c) is not None and row[c] < 0), None)
+    if negative:
+        return f"{negative} is {row[negative]:g}: it cannot be negative"
+    if q25 is not None and q75 is not None and not q25 <= median <= q75:
+        return f"median_ms {median:g} is not between its quartiles (q25_ms {q25:g}, q75_ms {q75:g})"
+    # 1e-3: an older export has no flops column, and the flops derived from its rate are rounded
+    for amount, rate, scale in (("flops", "tflops", 1e12), ("bytes", "gbps", 1e9)):
+        derived = _rate(row.get(amount), median, scale)
+        given = row.get(rate)
+        if derived is not None and given is not None and not math.isclose(given, derived, rel_tol=1e-3):
+            return f"{rate} is {given:g}, but {amount} / median_ms gives {derived:g}"
+    return _over_peak(row, fields.get("dtype"))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@functools.lru_cache(maxsize=64)  # an export names a handful of GPUs over thousands of rows
+def _known_gpu(name: str):
+    try:
+        return get_gpu(name)
+    except ShapewiseError:
+        return None
+
+
+def _over_peak(row: dict, dtype) -> str | None:
+    """Where the row names a GPU the table knows: its TFLOP/s against that GPU's datasheet peak."""
+    tflops, name = row.get("tflops"), row.get("gpu_name")
+    if not tflops or not name:
+        return None
+    gpu = _known_gpu(name)
+    if gpu is None:
+        return None  # a CPU, or a GPU the table lacks: no peak to hold it to
+    peak = gpu.tflops.get(dtype) or max(gpu.tflops.values())
+    if tflops > PEAK_MARGIN * peak:
+        return (f"{tflops:,.4g} TFLOP/s is {tflops / peak:,.4g}× the {gpu.name}'s datasheet peak of {peak:,g} "
+                f"TFLOP/s{f' ({dtype})' if dtype in gpu.tflops else ''}: not a measurement")
+    return None

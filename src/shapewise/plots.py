@@ -10,7 +10,8 @@ renders with Agg (PNG) or the SVG backend, and no figure lingers in pyplot's reg
 Measured points come from store rows (Store.rows(), or rows read back from an export): dicts with
 "params", "median_ms", "tflops" and, where known, "bench", "error" and "gpu_name". A row is drawn
 only where it measured the very case on the x axis (every fixed dim equal), it succeeded, and it ran
-on the figure's GPU. Every title names the GPU, the dtype and the data source: "predicted",
+on the figure's GPU; left_out counts, by device, the rows of the very cases that ran elsewhere, for
+the caller to say. Every title names the GPU, the dtype and the data source: "predicted",
 "measured", or "measured and predicted".
 """
 
@@ -84,19 +85,31 @@ def _same_gpu(row: dict, gpu: GPU) -> bool:
         return False
 
 
-def _measured_rows(rows, benches: tuple[str, ...], gpu: GPU):
-    """(params, median_ms, tflops or None) of the rows of these benches that succeeded on this GPU.
-    A row that does not name its bench (a hand-made one) is let through to the caller's checks."""
+def _measured_rows(rows, benches: tuple[str, ...], gpu: GPU | None):
+    """(params, median_ms, tflops or None) of the rows of these benches that succeeded on this GPU
+    (gpu None: on any device). A row that does not name its bench (a hand-made one) is let through
+    to the caller's checks."""
     for row in rows or ():
         params = row.get("params") or {}
         bench = row.get("bench") or params.get("bench")
         if bench is not None and bench not in benches:
             continue
         median = row.get("median_ms")
-        if row.get("error") or median is None or not median > 0 or not _same_gpu(row, gpu):
+        if row.get("error") or median is None or not median > 0 or (gpu is not None and not _same_gpu(row, gpu)):
             continue
         tflops = row.get("tflops")
         yield params, float(median), (None if tflops is None or tflops == "" else float(tflops))
+
+
+def _left_out(rows, gpu: GPU, points_of) -> dict[str, int]:
+    """{device: how many of its rows points_of(rows) would draw} for the rows of other devices: the
+    figure leaves them out, and the caller says so rather than draw fewer points without a word."""
+    others: dict[str, list] = {}
+    for row in rows or ():
+        if not _same_gpu(row, gpu):
+            others.setdefault(row.get("gpu_name"), []).append(row)
+    counts = {name: len(points_of(group)) for name, group in others.items()}
+    return {name: count for name, count in counts.items() if count}
 
 
 def _pow2_key(value: int, cap: int = 64) -> int:
@@ -159,13 +172,17 @@ def gemm_data(*, gpu: GPU | str | CostModel, dim: str = "n", values, m: int = 81
     waves = -(-tiles // gpu.num_sms)
     wave_boundaries = x[:-1][np.diff(waves) > 0]
 
-    mx, my = [], []
-    for p, median, tflops in _measured_rows(measured, ("gemm",), gpu):
-        if (p.get("layout") != layout or p.get("dtype") != dtype or p.get("batch", 1) != 1 or dim not in p
-                or any(p.get(d) != v for d, v in fixed.items())):
-            continue
-        mx.append(int(p[dim]))
-        my.append(tflops if tflops is not None else 2.0 * p["m"] * p["n"] * p["k"] / (median * 1e9))
+    def points_of(rows, on):
+        points = []
+        for p, median, tflops in _measured_rows(rows, ("gemm",), on):
+            if (p.get("layout") != layout or p.get("dtype") != dtype or p.get("batch", 1) != 1 or dim not in p
+                    or any(p.get(d) != v for d, v in fixed.items())):
+                continue
+            points.append((int(p[dim]), tflops if tflops is not None else 2.0 * p["m"] * p["n"] * p["k"] / (median * 1e9)))
+        return points
+
+    points = points_of(measured, gpu)
+    mx, my = [p[0] for p in points], [p[1] for p in points]
     order = np.argsort(mx, kind="stable")
     measured_x = np.array(mx, dtype=np.int64)[order]
     measured_dims = {**fixed, dim: measured_x}
@@ -181,6 +198,7 @@ def gemm_data(*, gpu: GPU | str | CostModel, dim: str = "n", values, m: int = 81
         "measured_x": measured_x, "measured_tflops": np.array(my, dtype=float)[order],
         "measured_align_class": _gemm_align(measured_dims["m"], measured_dims["n"], measured_dims["k"], layout,
                                             dtype, gpu),
+        "left_out": _left_out(measured, gpu, lambda rows: points_of(rows, None)),
     }
 
 
@@ -247,7 +265,7 @@ def _attention_flops(batch: int, heads: int, seq: int, head_dim: int, *, causal:
                             causal=causal, dtype_bytes=DTYPE_BYTES[dtype]).flops for p in passes)
 
 
-def _attention_measured(rows, *, kind: str, gpu: GPU, batch: int, seq: int, dtype: str, causal: bool, pass_: str):
+def _attention_measured(rows, *, kind: str, gpu: GPU | None, batch: int, seq: int, dtype: str, causal: bool, pass_: str):
     """(heads, head dim, TFLOP/s) of the measured rows of this attention case: bench "attention"
     with SDPA's default backend (what the cost model describes), or the "bmm" of the score product."""
     out = []
@@ -314,9 +332,11 @@ def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int 
     y = _attention_tflops(kind, heads=np.full_like(x, heads), head_dims=head_dims, batch=batch, seq=seq, causal=causal,
                           pass_=pass_, model=model, dtype=dtype)
     keys = np.array([_pow2_key(int(d)) for d in head_dims], dtype=np.int64)
-    points = [(a * d, d, rate) for a, d, rate in _attention_measured(
-        measured, kind=kind, gpu=gpu, batch=batch, seq=seq, dtype=dtype, causal=causal, pass_=pass_) if a == heads]
-    points.sort()
+    def points_of(rows, on):
+        return [(a * d, d, rate) for a, d, rate in _attention_measured(
+            rows, kind=kind, gpu=on, batch=batch, seq=seq, dtype=dtype, causal=causal, pass_=pass_) if a == heads]
+
+    points = sorted(points_of(measured, gpu))
     return {
         "figure": "attention", "gpu": gpu.name, "dtype": dtype, "source": _source(len(points)), "kind": kind,
         "cost_model": model.source,
@@ -327,6 +347,7 @@ def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int 
         "measured_x": np.array([p[0] for p in points], dtype=np.int64),
         "measured_tflops": np.array([p[2] for p in points], dtype=float),
         "measured_series": np.array([_pow2_key(p[1]) for p in points], dtype=np.int64),
+        "left_out": _left_out(measured, gpu, lambda rows: points_of(rows, None)),
     }
 
 
@@ -344,9 +365,12 @@ def attention_heads_data(*, gpu: GPU | str | CostModel, head_dim, head_counts, s
     d = np.repeat(dims, len(counts))
     y = _attention_tflops(kind, heads=a, head_dims=d, batch=batch, seq=seq, causal=causal, pass_=pass_, model=model,
                           dtype=dtype)
-    points = sorted((heads, dim, rate) for heads, dim, rate in _attention_measured(
-        measured, kind=kind, gpu=gpu, batch=batch, seq=seq, dtype=dtype, causal=causal, pass_=pass_)
-        if heads in counts and dim in dims)
+    def points_of(rows, on):
+        return [(heads, dim, rate) for heads, dim, rate in _attention_measured(
+            rows, kind=kind, gpu=on, batch=batch, seq=seq, dtype=dtype, causal=causal, pass_=pass_)
+            if heads in counts and dim in dims]
+
+    points = sorted(points_of(measured, gpu))
     return {
         "figure": "attention_heads", "gpu": gpu.name, "dtype": dtype, "source": _source(len(points)), "kind": kind,
         "cost_model": model.source,
@@ -357,6 +381,7 @@ def attention_heads_data(*, gpu: GPU | str | CostModel, head_dim, head_counts, s
         "measured_x": np.array([p[0] for p in points], dtype=np.int64),
         "measured_tflops": np.array([p[2] for p in points], dtype=float),
         "measured_series": np.array([p[1] for p in points], dtype=np.int64),
+        "left_out": _left_out(measured, gpu, lambda rows: points_of(rows, None)),
     }
 
 
@@ -415,7 +440,7 @@ def layer_data(*, gpu: GPU | str | CostModel, hiddens, head_counts, seq: int = 2
     counts = _whole_numbers(head_counts, "head_counts")
     workload = Workload(batch=batch, seq=seq, dtype=dtype, mode="train")
     # Every layer's ops in one predict_ops call: its GEMMs are then predicted in one vectorized pass.
-    ops, spans, points = [], [], []
+    ops, spans = [], []
     for a in counts.tolist():
         for h in x_all[x_all % a == 0].tolist():
             layer = layer_ops(_layer_shape(h, a, mlp, seq), workload)
@@ -430,19 +455,23 @@ def layer_data(*, gpu: GPU | str | CostModel, hiddens, head_counts, seq: int = 2
     ms = np.array([sum(c.total_ms for c in costs[i:j]) for _, _, i, j in spans])
     y = flops / (ms * 1e9)
 
-    for p, median, _ in _measured_rows(measured, ("layer",), gpu):
-        if (p.get("pass") != "fwdbwd" or p.get("batch") != batch or p.get("seq") != seq or p.get("dtype") != dtype
-                or p.get("attention", "flash") != "flash" or not isinstance(p.get("shape"), dict)):
-            continue
-        try:
-            shape = ModelShape(**p["shape"])
-        except (ShapewiseError, TypeError):
-            continue  # a shape this version cannot read is no point of this figure
-        if shape.mlp != mlp or shape.num_heads not in counts:
-            continue
-        layer_flops = sum(op.total_flops for op in layer_ops(shape, workload))
-        points.append((shape.hidden, shape.num_heads, layer_flops / (median * 1e9)))
-    points.sort()
+    def points_of(rows, on):
+        found = []
+        for p, median, _ in _measured_rows(rows, ("layer",), on):
+            if (p.get("pass") != "fwdbwd" or p.get("batch") != batch or p.get("seq") != seq or p.get("dtype") != dtype
+                    or p.get("attention", "flash") != "flash" or not isinstance(p.get("shape"), dict)):
+                continue
+            try:
+                shape = ModelShape(**p["shape"])
+            except (ShapewiseError, TypeError):
+                continue  # a shape this version cannot read is no point of this figure
+            if shape.mlp != mlp or shape.num_heads not in counts:
+                continue
+            layer_flops = sum(op.total_flops for op in layer_ops(shape, workload))
+            found.append((shape.hidden, shape.num_heads, layer_flops / (median * 1e9)))
+        return found
+
+    points = sorted(points_of(measured, gpu))
     return {
         "figure": "layer", "gpu": gpu.name, "dtype": dtype, "source": _source(len(points)),
         "cost_model": model.source,
@@ -453,6 +482,7 @@ def layer_data(*, gpu: GPU | str | CostModel, hiddens, head_counts, seq: int = 2
         "measured_x": np.array([p[0] for p in points], dtype=np.int64),
         "measured_tflops": np.array([p[2] for p in points], dtype=float),
         "measured_series": np.array([p[1] for p in points], dtype=np.int64),
+        "left_out": _left_out(measured, gpu, lambda rows: points_of(rows, None)),
     }
 
 

@@ -99,9 +99,18 @@ def op_table(step: StepCost) -> Table:
         rows.append([c.op.label, c.op.shape_text, f"{c.op.count}", f"{c.op.total_flops / total_flops:.1%}",
                      f"{c.total_ms:,.3f}", f"{c.total_ms / total_ms:.1%}",
                      f"{c.gbps:,.0f} GB/s" if memory else f"{c.tflops:,.1f}", f"{c.fraction_of_peak:.0%}",
-                     f"{LOSS_WORDS[main]} {c.losses.as_dict()[main] / c.time_ms:.0%}" if main else ""])
+                     f"{LOSS_WORDS[main]} {_loss_share(c, main):.0%}" if main else ""])
     return Table(("op", "shape m×n×k", "count", "FLOPs", "time ms", "time", "TFLOP/s", "of peak", "main loss"), rows,
                  frozenset({2, 3, 4, 5, 6, 7}), frozenset({1}))
+
+
+def _loss_share(c, name: str) -> float:
+    """A loss's share of the op's time before a calibrated profile's correction: where the measured
+    correction made the op faster than the analytic model, the analytic losses (a launch, chiefly)
+    can add up to more than the corrected time, and a share over 100% says nothing."""
+    losses = c.losses.as_dict()
+    analytic_ms = c.time_ms - min(losses["correction"], 0.0)
+    return min(losses[name] / analytic_ms, 1.0) if analytic_ms > 0 else 0.0
 
 
 def finding_table(findings) -> Table:

@@ -21,43 +21,31 @@ stopped.
 Each record() commits on its own and the database runs in WAL mode, so a crash or Ctrl-C keeps
 every row recorded before it.
 
-import_csv() reads a CSV written by export() back in (results measured elsewhere, shared as CSV).
-A CSV lacks the device, the samples and the metrics, so imported rows live in environments of
-their own (device unknown: a local sweep never skips a case because of them), keep their timing
-summary and num_reps, and have samples_ms [] (none known) and metrics None.
+import_csv() reads an export back in (results measured elsewhere, shared as CSV or JSON), refusing
+a file with a row no measurement can have (exports.row_problem). An export lacks the device, so
+imported rows live in environments of their own (device unknown: a local sweep never skips a case
+because of them); a CSV also lacks the samples and metrics (samples_ms [], metrics None).
 
 A damaged file never ends in a traceback: every SQLite error becomes one ShapewiseError naming the
 file and what to do (check_integrity() runs SQLite's own check; export() saves what is still
-readable of a damaged store, row by row).
+readable of a damaged store, row by row; implausible_rows() finds rows no measurement can have).
 
 Standard library only: the store must work where torch and numpy are not installed.
 """
 
 from __future__ import annotations
 
-import csv
 import functools
-import gzip
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import time
 from pathlib import Path
 
 from .errors import ShapewiseError
-from .exports import (
-    CSV_HEAD,
-    CSV_TAIL,
-    PARAM_PREFIX,
-    _import_identity,
-    _import_numbers,
-    _import_params,
-    _now_utc,
-    _rate,
-    _write_csv,
-    open_export,
-)
+from .exports import Imported, _now_utc, _rate, _write_csv, read_export, row_problem
 
 SCHEMA_VERSION = 1
 EXPORT_FORMATS = ("csv", "json")
@@ -158,10 +146,8 @@ def _advice(path: Path, err: sqlite3.Error) -> str:
     text = str(err)
     low = text.lower()
     other = "or use another store (--db PATH or $SHAPEWISE_DB)"
-    if "malformed" in low or "not a database" in low or "corrupt" in low:
-        return (f"the results store {path} is damaged ({text}): save what is still readable with `shapewise "
-                f"results --db {path} --export rows.csv`, then move the file away and start a new store, "
-                f"into which `shapewise results --import rows.csv` reads the rows back")
+    if "malformed" in low or "not a database" in low or "corrupt" in low or "could not decode" in low:
+        return _damage(path, text)
     if "locked" in low or "busy" in low:
         return (f"the results store {path} is locked by another process ({text}): wait for it (a sweep still "
                 f"running?) {other}")
@@ -169,7 +155,63 @@ def _advice(path: Path, err: sqlite3.Error) -> str:
         return f"cannot write to the results store {path} ({text}): make it and its folder writable {other}"
     if "unable to open" in low or "disk i/o" in low or "full" in low:
         return f"cannot use the results store {path} ({text}): check the file, its folder and the disk, {other}"
-    return f"the results store {path} failed: {text}; check the file {other}"
+    return f"the results store {path} failed: {text[:200]}; check the file {other}"
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def _damage(path: Path, text: str) -> str:
+    """The advice for a file that SQLite cannot read: not a database at all, a database nothing of
+    which reads (truncated), or one with damaged pages, whose other rows an export still saves."""
+    if "could not decode" in text.lower():
+        text = "a text column is not UTF-8"  # SQLite's message quotes the damaged bytes themselves
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        head = SQLITE_MAGIC
+    if not head.startswith(SQLITE_MAGIC):
+        return f"{path} is not a results store: it is {_what_file(head)}, not a SQLite database; give --db the " \
+               f".db file that `shapewise bench` or `shapewise calibrate` wrote (or a new path to start a store)"
+    if not _any_table_reads(path):
+        return (f"the results store {path} is damaged beyond reading ({text}; truncated or overwritten?): no row "
+                f"of it can be saved; restore it from a copy, or move it away and give --db a new path "
+                f"(an export of it, if one was made, reads into the new store with `shapewise results --import`)")
+    return (f"the results store {path} is damaged ({text}): save what is still readable with `shapewise "
+            f"results --db {path} --export rows.csv`, then move the file away and start a new store, "
+            f"into which `shapewise results --import rows.csv` reads the rows back")
+
+
+def _what_file(head: bytes) -> str:
+    """What a file that is not a database looks like from its first bytes, in a few words."""
+    try:
+        text = head.decode("utf-8").lstrip()
+    except UnicodeDecodeError:
+        return "binary data"
+    if not text:
+        return "blank"
+    if text[0] in "{[":
+        return "JSON (a config or a --json output?)"
+    if text.startswith("bench,key"):
+        return "a CSV export (read it into a store with `shapewise results --import`)"
+    return "text"
+
+
+def _any_table_reads(path: Path) -> bool:
+    """Whether SQLite reads the store's schema and results table at all (export() saves rows only then)."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        conn.execute("SELECT name FROM sqlite_master").fetchall()
+        conn.execute("SELECT id FROM results LIMIT 1").fetchall()
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
 
 
 def _guarded(method):
@@ -193,6 +235,7 @@ class Store:
         self.path = Path(path).expanduser() if path is not None else default_path()
         self.read_only = read_only
         self.unreadable_rows = 0  # rows the last export() could not read (a damaged store)
+        self.already_stored_rows = 0  # rows the last import held already (replaced by the file's)
         if self.path.is_dir():
             raise ShapewiseError(f"the results store {self.path} is a folder: give a file, e.g. {self.path / 'results.db'}")
         if read_only and not self.path.is_file():
@@ -427,7 +470,7 @@ class Store:
         try:
             with open(path, "w", newline="" if fmt == "csv" else None, encoding="utf-8") as out:
                 if fmt == "json":
-                    json.dump(rows, out, indent=1)
+                    json.dump(_finite(rows), out, indent=1, allow_nan=False)
                     out.write("\n")
                 else:
                     _write_csv(rows, out)
@@ -438,74 +481,59 @@ class Store:
 
     # ---- import --------------------------------------------------------------------------------
 
-    @_guarded
     def import_csv(self, path: str | os.PathLike) -> int:
-        """Read a CSV written by export() (or that CSV gzipped, NAME.csv.gz) into the store; return the
-        number of rows imported.
+        """Read an export (the CSV export() writes, that CSV gzipped as NAME.csv.gz, or the JSON
+        export) into the store; return the number of rows imported. See import_rows."""
+        return self.import_rows(read_export(path), source=path)
+
+    @_guarded
+    def import_rows(self, rows: list[Imported], *, source) -> int:
+        """Store rows read by exports.read_export (checked there: a file with a row no measurement
+        can have imports nothing); return how many. already_stored_rows: how many of them the
+        store held already (same environment, bench and key), now replaced by the file's.
 
         Environments: one per distinct (gpu_name, driver, torch, cuda, cublas) of the file, with no
-        device (the CSV does not say which one), so imported rows never mix with, or make a sweep
+        device (an export does not say which one), so imported rows never mix with, or make a sweep
         skip, the cases measured here; env_json notes the file they came from.
         Params: the key is the canonical JSON of {"bench": ..., params..., mode flags...}; params
         are the key's fields minus "bench" and minus mode flags such as cuda_graph (fields that have
-        no p_ value in the row); where a key is not JSON, params are read from the p_ columns
-        (JSON values where they parse, else the text).
+        no p_ value in the row).
         Timings: median, quartiles, IQR, num_reps, flops, bytes, tflops, gbps, error and
-        created_utc as exported. The CSV has no samples: samples_ms is [] for a timed row (num_reps
+        created_utc as exported. A CSV has no samples: samples_ms is [] for a timed row (num_reps
         says how many there were) and None for a failed one, as record() leaves it; metrics None.
-        A row whose (environment, bench, key) is already stored replaces it, so importing a file
-        twice changes nothing. The import is one transaction: a malformed file imports nothing."""
-        path = Path(path).expanduser()
-        try:
-            with open_export(path) as f:
-                reader = csv.reader(f)
-                header = next(reader, None)
-                lines = list(reader)
-        except (UnicodeDecodeError, csv.Error, gzip.BadGzipFile, EOFError) as err:  # BadGzipFile is an OSError
-            raise ShapewiseError(f"{path} is not a CSV export of the results store ({err})") from None
-        except OSError as err:
-            raise ShapewiseError(f"cannot read {path}: {err.strerror or err}") from None
-        if not header:
-            raise ShapewiseError(f"{path} is empty: expected a CSV written by `shapewise results --export`")
-        # flops and bytes joined the export later: older files lack them, and they are derived below.
-        missing = [c for c in (*CSV_HEAD, *CSV_TAIL) if c not in header and c not in ("flops", "bytes")]
-        if missing:
-            raise ShapewiseError(f"{path} is not a CSV export of the results store: no column "
-                                 f"{', '.join(missing)}")
-        param_columns = [c for c in header if c.startswith(PARAM_PREFIX)]
-        prepared = []
-        for number, cells in enumerate(lines, start=2):
-            if not any(cells):
-                continue  # a blank line
-            if len(cells) != len(header):
-                raise ShapewiseError(f"{path}, line {number}: {len(cells)} cells, but the header has {len(header)}")
-            row = dict(zip(header, cells))
-            where = f"{path}, line {number}"
-            prepared.append((_import_identity(row), row["bench"], row["key"],
-                             _import_params(row, param_columns), _import_numbers(row, where)))
+        A JSON export keeps both. Importing a file twice changes nothing. The import is one
+        transaction."""
         conn = self._conn
+        self.already_stored_rows = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
             env_ids: dict = {}
-            for identity, bench, key, params, numbers in prepared:
-                if identity not in env_ids:
+            for row in rows:
+                if row.identity not in env_ids:
                     env = {"device": None, **dict(zip(("gpu_name", "driver_version", "torch_version",
-                                                         "cuda_version", "cublas_version"), identity)),
-                           "imported_from": str(path), "imported_utc": _now_utc()}
-                    env_ids[identity] = self.environment_id(env)
+                                                         "cuda_version", "cublas_version"), row.identity)),
+                           "imported_from": str(source), "imported_utc": _now_utc()}
+                    env_ids[row.identity] = self.environment_id(env)
+                env_id, numbers = env_ids[row.identity], row.numbers
+                self.already_stored_rows += conn.execute(
+                    "SELECT COUNT(*) FROM results WHERE env_id = ? AND bench = ? AND key = ?",
+                    (env_id, row.bench, row.key)).fetchone()[0]
+                samples = row.samples_ms if row.samples_ms is not None else (
+                    [] if numbers["median_ms"] is not None else None)
                 conn.execute(
                     "INSERT OR REPLACE INTO results (env_id, bench, key, params_json, median_ms, q25_ms, "
                     "q75_ms, iqr_ms, num_reps, samples_json, flops, bytes, tflops, gbps, metrics_json, "
-                    "error, created_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
-                    (env_ids[identity], bench, key, _to_json(params), numbers["median_ms"], numbers["q25_ms"],
+                    "error, created_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (env_id, row.bench, row.key, _to_json(row.params), numbers["median_ms"], numbers["q25_ms"],
                      numbers["q75_ms"], numbers["iqr_ms"], numbers["num_reps"],
-                     "[]" if numbers["median_ms"] is not None else None, numbers["flops"], numbers["bytes"],
-                     numbers["tflops"], numbers["gbps"], numbers["error"], numbers["created_utc"]))
+                     None if samples is None else _to_json(samples), numbers["flops"], numbers["bytes"],
+                     numbers["tflops"], numbers["gbps"], None if row.metrics is None else _to_json(row.metrics),
+                     numbers["error"], numbers["created_utc"]))
             conn.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
-        return len(prepared)
+        return len(rows)
 
     # ---- damage --------------------------------------------------------------------------------
 
@@ -528,6 +556,20 @@ class Store:
         except sqlite3.DatabaseError as err:
             problems.append(str(err))
         return problems[:limit]
+
+    @_guarded
+    def implausible_rows(self, *, limit: int = 20) -> list[str]:
+        """Rows that read but no measurement can have (exports.row_problem: a time that is not
+        positive, quartiles out of order, a rate past the GPU's peak ...), said one each (at most
+        `limit`); [] where every row is plausible. Such rows got in before import_csv checked."""
+        problems = []
+        for row in self.rows():
+            problem = row_problem(row)
+            if problem:
+                problems.append(f"result {row['id']} ({row['bench']}): {problem}")
+                if len(problems) >= limit:
+                    break
+        return problems
 
     def _readable_rows(self, bench: str | None) -> tuple[list[dict], int]:
         """rows(bench=...), or, where the store is damaged, every row that still reads on its own,
@@ -580,6 +622,18 @@ def _decode(row: sqlite3.Row) -> dict:
         raise ShapewiseError(f"result {d.get('id')} of the results store holds JSON that does not parse: "
                              f"the store is damaged; `shapewise results --check` lists the damage") from None
     return d
+
+
+def _finite(value):
+    """value with every NaN or infinite float as None: JSON has no such numbers (json.dump would
+    write NaN or Infinity, which JSON readers refuse)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _bad_json(texts) -> bool:

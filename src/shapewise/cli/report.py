@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from ..errors import ShapewiseError, warn
+from ..exports import BENCHES
 from ..limits import HEADS, HIDDEN
 from .common import (
     Parser,
@@ -20,9 +21,6 @@ from .common import (
     top_int,
 )
 
-# What the store's rows are of: the measuring commands' benches and the kernel census (cases.KERNELS).
-BENCHES = ("gemm", "bmm", "attention", "op", "layer", "comm", "kernels")
-
 
 def add_results(sub) -> None:
     p = sub.add_parser("results", help="the results store as a table, checked, exported to CSV or JSON, or imported")
@@ -32,9 +30,10 @@ def add_results(sub) -> None:
     p.add_argument("--format", choices=("csv", "json"), help="export format (default: from the file name, which must agree)")
     add_mkdir_arg(p)
     p.add_argument("--bench", help=f"only this benchmark's rows, in the table and the export ({', '.join(BENCHES)})")
-    p.add_argument("--import", dest="import_csv", metavar="FILE.csv",
-                   help="read a CSV export (another machine's, say) into the store")
-    p.add_argument("--check", action="store_true", help="check the store for damage (SQLite's integrity check)")
+    p.add_argument("--import", dest="import_csv", metavar="FILE",
+                   help="read an export (CSV or JSON, another machine's, say) into the store")
+    p.add_argument("--check", action="store_true",
+                   help="check the store for damage (SQLite's integrity check) and for rows no measurement can have")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     p.set_defaults(run=run_results)
 
@@ -58,9 +57,14 @@ def run_results(args) -> int:
     from ..store import Store
 
     if args.import_csv:
+        from ..exports import read_export
+
+        rows = read_export(args.import_csv)  # before the store: a file refused leaves no new store behind
         with Store(args.db) as store:
-            count = store.import_csv(args.import_csv)
-        print(f"imported {count} rows from {args.import_csv} into {store.path}")
+            count = store.import_rows(rows, source=args.import_csv)
+        old = store.already_stored_rows
+        print(f"imported {_count(count, 'row')} from {args.import_csv} into {store.path}"
+              + (f": {count - old:,} new, {old:,} already there (replaced by the file's)" if old else ""))
         return 0
     target = None
     if args.export is not None:  # said before the store is read ("" too: it names no file)
@@ -78,18 +82,26 @@ def run_results(args) -> int:
             _check_bench(store, args.bench)
         if target is not None:
             count = store.export(target, fmt=fmt, bench=args.bench)
-            print(f"wrote {count} rows to {target}")
+            print(f"wrote {_count(count, 'row')} to {target}")
             if store.unreadable_rows:
-                warn(f"{store.unreadable_rows} rows of the damaged store {store.path} could not be read and are "
+                warn(f"{_count(store.unreadable_rows, 'row')} of the damaged store {store.path} could not be read: "
                      f"not in {target}")
             return 0
         if args.check:
             problems = store.check_integrity()
             if problems:
-                raise ShapewiseError(f"the results store {store.path} is damaged ({len(problems)} problems; the first: "
-                                     f"{problems[0]}): save what is still readable with `shapewise results --db "
-                                     f"{store.path} --export rows.csv` and start a new store")
-            print(f"{store.path}: sound (SQLite's integrity check passed, and every row's JSON reads)")
+                raise ShapewiseError(f"the results store {store.path} is damaged ({_count(len(problems), 'problem')}; "
+                                     f"the first: {problems[0]}): save what is still readable with `shapewise results "
+                                     f"--db {store.path} --export rows.csv` and start a new store, into which "
+                                     f"`shapewise results --import rows.csv` reads the rows back")
+            implausible = store.implausible_rows()
+            if implausible:
+                raise ShapewiseError(f"the results store {store.path} holds {_count(len(implausible), 'row')} no "
+                                     f"measurement can have (the first: {implausible[0]}): export it (`--export "
+                                     f"rows.csv`), delete or re-measure those rows, and import the file into a new store "
+                                     f"(`--import` names any row it still refuses)")
+            print(f"{store.path}: sound (SQLite's integrity check passed, every row's JSON reads, and every row's "
+                  f"numbers are ones a measurement can have)")
             return 0
         summary = store.summary()
     if args.bench is not None:
@@ -109,6 +121,10 @@ def run_results(args) -> int:
     out.print(f"{summary['path']}: {count} environment{'s' if count != 1 else ''}")  # a title would wrap to the table
     out.print(table)
     return 0
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
 
 def _measured_rows(db):
     from ..store import Store
@@ -228,9 +244,19 @@ def run_plot(args) -> int:
 
             result = suggest(shape, workload, gpu=model, top=args.top)
             fig = plots.suggestions_figure(plots.suggestions_data(result, gpu=gpu))
+    if args.kind in ("gemm", "attention", "attention-heads", "layer"):
+        _say_left_out(data["left_out"], db=args.db, gpu=gpu)
     path = plots.save(fig, out)
     print(f"wrote {path}")
     return 0
+
+
+def _say_left_out(left_out: dict[str, int], *, db, gpu) -> None:
+    """One warning line for --db rows of the figure's very cases that ran on another device."""
+    if left_out:
+        devices = ", ".join(f"{_count(n, 'measurement')} on {name}" for name, n in left_out.items())
+        warn(f"--db {db} holds {devices} of these cases, not on the {gpu.name} (--gpu {gpu.key}): left out, as "
+             f"another device's times are no test of this GPU's predictions")
 
 
 REPORT_FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
