@@ -16,7 +16,7 @@ from .cases import Case, op_from_case, predict_cases
 from .corrections import TREE_FEATURES
 from .cost import SPEC
 from .draws import calibration_cases
-from .errors import ShapewiseError
+from .errors import ShapewiseError, warn
 from .fit import (
     TREE_RATE,
     GemmSamples,
@@ -33,7 +33,7 @@ from .fit import (
 )
 from .hardware import GPU
 from .ops import FLASH, MEMORY, layer_ops
-from .profile import Profile, cost_model
+from .profile import CostModel, Profile, cost_model
 from .shapes import ModelShape, Workload
 
 # ---- fitting a profile from stored rows ------------------------------------------------------
@@ -147,7 +147,9 @@ def judge(rows: list[tuple[Case, dict]], *, gpu: GPU, profile: Profile | None) -
     rows = [(case, row) for case, row in rows if row.get("error") is None]
     cases = [case for case, _ in rows]
     spec = predict_cases(cases, gpu=cost_model(gpu, spec_only=True))
-    calibrated = predict_cases(cases, gpu=cost_model(gpu, profile=profile)) if profile else [math.nan] * len(cases)
+    # The profile as given, wherever it was measured: validate has said whether its times fit the measurements'.
+    calibrated = (predict_cases(cases, gpu=CostModel(gpu, profile.params, profile.describe(), profile)) if profile
+                  else [math.nan] * len(cases))
     return [Judged(_category(case), case.label, row["median_ms"],
                    {"calibrated": calibrated_ms, "spec-only": spec_ms, "roofline 50%": _roofline_case_ms(case, gpu)})
             for (case, row), spec_ms, calibrated_ms in zip(rows, spec, calibrated)]
@@ -202,16 +204,30 @@ def summarize(judged: list[Judged]) -> list[dict]:
 
 
 def report_json(judged: list[Judged]) -> dict:
-    return {"summary": summarize(judged),
-            "cases": [dict(category=j.category, label=j.label, measured_ms=j.measured_ms, predicted_ms=j.predicted_ms)
-                      for j in judged]}
+    """The summary and every case, with null where a number is NaN (a Spearman's rho of under 3 cases, a
+    model with no profile): JSON has no NaN."""
+    return _null_nan({"summary": summarize(judged),
+                      "cases": [dict(category=j.category, label=j.label, measured_ms=j.measured_ms,
+                                     predicted_ms=j.predicted_ms) for j in judged]})
+
+
+def _null_nan(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _null_nan(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_null_nan(v) for v in value]
+    return value
 
 
 
 # ---- the whole of a calibration or a validation, as the command line runs it ----------------------
 
-PROFILE_ENVIRONMENT = ("gpu_name", "driver_version", "torch_version", "cuda_version", "cublas_version", "cudnn_version",
-                       "sm_clock_max_mhz", "timestamp_utc")  # what a profile records of where it was measured
+# What a profile records of where it was measured: the device ("cpu" marks a CPU's times, which price no
+# GPU: profile.measured_elsewhere) and the GPU, its driver, software and clock.
+PROFILE_ENVIRONMENT = ("device", "processor", "gpu_name", "driver_version", "torch_version", "cuda_version",
+                       "cublas_version", "cudnn_version", "sm_clock_max_mhz", "timestamp_utc")
 
 
 @dataclass(frozen=True)
@@ -310,9 +326,15 @@ class Validation:
     judged: list  # of Judged
     num_cases: int = 0  # held-out cases measured (or found in the store)
     sweep: object = None  # bench.SweepResult when measured now; None when read from the store
+    num_drawn: int = 0  # held-out cases the set holds
+    measured_on: str = ""  # "the CPU", or the name of the GPU the times come from
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.sweep is not None and self.sweep.interrupted)
 
     def to_json(self) -> dict:
-        return {**report_json(self.judged), "gpu": self.gpu.key,
+        return {**report_json(self.judged), "gpu": self.gpu.key, "measured_on": self.measured_on,
                 "profile": self.profile.describe() if self.profile else None}
 
 
@@ -322,11 +344,13 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
              progress: bool = True) -> Validation:
     """Measure a held-out set (judges.SETS: `judge_set` drawn with `seed`; or, `from_store`, read its
     newest measurements from the store: no GPU needed) and judge `profile` (default: the one
-    predictions for the GPU use) against the spec model and a flat roofline."""
+    predictions for the GPU use) against the spec model and a flat roofline. Ctrl-C returns what was
+    measured (kept in the store), judged on nothing. CPU times are judged as `gpu`'s only as a smoke
+    test, said in a warning; a GPU's by a profile measured elsewhere, never."""
     from .bench import stored_rows, sweep
     from .judges import judge_set_cases, judge_sets
-    from .measure import measured_gpu
-    from .profile import find
+    from .measure import gpu_of, measured_gpu
+    from .profile import check_measured_on, find
 
     drawn = judge_set_cases(judge_set, seed=seed, dtype=dtype, quick=quick, configs=configs)
     result = None
@@ -334,18 +358,35 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
         rows = stored_rows(drawn.cases, store=store)
         if not rows:
             raise ShapewiseError("the store holds no validation measurements: run `shapewise validate` on a GPU first")
-        env = {"gpu_name": rows[0][1].get("gpu_name")}
+        # A CPU's rows have no CUDA version (their gpu_name is the processor's); any among them makes the
+        # set a CPU's smoke test.
+        env = {"gpu_name": None if any(row.get("cuda") is None for _, row in rows) else rows[0][1].get("gpu_name")}
     else:
         result = sweep(drawn.cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
                        progress=progress)
         if result.rank != 0:
             return Validation(None, None, [], sweep=result)
         rows, env = result.rows, result.environment
-        if gpu is None and device == "cpu":  # the smoke test: nothing to judge CPU times against
-            return Validation(None, None, [], len(rows), result)
+        if result.interrupted or (gpu is None and device == "cpu"):  # nothing to judge: cut short, or CPU times alone
+            return Validation(None, None, [], len(rows), result, len(drawn.cases), env.get("gpu_name") or "the CPU")
+    measured_on = env.get("gpu_name") or "the CPU"
+    if env.get("gpu_name") is None and gpu is None:
+        raise ShapewiseError("these held-out cases were measured on the CPU: name the GPU whose models they "
+                             "smoke-test with --gpu")
     gpu = measured_gpu(env, gpu=gpu, device=device)
+    if env.get("gpu_name") is None:
+        warn(f"these {len(rows)} held-out cases were measured on the CPU: judged as the {gpu.key}'s only to test the "
+             f"command, their errors say nothing of the {gpu.key} or its profile")
+    else:
+        if profile is not None:  # CPU times may smoke-test a CPU's profile; a GPU's, only its own
+            check_measured_on(profile, gpu.key, profile.path or "the profile")
+        on = gpu_of(env)
+        if on is not None and on.key != gpu.key:
+            warn(f"these held-out cases were measured on {measured_on}, not on the {gpu.key}: judged as the "
+                 f"{gpu.key}'s all the same")
     profile = profile or find(gpu)
-    return Validation(gpu, profile, judge_sets(drawn, rows, gpu=gpu, profile=profile), len(rows), result)
+    return Validation(gpu, profile, judge_sets(drawn, rows, gpu=gpu, profile=profile), len(rows), result,
+                      len(drawn.cases), measured_on)
 
 
 @dataclass(frozen=True)

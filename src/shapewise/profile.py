@@ -4,7 +4,8 @@ A profile is a JSON file:
 
     {"format": "shapewise-profile", "version": 5,
      "gpu": "h200",                         # key in the GPU table
-     "environment": {...},                  # GPU name, driver, torch, CUDA, cuBLAS, clocks, timestamp
+     "environment": {...},                  # where it was measured (device: "cpu" for the CPU's times; GPU
+                                            # name), driver, torch, CUDA, cuBLAS, clocks, timestamp
      "created_utc": "...",
      "params": {...},                       # CostParams fields that differ from the spec model
      "fit": {...}}                          # how the calibration went: cases, errors before and after
@@ -70,6 +71,8 @@ class Profile:
     def describe(self) -> str:
         env = self.environment
         what = f"calibrated profile of {env.get('gpu_name') or self.gpu}"
+        if env.get("device") == "cpu":
+            what = f"profile for {self.gpu} fitted on CPU times"
         if env.get("torch_version"):
             what += f", torch {env['torch_version']}"
         if self.created_utc:
@@ -276,6 +279,38 @@ def _json_text(value, level: int) -> str:
     return json.dumps(value)
 
 
+def measured_elsewhere(profile: Profile, gpu: str) -> str:
+    """Why `profile`'s times are not GPU `gpu`'s ("" when they are): measured on the CPU, or on another GPU.
+    A lent profile (lent()) may come from its lender, and a machine's refit (machine.machine_profile) from
+    the GPU whose profile it borrowed; a profile that does not say (every one written before the device was
+    recorded, all measured on GPUs) is taken as measured on the GPU it names."""
+    base, machine = profile.environment, profile.fit.get("machine", {}).get("environment", {})
+    lender = (profile.gpu,) if profile.borrowed_for == gpu else ()
+    for env, allowed in ((base, (gpu, profile.fit.get("borrowed_from"), *lender)), (machine, (gpu, *lender))):
+        if env.get("device") == "cpu":
+            return "its times were measured on the CPU"
+        name = env.get("gpu_name")
+        if name and _gpu_key(name) not in allowed:
+            return f"its times were measured on {name}, not on the {gpu}"
+    return ""
+
+
+def _gpu_key(name: str) -> str | None:
+    """The GPU table's key for a measured GPU's name; None for one it does not know."""
+    try:
+        return get_gpu(name).key
+    except ShapewiseError:
+        return None
+
+
+def check_measured_on(profile: Profile, gpu: str, where: str) -> None:
+    """Refuse a profile whose times are not GPU `gpu`'s: a CPU's or another GPU's times price no GPU."""
+    reason = measured_elsewhere(profile, gpu)
+    if reason:
+        raise ShapewiseError(f"{where}: {reason}, so it prices no {gpu}: run `shapewise calibrate` on the {gpu} "
+                             "itself for its profile")
+
+
 def save(profile: Profile, path: str | os.PathLike) -> Path:
     path = Path(path)
     try:
@@ -386,6 +421,12 @@ def _find(key: str, stamps: tuple) -> Profile | None:
             profile = _shipped(key)
             warn(f"{_set_aside(user)}: {' '.join(str(err).split())[:300]}; using the "
                  f"{'shipped profile' if profile else 'spec model'} for {key}")
+        else:
+            reason = measured_elsewhere(profile, own) if profile is not None and profile.path == str(user) else ""
+            if reason:  # a CPU's or another GPU's times, written under this GPU's name: set aside as a broken one
+                aside = _set_aside(user, f"is not the {own}'s profile ({reason}) and")
+                warn(f"{aside}; predictions for {key} do not use it")
+                profile = _shipped(own)
         if profile is not None:
             return lent(profile, borrowed) if borrowed else profile
     return None
@@ -398,14 +439,15 @@ def lent(profile: Profile, to: str) -> Profile:
     return dataclasses.replace(profile, params=params, borrowed_for=to)
 
 
-def _set_aside(path: Path) -> str:
-    """Move a broken profile out of the way (PATH.broken), so that it is warned about once."""
+def _set_aside(path: Path, reason: str = "is broken and") -> str:
+    """Move a broken profile (or one whose times are not its GPU's) out of the way (PATH.broken), so
+    that it is warned about once."""
     aside = path.with_name(path.name + ".broken")
     try:
         path.replace(aside)
     except OSError as err:
-        return f"{path} is broken and could not be moved aside ({err.strerror or err})"
-    return f"{path} is broken and was moved to {aside.name}"
+        return f"{path} {reason} could not be moved aside ({err.strerror or err})"
+    return f"{path} {reason} was moved to {aside.name}"
 
 
 SPEC_ASKED = "spec-only"  # the source of the spec model when asked for
@@ -466,4 +508,6 @@ def cost_model(gpu: GPU | str | CostModel, *, spec_only: bool = False,
     chosen = profile if isinstance(profile, Profile) else load(profile) if profile is not None else find(gpu)
     if chosen is None:
         return CostModel(gpu, SPEC, SPEC_DEFAULT)
+    if profile is not None:  # find() has set aside already what is not this GPU's
+        check_measured_on(chosen, gpu.key, chosen.path or "the profile")
     return CostModel(gpu, chosen.params, chosen.describe(), chosen)

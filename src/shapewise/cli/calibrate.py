@@ -4,6 +4,8 @@ held-out one."""
 from __future__ import annotations
 
 import json
+import math
+import sys
 
 from ..errors import ShapewiseError, warn
 from .common import add_cost_args, add_measure_args, add_mkdir_arg, console, rank0_only
@@ -74,7 +76,8 @@ def _install_profile(profile, args, out, measured: dict) -> None:
     user = not args.no_install
     if user and (on.key if on else None) != profile.gpu:
         out.print(f"measured on {name or 'the CPU'}, not on the {profile.gpu} it is for: not installed as its "
-                  f"profile" + (", written to --out only" if args.out else " (--out PATH writes it to a file)"))
+                  f"profile" + (", written to --out only" if args.out else " (--out PATH writes it to a file)")
+                  + f"; it says where it was measured, and no command prices the {profile.gpu} with it")
         user = False
     for path in install(profile, user=user, out=args.out):
         out.print(f"profile for {profile.gpu} written to {path}")
@@ -126,8 +129,9 @@ def run_calibrate(args) -> int:
                          warmup_ms=args.warmup_ms, budget_ms=args.budget_ms, force=args.force)
     rank0_only(done.sweep)
     out.print(f"{done.cases} calibration cases: {done.sweep.summary()}")
-    if done.interrupted:
-        out.print(f"interrupted: run `shapewise calibrate` again to finish ({done.interrupted} are kept)")
+    if done.interrupted:  # the same command: another device or store would start over
+        out.print(f"interrupted: run the same command again to finish ({done.interrupted} are kept in the results "
+                  f"store {store.path})")
         return 130
     if done.named:
         out.print(f"named the kernels of {done.named} GEMMs")
@@ -135,9 +139,11 @@ def run_calibrate(args) -> int:
         _measured_on_cpu(args, out, "calibration cases", done.cases)
         return 0
     fit = done.profile.fit
+    # In-sample: the trees can learn every one of a few dozen GEMMs (a CPU's quick set) to 0.000.
     out.print(f"fitted on {fit['gemm_cases']} GEMMs, {fit['flash_cases']} attention and {fit['memory_cases']} "
-              f"memory-bound ops: median |log error| of the GEMMs {fit['median_abs_log_error_spec']:.3f} "
-              f"(spec model) -> {fit['median_abs_log_error_fitted']:.3f} (profile)")
+              f"memory-bound ops: median |log error| on the GEMMs it was fitted on {fit['median_abs_log_error_spec']:.3f} "
+              f"(spec model) -> {fit['median_abs_log_error_fitted']:.3f} (profile; `shapewise validate` judges it on "
+              f"held-out cases)")
     if fit["cutlass_kernels"]:
         out.print(f"misaligned GEMMs: {fit['cutlass_kernels']} CUTLASS kernel configurations fitted, "
                   f"{fit['cutlass_choices']} shapes to choose them by")
@@ -249,6 +255,14 @@ def run_validate(args) -> int:
                         budget_ms=args.budget_ms, force=args.force)
     if done.sweep is not None:
         rank0_only(done.sweep)
+    if done.interrupted:  # judged on nothing: a part of the set is no verdict on it
+        line = (f"interrupted: {done.num_cases} of {done.num_drawn} held-out cases measured, kept in the results "
+                f"store {store.path}; run the same command again to measure the rest and judge them")
+        if args.json:
+            print(line, file=sys.stderr)
+        else:
+            console().print(line)
+        return 130
     if done.gpu is None and args.device == "cpu":
         _measured_on_cpu(args, console(), "held-out cases", done.num_cases)
         return 0
@@ -256,14 +270,16 @@ def run_validate(args) -> int:
         print(json.dumps(done.to_json(), indent=2))
         return 0
     gpu, profile, judged = done.gpu, done.profile, done.judged
+    where = f"on {gpu.name}" if done.measured_on != "the CPU" else f"measured on the CPU, judged as {gpu.name}'s"
     table = Table(show_edge=False, pad_edge=False, header_style="bold",
-                  title=f"{done.num_cases} held-out cases ({args.set} set) on {gpu.name}; profile: "
+                  title=f"{done.num_cases} held-out cases ({args.set} set) {where}; profile: "
                         f"{profile.describe() if profile else 'none (spec-only)'}", title_justify="left")
     for col in ("cases", "n", "model", "median error", "p90 error", "max error", "Spearman"):
         table.add_column(col, justify="left" if col in ("cases", "model") else "right")
     for row in summarize(judged):
+        rho = "–" if math.isnan(row["spearman"]) else f"{row['spearman']:.3f}"  # under 3 cases, or all tied
         table.add_row(row["category"], str(row["n"]), row["model"], f"{row['median_ape']:.1%}", f"{row['p90_ape']:.1%}",
-                      f"{row['max_ape']:.1%}", f"{row['spearman']:.3f}")
+                      f"{row['max_ape']:.1%}", rho)
     out = console()
     out.print(table)
     layers = [j for j in judged if j.category in ("layer", "variants")]
