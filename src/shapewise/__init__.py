@@ -7,11 +7,13 @@ shapewise.measure imports torch, and only inside its functions.
 from .cost import CostParams, Losses, predict_gemm, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU, GPUS, get_gpu
+from .hf import load_config
 from .ops import Op, model_ops
+from .presets import get_model
 from .profile import CostModel, cost_model
 from .report import check
 from .shapes import ModelShape, Workload
 
 __version__ = "0.1.0"
 __all__ = ["CostModel", "CostParams", "GPU", "GPUS", "Losses", "ModelShape", "Op", "ShapewiseError", "Workload",
-           "check", "cost_model", "get_gpu", "model_ops", "predict_gemm", "predict_step"]
+           "check", "cost_model", "get_gpu", "get_model", "load_config", "model_ops", "predict_gemm", "predict_step"]

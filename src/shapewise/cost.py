@@ -377,12 +377,26 @@ def _on_this_machine(time_ms, losses: dict, ideal_ms, factor, into: str):
 
 
 def _check_dims(**dims) -> None:
+    """Each dim a whole number from 1 to GEMM_DIM's bound (cuBLAS's 32-bit int), as the commands check
+    theirs; an array's first bad element is named by its position."""
+    from .limits import GEMM_DIM
+
     for name, value in dims.items():
-        arr = np.asarray(value)
-        if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(arr == np.round(arr))):
-            raise ShapewiseError(f"{name} must be whole numbers, got {value!r}")
-        if np.any(arr <= 0):
-            raise ShapewiseError(f"{name} must be positive, got {value!r}")
+        try:
+            arr = np.asarray(value)
+        except (ValueError, TypeError):
+            raise ShapewiseError(f"{name} must be whole numbers, got {value!r}") from None
+        if arr.dtype.kind not in "iuf":  # 2**70 is an object array: past every bound too
+            raise ShapewiseError(f"{name} must be whole numbers from 1 to {GEMM_DIM.high:,} (a GEMM dim is a 32-bit "
+                                 f"int in cuBLAS), got {value!r}")
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (arr < 1) | (arr > GEMM_DIM.high)
+        if np.any(bad):
+            where = np.unravel_index(int(np.argmax(bad)), arr.shape) if arr.ndim else ()
+            got = (arr[where] if arr.ndim else arr).item()
+            at = f" at {where if len(where) > 1 else where[0]}" if arr.ndim else ""
+            raise ShapewiseError(f"{name} must be whole numbers from 1 to {GEMM_DIM.high:,} (a GEMM dim is a 32-bit "
+                                 f"int in cuBLAS), got {got!r}{at}")
 
 
 def predict_gemm(m, n, k, *, batch=1, gpu: GPU | str | CostModel = "h200", dtype: str = "bf16",

@@ -6,7 +6,7 @@ import difflib
 import re
 from dataclasses import dataclass, field, fields
 
-from .errors import ShapewiseError
+from .errors import ShapewiseError, warn
 
 
 @dataclass(frozen=True)
@@ -236,6 +236,12 @@ def _known_names() -> list[tuple[str, GPU]]:
     return sorted(((n, g) for (n, _), g in names.items() if n), key=lambda item: -len(item[0]))
 
 
+# Words that name another product of a family whose base name shapewise knows (H100 NVL, RTX 4090 D):
+# read as the base GPU, and said.
+VARIANT_WORDS = frozenset({"nvl", "d", "ti", "super", "laptop", "mobile", "max", "q"})
+_SAID_NEAREST: set = set()
+
+
 def get_gpu(name: str) -> GPU:
     """Look a GPU up by key, alias or torch device name (case-insensitive, longest match first)."""
     if not isinstance(name, str):
@@ -248,6 +254,11 @@ def get_gpu(name: str) -> GPU:
     padded = f" {query} "
     for n, gpu in names:  # "NVIDIA H200 NVL" or "NVIDIA A100-SXM4-80GB": a known name inside it, whole words
         if f" {n} " in padded:
+            variant = sorted(set(query.split()) & VARIANT_WORDS - set(n.split()))
+            if variant and query not in _SAID_NEAREST:  # another product of the family: its numbers differ
+                _SAID_NEAREST.add(query)
+                warn(f"GPU {name!r} is read as {gpu.key} ({gpu.name}), the nearest shapewise knows: its {' '.join(variant)} "
+                     f"variant's clocks, memory and links may differ from these datasheet numbers")
             return gpu
     # Hint with keys, not normalized aliases: several aliases of one GPU collapse to one suggestion.
     by_name = dict(names)

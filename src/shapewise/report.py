@@ -9,7 +9,7 @@ from .hardware import GPU
 from .memory import Memory, capacity_bytes, estimate
 from .ops import COMM, MEMORY
 from .profile import CostModel, Profile, cost_model
-from .rules import Finding, find, memory_finding
+from .rules import Finding, caveats, find, memory_finding
 from .shapes import ModelShape, Workload
 
 LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "wave quantization",
@@ -22,6 +22,7 @@ class CheckResult:
     step: StepCost
     findings: tuple[Finding, ...]
     memory: Memory | None = None  # per GPU: mixed-precision Adam, no pipeline, no ZeRO, no recompute
+    caveats: tuple[str, ...] = ()  # what the price assumes that the model does not give (rules.caveats)
 
     @property
     def model(self) -> CostModel:
@@ -46,7 +47,7 @@ def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, 
     step = predict_step(shape, workload, gpu=cost_model(gpu, spec_only=spec_only, profile=profile))
     needed = estimate(shape, workload)
     findings = [f for f in (memory_finding(step, needed),) if f] + find(step)
-    return CheckResult(step, tuple(findings), memory=needed)
+    return CheckResult(step, tuple(findings), memory=needed, caveats=tuple(caveats(shape, workload)))
 
 
 def to_json(result: CheckResult) -> dict:
@@ -62,6 +63,7 @@ def to_json(result: CheckResult) -> dict:
         "gpu": {"key": gpu.key, "name": gpu.name, "peak_tflops": gpu.peak_tflops(w.dtype),
                 "bandwidth_gbs": gpu.mem_bandwidth_gbs},
         "cost_model": {"source": result.model_source, "calibrated": result.calibrated},
+        "caveats": list(result.caveats),
         "ops": [{"name": c.op.name, "pass": c.op.pass_, "kind": c.op.kind, "m": c.op.m, "n": c.op.n,
                  "k": c.op.k, "batch": c.op.batch, "layout": c.op.layout, "count": c.op.count,
                  "flops": c.op.flops, "bytes": c.op.bytes, "time_ms": c.time_ms, "total_ms": c.total_ms,

@@ -4,17 +4,42 @@ published models live in presets.py; Hugging Face config.json reading and writin
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from dataclasses import dataclass
 
 from .dtypes import DTYPE_BYTES
 from .errors import ShapewiseError
-from .limits import FIELDS
+from .limits import FIELDS, TOKENS
 
 # Matrices per MLP block: plain MLPs have up and down, gated ones (GLU family) add a gate.
 MLP_KINDS = {"gelu": 2, "relu": 2, "swiglu": 3, "geglu": 3}
 NORM_KINDS = {"layernorm": 2, "rmsnorm": 1}  # parameters per channel: LayerNorm has a bias
 MODES = ("train", "prefill", "decode")
+# ModelShape's whole-number fields and its flags (see _as_python)
+INT_FIELDS = ("hidden", "num_layers", "num_heads", "vocab", "num_kv_heads", "head_dim", "ffn", "expert_ffn",
+              "learned_positions", "num_experts", "top_k", "num_shared_experts", "window", "global_every",
+              "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim", "norms_per_layer", "v_head_dim")
+FLAG_FIELDS = ("tied_embeddings", "parallel_attn", "bias", "qk_norm", "logit_softcap")
 ATTENTION_KINDS = ("flash", "unfused")
+
+
+def _as_python(obj, owner: str, ints: tuple, flags: tuple) -> None:
+    """numpy's integers and booleans (np.int64(4), np.bool_) held as Python's, and a flag field that is
+    not a boolean ("no", "False", None) refused: each would be read as something it is not."""
+    for field in ints:
+        value = getattr(obj, field)
+        if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)) and not _numpy_bool(value):
+            object.__setattr__(obj, field, int(value))
+    for field in flags:
+        value = getattr(obj, field)
+        if _numpy_bool(value):
+            object.__setattr__(obj, field, bool(value))
+        elif not isinstance(value, bool):
+            raise ShapewiseError(f"{owner}: {field} must be True or False, got {value!r}")
+
+
+def _numpy_bool(value) -> bool:
+    return type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")
 
 
 def _require_positive_int(owner: str, field: str, value, *, allow_zero: bool = False) -> None:
@@ -68,6 +93,7 @@ class ModelShape:
 
     def __post_init__(self):
         owner = f"model {self.name!r}"
+        _as_python(self, owner, ints=INT_FIELDS, flags=FLAG_FIELDS)
         for field in ("hidden", "num_layers", "num_heads", "vocab"):
             _require_positive_int(owner, field, getattr(self, field))
         for field in ("num_kv_heads", "head_dim", "ffn", "expert_ffn"):
@@ -258,8 +284,12 @@ class Workload:
     overlap_comm: bool = False  # tensor-parallel collectives hidden behind compute (an upper bound)
 
     def __post_init__(self):
+        _as_python(self, "workload", ints=("batch", "seq", "tp"), flags=("overlap_comm",))
         for field in ("batch", "seq", "tp"):
             _require_positive_int("workload", field, getattr(self, field))
+        if self.batch * self.seq > TOKENS.high:
+            raise ShapewiseError(f"workload: batch {self.batch} × seq {self.seq} = {self.batch * self.seq:,} tokens: "
+                                 f"{TOKENS.what} must be at most {TOKENS.high:,} ({TOKENS.reason})")
         if self.dtype not in DTYPE_BYTES:
             raise ShapewiseError(f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
         if self.mode not in MODES:
@@ -282,6 +312,11 @@ class Workload:
 
 def check_parallel(shape: ModelShape, workload: Workload) -> None:
     """Raise if the tensor-parallel degree cannot split this model."""
+    if not isinstance(shape, ModelShape):
+        raise ShapewiseError(f"the model must be a ModelShape (shapewise.get_model(NAME), shapewise.load_config(PATH)), "
+                             f"got {shape!r}")
+    if not isinstance(workload, Workload):
+        raise ShapewiseError(f"the workload must be a shapewise.Workload, got {workload!r}")
     t = workload.tp
     if shape.num_heads % t:
         raise ShapewiseError(

@@ -1,0 +1,58 @@
+"""The Python API as a new user met it: bad input is shapewise's one error, flags are booleans, numpy's
+integers are integers, the caveats come with check's result, and a GPU read as its nearest is said."""
+
+import numpy as np
+import pytest
+
+import shapewise
+from shapewise import ShapewiseError, Workload, check, get_model, predict_gemm, predict_step
+
+
+@pytest.mark.parametrize("m", [float("inf"), 1e30, 2**31, 2**63, 2**70, 0, -1, 3.5, "x", None])
+def test_predict_gemm_refuses_what_the_commands_refuse(m):
+    with pytest.raises(ShapewiseError, match="whole numbers from 1 to 2,147,483,647"):
+        predict_gemm(m, 64, 64)
+
+
+def test_an_arrays_bad_element_is_named_by_its_position():
+    with pytest.raises(ShapewiseError, match="got 0 at 1"):
+        predict_gemm(np.array([64, 0, 128]), 64, 64)
+    assert predict_gemm(np.int64(64), 64.0, 64).time_ms == predict_gemm(64, 64, 64).time_ms
+
+
+@pytest.mark.parametrize("flag", ["no", "False", None, 1])
+def test_a_flag_is_true_or_false(flag):
+    with pytest.raises(ShapewiseError, match="overlap_comm must be True or False"):
+        Workload(overlap_comm=flag)
+    with pytest.raises(ShapewiseError, match="bias must be True or False"):
+        get_model("gpt2").replace(bias=flag)
+
+
+def test_numpy_integers_and_booleans_are_read_as_pythons():
+    w = Workload(batch=np.int64(4), overlap_comm=np.bool_(False))
+    assert type(w.batch) is int and w.overlap_comm is False
+    assert type(get_model("gpt2").replace(hidden=np.int64(1536)).hidden) is int
+
+
+def test_a_workload_past_the_token_bound_and_wrong_types_are_refused():
+    with pytest.raises(ShapewiseError, match="tokens per step"):
+        Workload(batch=2**20, seq=2**20)
+    with pytest.raises(ShapewiseError, match="must be a ModelShape"):
+        predict_step("gpt2", Workload(), gpu="h200")
+    with pytest.raises(ShapewiseError, match="must be a shapewise.Workload"):
+        predict_step(get_model("gpt2"), None, gpu="h200")
+
+
+def test_check_carries_the_caveats_the_commands_print():
+    assert check(get_model("gpt2"), Workload(seq=1024), gpu="h200").caveats == ()
+    said = check(get_model("gpt2"), Workload(seq=2048), gpu="h200").caveats
+    assert len(said) == 1 and "1,024 learned positions" in said[0]
+
+
+def test_a_gpu_read_as_the_nearest_of_its_family_is_said_once(capsys):
+    assert shapewise.get_gpu("NVIDIA H100 NVL").key == "h100"
+    assert shapewise.get_gpu("NVIDIA H100 NVL").key == "h100"
+    err = capsys.readouterr().err
+    assert err.count("warning") == 1 and "nvl variant" in err
+    assert shapewise.get_gpu("NVIDIA H100 80GB HBM3").key == "h100"  # what torch names an H100 SXM
+    assert capsys.readouterr().err == ""
