@@ -56,3 +56,22 @@ def test_a_gpu_read_as_the_nearest_of_its_family_is_said_once(capsys):
     assert err.count("warning") == 1 and "nvl variant" in err
     assert shapewise.get_gpu("NVIDIA H100 80GB HBM3").key == "h100"  # what torch names an H100 SXM
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("kw, said", [
+    (dict(top=2.5), "must be a whole number"), (dict(top=-1), "from 1 to 10,000"),
+    (dict(params_tol=float("nan")), "finite"), (dict(params_tol=5), "at most 0.5"),
+    (dict(aspect_band=float("nan")), "finite"), (dict(keep="hedas"), "unknown field hedas;"),
+])
+def test_suggest_checks_its_arguments_as_the_command_does(kw, said):
+    from shapewise.search import suggest
+
+    with pytest.raises(ShapewiseError, match=said):
+        suggest(get_model("gpt2"), Workload(seq=1024), gpu="h200", **kw)
+
+
+def test_suggest_reads_one_kept_field_as_a_name():
+    from shapewise.search import suggest
+
+    kept = suggest(get_model("gpt2"), Workload(seq=1024), gpu="h200", keep="heads")
+    assert all("heads" not in s.changes for s in (*kept.suggestions, *kept.alternatives))

@@ -24,6 +24,7 @@ import numpy as np
 from .cost import predict_layer_and_outside, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU
+from .limits import ASPECT_BAND, PARAMS_TOL, TOP
 from .memory import capacity_bytes, estimate
 from .profile import CostModel, cost_model
 from .rules import ALIGN, GOOD_HEAD_DIMS, find, round_up
@@ -221,6 +222,8 @@ def _changes(old: Candidate, new: Candidate) -> dict:
 
 
 def _field_names(text: tuple[str, ...], allowed: tuple[str, ...], flag: str) -> set:
+    if isinstance(text, str):  # keep="heads": a name, not its letters
+        text = (text,)
     unknown = sorted(set(text) - set(allowed))
     if unknown:
         raise ShapewiseError(f"{flag}: unknown field {', '.join(unknown)}; use any of {', '.join(allowed)}")
@@ -264,11 +267,12 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     require_fit=False ranks shape changes whether they fit on one GPU or not (plan spreads them)."""
     start = time.perf_counter()
     model = cost_model(gpu)
-    keep, vary = _field_names(keep, KEEPABLE, "--keep"), _field_names(vary, RUN_FIELDS, "--vary")
+    keep, vary = _field_names(keep, KEEPABLE, "--keep (keep)"), _field_names(vary, RUN_FIELDS, "--vary (vary)")
     if keep & vary:
         raise ShapewiseError(f"--keep and --vary both name {', '.join(sorted(keep & vary))}: name each in one")
-    if params_tol <= 0 or aspect_band < 1:
-        raise ShapewiseError("--params-tol must be positive and --aspect-band at least 1")
+    params_tol = PARAMS_TOL.check(params_tol, "--params-tol (params_tol)")
+    aspect_band = ASPECT_BAND.check(aspect_band, "--aspect-band (aspect_band)")
+    top = TOP.check(top, "--top (top)")
     check_parallel(shape, workload)
     original, ranked, considered = ranked_neighbours(shape, workload, model=model, keep=keep, params_tol=params_tol,
                                                      aspect_band=aspect_band)
