@@ -75,3 +75,18 @@ def test_suggest_reads_one_kept_field_as_a_name():
 
     kept = suggest(get_model("gpt2"), Workload(seq=1024), gpu="h200", keep="heads")
     assert all("heads" not in s.changes for s in (*kept.suggestions, *kept.alternatives))
+
+
+@pytest.mark.parametrize("change, said", [
+    (dict(name=None), "name must be text"), (dict(published_params=-1), "published_params must be positive"),
+    (dict(expert_ffn=100), "expert_ffn need num_experts"), (dict(window=10**9), "window"),
+])
+def test_a_model_field_no_model_has_is_refused(change, said):
+    with pytest.raises(ShapewiseError, match=said):
+        get_model("llama3-8b").replace(**change)
+
+
+def test_spec_only_and_a_profile_conflict_and_times_are_python_floats():
+    with pytest.raises(ShapewiseError, match="give one of them"):
+        check(get_model("gpt2"), Workload(seq=1024), gpu="h200", spec_only=True, profile="missing.json")
+    assert type(predict_step(get_model("gpt2"), Workload(seq=1024), gpu="h200").time_ms) is float

@@ -823,7 +823,7 @@ class StepCost:
 
     @property
     def time_ms(self) -> float:
-        return sum(c.total_ms for c in self.costs)
+        return float(sum(c.total_ms for c in self.costs))
 
     @property
     def flops(self) -> int:

@@ -503,6 +503,8 @@ def cost_model(gpu: GPU | str | CostModel, *, spec_only: bool = False,
             return gpu
         gpu = gpu.gpu
     gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    if spec_only and profile is not None:
+        raise ShapewiseError("spec_only and a profile both choose the cost model: give one of them")
     if spec_only:
         return CostModel(gpu, SPEC, SPEC_ASKED)
     chosen = profile if isinstance(profile, Profile) else load(profile) if profile is not None else find(gpu)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from .dtypes import DTYPE_BYTES
 from .errors import ShapewiseError
-from .limits import FIELDS, TOKENS
+from .limits import FIELDS, SEQ, TOKENS
 
 # Matrices per MLP block: plain MLPs have up and down, gated ones (GLU family) add a gate.
 MLP_KINDS = {"gelu": 2, "relu": 2, "swiglu": 3, "geglu": 3}
@@ -93,6 +93,8 @@ class ModelShape:
 
     def __post_init__(self):
         owner = f"model {self.name!r}"
+        if not isinstance(self.name, str):
+            raise ShapewiseError(f"a model's name must be text, got {self.name!r}")
         _as_python(self, owner, ints=INT_FIELDS, flags=FLAG_FIELDS)
         for field in ("hidden", "num_layers", "num_heads", "vocab"):
             _require_positive_int(owner, field, getattr(self, field))
@@ -130,8 +132,12 @@ class ModelShape:
             raise ShapewiseError(f"{owner}: unknown norm {self.norm!r}; use one of {', '.join(NORM_KINDS)}")
         if self.num_experts and not 1 <= self.top_k <= self.num_experts:
             raise ShapewiseError(f"{owner}: top_k must be between 1 and num_experts ({self.num_experts}), got {self.top_k}")
-        if not self.num_experts and (self.top_k or self.num_shared_experts):
-            raise ShapewiseError(f"{owner}: top_k and shared experts need num_experts > 0")
+        if not self.num_experts and (self.top_k or self.num_shared_experts or self.expert_ffn is not None):
+            raise ShapewiseError(f"{owner}: top_k, shared experts and expert_ffn need num_experts > 0")
+        if self.window > SEQ.high:
+            SEQ.check(self.window, f"{owner}: window")
+        if self.published_params is not None:
+            _require_positive_int(owner, "published_params", self.published_params)
 
     # Derived values: properties, never stored, so dataclasses.replace keeps them consistent.
     @property
