@@ -63,6 +63,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shapewise.cost import SPEC
+from shapewise.errors import ShapewiseError
 from shapewise.hardware import get_gpu
 from shapewise.memory import FRAMEWORKS, PRECISIONS, Memory, training_arrays
 from shapewise.parallel import RECOMPUTE, layer_times, network_for, step_arrays
@@ -256,12 +257,18 @@ def table(runs) -> list[float]:
 
 
 def plan_line(run: Run) -> str:
-    result = plan(run.shape, gpus=run.gpus, gpu=cost_model(run.gpu, spec_only=True),
-                  global_batch_tokens=run.global_batch * run.seq, seq=run.seq, dtype=run.dtype, attention=run.attention, framework=run.framework,
-                  network=network(run), overlap_dp=run.overlap_dp, top=1)
     used = predict(run)["total_ms"]
     head = (f"{run.label:22} used t={run.tp} p={run.pp}×{run.vp} d={run.dp} b={run.batch} {run.recompute} "
             f"zero={run.zero}: {used / 1e3:.2f} s predicted; ")
+    try:
+        result = plan(run.shape, gpus=run.gpus, gpu=cost_model(run.gpu, spec_only=True),
+                      global_batch_tokens=run.global_batch * run.seq, seq=run.seq, dtype=run.dtype,
+                      attention=run.attention, framework=run.framework, network=network(run),
+                      overlap_dp=run.overlap_dp, top=1)
+    except ShapewiseError:  # no layout at all: plan's stages divide the layers evenly, some runs' did not
+        return head + (f"plan considers no layout (its pipeline stages divide the {run.shape.num_layers} layers "
+                       f"evenly; this run's {run.pp} did not)" if run.shape.num_layers % run.pp else
+                       "plan considers no layout")
     if not result.plans:
         return head + f"plan finds no layout that fits ({result.considered} considered)"
     best = result.plans[0]
