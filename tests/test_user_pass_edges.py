@@ -73,3 +73,19 @@ def test_a_rounding_residue_is_no_loss():
 
     assert Losses(tile=-1e-16, wave=2e-3).as_dict()["tile"] == 0.0
     assert Losses(tile=-1e-16, wave=2e-3).as_dict()["wave"] == 2e-3
+
+
+def test_the_reports_commands_carry_the_overlap_it_priced(capsys, tmp_path):
+    out = tmp_path / "r.md"
+    code, _, _ = run(capsys, "report", "llama3-8b", "--tp", "2", "--overlap-comm", "--out", str(out))
+    assert code == 0
+    checks = [line for line in out.read_text().splitlines() if line.startswith("shapewise check")]
+    assert checks and all(line.endswith("--overlap-comm") for line in checks)
+
+
+def test_a_plot_of_head_dims_past_the_fused_kernels_says_so(capsys, tmp_path):
+    code, _, err = run(capsys, "plot", "layer", "--hiddens", "4096", "--head-counts", "4", "32", "--out",
+                       str(tmp_path / "l.png"))
+    assert code == 0 and "head dim 1024 is past 256" in err
+    code, _, err = run(capsys, "plot", "layer", "--hiddens", "4096", "--head-counts", "32", "--out", str(tmp_path / "m.png"))
+    assert code == 0 and "past 256" not in err

@@ -29,7 +29,7 @@ from pathlib import Path
 from .errors import ShapewiseError, warn
 from .hardware import GPU, get_gpu
 from .presets import PRESETS
-from .profile import SPEC_ASKED, CostModel, Profile, cost_model
+from .profile import SPEC_ASKED, CostModel, Profile, cost_model, load
 from .report import CheckResult, Table, check, finding_table, op_table, suggestion_table
 from .shapes import MODES, ModelShape, Workload
 
@@ -308,13 +308,15 @@ def _commands(shape, w: Workload, cost_model_: CostModel, store, top, model_arg,
     model, note = _model_flag(shape, model_arg)
     gpu, profile = cost_model_.gpu, cost_model_.profile
     shape_flags = ["--batch", f"{w.batch}", "--seq", f"{w.seq}", "--tp", f"{w.tp}"]
-    rest = ["--dtype", w.dtype, "--attention", w.attention]
+    rest = ["--dtype", w.dtype, "--attention", w.attention, *(["--overlap-comm"] if w.overlap_comm else [])]
     if cost_model_.params is cost_model(gpu).params:
         cost = []  # the GPU's own cost model (the user's profile, else the shipped one, else the spec), as the default
     elif cost_model_.source == SPEC_ASKED:
         cost = ["--spec-only"]
     elif profile is not None and profile.path and Path(profile.path).is_file():
         cost = ["--profile", profile.path]  # (a shipped profile has no file: the default finds it)
+        if load(profile.path).gpu != gpu.key:  # another GPU's profile prices this one only when asked
+            cost.append("--borrow-profile")
     else:
         cost = []
         note = (note + " " if note else "") + ("The cost model's parameters were given in code: the commands "

@@ -24,7 +24,7 @@ import numpy as np
 
 from .canvas import FORMATS, colormap, figure, png_bytes, save  # noqa: F401  (plots.save, plots.png_bytes)
 from .cost import _align_class, predict_attention, predict_gemm, predict_ops, predict_step
-from .errors import ShapewiseError
+from .errors import ShapewiseError, warn
 from .hardware import GPU, get_gpu
 from .ops import attention_op, layer_ops
 from .profile import CostModel, cost_model
@@ -312,6 +312,18 @@ def _split_series(keys: np.ndarray, x: np.ndarray, y: np.ndarray, label, extra: 
     return series
 
 
+def _past_fused(head_dims: np.ndarray, kind: str) -> None:
+    """Head dims past the fused kernels' drawn at their price, which is far too fast there: said once."""
+    from .rules import MAX_FUSED_HEAD_DIM
+
+    past = sorted(set(head_dims[head_dims > MAX_FUSED_HEAD_DIM].tolist()))
+    if kind == "flash" and past:
+        dims = ", ".join(map(str, past[:4])) + (" …" if len(past) > 4 else "")
+        warn(f"head dim{'s' if len(past) > 1 else ''} {dims} {'are' if len(past) > 1 else 'is'} past "
+             f"{MAX_FUSED_HEAD_DIM}, the most FlashAttention and cuDNN take: drawn at the {MAX_FUSED_HEAD_DIM} kernel's "
+             "rate, far too fast (torch runs its memory-efficient kernel there)")
+
+
 def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int = 2048,
                    batch: int = 4, kind: str = "flash", dtype: str = "bf16", causal: bool = True, pass_: str = "fwd",
                    measured=None) -> dict:
@@ -329,6 +341,7 @@ def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int 
     if x.size == 0:
         raise ShapewiseError(f"no hidden size of --hiddens is a multiple of {heads} heads")
     head_dims = x // heads
+    _past_fused(head_dims, kind)
     y = _attention_tflops(kind, heads=np.full_like(x, heads), head_dims=head_dims, batch=batch, seq=seq, causal=causal,
                           pass_=pass_, model=model, dtype=dtype)
     keys = np.array([_pow2_key(int(d)) for d in head_dims], dtype=np.int64)
@@ -363,6 +376,7 @@ def attention_heads_data(*, gpu: GPU | str | CostModel, head_dim, head_counts, s
     dims = _whole_numbers(head_dim, "head_dim")
     a = np.tile(counts, len(dims))
     d = np.repeat(dims, len(counts))
+    _past_fused(d, kind)
     y = _attention_tflops(kind, heads=a, head_dims=d, batch=batch, seq=seq, causal=causal, pass_=pass_, model=model,
                           dtype=dtype)
     def points_of(rows, on):
@@ -448,6 +462,7 @@ def layer_data(*, gpu: GPU | str | CostModel, hiddens, head_counts, seq: int = 2
             ops += layer
     if not spans:
         raise ShapewiseError("no hidden size of --hiddens is a multiple of any head count of --head-counts")
+    _past_fused(np.array([h // a for a, h, _, _ in spans]), "flash")
     costs = predict_ops(ops, gpu=model, dtype=dtype)
     heads = np.array([s[0] for s in spans], dtype=np.int64)
     x = np.array([s[1] for s in spans], dtype=np.int64)
