@@ -89,3 +89,15 @@ def test_a_plot_of_head_dims_past_the_fused_kernels_says_so(capsys, tmp_path):
     assert code == 0 and "head dim 1024 is past 256" in err
     code, _, err = run(capsys, "plot", "layer", "--hiddens", "4096", "--head-counts", "32", "--out", str(tmp_path / "m.png"))
     assert code == 0 and "past 256" not in err
+
+
+def test_plans_tensor_parallel_collectives_cross_the_link_it_is_given(capsys):
+    """--intra-node-gbs prices the tensor-parallel collectives too: at 1 GB/s inside a node the best plan
+    splits no GEMM (it did at NVLink's 450), and the header says the rate was given."""
+    argv = ["plan", "llama3-8b", "--gpus", "8", "--global-batch", "1048576", "--seq", "8192", "--top", "1"]
+    code, fast, _ = run(capsys, *argv)
+    code_slow, slow, _ = run(capsys, *argv, "--intra-node-gbs", "1")
+    assert code == code_slow == 0
+    assert "within a node 1 GB/s (given)" in slow
+    best = next(line for line in slow.splitlines() if line.startswith("1 "))
+    assert "t=1 " in best

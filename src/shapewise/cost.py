@@ -718,16 +718,19 @@ def _window_cost(op: Op, gpu: GPU, p: CostParams, t0: float, t1: float, latency:
         launch=p.launch_ms, window=t_window * s)
 
 
-def _comm_ms(op: Op, gpu: GPU, p: CostParams) -> float:
-    """A ring collective over k ranks: (k-1)/k of the message (twice for an all-reduce) over the link."""
+def comm_ms(op: Op, gpu: GPU, p: CostParams, *, link_gbs: float | None = None) -> float:
+    """A ring collective over k ranks: (k-1)/k of the message (twice for an all-reduce) over the link: the
+    GPU's datasheet link, or link_gbs GB/s per GPU where given (plan's --intra-node-gbs)."""
     from .hardware import link
 
-    peer = link(gpu)
-    if peer is None:
-        raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table: tensor parallelism cannot be modelled")
+    if link_gbs is None:
+        peer = link(gpu)
+        if peer is None:
+            raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table: tensor parallelism cannot be modelled")
+        link_gbs = peer[1]
     ranks = op.k
     share = (ranks - 1) / ranks * (2 if op.family == "all_reduce" else 1)
-    return share * op.bytes / (peer[1] * 1e9 * _rate(p.comm_bandwidth, "link bandwidth")) * 1e3 + p.comm_latency_ms + p.launch_ms
+    return share * op.bytes / (link_gbs * 1e9 * _rate(p.comm_bandwidth, "link bandwidth")) * 1e3 + p.comm_latency_ms + p.launch_ms
 
 
 EMBED_TABLE = "embed.table"
@@ -779,7 +782,7 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str) -> lis
         elif op.kind == COMM:
             from .hardware import link
 
-            time_ms = _comm_ms(op, gpu, params)
+            time_ms = comm_ms(op, gpu, params)
             losses = Losses(comm=time_ms - params.launch_ms, launch=params.launch_ms)
             # A collective's "peak" is its link: fraction_of_peak then reads as a share of it.
             costs[i] = OpCost(op, time_ms, losses, peak, link(gpu)[1] * 1e9)

@@ -86,6 +86,7 @@ def network_for(gpu, *, gpus_per_node: int = 8, inter_gbs: float | None = None,
     from .hardware import link
 
     peer = link(gpu)
+    intra_given = intra_gbs is not None
     if intra_gbs is None:
         if peer is None:
             raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table; give --intra-node-gbs")
@@ -95,7 +96,7 @@ def network_for(gpu, *, gpus_per_node: int = 8, inter_gbs: float | None = None,
         if row is None:
             raise ShapewiseError(f"no datasheet network for {gpu.name}; give --inter-node-gbs (GB/s per GPU)")
         inter_gbs = row[0]
-    source = f"within a node {intra_gbs:g} GB/s ({peer[0] if peer else 'given'}), between nodes {inter_gbs:g} GB/s" \
+    source = f"within a node {intra_gbs:g} GB/s ({'given' if intra_given else peer[0]}), between nodes {inter_gbs:g} GB/s" \
              + (f" ({row[1]})" if row and inter_gbs == row[0] else " (given)")
     return Network(float(intra_gbs), float(inter_gbs), gpus_per_node, source)
 
@@ -121,15 +122,22 @@ class LayerTimes:
     bytes_per_s: float  # the GPU's memory bandwidth (the optimizer's update is memory-bound)
 
 
-def layer_times(shape, workload, *, gpu, params) -> LayerTimes:
-    from .cost import predict_step
+def layer_times(shape, workload, *, gpu, params, link_gbs: float | None = None) -> LayerTimes:
+    """One layer's times (and the embedding's and head's) on one tensor-parallel rank; its collectives over
+    link_gbs GB/s per GPU where given (the network's within a node), else over the GPU's datasheet link."""
+    from .cost import comm_ms, predict_step
     from .ops import COMM
     from .profile import CostModel
 
     step = predict_step(shape.one_layer(), workload, gpu=CostModel(gpu, params))
 
+    def total(c) -> float:
+        if c.op.kind != COMM or link_gbs is None or workload.overlap_comm:
+            return c.total_ms
+        return comm_ms(c.op, step.gpu, params, link_gbs=link_gbs) * c.op.count
+
     def ms(keep) -> float:
-        return sum(c.total_ms for c in step.costs if keep(c.op))
+        return sum(total(c) for c in step.costs if keep(c.op))
 
     inside = lambda op: op.name not in EMBED_OPS + HEAD_OPS
     return LayerTimes(

@@ -154,7 +154,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
         for t, b in {(int(t), int(b)) for t, b in zip(lay["tp"][fits], lay["batch"][fits])}:
             rows = fits & (lay["tp"] == t) & (lay["batch"] == b)
             w = Workload(batch=b, seq=seq, tp=t, dtype=dtype, attention=attention)
-            times = layer_times(s, w, gpu=gpu, params=params)
+            times = layer_times(s, w, gpu=gpu, params=params, link_gbs=network.intra_gbs)
             out = step_arrays(times, s, w, pp=lay["pp"][rows], vp=lay["vp"][rows], dp=lay["dp"][rows],
                               ep=lay["ep"][rows], zero=lay["zero"][rows], recompute=lay["recompute"][rows],
                               micro_batches=lay["micro_batches"][rows], network=network, params=params,
