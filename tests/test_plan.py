@@ -122,7 +122,7 @@ def test_cli_plan_table_json_and_flags(capsys):
     doc = json.loads(out)
     assert code == 0 and len(doc["plans"]) == 2 and doc["plans"][0]["step_ms"] <= doc["plans"][1]["step_ms"]
     code, out, _ = run(capsys, *args, "--emit", "megatron", "--spec-only")
-    assert code == 0 and out.startswith("--tensor-model-parallel-size")
+    assert code == 0 and out.startswith("--num-layers") and "--tensor-model-parallel-size" in out  # the shape, then the layout
 
 
 @pytest.mark.parametrize("extra,message", [

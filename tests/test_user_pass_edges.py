@@ -101,3 +101,11 @@ def test_plans_tensor_parallel_collectives_cross_the_link_it_is_given(capsys):
     assert "within a node 1 GB/s (given)" in slow
     best = next(line for line in slow.splitlines() if line.startswith("1 "))
     assert "t=1 " in best
+
+
+def test_plans_megatron_flags_carry_the_shape_it_planned(capsys):
+    """With --shapes the best plan may be another shape than the one asked about: its flags say which."""
+    code, out, _ = run(capsys, "plan", "gpt3-2.7b", "--gpus", "64", "--gpu", "a100-80gb", "--global-batch", "1048576",
+                       "--seq", "2048", "--shapes", "--emit", "megatron", "--spec-only")
+    assert code == 0 and "--num-attention-heads" in out and "--hidden-size 2560" in out
+    assert "--make-vocab-size-divisible-by" in out and "--tensor-model-parallel-size" in out

@@ -195,12 +195,12 @@ def _no_layout(shape: ModelShape, *, gpus: int, sequences: int, seq: int, gpus_p
 
 
 def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int) -> str:
-    """The plan as Megatron-LM's command-line flags."""
-    flags = [f"--tensor-model-parallel-size {p.tp}", f"--pipeline-model-parallel-size {p.pp}",
-             f"--micro-batch-size {p.batch}", f"--global-batch-size {global_batch_tokens // seq}",
-             f"--seq-length {seq}", "--bf16"]
-    if p.tp > 1:
-        flags.append("--sequence-parallel")
+    """The plan as Megatron-LM's command-line flags: the planned model's shape (search.megatron_args: with
+    --shapes or --params it may be another than the one asked about), then its layout."""
+    from .search import megatron_args
+
+    flags = megatron_args(p.shape, Workload(batch=p.batch, seq=seq, tp=p.tp)).split(" \\\n  ")
+    flags += [f"--pipeline-model-parallel-size {p.pp}", f"--global-batch-size {global_batch_tokens // seq}", "--bf16"]
     if p.vp > 1:
         flags.append(f"--num-layers-per-virtual-pipeline-stage {p.shape.num_layers // (p.pp * p.vp)}")
     if p.ep > 1:
