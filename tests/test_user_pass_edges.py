@@ -109,3 +109,11 @@ def test_plans_megatron_flags_carry_the_shape_it_planned(capsys):
                        "--seq", "2048", "--shapes", "--emit", "megatron", "--spec-only")
     assert code == 0 and "--num-attention-heads" in out and "--hidden-size 2560" in out
     assert "--make-vocab-size-divisible-by" in out and "--tensor-model-parallel-size" in out
+
+
+def test_the_breakdown_takes_no_top_and_says_its_mode_is_all_three(capsys, tmp_path):
+    code, _, err = run(capsys, "plot", "breakdown", "gpt2", "--seq", "1024", "--top", "3", "--out", str(tmp_path / "b.png"))
+    assert code == 2 and "--top" in err
+    code, _, err = run(capsys, "plot", "breakdown", "gpt2", "--seq", "1024", "--mode", "decode",
+                       "--out", str(tmp_path / "b.png"))
+    assert code == 0 and "--mode decode has no effect" in err

@@ -188,8 +188,8 @@ def add_plot(sub) -> None:
         add_model_args(q)
         q.add_argument("--out", required=True, metavar="FILE", help="the figure: a .png or .svg file")
         add_mkdir_arg(q)
-        q.add_argument("--top", type=top_int, default=5, help="suggestions to draw")
         if name == "suggestions":
+            q.add_argument("--top", type=top_int, default=5, help="suggestions to draw")
             q.add_argument("--verified", metavar="JSON", help="draw a `shapewise verify --json` run: measured beside predicted")
         add_cost_args(q)
         q.set_defaults(run=run_plot)
@@ -226,6 +226,8 @@ def run_plot(args) -> int:
     else:
         shape, workload = model_and_workload(args)
         if args.kind == "breakdown":
+            if args.mode != "train":
+                warn(f"--mode {args.mode} has no effect: the breakdown draws train, prefill and decode side by side")
             modes = {mode: workload.replace(mode=mode) for mode in ("train", "prefill", "decode")}
             fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=model, workloads=modes))
         elif args.verified:  # a `shapewise verify --json` run: its predictions and measurements as they were
