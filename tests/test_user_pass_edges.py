@@ -117,3 +117,20 @@ def test_the_breakdown_takes_no_top_and_says_its_mode_is_all_three(capsys, tmp_p
     code, _, err = run(capsys, "plot", "breakdown", "gpt2", "--seq", "1024", "--mode", "decode",
                        "--out", str(tmp_path / "b.png"))
     assert code == 0 and "--mode decode has no effect" in err
+
+
+def test_plans_memory_parts_add_to_its_total(capsys):
+    code, out, _ = run(capsys, "plan", "llama3-70b", "--gpus", "1024", "--gpu", "h100", "--global-batch", "16777216",
+                       "--seq", "8192", "--top", "3", "--spec-only")
+    assert code == 0 and "weights/grads/optim/act/loss/alloc" in out
+    for line in (line for line in out.splitlines() if line[:2] in ("1 ", "2 ", "3 ")):
+        cells = [c.strip() for c in line.split("│")]
+        total, parts = float(cells[6]), [float(x) for x in cells[7].split("/") if x != "–"]
+        assert sum(parts) == pytest.approx(total, abs=0.3)
+
+
+def test_a_report_says_memory_per_gpu_and_the_caveats(capsys, tmp_path):
+    out = tmp_path / "r.md"
+    code, _, _ = run(capsys, "report", "gpt2", "--out", str(out))
+    text = out.read_text()
+    assert code == 0 and "memory per GPU **10.4 GiB" in text and "1,024 learned positions" in text

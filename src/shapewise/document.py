@@ -28,6 +28,7 @@ from pathlib import Path
 
 from .errors import ShapewiseError, warn
 from .hardware import GPU, get_gpu
+from .memory import capacity_bytes
 from .presets import PRESETS
 from .profile import SPEC_ASKED, CostModel, Profile, cost_model, load
 from .report import CheckResult, Table, check, finding_table, op_table, suggestion_table
@@ -163,6 +164,10 @@ def _gather(shape, workload, *, model: CostModel, store, top, model_arg, out, fm
     totals = {"step ms": f"{step.time_ms:,.2f}",
               "tokens/s" + (f" per {w.tp}-GPU group" if w.tp > 1 else ""): f"{step.tokens_per_s:,.0f}",
               "MFU": f"{step.mfu:.1%}", "TFLOP per step": f"{step.flops / 1e12:,.1f}"}
+    if result.memory is not None:  # as check prints it: the parts, and of what the GPU holds
+        totals["memory per GPU"] = f"{result.memory.text()} of {capacity_bytes(gpu) / 2**30:,.1f} GiB"
+    for i, caveat in enumerate(result.caveats, 1):
+        totals[f"caveat {i}" if len(result.caveats) > 1 else "caveat"] = caveat
 
     figures = {}
     modes = {mode: w.replace(mode=mode) for mode in MODES}

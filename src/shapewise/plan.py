@@ -253,13 +253,14 @@ def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = 
         return
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     columns = ["#", "model", "layout (t p×v d e b m)", "step s", "tokens/s", "MFU", "memory GiB",
-               "weights/grads/optim/act/loss", "comm", "bubble"] + (["to train"] if train_tokens else [])
+               "weights/grads/optim/act/loss/alloc", "comm", "bubble"] + (["to train"] if train_tokens else [])
     for col in columns:
         table.add_column(col, justify="left" if col in ("model", "layout (t p×v d e b m)") else "right")
     for i, p in enumerate(result.plans, 1):
         m = p.memory
         split = "/".join([f"{v / 2**30:.1f}" for v in (m.weights, m.grads, m.optimizer)]
-                         + (["–", "–"] if m.peak_at_step else [f"{v / 2**30:.1f}" for v in (m.activations, m.loss)]))
+                         + (["–", "–"] if m.peak_at_step else [f"{v / 2**30:.1f}" for v in (m.activations, m.loss)])
+                         + [f"{m.allocator / 2**30:.1f}"])  # the parts add to the total
         table.add_row(str(i), p.shape.name, p.layout_text(), f"{p.step_ms / 1e3:,.2f}", f"{p.tokens_per_s:,.0f}",
                       f"{p.mfu:.1%}", f"{m.total_bytes / 2**30:,.1f}", split, f"{p.communication_share:.1%}",
                       f"{p.bubble_share:.1%}", *([_duration(train_tokens / p.tokens_per_s)] if train_tokens else []))
