@@ -158,3 +158,20 @@ def test_plan_prices_with_the_same_default_cost_model_as_every_other_function():
     spec = plan(get_model("llama2-7b"), gpu=cost_model("h200", spec_only=True), **kw)
     assert spec.cost_source == "spec-only"
     assert default.plans[0].step_ms != spec.plans[0].step_ms  # the profile is what priced the default
+
+
+@pytest.mark.parametrize("m", [1, 4, 16])
+def test_zero2_reduces_each_micro_batchs_gradients_zero1_once_a_step(m):
+    """ZeRO-2 keeps only its shard of the gradients, so every micro-batch's are reduce-scattered as they are
+    made; ZeRO-1 accumulates them whole and reduces once. The parameters' all-gather is once a step in both."""
+    def traffic(zero, micro_batches):  # all data-parallel time, exposed and hidden behind the backward
+        got = steps(dp=8, zero=zero, micro_batches=micro_batches)
+        return got["dp_comm_ms"] + got["dp_hidden_ms"]
+
+    if m == 1:
+        assert traffic(2, 1) == pytest.approx(traffic(1, 1))
+        return
+    reduction = (traffic(2, m) - traffic(1, m)) / (m - 1)  # one more reduce-scatter of the gradients
+    assert reduction > 0
+    assert traffic(2, 2 * m) - traffic(2, m) == pytest.approx(m * reduction)
+    assert traffic(1, 2 * m) == pytest.approx(traffic(1, m))

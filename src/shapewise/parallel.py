@@ -211,13 +211,18 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
         return ring_ms(dense_stage * count, dp, dp_gbs, params, passes=passes) + \
             ring_ms(expert_stage * count, edp, dp_gbs, params, passes=passes)
 
-    grads = over_dp(precision.grads, passes=np.where(zero >= 1, 1, 2))
+    # ZeRO-2 keeps only its shard of the gradients: each micro-batch's are reduce-scattered as its backward
+    # makes them (ZeRO-1 accumulates them whole and reduces once a step).
+    grads_once = over_dp(precision.grads, passes=np.where(zero >= 1, 1, 2))
+    grad_rounds = np.where(zero == 2, m, 1)
+    grads = grad_rounds * grads_once
     gather = np.where((zero >= 1) & (zero <= 2), over_dp(precision.weights, passes=1), 0.0)
     fsdp = np.where(zero == 3, over_dp(2 * precision.weights + precision.grads, passes=1), 0.0)  # per micro-batch
     bwd_one, fwd_one = stage_layers * times.bwd_ms, stage_layers * times.fwd_ms
     if overlap_dp:
         bucket = 1 / np.maximum(stage_layers, 1)
-        exposed = np.maximum(grads - bwd_one, grads * bucket) + np.maximum(gather - fwd_one, gather * bucket)
+        exposed = grad_rounds * np.maximum(grads_once - bwd_one, grads_once * bucket) + \
+            np.maximum(gather - fwd_one, gather * bucket)
         exposed = np.where(zero == 3, m * np.maximum(fsdp - stage, fsdp * bucket), exposed)
     else:
         exposed = np.where(zero == 3, m * fsdp, grads + gather)
