@@ -17,6 +17,7 @@ from .corrections import TREE_FEATURES
 from .cost import SPEC
 from .draws import calibration_cases
 from .errors import ShapewiseError, warn
+from .exports import finite_json
 from .fit import (
     TREE_RATE,
     GemmSamples,
@@ -206,19 +207,9 @@ def summarize(judged: list[Judged]) -> list[dict]:
 def report_json(judged: list[Judged]) -> dict:
     """The summary and every case, with null where a number is NaN (a Spearman's rho of under 3 cases, a
     model with no profile): JSON has no NaN."""
-    return _null_nan({"summary": summarize(judged),
+    return finite_json({"summary": summarize(judged),
                       "cases": [dict(category=j.category, label=j.label, measured_ms=j.measured_ms,
                                      predicted_ms=j.predicted_ms) for j in judged]})
-
-
-def _null_nan(value):
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _null_nan(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_null_nan(v) for v in value]
-    return value
 
 
 

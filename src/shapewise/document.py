@@ -27,10 +27,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import ShapewiseError, warn
-from .hardware import GPU, get_gpu
+from .hardware import GPU, find_gpu
 from .memory import capacity_bytes
 from .presets import PRESETS
-from .profile import SPEC_ASKED, CostModel, Profile, cost_model, load
+from .profile import SPEC_ASKED, CostModel, Profile, cost_model
 from .report import CheckResult, Table, check, finding_table, op_table, suggestion_table
 from .shapes import MODES, ModelShape, Workload
 
@@ -233,13 +233,6 @@ def _workload_rows(w: Workload, gpu: GPU) -> list:
             ("dtype", w.dtype), ("attention", w.attention)]
 
 
-def _gpu_key(name) -> str | None:
-    try:
-        return get_gpu(name).key if name else None
-    except ShapewiseError:
-        return None
-
-
 def _op_key(op) -> tuple:
     return tuple(getattr(op, f) for f in MATCH_FIELDS)
 
@@ -260,7 +253,7 @@ def _measured(step, gpu: GPU, store) -> tuple[Table, str]:
         key = tuple(p.get(f) for f in MATCH_FIELDS)
         if key not in wanted:
             continue
-        if _gpu_key(row.get("gpu_name")) != gpu.key:
+        if getattr(find_gpu(row.get("gpu_name")), "key", None) != gpu.key:
             # measured on another GPU or the CPU: no comparison with this GPU's prediction
             device = row.get("gpu_name") or "an unnamed device"
             elsewhere[device] = elsewhere.get(device, 0) + 1
@@ -320,7 +313,7 @@ def _commands(shape, w: Workload, cost_model_: CostModel, store, top, model_arg,
         cost = ["--spec-only"]
     elif profile is not None and profile.path and Path(profile.path).is_file():
         cost = ["--profile", profile.path]  # (a shipped profile has no file: the default finds it)
-        if load(profile.path).gpu != gpu.key:  # another GPU's profile prices this one only when asked
+        if profile.borrowed_for == gpu.key:  # another GPU's profile prices this one only when asked
             cost.append("--borrow-profile")
     else:
         cost = []

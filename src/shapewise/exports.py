@@ -10,7 +10,6 @@ both, store.Store.import_csv reads them back).
 from __future__ import annotations
 
 import csv
-import functools
 import gzip
 import io
 import json
@@ -20,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import ShapewiseError
-from .hardware import get_gpu
+from .hardware import find_gpu
 
 # What the store's rows are of: the measuring commands' benches and the kernel census (cases.KERNELS).
 BENCHES = ("gemm", "bmm", "attention", "op", "layer", "comm", "kernels")
@@ -158,13 +157,9 @@ def _read_json(path, text: str) -> list[Imported]:
                 or not isinstance(item.get("params"), dict):
             raise ShapewiseError(f"{where}: not a row of the export (an object with bench, key and params); "
                                  f"nothing imported")
-        numbers = {}
-        for column in (*_FLOAT_COLUMNS, "num_reps"):
-            value = item.get(column)
-            if value is not None and not (_is_number(value) and math.isfinite(value)):
-                raise ShapewiseError(f"{where}: {column} is {value!r}, not a finite number; nothing imported")
-            numbers[column] = value
-        if numbers["num_reps"] is not None and numbers["num_reps"] != int(numbers["num_reps"]):
+        numbers = {column: item.get(column) for column in (*_FLOAT_COLUMNS, "num_reps")}  # checked by _checked
+        reps = numbers["num_reps"]
+        if _is_number(reps) and math.isfinite(reps) and reps != int(reps):
             raise ShapewiseError(f"{where}: num_reps is {numbers['num_reps']!r}, not a whole number; nothing imported")
         samples, metrics = item.get("samples_ms"), item.get("metrics")
         if samples is not None and not (isinstance(samples, list) and all(
@@ -318,16 +313,20 @@ def row_problem(row: dict) -> str | None:
     return _over_peak(row, fields.get("dtype"))
 
 
+def finite_json(value):
+    """value with every NaN or infinite float as None, through dicts and lists: JSON has no such numbers
+    (json.dump would write NaN or Infinity, which JSON readers refuse)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite_json(v) for v in value]
+    return value
+
+
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-@functools.lru_cache(maxsize=64)  # an export names a handful of GPUs over thousands of rows
-def _known_gpu(name: str):
-    try:
-        return get_gpu(name)
-    except ShapewiseError:
-        return None
 
 
 def _over_peak(row: dict, dtype) -> str | None:
@@ -335,7 +334,7 @@ def _over_peak(row: dict, dtype) -> str | None:
     tflops, name = row.get("tflops"), row.get("gpu_name")
     if not tflops or not name:
         return None
-    gpu = _known_gpu(name)
+    gpu = find_gpu(name)
     if gpu is None:
         return None  # a CPU, or a GPU the table lacks: no peak to hold it to
     peak = gpu.tflops.get(dtype) or max(gpu.tflops.values())

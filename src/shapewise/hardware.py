@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass, field, fields
 
@@ -234,6 +235,16 @@ def _known_names() -> list[tuple[str, GPU]]:
     """Every normalized key, name and alias with its GPU, longest first so "h100 pcie" beats "h100"."""
     names = {(_norm(n), g.key): g for g in GPUS for n in (g.key, g.name, *g.aliases)}  # dedupe per GPU
     return sorted(((n, g) for (n, _), g in names.items() if n), key=lambda item: -len(item[0]))
+
+
+@functools.lru_cache(maxsize=64)  # a store or an export names a handful of GPUs over thousands of rows
+def find_gpu(name: str | None) -> GPU | None:
+    """The GPU a measured device's name is (get_gpu's match), or None for a CPU, no name or a GPU the
+    table does not know."""
+    try:
+        return get_gpu(name) if name else None
+    except ShapewiseError:
+        return None
 
 
 # Words that name another product of a family whose base name shapewise knows (H100 NVL, RTX 4090 D):

@@ -653,15 +653,11 @@ def environment(device="cuda") -> dict:
 def gpu_of(env: dict, *, gpu=None):
     """The GPU (hardware.GPU) to predict for beside measurements taken in `env`: `gpu` if named, else
     the measured one if the GPU table knows it; None on a CPU or an unknown GPU."""
-    from .errors import ShapewiseError
-    from .hardware import get_gpu
+    from .hardware import find_gpu, get_gpu
 
     if gpu:
         return get_gpu(gpu) if isinstance(gpu, str) else gpu
-    try:
-        return get_gpu(env["gpu_name"]) if env.get("gpu_name") else None
-    except ShapewiseError:
-        return None
+    return find_gpu(env.get("gpu_name"))
 
 
 def measured_gpu(env: dict, *, gpu=None, device: str = ""):

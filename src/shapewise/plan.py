@@ -80,17 +80,22 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def _tensor_degrees(shape: ModelShape, *, gpus: int, gpus_per_node: int) -> list[int]:
+    """The tensor-parallel degrees a layout may take: within a node, dividing the GPUs, the heads, the kv
+    heads and the (expert) MLP width."""
+    width = shape.expert_width if shape.is_moe else shape.ffn_width
+    return [t for t in _divisors(gpus_per_node) if gpus % t == 0 and shape.num_heads % t == 0
+            and shape.kv_heads % t == 0 and width % t == 0]
+
+
 def layouts(shape: ModelShape, *, gpus: int, global_batch: int, gpus_per_node: int,
             micro_batches=MICRO_BATCHES, zero_stages=(0, 1, 2, 3), recompute=RECOMPUTE) -> dict:
     """Every layout as numpy arrays (keys: LAYOUT). The constraints: t divides the heads, the kv heads
     and the FFN width and stays within a node; p divides the layers and p·v the layers too; d = N/(t·p);
     b·d divides the global batch (sequences) into m micro-batches, m a multiple of p when interleaved;
     e divides d and the experts."""
-    width = shape.expert_width if shape.is_moe else shape.ffn_width
-    tps = [t for t in _divisors(gpus_per_node) if gpus % t == 0 and shape.num_heads % t == 0
-           and shape.kv_heads % t == 0 and width % t == 0]
     rows = []
-    for t in tps:
+    for t in _tensor_degrees(shape, gpus=gpus, gpus_per_node=gpus_per_node):
         for p in _divisors(shape.num_layers):
             if gpus % (t * p):
                 continue
@@ -184,8 +189,8 @@ def _no_layout(shape: ModelShape, *, gpus: int, sequences: int, seq: int, gpus_p
     """Why `layouts` found none: t·p·d is the GPUs, t and p divide the model, and the data-parallel
     degree d left over (times a micro-batch of at least 1) must divide the global batch's sequences."""
     width = shape.expert_width if shape.is_moe else shape.ffn_width
-    split = max(t * p for t in _divisors(gpus_per_node) for p in _divisors(shape.num_layers)
-                if gpus % (t * p) == 0 and shape.num_heads % t == 0 and shape.kv_heads % t == 0 and width % t == 0)
+    split = max(t * p for t in _tensor_degrees(shape, gpus=gpus, gpus_per_node=gpus_per_node)
+                for p in _divisors(shape.num_layers) if gpus % (t * p) == 0)
     dp = gpus // split
     return (f"no layout of {gpus:,} GPUs exists for {shape.name}, whatever the memory: tensor × pipeline degrees "
             f"(t dividing {gpus_per_node} GPUs of a node, the {shape.num_heads} heads, {shape.kv_heads} kv heads and "

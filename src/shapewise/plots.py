@@ -314,14 +314,11 @@ def _split_series(keys: np.ndarray, x: np.ndarray, y: np.ndarray, label, extra: 
 
 def _past_fused(head_dims: np.ndarray, kind: str) -> None:
     """Head dims past the fused kernels' drawn at their price, which is far too fast there: said once."""
-    from .rules import MAX_FUSED_HEAD_DIM
+    from .rules import past_fused
 
-    past = sorted(set(head_dims[head_dims > MAX_FUSED_HEAD_DIM].tolist()))
-    if kind == "flash" and past:
-        dims = ", ".join(map(str, past[:4])) + (" …" if len(past) > 4 else "")
-        warn(f"head dim{'s' if len(past) > 1 else ''} {dims} {'are' if len(past) > 1 else 'is'} past "
-             f"{MAX_FUSED_HEAD_DIM}, the most FlashAttention and cuDNN take: drawn at the {MAX_FUSED_HEAD_DIM} kernel's "
-             "rate, far too fast (torch runs its memory-efficient kernel there)")
+    caveat = past_fused(head_dims.tolist()) if kind == "flash" else None
+    if caveat:
+        warn(caveat)
 
 
 def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int = 2048,

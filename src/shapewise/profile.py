@@ -42,7 +42,7 @@ import numpy as np
 from . import trees
 from .corrections import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS, TREE_FEATURES
 from .errors import ShapewiseError, warn
-from .hardware import GPU, get_gpu
+from .hardware import GPU, find_gpu, get_gpu
 from .params import SPEC, CostParams
 
 FORMAT = "shapewise-profile"
@@ -290,17 +290,9 @@ def measured_elsewhere(profile: Profile, gpu: str) -> str:
         if env.get("device") == "cpu":
             return "its times were measured on the CPU"
         name = env.get("gpu_name")
-        if name and _gpu_key(name) not in allowed:
+        if name and getattr(find_gpu(name), "key", None) not in allowed:
             return f"its times were measured on {name}, not on the {gpu}"
     return ""
-
-
-def _gpu_key(name: str) -> str | None:
-    """The GPU table's key for a measured GPU's name; None for one it does not know."""
-    try:
-        return get_gpu(name).key
-    except ShapewiseError:
-        return None
 
 
 def check_measured_on(profile: Profile, gpu: str, where: str) -> None:

@@ -135,19 +135,27 @@ def _kv_heads(shape: ModelShape, w: Workload):
                        shape, w.replace(tp=tp))
 
 
+def past_fused(head_dims) -> str | None:
+    """The caveat of fused attention priced at head dims past the fused kernels' (None where none is)."""
+    past = sorted({int(d) for d in head_dims if d > MAX_FUSED_HEAD_DIM})
+    if not past:
+        return None
+    dims = ", ".join(map(str, past[:4])) + (" …" if len(past) > 4 else "")
+    return (f"head dim{'s' if len(past) > 1 else ''} {dims} {'are' if len(past) > 1 else 'is'} past "
+            f"{MAX_FUSED_HEAD_DIM}, the most FlashAttention and cuDNN take: torch runs its memory-efficient kernel "
+            f"there, which shapewise does not model; fused attention is priced at the {MAX_FUSED_HEAD_DIM} kernel's "
+            "rate, far too fast (at head dim 512 on an H100 the forward took 4.4 and the backward 11 times the "
+            "price): measure it with `shapewise bench ops`")
+
+
 def caveats(shape: ModelShape, w: Workload) -> list[str]:
     """What the prices of this model and workload assume that the model itself does not give: each a
-    warning line for the user (the commands print them before their tables)."""
-    out = []
-    if shape.d_head > MAX_FUSED_HEAD_DIM and w.attention == "flash":
-        out.append(f"head dim {shape.d_head} is past {MAX_FUSED_HEAD_DIM}, the most FlashAttention and cuDNN take: "
-                   "torch runs it on its memory-efficient kernel, which shapewise does not model; its attention "
-                   f"is priced at the {MAX_FUSED_HEAD_DIM} kernel's rate, far too fast (at head dim 512 on an H100 "
-                   "the forward took 4.4 and the backward 11 times the price): measure it with `shapewise bench ops`")
+    warning line for the user (the commands print them once they have priced: cli.main)."""
+    out = [past_fused([shape.d_head]) if w.attention == "flash" else None]
     if shape.learned_positions and w.seq > shape.learned_positions:
         out.append(f"sequence {w.seq:,} is longer than the model's {shape.learned_positions:,} learned positions: "
                    "priced as asked, but the model as configured cannot run it")
-    return out
+    return [line for line in out if line]
 
 
 def fits_in_memory(shape: ModelShape, workload: Workload, gpu: GPU, *, headroom: float = 1.0) -> bool:

@@ -38,14 +38,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import os
 import sqlite3
 import time
 from pathlib import Path
 
 from .errors import ShapewiseError
-from .exports import Imported, _now_utc, _rate, _write_csv, read_export, row_problem
+from .exports import Imported, _now_utc, _rate, _write_csv, finite_json, read_export, row_problem
 
 SCHEMA_VERSION = 1
 EXPORT_FORMATS = ("csv", "json")
@@ -470,7 +469,7 @@ class Store:
         try:
             with open(path, "w", newline="" if fmt == "csv" else None, encoding="utf-8") as out:
                 if fmt == "json":
-                    json.dump(_finite(rows), out, indent=1, allow_nan=False)
+                    json.dump(finite_json(rows), out, indent=1, allow_nan=False)
                     out.write("\n")
                 else:
                     _write_csv(rows, out)
@@ -622,18 +621,6 @@ def _decode(row: sqlite3.Row) -> dict:
         raise ShapewiseError(f"result {d.get('id')} of the results store holds JSON that does not parse: "
                              f"the store is damaged; `shapewise results --check` lists the damage") from None
     return d
-
-
-def _finite(value):
-    """value with every NaN or infinite float as None: JSON has no such numbers (json.dump would
-    write NaN or Infinity, which JSON readers refuse)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _bad_json(texts) -> bool:
