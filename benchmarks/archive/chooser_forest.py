@@ -108,6 +108,43 @@ def by_agreement(cases, blends: dict, proba: np.ndarray, classes, gemm: bool) ->
               f"with the forest's choice {wide_tail.p90(forest):.1%}")
 
 
+def combined(cases, blends: dict, proba: np.ndarray, classes, gemm: bool) -> None:
+    """Two ways to use the forest beside the chooser, p90 |error| over all the wide cases: the forest's
+    likeliest configuration only where its probability reaches a bar (else the chooser's blend), and the
+    chooser's probabilities times the forest's (+0.02), blended."""
+    column = {c: i for i, c in enumerate(classes)}
+    sure, product, shipped = {bar: [] for bar in (0.5, 0.7, 0.9, 0.95)}, [], []
+    for i, c in enumerate(cases):
+        if c.gemm != gemm:
+            continue
+        shipped.append(c.err)
+        d = blends.get(i)
+        forest = np.array([proba[i, column[label(r)]] if label(r) in column else 0.0 for r in d["rows"]]) \
+            if d and c.served else np.zeros(1)
+        timed = (np.isfinite(d["ms"]) & (d["ms"] > 0)) if d and c.served else np.zeros(1, dtype=bool)
+        if not timed.any() or forest[timed].sum() <= 0:
+            product.append(c.err)
+            for errs in sure.values():
+                errs.append(c.err)
+            continue
+        log_ms = np.log(np.where(timed, d["ms"], 1.0))
+        j = int(np.argmax(np.where(timed, forest, 0.0)))
+        picked = (1 + c.err) * np.exp(log_ms[j] - d["log_blend"]) - 1
+        for bar, errs in sure.items():
+            errs.append(picked if forest[j] / max(proba[i].sum(), 1e-9) >= bar else c.err)
+        ok = timed & (d["prob"] > 0)
+        weight = np.where(ok, d["prob"] * (forest + 0.02), 0.0)
+        old = np.where(ok, d["prob"], 0.0)
+        if weight.sum() <= 0:
+            product.append(c.err)
+            continue
+        mix = (weight / weight.sum() * log_ms).sum() - (old / old.sum() * log_ms).sum()
+        product.append((1 + c.err) * np.exp(mix) - 1)
+    print(f"    the forest only where sure (p90; shipped {wide_tail.p90(shipped):.1%}): "
+          + ", ".join(f"≥ {bar}: {wide_tail.p90(errs):.1%}" for bar, errs in sure.items())
+          + f"; the chooser's probabilities times the forest's: {wide_tail.p90(product):.1%}")
+
+
 def main() -> int:
     try:
         from sklearn.ensemble import RandomForestClassifier
@@ -140,6 +177,7 @@ def main() -> int:
               f"{np.median(hard):.1%} / {wide_tail.p90(hard):.1%}; its probabilities blended "
               f"{np.median(blend):.1%} / {wide_tail.p90(blend):.1%}")
         by_agreement(cases, blends, forest.predict_proba(every), forest.classes_, gemm)
+        combined(cases, blends, forest.predict_proba(every), forest.classes_, gemm)
     return 0
 
 
