@@ -223,11 +223,12 @@ def predict(run: Run, **changes) -> dict:
                         recompute=RECOMPUTE.index(run.recompute), micro_batches=run.micro_batches,
                         network=network(run), params=SPEC, precision=PRECISIONS["mixed"],
                         overlap_dp=run.overlap_dp, split=run.split)
-    # With uneven stages the memory model spreads L/p layers a rank: close, not exact.
+    # With uneven stages memory counts the heaviest stage's layers at both ends, as plan does: an upper bound.
     memory = Memory(**{k: float(v) for k, v in training_arrays(
         run.shape, seq=run.seq, dtype_bytes=w.dtype_bytes, attention=run.attention, tp=run.tp, pp=run.pp,
         dp=run.dp, vp=run.vp, ep=1, zero=run.zero, recompute=RECOMPUTE.index(run.recompute), batch=run.batch,
-        micro_batches=run.micro_batches, precision=PRECISIONS["mixed"], framework=FRAMEWORKS[run.framework]).items()})
+        micro_batches=run.micro_batches, precision=PRECISIONS["mixed"], framework=FRAMEWORKS[run.framework],
+        stage_layers=max(run.split) if run.split else None).items()})
     return {k: float(v) for k, v in parts.items()} | {"memory": memory, "fits": memory.fits(gpu)}
 
 
@@ -265,10 +266,8 @@ def plan_line(run: Run) -> str:
                       global_batch_tokens=run.global_batch * run.seq, seq=run.seq, dtype=run.dtype,
                       attention=run.attention, framework=run.framework, network=network(run),
                       overlap_dp=run.overlap_dp, top=1)
-    except ShapewiseError:  # no layout at all: plan's stages divide the layers evenly, some runs' did not
-        return head + (f"plan considers no layout (its pipeline stages divide the {run.shape.num_layers} layers "
-                       f"evenly; this run's {run.pp} did not)" if run.shape.num_layers % run.pp else
-                       "plan considers no layout")
+    except ShapewiseError:  # no layout at all
+        return head + "plan considers no layout"
     if not result.plans:
         return head + f"plan finds no layout that fits ({result.considered} considered)"
     best = result.plans[0]

@@ -1,14 +1,16 @@
 """Real Hugging Face configs (tests/data/hf/, sources in SOURCES.md): each reads as the model it is, or
 is refused in one line; counts meet the publishers' figures; every command runs on every one."""
 
+import contextlib
 import json
 import math
+import warnings
 from pathlib import Path
 
 import pytest
 
 from shapewise.cli import main
-from shapewise.errors import ShapewiseError
+from shapewise.errors import ShapewiseError, ShapewiseWarning
 from shapewise.hf import GuessedFields, _shape_from_config, load_config, to_hf_config
 from shapewise.ops import BMM, FLASH, GEMM, model_ops
 from shapewise.shapes import STRUCTURAL_FIELDS, Workload, canonical
@@ -73,6 +75,19 @@ def meets(count: int, published) -> bool:
 
 def read(stem: str):
     return load_config(FILES[stem])
+
+
+def warned(record) -> str:
+    """The ShapewiseWarnings of a pytest.warns or catch_warnings record, one a line, as the commands print them."""
+    return "".join(f"{w.message}\n" for w in record if issubclass(w.category, ShapewiseWarning))
+
+
+@contextlib.contextmanager
+def unwarned():
+    """Fails the test if shapewise warns inside."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ShapewiseWarning)
+        yield
 
 
 def test_the_corpus_is_cited():
@@ -233,15 +248,16 @@ def test_what_the_added_files_show_reads_right():
 
 
 
-def test_gemma3_wrapper_reads_its_text_model_with_gemma3_defaults_and_says_what_it_leaves_out(capsys):
+def test_gemma3_wrapper_reads_its_text_model_with_gemma3_defaults_and_says_what_it_leaves_out():
     # gemma-3-4b-it's text_config gives only hidden, MLP width, layers and window; heads (8), kv heads (4),
     # head dim (256), vocabulary (262,208) and the 5:1 pattern are Gemma3TextConfig's defaults, which the
     # 4B language model saved alone writes out: both files must read as the same model.
-    wrapped, alone = read("gemma-3-4b-it"), read("gemma-3-4b-text")
+    with pytest.warns(ShapewiseWarning) as record:
+        wrapped, alone = read("gemma-3-4b-it"), read("gemma-3-4b-text")
     assert {f: getattr(wrapped, f) for f in STRUCTURAL_FIELDS} == {f: getattr(alone, f) for f in STRUCTURAL_FIELDS}
     assert (wrapped.num_heads, wrapped.kv_heads, wrapped.d_head, wrapped.vocab) == (8, 4, 256, 262_208)
     assert (wrapped.window, wrapped.global_every, wrapped.num_global_layers) == (1024, 6, 5)
-    err = capsys.readouterr().err
+    err = warned(record)
     assert err.count("\n") == 1 and "vision encoder" in err  # the wrapper's SigLIP tower is not priced
 
 
@@ -285,13 +301,14 @@ def test_gpt_oss_active_count_leaves_the_input_embedding_out():
         assert meets(s.active_params - s.vocab * s.hidden, active)
 
 
-def test_llama4_interleaves_moe_layers_with_dense_ones_and_a_shared_expert(capsys):
-    maverick = read("llama-4-maverick-17b-128e-instruct-fp8")  # MoE every second layer, 128 experts + 1 shared
+def test_llama4_interleaves_moe_layers_with_dense_ones_and_a_shared_expert():
+    with pytest.warns(ShapewiseWarning) as record:
+        maverick = read("llama-4-maverick-17b-128e-instruct-fp8")  # MoE every second layer, 128 experts + 1 shared
+        scout = read("llama-4-scout-17b-16e")  # every layer MoE, 16 experts + 1 shared; untied (the wrapper's default)
     assert (maverick.num_experts, maverick.top_k, maverick.num_shared_experts) == (128, 1, 1)
     assert (maverick.num_dense_layers, maverick.expert_width, maverick.ffn_width) == (24, 8192, 16384)
-    scout = read("llama-4-scout-17b-16e")  # every layer MoE, 16 experts + 1 shared; untied (the wrapper's default)
     assert (scout.num_dense_layers, scout.num_experts, scout.num_shared_experts, scout.tied_embeddings) == (0, 16, 1, False)
-    err = capsys.readouterr().err
+    err = warned(record)
     assert "attention_chunk_size 8192" in err and "vision encoder" in err  # chunked attention is said, not dropped
 
 
@@ -322,14 +339,13 @@ def test_chatglm_groups_are_its_kv_heads():
         2, "rmsnorm", "swiglu", 0.5, 128, False)
 
 
-def test_what_the_other_later_configs_read_as(capsys):
+def test_what_the_other_later_configs_read_as():
     assert not read("devstral-small-2-24b-instruct").tied_embeddings  # the wrapper says false, text_config nothing
     minicpm = read("minicpm3-4b")  # latent attention without v_head_dim: hidden / heads
     assert (minicpm.is_mla, minicpm.v_dim, minicpm.qk_head_dim, minicpm.tied_embeddings) == (True, 64, 96, True)
     assert read("exaone-3.5-7.8b").norm == "rmsnorm" and not read("exaone-3.5-7.8b").bias
-    capsys.readouterr()
-    read("llama-3.2-11b-vision")
-    assert "8 cross-attention layers" in capsys.readouterr().err
+    with pytest.warns(ShapewiseWarning, match="8 cross-attention layers"):
+        read("llama-3.2-11b-vision")
 
 
 def _unknown(tmp_path, **changes):
@@ -337,27 +353,28 @@ def _unknown(tmp_path, **changes):
     return _write(tmp_path, {k: v for k, v in cfg.items() if v is not None})
 
 
-def test_an_unknown_type_reads_its_layer_types_and_guesses_a_lone_window(tmp_path, capsys):
+def test_an_unknown_type_reads_its_layer_types_and_guesses_a_lone_window(tmp_path):
     types = ["sliding_attention", "full_attention"] * 16
     s = load_config(_unknown(tmp_path, sliding_window=1024, layer_types=types))
     assert (s.window, s.global_every) == (1024, 2)
-    capsys.readouterr()
-    s = load_config(_unknown(tmp_path, sliding_window=1024))  # no layer_types: a window on every layer, said
+    with pytest.warns(ShapewiseWarning) as record:
+        s = load_config(_unknown(tmp_path, sliding_window=1024))  # no layer_types: a window on every layer, said
     assert (s.window, s.global_every) == (1024, 0)
-    err = capsys.readouterr().err
+    err = warned(record)
     assert "1024-token window on every layer" in err and err.count("\n") == 1
     with pytest.raises(GuessedFields):
         load_config(_unknown(tmp_path, sliding_window=1024), strict=True)
 
 
-def test_a_key_that_changes_the_ops_and_is_not_read_is_said(tmp_path, capsys):
-    load_config(_unknown(tmp_path, q_lora_rank=1536))  # a latent query width without latent attention
-    err = capsys.readouterr().err
-    assert "does not read q_lora_rank" in err and err.count("shapewise: warning:") == 2
+def test_a_key_that_changes_the_ops_and_is_not_read_is_said(tmp_path):
+    with pytest.warns(ShapewiseWarning) as record:
+        load_config(_unknown(tmp_path, q_lora_rank=1536))  # a latent query width without latent attention
+    err = warned(record)
+    assert "does not read q_lora_rank" in err and err.count("\n") == 2
     irregular = ["sliding_attention"] * 5 + ["full_attention"] + ["sliding_attention"] * 24 + ["full_attention"] * 2
-    s = load_config(_unknown(tmp_path, sliding_window=512, layer_types=irregular))
+    with pytest.warns(ShapewiseWarning, match="do not repeat evenly"):
+        s = load_config(_unknown(tmp_path, sliding_window=512, layer_types=irregular))
     assert (s.window, s.global_every) == (512, 11)
-    assert "do not repeat evenly" in capsys.readouterr().err
 
 
 # ---- unknown types: read with one warning naming every guess, or refused under --strict ----
@@ -367,14 +384,16 @@ def test_an_unknown_type_warns_in_one_line_naming_each_guess(tmp_path, capsys):
     del cfg["tie_word_embeddings"]
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    load_config(path)
-    err = capsys.readouterr().err
+    with pytest.warns(ShapewiseWarning) as record:
+        load_config(path)
+    err = warned(record)
     assert err.count("\n") == 1 and "my_llama" in err and "tied embeddings" in err and "gated MLP" in err
     with pytest.raises(GuessedFields):
         load_config(path, strict=True)
     assert main(["check", "--config", str(path), "--strict"]) == 1
     assert capsys.readouterr().err.count("\n") == 1
-    assert read("llama-2-7b") and capsys.readouterr().err == ""  # a known type: no warning
+    with unwarned():
+        assert read("llama-2-7b")  # a known type: no warning
 
 
 def test_unknown_activation_and_hybrid_keys_are_refused(tmp_path):
@@ -474,44 +493,48 @@ def test_check_says_the_moe_layout_and_the_window_it_priced(capsys):
     assert capsys.readouterr().out.splitlines()[0].endswith("window 128 (1 layer in 2 global)")
 
 
-def test_the_second_pass_reads_right_or_says_what_it_prices_otherwise(tmp_path, capsys):
-    qwen = read("qwen-7b")  # Qwen (1): w1 and w2 of intermediate_size / 2, RMSNorm; 7.72B on the hub
+def test_the_second_pass_reads_right_or_says_what_it_prices_otherwise(tmp_path):
+    with unwarned():  # rotary_pct 1.0 is what shapewise prices: nothing to say
+        qwen = read("qwen-7b")  # Qwen (1): w1 and w2 of intermediate_size / 2, RMSNorm; 7.72B on the hub
     assert (qwen.mlp, qwen.ffn_width, qwen.norm, qwen.rotary_fraction) == ("swiglu", 11008, "rmsnorm", 1.0)
-    assert capsys.readouterr().err == ""  # rotary_pct 1.0 is what shapewise prices: nothing to say
     llava = read("llava-1.5-7b-hf")  # text_config names model_type llama and its vocabulary; LlamaConfig the rest
     assert (llava.hidden, llava.num_layers, llava.ffn_width, llava.vocab, llava.tied_embeddings) == (4096, 32, 11008, 32064, False)
-    read("qwen2.5-vl-7b-instruct")  # its text fields at the top level, beside vision_config
-    assert "vision encoder (vision_config)" in capsys.readouterr().err
+    with pytest.warns(ShapewiseWarning, match=r"vision encoder \(vision_config\)"):
+        read("qwen2.5-vl-7b-instruct")  # its text fields at the top level, beside vision_config
     assert read("qwen3-vl-30b-a3b-instruct").qk_norm
-    v32 = read("deepseek-v3.2")
-    assert "index_topk 2048" in capsys.readouterr().err and (v32.num_dense_layers, v32.is_mla) == (3, True)
+    with pytest.warns(ShapewiseWarning, match="index_topk 2048"):
+        v32 = read("deepseek-v3.2")
+    assert (v32.num_dense_layers, v32.is_mla) == (3, True)
     # Voxtral's top level carries its text width but no layer count: its text_config is the language model
     voxtral = {"model_type": "voxtral", "hidden_size": 3072, "audio_config": {"hidden_size": 1280},
                "text_config": json.loads(FILES["llama-3.1-8b"].read_text())}
-    assert _shape_from_config(voxtral, "x", "x").num_layers == 32
-    assert "audio encoder (audio_config)" in capsys.readouterr().err
+    with pytest.warns(ShapewiseWarning, match=r"audio encoder \(audio_config\)"):
+        assert _shape_from_config(voxtral, "x", "x").num_layers == 32
 
 
-def test_an_unknown_type_names_the_widths_it_fills_in(tmp_path, capsys):
-    load_config(_unknown(tmp_path, intermediate_size=None, num_key_value_heads=None))
-    err = capsys.readouterr().err
+def test_an_unknown_type_names_the_widths_it_fills_in(tmp_path):
+    with pytest.warns(ShapewiseWarning) as record:
+        load_config(_unknown(tmp_path, intermediate_size=None, num_key_value_heads=None))
+    err = warned(record)
     assert "MLP width 16384 (4 × hidden)" in err and "as many key/value heads as heads" in err
 
 
-def test_a_third_pass_says_what_it_does_not_price(tmp_path, capsys):
+def test_a_third_pass_says_what_it_does_not_price(tmp_path):
     llama = json.loads(FILES["llama-3.1-8b"].read_text())
-    _shape_from_config({**llama, "architectures": ["LlamaForSequenceClassification"]}, "x", "x")  # a reward model
-    assert "its head is not a language model's (LlamaForSequenceClassification)" in capsys.readouterr().err
-    read("deepseek-v3")  # DeepSeek-V3 trains a multi-token prediction layer beside the model
-    assert "1 multi-token prediction layer (num_nextn_predict_layers)" in capsys.readouterr().err
+    with pytest.warns(ShapewiseWarning, match=r"its head is not a language model's \(LlamaForSequenceClassification\)"):
+        _shape_from_config({**llama, "architectures": ["LlamaForSequenceClassification"]}, "x", "x")  # a reward model
+    with pytest.warns(ShapewiseWarning, match=r"1 multi-token prediction layer \(num_nextn_predict_layers\)"):
+        read("deepseek-v3")  # DeepSeek-V3 trains a multi-token prediction layer beside the model
     # an unknown type: the rotary fraction it writes is read, and rope_parameters (transformers 5) is RoPE
-    s = load_config(_unknown(tmp_path, partial_rotary_factor=0.5, rotary_dim=64, rope_theta=None,
-                             rope_parameters={"rope_theta": 1e4}))
-    err = capsys.readouterr().err
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        s = load_config(_unknown(tmp_path, partial_rotary_factor=0.5, rotary_dim=64, rope_theta=None,
+                                 rope_parameters={"rope_theta": 1e4}))
+    err = warned(record)
     assert s.rotary_fraction == 0.5 and "does not read" not in err and "rotary positions" not in err
     wrapped = {"model_type": "my_vlm", "vision_encoder": "vit_so400m", **llama}  # an encoder named by a string
-    _shape_from_config(wrapped, "x", "x")
-    assert "not its vision encoder (vision_encoder)" in capsys.readouterr().err
+    with pytest.warns(ShapewiseWarning, match=r"not its vision encoder \(vision_encoder\)"):
+        _shape_from_config(wrapped, "x", "x")
 
 
 def test_a_trimmed_config_reads_with_its_configuration_class_defaults():
@@ -533,15 +556,16 @@ def test_a_trimmed_config_reads_with_its_configuration_class_defaults():
     assert trimmed("exaone-3.5-7.8b", "tie_word_embeddings").tied_embeddings
 
 
-def test_molmo_reads_its_fused_swiglu_and_says_its_vision_backbone_is_not_priced(capsys):
+def test_molmo_reads_its_fused_swiglu_and_says_its_vision_backbone_is_not_priced():
     # Molmo-7B-D's language model (Qwen2-7B's shape) as its config writes it: ff_proj 37888 wide holds the
     # SwiGLU's two 18944-wide halves; no key names the vision backbone its code builds
     molmo = {"model_type": "molmo", "architectures": ["MolmoForCausalLM"], "hidden_size": 3584,
              "intermediate_size": 37888, "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
              "vocab_size": 152064, "layer_norm_type": "rms", "qkv_bias": True, "rope_theta": 1e6,
              "tie_word_embeddings": False, "max_position_embeddings": 4096}
-    s = _shape_from_config(molmo, "x", "x")
+    with pytest.warns(ShapewiseWarning) as record:
+        s = _shape_from_config(molmo, "x", "x")
     assert (s.mlp, s.ffn_width, s.norm, s.tied_embeddings) == ("swiglu", 18944, "rmsnorm", False)
     assert s.params == pytest.approx(7.6e9, rel=0.01)  # Qwen2-7B's 7.62B
-    err = capsys.readouterr().err
+    err = warned(record)
     assert "vision backbone" in err and "is not one shapewise knows" not in err

@@ -84,7 +84,7 @@ def test_layouts_keep_the_constraints():
     assert len(lay["tp"]) > 100
     t, p, d, v, b, m = (lay[k] for k in ("tp", "pp", "dp", "vp", "batch", "micro_batches"))
     assert np.all(shape.num_heads % t == 0) and np.all(shape.kv_heads % t == 0) and np.all(t <= 8)
-    assert np.all(shape.num_layers % (p * v) == 0)
+    assert np.all(p <= shape.num_layers) and np.all((v == 1) | (shape.num_layers % (p * v) == 0))  # uneven p: v = 1
     assert np.all(t * p * d == 64)
     assert np.all(m * b * d == 256)
     assert np.all((v == 1) | (m % p == 0))

@@ -32,7 +32,7 @@ def test_tensor_parallelism_past_a_node_and_an_idle_overlap_are_said(capsys):
 
 
 def test_plan_says_when_no_layout_exists_at_all(capsys):
-    for gpus in ("7", "100000000"):
+    for gpus in ("296", "100000000"):  # 8·37: every data-parallel degree keeps the factor 37
         code, out, err = run(capsys, "plan", "llama3-8b", "--gpus", gpus, "--global-batch", "1048576", "--seq", "4096")
         assert code == 2 and one_error(err) and "no layout of" in err and "divides" in err, err
         assert "memory" not in err.replace("whatever the memory", "") and out == ""

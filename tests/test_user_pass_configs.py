@@ -9,7 +9,7 @@ import pytest
 
 from helpers import run
 from shapewise import Workload, search
-from shapewise.errors import ShapewiseError
+from shapewise.errors import ShapewiseError, ShapewiseWarning
 from shapewise.hf import load_config, to_hf_config
 from shapewise.hub import resolve_model
 from shapewise.profile import cost_model
@@ -149,13 +149,14 @@ def test_layer_types_that_cannot_be_read_are_refused(tmp_path, capsys, types, sa
     assert said in _one_line_error(capsys, "check", str(path))
 
 
-def test_a_longer_layer_types_and_a_zero_window_are_said(tmp_path, capsys):
+def test_a_longer_layer_types_and_a_zero_window_are_said(tmp_path):
     longer = {**json.loads(GPT_OSS.read_text())}
     longer["layer_types"] = longer["layer_types"] + ["full_attention"]
-    assert load_config(_write(tmp_path, longer)).global_every == 2
-    assert "names 25 layers for 24; the first 24 are read" in capsys.readouterr().err
-    shape = load_config(_write(tmp_path, {**json.loads(MISTRAL.read_text()), "sliding_window": 0}))
-    assert shape.window == 0 and "sliding_window 0 is read as no sliding window" in capsys.readouterr().err
+    with pytest.warns(ShapewiseWarning, match="names 25 layers for 24; the first 24 are read"):
+        assert load_config(_write(tmp_path, longer)).global_every == 2
+    with pytest.warns(ShapewiseWarning, match="sliding_window 0 is read as no sliding window"):
+        shape = load_config(_write(tmp_path, {**json.loads(MISTRAL.read_text()), "sliding_window": 0}))
+    assert shape.window == 0
 
 
 # ---- 8. config errors in a user's words ----

@@ -5,7 +5,7 @@ shapewise.measure imports torch, and only inside its functions.
 """
 
 from .cost import CostParams, Losses, predict_gemm, predict_step
-from .errors import ShapewiseError
+from .errors import ShapewiseError, ShapewiseWarning
 from .hardware import GPU, GPUS, get_gpu
 from .hf import load_config
 from .ops import Op, model_ops
@@ -15,5 +15,6 @@ from .report import check
 from .shapes import ModelShape, Workload
 
 __version__ = "0.1.0"
-__all__ = ["CostModel", "CostParams", "GPU", "GPUS", "Losses", "ModelShape", "Op", "ShapewiseError", "Workload",
-           "check", "cost_model", "get_gpu", "get_model", "load_config", "model_ops", "predict_gemm", "predict_step"]
+__all__ = ["CostModel", "CostParams", "GPU", "GPUS", "Losses", "ModelShape", "Op", "ShapewiseError", "ShapewiseWarning",
+           "Workload", "check", "cost_model", "get_gpu", "get_model", "load_config", "model_ops", "predict_gemm",
+           "predict_step"]

@@ -4,7 +4,9 @@ many, and the census of the kernels cuBLAS runs for GEMMs.
 A sweep is resumable: each case has a canonical key, and a case the results store already holds for
 this environment (same GPU, driver, torch, CUDA, cuBLAS) is skipped unless forced. Each result is
 committed as soon as it is measured, so Ctrl-C keeps everything finished; a case that fails (out of
-memory, an unsupported dtype or kernel) is stored with its reason and the sweep goes on.
+memory, an unsupported dtype or kernel) is stored with its reason and the sweep goes on. A case whose
+operands and output (Case.bytes) cannot fit the device's memory is stored so without being allocated;
+a sweep none of whose cases fits is refused before anything is measured.
 
 torch is imported only inside functions: this module loads without it.
 """
@@ -12,6 +14,7 @@ torch is imported only inside functions: this module loads without it.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -299,6 +302,43 @@ class SweepResult:
         return text + (" — interrupted: the rows above were kept" if self.interrupted else "")
 
 
+def device_memory_bytes(device: str) -> int | None:
+    """The memory a case's tensors must fit in: the GPU's own, or on the CPU the machine's; None where
+    it cannot be read (no sysconf: Windows)."""
+    if device.startswith("cuda"):
+        torch = import_torch()
+        return torch.cuda.get_device_properties(torch.device(device)).total_memory
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def too_big(case: Case, memory: int | None) -> str | None:
+    """Why a case cannot run on a device of `memory` bytes (its operands and output alone, case.bytes,
+    exceed it), or None where it may: allocating it would only fail, or swap a CPU's machine to a halt.
+    A case whose bytes are unknown (attention, a layer) is tried."""
+    if memory is None or case.bytes is None or case.bytes <= memory:
+        return None
+    return f"needs {_gb(case.bytes)}, the device has {_gb(memory)}"
+
+
+def _gb(num_bytes: float) -> str:
+    return f"{num_bytes / 1e9:,.1f} GB"
+
+
+def _check_any_fits(cases: list[Case], memory: int | None, device: str) -> None:
+    """Refuse a sweep none of whose cases fits the device: nothing to measure, a mistake in the sizes."""
+    if not cases or not all(too_big(c, memory) for c in cases):
+        return
+    largest = max(cases, key=lambda c: c.bytes)
+    where = "the CPU" if device == "cpu" else device
+    need = f"needs {_gb(largest.bytes)} for its operands and output, the device has {_gb(memory)}; give smaller sizes"
+    if len(cases) == 1:
+        raise ShapewiseError(f"{largest.label} does not fit the memory of {where}: it {need}")
+    raise ShapewiseError(f"none of the {len(cases):,} cases fits the memory of {where}: the largest, {largest.label}, {need}")
+
+
 def _error_text(exc: BaseException) -> str:
     first = (str(exc).strip().splitlines() or [""])[0]
     if "out of memory" in first.lower():
@@ -324,6 +364,8 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
         raise ShapewiseError("no CUDA GPU here: pass --device cpu to measure on the CPU")
     if cuda_graph and not device.startswith("cuda"):
         raise ShapewiseError("--cuda-graph needs a CUDA device")
+    memory = device_memory_bytes(device)
+    _check_any_fits(cases, memory, device)
     env = env or environment(device)
     env_id = store.environment_id(env) if rank == 0 else None
     mode = {"cuda_graph": True} if cuda_graph else {}  # graph timings are other results: their own keys
@@ -341,7 +383,8 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     try:
         with progress_bar(progress and rank == 0, len(mine)) as advance:
             for i, case in enumerate(mine):
-                record = _measure_one(torch, case, keys[id(case)], device=device, timing=timing, time_fn=time_fn)
+                record = _measure_one(torch, case, keys[id(case)], device=device, timing=timing, time_fn=time_fn,
+                                      memory=memory)
                 settle(record, device=device, warmup_ms=warmup_ms)
                 if world == 1:
                     store.record(env_id=env_id, **record)  # committed at once: Ctrl-C keeps it
@@ -379,9 +422,13 @@ def stored_rows(cases: list[Case], *, store) -> list[tuple[Case, dict]]:
     return [(by_key[key], row) for key, row in newest.items()]
 
 
-def _measure_one(torch, case, key, *, device, timing, time_fn) -> dict:
-    """One case measured: the keyword arguments of Store.record, with an error where it failed."""
+def _measure_one(torch, case, key, *, device, timing, time_fn, memory: int | None = None) -> dict:
+    """One case measured: the keyword arguments of Store.record, with an error where it failed, or
+    where it cannot fit the device's `memory` (bytes): then nothing is allocated."""
     record = dict(bench=case.bench, key=key, params=case.params, flops=case.flops, bytes=case.bytes)
+    refused = too_big(case, memory)
+    if refused:
+        return {**record, "error": refused}
     try:
         fn, context = build(case, device)
         with context:
@@ -436,9 +483,15 @@ def kernel_census(cases: list[Case], *, store, device: str = "cuda", env: dict |
     from .measure import environment
 
     torch = import_torch()
-    env_id = store.environment_id(env or environment(device))
+    env = env or environment(device)
+    env_id = store.environment_id(env)
     done = store.done_keys(env_id, KERNELS)
     todo = [c for c in cases if is_gemm(c) and census_key(c) not in done]
+    refused = {id(c): too_big(c, env.get("memory_bytes")) for c in todo}  # the GPU's memory, as env read it
+    for case in [c for c in todo if refused[id(c)]]:  # not built: it cannot fit
+        store.record(env_id=env_id, bench=KERNELS, key=census_key(case), params={"of": case.key},
+                     metrics={"case": case.key, "kernels": [], "grids": []}, error=refused[id(case)])
+    todo = [c for c in todo if not refused[id(c)]]
     named = 0
     with progress_bar(progress, len(todo), "naming kernels") as advance:
         for start in range(0, len(todo), chunk):  # one profiler run per chunk keeps each trace small

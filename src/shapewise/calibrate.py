@@ -310,6 +310,13 @@ def install(profile: Profile, *, user: bool = True, out: str | None = None) -> l
     return paths
 
 
+def measured_on_cpu(row: dict) -> bool:
+    """Whether a stored row's times are a CPU's: its environment's device says so. Rows imported from an
+    export (whose device is unknown) are a CPU's where they have no CUDA version, as no CPU records one."""
+    device = row.get("device")
+    return device == "cpu" if device is not None else row.get("cuda") is None
+
+
 @dataclass(frozen=True)
 class Validation:
     gpu: GPU
@@ -349,9 +356,8 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
         rows = stored_rows(drawn.cases, store=store)
         if not rows:
             raise ShapewiseError("the store holds no validation measurements: run `shapewise validate` on a GPU first")
-        # A CPU's rows have no CUDA version (their gpu_name is the processor's); any among them makes the
-        # set a CPU's smoke test.
-        env = {"gpu_name": None if any(row.get("cuda") is None for _, row in rows) else rows[0][1].get("gpu_name")}
+        # Any CPU's rows among them (their gpu_name is the processor's) make the set a CPU's smoke test.
+        env = {"gpu_name": None if any(measured_on_cpu(row) for _, row in rows) else rows[0][1].get("gpu_name")}
     else:
         result = sweep(drawn.cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
                        progress=progress)
@@ -370,7 +376,7 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
              f"command, their errors say nothing of the {gpu.key} or its profile")
     else:
         if profile is not None:  # CPU times may smoke-test a CPU's profile; a GPU's, only its own
-            check_measured_on(profile, gpu.key, profile.path or "the profile")
+            check_measured_on(profile, gpu.key, profile.path or "the profile", device=None if from_store else device)
         on = gpu_of(env)
         if on is not None and on.key != gpu.key:
             warn(f"these held-out cases were measured on {measured_on}, not on the {gpu.key}: judged as the "

@@ -1,13 +1,33 @@
 """The one error a user's bad input raises (the CLI prints its message and exits 2), and the one way
-a warning reaches the user."""
+a warning reaches the user: a ShapewiseWarning, which a library user filters, captures or turns into
+an error as any Python warning, and the CLI prints as one line."""
 
+import os
 import sys
+import warnings
 
 
 class ShapewiseError(ValueError):
     """Bad input from the user: the message says what is wrong and how to fix it."""
 
 
+class ShapewiseWarning(UserWarning):
+    """What shapewise did that the user did not ask for, and why."""
+
+
+_PACKAGE = os.path.dirname(__file__) + os.sep  # as every module of the package names its file
+
+
 def warn(message: str) -> None:
-    """One line on stderr: what shapewise did that the user did not ask for, and why."""
-    print(f"shapewise: warning: {message}", file=sys.stderr)
+    """Issue a ShapewiseWarning with `message`, attributed to the first caller outside shapewise (the
+    user's call that led to it), so Python's filters and its once-per-location default apply there."""
+    warnings.warn(message, ShapewiseWarning, stacklevel=_outside_level())
+
+
+def _outside_level() -> int:
+    """warnings.warn's stacklevel of the first frame outside the package, counted from warn's caller
+    (2); 2 when every frame is inside it."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level if frame is not None else 2

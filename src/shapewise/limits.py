@@ -154,6 +154,14 @@ BUDGET_MS = Limit("the timing budget in ms", 0, 60_000, whole=False, low_open=Tr
 CALLS = Limit("the calls per case", 1, 100_000, reason="a fixed count every rank runs: 100,000 is minutes")
 
 
+def check_tokens(batch: int, seq: int, names: tuple[str, str]) -> None:
+    """batch × seq within TOKENS, or a ShapewiseError naming the two as `names` does: the Workload's
+    fields, or the flags that set them (each already within BATCH and SEQ)."""
+    if batch * seq > TOKENS.high:
+        raise ShapewiseError(f"{names[0]} {batch} × {names[1]} {seq} = {batch * seq:,} tokens: {TOKENS.what} must be "
+                             f"at most {TOKENS.high:,} ({TOKENS.reason})")
+
+
 def dims(values: list[str], *, name: str, limit: Limit = GEMM_DIM) -> list[int]:
     """Numbers and inclusive ranges START:STOP:STEP (or START:STOP, step 1) from the command line,
     each within `limit`, at most SWEEP_VALUES of them in all (counted before any is made), in the

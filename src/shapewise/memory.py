@@ -206,13 +206,12 @@ def layer_activation_bytes(shape: ModelShape, *, seq: int, dtype_bytes: int, att
     return np.where(recompute == 2, layer_input, np.where(recompute == 1, whole - core, whole))
 
 
-def _in_flight_layers(num_layers: int, pp, vp, micro_batches, first: bool):
+def _in_flight_layers(stage, pp, vp, micro_batches, first: bool):
     """Layers' worth of one micro-batch's activations a stage holds at its peak: 1F1B's first stage
-    has min(p, m) micro-batches of its L/p layers in flight, the last one; the interleaved schedule's
-    first rank 2(p-1) + (v-1)p + 1 chunks of L/(pv) layers (Megatron's warm-up plus one), its last
-    (v-1)p + 1, never more than the m·v chunks a step has."""
+    has min(p, m) micro-batches of its `stage` layers (L/p) in flight, the last one; the interleaved
+    schedule's first rank 2(p-1) + (v-1)p + 1 chunks of L/(pv) layers (Megatron's warm-up plus one),
+    its last (v-1)p + 1, never more than the m·v chunks a step has."""
     pp, vp, m = (np.asarray(x, dtype=float) for x in (pp, vp, micro_batches))
-    stage = num_layers / pp
     if first:
         plain, chunks = np.minimum(pp, m), 2 * (pp - 1) + (vp - 1) * pp + 1
     else:
@@ -227,15 +226,17 @@ def _state(params, precision: Precision, shard_w, shard_g, shard_o):
 
 
 def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention: str, tp, pp, dp, vp, ep, zero,
-                    recompute, batch, micro_batches, precision: Precision, framework: Framework) -> dict:
+                    recompute, batch, micro_batches, precision: Precision, framework: Framework,
+                    stage_layers=None) -> dict:
     """Each part of the peak per GPU (bytes), over numpy arrays of layouts; the worse of the
-    pipeline's first and last stage. Keys: the fields of Memory."""
+    pipeline's first and last stage. Keys: the fields of Memory. stage_layers: the layers each of
+    them is counted with (uneven stages: the heaviest's, an upper bound); None: L/p."""
     tp, pp, dp, vp, ep, zero, recompute, batch = (np.asarray(x) for x in (tp, pp, dp, vp, ep, zero, recompute, batch))
     L, h, V = shape.num_layers, shape.hidden, shape.vocab
     tokens = batch * seq
     experts = expert_params(shape)
     dense_layer = shape.layer_params - experts
-    stage_layers = L / pp
+    stage_layers = L / pp if stage_layers is None else np.asarray(stage_layers, dtype=float)
     layers_dense = stage_layers * dense_layer / tp
     layers_experts = stage_layers * experts / (tp * ep)
     embed = V * h / tp + shape.learned_positions * h
@@ -260,7 +261,7 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
         w1, g1, o1 = _state(dense, precision, *(s[0] for s in (shard_w, shard_g, shard_o)))
         w2, g2, o2 = _state(layers_experts, precision, *(s[1] for s in (shard_w, shard_g, shard_o)))
         weights, grads, optimizer = w1 + w2 + gathered, g1 + g2, o1 + o2
-        held = _in_flight_layers(L, pp, vp, micro_batches, first) * per_layer * tokens
+        held = _in_flight_layers(stage_layers, pp, vp, micro_batches, first) * per_layer * tokens
         has_logits = np.full(np.shape(pp), logits) | (pp == 1)
         # The final norm's input and output (the output layer's input) with the logits' buffers.
         loss = np.where(has_logits, tokens * (V / tp * framework.loss_bytes_per_logit + 2 * dtype_bytes * h / tp), 0.0)

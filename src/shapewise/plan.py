@@ -1,6 +1,7 @@
 """The whole run on a cluster: every way to spread a model over N GPUs (tensor, pipeline and data
 parallelism, virtual stages, micro-batch, recomputation, ZeRO stage, expert parallelism), the ones
-that fit in memory, ranked by predicted time per step.
+that fit in memory, ranked by predicted time per step. Pipeline stages need not divide the layers:
+stage_layers says how uneven ones are cut.
 
 Each distinct (shape, t, micro-batch) is priced once by the cost model (parallel.layer_times); the
 thousands of layouts built on it are combined with numpy (parallel.step_arrays for time,
@@ -57,10 +58,20 @@ class Plan:
     def bubble_share(self) -> float:
         return self.times_ms["bubble_ms"] / self.step_ms
 
+    @property
+    def stages(self) -> tuple[int, ...]:
+        """Layers on each pipeline rank, first to last (each rank's v chunks together)."""
+        return stage_layers(self.shape.num_layers, self.pp)
+
+    @property
+    def uneven(self) -> bool:
+        return len(set(self.stages)) > 1
+
     def layout_text(self) -> str:
         return (f"t={self.tp} p={self.pp}" + (f"×{self.vp}" if self.vp > 1 else "") + f" d={self.dp}"
                 + (f" e={self.ep}" if self.ep > 1 else "") + f" b={self.batch} m={self.micro_batches}"
-                + f" recompute={self.recompute} zero={self.zero}")
+                + f" recompute={self.recompute} zero={self.zero}"
+                + (f" stages={stages_text(self.stages)}" if self.uneven else ""))
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,25 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def stage_layers(num_layers: int, pp: int) -> tuple[int, ...]:
+    """Layers on each of p pipeline stages, first to last. Where p does not divide the layers, stages
+    hold ⌈L/p⌉ or ⌊L/p⌋ layers and the lighter ones go first and last, beside the embedding and the
+    output layer (BLOOM ran 70 layers over 12 stages as 5, 6 … 6, 5; Llama 3 405B 126 over 16 as
+    7, 8 … 8, 7); a single lighter stage goes last, as the output layer and loss outweigh the embedding."""
+    light, heavy_stages = divmod(num_layers, pp)
+    if not heavy_stages:
+        return (light,) * pp
+    if pp - heavy_stages == 1:
+        return (light + 1,) * heavy_stages + (light,)
+    return (light,) + (light + 1,) * heavy_stages + (light,) * (pp - heavy_stages - 1)
+
+
+def stages_text(stages: tuple[int, ...]) -> str:
+    """'5+6×10+5': runs of equal stages as layers×stages, adding up to the layers."""
+    runs = [(n, len(list(group))) for n, group in itertools.groupby(stages)]
+    return "+".join(f"{n}×{count}" if count > 1 else str(n) for n, count in runs)
+
+
 def _tensor_degrees(shape: ModelShape, *, gpus: int, gpus_per_node: int) -> list[int]:
     """The tensor-parallel degrees a layout may take: within a node, dividing the GPUs, the heads, the kv
     heads and the (expert) MLP width."""
@@ -88,23 +118,28 @@ def _tensor_degrees(shape: ModelShape, *, gpus: int, gpus_per_node: int) -> list
             and shape.kv_heads % t == 0 and width % t == 0]
 
 
+def _pipeline_degrees(shape: ModelShape, *, gpus: int, tp: int) -> list[int]:
+    """The pipeline degrees beside t: dividing the GPUs left, at most one stage a layer."""
+    return [p for p in range(1, min(shape.num_layers, gpus // tp) + 1) if gpus % (tp * p) == 0]
+
+
 def layouts(shape: ModelShape, *, gpus: int, global_batch: int, gpus_per_node: int,
             micro_batches=MICRO_BATCHES, zero_stages=(0, 1, 2, 3), recompute=RECOMPUTE) -> dict:
     """Every layout as numpy arrays (keys: LAYOUT). The constraints: t divides the heads, the kv heads
-    and the FFN width and stays within a node; p divides the layers and p·v the layers too; d = N/(t·p);
-    b·d divides the global batch (sequences) into m micro-batches, m a multiple of p when interleaved;
-    e divides d and the experts."""
+    and the FFN width and stays within a node; p is at most the layers (stage_layers where it does not
+    divide them) and p·v divides the layers; d = N/(t·p); b·d divides the global batch (sequences) into
+    m micro-batches, m a multiple of p when interleaved; e divides d and the experts."""
     rows = []
     for t in _tensor_degrees(shape, gpus=gpus, gpus_per_node=gpus_per_node):
-        for p in _divisors(shape.num_layers):
-            if gpus % (t * p):
-                continue
+        for p in _pipeline_degrees(shape, gpus=gpus, tp=t):
             d = gpus // (t * p)
             eps = [e for e in _divisors(d) if shape.num_experts % e == 0] if shape.is_moe else [1]
             for b in micro_batches:
                 if global_batch % (b * d):
                     continue
                 m = global_batch // (b * d)
+                # Interleaving only where p·v divides the layers: chunks of uneven stages would need
+                # a schedule and a bubble of their own, which step_arrays does not price.
                 vps = [1] + [v for v in range(2, MAX_VIRTUAL + 1)
                              if p > 1 and shape.num_layers % (p * v) == 0 and m % p == 0]
                 zeros = zero_stages if d > 1 else (0,)
@@ -146,10 +181,18 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
         considered += count
         if not count:
             continue
+        # Each layout's first, heaviest and last stage, in layers (L/p each where p divides L): the
+        # slowest stage, the first with the embedding, the last with the head or a heaviest one, sets
+        # the pace (step_arrays' split). Memory counts the heaviest's layers at both ends, beside the
+        # embedding and beside the head: an upper bound on every stage of an uneven pipeline.
+        degrees, row_of = np.unique(lay["pp"], return_inverse=True)
+        ends = np.array([(st[0], max(st), st[-1]) for st in (stage_layers(s.num_layers, int(p)) for p in degrees)],
+                        dtype=float)
+        first, heaviest, last = ends[row_of.ravel()].T
         mem = training_arrays(s, seq=seq, dtype_bytes=Workload(dtype=dtype).dtype_bytes, attention=attention,
                               tp=lay["tp"], pp=lay["pp"], dp=lay["dp"], vp=lay["vp"], ep=lay["ep"], zero=lay["zero"],
                               recompute=lay["recompute"], batch=lay["batch"], micro_batches=lay["micro_batches"],
-                              precision=prec, framework=fw)
+                              precision=prec, framework=fw, stage_layers=heaviest)
         total = sum(mem.values())
         fits = total <= capacity_bytes(gpu)
         fitting += int(fits.sum())
@@ -163,7 +206,8 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
             out = step_arrays(times, s, w, pp=lay["pp"][rows], vp=lay["vp"][rows], dp=lay["dp"][rows],
                               ep=lay["ep"][rows], zero=lay["zero"][rows], recompute=lay["recompute"][rows],
                               micro_batches=lay["micro_batches"][rows], network=network, params=params,
-                              precision=prec, overlap_dp=overlap_dp)
+                              precision=prec, overlap_dp=overlap_dp,
+                              split=(first[rows], heaviest[rows], last[rows]))
             for k in parts:
                 parts[k][rows] = out[k]
             flops[rows] = (s.num_layers * times.layer_flops + times.outside_flops) * t \
@@ -186,15 +230,16 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
 
 
 def _no_layout(shape: ModelShape, *, gpus: int, sequences: int, seq: int, gpus_per_node: int) -> str:
-    """Why `layouts` found none: t·p·d is the GPUs, t and p divide the model, and the data-parallel
-    degree d left over (times a micro-batch of at least 1) must divide the global batch's sequences."""
+    """Why `layouts` found none: t·p·d is the GPUs, t divides the model, p is at most its layers, and
+    the data-parallel degree d left over (times a micro-batch of at least 1) must divide the global
+    batch's sequences."""
     width = shape.expert_width if shape.is_moe else shape.ffn_width
     split = max(t * p for t in _tensor_degrees(shape, gpus=gpus, gpus_per_node=gpus_per_node)
-                for p in _divisors(shape.num_layers) if gpus % (t * p) == 0)
+                for p in _pipeline_degrees(shape, gpus=gpus, tp=t))
     dp = gpus // split
     return (f"no layout of {gpus:,} GPUs exists for {shape.name}, whatever the memory: tensor × pipeline degrees "
             f"(t dividing {gpus_per_node} GPUs of a node, the {shape.num_heads} heads, {shape.kv_heads} kv heads and "
-            f"FFN width {width}; p dividing the {shape.num_layers} layers) cover at most {split} of them, leaving "
+            f"FFN width {width}; p at most the {shape.num_layers} layers) cover at most {split} of them, leaving "
             f"data-parallel degrees of {dp:,} or more, none of which divides the global batch's {sequences:,} "
             f"sequences; give a global batch of a multiple of {dp * seq:,} tokens, or another number of GPUs")
 
@@ -206,6 +251,15 @@ def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int) -> str:
 
     flags = megatron_args(p.shape, Workload(batch=p.batch, seq=seq, tp=p.tp)).split(" \\\n  ")
     flags += [f"--pipeline-model-parallel-size {p.pp}", f"--global-batch-size {global_batch_tokens // seq}", "--bf16"]
+    if p.uneven:  # Megatron-LM splits the layers evenly unless told how
+        first, *middle, last = p.stages
+        heavy = max(p.stages)
+        if set(middle) <= {heavy}:  # the middle stages alike: the first's and the last's own counts say it
+            flags += ([f"--decoder-first-pipeline-num-layers {first}"] if first != heavy else []) \
+                + ([f"--decoder-last-pipeline-num-layers {last}"] if last != heavy else [])
+        else:  # stage by stage: E the embedding, t a layer, L the loss (Megatron-LM since mid-2025)
+            stages = "|".join("E" * (i == 0) + f"t*{n}" + "L" * (i == p.pp - 1) for i, n in enumerate(p.stages))
+            flags.append(f"--pipeline-model-parallel-layout '{stages}'")
     if p.vp > 1:
         flags.append(f"--num-layers-per-virtual-pipeline-stage {p.shape.num_layers // (p.pp * p.vp)}")
     if p.ep > 1:
@@ -237,7 +291,7 @@ def to_json(result: PlanResult, *, train_tokens: int | None = None) -> dict:
                 "zero": p.zero, "step_ms": p.step_ms, "tokens_per_s": p.tokens_per_s, "mfu": p.mfu,
                 "memory_per_gpu_bytes": p.memory.total_bytes, "memory_bytes": p.memory.as_dict(),
                 "times_ms": p.times_ms, "communication_share": p.communication_share,
-                "bubble_share": p.bubble_share,
+                "bubble_share": p.bubble_share, "stage_layers": list(p.stages),
                 **({"time_to_train_s": train_tokens / p.tokens_per_s} if train_tokens else {})}
 
     return {"gpus": result.gpus, "global_batch_tokens": result.global_batch_tokens, "seq": result.seq,
@@ -270,6 +324,16 @@ def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = 
                       f"{p.mfu:.1%}", f"{m.total_bytes / 2**30:,.1f}", split, f"{p.communication_share:.1%}",
                       f"{p.bubble_share:.1%}", *([_duration(train_tokens / p.tokens_per_s)] if train_tokens else []))
     console.print(table)
+    uneven: dict[tuple[int, ...], list[int]] = {}  # each split, the plans on it
+    for i, p in enumerate(result.plans, 1):
+        if p.uneven:
+            uneven.setdefault(p.stages, []).append(i)
+    for stages, rows in uneven.items():
+        heavy = max(stages)
+        console.print(f"{', '.join(f'#{i}' for i in rows)} stages={stages_text(stages)}: {len(stages)} pipeline stages "
+                      f"do not divide the {sum(stages)} layers, so the stages hold these layers, first to last (n×k: k "
+                      f"stages of n); the {heavy}-layer stages set the pace, and memory counts {heavy} layers at each "
+                      f"end. The framework must be given this split: --emit megatron prints Megatron-LM's flags")
     if any(p.memory.peak_at_step for p in result.plans):
         console.print("act/loss –: the peak is at the optimizer step, after the backward has freed the activations "
                       "and the loss's buffers (the step's temporaries count in optim)")

@@ -279,6 +279,9 @@ def _json_text(value, level: int) -> str:
     return json.dumps(value)
 
 
+ON_THE_CPU = "its times were measured on the CPU"  # measured_elsewhere's reason for a profile fitted on CPU times
+
+
 def measured_elsewhere(profile: Profile, gpu: str) -> str:
     """Why `profile`'s times are not GPU `gpu`'s ("" when they are): measured on the CPU, or on another GPU.
     A lent profile (lent()) may come from its lender, and a machine's refit (machine.machine_profile) from
@@ -288,19 +291,24 @@ def measured_elsewhere(profile: Profile, gpu: str) -> str:
     lender = (profile.gpu,) if profile.borrowed_for == gpu else ()
     for env, allowed in ((base, (gpu, profile.fit.get("borrowed_from"), *lender)), (machine, (gpu, *lender))):
         if env.get("device") == "cpu":
-            return "its times were measured on the CPU"
+            return ON_THE_CPU
         name = env.get("gpu_name")
         if name and getattr(find_gpu(name), "key", None) not in allowed:
             return f"its times were measured on {name}, not on the {gpu}"
     return ""
 
 
-def check_measured_on(profile: Profile, gpu: str, where: str) -> None:
-    """Refuse a profile whose times are not GPU `gpu`'s: a CPU's or another GPU's times price no GPU."""
+def check_measured_on(profile: Profile, gpu: str, where: str, *, device: str | None = None) -> None:
+    """Refuse a profile whose times are not GPU `gpu`'s: a CPU's or another GPU's times price no GPU.
+    `device`: what a run judging the profile measures on (None: no run, a prediction). A run on the CPU,
+    judged as `gpu`'s, is what a profile fitted on CPU times describes: accepted there; a GPU's run, never."""
     reason = measured_elsewhere(profile, gpu)
-    if reason:
-        raise ShapewiseError(f"{where}: {reason}, so it prices no {gpu}: run `shapewise calibrate` on the {gpu} "
-                             "itself for its profile")
+    if not reason or (device == "cpu" and reason == ON_THE_CPU):
+        return
+    on_cpu = f"judge it in a run on the CPU (--device cpu), not on {device}, or " \
+        if device is not None and reason == ON_THE_CPU else ""
+    raise ShapewiseError(f"{where}: {reason}, so it prices no {gpu}: {on_cpu}run `shapewise calibrate` on the {gpu} "
+                         "itself for its profile")
 
 
 def save(profile: Profile, path: str | os.PathLike) -> Path:
@@ -486,10 +494,11 @@ class CostModel:
 
 
 def cost_model(gpu: GPU | str | CostModel, *, spec_only: bool = False,
-               profile: Profile | str | os.PathLike | None = None) -> CostModel:
+               profile: Profile | str | os.PathLike | None = None, device: str | None = None) -> CostModel:
     """The cost model for a GPU: the spec model when asked (spec_only), else the given profile (a
     Profile or the path of one), else the GPU's calibrated profile (find: the user's, else the
-    shipped one, else a borrowed one), else the spec model. A CostModel passes through unchanged."""
+    shipped one, else a borrowed one), else the spec model. A CostModel passes through unchanged.
+    device: where a run judging a given profile measures (check_measured_on); None for a prediction."""
     if isinstance(gpu, CostModel):
         if not spec_only and profile is None:
             return gpu
@@ -503,5 +512,5 @@ def cost_model(gpu: GPU | str | CostModel, *, spec_only: bool = False,
     if chosen is None:
         return CostModel(gpu, SPEC, SPEC_DEFAULT)
     if profile is not None:  # find() has set aside already what is not this GPU's
-        check_measured_on(chosen, gpu.key, chosen.path or "the profile")
+        check_measured_on(chosen, gpu.key, chosen.path or "the profile", device=device)
     return CostModel(gpu, chosen.params, chosen.describe(), chosen)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from .dtypes import DTYPE_BYTES
 from .errors import ShapewiseError
-from .limits import FIELDS, SEQ, TOKENS
+from .limits import FIELDS, SEQ, check_tokens
 
 # Matrices per MLP block: plain MLPs have up and down, gated ones (GLU family) add a gate.
 MLP_KINDS = {"gelu": 2, "relu": 2, "swiglu": 3, "geglu": 3}
@@ -293,9 +293,7 @@ class Workload:
         _as_python(self, "workload", ints=("batch", "seq", "tp"), flags=("overlap_comm",))
         for field in ("batch", "seq", "tp"):
             _require_positive_int("workload", field, getattr(self, field))
-        if self.batch * self.seq > TOKENS.high:
-            raise ShapewiseError(f"workload: batch {self.batch} × seq {self.seq} = {self.batch * self.seq:,} tokens: "
-                                 f"{TOKENS.what} must be at most {TOKENS.high:,} ({TOKENS.reason})")
+        check_tokens(self.batch, self.seq, ("workload: batch", "seq"))
         if self.dtype not in DTYPE_BYTES:
             raise ShapewiseError(f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
         if self.mode not in MODES:

@@ -420,7 +420,8 @@ class Store:
     def rows(self, *, bench: str | None = None, env_id: int | None = None,
              include_errors: bool = True) -> list[dict]:
         """Results in the order they were recorded, with params, metrics and samples_ms decoded
-        and the environment's gpu_name, driver, torch, cuda and cublas joined in."""
+        and the environment's device ("cpu", "cuda:0"; None for rows imported from an export), gpu_name
+        (on a CPU, the processor), driver, torch, cuda and cublas joined in."""
         conditions, args = [], []
         if bench is not None:
             conditions.append("r.bench = ?")
@@ -432,7 +433,7 @@ class Store:
             conditions.append("r.error IS NULL")
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
         cur = self._conn.execute(
-            "SELECT r.*, e.gpu_name, e.driver, e.torch, e.cuda, e.cublas "
+            "SELECT r.*, e.device, e.gpu_name, e.driver, e.torch, e.cuda, e.cublas "
             f"FROM results r JOIN environments e ON e.id = r.env_id {where} ORDER BY r.id", args)
         return [_decode(row) for row in cur]
 
@@ -582,7 +583,7 @@ class Store:
         for row_id in ids:
             try:
                 cur = self._conn.execute(
-                    "SELECT r.*, e.gpu_name, e.driver, e.torch, e.cuda, e.cublas FROM results r "
+                    "SELECT r.*, e.device, e.gpu_name, e.driver, e.torch, e.cuda, e.cublas FROM results r "
                     "LEFT JOIN environments e ON e.id = r.env_id WHERE r.id = ?", (row_id,))
                 row = cur.fetchone()
                 if row is not None and (bench is None or row["bench"] == bench):

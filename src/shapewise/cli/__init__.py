@@ -6,9 +6,10 @@ they share (the model and measurement flags, the one choice of cost model, the c
 from __future__ import annotations
 
 import sys
+import warnings
 
 from .. import __version__
-from ..errors import ShapewiseError, warn
+from ..errors import ShapewiseError, ShapewiseWarning, warn
 from . import bench, calibrate, check, plan, report, suggest
 from .common import CAVEATS, Parser, leave_process_group
 
@@ -23,6 +24,24 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with warnings.catch_warnings():  # the caller's filters and hook are back once the command is done
+        warnings.simplefilter("always", ShapewiseWarning)  # each one said as often as raised, wherever from
+        warnings.showwarning = _one_line(warnings.showwarning)
+        return _run(argv)
+
+
+def _one_line(show):
+    """warnings.showwarning for the command line: a ShapewiseWarning as one line on stderr; any other
+    warning shown by `show`, as it would be without the command."""
+    def say(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, ShapewiseWarning):
+            print(f"shapewise: warning: {message}", file=sys.stderr)
+        else:
+            show(message, category, filename, lineno, file, line)
+    return say
+
+
+def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     CAVEATS.clear()
     try:

@@ -60,7 +60,7 @@ def _render_sweep(args, bench) -> int:
         out = console()
         out.print(table)
         env = bench.sweep.environment
-        out.print(f"{env.get('gpu_name') or env.get('cpu_model') or args.device}, torch {env.get('torch_version')}: "
+        out.print(f"{env.get('gpu_name') or env.get('processor') or args.device}, torch {env.get('torch_version')}: "
                   + bench.sweep.summary())
     return 130 if bench.sweep.interrupted else 0
 

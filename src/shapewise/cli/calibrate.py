@@ -318,7 +318,7 @@ def _validate_variants(args) -> int:
     from ..hardware import get_gpu
     from ..judges import read_configs
     from ..measure import check_device, environment, measured_gpu
-    from ..profile import cost_model
+    from ..profile import cost_model, load
     from ..shapes import Workload
     from ..variants import draw, measure, toy
     from .common import check_tokens
@@ -329,8 +329,14 @@ def _validate_variants(args) -> int:
         raise ShapewiseError(f"{', '.join(stored)}: the variants set is measured interleaved, model by model, and "
                              "not stored; leave them out")
     check_device(args.device)
-    gpu = get_gpu(args.gpu) if args.gpu else measured_gpu(environment(args.device), device=args.device)
-    model = cost_model(gpu, profile=args.profile)
+    profile = load(args.profile) if args.profile else None
+    if args.gpu:
+        gpu = get_gpu(args.gpu)
+    elif profile is not None and args.device == "cpu":  # no GPU measured: judged as the GPU the profile is for
+        gpu = get_gpu(profile.gpu)
+    else:
+        gpu = measured_gpu(environment(args.device), device=args.device)
+    model = cost_model(gpu, profile=profile, device=args.device)
     shapes = read_configs(args.configs)
     batch, seq = args.batch or (2 if args.quick else 4), args.seq or (32 if args.quick else 2048)
     check_tokens(batch, seq)

@@ -122,14 +122,11 @@ def add_workload_args(p: argparse.ArgumentParser, *, batch: int = 4, seq: int = 
 
 
 def check_tokens(batch: int, seq: int) -> None:
-    """b·s within limits.TOKENS: the M of every GEMM of the step."""
-    from ..limits import TOKENS
+    """b·s within limits.TOKENS (the M of every GEMM of the step), refused in the flags' words before a
+    model is read, as Workload would refuse it after."""
+    from .. import limits
 
-    try:
-        TOKENS.check(batch * seq)
-    except ShapewiseError:
-        raise ShapewiseError(f"--batch {batch} × --seq {seq} = {batch * seq:,} tokens: {TOKENS.what} must be at "
-                             f"most {TOKENS.high:,} ({TOKENS.reason})") from None
+    limits.check_tokens(batch, seq, ("--batch", "--seq"))
 
 
 def model_and_workload(args):

@@ -1,0 +1,157 @@
+"""Pipelines whose stages do not divide the layers (BLOOM's 70 layers over 12 stages): plan finds them,
+prices them by their heaviest stage, says they are uneven and tells Megatron-LM the split."""
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import run
+from shapewise.memory import FRAMEWORKS, PRECISIONS, training_arrays
+from shapewise.parallel import RECOMPUTE, layer_times, network_for, step_arrays
+from shapewise.plan import layouts, megatron_flags, plan, stage_layers, stages_text
+from shapewise.presets import get_model
+from shapewise.profile import cost_model
+from shapewise.shapes import ModelShape, Workload
+
+README = Path(__file__).parents[1] / "README.md"
+# 70 layers, as BLOOM-176B; a small vocabulary keeps the head lighter than a layer, so the 6-layer
+# middle stages, not the 5-layer last one with the head, set the pace.
+SHAPE = ModelShape(name="s70", hidden=1024, num_layers=70, num_heads=16, vocab=1024, mlp="gelu", norm="layernorm",
+                   bias=True, tied_embeddings=True)
+SPEC = cost_model("h100", spec_only=True)
+KW = dict(gpus=12, gpu=SPEC, global_batch_tokens=96 * 1024, seq=1024, gpus_per_node=4, top=10**6)
+
+
+def pick(result, **layout):
+    return next(p for p in result.plans if all(getattr(p, k) == v for k, v in layout.items()))
+
+
+def test_stages_hold_ceil_or_floor_the_lighter_at_the_ends():
+    assert stage_layers(70, 12) == (5,) + (6,) * 10 + (5,)  # BLOOM's
+    assert stage_layers(126, 16) == (7,) + (8,) * 14 + (7,)  # Llama 3 405B's
+    assert stage_layers(80, 3) == (27, 27, 26)  # one lighter stage: the last, beside the head
+    assert stage_layers(80, 12) == (6,) + (7,) * 8 + (6,) * 3
+    assert stage_layers(80, 16) == (5,) * 16
+    for L in range(1, 130):
+        for p in range(1, L + 1):
+            st = stage_layers(L, p)
+            assert len(st) == p and sum(st) == L and set(st) <= {L // p, -(-L // p)}
+            assert st[-1] == L // p and (st[0] == L // p or p - L % p == 1)
+    assert stages_text(stage_layers(70, 12)) == "5+6×10+5" and stages_text((27, 27, 26)) == "27×2+26"
+
+
+def test_uneven_layouts_are_enumerated_and_never_interleaved():
+    """384 GPUs (2^7·3) and 2048 sequences: every p that divides 70 leaves a d with a factor 3 that cannot
+    divide the batch, so only uneven pipelines (p = 3, 6, 12, 24, 48) have layouts."""
+    lay = layouts(SHAPE.replace(num_heads=112, hidden=14336), gpus=384, global_batch=2048, gpus_per_node=8)
+    p, v = lay["pp"], lay["vp"]
+    assert len(p) and set(np.unique(p)) == {3, 6, 12, 24, 48}
+    assert np.all(v == 1)
+    assert np.all(lay["tp"] * p * lay["dp"] == 384)
+
+
+def test_uneven_pipeline_runs_at_its_heaviest_stages_pace():
+    result = plan(SHAPE, **KW)
+    p = pick(result, tp=1, pp=12, vp=1, batch=1, recompute="none", zero=0)
+    assert p.uneven and p.stages == stage_layers(70, 12)
+    times = layer_times(SHAPE, Workload(batch=1, seq=1024, tp=1), gpu=SPEC.gpu, params=SPEC.params,
+                        link_gbs=network_for(SPEC.gpu, gpus_per_node=4).intra_gbs)
+    layer = times.fwd_ms + times.bwd_ms
+    assert times.head_ms < layer and times.embed_ms < layer  # so a 6-layer middle stage is the slowest
+    m = p.micro_batches
+    assert p.times_ms["compute_ms"] == pytest.approx(m * 6 * layer, rel=1e-9)  # 6 layers a stage, not 70/12
+    assert p.times_ms["bubble_ms"] == pytest.approx(11 * 6 * layer, rel=1e-9)
+    assert p.times_ms["compute_ms"] > 1.02 * m * 70 / 12 * layer
+
+
+def test_uneven_pipeline_memory_counts_the_heaviest_stage_at_each_end():
+    """70 layers over 12 stages take the memory of 72 over 12 (6 a stage, the same embedding and head),
+    more than 70/12 layers a stage would."""
+    layout = dict(tp=1, pp=12, vp=1, batch=1, recompute="none", zero=0)
+    uneven = pick(plan(SHAPE, **KW), **layout).memory.total_bytes
+    six = pick(plan(SHAPE.replace(num_layers=72), **KW), **layout).memory.total_bytes
+    assert uneven == pytest.approx(six, rel=1e-12)
+    spread = training_arrays(SHAPE, seq=1024, dtype_bytes=2, attention="flash", tp=1, pp=12, dp=1, vp=1, ep=1, zero=0,
+                             recompute=0, batch=1, micro_batches=96, precision=PRECISIONS["mixed"],
+                             framework=FRAMEWORKS["megatron"])  # L/p layers a stage
+    assert uneven > sum(float(v) for v in spread.values())
+
+
+def test_even_layouts_price_as_without_a_split():
+    """Every even plan's time and memory are those of step_arrays and training_arrays left to L/p."""
+    shape, gpus, seq, sequences = get_model("llama2-13b"), 64, 4096, 256
+    result = plan(shape, gpus=gpus, gpu=SPEC, global_batch_tokens=sequences * seq, seq=seq, top=10**6)
+    even = [p for p in result.plans if p.pp > 1 and not p.uneven]
+    assert len(even) > 100 and any(p.vp > 1 for p in even) and len(even) < len(result.plans)
+    network = network_for(SPEC.gpu, gpus_per_node=8)
+    for p in even[::25]:
+        w = Workload(batch=p.batch, seq=seq, tp=p.tp)
+        times = layer_times(shape, w, gpu=SPEC.gpu, params=SPEC.params, link_gbs=network.intra_gbs)
+        layout = dict(pp=p.pp, vp=p.vp, dp=p.dp, ep=p.ep, zero=p.zero, micro_batches=p.micro_batches)
+        got = step_arrays(times, shape, w, recompute=RECOMPUTE.index(p.recompute),
+                          network=network, params=SPEC.params, precision=PRECISIONS["mixed"], **layout)
+        assert float(got["total_ms"]) == p.step_ms
+        mem = training_arrays(shape, seq=seq, dtype_bytes=2, attention="flash", tp=p.tp, batch=p.batch,
+                              recompute=RECOMPUTE.index(p.recompute), **layout,
+                              precision=PRECISIONS["mixed"], framework=FRAMEWORKS["megatron"])
+        assert sum(float(v) for v in mem.values()) == p.memory.total_bytes
+
+
+def test_readme_plan_example_is_what_plan_prints(capsys):
+    """The README's plan block is the command's real output (the seconds it took aside)."""
+    block = re.search(r"```\n\$ shapewise plan (.*?)\n(.*?)```", README.read_text(), re.S)
+    code, out, _ = run(capsys, "plan", *block.group(1).split())
+    timing = lambda text: [re.sub(r"in \d+\.\d+ s;", "in _ s;", line.rstrip()) for line in text.strip().splitlines()]
+    assert code == 0 and timing(out) == timing(block.group(2))
+
+
+def megatron_stages(layout: str) -> list[str]:
+    """Megatron-LM's reading of --pipeline-model-parallel-layout (PipelineParallelLayerLayout.parse_str_to_list
+    in megatron/core/transformer/pipeline_parallel_layer_layout.py): ()*n and x*n unrolled, '|' between stages."""
+    for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):
+        layout = re.sub(pattern, lambda x: x.group(1) * int(x.group(2)), layout.replace(",", ""))
+    return layout.split("|")
+
+
+@pytest.mark.parametrize("num_layers,pp,want", [
+    (70, 12, ["--decoder-first-pipeline-num-layers 5", "--decoder-last-pipeline-num-layers 5"]),
+    (80, 3, ["--decoder-last-pipeline-num-layers 26"]),
+    (80, 16, []),
+])
+def test_megatron_flags_say_the_split(num_layers, pp, want):
+    base = plan(get_model("llama3-8b"), gpus=8, gpu=SPEC, global_batch_tokens=2**20, seq=4096, top=1).plans[0]
+    p = dataclasses.replace(base, shape=base.shape.replace(num_layers=num_layers), pp=pp, vp=1)
+    flags = megatron_flags(p, seq=4096, global_batch_tokens=2**20)
+    assert [f for f in flags.split(" \\\n  ") if "pipeline-num-layers" in f or "layout" in f] == want
+    assert f"--pipeline-model-parallel-size {pp}" in flags
+
+
+def test_megatron_flags_lay_out_stages_the_ends_cannot_say():
+    """80 layers over 12: 6, 7×8, 6×3. Megatron's first/last counts need the middle stages alike, so the
+    stages are written out one by one, the embedding first and the loss last."""
+    base = plan(get_model("llama3-8b"), gpus=8, gpu=SPEC, global_batch_tokens=2**20, seq=4096, top=1).plans[0]
+    p = dataclasses.replace(base, shape=base.shape.replace(num_layers=80), pp=12, vp=1)
+    flags = megatron_flags(p, seq=4096, global_batch_tokens=2**20)
+    assert "pipeline-num-layers" not in flags
+    layout = re.search(r"--pipeline-model-parallel-layout '([^']+)'", flags).group(1)
+    stages = megatron_stages(layout)
+    assert [s.count("t") for s in stages] == list(stage_layers(80, 12))
+    assert stages[0].startswith("E") and stages[-1].endswith("L") and "".join(stages).count("E") == 1
+
+
+def test_cli_marks_uneven_plans_and_emits_their_split(capsys):
+    args = ("plan", "llama3-70b", "--gpus", "96", "--global-batch", "4194304", "--seq", "8192", "--spec-only")
+    code, out, _ = run(capsys, *args, "--json", "--top", "5")
+    assert code == 0
+    best = json.loads(out)["plans"][0]
+    stages = best["stage_layers"]
+    assert sum(stages) == 80 and len(set(stages)) > 1  # the fastest here is uneven: 96 GPUs have a factor 3
+    code, out, _ = run(capsys, *args, "--top", "5")
+    assert code == 0 and f"stages={stages_text(tuple(stages))}" in out and "do not divide the 80 layers" in out
+    code, out, _ = run(capsys, *args, "--top", "1", "--emit", "megatron")
+    assert code == 0 and f"--pipeline-model-parallel-size {best['pp']}" in out
+    assert f"--decoder-last-pipeline-num-layers {stages[-1]}" in out or "--pipeline-model-parallel-layout" in out
