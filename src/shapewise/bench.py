@@ -22,7 +22,7 @@ from .cases import KERNELS, Case, census_key, is_gemm
 from .distributed import distributed, gather
 from .dtypes import torch_dtype
 from .errors import ShapewiseError
-from .measure import import_torch, settle_ms
+from .measure import device_memory_bytes, import_torch, settle_ms
 from .ops import BMM, FLASH, GEMM, MEMORY
 
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
@@ -302,18 +302,6 @@ class SweepResult:
         return text + (" — interrupted: the rows above were kept" if self.interrupted else "")
 
 
-def device_memory_bytes(device: str) -> int | None:
-    """The memory a case's tensors must fit in: the GPU's own, or on the CPU the machine's; None where
-    it cannot be read (no sysconf: Windows)."""
-    if device.startswith("cuda"):
-        torch = import_torch()
-        return torch.cuda.get_device_properties(torch.device(device)).total_memory
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
 def too_big(case: Case, memory: int | None) -> str | None:
     """Why a case cannot run on a device of `memory` bytes (its operands and output alone, case.bytes,
     exceed it), or None where it may: allocating it would only fail, or swap a CPU's machine to a halt.
@@ -508,7 +496,6 @@ def kernel_census(cases: list[Case], *, store, device: str = "cuda", env: dict |
 def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], list[str], str | None]]:
     """(kernel names, grids, why it failed or None) of one call of each case, from a torch.profiler trace."""
     import json
-    import os
     import tempfile
     import warnings
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import platform
 import random
 import shutil
@@ -405,6 +406,18 @@ def time_fn(fn: Callable[[], object], *, device="cuda", warmup_ms: float = 25, b
     return Timing(tuple(s / calls_per_sample for s in samples_ms))
 
 
+def device_memory_bytes(device: str) -> int | None:
+    """The memory a case's tensors must fit in: the GPU's own, or on the CPU the machine's; None where
+    it cannot be read (no sysconf: Windows)."""
+    if device.startswith("cuda"):
+        torch = import_torch()
+        return torch.cuda.get_device_properties(torch.device(device)).total_memory
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 # ---- interleaved comparison -------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -589,8 +602,6 @@ def _cpu_model() -> str:
 
 
 def _cpu_environment() -> dict:
-    import os
-
     env = {"device": "cpu", "processor": _cpu_model(), "cpu_count": os.cpu_count()}
     try:
         import torch

@@ -18,7 +18,6 @@ bootstrap interval over rounds are reported.
 from __future__ import annotations
 
 import math
-import os
 import random
 import statistics
 from dataclasses import dataclass
@@ -143,19 +142,15 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
 def _whole_models_fit(shapes, device: str, headroom: float = 0.6) -> bool:
     """Every shape's model at once, as memory.estimate counts a forward+backward without an optimizer
     (weights, grads, activations, and the logits' buffers of a loss in the model's own dtype)."""
-    import torch
-
+    from .measure import device_memory_bytes
     from .memory import estimate
 
     def need(shape, w):
         return estimate(shape, w, precision="no-optimizer", framework="torch-bf16-loss").allocated_bytes
 
     total = sum(need(shape, w) for _, shape, w in shapes)
-    if device.startswith("cuda"):
-        return total <= torch.cuda.get_device_properties(torch.device(device)).total_memory * headroom
-    try:  # the CPU: the machine's memory
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): the models a test builds
+    memory = device_memory_bytes(device)
+    if memory is None:  # no sysconf (Windows): the models a test builds
         memory = 2e9 / headroom
     return total <= memory * headroom
 
