@@ -12,9 +12,11 @@ from .ops import Op, model_ops
 from .presets import get_model
 from .profile import CostModel, cost_model
 from .report import check
+from .search import search, suggest
 from .shapes import ModelShape, Workload
+from .verify import verify
 
 __version__ = "0.1.0"
 __all__ = ["CostModel", "CostParams", "GPU", "GPUS", "Losses", "ModelShape", "Op", "ShapewiseError", "ShapewiseWarning",
            "Workload", "check", "cost_model", "get_gpu", "get_model", "load_config", "model_ops", "predict_gemm",
-           "predict_step"]
+           "predict_step", "search", "suggest", "verify"]

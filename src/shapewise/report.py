@@ -161,14 +161,16 @@ def render(result: CheckResult, console) -> None:
                   f"L={shape.num_layers} heads={shape.num_heads}/{shape.kv_heads} d={shape.d_head} "
                   f"ffn={shape.ffn_width} ({shape.mlp}) vocab={shape.vocab}{experts}{window}")
     console.print(f"{w.mode} step, b={w.batch} s={w.seq} t={w.tp} {w.dtype}, {w.attention} attention, on "
-                  f"{gpu.name} ({gpu.peak_tflops(w.dtype):.0f} TFLOP/s peak); cost model: {result.model_source}")
+                  f"{gpu.name} ({gpu.peak_tflops(w.dtype):.0f} TFLOP/s peak); cost model: {result.model_source}",
+                  soft_wrap=True)
     console.print(rich_table(op_table(step)))
     console.print(f"[bold]step {step.time_ms:,.2f} ms[/bold]  ·  {step.tokens_per_s:,.0f} tokens/s"
                   + (f" per {w.tp}-GPU group" if w.tp > 1 else "")
                   + f"  ·  MFU {step.mfu:.1%}  ·  {step.flops / 1e12:,.1f} TFLOP per step")
     if result.memory is not None:
         console.print(f"memory per GPU {result.memory.text()} of {capacity_bytes(gpu) / 2**30:,.1f} GiB"
-                      + (" (mixed-precision Adam, no pipeline, no ZeRO, no recomputation)" if w.mode == "train" else ""))
+                      + (" (mixed-precision Adam, no pipeline, no ZeRO, no recomputation)" if w.mode == "train" else ""),
+                      soft_wrap=True)  # a line of text, not a table: left whole where it is piped (common.console)
     if not result.findings:
         console.print("[green]No findings: the shape follows every co-design rule that costs time here.[/green]")
         return
