@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from helpers import run
-from shapewise import Workload, search
+from shapewise import Workload
 from shapewise.errors import ShapewiseError, ShapewiseWarning
 from shapewise.hf import load_config, to_hf_config
 from shapewise.hub import resolve_model
 from shapewise.profile import cost_model
+from shapewise.search import layer_period, megatron_args, ranked_neighbours
 from shapewise.shapes import canonical
 
 DATA = Path(__file__).parent / "data"
@@ -49,8 +50,8 @@ def test_a_config_path_as_model_is_written_into_like_config(tmp_path, capsys):
 
 def test_gpt_oss_suggestions_keep_its_layer_pattern_and_write_what_it_reads(tmp_path, capsys):
     shape = load_config(GPT_OSS)
-    assert search.layer_period(shape) == 2
-    _, ranked, _ = search.ranked_neighbours(shape, Workload(), model=cost_model("h200"), keep=set(), params_tol=0.05,
+    assert layer_period(shape) == 2
+    _, ranked, _ = ranked_neighbours(shape, Workload(), model=cost_model("h200"), keep=set(), params_tol=0.05,
                                      aspect_band=1.5)
     assert ranked and all(c.shape.num_layers % 2 == 0 for c in ranked)  # sliding, full: never 21 layers
     out = tmp_path / "oss.json"
@@ -81,7 +82,7 @@ def test_btlm_gains_no_key_it_does_not_read_and_alibi_is_not_said_as_rope(capsys
     written = to_hf_config(canonical(shape.replace(num_heads=20)), base)
     assert "num_key_value_heads" not in written and written["n_head"] == 20
     with pytest.raises(ShapewiseError, match="ALiBi"):
-        search.megatron_args(shape, Workload())
+        megatron_args(shape, Workload())
     assert "ALiBi" in _one_line_error(capsys, "suggest", "--config", str(BTLM), "--emit", "megatron")
 
 

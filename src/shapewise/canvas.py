@@ -22,6 +22,12 @@ def _matplotlib_figure_class():
     return Figure
 
 
+def require_matplotlib() -> None:
+    """A ShapewiseError now, before a command that draws figures makes any folder or file, when
+    matplotlib is missing."""
+    _matplotlib_figure_class()
+
+
 def colormap(name: str):
     import matplotlib
 

@@ -15,6 +15,12 @@ class ShapewiseWarning(UserWarning):
     """What shapewise did that the user did not ask for, and why."""
 
 
+def listed(words, last: str = "or") -> str:
+    """Words as a message lists them: "a", "a or b", "a, b or c" (last="and": "a, b and c")."""
+    words = [str(w) for w in words]
+    return f"{', '.join(words[:-1])} {last} {words[-1]}" if len(words) > 1 else "".join(words)
+
+
 _PACKAGE = os.path.dirname(__file__) + os.sep  # as every module of the package names its file
 
 

@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import ShapewiseError
+from .errors import ShapewiseError, listed
 
 
 def output_file(path, *, formats: dict[str, str], fmt: str | None = None, mkdir: bool = False,
@@ -19,7 +19,7 @@ def output_file(path, *, formats: dict[str, str], fmt: str | None = None, mkdir:
     if path is None or not str(path).strip():
         raise ShapewiseError(f"give a file to write the {what} to")
     target = Path(path).expanduser()
-    names = ", ".join(sorted(formats))
+    names = listed(formats)  # in the caller's order, the usual first: ".png or .svg"
     if target.is_dir():
         raise ShapewiseError(f"{target} is a folder: give a file in it, e.g. {target / ('out' + next(iter(formats)))}")
     from_name = formats.get(target.suffix.lower())

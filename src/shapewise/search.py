@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cost import predict_layer_and_outside, predict_step
-from .errors import ShapewiseError
+from .errors import ShapewiseError, listed
 from .hardware import GPU
 from .limits import ASPECT_BAND, PARAMS_TOL, TOP
 from .memory import capacity_bytes, estimate
@@ -226,7 +226,8 @@ def _field_names(text: tuple[str, ...], allowed: tuple[str, ...], flag: str) -> 
         text = (text,)
     unknown = sorted(set(text) - set(allowed))
     if unknown:
-        raise ShapewiseError(f"{flag}: unknown field {', '.join(unknown)}; use any of {', '.join(allowed)}")
+        raise ShapewiseError(f"{flag}: unknown field{'s' if len(unknown) > 1 else ''} {listed(unknown, 'and')}; "
+                             f"the fields are {listed(allowed, 'and')}")
     return set(text)
 
 
@@ -267,12 +268,12 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     require_fit=False ranks shape changes whether they fit on one GPU or not (plan spreads them)."""
     start = time.perf_counter()
     model = cost_model(gpu)
-    keep, vary = _field_names(keep, KEEPABLE, "--keep (keep)"), _field_names(vary, RUN_FIELDS, "--vary (vary)")
+    keep, vary = _field_names(keep, KEEPABLE, "--keep"), _field_names(vary, RUN_FIELDS, "--vary")
     if keep & vary:
         raise ShapewiseError(f"--keep and --vary both name {', '.join(sorted(keep & vary))}: name each in one")
     params_tol = PARAMS_TOL.check(params_tol, "--params-tol (params_tol)")
     aspect_band = ASPECT_BAND.check(aspect_band, "--aspect-band (aspect_band)")
-    top = TOP.check(top, "--top (top)")
+    top = TOP.check(top, "--top")
     check_parallel(shape, workload)
     original, ranked, considered = ranked_neighbours(shape, workload, model=model, keep=keep, params_tol=params_tol,
                                                      aspect_band=aspect_band)

@@ -19,13 +19,14 @@ PROFILE_FOLDER = ("$SHAPEWISE_PROFILES, else $XDG_DATA_HOME/shapewise/profiles, 
 # The random draws beside the designed set (draws.DRAWS), each a flag taking its seed.
 DRAW_HELP = {
     "extended": "and 3600 random GEMMs and batched GEMMs more, drawn with SEED (1 when not given), for a profile that "
-                "tells better which kernel cuBLAS runs for a misaligned shape (about 2 minutes more on an H200)",
+                "tells better which kernel cuBLAS runs for a misaligned shape (90 to 135 s more on an H200 when last "
+                "timed, before each case was followed by an idle pause, which makes it longer now)",
     "edges": "and 3000 random GEMMs and batched GEMMs more at the edges of the designed dims (a side of 1 to 31, or over "
-             "16,384), drawn with SEED (1 when not given): decode rows, gemv and long reductions (about 2 minutes more "
-             "on an H200)",
+             "16,384), drawn with SEED (1 when not given): decode rows, gemv and long reductions (about 90 s more on an "
+             "H200: 91 s measured)",
     "batched": "and 1500 random batched GEMMs in every layout (half shaped as attention's products) and 160 decoding "
                "attention calls over head dims 64 to 256 and groups of 1 to 71 query heads per key head, drawn with SEED "
-               "(1 when not given) (about 2 minutes more on an H200)",
+               "(1 when not given) (about 70 s more on an H200: 64 and 76 s measured)",
     "large": "and 1500 GEMMs shaped as transformers' (large and aligned as models align: layers, heads and tensor-parallel "
              "shards, in the three passes' layouts), drawn with SEED (1 when not given) (about 70 s more on an H200)",
     "skinny": "and 2000 GEMMs and batched GEMMs with one side of 1 to 64 and the others up to 65,536 (decoding's rows, in "
@@ -37,9 +38,9 @@ DRAW_HELP = {
              "(about 45 s more on an H200)",
     "rows": "and the memory-bound ops (norms, activations, RoPE, residual adds), forward and backward, of 40 layers on "
             "16 to 2048 tokens, drawn with SEED (1 when not given) (about 15 s more on an H200)",
-    "shards": "and 800 GEMMs of 1 to 16 rows against small weights (128 KB to 64 MB at transformers' dims: a "
-              "tensor-parallel rank's shards and MoE experts), drawn with SEED (1 when not given) (about 22 s more on "
-              "an H200)",
+    "shards": "and about 790 GEMMs (800 drawn, a repeat measured once: 790 for seed 1, 786 for seed 2) of 1 to 16 "
+              "rows against small weights (128 KB to 64 MB at transformers' dims: a tensor-parallel rank's shards and "
+              "MoE experts), drawn with SEED (1 when not given) (about 22 s more on an H200)",
     "prefill": "and 800 GEMMs of prefills and training steps as a tensor-parallel rank or an MoE expert runs them "
                "(sequences that are multiples of 8 but seldom of 64, experts' routed tokens), drawn with SEED (1 when "
                "not given) (about 33 s more on an H200)",
@@ -50,8 +51,8 @@ def _add_set_args(p) -> None:
     """calibrate's and validate's designed sets: their dtype, and a toy-sized one for smoke tests."""
     p.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16", help="the data type of the set")
     p.add_argument("--quick", action="store_true",
-                   help="calibrate: on a GPU, refit this machine's factors on top of its profile (about 35 s); "
-                        "on the CPU, and for validate, a toy-sized set (a smoke test)")
+                   help="calibrate: on a GPU, refit this machine's factors on top of its profile (38 s on an H200, "
+                        "44 s on an H100); on the CPU, and for validate, a toy-sized set (a smoke test)")
 
 
 def _measured_on_cpu(args, out, what: str, count: int) -> None:
@@ -139,11 +140,16 @@ def run_calibrate(args) -> int:
         _measured_on_cpu(args, out, "calibration cases", done.cases)
         return 0
     fit = done.profile.fit
-    # In-sample: the trees can learn every one of a few dozen GEMMs (a CPU's quick set) to 0.000.
-    out.print(f"fitted on {fit['gemm_cases']} GEMMs, {fit['flash_cases']} attention and {fit['memory_cases']} "
-              f"memory-bound ops: median |log error| on the GEMMs it was fitted on {fit['median_abs_log_error_spec']:.3f} "
-              f"(spec model) -> {fit['median_abs_log_error_fitted']:.3f} (profile; `shapewise validate` judges it on "
-              f"held-out cases)")
+    said = (f"fitted on {fit['gemm_cases']} GEMMs, {fit['flash_cases']} attention and {fit['memory_cases']} memory-bound "
+            f"ops: median |log error| on the GEMMs it was fitted on {fit['median_abs_log_error_spec']:.3f} (spec model)")
+    after = fit["median_abs_log_error_fitted"]
+    if args.quick:  # the CPU's toy set: the trees learn each of its few GEMMs, so an in-sample 0.000 judges nothing
+        said += (f"; no held-out error for the profile: a CPU smoke test holds no case out, and its trees learn each of "
+                 f"the {fit['gemm_cases']} GEMMs it was fitted on (in-sample {after:.3f}, which judges nothing; "
+                 f"`shapewise validate` judges a GPU's profile on held-out cases)")
+    else:
+        said += f" -> {after:.3f} (profile; `shapewise validate` judges it on held-out cases)"
+    out.print(said)
     if fit["cutlass_kernels"]:
         out.print(f"misaligned GEMMs: {fit['cutlass_kernels']} CUTLASS kernel configurations fitted, "
                   f"{fit['cutlass_choices']} shapes to choose them by")

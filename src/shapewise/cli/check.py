@@ -13,7 +13,9 @@ def add_check(sub) -> None:
     p = sub.add_parser("check", help="predict every op of a step and list the rules the shape breaks")
     add_model_args(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.add_argument("--strict", action="store_true", help="exit 1 when a finding costs more than 1%% of the step")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when a finding costs more than 1%% of the step, or when the model's config can only be "
+                        "read by guessing fields (a model type shapewise does not know, or none)")
     add_cost_args(p)
     p.set_defaults(run=run_check)
 

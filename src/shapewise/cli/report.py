@@ -197,9 +197,11 @@ def add_plot(sub) -> None:
 
 def run_plot(args) -> int:
     from .. import plots
+    from ..canvas import require_matplotlib
     from ..cases import parse_dims
     from ..hardware import get_gpu
 
+    require_matplotlib()  # before --mkdir makes a folder for a figure that cannot be drawn
     out, _ = _output(args, plots.FORMATS, "figure")
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
@@ -277,10 +279,12 @@ def add_report(sub) -> None:
 
 
 def run_report(args) -> int:
+    from ..canvas import require_matplotlib
     from ..document import write_report
     from ..hardware import get_gpu
     from ..store import Store, default_path
 
+    require_matplotlib()  # its figures, in either format: said before --mkdir makes a folder
     out, fmt = _output(args, REPORT_FORMATS, "report")
     shape, workload = model_and_workload(args)
     gpu = get_gpu(args.gpu)

@@ -221,7 +221,9 @@ def add_search(sub) -> None:
     p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa", help="gqa: 8 query heads per kv head")
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.05,
                    help="relative tolerance on the budget (suggest's default differs: 0.02)")
-    p.add_argument("--top", type=top_int, default=10, help="how many of the fastest shapes to list (suggest's default differs: 5)")
+    p.add_argument("--top", type=top_int, default=10,
+                   help="how many of the fastest shapes to list; the Pareto front is listed whole, whatever --top "
+                        "(suggest's default differs: 5)")
     add_cost_args(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(run=run_search)
@@ -249,7 +251,9 @@ def run_search(args) -> int:
     too_big = sum(not result.fits(c) for c in listed)
     if too_big:
         what = f" ({TRAINING_MEMORY})" if workload.mode == "train" else ""
-        warn(f"{too_big} of the {len(listed)} shapes listed do not fit in {gpu.name}'s "
+        both = len(result.pareto) + len(result.top) - len(listed)
+        warn(f"{too_big} of the {len(listed)} shapes listed (the Pareto front's {len(result.pareto)} and the "
+             f"{len(result.top)} fastest{f', {both} in both' if both else ''}) do not fit in {gpu.name}'s "
              f"{result.gpu_memory_bytes / GIB:,.1f} GiB at b={workload.batch} s={workload.seq} t={workload.tp}{what}; "
              f"they are ranked by speed alone (`shapewise plan MODEL --gpus N` spreads one over more GPUs)")
     if args.json:
@@ -261,7 +265,10 @@ def run_search(args) -> int:
     out.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted} "
                   f"within {args.params_tol:.0%} of {args.params / 1e9:g}B params predicted on {gpu.name} in "
                   f"{result.seconds:.2f} s; cost model: {source}")
-    for title, cands in (("Pareto front: more parameters cost speed", result.pareto), ("fastest", result.top)):
+    front = f"all {len(result.pareto)} shapes" if len(result.pareto) != 1 else "its one shape"
+    for title, cands in ((f"Pareto front, {front} (--top limits the list below): more parameters cost speed",
+                          result.pareto),
+                         (f"the {len(result.top)} fastest (--top {args.top})", result.top)):
         table = Table(title=title, show_edge=False, pad_edge=False, header_style="bold", title_justify="left")
         for col in ("params", "hidden", "layers", "heads", "kv", "head dim", "ffn", "tokens/s per GPU",
                     "memory/GPU GiB"):
