@@ -4,6 +4,8 @@ The analytic core (shapes, ops, cost model, rules) needs neither torch nor a GPU
 shapewise.measure imports torch, and only inside its functions.
 """
 
+# search and verify name both a function and its module: the package root gives the function
+# (`from shapewise.search import …` reaches the module's other names).
 from .cost import CostParams, Losses, predict_gemm, predict_step
 from .errors import ShapewiseError, ShapewiseWarning
 from .hardware import GPU, GPUS, get_gpu

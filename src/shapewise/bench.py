@@ -320,7 +320,7 @@ def _check_any_fits(cases: list[Case], memory: int | None, device: str) -> None:
     if not cases or not all(too_big(c, memory) for c in cases):
         return
     largest = max(cases, key=lambda c: c.bytes)
-    where = "the CPU" if device == "cpu" else device
+    where = "the CPU" if device == "cpu" else f"the GPU ({device})"
     need = f"needs {_gb(largest.bytes)} for its operands and output, the device has {_gb(memory)}; give smaller sizes"
     if len(cases) == 1:
         raise ShapewiseError(f"{largest.label} does not fit the memory of {where}: it {need}")
