@@ -1,5 +1,6 @@
 """The memory estimate against hand-computed cases and the paper it follows."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -119,7 +120,7 @@ def test_parts_add_and_allowance():
 
 def test_bad_layouts_refused():
     with pytest.raises(ShapewiseError, match="pipeline"):
-        estimate(GPT, Workload(), Parallelism(pp=3))
+        estimate(GPT, Workload(), Parallelism(pp=3, vp=2))  # interleaved chunks must split the layers evenly
     with pytest.raises(ShapewiseError, match="precision"):
         estimate(GPT, Workload(), precision="fp64")
     with pytest.raises(ShapewiseError):
@@ -146,3 +147,13 @@ def test_more_sharding_or_recompute_never_needs_more(tp, dp, batch, precision):
     assert estimate(shape, w, Parallelism(dp=dp, recompute="full"), precision=precision).total_bytes <= base + 1
     assert estimate(shape, w.replace(batch=batch + 1), Parallelism(dp=dp), precision=precision).total_bytes >= base - 1
     assert math.isfinite(base) and not np.isnan(base)
+
+
+def test_uneven_stages_count_the_heaviest_stage_as_plan_does():
+    # 8 layers over 3 stages are 3, 3 and 2 (plan.stage_layers): the heaviest stage holds what a stage
+    # of a 9-layer model holds, embedding and head included; an even split is priced as before.
+    nine = dataclasses.replace(GPT, num_layers=9)
+    w = Workload(batch=1, seq=2048)
+    uneven = estimate(GPT, w, Parallelism(pp=3, micro_batches=6))
+    assert uneven.total_bytes == pytest.approx(estimate(nine, w, Parallelism(pp=3, micro_batches=6)).total_bytes)
+    assert estimate(GPT, w, Parallelism(pp=4, micro_batches=8)).total_bytes < uneven.total_bytes

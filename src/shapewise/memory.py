@@ -40,7 +40,7 @@ import numpy as np
 
 from .errors import ShapewiseError
 from .hardware import GPU
-from .parallel import RECOMPUTE, Parallelism, expert_params
+from .parallel import RECOMPUTE, Parallelism, expert_params, stage_layers
 from .shapes import ModelShape, Workload
 
 GIB = 2 ** 30
@@ -298,13 +298,16 @@ def estimate(shape: ModelShape, workload: Workload, parallel: Parallelism = Para
     framework = _lookup(FRAMEWORKS, framework, "framework")
     if workload.mode != "train":
         return _inference(shape, workload, framework)
-    if shape.num_layers % (parallel.pp * parallel.vp):
+    if parallel.vp > 1 and shape.num_layers % (parallel.pp * parallel.vp):
         raise ShapewiseError(f"{shape.num_layers} layers do not split into {parallel.pp} pipeline stages of "
                              f"{parallel.vp} chunks; use a pp·vp that divides {shape.num_layers}")
+    # Uneven stages (p does not divide the layers): the heaviest stage's layers at both ends, as plan counts them.
+    heaviest = max(stage_layers(shape.num_layers, parallel.pp)) if shape.num_layers % parallel.pp else None
     parts = training_arrays(shape, seq=workload.seq, dtype_bytes=workload.dtype_bytes, attention=workload.attention,
                             tp=workload.tp, pp=parallel.pp, dp=parallel.dp, vp=parallel.vp, ep=parallel.ep,
                             zero=parallel.zero, recompute=RECOMPUTE.index(parallel.recompute), batch=workload.batch,
-                            micro_batches=parallel.micro_batches, precision=precision, framework=framework)
+                            micro_batches=parallel.micro_batches, precision=precision, framework=framework,
+                            stage_layers=heaviest)
     return Memory(**{k: float(v) for k, v in parts.items()})
 
 

@@ -17,6 +17,19 @@ from .errors import ShapewiseError
 RECOMPUTE = ("none", "selective", "full")
 
 
+def stage_layers(num_layers: int, pp: int) -> tuple[int, ...]:
+    """Layers on each of p pipeline stages, first to last. Where p does not divide the layers, stages
+    hold ⌈L/p⌉ or ⌊L/p⌋ layers and the lighter ones go first and last, beside the embedding and the
+    output layer (BLOOM ran 70 layers over 12 stages as 5, 6 … 6, 5; Llama 3 405B 126 over 16 as
+    7, 8 … 8, 7); a single lighter stage goes last, as the output layer and loss outweigh the embedding."""
+    light, heavy_stages = divmod(num_layers, pp)
+    if not heavy_stages:
+        return (light,) * pp
+    if pp - heavy_stages == 1:
+        return (light + 1,) * heavy_stages + (light,)
+    return (light,) + (light + 1,) * heavy_stages + (light,) * (pp - heavy_stages - 1)
+
+
 def expert_params(shape) -> int:
     """Parameters of one layer's routed experts (what expert parallelism splits)."""
     from .shapes import MLP_KINDS

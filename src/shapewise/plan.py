@@ -19,7 +19,7 @@ import numpy as np
 from .errors import ShapewiseError
 from .hardware import GPU
 from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays
-from .parallel import RECOMPUTE, Network, layer_times, network_for, step_arrays
+from .parallel import RECOMPUTE, Network, layer_times, network_for, stage_layers, step_arrays
 from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload
 
@@ -89,19 +89,6 @@ class PlanResult:
 
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def stage_layers(num_layers: int, pp: int) -> tuple[int, ...]:
-    """Layers on each of p pipeline stages, first to last. Where p does not divide the layers, stages
-    hold ⌈L/p⌉ or ⌊L/p⌋ layers and the lighter ones go first and last, beside the embedding and the
-    output layer (BLOOM ran 70 layers over 12 stages as 5, 6 … 6, 5; Llama 3 405B 126 over 16 as
-    7, 8 … 8, 7); a single lighter stage goes last, as the output layer and loss outweigh the embedding."""
-    light, heavy_stages = divmod(num_layers, pp)
-    if not heavy_stages:
-        return (light,) * pp
-    if pp - heavy_stages == 1:
-        return (light + 1,) * heavy_stages + (light,)
-    return (light,) + (light + 1,) * heavy_stages + (light,) * (pp - heavy_stages - 1)
 
 
 def stages_text(stages: tuple[int, ...]) -> str:
