@@ -1,4 +1,4 @@
-"""A case whose operands and output cannot fit the device's memory is refused up front, never allocated:
+"""A case whose tensors cannot fit the device's memory is refused up front, never allocated:
 a sweep of nothing else is one line and exit code 2; among cases that fit, it is recorded as failed with
 what it needs and what the device has, and the sweep goes on."""
 
@@ -45,7 +45,7 @@ def test_a_gemm_past_the_devices_memory_is_one_line_and_exit_2_with_nothing_allo
     have = bench.device_memory_bytes("cpu") / 1e9
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert (f"gemm 10000000×10000000×1000 nn bf16 does not fit the memory of the CPU: it needs 200,040.0 GB for its "
-            f"operands and output, the device has {have:,.1f} GB; give smaller sizes") in err, err
+            f"tensors, the device has {have:,.1f} GB; give smaller sizes") in err, err
     assert built == []
     with Store(db, read_only=True) as store:
         assert store.rows() == [] and store.summary()["environments"] == 0
@@ -56,7 +56,7 @@ def test_a_sweep_of_none_that_fits_names_the_largest(capsys, tmp_path, built):
                        "--db", str(tmp_path / "r.db"), *FAST)
     assert code == 2 and err.count("\n") == 1 and built == [], err
     assert "none of the 2 cases fits the memory of the CPU: the largest, bmm 2×2000000×1000000×8 nn bf16, needs " \
-           "8,000.1 GB for its operands and output" in err, err
+           "8,000.1 GB for its tensors" in err, err
 
 
 def test_among_cases_that_fit_one_too_big_is_recorded_as_failed_and_the_sweep_goes_on(monkeypatch, tmp_path, built):
@@ -88,10 +88,9 @@ def test_bench_ops_records_the_ops_too_big_and_sums_the_others(capsys, monkeypat
 
 
 def test_a_case_of_unknown_bytes_is_tried():
-    """Attention cases and layers carry no bytes: nothing to refuse them by, so they are built (and fail
-    where they do, out of memory, as before)."""
-    case = attention_cases(batches=[1], heads=[1], kv_heads=None, head_dims=[8], seqs=[10**7], passes=["fwd"])[0]
-    assert case.bytes is None and bench.too_big(case, 1) is None
+    """A layer carries no bytes (its tensors depend on the model's build): nothing to refuse it by, so it
+    is built (and fails where it does, out of memory, as before); nor is anything refused where the
+    device's memory is unknown."""
     assert bench.too_big(Case("layer", {}), 1) is None
     assert bench.too_big(gemm_cases([8], [8], [8])[0], None) is None  # the memory unknown: tried
 
@@ -112,3 +111,13 @@ def test_the_kernel_census_names_no_kernel_of_a_case_too_big(monkeypatch, tmp_pa
         rows = {row["metrics"]["case"]: row for row in store.rows(bench="kernels")}
     assert tried == small
     assert rows[big[0].key]["error"] == "needs 2.4 GB, the device has 2.0 GB"
+
+
+def test_an_attention_call_past_the_devices_memory_is_refused_by_its_tensors(capsys, tmp_path, built):
+    # q, k, v and the output of 4096 × 64 heads of 128 over 1,048,576 tokens: 4.4 TB; with the gradients twice.
+    fwd, bwd = attention_cases(batches=[4096], heads=[64], kv_heads=[64], head_dims=[128], seqs=[1 << 20])
+    assert bench.footprint(fwd) == 4 * 4096 * 64 * 128 * (1 << 20) * 2 and bench.footprint(bwd) == 2 * bench.footprint(fwd)
+    code, out, err = run(capsys, "bench", "attention", "--batch", "4096", "--heads", "64", "--head-dim", "128",
+                         "--seq", str(1 << 20), "--db", str(tmp_path / "r.db"), *FAST)
+    assert code == 2 and out == "" and err.count("\n") == 1 and built == [], err
+    assert "fits the memory of the CPU" in err and "for its tensors" in err, err

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from .cases import KERNELS, Case, census_key, is_gemm
 from .distributed import distributed, gather
-from .dtypes import torch_dtype
+from .dtypes import DTYPE_BYTES, torch_dtype
 from .errors import ShapewiseError
 from .measure import device_memory_bytes, import_torch, settle_ms
 from .ops import BMM, FLASH, GEMM, MEMORY
@@ -302,13 +302,27 @@ class SweepResult:
         return text + (" — interrupted: the rows above were kept" if self.interrupted else "")
 
 
-def too_big(case: Case, memory: int | None) -> str | None:
-    """Why a case cannot run on a device of `memory` bytes (its operands and output alone, case.bytes,
-    exceed it), or None where it may: allocating it would only fail, or swap a CPU's machine to a halt.
-    A case whose bytes are unknown (attention, a layer) is tried."""
-    if memory is None or case.bytes is None or case.bytes <= memory:
+def footprint(case: Case) -> float | None:
+    """The bytes a case's tensors take on the device, as far as they are known: a GEMM's or an op's
+    operands and output (case.bytes); an attention call's q, k, v and output, and their gradients when
+    the backward runs. None for a layer (its tensors depend on the model's build)."""
+    if case.bytes is not None:
+        return case.bytes
+    if case.bench != "attention":
         return None
-    return f"needs {_gb(case.bytes)}, the device has {_gb(memory)}"
+    p = case.params
+    per_token = (2 * p["heads"] + 2 * p["kv_heads"]) * p["head_dim"] * DTYPE_BYTES[p["dtype"]]
+    return per_token * p["batch"] * p["seq"] * (1 if p["pass"] == "fwd" else 2)
+
+
+def too_big(case: Case, memory: int | None) -> str | None:
+    """Why a case cannot run on a device of `memory` bytes (its tensors alone, footprint, exceed it), or
+    None where it may: allocating it would only fail, or swap a CPU's machine to a halt. A case whose
+    bytes are unknown (a layer) is tried."""
+    need = footprint(case)
+    if memory is None or need is None or need <= memory:
+        return None
+    return f"needs {_gb(need)}, the device has {_gb(memory)}"
 
 
 def _gb(num_bytes: float) -> str:
@@ -319,9 +333,9 @@ def _check_any_fits(cases: list[Case], memory: int | None, device: str) -> None:
     """Refuse a sweep none of whose cases fits the device: nothing to measure, a mistake in the sizes."""
     if not cases or not all(too_big(c, memory) for c in cases):
         return
-    largest = max(cases, key=lambda c: c.bytes)
+    largest = max(cases, key=footprint)
     where = "the CPU" if device == "cpu" else f"the GPU ({device})"
-    need = f"needs {_gb(largest.bytes)} for its operands and output, the device has {_gb(memory)}; give smaller sizes"
+    need = f"needs {_gb(footprint(largest))} for its tensors, the device has {_gb(memory)}; give smaller sizes"
     if len(cases) == 1:
         raise ShapewiseError(f"{largest.label} does not fit the memory of {where}: it {need}")
     raise ShapewiseError(f"none of the {len(cases):,} cases fits the memory of {where}: the largest, {largest.label}, {need}")
