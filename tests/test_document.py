@@ -260,3 +260,17 @@ def test_measured_absent_without_matching_rows(gpt2, tmp_path):
         text = build_report(shape, workload, gpu="h200", store=store)
     assert 'id="measured"' not in text and "Measured against predicted" not in text
     assert "shapewise bench ops" not in text
+
+
+def test_reproduce_names_a_store_only_where_it_is_not_the_default(gpt2, tmp_path, monkeypatch):
+    # The default store is found without --db, and its path is the user's home: a shared report leaves it out.
+    shape, workload = gpt2
+    default = tmp_path / "home" / "results.db"
+    monkeypatch.setenv("SHAPEWISE_DB", str(default))
+    with Store(default) as store:
+        text = html.unescape(build_report(shape, workload, gpu="h200", store=store, top=1))
+    assert "--db" not in text and str(default) not in text
+    other = tmp_path / "mine.db"
+    with Store(other) as store:
+        text = html.unescape(build_report(shape, workload, gpu="h200", store=store, top=1))
+    assert f"--db {other}" in text

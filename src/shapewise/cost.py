@@ -871,14 +871,24 @@ def predict_step(shape: ModelShape, workload: Workload, *, gpu: GPU | str | Cost
     return StepCost(shape, workload, model, tuple(costs))
 
 
-def predict_layer_and_outside(shape: ModelShape, workload: Workload, *,
-                              gpu: GPU | str | CostModel) -> tuple[float, list[OpCost]]:
-    """ms of one layer, and the costs of every op outside the layers (embedding, head, loss): a
-    model's step is its layers × that layer + those, which is how search and verify count it."""
+def layers_priced(shape: ModelShape) -> tuple[ModelShape, int]:
+    """The model whose ops price a shape's layers, and the layers it holds: one block where the layers
+    are alike (a model's layers × it, fast when only the layer count changes), else the whole model
+    (dense-first layers among MoE ones, windows among global layers), whose layers' time / its layers
+    is the mean layer."""
+    return (shape.one_layer(), 1) if shape.layers_alike else (shape, shape.num_layers)
+
+
+def predict_layer_and_outside(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel,
+                              one_block: bool = False) -> tuple[float, list[OpCost]]:
+    """ms of one (the mean) layer, and the costs of every op outside the layers (embedding, head, loss):
+    a model's step is its layers × that layer + those, which is how search counts it (the same as
+    check's step). one_block: one block × the layers whatever the model, as verify builds and measures it."""
     from .ops import OUTSIDE_LAYERS
 
-    step = predict_step(shape.one_layer(), workload, gpu=gpu)
-    layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_LAYERS)
+    priced, layers = (shape.one_layer(), 1) if one_block else layers_priced(shape)
+    step = predict_step(priced, workload, gpu=gpu)
+    layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_LAYERS) / layers
     return layer, [c for c in step.costs if c.op.name in OUTSIDE_LAYERS]
 
 

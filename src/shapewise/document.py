@@ -302,6 +302,15 @@ def _model_flag(shape: ModelShape, model_arg) -> tuple[list[str], str]:
                                          f"save its shape as a Hugging Face config.json and pass that file.")
 
 
+def _is_default_store(path) -> bool:
+    from .store import default_path
+
+    try:
+        return Path(path).resolve() == default_path().resolve()
+    except OSError:
+        return False
+
+
 def _commands(shape, w: Workload, cost_model_: CostModel, store, top, model_arg, out, fmt, *, measured: bool):
     model, note = _model_flag(shape, model_arg)
     gpu, profile = cost_model_.gpu, cost_model_.profile
@@ -319,7 +328,8 @@ def _commands(shape, w: Workload, cost_model_: CostModel, store, top, model_arg,
         cost = []
         note = (note + " " if note else "") + ("The cost model's parameters were given in code: the commands "
                                               "below use the GPU's profile instead.")
-    db = ["--db", str(store.path)] if store is not None else []
+    # The default store is found without naming it (and its path is the user's home: not for a shared report).
+    db = ["--db", str(store.path)] if store is not None and not _is_default_store(store.path) else []
 
     def cmd(*parts):
         return " ".join(shlex.quote(p) for p in ("shapewise", *parts))

@@ -138,11 +138,12 @@ class LayerTimes:
 def layer_times(shape, workload, *, gpu, params, link_gbs: float | None = None) -> LayerTimes:
     """One layer's times (and the embedding's and head's) on one tensor-parallel rank; its collectives over
     link_gbs GB/s per GPU where given (the network's within a node), else over the GPU's datasheet link."""
-    from .cost import comm_ms, predict_step
+    from .cost import comm_ms, layers_priced, predict_step
     from .ops import COMM
     from .profile import CostModel
 
-    step = predict_step(shape.one_layer(), workload, gpu=CostModel(gpu, params))
+    priced, layers = layers_priced(shape)  # a model of unlike layers: its mean layer
+    step = predict_step(priced, workload, gpu=CostModel(gpu, params))
 
     def total(c) -> float:
         if c.op.kind != COMM or link_gbs is None or workload.overlap_comm:
@@ -154,12 +155,12 @@ def layer_times(shape, workload, *, gpu, params, link_gbs: float | None = None) 
 
     inside = lambda op: op.name not in EMBED_OPS + HEAD_OPS
     return LayerTimes(
-        fwd_ms=ms(lambda op: inside(op) and op.pass_ == "fwd"),
-        bwd_ms=ms(lambda op: inside(op) and op.pass_ != "fwd"),
-        core_fwd_ms=ms(lambda op: op.name in CORE_ATTENTION and op.pass_ == "fwd"),
-        tp_comm_ms=ms(lambda op: inside(op) and op.kind == COMM),
+        fwd_ms=ms(lambda op: inside(op) and op.pass_ == "fwd") / layers,
+        bwd_ms=ms(lambda op: inside(op) and op.pass_ != "fwd") / layers,
+        core_fwd_ms=ms(lambda op: op.name in CORE_ATTENTION and op.pass_ == "fwd") / layers,
+        tp_comm_ms=ms(lambda op: inside(op) and op.kind == COMM) / layers,
         embed_ms=ms(lambda op: op.name in EMBED_OPS), head_ms=ms(lambda op: op.name in HEAD_OPS),
-        layer_flops=float(sum(c.op.total_flops for c in step.costs if inside(c.op))),
+        layer_flops=float(sum(c.op.total_flops for c in step.costs if inside(c.op))) / layers,
         outside_flops=float(sum(c.op.total_flops for c in step.costs if not inside(c.op))),
         bytes_per_s=step.gpu.bytes_per_s)
 

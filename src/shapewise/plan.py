@@ -231,13 +231,19 @@ def _no_layout(shape: ModelShape, *, gpus: int, sequences: int, seq: int, gpus_p
             f"sequences; give a global batch of a multiple of {dp * seq:,} tokens, or another number of GPUs")
 
 
-def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int) -> str:
+# Megatron-LM's precision flags by dtype: fp8 runs its GEMMs in fp8 over bf16 weights (Transformer Engine).
+MEGATRON_DTYPE = {"bf16": ["--bf16"], "fp16": ["--fp16"], "fp8": ["--bf16", "--fp8-format hybrid"], "fp32": [],
+                  "tf32": []}
+
+
+def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int, dtype: str = "bf16") -> str:
     """The plan as Megatron-LM's command-line flags: the planned model's shape (search.megatron_args: with
     --shapes or --params it may be another than the one asked about), then its layout."""
     from .search import megatron_args
 
     flags = megatron_args(p.shape, Workload(batch=p.batch, seq=seq, tp=p.tp)).split(" \\\n  ")
-    flags += [f"--pipeline-model-parallel-size {p.pp}", f"--global-batch-size {global_batch_tokens // seq}", "--bf16"]
+    flags += [f"--pipeline-model-parallel-size {p.pp}", f"--global-batch-size {global_batch_tokens // seq}",
+              *MEGATRON_DTYPE[dtype]]
     if p.uneven:  # Megatron-LM splits the layers evenly unless told how
         first, *middle, last = p.stages
         heavy = max(p.stages)
@@ -271,13 +277,17 @@ def _duration(seconds: float) -> str:
     return f"{days:,.1f} days" if days >= 1 else f"{seconds / 3600:,.1f} h"
 
 
+TIMES_NOTE = ("compute_ms includes recompute_ms and tp_comm_ms; total_ms is the step: the parts do not add "
+              "up to it where they overlap")
+
+
 def to_json(result: PlanResult, *, train_tokens: int | None = None) -> dict:
     def row(p: Plan) -> dict:
         return {"model": p.shape.name, "params": p.shape.params, "tp": p.tp, "pp": p.pp, "vp": p.vp, "dp": p.dp,
                 "ep": p.ep, "micro_batch": p.batch, "micro_batches": p.micro_batches, "recompute": p.recompute,
                 "zero": p.zero, "step_ms": p.step_ms, "tokens_per_s": p.tokens_per_s, "mfu": p.mfu,
                 "memory_per_gpu_bytes": p.memory.total_bytes, "memory_bytes": p.memory.as_dict(),
-                "times_ms": p.times_ms, "communication_share": p.communication_share,
+                "times_ms": p.times_ms, "times_note": TIMES_NOTE, "communication_share": p.communication_share,
                 "bubble_share": p.bubble_share, "stage_layers": list(p.stages),
                 **({"time_to_train_s": train_tokens / p.tokens_per_s} if train_tokens else {})}
 

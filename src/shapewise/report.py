@@ -71,7 +71,8 @@ def to_json(result: CheckResult) -> dict:
                  "losses_ms": c.losses.as_dict(), "main_loss": c.losses.main,
                  **({"kernel": c.kernel} if c.kernel else {})} for c in step.costs],
         "totals": {"step_ms": step.time_ms, "tokens_per_s": step.tokens_per_s, "mfu": step.mfu,
-                   "flops": step.flops, "losses_ms": step.losses.as_dict()},
+                   "tokens_per_s_of": f"one {step.workload.tp}-GPU tensor-parallel group" if step.workload.tp > 1
+                   else "one GPU", "flops": step.flops, "losses_ms": step.losses.as_dict()},
         "memory": None if result.memory is None else {
             "per_gpu_bytes": result.memory.total_bytes, "gpu_bytes": capacity_bytes(gpu),
             "fits": result.memory.fits(gpu), "parts_bytes": result.memory.as_dict()},

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cost import predict_layer_and_outside, predict_step
-from .errors import ShapewiseError, listed
+from .cost import layers_priced, predict_layer_and_outside, predict_step
+from .errors import ShapewiseError, listed, warn
 from .hardware import GPU
 from .limits import ASPECT_BAND, PARAMS_TOL, TOP
 from .memory import capacity_bytes, estimate
@@ -101,7 +101,8 @@ class _Evaluator:
 
     def __call__(self, shape: ModelShape, workload: Workload) -> Candidate | None:
         self.count += 1
-        key = (shape.one_layer().replace(name="", source="", published_params=None), workload)
+        # Shapes whose layers are alike share one block's price whatever their layer count.
+        key = (layers_priced(shape)[0].replace(name="", source="", published_params=None), workload)
         if key not in self.cache:
             try:
                 check_parallel(shape, workload)
@@ -237,6 +238,9 @@ def ranked_neighbours(shape: ModelShape, workload: Workload, *, model: CostModel
     within aspect_band of the original's), fastest per token first; and how many were predicted."""
     evaluate = _Evaluator(model)
     original = evaluate(shape, workload)
+    if original is None:  # the original itself cannot be priced (a GPU without the dtype): say why
+        predict_step(shape, workload, gpu=model)
+        raise ShapewiseError(f"{shape.name} cannot be priced at these settings")
     target = shape.params
     aspect = shape.hidden / shape.num_layers
     best: dict = {}
@@ -457,11 +461,26 @@ def megatron_args(shape: ModelShape, workload: Workload) -> str:
         args.append(f"--max-position-embeddings {shape.learned_positions}")
     elif shape.rotary_fraction < 1:
         args.append(f"--rotary-percent {shape.rotary_fraction:g}")
+    if shape.qk_norm:
+        args.append("--qk-layernorm")
     if shape.is_moe:
         args += [f"--num-experts {shape.num_experts}", f"--moe-router-topk {shape.top_k}",
                  f"--moe-ffn-hidden-size {shape.expert_width}"]
+        if shape.num_shared_experts:
+            args.append(f"--moe-shared-expert-intermediate-size {shape.num_shared_experts * shape.expert_width}")
     # Megatron pads the vocabulary itself, to a multiple of this times t.
     multiple = math.gcd(shape.vocab, 1 << 20)
     args.append(f"--make-vocab-size-divisible-by {max(1, multiple // workload.tp)}")
+    left_out = [what for what, present in (
+        ("multi-head latent attention (its ranks)", shape.is_mla),
+        (f"which {shape.num_dense_layers} layers are dense, not MoE (--moe-layer-freq)", shape.num_dense_layers),
+        ("sliding-window layers", shape.window),
+        ("parallel attention and MLP", shape.parallel_attn),
+        ("post-norms", shape.norms_per_layer == 4),
+        ("logits' soft-capping", shape.logit_softcap),
+    ) if present]
+    if left_out:  # priced, but not said by these flags: the user must add them, or the run differs
+        warn(f"--emit megatron: the flags do not describe {shape.name}'s {listed(left_out, 'and')}, which the "
+             f"prices count; add them by hand or use --emit-config")
     return " \\\n  ".join(args)
 

@@ -271,6 +271,12 @@ class ModelShape:
     def replace(self, **changes) -> "ModelShape":
         return dataclasses.replace(self, **changes)
 
+    @property
+    def layers_alike(self) -> bool:
+        """Every layer runs the same ops: no dense layers among MoE ones, no windowed layers among global ones."""
+        windowed = self.num_layers - self.num_global_layers
+        return self.num_dense_layers == 0 and (windowed == 0 or windowed == self.num_layers)
+
     def one_layer(self) -> "ModelShape":
         """One block of this model, as a one-layer model: an MoE block where it has experts (dense-first
         layers dropped) and a global-attention one where windows alternate with global layers."""

@@ -51,7 +51,7 @@ class Verification:
 
 def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel) -> float:
     """The cost model's layers × layer + head, the same parts verify measures."""
-    layer, outside = predict_layer_and_outside(shape, workload, gpu=gpu)
+    layer, outside = predict_layer_and_outside(shape, workload, gpu=gpu, one_block=True)
     return shape.num_layers * layer + sum(c.total_ms for c in outside if c.op.name in HEAD_OPS)
 
 

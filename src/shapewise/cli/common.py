@@ -88,7 +88,7 @@ def console():
 
     out = Console(highlight=False)
     # Piped output has no terminal width: keep table rows whole rather than wrap them at 80 columns.
-    return out if out.is_terminal else Console(highlight=False, width=180)
+    return out if out.is_terminal else Console(highlight=False, width=180, soft_wrap=True)
 
 
 # ---- a model and its workload -----------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..dtypes import DTYPE_BYTES
 from ..errors import ShapewiseError
 from .common import add_cost_args, console, cost_model, positive_int, top_int
 
@@ -26,6 +27,7 @@ def add_plan(sub) -> None:
     p.add_argument("--shapes", action="store_true", help="also plan the faster shapes of about the same size")
     p.add_argument("--inter-node-gbs", type=RATE.arg, help="network GB/s per GPU between nodes (default: datasheet)")
     p.add_argument("--intra-node-gbs", type=RATE.arg, help="GB/s per GPU within a node (default: NVLink datasheet)")
+    p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="the data type of every op")
     p.add_argument("--top", type=top_int, default=5, help="how many plans")
     p.add_argument("--emit", choices=("megatron",), help="print the best plan as Megatron-LM flags")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -44,7 +46,7 @@ def _shape(args, cost):
         raise ShapewiseError("give one of: a model (a preset name, hub id or config.json path), --config PATH or --params N")
     if args.params is None:
         return load_config(args.config) if args.config else resolve_model(args.model)
-    found = search(params_target=int(args.params), gpu=cost, workload=Workload(batch=1, seq=args.seq),
+    found = search(params_target=int(args.params), gpu=cost, workload=Workload(batch=1, seq=args.seq, dtype=args.dtype),
                    top=1)  # the fastest shape of that size on this GPU
     if not found.top:
         raise ShapewiseError(f"no shape within the tolerance of {args.params:g} parameters; try another size")
@@ -65,16 +67,16 @@ def run_plan(args) -> int:
                           intra_gbs=args.intra_node_gbs)
     shapes = ()
     if args.shapes:  # the neighbourhood suggest searches, each named by what it changes
-        near = suggest(shape, Workload(batch=1, seq=args.seq), gpu=cost, keep=("batch", "tp"),
+        near = suggest(shape, Workload(batch=1, seq=args.seq, dtype=args.dtype), gpu=cost, keep=("batch", "tp"),
                        top=args.top, require_fit=False)
         shapes = tuple(s.candidate.shape.replace(name=change_text(s.changes))
                        for s in near.suggestions or near.alternatives)  # plan's own times judge them
     result = plan(shape, gpus=args.gpus, gpu=cost, global_batch_tokens=args.global_batch, seq=args.seq,
-                  gpus_per_node=args.gpus_per_node, network=network, top=args.top, shapes=shapes)
+                  gpus_per_node=args.gpus_per_node, network=network, top=args.top, shapes=shapes, dtype=args.dtype)
     if args.emit == "megatron":
         if not result.plans:
             raise ShapewiseError("no layout fits in memory, so there are no flags to emit")
-        print(megatron_flags(result.plans[0], seq=args.seq, global_batch_tokens=args.global_batch))
+        print(megatron_flags(result.plans[0], seq=args.seq, global_batch_tokens=args.global_batch, dtype=args.dtype))
     elif args.json:
         print(json.dumps(to_json(result, train_tokens=args.tokens), indent=2))
     else:

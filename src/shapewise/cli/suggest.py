@@ -4,9 +4,10 @@ parameter budget, and a model measured against its suggestions."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
-from ..errors import ShapewiseError, warn
+from ..errors import ShapewiseError, ShapewiseWarning, warn
 from .common import (
     add_cost_args,
     add_device_arg,
@@ -77,8 +78,10 @@ def _suggestions(args):
     from ..search import megatron_args
 
     shape, workload = model_and_workload(args)
-    if args.emit == "megatron":
-        megatron_args(shape, workload)  # a model it cannot describe is said before the search, not after it
+    if args.emit == "megatron":  # a model it cannot describe is refused before the search, not after it
+        with warnings.catch_warnings():  # what the flags leave out is said once, with the flags
+            warnings.simplefilter("ignore", ShapewiseWarning)
+            megatron_args(shape, workload)
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
     return shape, workload, gpu, model.source, _suggest(args, shape, workload, model)
@@ -159,7 +162,9 @@ def run_suggest(args) -> int:
         source_file = args.config or (config_path(args.model) if args.model else None)
         base = json.loads(_config_text(source_file)) if source_file else None
         try:
-            Path(args.emit_config).write_text(json.dumps(to_hf_config(chosen.shape, base=base), indent=2) + "\n")
+            # Named as what it is, not as the model it came from ("gpt3-2.7b, suggested").
+            named = chosen.shape.replace(name=f"{shape.name}, suggested")
+            Path(args.emit_config).write_text(json.dumps(to_hf_config(named, base=base), indent=2) + "\n")
         except OSError as err:
             raise ShapewiseError(f"cannot write the config to {args.emit_config}: {err.strerror or err}") from None
         load_config(args.emit_config)  # what we write must read back
@@ -197,6 +202,9 @@ def run_suggest(args) -> int:
         out.print(rich_table(suggestion_table(result.run_changes, memory_of=result.gpu_memory_bytes),
                              title_justify="left", title="run settings (micro-batch b, tensor parallelism t) that fit, "
                              "alone and with the best shape; rank them with the shapes: --vary batch,tp"))
+    elif result.original_memory_bytes > result.gpu_memory_bytes:
+        out.print("No micro-batch or tensor-parallel degree tried fits either: spread the model with "
+                  "`shapewise plan` (pipeline, ZeRO, recomputation).")
     out.print(f"intervals: 90%, from the {result.errors.source}")
     if args.emit_config:
         out.print(f"suggestion {pick} written to {args.emit_config}")

@@ -1,0 +1,84 @@
+"""Models whose layers differ (dense-first layers among MoE ones, windowed layers among global ones) are
+priced by suggest, search and plan as check prices them: their mean layer, not one block × the layers."""
+
+import pytest
+
+from shapewise import check, suggest
+from shapewise.hf import load_config
+from shapewise.parallel import layer_times
+from shapewise.profile import cost_model
+from shapewise.shapes import Workload
+
+UNLIKE = ["tests/data/hf/gemma-2-9b-it.json", "tests/data/hf/deepseek-v3.json",
+          "tests/data/hf-later/llama-4-maverick-17b-128e-instruct-fp8.json", "tests/data/hf-later/gpt-oss-20b.json"]
+ALIKE = "tests/data/hf/llama-3.1-8b.json"
+
+
+def test_layers_alike_says_which_models_differ_by_layer():
+    assert not any(load_config(path).layers_alike for path in UNLIKE)
+    assert load_config(ALIKE).layers_alike
+
+
+@pytest.mark.parametrize("path", [*UNLIKE, ALIKE])
+@pytest.mark.parametrize("mode", ["train", "decode"])
+def test_suggest_prices_the_original_and_its_pick_as_check_does(path, mode):
+    shape, w = load_config(path), Workload(batch=4, seq=2048, mode=mode)
+    result = suggest(shape, w, gpu="h200")
+    assert result.original.step_ms == pytest.approx(check(shape, w, gpu="h200").step.time_ms, rel=1e-9)
+    for s in (*result.suggestions[:2], *result.alternatives[:1]):
+        checked = check(s.candidate.shape, s.candidate.workload, gpu="h200").step.time_ms
+        assert s.candidate.step_ms == pytest.approx(checked, rel=1e-9), s.changes
+
+
+@pytest.mark.parametrize("path", [UNLIKE[0], "tests/data/hf/gemma-3-1b-it.json", ALIKE])
+def test_plans_layers_are_checks(path):
+    shape, w = load_config(path), Workload(batch=4, seq=2048)
+    model = cost_model("h200")
+    t = layer_times(shape, w, gpu=model.gpu, params=model.params)
+    step = check(shape, w, gpu="h200").step.time_ms
+    assert shape.num_layers * (t.fwd_ms + t.bwd_ms) + t.embed_ms + t.head_ms == pytest.approx(step, rel=1e-9)
+
+
+def test_suggest_on_a_gpu_without_the_dtype_says_so_in_one_line(capsys):
+    from shapewise.cli import main
+    from shapewise.errors import ShapewiseError
+    from shapewise.presets import get_model
+
+    with pytest.raises(ShapewiseError, match="no bf16 support"):
+        suggest(get_model("gpt2"), Workload(), gpu="v100")
+    assert main(["suggest", "gpt2", "--gpu", "a100-80gb", "--dtype", "fp8"]) == 2
+    assert capsys.readouterr().err.strip() == ("shapewise: error: NVIDIA A100 SXM4 80GB has no fp8 support in its "
+                                               "datasheet; use one of fp32, tf32, bf16, fp16")
+
+
+def test_plan_takes_a_dtype_and_emits_its_precision(capsys):
+    from shapewise.cli import main
+
+    args = ["plan", "gpt2", "--gpus", "8", "--gpu", "v100", "--global-batch", "1048576", "--seq", "1024", "--top", "1",
+            "--inter-node-gbs", "12.5"]
+    assert main(args) == 2 and "no bf16 support" in capsys.readouterr().err
+    assert main([*args, "--dtype", "fp16", "--emit", "megatron"]) == 0
+    flags = capsys.readouterr().out
+    assert "--fp16" in flags and "--bf16" not in flags
+
+
+def test_megatron_flags_say_what_they_cannot_describe():
+    import warnings
+
+    from shapewise.errors import ShapewiseWarning
+    from shapewise.search import megatron_args
+
+    w = Workload()
+    qwen3 = megatron_args(load_config("tests/data/hf/qwen3-8b.json"), w)
+    assert "--qk-layernorm" in qwen3
+    deepseek = load_config("tests/data/hf/deepseek-v3.json")
+    with pytest.warns(ShapewiseWarning, match="multi-head latent attention .* and which 3 layers are dense"):
+        flags = megatron_args(deepseek, w)
+    assert f"--moe-shared-expert-intermediate-size {deepseek.num_shared_experts * deepseek.expert_width}" in flags
+    with pytest.warns(ShapewiseWarning, match="falcon-7b's parallel attention and MLP, which the prices count"):
+        megatron_args(load_config("tests/data/hf/falcon-7b.json"), w)
+    with pytest.warns(ShapewiseWarning, match="sliding-window layers, post-norms and logits' soft-capping"):
+        megatron_args(load_config("tests/data/hf/gemma-2-9b-it.json"), w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ShapewiseWarning)
+        megatron_args(load_config(ALIKE), w)  # a plain model: every feature said, no warning

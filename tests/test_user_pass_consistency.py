@@ -1,0 +1,30 @@
+"""A new user's consistency pass: JSON that says what its numbers are of, where a table says it in words."""
+
+import json
+
+
+def test_check_json_says_whose_tokens_per_second(capsys):
+    from shapewise.cli import main
+
+    for tp, of in ((1, "one GPU"), (2, "one 2-GPU tensor-parallel group")):
+        assert main(["check", "llama3-8b", "--tp", str(tp), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["totals"]["tokens_per_s_of"] == of
+
+
+def test_plan_json_says_which_time_parts_hold_others(capsys):
+    from shapewise.cli import main
+
+    assert main(["plan", "llama3-8b", "--gpus", "16", "--global-batch", "4194304", "--seq", "4096", "--top", "1",
+                 "--json"]) == 0
+    best = json.loads(capsys.readouterr().out)["plans"][0]
+    assert "compute_ms includes recompute_ms and tp_comm_ms" in best["times_note"]
+    assert best["times_ms"]["total_ms"] == best["step_ms"]
+
+
+def test_a_config_emitted_from_a_preset_is_named_as_a_suggestion(capsys, tmp_path):
+    from shapewise.cli import main
+    from shapewise.hf import load_config
+
+    out = tmp_path / "s.json"
+    assert main(["suggest", "gpt3-2.7b", "--emit-config", str(out)]) == 0
+    assert load_config(out).name == "gpt3-2.7b, suggested"
