@@ -28,3 +28,25 @@ def test_a_config_emitted_from_a_preset_is_named_as_a_suggestion(capsys, tmp_pat
     out = tmp_path / "s.json"
     assert main(["suggest", "gpt3-2.7b", "--emit-config", str(out)]) == 0
     assert load_config(out).name == "gpt3-2.7b, suggested"
+
+
+def test_check_json_holds_the_whole_shape_and_search_json_its_workload(capsys):
+    from shapewise.cli import main
+
+    assert main(["check", "tests/data/hf/gemma-2-9b-it.json", "--json"]) == 0
+    fields = json.loads(capsys.readouterr().out)["model"]["fields"]
+    assert fields["window"] == 4096 and fields["global_every"] == 2 and fields["logit_softcap"] is True
+    assert main(["search", "--params", "7e9", "--top", "1", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["workload"] == {"batch": 1, "seq": 4096, "tp": 1, "dtype": "bf16", "mode": "train"}
+    assert found["top"][0]["head_dim"] * found["top"][0]["heads"] >= found["top"][0]["hidden"] // 2
+
+
+def test_search_help_does_not_promise_a_decode_it_has_not(capsys):
+    from shapewise.cli import main
+
+    try:
+        main(["search", "--help"])
+    except SystemExit:
+        pass
+    assert "decode" not in capsys.readouterr().out

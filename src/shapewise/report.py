@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from .cost import StepCost, predict_step
 from .hardware import GPU
@@ -57,7 +57,10 @@ def to_json(result: CheckResult) -> dict:
                   "hidden": shape.hidden, "num_layers": shape.num_layers, "num_heads": shape.num_heads,
                   "num_kv_heads": shape.kv_heads, "head_dim": shape.d_head, "ffn": shape.ffn_width,
                   "mlp": shape.mlp, "vocab": shape.vocab, "num_experts": shape.num_experts,
-                  "top_k": shape.top_k, "source": shape.source},
+                  "top_k": shape.top_k, "source": shape.source,
+                  # the rest of the shape, as priced: every structural field (shapes.ModelShape)
+                  "fields": {f.name: getattr(shape, f.name) for f in fields(shape)
+                             if f.name not in ("name", "source", "published_params")}},
         "workload": {"batch": w.batch, "seq": w.seq, "tp": w.tp, "dtype": w.dtype, "mode": w.mode,
                      "attention": w.attention, "tokens": w.tokens},
         "gpu": {"key": gpu.key, "name": gpu.name, "peak_tflops": gpu.peak_tflops(w.dtype),

@@ -222,7 +222,7 @@ def add_search(sub) -> None:
 
     p.add_argument("--params", type=PARAMS.arg, required=True, help="parameter budget, e.g. 7e9")
     p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them)")
-    add_workload_args(p, batch=1, seq=4096, note=DIFFERS)
+    add_workload_args(p, batch=1, seq=4096, note=DIFFERS, modes=False)
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16", help="the data type of every op")
     p.add_argument("--vocab", type=VOCAB.arg, default=32000, help="vocab size, padded to a multiple of 64·t")
     p.add_argument("--mlp", choices=("swiglu", "geglu", "gelu", "relu"), default="swiglu", help="the MLP's kind")
@@ -253,7 +253,8 @@ def run_search(args) -> int:
                     attention=args.attention_kind, params_tol=args.params_tol, top=args.top)
     rows = lambda cands: [{"name": c.shape.name, "params": c.params, "hidden": c.shape.hidden,  # noqa: E731
                            "layers": c.shape.num_layers, "heads": c.shape.num_heads, "kv_heads": c.shape.kv_heads,
-                           "ffn": c.shape.ffn_width, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token,
+                           "head_dim": c.shape.d_head, "ffn": c.shape.ffn_width, "vocab": c.shape.vocab,
+                           "mlp": c.shape.mlp, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token,
                            "memory_bytes": result.memory_bytes[c.shape.name], "fits": result.fits(c)} for c in cands]
     listed = {c.shape.name: c for c in (*result.pareto, *result.top)}.values()
     too_big = sum(not result.fits(c) for c in listed)
@@ -266,6 +267,8 @@ def run_search(args) -> int:
              f"they are ranked by speed alone (`shapewise plan MODEL --gpus N` spreads one over more GPUs)")
     if args.json:
         print(json.dumps({"screened": result.screened, "predicted": result.predicted, "seconds": result.seconds,
+                          "workload": {"batch": workload.batch, "seq": workload.seq, "tp": workload.tp,
+                                       "dtype": workload.dtype, "mode": workload.mode},
                           "pareto": rows(result.pareto), "top": rows(result.top), "cost_model": source,
                           "gpu_memory_bytes": result.gpu_memory_bytes}, indent=2))
         return 0
