@@ -155,3 +155,43 @@ def test_cli_marks_uneven_plans_and_emits_their_split(capsys):
     code, out, _ = run(capsys, *args, "--top", "1", "--emit", "megatron")
     assert code == 0 and f"--pipeline-model-parallel-size {best['pp']}" in out
     assert f"--decoder-last-pipeline-num-layers {stages[-1]}" in out or "--pipeline-model-parallel-layout" in out
+
+
+def test_more_stages_than_layers_are_refused_in_one_line():
+    from shapewise.errors import ShapewiseError
+    from shapewise.memory import estimate
+    from shapewise.parallel import Parallelism
+
+    for pp in (0, 71):
+        with pytest.raises(ShapewiseError, match="give from 1 to 70 stages"):
+            stage_layers(70, pp)
+    with pytest.raises(ShapewiseError, match="give from 1 to 8 stages"):
+        estimate(SHAPE.replace(num_layers=8), Workload(batch=1), Parallelism(pp=10, micro_batches=10))
+
+
+def test_recomputation_and_collectives_are_counted_with_the_stage_that_sets_the_pace():
+    # llama3-8b's 32 layers over 3 stages (11, 11, 10) and its 128k-word output layer: the lighter last stage,
+    # with the output layer, is slower than a full one; what is recomputed and sent is its 10 layers'.
+    shape = get_model("llama3-8b")
+    model = cost_model("h100", spec_only=True)
+    w = Workload(batch=1, seq=8192, tp=2)
+    times = layer_times(shape, w, gpu=model.gpu, params=model.params)
+    first, middle, last = (11, 11, 10)
+    assert stage_layers(32, 3) == (first, middle, last)
+    got = step_arrays(times, shape, w, pp=3, vp=1, dp=8, ep=1, zero=1, recompute=RECOMPUTE.index("full"),
+                      micro_batches=8, network=network_for(model.gpu), params=model.params,
+                      precision=PRECISIONS["mixed"], split=(first, middle, last))
+    layer = 2 * times.fwd_ms + times.bwd_ms  # full recomputation: the forward twice
+    stages = {first: first * layer + times.embed_ms, last: last * layer + times.head_ms}
+    assert stages[last] > middle * layer  # the premise: the output layer's stage is the slowest
+    assert float(got["compute_ms"]) == pytest.approx(8 * stages[last])
+    assert float(got["recompute_ms"]) == pytest.approx(8 * last * times.fwd_ms)
+    assert float(got["tp_comm_ms"]) == pytest.approx(8 * last * times.tp_comm_ms)
+
+
+def test_megatron_flags_refuse_uneven_stages_with_virtual_ones():
+    from shapewise.errors import ShapewiseError
+
+    best = pick(plan(SHAPE, gpus=24, gpu="h200", global_batch_tokens=2**20, seq=4096, top=500), pp=12)
+    with pytest.raises(ShapewiseError, match="uneven stages or virtual ones, not both"):
+        megatron_flags(dataclasses.replace(best, vp=2), seq=4096, global_batch_tokens=2**20)

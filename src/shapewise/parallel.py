@@ -22,6 +22,9 @@ def stage_layers(num_layers: int, pp: int) -> tuple[int, ...]:
     hold ⌈L/p⌉ or ⌊L/p⌋ layers and the lighter ones go first and last, beside the embedding and the
     output layer (BLOOM ran 70 layers over 12 stages as 5, 6 … 6, 5; Llama 3 405B 126 over 16 as
     7, 8 … 8, 7); a single lighter stage goes last, as the output layer and loss outweigh the embedding."""
+    if not 1 <= pp <= num_layers:
+        raise ShapewiseError(f"{pp} pipeline stages of {num_layers} layers: give from 1 to {num_layers} stages, "
+                             f"each holding a layer at least")
     light, heavy_stages = divmod(num_layers, pp)
     if not heavy_stages:
         return (light,) * pp
@@ -198,14 +201,16 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     pp, vp, dp, ep, zero, recompute, m = (np.asarray(x) for x in (pp, vp, dp, ep, zero, recompute, micro_batches))
     L, t, B = shape.num_layers, workload.tp, workload.dtype_bytes
     first_layers, middle_layers, last_layers = split or (L / pp,) * 3
-    stage_layers = np.maximum(np.maximum(first_layers, middle_layers), last_layers)
+    heaviest = np.maximum(np.maximum(first_layers, middle_layers), last_layers)  # the most weights and gradients
     extra = np.where(recompute == 2, times.fwd_ms, np.where(recompute == 1, times.core_fwd_ms, 0.0))
     layer = times.fwd_ms + times.bwd_ms + extra
     first = first_layers * layer + times.embed_ms + np.where(pp == 1, times.head_ms, 0.0)
     last = last_layers * layer + times.head_ms + np.where(pp == 1, times.embed_ms, 0.0)
     stage = np.maximum(np.maximum(first, last), middle_layers * layer)
+    # The layers of the stage that sets the pace: recomputation and collectives are counted with its.
+    pace = np.where(stage == first, first_layers, np.where(stage == last, last_layers, middle_layers))
     compute = m * stage
-    recomputed = m * stage_layers * extra
+    recomputed = m * pace * extra
     bubble = (pp - 1) / vp * stage
     gpn = network.gpus_per_node
     # Megatron orders ranks tensor-fastest, then data, then pipeline: a pipeline neighbour is t·d
@@ -216,8 +221,8 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     pipeline_comm = sends * (message / (p2p_gbs * 1e9 * params.comm_bandwidth) * 1e3 + params.comm_latency_ms)
     # Data parallelism: the stage's parameters (the largest stage: the embedding's or the head's).
     experts = expert_params(shape)
-    dense_stage = stage_layers * (shape.layer_params - experts) / t + shape.vocab * shape.hidden / t
-    expert_stage = stage_layers * experts / (t * ep)
+    dense_stage = heaviest * (shape.layer_params - experts) / t + shape.vocab * shape.hidden / t
+    expert_stage = heaviest * experts / (t * ep)
     dp_gbs = np.where(t * dp > gpn, network.inter_gbs, network.intra_gbs)
     edp = np.maximum(dp // ep, 1)
 
@@ -232,9 +237,9 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     grads = grad_rounds * grads_once
     gather = np.where((zero >= 1) & (zero <= 2), over_dp(precision.weights, passes=1), 0.0)
     fsdp = np.where(zero == 3, over_dp(2 * precision.weights + precision.grads, passes=1), 0.0)  # per micro-batch
-    bwd_one, fwd_one = stage_layers * times.bwd_ms, stage_layers * times.fwd_ms
+    bwd_one, fwd_one = heaviest * times.bwd_ms, heaviest * times.fwd_ms
     if overlap_dp:
-        bucket = 1 / np.maximum(stage_layers, 1)
+        bucket = 1 / np.maximum(heaviest, 1)
         exposed = grad_rounds * np.maximum(grads_once - bwd_one, grads_once * bucket) + \
             np.maximum(gather - fwd_one, gather * bucket)
         exposed = np.where(zero == 3, m * np.maximum(fsdp - stage, fsdp * bucket), exposed)
@@ -244,7 +249,7 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     # Expert parallelism: dispatch and combine, forward and backward, of every routed copy.
     routed = workload.batch * workload.seq * shape.top_k * shape.hidden * B
     ep_gbs = np.where(t * ep > gpn, network.inter_gbs, network.intra_gbs)
-    ep_comm = m * stage_layers * 4 * ring_ms(routed, ep, ep_gbs, params) if shape.is_moe else np.zeros_like(compute)
+    ep_comm = m * pace * 4 * ring_ms(routed, ep, ep_gbs, params) if shape.is_moe else np.zeros_like(compute)
     # The optimizer reads weights, grads and its state and writes weights and state back.
     local = (dense_stage + expert_stage) / np.where(zero >= 1, dp, 1)
     touched = local * (2 * precision.weights + precision.grads + 2 * precision.optimizer)
@@ -252,4 +257,4 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     total = compute + bubble + pipeline_comm + exposed + ep_comm + optimizer
     return {"total_ms": total, "compute_ms": compute, "recompute_ms": recomputed, "bubble_ms": bubble,
             "pipeline_comm_ms": pipeline_comm, "dp_comm_ms": exposed, "dp_hidden_ms": hidden,
-            "ep_comm_ms": ep_comm, "optimizer_ms": optimizer, "tp_comm_ms": m * stage_layers * times.tp_comm_ms}
+            "ep_comm_ms": ep_comm, "optimizer_ms": optimizer, "tp_comm_ms": m * pace * times.tp_comm_ms}

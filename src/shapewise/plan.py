@@ -244,6 +244,9 @@ def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int, dtype: str = 
     flags = megatron_args(p.shape, Workload(batch=p.batch, seq=seq, tp=p.tp)).split(" \\\n  ")
     flags += [f"--pipeline-model-parallel-size {p.pp}", f"--global-batch-size {global_batch_tokens // seq}",
               *MEGATRON_DTYPE[dtype]]
+    if p.uneven and p.vp > 1:  # plan never makes one; a Plan built by hand may
+        raise ShapewiseError(f"{stages_text(p.stages)} with {p.vp} virtual stages: Megatron-LM takes uneven stages "
+                             f"or virtual ones, not both")
     if p.uneven:  # Megatron-LM splits the layers evenly unless told how
         first, *middle, last = p.stages
         heavy = max(p.stages)
@@ -329,7 +332,8 @@ def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = 
         heavy = max(stages)
         console.print(f"{', '.join(f'#{i}' for i in rows)} stages={stages_text(stages)}: {len(stages)} pipeline stages "
                       f"do not divide the {sum(stages)} layers, so the stages hold these layers, first to last (n×k: k "
-                      f"stages of n); the {heavy}-layer stages set the pace, and memory counts {heavy} layers at each "
+                      f"stages of n); the slowest stage (a {heavy}-layer one, or an end one with the embedding or the "
+                      f"output layer) sets the pace, and memory counts {heavy} layers at each "
                       f"end. The framework must be given this split: --emit megatron prints Megatron-LM's flags")
     if any(p.memory.peak_at_step for p in result.plans):
         console.print("act/loss –: the peak is at the optimizer step, after the backward has freed the activations "
