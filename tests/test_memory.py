@@ -157,3 +157,21 @@ def test_uneven_stages_count_the_heaviest_stage_as_plan_does():
     uneven = estimate(GPT, w, Parallelism(pp=3, micro_batches=6))
     assert uneven.total_bytes == pytest.approx(estimate(nine, w, Parallelism(pp=3, micro_batches=6)).total_bytes)
     assert estimate(GPT, w, Parallelism(pp=4, micro_batches=8)).total_bytes < uneven.total_bytes
+
+
+def test_an_fp8_steps_activations_and_pipeline_sends_are_bf16():
+    from shapewise.memory import FRAMEWORKS, layer_activation_bytes
+
+    kw = dict(seq=2048, attention="flash", tp=1, recompute=0, framework=FRAMEWORKS["torch"])
+    assert layer_activation_bytes(GPT, dtype_bytes=1, **kw) == layer_activation_bytes(GPT, dtype_bytes=2, **kw)
+    assert layer_activation_bytes(GPT, dtype_bytes=4, **kw) > layer_activation_bytes(GPT, dtype_bytes=2, **kw)
+    from shapewise.memory import PRECISIONS
+    from shapewise.parallel import layer_times, network_for, step_arrays
+    from shapewise.profile import cost_model
+
+    model = cost_model("h100", spec_only=True)
+    times = layer_times(GPT, Workload(), gpu=model.gpu, params=model.params)
+    sends = [float(step_arrays(times, GPT, Workload(dtype=d), pp=2, vp=1, dp=1, ep=1, zero=0, recompute=0,
+                               micro_batches=4, network=network_for(model.gpu), params=model.params,
+                               precision=PRECISIONS["mixed"])["pipeline_comm_ms"]) for d in ("fp8", "bf16")]
+    assert sends[0] == sends[1] > 0

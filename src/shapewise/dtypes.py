@@ -24,3 +24,7 @@ def torch_dtype(dtype):
     if not isinstance(found, torch.dtype):
         raise ShapewiseError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)}")
     return found
+
+# An fp8 step runs its GEMMs in fp8 but keeps what flows between them (the residual stream, norms,
+# attention) and what the pipeline sends in bf16, as Transformer Engine does: 2 bytes at the least.
+ACTIVATION_MIN_BYTES = 2

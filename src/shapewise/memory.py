@@ -38,6 +38,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from .dtypes import ACTIVATION_MIN_BYTES
 from .errors import ShapewiseError
 from .hardware import GPU
 from .parallel import RECOMPUTE, Parallelism, expert_params, stage_layers
@@ -175,7 +176,9 @@ def layer_activation_bytes(shape: ModelShape, *, seq: int, dtype_bytes: int, att
     input is returned (the working set of the layer being recomputed is added once, elsewhere)."""
     tp = np.asarray(tp, dtype=float)
     recompute = np.asarray(recompute)
-    B, h, d = dtype_bytes, shape.hidden, shape.d_head
+    # fp8 runs the GEMMs in fp8 but keeps what flows between them (the residual stream, norms, attention)
+    # in bf16, as Transformer Engine does: activations are 2 bytes at the least.
+    B, h, d = max(dtype_bytes, ACTIVATION_MIN_BYTES), shape.hidden, shape.d_head
     q = shape.num_heads * d / tp
     kv = np.ceil(shape.kv_heads / tp) * d  # kv heads that do not divide by t are replicated
     heads = shape.num_heads / tp
