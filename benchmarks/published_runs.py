@@ -228,7 +228,7 @@ def predict(run: Run, **changes) -> dict:
         run.shape, seq=run.seq, dtype_bytes=w.dtype_bytes, attention=run.attention, tp=run.tp, pp=run.pp,
         dp=run.dp, vp=run.vp, ep=1, zero=run.zero, recompute=RECOMPUTE.index(run.recompute), batch=run.batch,
         micro_batches=run.micro_batches, precision=PRECISIONS["mixed"], framework=FRAMEWORKS[run.framework],
-        stage_layers=max(run.split) if run.split else None).items()})
+        layers_per_stage=max(run.split) if run.split else None).items()})
     return {k: float(v) for k, v in parts.items()} | {"memory": memory, "fits": memory.fits(gpu)}
 
 

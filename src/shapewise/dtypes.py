@@ -28,3 +28,8 @@ def torch_dtype(dtype):
 # An fp8 step runs its GEMMs in fp8 but keeps what flows between them (the residual stream, norms,
 # attention) and what the pipeline sends in bf16, as Transformer Engine does: 2 bytes at the least.
 ACTIVATION_MIN_BYTES = 2
+
+
+def activation_bytes(dtype_bytes):
+    """Bytes of an activation element of a step in a dtype of dtype_bytes (ACTIVATION_MIN_BYTES at least)."""
+    return max(dtype_bytes, ACTIVATION_MIN_BYTES)

@@ -38,7 +38,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .dtypes import ACTIVATION_MIN_BYTES
+from .dtypes import activation_bytes
 from .errors import ShapewiseError
 from .hardware import GPU
 from .parallel import RECOMPUTE, Parallelism, expert_params, stage_layers
@@ -178,7 +178,7 @@ def layer_activation_bytes(shape: ModelShape, *, seq: int, dtype_bytes: int, att
     recompute = np.asarray(recompute)
     # fp8 runs the GEMMs in fp8 but keeps what flows between them (the residual stream, norms, attention)
     # in bf16, as Transformer Engine does: activations are 2 bytes at the least.
-    B, h, d = max(dtype_bytes, ACTIVATION_MIN_BYTES), shape.hidden, shape.d_head
+    B, h, d = activation_bytes(dtype_bytes), shape.hidden, shape.d_head
     q = shape.num_heads * d / tp
     kv = np.ceil(shape.kv_heads / tp) * d  # kv heads that do not divide by t are replicated
     heads = shape.num_heads / tp
@@ -230,18 +230,18 @@ def _state(params, precision: Precision, shard_w, shard_g, shard_o):
 
 def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention: str, tp, pp, dp, vp, ep, zero,
                     recompute, batch, micro_batches, precision: Precision, framework: Framework,
-                    stage_layers=None) -> dict:
+                    layers_per_stage=None) -> dict:
     """Each part of the peak per GPU (bytes), over numpy arrays of layouts; the worse of the
-    pipeline's first and last stage. Keys: the fields of Memory. stage_layers: the layers each of
+    pipeline's first and last stage. Keys: the fields of Memory. layers_per_stage: the layers each of
     them is counted with (uneven stages: the heaviest's, an upper bound); None: L/p."""
     tp, pp, dp, vp, ep, zero, recompute, batch = (np.asarray(x) for x in (tp, pp, dp, vp, ep, zero, recompute, batch))
     L, h, V = shape.num_layers, shape.hidden, shape.vocab
     tokens = batch * seq
     experts = expert_params(shape)
     dense_layer = shape.layer_params - experts
-    stage_layers = L / pp if stage_layers is None else np.asarray(stage_layers, dtype=float)
-    layers_dense = stage_layers * dense_layer / tp
-    layers_experts = stage_layers * experts / (tp * ep)
+    layers = L / pp if layers_per_stage is None else np.asarray(layers_per_stage, dtype=float)
+    layers_dense = layers * dense_layer / tp
+    layers_experts = layers * experts / (tp * ep)
     embed = V * h / tp + shape.learned_positions * h
     head = np.where(pp > 1, V * h / tp, 0.0) if shape.tied_embeddings else V * h / tp  # Megatron keeps a copy
     final_norm = shape.params - shape.blocks_params - V * h * (1 if shape.tied_embeddings else 2) \
@@ -264,10 +264,10 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
         w1, g1, o1 = _state(dense, precision, *(s[0] for s in (shard_w, shard_g, shard_o)))
         w2, g2, o2 = _state(layers_experts, precision, *(s[1] for s in (shard_w, shard_g, shard_o)))
         weights, grads, optimizer = w1 + w2 + gathered, g1 + g2, o1 + o2
-        held = _in_flight_layers(stage_layers, pp, vp, micro_batches, first) * per_layer * tokens
+        held = _in_flight_layers(layers, pp, vp, micro_batches, first) * per_layer * tokens
         has_logits = np.full(np.shape(pp), logits) | (pp == 1)
         # The final norm's input and output (the output layer's input) with the logits' buffers.
-        loss = np.where(has_logits, tokens * (V / tp * framework.loss_bytes_per_logit + 2 * dtype_bytes * h / tp), 0.0)
+        loss = np.where(has_logits, tokens * (V / tp * framework.loss_bytes_per_logit + 2 * activation_bytes(dtype_bytes) * h / tp), 0.0)
         # Full recomputation rebuilds one layer's activations at a time, after the loss's backward
         # has freed its buffers: the two are never alive together (on the H200, counting both put
         # the estimate 5-8% over).
@@ -305,12 +305,12 @@ def estimate(shape: ModelShape, workload: Workload, parallel: Parallelism = Para
         raise ShapewiseError(f"{shape.num_layers} layers do not split into {parallel.pp} pipeline stages of "
                              f"{parallel.vp} chunks; use a pp·vp that divides {shape.num_layers}")
     # Uneven stages (p does not divide the layers): the heaviest stage's layers at both ends, as plan counts them.
-    heaviest = max(stage_layers(shape.num_layers, parallel.pp)) if shape.num_layers % parallel.pp else None
+    heaviest = max(stage_layers(shape.num_layers, parallel.pp))
     parts = training_arrays(shape, seq=workload.seq, dtype_bytes=workload.dtype_bytes, attention=workload.attention,
                             tp=workload.tp, pp=parallel.pp, dp=parallel.dp, vp=parallel.vp, ep=parallel.ep,
                             zero=parallel.zero, recompute=RECOMPUTE.index(parallel.recompute), batch=workload.batch,
                             micro_batches=parallel.micro_batches, precision=precision, framework=framework,
-                            stage_layers=heaviest)
+                            layers_per_stage=heaviest)
     return Memory(**{k: float(v) for k, v in parts.items()})
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import ACTIVATION_MIN_BYTES
+from .dtypes import activation_bytes
 from .errors import ShapewiseError
 
 RECOMPUTE = ("none", "selective", "full")
@@ -217,7 +217,7 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     # Megatron orders ranks tensor-fastest, then data, then pipeline: a pipeline neighbour is t·d
     # ranks away, a data-parallel one t; a group within one node uses NVLink, else the network.
     p2p_gbs = np.where(t * dp >= gpn, network.inter_gbs, network.intra_gbs)
-    message = workload.batch * workload.seq * shape.hidden * max(B, ACTIVATION_MIN_BYTES) / t  # fp8 sends bf16
+    message = workload.batch * workload.seq * shape.hidden * activation_bytes(B) / t  # fp8 sends bf16
     sends = np.where(pp > 1, 2 * vp * m, 0)
     pipeline_comm = sends * (message / (p2p_gbs * 1e9 * params.comm_bandwidth) * 1e3 + params.comm_latency_ms)
     # Data parallelism: the stage's parameters (the largest stage: the embedding's or the head's).

@@ -179,7 +179,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
         mem = training_arrays(s, seq=seq, dtype_bytes=Workload(dtype=dtype).dtype_bytes, attention=attention,
                               tp=lay["tp"], pp=lay["pp"], dp=lay["dp"], vp=lay["vp"], ep=lay["ep"], zero=lay["zero"],
                               recompute=lay["recompute"], batch=lay["batch"], micro_batches=lay["micro_batches"],
-                              precision=prec, framework=fw, stage_layers=heaviest)
+                              precision=prec, framework=fw, layers_per_stage=heaviest)
         total = sum(mem.values())
         fits = total <= capacity_bytes(gpu)
         fitting += int(fits.sum())

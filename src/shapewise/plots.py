@@ -25,7 +25,7 @@ import numpy as np
 from .canvas import FORMATS, colormap, figure, png_bytes, save  # noqa: F401  (plots.save, plots.png_bytes)
 from .cost import _align_class, predict_attention, predict_gemm, predict_ops, predict_step
 from .errors import ShapewiseError, warn
-from .hardware import GPU, get_gpu
+from .hardware import GPU, find_gpu, get_gpu
 from .ops import attention_op, layer_ops
 from .profile import CostModel, cost_model
 from .search import change_text
@@ -79,10 +79,8 @@ def _same_gpu(row: dict, gpu: GPU) -> bool:
     name = row.get("gpu_name")
     if not name:
         return True
-    try:
-        return get_gpu(name).key == gpu.key
-    except ShapewiseError:
-        return False
+    measured = find_gpu(name)  # cached: a figure's rows name a few devices many times
+    return measured is not None and measured.key == gpu.key
 
 
 def _measured_rows(rows, benches: tuple[str, ...], gpu: GPU | None):
