@@ -23,7 +23,7 @@ from .distributed import distributed, gather
 from .dtypes import DTYPE_BYTES, torch_dtype
 from .errors import ShapewiseError
 from .measure import device_memory_bytes, import_torch, settle_ms
-from .ops import BMM, FLASH, GEMM, MEMORY
+from .ops import BMM, FLASH, GEMM, MEMORY, attention_op
 
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
                  "math": "MATH"}
@@ -311,8 +311,9 @@ def footprint(case: Case) -> float | None:
     if case.bench != "attention":
         return None
     p = case.params
-    per_token = (2 * p["heads"] + 2 * p["kv_heads"]) * p["head_dim"] * DTYPE_BYTES[p["dtype"]]
-    return per_token * p["batch"] * p["seq"] * (1 if p["pass"] == "fwd" else 2)
+    return attention_op("fwd" if p["pass"] == "fwd" else "bwd", seqs=p["batch"], heads=p["heads"],
+                        kv_heads=p["kv_heads"], q_len=p["seq"], kv_len=p["seq"], head_dim=p["head_dim"],
+                        causal=p["causal"], dtype_bytes=DTYPE_BYTES[p["dtype"]]).bytes
 
 
 def too_big(case: Case, memory: int | None) -> str | None:
