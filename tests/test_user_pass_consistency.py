@@ -50,3 +50,16 @@ def test_search_help_does_not_promise_a_decode_it_has_not(capsys):
     except SystemExit:
         pass
     assert "decode" not in capsys.readouterr().out
+
+
+def test_a_variants_run_whose_candidates_all_failed_writes_json_without_nan():
+    import math
+
+    from shapewise.profile import cost_model
+    from shapewise.shapes import Workload
+    from shapewise.variants import ModelVariants, Variant, VariantsRun
+
+    failed = Variant("heads 12→6", "top 1", 1.05, math.nan, (math.nan, math.nan), error="out of memory")
+    run = VariantsRun((ModelVariants("gpt2", Workload(), 20, (failed,)),), rounds=20, model=cost_model("h200"))
+    text = json.dumps(run.to_json(), allow_nan=False)  # raises on NaN or Infinity
+    assert json.loads(text)["models"][0]["candidates"][0]["measured_speedup"] is None

@@ -105,7 +105,7 @@ def test_variants_measure_on_the_cpu_and_a_candidate_that_fails_is_kept_with_its
     assert out["rounds"] == 2 and not out["interrupted"] and [m["model"] for m in out["models"]] == ["a", "b"]
     rows = [c for m in out["models"] for c in m["candidates"]]
     failed = [c for c in rows if c["error"]]
-    assert failed and all("no layer of one head" in c["error"] and math.isnan(c["measured_speedup"]) for c in failed)
+    assert failed and all("no layer of one head" in c["error"] and c["measured_speedup"] is None for c in failed)  # JSON has no NaN
     done = [c for c in rows if not c["error"]]
     assert done and all(c["measured_speedup"] > 0 and c["ci"][0] <= c["measured_speedup"] <= c["ci"][1] for c in done)
     assert out["candidates_measured"] == len(done)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .calibrate import spearman
+from .exports import finite_json
 from .judges import STREAMS
 from .profile import CostModel
 from .search import _changes, change_text, ranked_neighbours
@@ -104,10 +105,10 @@ class VariantsRun:
 
     def to_json(self) -> dict:
         done = self.candidates
-        return {"set": "variants", "rounds": self.rounds, "cost_model": self.model.source,
-                "interrupted": self.interrupted, "candidates_measured": len(done),
-                "within_3pct": sum(v.within for v in done) / len(done) if done else None,
-                "models": [m.to_json() for m in self.models]}
+        return finite_json({"set": "variants", "rounds": self.rounds, "cost_model": self.model.source,
+                            "interrupted": self.interrupted, "candidates_measured": len(done),
+                            "within_3pct": sum(v.within for v in done) / len(done) if done else None,
+                            "models": [m.to_json() for m in self.models]})  # no NaN: JSON has none
 
 
 def toy(shapes: list[ModelShape]) -> ModelShape:
