@@ -1,6 +1,7 @@
 """What shapewise says without being asked is a Python warning (ShapewiseWarning): a library user filters,
 captures or escalates it as any other; the commands print each as one `shapewise: warning:` line."""
 
+import json
 import subprocess
 import sys
 import warnings
@@ -59,12 +60,12 @@ def test_the_command_says_a_warning_however_the_caller_filters_them_and_leaves_t
 
 
 def test_the_command_says_a_repeated_warning_each_time_and_lets_other_warnings_through(capsys, monkeypatch):
-    def twice(workload):
+    def twice(batch, seq):
         for _ in range(2):
             warn("the same words")
         warnings.warn("not shapewise's", UserWarning)
 
-    monkeypatch.setattr(common, "warn_tensor_parallel", twice)
+    monkeypatch.setattr(common, "check_tokens", twice)
     with pytest.warns(UserWarning, match="not shapewise's") as record:  # shown as Python shows it, here recorded
         code, _, err = run(capsys, "check", "gpt2", "--seq", "1024")
     assert code == 0 and err == "shapewise: warning: the same words\n" * 2
@@ -75,3 +76,12 @@ def test_the_command_run_as_a_process_prints_one_line_a_warning():
     done = subprocess.run([sys.executable, "-m", "shapewise", "check", "gpt2", "--seq", "1024", "--overlap-comm"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stderr == f"shapewise: warning: {OVERLAP}\n", done.stderr
+
+
+def test_a_tensor_parallel_caveat_is_in_check_json_as_well_as_said(capsys):
+    code, out, err = run(capsys, "check", "gpt2", "--seq", "1024", "--overlap-comm", "--json")
+    assert code == 0 and err == f"shapewise: warning: {OVERLAP}\n"
+    assert OVERLAP in json.loads(out)["caveats"]
+    code, out, err = run(capsys, "check", "llama-2-70b", "--seq", "1024", "--tp", "16", "--json")
+    assert code == 0 and "--tp 16: tensor parallelism past one node's 8 GPUs" in err
+    assert any(line.startswith("--tp 16: tensor parallelism past one node") for line in json.loads(out)["caveats"])

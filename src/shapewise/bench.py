@@ -18,7 +18,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from .cases import KERNELS, Case, census_key, is_gemm
+from .cases import KERNELS, Case, census_key, is_gemm, refuse_fp8_layout
 from .distributed import distributed, gather
 from .dtypes import DTYPE_BYTES, torch_dtype
 from .errors import ShapewiseError
@@ -54,9 +54,7 @@ def _matmul_precision(torch, dtype: str):
 def _matmul(torch, device, m, n, k, *, batch=1, layout="nn", dtype="bf16"):
     lead = (batch,) if batch > 1 else ()
     if dtype == "fp8":
-        if layout != "nt" or batch > 1:
-            raise ShapewiseError("fp8 GEMMs run only unbatched in the nt layout (torch._scaled_mm needs a "
-                                 "column-major second operand)")
+        refuse_fp8_layout([layout], [batch])
         a, b = _randn(torch, device, m, k, dtype="fp8"), _randn(torch, device, n, k, dtype="fp8").t()
         one = torch.ones((), device=device)
         return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)

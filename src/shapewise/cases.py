@@ -60,6 +60,13 @@ class Case:
 
 # ---- cases ----------------------------------------------------------------------------------
 
+def refuse_fp8_layout(layouts, batches, *, hint: str = "") -> None:
+    """fp8 GEMMs run through torch._scaled_mm, which takes only unbatched GEMMs in the nt layout."""
+    if set(layouts) != {"nt"} or any(b > 1 for b in batches):
+        raise ShapewiseError("fp8 GEMMs run only unbatched in the nt layout (torch._scaled_mm needs a column-major "
+                             f"second operand){hint}")
+
+
 def gemm_cases(ms, ns, ks, *, batches=(1,), layouts=("nn",), dtype="bf16") -> list[Case]:
     size = DTYPE_BYTES[dtype]
     bench = "bmm" if any(b > 1 for b in batches) else "gemm"

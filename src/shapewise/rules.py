@@ -155,7 +155,23 @@ def caveats(shape: ModelShape, w: Workload) -> list[str]:
     if shape.learned_positions and w.seq > shape.learned_positions:
         out.append(f"sequence {w.seq:,} is longer than the model's {shape.learned_positions:,} learned positions: "
                    "priced as asked, but the model as configured cannot run it")
+    out.extend(_tensor_parallel_caveats(w))
     return [line for line in out if line]
+
+
+def _tensor_parallel_caveats(w: Workload) -> list[str]:
+    """Where --tp and --overlap-comm price something other than what was asked: collectives past one node
+    still at NVLink's speed, or an overlap with no collective to hide."""
+    from .plan import GPUS_PER_NODE
+
+    out = []
+    if w.tp > GPUS_PER_NODE:
+        out.append(f"--tp {w.tp}: tensor parallelism past one node's {GPUS_PER_NODE} GPUs is priced as if all "
+                   f"{w.tp} shared NVLink; across nodes its collectives would be slower (`shapewise plan` prices "
+                   "the network between nodes)")
+    if w.overlap_comm and w.tp == 1:
+        out.append("--overlap-comm has no effect at --tp 1: there is no tensor-parallel collective to overlap")
+    return out
 
 
 def fits_in_memory(shape: ModelShape, workload: Workload, gpu: GPU, *, headroom: float = 1.0) -> bool:

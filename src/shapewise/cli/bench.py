@@ -85,7 +85,7 @@ def add_gemm(kinds) -> None:
 
 def run_bench_gemm(args) -> int:
     from ..bench import bench_cases
-    from ..cases import gemm_cases, parse_dims
+    from ..cases import gemm_cases, parse_dims, refuse_fp8_layout
     from ..store import Store
 
     batches = parse_dims(args.b, name="-b") if getattr(args, "b", None) else [1]
@@ -93,9 +93,8 @@ def run_bench_gemm(args) -> int:
                        batches=batches, layouts=args.layout, dtype=args.dtype)
     if args.kernels and not args.device.startswith("cuda"):
         raise ShapewiseError("--kernels names GPU kernels: measure on a CUDA device")
-    if args.dtype == "fp8" and (set(args.layout) != {"nt"} or batches != [1]):
-        raise ShapewiseError("fp8 GEMMs run only unbatched in the nt layout (torch._scaled_mm needs a column-major "
-                             "second operand): give --layout nt and no -b")
+    if args.dtype == "fp8":
+        refuse_fp8_layout(args.layout, batches, hint=": give --layout nt and no -b")
     with Store(args.db) as store:
         bench = bench_cases(cases, store=store, gpu=args.gpu, kernels=args.kernels, **_timing(args))
     rank0_only(bench.sweep)

@@ -145,7 +145,6 @@ def model_and_workload(args):
     shape = load_config(args.config, strict=strict) if args.config else resolve_model(args.model, strict=strict)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode=args.mode,
                         attention=args.attention, overlap_comm=args.overlap_comm)
-    warn_tensor_parallel(workload)
     from ..rules import caveats
 
     CAVEATS.extend(line for line in caveats(shape, workload) if line not in CAVEATS)
@@ -155,20 +154,6 @@ def model_and_workload(args):
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it
 # (cli.main): an input refused later gets its one-line error alone.
 CAVEATS: list[str] = []
-
-
-def warn_tensor_parallel(workload) -> None:
-    """Say where --tp and --overlap-comm price something other than what was asked: collectives past
-    one node still at NVLink's speed, or an overlap with no collective to hide."""
-    from ..errors import warn
-    from ..plan import GPUS_PER_NODE
-
-    if workload.tp > GPUS_PER_NODE:
-        warn(f"--tp {workload.tp}: tensor parallelism past one node's {GPUS_PER_NODE} GPUs is priced as if all "
-             f"{workload.tp} shared NVLink; across nodes its collectives would be slower (`shapewise plan` prices "
-             "the network between nodes)")
-    if workload.overlap_comm and workload.tp == 1:
-        warn("--overlap-comm has no effect at --tp 1: there is no tensor-parallel collective to overlap")
 
 
 # ---- the cost model ---------------------------------------------------------------------------
