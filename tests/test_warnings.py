@@ -85,3 +85,11 @@ def test_a_tensor_parallel_caveat_is_in_check_json_as_well_as_said(capsys):
     code, out, err = run(capsys, "check", "llama-2-70b", "--seq", "1024", "--tp", "16", "--json")
     assert code == 0 and "--tp 16: tensor parallelism past one node's 8 GPUs" in err
     assert any(line.startswith("--tp 16: tensor parallelism past one node") for line in json.loads(out)["caveats"])
+
+
+def test_check_json_carries_every_warning_it_said_and_a_quiet_run_says_none(capsys):
+    code, out, err = run(capsys, "check", "--config", str(GEMMA3), "--seq", "1024", "--json")
+    said = [line.removeprefix("shapewise: warning: ") for line in err.splitlines()]
+    assert code == 0 and json.loads(out)["warnings"] == said and MULTIMODAL in said[0]
+    code, out, err = run(capsys, "check", "gpt2", "--seq", "1024", "--json")  # none left from the run before
+    assert code == 0 and json.loads(out)["warnings"] == [] and err == ""

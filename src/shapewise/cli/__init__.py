@@ -11,7 +11,7 @@ import warnings
 from .. import __version__
 from ..errors import ShapewiseError, ShapewiseWarning, warn
 from . import bench, calibrate, check, plan, report, suggest
-from .common import CAVEATS, Parser, leave_process_group
+from .common import CAVEATS, SAID, Parser, leave_process_group
 
 
 def build_parser() -> Parser:
@@ -35,6 +35,7 @@ def _one_line(show):
     warning shown by `show`, as it would be without the command."""
     def say(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, ShapewiseWarning):
+            SAID.append(str(message))
             print(f"shapewise: warning: {message}", file=sys.stderr)
         else:
             show(message, category, filename, lineno, file, line)
@@ -44,6 +45,7 @@ def _one_line(show):
 def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     CAVEATS.clear()
+    SAID.clear()
     try:
         code = args.run(args)
         for line in CAVEATS:

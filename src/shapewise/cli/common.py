@@ -154,6 +154,9 @@ def model_and_workload(args):
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it
 # (cli.main): an input refused later gets its one-line error alone.
 CAVEATS: list[str] = []
+# Every warning the command has said so far (cli.main's hook adds each): check --json carries them, so that
+# a reader of the JSON alone knows what the numbers were read or priced by guessing.
+SAID: list[str] = []
 
 
 # ---- the cost model ---------------------------------------------------------------------------
