@@ -8,7 +8,7 @@ import pytest
 
 from shapewise.cli import main
 from shapewise.errors import ShapewiseError
-from shapewise.hub import cache_dir, cached_config, resolve_model
+from shapewise.hub import cache_dir, cached_config, config_path, resolve_model
 from shapewise.presets import PRESETS
 
 CORPUS = Path(__file__).parent / "data" / "hf"
@@ -79,3 +79,14 @@ def test_without_huggingface_hub_a_miss_says_how_to_fix_it(hub, monkeypatch):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # import fails as if not installed
     with pytest.raises(ShapewiseError, match="pip install huggingface_hub"):
         resolve_model("someone/not-cached-model")
+
+
+def test_a_local_folder_is_read_as_one_though_it_looks_like_a_hub_id(hub, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my-org" / "tiny").mkdir(parents=True)
+    assert config_path("my-org/tiny") == Path("my-org/tiny/config.json")
+    with pytest.raises(ShapewiseError, match="folder has no config.json"):  # the folder, not its missing file
+        resolve_model("my-org/tiny")
+    shutil.copy(CORPUS / "llama-2-7b.json", tmp_path / "my-org" / "tiny" / "config.json")
+    assert resolve_model("my-org/tiny").vocab == resolve_model("my-org/tiny/config.json").vocab == 32000
+    assert config_path("gpt2") is None

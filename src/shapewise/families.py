@@ -30,6 +30,10 @@ class Family:
     ffn_key: str = ""  # the key of the dense MLP's width, where not intermediate_size (Llama 4)
     expert_ffn_key: str = ""  # the key of the experts' width, where not moe_intermediate_size (Llama 4)
     shared_experts: int = 0  # shared experts every MoE layer runs, where the file does not count them (Llama 4)
+    # Experts intermediate_size wide, no dense MLP beside them and no key of their own for the experts' width
+    # (GptOssConfig): moe_intermediate_size is not theirs. (Mixtral's and PhiMoE's are alike, but a fresh
+    # config of experts apart from the MLP width is written as a Mixtral one.)
+    experts_at_ffn: bool = False
     mla_v_from_hidden: bool = False  # latent attention's value heads are hidden / heads wide (MiniCPM3)
     # Keys whose value may be a list of one value per layer: read when every layer has the same (Hunyuan).
     per_layer: tuple = ()
@@ -103,7 +107,7 @@ FAMILIES: dict[str, Family] = {
     # three sliding layers to one full); EXAONE 4 and OLMo 3 normalize after each block, with QK-norm
     # (the configuration classes' window and pattern where a file leaves them out)
     "gpt_oss": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False, window="pattern",
-                      defaults=(("sliding_window", 128), ("sliding_window_pattern", 2))),
+                      experts_at_ffn=True, defaults=(("sliding_window", 128), ("sliding_window_pattern", 2))),
     **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True, window="pattern",
                  defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4)))
        for t in ("exaone4", "exaone4_5_text", "olmo3")},

@@ -48,12 +48,6 @@ def _expert_ffn_keys(family) -> tuple:
     return (family.expert_ffn_key,) if family and family.expert_ffn_key else _EXPERT_FFN
 
 
-# Types whose experts are intermediate_size wide, with no dense MLP beside them and no key of their own
-# for the experts' width (GptOssConfig): moe_intermediate_size is not theirs. (Mixtral's and PhiMoE's
-# are alike, but a fresh config of experts apart from the MLP width is written as a Mixtral one.)
-_EXPERTS_AT_FFN = ("gpt_oss",)
-
-
 def _top_k_keys(family) -> tuple:
     return (family.top_k_key,) if family and family.top_k_key else (*_TOP_K, "ffn_moe_top_k")
 
@@ -389,7 +383,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             r.fail(f"{experts} experts but no experts per token; tried {', '.join(_TOP_K)}" + (
                 f" (it has {', '.join(other)}, which shapewise does not read for model type {model_type!r})"
                 if other else ""))
-        expert_ffn = None if model_type in _EXPERTS_AT_FFN else r.whole(
+        expert_ffn = None if family and family.experts_at_ffn else r.whole(
             _expert_ffn_keys(family), "expert MLP width", required=bool(family and family.expert_ffn_key))
         shared = (family.shared_experts if family else 0) or r.whole(
             ("n_shared_experts", "num_shared_experts"), "shared expert count", minimum=0) or 0
@@ -764,7 +758,7 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
         cfg["v_head_dim"] = s.v_head_dim or s.d_head
     if differs("num_experts", "top_k", "expert_ffn", "num_shared_experts") or (
             now is not None and s.is_moe and now.expert_width != s.expert_width):
-        if s.is_moe and model_type in _EXPERTS_AT_FFN and s.expert_width != s.ffn_width:
+        if s.is_moe and family is not None and family.experts_at_ffn and s.expert_width != s.ffn_width:
             raise ShapewiseError(f"a {model_type} config gives its experts' width in intermediate_size and has no "
                                  f"dense MLP beside them: cannot describe experts {s.expert_width} wide apart from "
                                  f"an MLP width of {s.ffn_width}")

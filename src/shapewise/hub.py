@@ -53,11 +53,18 @@ def download_config(repo_id: str) -> Path:
                              f"cached ({type(err).__name__}: {reason[:160]})") from None
 
 
+def _local_config(name: str) -> Path | None:
+    """The config.json, or the folder holding one, that a model argument names as a path: it ends in .json
+    or is a folder (a local org/name folder is read, not the hub id it looks like); None otherwise."""
+    path = Path(name)
+    return path if name.endswith(".json") or path.is_dir() else None
+
+
 def config_path(name: str) -> Path | None:
     """The config.json a model argument reads: the path itself (or its folder's file), or a hub id's file in
     the local cache; None for a preset. suggest --emit-config writes its suggestion into this file's keys."""
-    path = Path(name)
-    if name.endswith(".json") or path.is_dir():
+    path = _local_config(name)
+    if path is not None:
         return path / "config.json" if path.is_dir() else path
     return cached_config(name) if HUB_ID.match(name) else None
 
@@ -68,8 +75,8 @@ def resolve_model(name: str, *, strict: bool = False) -> ModelShape:
     read from it, not the cache's snapshot folder."""
     if not isinstance(name, str) or not name.strip():
         raise ShapewiseError(f"give a model name, got {name!r}; run `shapewise models` to list the presets")
-    path = Path(name)
-    if name.endswith(".json") or path.is_dir():
+    path = _local_config(name)
+    if path is not None:  # the folder itself, so that one without a config.json is refused as such
         return load_config(path, strict=strict)
     if HUB_ID.match(name):
         cached = cached_config(name)

@@ -15,27 +15,26 @@ from .limits import FIELDS, SEQ, check_tokens
 MLP_KINDS = {"gelu": 2, "relu": 2, "swiglu": 3, "geglu": 3}
 NORM_KINDS = {"layernorm": 2, "rmsnorm": 1}  # parameters per channel: LayerNorm has a bias
 MODES = ("train", "prefill", "decode")
-# ModelShape's whole-number fields and its flags (see _as_python)
-INT_FIELDS = ("hidden", "num_layers", "num_heads", "vocab", "num_kv_heads", "head_dim", "ffn", "expert_ffn",
-              "learned_positions", "num_experts", "top_k", "num_shared_experts", "window", "global_every",
-              "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim", "norms_per_layer", "v_head_dim")
-FLAG_FIELDS = ("tied_embeddings", "parallel_attn", "bias", "qk_norm", "logit_softcap")
 ATTENTION_KINDS = ("flash", "unfused")
+# The annotations of whole-number fields (flags are annotated "bool"): the one list of a dataclass's
+# whole-number fields is its annotations, text here (the __future__ import above), matched as written.
+WHOLE_TYPES = ("int", "int | None")
 
 
-def _as_python(obj, owner: str, ints: tuple, flags: tuple) -> None:
-    """numpy's integers and booleans (np.int64(4), np.bool_) held as Python's, and a flag field that is
-    not a boolean ("no", "False", None) refused: each would be read as something it is not."""
-    for field in ints:
-        value = getattr(obj, field)
-        if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)) and not _numpy_bool(value):
-            object.__setattr__(obj, field, int(value))
-    for field in flags:
-        value = getattr(obj, field)
-        if _numpy_bool(value):
-            object.__setattr__(obj, field, bool(value))
-        elif not isinstance(value, bool):
-            raise ShapewiseError(f"{owner}: {field} must be True or False, got {value!r}")
+def _as_python(obj, owner: str) -> None:
+    """numpy's integers and booleans (np.int64(4), np.bool_) in obj's whole-number and flag fields held as
+    Python's, and a flag that is not a boolean ("no", "False", None) refused: each would be read as
+    something it is not. Anything else in a whole-number field is left for _require_positive_int."""
+    for field in dataclasses.fields(obj):
+        value = getattr(obj, field.name)
+        if field.type in WHOLE_TYPES:
+            if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)) and not _numpy_bool(value):
+                object.__setattr__(obj, field.name, int(value))
+        elif field.type == "bool":
+            if _numpy_bool(value):
+                object.__setattr__(obj, field.name, bool(value))
+            elif not isinstance(value, bool):
+                raise ShapewiseError(f"{owner}: {field.name} must be True or False, got {value!r}")
 
 
 def _numpy_bool(value) -> bool:
@@ -95,18 +94,13 @@ class ModelShape:
         owner = f"model {self.name!r}"
         if not isinstance(self.name, str):
             raise ShapewiseError(f"a model's name must be text, got {self.name!r}")
-        _as_python(self, owner, ints=INT_FIELDS, flags=FLAG_FIELDS)
-        for field in ("hidden", "num_layers", "num_heads", "vocab"):
-            _require_positive_int(owner, field, getattr(self, field))
-        for field in ("num_kv_heads", "head_dim", "ffn", "expert_ffn"):
-            if getattr(self, field) is not None:
-                _require_positive_int(owner, field, getattr(self, field))
-        for field in ("learned_positions", "num_experts", "top_k", "num_shared_experts", "window", "global_every",
-                      "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim"):
-            _require_positive_int(owner, field, getattr(self, field), allow_zero=True)
-        _require_positive_int(owner, "norms_per_layer", self.norms_per_layer)
-        if self.v_head_dim is not None:
-            _require_positive_int(owner, "v_head_dim", self.v_head_dim)
+        _as_python(self, owner)
+        # A whole number that defaults to 0 may be 0 (none: no experts, no window), one that defaults to
+        # None may be None (derived: see the properties); every other one is positive.
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.type in WHOLE_TYPES and not (value is None and field.default is None):
+                _require_positive_int(owner, field.name, value, allow_zero=field.default == 0)
         if isinstance(self.rotary_fraction, bool) or not isinstance(self.rotary_fraction, (int, float)) or \
                 not 0 <= self.rotary_fraction <= 1:
             raise ShapewiseError(f"{owner}: rotary_fraction must be between 0 and 1, got {self.rotary_fraction!r}")
@@ -136,8 +130,6 @@ class ModelShape:
             raise ShapewiseError(f"{owner}: top_k, shared experts and expert_ffn need num_experts > 0")
         if self.window > SEQ.high:
             SEQ.check(self.window, f"{owner}: window")
-        if self.published_params is not None:
-            _require_positive_int(owner, "published_params", self.published_params)
 
     # Derived values: properties, never stored, so dataclasses.replace keeps them consistent.
     @property
@@ -296,7 +288,7 @@ class Workload:
     overlap_comm: bool = False  # tensor-parallel collectives hidden behind compute (an upper bound)
 
     def __post_init__(self):
-        _as_python(self, "workload", ints=("batch", "seq", "tp"), flags=("overlap_comm",))
+        _as_python(self, "workload")
         for field in ("batch", "seq", "tp"):
             _require_positive_int("workload", field, getattr(self, field))
         check_tokens(self.batch, self.seq, ("workload: batch", "seq"))
