@@ -142,6 +142,37 @@ def test_cli_plan_bad_input_is_one_line_exit_2(capsys, extra, message):
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
+def test_cli_plan_gives_intra_node_gbs_to_a_gpu_without_a_link_in_the_table(capsys):
+    """--intra-node-gbs is the link tensor parallelism's collectives travel too: a GPU the table has no link
+    for (MI250X) plans with it, and without it is refused in one line."""
+    from shapewise.hardware import GPUS, link
+
+    gpu = next(g for g in GPUS if link(g) is None)
+    args = ("plan", "llama2-7b", "--gpus", "16", "--gpu", gpu.key, "--global-batch", "1048576", "--seq", "4096",
+            "--inter-node-gbs", "25", "--json", "--top", "200")
+    code, out, err = run(capsys, *args, "--intra-node-gbs", "100")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert "within a node 100 GB/s (given)" in doc["network"]
+    assert any(p["tp"] > 1 and p["times_ms"]["tp_comm_ms"] > 0 for p in doc["plans"])  # collectives priced
+    code, _, err = run(capsys, *args)
+    assert code == 2 and "no GPU-to-GPU link in the table; give --intra-node-gbs" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_cli_plan_refuses_megatron_flags_for_alibi_before_planning(capsys, monkeypatch):
+    import shapewise.plan
+
+    def planner(*args, **kwargs):
+        raise AssertionError("planned a model whose flags cannot be emitted")
+
+    monkeypatch.setattr(shapewise.plan, "plan", planner)
+    code, _, err = run(capsys, "plan", "--config", "tests/data/hf/bloom-7b1.json", "--gpus", "16", "--global-batch",
+                       "1048576", "--seq", "2048", "--emit", "megatron")
+    assert code == 2 and "ALiBi" in err and "--emit megatron cannot describe it" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_cli_plan_shapes_plans_the_neighbourhood_too(capsys):
     code, out, _ = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "524288", "--seq", "1024",
                        "--shapes", "--json", "--spec-only", "--top", "3")

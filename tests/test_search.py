@@ -78,10 +78,10 @@ def test_emit_config_keeps_the_original_files_keys(tmp_path, capsys):
 
 
 def test_megatron_arguments():
-    text = megatron_args(get_model("llama2-70b"), Workload(tp=8, batch=1, seq=4096))
+    flags = megatron_args(get_model("llama2-70b"), Workload(tp=8, batch=1, seq=4096))
     for arg in ("--num-layers 80", "--hidden-size 8192", "--num-query-groups 8", "--swiglu", "--ffn-hidden-size 28672",
                 "--tensor-model-parallel-size 8", "--sequence-parallel", "--normalization RMSNorm"):
-        assert arg in text
+        assert arg in flags
 
 
 def test_search_meets_its_budget_and_screens_fast():

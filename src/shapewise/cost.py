@@ -718,16 +718,23 @@ def _window_cost(op: Op, gpu: GPU, p: CostParams, t0: float, t1: float, latency:
         launch=p.launch_ms, window=t_window * s)
 
 
-def comm_ms(op: Op, gpu: GPU, p: CostParams, *, link_gbs: float | None = None) -> float:
-    """A ring collective over k ranks: (k-1)/k of the message (twice for an all-reduce) over the link: the
-    GPU's datasheet link, or link_gbs GB/s per GPU where given (plan's --intra-node-gbs)."""
+def _link_gbs(gpu: GPU, link_gbs: float | None = None) -> float:
+    """GB/s per GPU of the link collectives travel: link_gbs where given (plan's --intra-node-gbs), else
+    the GPU's datasheet link; refused where the table has none and none is given."""
     from .hardware import link
 
-    if link_gbs is None:
-        peer = link(gpu)
-        if peer is None:
-            raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table: tensor parallelism cannot be modelled")
-        link_gbs = peer[1]
+    if link_gbs is not None:
+        return link_gbs
+    peer = link(gpu)
+    if peer is None:
+        raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table: tensor parallelism cannot be modelled")
+    return peer[1]
+
+
+def comm_ms(op: Op, gpu: GPU, p: CostParams, *, link_gbs: float | None = None) -> float:
+    """A ring collective over k ranks: (k-1)/k of the message (twice for an all-reduce) over the link
+    (_link_gbs: the given one, else the GPU's datasheet link)."""
+    link_gbs = _link_gbs(gpu, link_gbs)
     ranks = op.k
     share = (ranks - 1) / ranks * (2 if op.family == "all_reduce" else 1)
     return share * op.bytes / (link_gbs * 1e9 * _rate(p.comm_bandwidth, "link bandwidth")) * 1e3 + p.comm_latency_ms + p.launch_ms
@@ -759,8 +766,10 @@ def memory_fill_share(nbytes: float, params: CostParams):
     return np.minimum(1.0, nbytes / (params.memory_op_fill_mb * 1e6))
 
 
-def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str) -> list[OpCost]:
-    """Predict every op of a step; all GEMMs and BMMs in one vectorized call. gpu: as predict_gemm's."""
+def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str,
+                link_gbs: float | None = None) -> list[OpCost]:
+    """Predict every op of a step; all GEMMs and BMMs in one vectorized call. gpu: as predict_gemm's;
+    collectives over link_gbs GB/s per GPU where given, else over the GPU's datasheet link."""
     model = cost_model(gpu)
     gpu, params = model.gpu, model.params
     peak = gpu.peak_tflops(dtype)
@@ -780,12 +789,11 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str) -> lis
         if op.kind == FLASH:
             time_ms, losses = _flash_cost(op, gpu, dtype, params)
         elif op.kind == COMM:
-            from .hardware import link
-
-            time_ms = comm_ms(op, gpu, params)
+            gbs = _link_gbs(gpu, link_gbs)
+            time_ms = comm_ms(op, gpu, params, link_gbs=gbs)
             losses = Losses(comm=time_ms - params.launch_ms, launch=params.launch_ms)
             # A collective's "peak" is its link: fraction_of_peak then reads as a share of it.
-            costs[i] = OpCost(op, time_ms, losses, peak, link(gpu)[1] * 1e9)
+            costs[i] = OpCost(op, time_ms, losses, peak, gbs * 1e9)
             continue
         elif op.kind == MEMORY:
             ideal = op.bytes / gpu.bytes_per_s * 1e3
@@ -859,12 +867,13 @@ class StepCost:
         return totals
 
 
-def predict_step(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel) -> StepCost:
-    """Every op of one step of a model, predicted. gpu: as predict_gemm's."""
+def predict_step(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel,
+                 link_gbs: float | None = None) -> StepCost:
+    """Every op of one step of a model, predicted. gpu: as predict_gemm's; link_gbs: as predict_ops'."""
     model = cost_model(gpu)
     params = model.params
     ops = model_ops(shape, workload)
-    costs = predict_ops(ops, gpu=model, dtype=workload.dtype)
+    costs = predict_ops(ops, gpu=model, dtype=workload.dtype, link_gbs=link_gbs)
     if workload.overlap_comm:  # hidden behind compute: only the launch stays on the critical path
         costs = [dataclasses.replace(c, time_ms=params.launch_ms, losses=Losses(launch=params.launch_ms))
                  if c.op.kind == COMM else c for c in costs]

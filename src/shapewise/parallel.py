@@ -142,20 +142,15 @@ class LayerTimes:
 def layer_times(shape, workload, *, gpu, params, link_gbs: float | None = None) -> LayerTimes:
     """One layer's times (and the embedding's and head's) on one tensor-parallel rank; its collectives over
     link_gbs GB/s per GPU where given (the network's within a node), else over the GPU's datasheet link."""
-    from .cost import comm_ms, layers_priced, predict_step
+    from .cost import layers_priced, predict_step
     from .ops import COMM
     from .profile import CostModel
 
     priced, layers = layers_priced(shape)  # a model of unlike layers: its mean layer
-    step = predict_step(priced, workload, gpu=CostModel(gpu, params))
-
-    def total(c) -> float:
-        if c.op.kind != COMM or link_gbs is None or workload.overlap_comm:
-            return c.total_ms
-        return comm_ms(c.op, step.gpu, params, link_gbs=link_gbs) * c.op.count
+    step = predict_step(priced, workload, gpu=CostModel(gpu, params), link_gbs=link_gbs)
 
     def ms(keep) -> float:
-        return sum(total(c) for c in step.costs if keep(c.op))
+        return sum(c.total_ms for c in step.costs if keep(c.op))
 
     inside = lambda op: op.name not in EMBED_OPS + HEAD_OPS
     return LayerTimes(

@@ -239,9 +239,9 @@ MEGATRON_DTYPE = {"bf16": ["--bf16"], "fp16": ["--fp16"], "fp8": ["--bf16", "--f
 def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int, dtype: str = "bf16") -> str:
     """The plan as Megatron-LM's command-line flags: the planned model's shape (search.megatron_args: with
     --shapes or --params it may be another than the one asked about), then its layout."""
-    from .search import megatron_args
+    from .search import flags_text, megatron_args
 
-    flags = megatron_args(p.shape, Workload(batch=p.batch, seq=seq, tp=p.tp)).split(" \\\n  ")
+    flags = megatron_args(p.shape, Workload(batch=p.batch, seq=seq, tp=p.tp))
     flags += [f"--pipeline-model-parallel-size {p.pp}", f"--global-batch-size {global_batch_tokens // seq}",
               *MEGATRON_DTYPE[dtype]]
     if p.uneven and p.vp > 1:  # plan never makes one; a Plan built by hand may
@@ -272,7 +272,7 @@ def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int, dtype: str = 
                   "--no-gradient-accumulation-fusion"]
     if p.dp > 1:
         flags += ["--overlap-grad-reduce"] + (["--overlap-param-gather"] if p.zero >= 1 else [])
-    return " \\\n  ".join(flags)
+    return flags_text(flags)
 
 
 def _duration(seconds: float) -> str:

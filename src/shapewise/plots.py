@@ -596,41 +596,58 @@ def suggestions_data(suggestions, verified=None, *, gpu: GPU | str | CostModel) 
 
 def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = "bf16") -> dict:
     """suggestions_data's dict from the JSON rows of `shapewise verify --json` (candidate,
-    predicted_speedup, measured_speedup, ci): a verify run drawn as it was measured."""
+    predicted_speedup, measured_speedup, ci): a verify run drawn as it was measured. A null (under
+    three rounds, no interval) is NaN."""
     if not isinstance(rows, list) or not rows:
         raise ValueError("expected a non-empty list of verified candidates")
     gpu = _gpu(gpu)
-    ones = [1.0]
+
+    def column(values) -> np.ndarray:
+        return np.array([1.0, *(math.nan if v is None else float(v) for v in values)])
+
     return {
         "figure": "suggestions", "gpu": gpu.name, "dtype": dtype, "source": _source(len(rows)), "model": model,
         "labels": ["original", *(str(r["candidate"]) for r in rows)],
-        "predicted_speedup": np.array(ones + [float(r["predicted_speedup"]) for r in rows]),
-        "measured_speedup": np.array(ones + [float(r["measured_speedup"]) for r in rows]),
-        "ci_low": np.array(ones + [float(r["ci"][0]) for r in rows]),
-        "ci_high": np.array(ones + [float(r["ci"][1]) for r in rows]),
+        "predicted_speedup": column(r["predicted_speedup"] for r in rows),
+        "measured_speedup": column(r["measured_speedup"] for r in rows),
+        "ci_low": column(r["ci"][0] for r in rows),
+        "ci_high": column(r["ci"][1] for r in rows),
     }
 
 
-# The fields a suggestion's label changes ("heads 32→20": search.change_text), as a shape holds them.
-CHANGED_FIELDS = {"hidden": "hidden", "layers": "num_layers", "heads": "num_heads", "kv heads": "kv_heads",
-                  "head dim": "d_head", "vocab": "vocab"}
+# The fields of a suggestion's changes (search._changes' names), as a shape holds them.
+CHANGED_FIELDS = {"hidden": "hidden", "layers": "num_layers", "heads": "num_heads", "kv_heads": "kv_heads",
+                  "head_dim": "d_head", "vocab": "vocab"}
+
+
+def _verified_changes(row: dict) -> dict:
+    """A verify row's changes, field -> [original's, candidate's]: its "changes" (null for a `--config`
+    candidate, which names none). A file written before verify --json gave them has the label alone,
+    "#1 heads 32→20, head dim 80→128" (search.change_text), and its changes are read back from it."""
+    if "changes" in row:
+        return row["changes"] or {}
+    label = str(row["candidate"])
+    if not label.startswith("#"):  # "config other.json": no change named
+        return {}
+    changes = {}
+    for change in label.split(" ", 1)[-1].split(", "):
+        name, _, values = change.rpartition(" ")
+        old, arrow, new = values.partition("→")
+        if arrow:
+            changes[name.replace(" ", "_")] = (old, new)  # "head dim": head_dim
+    return changes
 
 
 def verified_model_mismatch(rows: list[dict], shape: ModelShape) -> str:
     """Where a verify run's candidates say its original differs from `shape` ("" where they agree, or
-    where no label says: a `--config` candidate names no change). Each suggestion's label names the
-    original's value of what it changes: "#1 heads 32→20, vocab 50257→50304"."""
+    where none says: a `--config` candidate names no change). Each suggestion names the original's
+    value of what it changes."""
     have = {name: getattr(shape, field) for name, field in CHANGED_FIELDS.items()}
     have["ffn"] = shape.expert_width if shape.is_moe else shape.ffn_width
     for row in rows:
-        label = str(row["candidate"])
-        if not label.startswith("#"):  # "config other.json": no change named
-            continue
-        for change in label.split(" ", 1)[-1].split(", "):
-            name, _, values = change.rpartition(" ")
-            old, arrow, _ = values.partition("→")
-            if arrow and name in have and old != str(have[name]):
-                return f"its candidates change {name} {old}→…, but {shape.name} has {name} {have[name]}"
+        for name, (old, _) in _verified_changes(row).items():
+            if name in have and str(old) != str(have[name]):
+                return f"its candidates change {change_text({name: (old, '…')})}, but {shape.name} has {have[name]}"
     return ""
 
 

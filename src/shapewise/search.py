@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -45,6 +46,14 @@ class Candidate:
     @property
     def params(self) -> int:
         return self.shape.params
+
+    @cached_property
+    def memory_bytes(self) -> float:
+        """Per GPU, memory.estimate's (mixed-precision Adam in training): what suggest and search fit by."""
+        return float(estimate(self.shape, self.workload).total_bytes)
+
+    def fits(self, capacity_bytes: float) -> bool:
+        return self.memory_bytes <= capacity_bytes
 
 
 @dataclass(frozen=True)
@@ -285,7 +294,7 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     ranked_here = [c for c in ranked if _run_changes(original, c) <= vary]
     # A shape change at the user's settings must not push a fitting step out of memory; a changed run
     # setting must fit, whatever the original does (where it does not, the run table is the way out).
-    fitting = [c for c in ranked_here if judge.fits(c) or
+    fitting = [c for c in ranked_here if c.fits(judge.capacity) or
                not (require_fit and judge.original_fits or _run_changes(original, c))]
     faster = [judge(c) for c in fitting if c.gpu_ms_per_token < original.gpu_ms_per_token]
     beyond_error = any(not s.within_error for s in faster)
@@ -308,7 +317,7 @@ def _run_table(original: Candidate, ranked: list[Candidate], judge: _Judge, top:
     settings: dict = {}
     for c in ranked:  # fastest first: the first shape change of a setting is its best
         alone = not set(_changes(original, c)) - set(RUN_FIELDS)
-        if judge.fits(c):
+        if c.fits(judge.capacity):
             settings.setdefault((c.workload.batch, c.workload.tp), {}).setdefault("alone" if alone else "shape", c)
     rows = []
     for pair in settings.values():
@@ -328,15 +337,9 @@ class _Judge:
         self.findings = tuple(find(self.step))
         self.errors = op_errors(model)
         self.capacity = capacity_bytes(model.gpu)
-        self.original_memory = self.memory(original)
-        self.original_fits = self.original_memory <= self.capacity
+        self.original_memory = original.memory_bytes
+        self.original_fits = original.fits(self.capacity)
         self.made: dict = {}
-
-    def memory(self, c: Candidate) -> float:
-        return float(estimate(c.shape, c.workload).total_bytes)
-
-    def fits(self, c: Candidate) -> bool:
-        return self.memory(c) <= self.capacity
 
     def __call__(self, c: Candidate) -> Suggestion:
         if id(c) not in self.made:
@@ -346,7 +349,7 @@ class _Judge:
             self.made[id(c)] = Suggestion(c, float(speedup), c.params / self.original.params - 1,
                                           _changes(self.original, c),
                                           tuple(f.rule for f in self.findings if f.rule not in still),
-                                          speedup_interval(self.step, step, speedup, self.errors), self.memory(c))
+                                          speedup_interval(self.step, step, speedup, self.errors), c.memory_bytes)
         return self.made[id(c)]
 
 
@@ -365,7 +368,7 @@ class SearchResult:
     gpu_memory_bytes: float
 
     def fits(self, c: Candidate) -> bool:
-        return self.memory_bytes[c.shape.name] <= self.gpu_memory_bytes
+        return c.fits(self.gpu_memory_bytes)
 
 
 def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Workload, vocab: int = 32000,
@@ -426,18 +429,23 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
             best = c.gpu_ms_per_token
     pareto.reverse()
     top_shapes = sorted(candidates, key=lambda c: c.gpu_ms_per_token)[:top]
-    memory = {c.shape.name: float(estimate(c.shape, c.workload).total_bytes) for c in (*pareto, *top_shapes)}
+    memory = {c.shape.name: c.memory_bytes for c in (*pareto, *top_shapes)}
     return SearchResult(screened, len(candidates), time.perf_counter() - start,
                         screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes), model, memory,
                         capacity_bytes(model.gpu))
 
 
-def megatron_args(shape: ModelShape, workload: Workload) -> str:
-    """The Megatron-LM / GPT-NeoX arguments of a shape and workload."""
+def check_megatron(shape: ModelShape) -> None:
+    """Refuses a model Megatron-LM's flags cannot describe; commands call it before their search, not after."""
     if not shape.learned_positions and not shape.rotary_fraction:
         raise ShapewiseError(f"{shape.name} has neither rotary nor learned positions (ALiBi), and Megatron-LM's "
                              f"--position-embedding-type has no ALiBi: --emit megatron cannot describe it; use "
                              f"--emit-config")
+
+
+def megatron_args(shape: ModelShape, workload: Workload) -> list[str]:
+    """The Megatron-LM / GPT-NeoX arguments of a shape and workload, a flag and its value an item."""
+    check_megatron(shape)
     args = [f"--num-layers {shape.num_layers}", f"--hidden-size {shape.hidden}",
             f"--num-attention-heads {shape.num_heads}", f"--ffn-hidden-size {shape.ffn_width}",
             f"--seq-length {workload.seq}", f"--micro-batch-size {workload.batch}",
@@ -482,5 +490,10 @@ def megatron_args(shape: ModelShape, workload: Workload) -> str:
     if left_out:  # priced, but not said by these flags: the user must add them, or the run differs
         warn(f"--emit megatron: the flags do not describe {shape.name}'s {listed(left_out, 'and')}, which the "
              f"prices count; add them by hand or use --emit-config")
-    return " \\\n  ".join(args)
+    return args
+
+
+def flags_text(flags: list[str]) -> str:
+    """Flags as a command line to paste: one a line, each line continued."""
+    return " \\\n  ".join(flags)
 

@@ -12,7 +12,7 @@ head: the same op timed twice would only add noise. Every part of every shape ru
 so clock drift hits all alike, in an order that changes from round to round (measure.round_orders)
 and with the GPU settled after each, so that no part always runs right after the one that heats the
 GPU most; the speedup of each round is computed from that round's medians, and its median and
-bootstrap interval over rounds are reported.
+bootstrap interval over rounds are reported (no interval under MIN_INTERVAL_ROUNDS rounds).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .shapes import ModelShape, Workload, check_parallel
 from .uncertainty import op_errors, speedup_interval
 
 HEAD_OPS = ("logits", "loss")
+MIN_INTERVAL_ROUNDS = 3  # a bootstrap over fewer rounds gives an interval of no width, not a 95% one
 
 
 @dataclass(frozen=True)
@@ -41,12 +42,17 @@ class Verification:
     workload: Workload
     predicted_speedup: float
     measured_speedup: float
-    ci_low: float
+    ci_low: float  # the measured speedup's bootstrap interval: read it through measured_interval
     ci_high: float
     layer_ms: float  # measured medians: the whole step's in "model" mode
     head_ms: float  # 0 in "model" mode
     predicted_interval: tuple[float, float] = (math.nan, math.nan)  # 90%, from the ops it changes (uncertainty.py)
     error: str = ""  # why it was not measured (keep_going); its measured fields are then NaN
+
+
+def measured_interval(v: Verification, *, num_rounds: int) -> tuple[float, float]:
+    """v's measured 95% interval over num_rounds rounds: NaN, none, under MIN_INTERVAL_ROUNDS."""
+    return (v.ci_low, v.ci_high) if num_rounds >= MIN_INTERVAL_ROUNDS else (math.nan, math.nan)
 
 
 def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel) -> float:

@@ -57,12 +57,14 @@ def run_plan(args) -> int:
     from ..hardware import get_gpu
     from ..parallel import network_for
     from ..plan import megatron_flags, plan, render, to_json
-    from ..search import change_text, suggest
+    from ..search import change_text, check_megatron, suggest
     from ..shapes import Workload
 
     gpu = get_gpu(args.gpu)
     cost = cost_model(args, gpu)
     shape = _shape(args, cost)
+    if args.emit == "megatron":  # a model the flags cannot describe is refused before planning, not after it
+        check_megatron(shape)
     network = network_for(gpu, gpus_per_node=args.gpus_per_node, inter_gbs=args.inter_node_gbs,
                           intra_gbs=args.intra_node_gbs)
     shapes = ()

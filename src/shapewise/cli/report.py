@@ -236,9 +236,9 @@ def run_plot(args) -> int:
             try:
                 rows = json.loads(Path(args.verified).read_text())
                 data = plots.verified_data(rows, model=shape.name, gpu=gpu, dtype=workload.dtype)
+                mismatch = plots.verified_model_mismatch(rows, shape)
             except (OSError, ValueError, KeyError, TypeError) as err:
                 raise ShapewiseError(f"{args.verified} is not the output of `shapewise verify --json` ({err})") from None
-            mismatch = plots.verified_model_mismatch(rows, shape)
             if mismatch:
                 raise ShapewiseError(f"{args.verified} is a verify run of another model: {mismatch}; give the model "
                                      "it verified")

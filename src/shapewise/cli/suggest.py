@@ -4,10 +4,10 @@ parameter budget, and a model measured against its suggestions."""
 from __future__ import annotations
 
 import json
-import warnings
+import math
 from pathlib import Path
 
-from ..errors import ShapewiseError, ShapewiseWarning, warn
+from ..errors import ShapewiseError, warn
 from .common import (
     add_cost_args,
     add_device_arg,
@@ -75,13 +75,11 @@ def _suggest(args, shape, workload, model):
 
 def _suggestions(args):
     from ..hardware import get_gpu
-    from ..search import megatron_args
+    from ..search import check_megatron
 
     shape, workload = model_and_workload(args)
     if args.emit == "megatron":  # a model it cannot describe is refused before the search, not after it
-        with warnings.catch_warnings():  # what the flags leave out is said once, with the flags
-            warnings.simplefilter("ignore", ShapewiseWarning)
-            megatron_args(shape, workload)
+        check_megatron(shape)
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
     return shape, workload, gpu, model.source, _suggest(args, shape, workload, model)
@@ -134,7 +132,7 @@ def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -
 def run_suggest(args) -> int:
     from ..hf import load_config, to_hf_config
     from ..report import rich_table, suggestion_table
-    from ..search import megatron_args
+    from ..search import flags_text, megatron_args
 
     if args.emit_config is not None:  # said before the search, not after it ("" too: it names no file)
         from ..outputs import output_file
@@ -172,7 +170,7 @@ def run_suggest(args) -> int:
         print(json.dumps(suggest_json(shape, gpu, source, result, args.params_tol, workload), indent=2))
         return 0
     if args.emit == "megatron":
-        print(megatron_args(chosen.shape, chosen.workload))
+        print(flags_text(megatron_args(chosen.shape, chosen.workload)))
         return 0
     out = console()
     o = result.original
@@ -320,15 +318,16 @@ def add_verify(sub) -> None:
 
 
 def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
-    """What verify measures against the original: the configs given, else suggest's suggestions with
-    the same selection flags, else (no shape faster beyond the model's error) the nearest alternatives."""
+    """What verify measures against the original, as (label, shape, workload, changes): the configs given
+    (changes None: they name none), else suggest's suggestions with the same selection flags, else (no
+    shape faster beyond the model's error) the nearest alternatives."""
     from ..hf import load_config
     from ..search import change_text
 
     if args.config:
         if args.suggestion or args.keep or args.vary:
             raise ShapewiseError("--config names the candidates itself: leave out --suggestion, --keep and --vary")
-        return [(f"config {Path(path).name}", load_config(path), workload) for path in args.config], "config"
+        return [(f"config {Path(path).name}", load_config(path), workload, None) for path in args.config], "config"
     result = _suggest(args, shape, workload, model)
     what = "suggestion" if result.suggestions else "no faster shape"
     picked = list(enumerate(result.suggestions or result.alternatives, 1))
@@ -338,18 +337,20 @@ def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
         picked = [picked[args.suggestion - 1]]
     if not picked:
         raise ShapewiseError("nothing to verify: the neighbourhood holds no other shape; widen --params-tol")
-    return [(f"#{i} " + change_text(s.changes), s.candidate.shape, s.candidate.workload) for i, s in picked], what
+    return [(f"#{i} " + change_text(s.changes), s.candidate.shape, s.candidate.workload, s.changes)
+            for i, s in picked], what
 
 
 def run_verify(args) -> int:
     from rich.table import Table
 
     from ..bench import progress_bar
+    from ..exports import finite_json
     from ..hardware import get_gpu
     from ..hub import resolve_model
     from ..measure import check_device
     from ..shapes import Workload
-    from ..verify import verify
+    from ..verify import MIN_INTERVAL_ROUNDS, measured_interval, verify
 
     check_tokens(args.batch, args.seq)
     check_device(args.device)  # before the search for candidates, not after it
@@ -361,13 +362,16 @@ def run_verify(args) -> int:
     model = cost_model(args, gpu)
     candidates, what = _verify_candidates(args, shape, workload, model)
     with progress_bar(True, args.rounds, "verifying, rounds") as advance:
-        results = verify((shape, workload), candidates, gpu=model, device=args.device, rounds=args.rounds,
-                         mode=args.measure, on_round=lambda done: advance(f"{len(candidates) + 1} shapes"))
-    if args.json:
-        print(json.dumps([{"candidate": v.label, "what": what, "mode": v.mode, "predicted_speedup": v.predicted_speedup,
-                           "predicted_interval": list(v.predicted_interval), "measured_speedup": v.measured_speedup,
-                           "ci": [v.ci_low, v.ci_high], "layer_ms": v.layer_ms, "head_ms": v.head_ms}
-                          for v in results], indent=2))
+        results = verify((shape, workload), [c[:3] for c in candidates], gpu=model, device=args.device,
+                         rounds=args.rounds, mode=args.measure,
+                         on_round=lambda done: advance(f"{len(candidates) + 1} shapes"))
+    if args.json:  # changes: what the label says, for `plot suggestions --verified` to read; no interval: null
+        print(json.dumps(finite_json([
+            {"candidate": v.label, "what": what, "changes": changes, "mode": v.mode,
+             "predicted_speedup": v.predicted_speedup, "predicted_interval": list(v.predicted_interval),
+             "measured_speedup": v.measured_speedup, "ci": list(measured_interval(v, num_rounds=args.rounds)),
+             "layer_ms": v.layer_ms, "head_ms": v.head_ms}
+            for v, (*_, changes) in zip(results, candidates)]), indent=2, allow_nan=False))
         return 0
     whole = results[0].mode == "model"
     measured = "whole training steps" if whole else "layers × layer + head (the whole models do not fit at once)"
@@ -382,7 +386,8 @@ def run_verify(args) -> int:
         table.add_column(col, justify="left" if col == "candidate" else "right")
     for v in results:
         times = (f"{v.layer_ms:.3f}",) if whole else (f"{v.layer_ms:.3f}", f"{v.head_ms:.3f}")
-        interval = f"{v.ci_low:.3f}–{v.ci_high:.3f}" if args.rounds >= MIN_INTERVAL_ROUNDS else "–"
+        low, high = measured_interval(v, num_rounds=args.rounds)
+        interval = f"{low:.3f}–{high:.3f}" if math.isfinite(low) else "–"
         table.add_row(v.label, f"{v.predicted_speedup:.3f}×", "{:.3f}–{:.3f}".format(*v.predicted_interval),
                       f"{v.measured_speedup:.3f}×", interval, *times)
     console().print(table)
@@ -390,9 +395,6 @@ def run_verify(args) -> int:
         warn(f"{args.rounds} round{'s' if args.rounds > 1 else ''}: too few for a measured interval (it takes "
              f"{MIN_INTERVAL_ROUNDS}); --rounds 15 is the default")
     return 0
-
-
-MIN_INTERVAL_ROUNDS = 3  # a bootstrap over fewer rounds gives an interval of no width, not a 95% one
 
 
 COMMANDS = (add_suggest, add_search, add_verify)

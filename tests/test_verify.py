@@ -1,0 +1,88 @@
+"""verify's measured interval (none under three rounds: the table and the JSON alike) and what a
+verify run's JSON says of the model it measured (plots.verified_model_mismatch)."""
+
+import json
+import math
+
+import pytest
+
+from helpers import run
+from shapewise import Workload, plots
+from shapewise.presets import get_model
+from shapewise.search import change_text
+from shapewise.verify import MIN_INTERVAL_ROUNDS, Verification, measured_interval
+
+TINY = {"model_type": "llama", "hidden_size": 80, "num_hidden_layers": 4, "num_attention_heads": 4,
+        "intermediate_size": 213, "vocab_size": 250, "hidden_act": "silu"}
+CPU = ("--device", "cpu", "--batch", "1", "--seq", "32")
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TINY))
+    return str(path)
+
+
+def _config(tmp_path, name: str, **changes) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps({**TINY, **changes}))
+    return str(path)
+
+
+def test_a_verification_has_no_interval_under_three_rounds():
+    shape, w = get_model("gpt2"), Workload()
+    v = Verification("model", "#1", shape, w, 1.1, 1.2, 1.15, 1.25, 10.0, 0.0)
+    assert all(math.isnan(x) for x in measured_interval(v, num_rounds=MIN_INTERVAL_ROUNDS - 1))
+    assert measured_interval(v, num_rounds=MIN_INTERVAL_ROUNDS) == (1.15, 1.25)
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 3])
+def test_the_json_says_no_interval_where_the_table_does(capsys, tmp_path, tiny, rounds):
+    pytest.importorskip("torch")
+    other = _config(tmp_path, "other.json", vocab_size=256)
+    argv = ("verify", tiny, "--config", other, *CPU, "--rounds", str(rounds))
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    cells = [c.strip() for c in next(line for line in out.splitlines() if line.startswith("config ")).split("│")]
+    interval = cells[4]  # candidate, predicted, its interval, measured, its interval
+    if rounds < 3:
+        assert row["ci"] == [None, None] and interval == "–"
+    else:
+        low, high = row["ci"]
+        assert low < high and low <= row["measured_speedup"] <= high
+        assert interval != "–" and "–" in interval
+
+
+def test_a_verify_runs_model_is_read_from_its_changes_not_its_label():
+    gpt2 = get_model("gpt2")  # 12 heads of 64, vocabulary 50257
+    assert plots.verified_model_mismatch([{"candidate": "#1 fewer heads", "changes": {"heads": [32, 20]}}],
+                                         gpt2) == "its candidates change heads 32→…, but gpt2 has 12"
+    agrees = [{"candidate": "#1 heads 32→20", "changes": {"heads": [12, 8], "batch": [4, 8]}},
+              {"candidate": "config other.json", "changes": None}]  # a config names no change
+    assert plots.verified_model_mismatch(agrees, gpt2) == ""
+    # A file written before verify --json gave its changes: the label says them.
+    older = [{"candidate": "config other.json"}, {"candidate": "#2 head dim 80→128, vocab 50257→50304"}]
+    assert "head dim 80→…" in plots.verified_model_mismatch(older, gpt2)
+    assert plots.verified_model_mismatch([{"candidate": "#1 head dim 64→128, vocab 50257→50304"}], gpt2) == ""
+
+
+def test_a_verify_run_is_drawn_for_its_model_and_refused_for_another(capsys, tmp_path, tiny):
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    code, out, err = run(capsys, "verify", tiny, "--params-tol", "0.1", "--top", "1", *CPU, "--rounds", "1", "--json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["changes"] and row["candidate"] == f"#1 {change_text(row['changes'])}" and row["ci"] == [None, None]
+    verified = tmp_path / "verify.json"
+    verified.write_text(out)
+    code, _, err = run(capsys, "plot", "suggestions", tiny, "--verified", str(verified), "--out", str(tmp_path / "v.png"))
+    assert code == 0, err  # drawn without an interval
+    (name, (old, _)), = row["changes"].items()
+    assert name == "vocab"  # the tiny model's only neighbours change its vocabulary
+    other = _config(tmp_path, "other.json", vocab_size=old + 50)
+    code, _, err = run(capsys, "plot", "suggestions", other, "--verified", str(verified), "--out", str(tmp_path / "w.png"))
+    assert code == 2 and "another model" in err and f"vocab {old}→" in err and not (tmp_path / "w.png").exists()
