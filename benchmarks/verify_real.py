@@ -26,6 +26,8 @@ def main() -> int:
     ap.add_argument("--device", default="cuda", help="cpu only tests the script")
     ap.add_argument("--batch", default="4")
     ap.add_argument("--seq", default="2048")
+    ap.add_argument("--gpu", default="h200", help="the GPU whose cost model ranks and predicts (h100: the profile it borrows)")
+    ap.add_argument("--profile", help="predict with this profile (another GPU's `calibrate --quick` profile)")
     args = ap.parse_args()
     start, results = time.perf_counter(), {}
     for config in args.configs:
@@ -35,7 +37,8 @@ def main() -> int:
         name, began, text = Path(config).stem, time.perf_counter(), io.StringIO()
         with contextlib.redirect_stdout(text):
             code = shapewise(["verify", config, "--top", args.top, "--rounds", args.rounds, "--device", args.device,
-                              "--batch", args.batch, "--seq", args.seq, "--json"])
+                              "--batch", args.batch, "--seq", args.seq, "--gpu", args.gpu, "--json"]
+                             + (["--profile", args.profile] if args.profile else []))
         results[name] = json.loads(text.getvalue()) if code == 0 else {"error": code}
         rows = results[name] if code == 0 else []
         print(f"{name:20s} {time.perf_counter() - began:5.1f} s, {len(rows)} rows"

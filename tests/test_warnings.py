@@ -93,3 +93,10 @@ def test_check_json_carries_every_warning_it_said_and_a_quiet_run_says_none(caps
     assert code == 0 and json.loads(out)["warnings"] == said and MULTIMODAL in said[0]
     code, out, err = run(capsys, "check", "gpt2", "--seq", "1024", "--json")  # none left from the run before
     assert code == 0 and json.loads(out)["warnings"] == [] and err == ""
+
+
+@pytest.mark.parametrize("command", [("suggest",), ("plan", "--gpus", "8", "--global-batch", "1048576")])
+def test_the_pricing_commands_json_carries_the_warnings_said(capsys, command):
+    code, out, err = run(capsys, *command, "--config", str(GEMMA3), "--seq", "2048", "--json")
+    said = [line.removeprefix("shapewise: warning: ") for line in err.splitlines()]
+    assert code == 0 and json.loads(out)["warnings"] == said and MULTIMODAL in said[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .common import SAID, add_cost_args, add_model_args, console, cost_model, model_and_workload
+from .common import add_cost_args, add_model_args, console, cost_model, model_and_workload, with_warnings
 
 STRICT_SHARE = 0.01  # --strict fails on a finding that costs more than 1% of the step
 
@@ -28,7 +28,7 @@ def run_check(args) -> int:
     gpu = get_gpu(args.gpu)
     result = check(shape, workload, gpu=cost_model(args, gpu))
     if args.json:
-        print(json.dumps({**to_json(result), "warnings": list(SAID)}, indent=2))
+        print(json.dumps(with_warnings(to_json(result)), indent=2))
     else:
         render(result, console())
     return 1 if args.strict and any(f.share > STRICT_SHARE for f in result.findings) else 0

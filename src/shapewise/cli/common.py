@@ -154,9 +154,15 @@ def model_and_workload(args):
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it
 # (cli.main): an input refused later gets its one-line error alone.
 CAVEATS: list[str] = []
-# Every warning the command has said so far (cli.main's hook adds each): check --json carries them, so that
+# Every warning the command has said so far (cli.main's hook adds each): the JSON of the pricing commands
+# carries them (with_warnings), so that
 # a reader of the JSON alone knows what the numbers were read or priced by guessing.
 SAID: list[str] = []
+
+
+def with_warnings(out: dict) -> dict:
+    """A command's JSON with every warning it said: check, suggest, search and plan --json carry them."""
+    return {**out, "warnings": list(SAID)}
 
 
 # ---- the cost model ---------------------------------------------------------------------------

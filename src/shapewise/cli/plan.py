@@ -6,7 +6,7 @@ import json
 
 from ..dtypes import DTYPE_BYTES
 from ..errors import ShapewiseError
-from .common import add_cost_args, console, cost_model, positive_int, top_int
+from .common import add_cost_args, console, cost_model, positive_int, top_int, with_warnings
 
 
 def add_plan(sub) -> None:
@@ -80,7 +80,7 @@ def run_plan(args) -> int:
             raise ShapewiseError("no layout fits in memory, so there are no flags to emit")
         print(megatron_flags(result.plans[0], seq=args.seq, global_batch_tokens=args.global_batch, dtype=args.dtype))
     elif args.json:
-        print(json.dumps(to_json(result, train_tokens=args.tokens), indent=2))
+        print(json.dumps(with_warnings(to_json(result, train_tokens=args.tokens)), indent=2))
     else:
         render(result, console(), gpu=gpu, train_tokens=args.tokens)
     return 0

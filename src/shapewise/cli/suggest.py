@@ -19,6 +19,7 @@ from .common import (
     cost_model,
     model_and_workload,
     top_int,
+    with_warnings,
 )
 
 # search designs from a budget rather than from a model: its defaults differ from check's, and say so.
@@ -167,7 +168,7 @@ def run_suggest(args) -> int:
             raise ShapewiseError(f"cannot write the config to {args.emit_config}: {err.strerror or err}") from None
         load_config(args.emit_config)  # what we write must read back
     if args.json:
-        print(json.dumps(suggest_json(shape, gpu, source, result, args.params_tol, workload), indent=2))
+        print(json.dumps(with_warnings(suggest_json(shape, gpu, source, result, args.params_tol, workload)), indent=2))
         return 0
     if args.emit == "megatron":
         print(flags_text(megatron_args(chosen.shape, chosen.workload)))
@@ -264,11 +265,11 @@ def run_search(args) -> int:
              f"{result.gpu_memory_bytes / GIB:,.1f} GiB at b={workload.batch} s={workload.seq} t={workload.tp}{what}; "
              f"they are ranked by speed alone (`shapewise plan MODEL --gpus N` spreads one over more GPUs)")
     if args.json:
-        print(json.dumps({"screened": result.screened, "predicted": result.predicted, "seconds": result.seconds,
+        print(json.dumps(with_warnings({"screened": result.screened, "predicted": result.predicted, "seconds": result.seconds,
                           "workload": {"batch": workload.batch, "seq": workload.seq, "tp": workload.tp,
                                        "dtype": workload.dtype, "mode": workload.mode},
                           "pareto": rows(result.pareto), "top": rows(result.top), "cost_model": source,
-                          "gpu_memory_bytes": result.gpu_memory_bytes}, indent=2))
+                          "gpu_memory_bytes": result.gpu_memory_bytes}), indent=2))
         return 0
     out = console()
     out.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted} "
