@@ -143,16 +143,17 @@ def _category(case: Case) -> str:
     return case.bench
 
 
-def judge(rows: list[tuple[Case, dict]], *, gpu: GPU, profile: Profile | None) -> list[Judged]:
-    """Every measured validation case against the calibrated model, the spec model and a flat roofline."""
+def judge(rows: list[tuple[Case, dict]], *, gpu: GPU | CostModel, profile: Profile | None = None) -> list[Judged]:
+    """Every measured validation case against the calibrated model, the spec model and a flat roofline.
+    gpu: the cost model judged (validate's), or a GPU judged by `profile` (default: the GPU's own), chosen
+    as profile.cost_model chooses; "calibrated" is NaN where that is the spec model, no profile found."""
+    model = cost_model(gpu, profile=profile)
     rows = [(case, row) for case, row in rows if row.get("error") is None]
     cases = [case for case, _ in rows]
-    spec = predict_cases(cases, gpu=cost_model(gpu, spec_only=True))
-    # The profile as given, wherever it was measured: validate has said whether its times fit the measurements'.
-    calibrated = (predict_cases(cases, gpu=CostModel(gpu, profile.params, profile.describe(), profile)) if profile
-                  else [math.nan] * len(cases))
+    spec = predict_cases(cases, gpu=cost_model(model, spec_only=True))
+    calibrated = predict_cases(cases, gpu=model) if model.calibrated else [math.nan] * len(cases)
     return [Judged(_category(case), case.label, row["median_ms"],
-                   {"calibrated": calibrated_ms, "spec-only": spec_ms, "roofline 50%": _roofline_case_ms(case, gpu)})
+                   {"calibrated": calibrated_ms, "spec-only": spec_ms, "roofline 50%": _roofline_case_ms(case, model.gpu)})
             for (case, row), spec_ms, calibrated_ms in zip(rows, spec, calibrated)]
 
 
@@ -344,11 +345,11 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
     newest measurements from the store: no GPU needed) and judge `profile` (default: the one
     predictions for the GPU use) against the spec model and a flat roofline. Ctrl-C returns what was
     measured (kept in the store), judged on nothing. CPU times are judged as `gpu`'s only as a smoke
-    test, said in a warning; a GPU's by a profile measured elsewhere, never."""
+    test, said in a warning; a GPU's by a profile measured elsewhere, never. From the store, the cases it
+    lacks are said, and a store holding none of those `seed` draws (only those every seed draws) is refused."""
     from .bench import stored_rows, sweep
     from .judges import judge_set_cases, judge_sets
     from .measure import gpu_of, measured_gpu
-    from .profile import check_measured_on, find
 
     drawn = judge_set_cases(judge_set, seed=seed, dtype=dtype, quick=quick, configs=configs)
     result = None
@@ -356,6 +357,7 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
         rows = stored_rows(drawn.cases, store=store)
         if not rows:
             raise ShapewiseError("the store holds no validation measurements: run `shapewise validate` on a GPU first")
+        _check_stored(drawn, rows, store=store, seed=seed, dtype=dtype, quick=quick, configs=configs)
         # Any CPU's rows among them (their gpu_name is the processor's) make the set a CPU's smoke test.
         env = {"gpu_name": None if any(measured_on_cpu(row) for _, row in rows) else rows[0][1].get("gpu_name")}
     else:
@@ -374,16 +376,35 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
     if env.get("gpu_name") is None:
         warn(f"these {len(rows)} held-out cases were measured on the CPU: judged as the {gpu.key}'s only to test the "
              f"command, their errors say nothing of the {gpu.key} or its profile")
-    else:
-        if profile is not None:  # CPU times may smoke-test a CPU's profile; a GPU's, only its own
-            check_measured_on(profile, gpu.key, profile.path or "the profile", device=None if from_store else device)
-        on = gpu_of(env)
-        if on is not None and on.key != gpu.key:
-            warn(f"these held-out cases were measured on {measured_on}, not on the {gpu.key}: judged as the "
-                 f"{gpu.key}'s all the same")
-    profile = profile or find(gpu)
-    return Validation(gpu, profile, judge_sets(drawn, rows, gpu=gpu, profile=profile), len(rows), result,
-                      len(drawn.cases), measured_on)
+    # The one check of where a given profile was measured (check_measured_on, in cost_model): CPU times may
+    # smoke-test a profile fitted on CPU times or on the GPU itself; a GPU's times judge only that GPU's own.
+    model = cost_model(gpu, profile=profile,
+                       device="cpu" if env.get("gpu_name") is None else None if from_store else device)
+    on = gpu_of(env)
+    if on is not None and on.key != gpu.key:
+        warn(f"these held-out cases were measured on {measured_on}, not on the {gpu.key}: judged as the "
+             f"{gpu.key}'s all the same")
+    return Validation(gpu, model.profile, judge_sets(drawn, rows, gpu=model), len(rows), result, len(drawn.cases),
+                      measured_on)
+
+
+def _check_stored(drawn, rows: list[tuple[Case, dict]], *, store, seed: int, **draw) -> None:
+    """validate from the store: say how many of the set's cases drawn with `seed` (drawn: judges.JudgeSet) the
+    store lacks (rows: those it holds), and refuse when it holds none of those the seed draws (only the ones
+    every seed shares). draw: the set's dtype, quick and configs, to draw it with another seed."""
+    from .judges import judge_set_cases
+
+    held = {case.key for case, _ in rows}
+    if len(held) >= len(drawn.cases):  # the whole set: nothing to say, nor another seed's set to draw
+        return
+    shared = {case.key for case in judge_set_cases(drawn.name, seed=seed ^ 1, **draw).cases}  # what every seed draws
+    seeded = {case.key for case in drawn.cases} - shared
+    what = f"the {drawn.name} set's {len(drawn.cases):,} cases drawn with --seed {seed}"
+    if seeded and not held & seeded:
+        raise ShapewiseError(f"the results store {store.path} holds none of the {len(seeded):,} random cases of {what} "
+                             f"(only {len(held):,} that every seed draws): give the --seed it was measured with, or "
+                             f"measure them with `shapewise validate --seed {seed}` on the GPU")
+    warn(f"the results store {store.path} lacks {len(drawn.cases) - len(held):,} of {what}: they are not judged")
 
 
 @dataclass(frozen=True)

@@ -132,12 +132,15 @@ def _read_csv(path, text: str) -> list[Imported]:
         if len(cells) != len(header):
             raise ShapewiseError(f"{where}: {len(cells)} cells, but the header has {len(header)}")
         row = dict(zip(header, cells))
-        mismatch = param_mismatch(row, param_columns)
+        # A key that is no JSON object (fields None) is refused by row_problem below, once the numbers have
+        # said their own errors: its parameters are never kept, so none ({}) stand in for them until then.
+        fields = _key_fields(row["key"])
+        mismatch = param_mismatch(row, param_columns, fields or {})
         if mismatch:
             raise ShapewiseError(f"{where}: {mismatch}; nothing imported")
         rows.append(_checked(Imported(_import_identity(row), row["bench"], row["key"],
-                                      _import_params(row, param_columns), _import_numbers(row, where)),
-                             where))
+                                      _import_params(row, param_columns, fields or {}), _import_numbers(row, where)),
+                             where, fields))
     return rows
 
 
@@ -171,7 +174,7 @@ def _read_json(path, text: str) -> list[Imported]:
         numbers["created_utc"] = _text_or_none(item.get("created_utc")) or _now_utc()
         identity = tuple(_text_or_none(item.get(c)) for c in ENV_COLUMNS)
         rows.append(_checked(Imported(identity, item["bench"], item["key"], item["params"], numbers, samples, metrics),
-                             where))
+                             where, _key_fields(item["key"])))
     return rows
 
 
@@ -179,9 +182,10 @@ def _text_or_none(value) -> str | None:
     return None if value in (None, "") else str(value)
 
 
-def _checked(row: Imported, where: str) -> Imported:
-    problem = row_problem({"bench": row.bench, "key": row.key, "params": row.params, **row.numbers,
-                           "gpu_name": row.identity[0]})
+def _checked(row: Imported, where: str, fields: dict | None) -> Imported:
+    """row, unless row_problem finds it one no measurement can have; fields: its key read (_key_fields)."""
+    problem = _row_problem({"bench": row.bench, "key": row.key, "params": row.params, **row.numbers,
+                            "gpu_name": row.identity[0]}, fields)
     if problem:
         raise ShapewiseError(f"{where}: {problem}; nothing imported")
     return row
@@ -203,17 +207,12 @@ def _cell_value(text: str):
         return text
 
 
-def _import_params(row: dict, param_columns: list[str]) -> dict:
-    try:
-        key = json.loads(row["key"])
-    except ValueError:
-        key = None
-    if not isinstance(key, dict):
-        return {c[len(PARAM_PREFIX):]: _cell_value(row[c]) for c in param_columns if row[c] != ""}
+def _import_params(row: dict, param_columns: list[str], fields: dict) -> dict:
+    """A CSV row's parameters: the fields of its key (fields, read) that its p_ cells say are parameters."""
     if not param_columns:  # no p_ columns at all: nothing tells parameters from mode flags
-        return {name: value for name, value in key.items() if name != "bench"}
+        return {name: value for name, value in fields.items() if name != "bench"}
     params = {}
-    for name, value in key.items():
+    for name, value in fields.items():
         if name == "bench":
             continue
         cell = row.get(PARAM_PREFIX + name)
@@ -252,32 +251,38 @@ def _import_numbers(row: dict, where: str) -> dict:
     return numbers
 
 
-def param_mismatch(row: dict, param_columns: list[str]) -> str | None:
-    """The first p_ cell of an exported row that disagrees with the row's key, said in words; None
-    where they agree (the key is what a sweep matches, the p_ cells what a reader sees)."""
-    try:
-        key = json.loads(row["key"])
-    except ValueError:
-        return None
+def param_mismatch(row: dict, param_columns: list[str], fields: dict) -> str | None:
+    """The first p_ cell of an exported row that disagrees with the row's key (fields, read), said in words;
+    None where they agree (the key is what a sweep matches, the p_ cells what a reader sees)."""
     for column in param_columns:
         name, cell = column[len(PARAM_PREFIX):], row[column]
-        if cell != "" and isinstance(key, dict) and name in key and cell != key[name] \
-                and _cell_value(cell) != key[name]:
-            return f"{column} is {cell!r} but the key says {name} is {json.dumps(key[name])}"
+        if cell != "" and name in fields and cell != fields[name] and _cell_value(cell) != fields[name]:
+            return f"{column} is {cell!r} but the key says {name} is {json.dumps(fields[name])}"
     return None
+
+
+def _key_fields(key) -> dict | None:
+    """A row's key read: the JSON object shapewise writes, or None where it is none (not JSON, or JSON of
+    another kind)."""
+    try:
+        fields = json.loads(key) if isinstance(key, str) else None
+    except ValueError:
+        return None
+    return fields if isinstance(fields, dict) else None
 
 
 def row_problem(row: dict) -> str | None:
     """What makes a result row one no measurement can have, in words, or None for a plausible row.
     row: as Store.rows() gives it (bench, key, params, the numbers, error, gpu_name)."""
+    return _row_problem(row, _key_fields(row.get("key")))
+
+
+def _row_problem(row: dict, fields: dict | None) -> str | None:
+    """row_problem, the row's key read already (_key_fields)."""
     bench, key = row.get("bench"), row.get("key")
     if bench not in BENCHES:
         return f"bench {bench!r} is none of shapewise's ({', '.join(BENCHES)})"
-    try:
-        fields = json.loads(key) if isinstance(key, str) else None
-    except ValueError:
-        fields = None
-    if not isinstance(fields, dict):
+    if fields is None:
         return f"key {str(key)[:60]!r} is not the JSON object shapewise writes"
     if fields.get("bench", bench) != bench:
         return f"bench is {bench!r} but the key says {fields['bench']!r}"

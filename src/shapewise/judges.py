@@ -346,10 +346,10 @@ def judge_set_cases(name: str, *, seed: int, dtype: str = "bf16", quick: bool = 
 
 # ---- judging -----------------------------------------------------------------------------------
 
-def judge_sets(judge_set: JudgeSet, rows: list[tuple[Case, dict]], *, gpu, profile) -> list[Judged]:
-    """Each measured case against the models, by its set's groups: every case in its kind's group
-    (gemm, bmm, attention fwd/bwd/decode, memory) and again in its regime's; for `models`, each
-    step whose ops were all measured, as the sum of count × time per call."""
+def judge_sets(judge_set: JudgeSet, rows: list[tuple[Case, dict]], *, gpu, profile=None) -> list[Judged]:
+    """Each measured case against the models (gpu and profile: as calibrate.judge takes them), by its set's
+    groups: every case in its kind's group (gemm, bmm, attention fwd/bwd/decode, memory) and again in its
+    regime's; for `models`, each step whose ops were all measured, as the sum of count × time per call."""
     if judge_set.name == "default":
         return judge(rows, gpu=gpu, profile=profile)
     ok = [(c, r) for c, r in rows if r.get("error") is None]

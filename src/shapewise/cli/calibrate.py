@@ -253,8 +253,6 @@ def run_validate(args) -> int:
         warn(f"--device cpu without --quick measures the {args.set} set's {num_cases:,} held-out cases: hours on a "
              "CPU, and CPU times judge no GPU's profile; `--quick` is the smoke test")
     with Store(args.db) as store:
-        if args.from_db:
-            _check_stored(args, store)
         done = validate(store=store, gpu=args.gpu, profile=load(args.profile) if args.profile else None,
                         judge_set=args.set, configs=args.configs, device=args.device, dtype=args.dtype,
                         quick=args.quick, seed=args.seed, from_store=args.from_db, warmup_ms=args.warmup_ms,
@@ -293,30 +291,6 @@ def run_validate(args) -> int:
         out.print("layers, calibrated: " + ", ".join(
             f"{j.label.split()[1]} {j.predicted_ms['calibrated'] / j.measured_ms - 1:+.1%}" for j in layers))
     return 0
-
-
-def _check_stored(args, store) -> None:
-    """validate --from-db: say how many of the set's cases drawn with --seed the store lacks, and refuse
-    when it holds none of those the seed draws (only the ones every seed shares, or nothing)."""
-    from ..bench import stored_rows
-    from ..judges import judge_set_cases
-
-    def drawn(seed: int) -> list:
-        return judge_set_cases(args.set, seed=seed, dtype=args.dtype, quick=args.quick, configs=args.configs).cases
-
-    cases = drawn(args.seed)
-    held = {case.key for case, _ in stored_rows(cases, store=store)}
-    if not held:
-        return  # validate says the store holds no validation measurements
-    shared = {case.key for case in drawn(args.seed ^ 1)}  # another seed's: what every seed draws
-    seeded = {case.key for case in cases} - shared
-    what = f"the {args.set} set's {len(cases):,} cases drawn with --seed {args.seed}"
-    if seeded and not held & seeded:
-        raise ShapewiseError(f"the results store {store.path} holds none of the {len(seeded):,} random cases of {what} "
-                             f"(only {len(held):,} that every seed draws): give the --seed it was measured with, or "
-                             f"measure them with `shapewise validate --seed {args.seed}` on the GPU")
-    if len(held) < len(cases):
-        warn(f"the results store {store.path} lacks {len(cases) - len(held):,} of {what}: they are not judged")
 
 
 def _validate_variants(args) -> int:
