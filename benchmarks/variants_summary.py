@@ -30,7 +30,10 @@ def _within(c: dict) -> bool:
 
 
 def ceiling(candidates: list, rng: np.random.Generator) -> float:
-    """The rho a prediction equal to the measured speedups would get against a measurement as noisy as this."""
+    """The rho a prediction equal to the measured speedups would get against a measurement as noisy as this
+    (NaN where a run had too few rounds for an interval)."""
+    if any(c["ci"][0] is None for c in candidates):
+        return math.nan
     measured = np.array([1.0] + [c["measured_speedup"] for c in candidates])
     sd = np.array([0.0] + [(c["ci"][1] - c["ci"][0]) / (2 * 1.96) for c in candidates])
     rhos = [spearman(measured, measured + rng.normal(0.0, sd)) for _ in range(CEILING_DRAWS)]

@@ -107,7 +107,7 @@ def test_variants_measure_on_the_cpu_and_a_candidate_that_fails_is_kept_with_its
     failed = [c for c in rows if c["error"]]
     assert failed and all("no layer of one head" in c["error"] and c["measured_speedup"] is None for c in failed)  # JSON has no NaN
     done = [c for c in rows if not c["error"]]
-    assert done and all(c["measured_speedup"] > 0 and c["ci"][0] <= c["measured_speedup"] <= c["ci"][1] for c in done)
+    assert done and all(c["measured_speedup"] > 0 and c["ci"] == [None, None] for c in done)  # 2 rounds: no interval
     assert out["candidates_measured"] == len(done)
     for m in out["models"]:
         ok = [c for c in m["candidates"] if not c["error"]]

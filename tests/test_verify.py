@@ -1,16 +1,15 @@
-"""verify's measured interval (none under three rounds: the table and the JSON alike) and what a
+"""verify's measured interval (none under three rounds, verify.MIN_INTERVAL_ROUNDS: the table, the JSON
+and the variants set alike) and what a
 verify run's JSON says of the model it measured (plots.verified_model_mismatch)."""
 
 import json
-import math
 
 import pytest
 
 from helpers import run
-from shapewise import Workload, plots
+from shapewise import plots
 from shapewise.presets import get_model
 from shapewise.search import change_text
-from shapewise.verify import MIN_INTERVAL_ROUNDS, Verification, measured_interval
 
 TINY = {"model_type": "llama", "hidden_size": 80, "num_hidden_layers": 4, "num_attention_heads": 4,
         "intermediate_size": 213, "vocab_size": 250, "hidden_act": "silu"}
@@ -28,13 +27,6 @@ def _config(tmp_path, name: str, **changes) -> str:
     path = tmp_path / name
     path.write_text(json.dumps({**TINY, **changes}))
     return str(path)
-
-
-def test_a_verification_has_no_interval_under_three_rounds():
-    shape, w = get_model("gpt2"), Workload()
-    v = Verification("model", "#1", shape, w, 1.1, 1.2, 1.15, 1.25, 10.0, 0.0)
-    assert all(math.isnan(x) for x in measured_interval(v, num_rounds=MIN_INTERVAL_ROUNDS - 1))
-    assert measured_interval(v, num_rounds=MIN_INTERVAL_ROUNDS) == (1.15, 1.25)
 
 
 @pytest.mark.parametrize("rounds", [1, 2, 3])

@@ -42,17 +42,12 @@ class Verification:
     workload: Workload
     predicted_speedup: float
     measured_speedup: float
-    ci_low: float  # the measured speedup's bootstrap interval: read it through measured_interval
+    ci_low: float  # the measured speedup's bootstrap interval; NaN, none, under MIN_INTERVAL_ROUNDS rounds
     ci_high: float
     layer_ms: float  # measured medians: the whole step's in "model" mode
     head_ms: float  # 0 in "model" mode
     predicted_interval: tuple[float, float] = (math.nan, math.nan)  # 90%, from the ops it changes (uncertainty.py)
     error: str = ""  # why it was not measured (keep_going); its measured fields are then NaN
-
-
-def measured_interval(v: Verification, *, num_rounds: int) -> tuple[float, float]:
-    """v's measured 95% interval over num_rounds rounds: NaN, none, under MIN_INTERVAL_ROUNDS."""
-    return (v.ci_low, v.ci_high) if num_rounds >= MIN_INTERVAL_ROUNDS else (math.nan, math.nan)
 
 
 def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel) -> float:
@@ -224,7 +219,7 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
                                     interval, failed[i]))
             continue
         speedups = [o / c for o, c in zip(per_token[0], per_token[i])]
-        lo, hi = bootstrap_median_ci(speedups, rng=rng)
+        lo, hi = bootstrap_median_ci(speedups, rng=rng) if len(speedups) >= MIN_INTERVAL_ROUNDS else (math.nan,) * 2
         times = [result[name].timing.median_ms for name in parts[i]]
         out.append(Verification("model" if whole else "layer", label, shape, workload, predicted,
                                 statistics.median(speedups), lo, hi, times[0], times[1] if len(times) > 1 else 0.0,

@@ -350,7 +350,7 @@ def _print_variants(run, gpu_name: str) -> None:
                 candidates.add_row(name, v.picked, v.label, f"{v.predicted_speedup:.3f}×", "failed", "", v.error)
                 continue
             candidates.add_row(name, v.picked, v.label, f"{v.predicted_speedup:.3f}×", f"{v.measured_speedup:.3f}×",
-                               f"{v.ci[0]:.3f}–{v.ci[1]:.3f}", f"{v.predicted_speedup / v.measured_speedup - 1:+.1%}")
+                               f"{v.ci[0]:.3f}–{v.ci[1]:.3f}" if math.isfinite(v.ci[0]) else "–", f"{v.predicted_speedup / v.measured_speedup - 1:+.1%}")
     summary = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
                     title=f"per model: predicted within {WITHIN:.0%} of measured (target 90% of candidates) and "
                           "Spearman's rho with the original (target ≥ 0.9)")

@@ -351,7 +351,7 @@ def run_verify(args) -> int:
     from ..hub import resolve_model
     from ..measure import check_device
     from ..shapes import Workload
-    from ..verify import MIN_INTERVAL_ROUNDS, measured_interval, verify
+    from ..verify import MIN_INTERVAL_ROUNDS, verify
 
     check_tokens(args.batch, args.seq)
     check_device(args.device)  # before the search for candidates, not after it
@@ -370,7 +370,7 @@ def run_verify(args) -> int:
         print(json.dumps(finite_json([
             {"candidate": v.label, "what": what, "changes": changes, "mode": v.mode,
              "predicted_speedup": v.predicted_speedup, "predicted_interval": list(v.predicted_interval),
-             "measured_speedup": v.measured_speedup, "ci": list(measured_interval(v, num_rounds=args.rounds)),
+             "measured_speedup": v.measured_speedup, "ci": [v.ci_low, v.ci_high],
              "layer_ms": v.layer_ms, "head_ms": v.head_ms}
             for v, (*_, changes) in zip(results, candidates)]), indent=2, allow_nan=False))
         return 0
@@ -387,8 +387,7 @@ def run_verify(args) -> int:
         table.add_column(col, justify="left" if col == "candidate" else "right")
     for v in results:
         times = (f"{v.layer_ms:.3f}",) if whole else (f"{v.layer_ms:.3f}", f"{v.head_ms:.3f}")
-        low, high = measured_interval(v, num_rounds=args.rounds)
-        interval = f"{low:.3f}–{high:.3f}" if math.isfinite(low) else "–"
+        interval = f"{v.ci_low:.3f}–{v.ci_high:.3f}" if math.isfinite(v.ci_low) else "–"
         table.add_row(v.label, f"{v.predicted_speedup:.3f}×", "{:.3f}–{:.3f}".format(*v.predicted_interval),
                       f"{v.measured_speedup:.3f}×", interval, *times)
     console().print(table)
