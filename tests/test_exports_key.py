@@ -72,3 +72,10 @@ def test_a_key_that_is_no_json_object_is_refused_whatever_its_parameter_cells(ex
     path.write_text(_with(export, key=key, bench="gemmm"))  # and a bench shapewise never writes
     with pytest.raises(ShapewiseError, match="line 2: bench 'gemmm' is none of shapewise's"):
         read_export(path)
+
+
+def test_a_key_nested_past_the_parser_is_refused_in_one_line(export, tmp_path):
+    path = tmp_path / "deep.csv"
+    path.write_text(_with(export, key="[" * 50_000 + "]" * 50_000))
+    with pytest.raises(ShapewiseError, match="key"):
+        read_export(path)

@@ -263,10 +263,10 @@ def param_mismatch(row: dict, param_columns: list[str], fields: dict) -> str | N
 
 def _key_fields(key) -> dict | None:
     """A row's key read: the JSON object shapewise writes, or None where it is none (not JSON, or JSON of
-    another kind)."""
+    another kind, or nested past what the parser can follow)."""
     try:
         fields = json.loads(key) if isinstance(key, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return fields if isinstance(fields, dict) else None
 
