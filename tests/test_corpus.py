@@ -11,6 +11,7 @@ import pytest
 
 from shapewise.cli import main
 from shapewise.errors import ShapewiseError, ShapewiseWarning
+from shapewise.families import FAMILIES
 from shapewise.hf import GuessedFields, _shape_from_config, load_config, to_hf_config
 from shapewise.ops import BMM, FLASH, GEMM, model_ops
 from shapewise.shapes import STRUCTURAL_FIELDS, Workload, canonical
@@ -18,12 +19,17 @@ from shapewise.shapes import STRUCTURAL_FIELDS, Workload, canonical
 CORPUS = Path(__file__).parent / "data" / "hf"
 LATER = CORPUS.parent / "hf-later"  # read after the first round; apart, so the sets drawn over hf/ stay the same
 THIRD = CORPUS.parent / "hf-third"  # read after the second; apart, so the sets drawn over hf-later/ stay the same
-FOLDERS = (CORPUS, LATER, THIRD)
+FOURTH = CORPUS.parent / "hf-fourth"  # a fourth round's files, apart alike
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
            "llama-3.3-nemotron-super-49b-v1": "each of its 80 layers its own attention and MLP \\(block_configs\\)",
-           "gemma-4-26b-a4b": "global attention layers of another head dim", "qwen3.5-27b": "layer_types of linear_attention"}
+           "gemma-4-26b-a4b": "global attention layers of another head dim", "qwen3.5-27b": "layer_types of linear_attention",
+           "phi-3-small-8k-instruct": "block-sparse attention \\(blocksparse_\\*\\) on all layers but every "
+                                      "dense_attention_every_n_layers-th",
+           "mimo-v2-flash": "sliding-window layers with their own key/value heads and head dims "
+                            "\\(hybrid_layer_pattern, swa_num_key_value_heads"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -53,6 +59,11 @@ PUBLISHED = {
     "qwen-7b": "7B", "qwen3-vl-30b-a3b-instruct": ("30B", "3B"), "deepseek-v3.2": ("671B", "37B"), "baichuan2-7b": "7B",
     "chatglm3-6b": "6B", "qwen3-235b-a22b": ("235B", "22B"), "devstral-small-2507": 23_572_403_200,
     "hunyuan-a13b-instruct": ("80B", "13B"),
+    # the fourth round's (DeepSeek-V2-Lite's, GLM-5's and MiniMax-M2.5's active counts leave the input embedding
+    # out: below; Granite's "400M active" is a label 7% off either way, checked by its checkpoint's size instead)
+    "smollm3-3b": 3_075_098_624, "granite-3.1-1b-a400m-instruct": "1.3B", "deepseek-v2-lite": "16B",
+    "deepseek-vl2-tiny": "3B", "minimax-m2.5": "230B", "mimo-7b-base": 7_622_619_136, "glm-5": "744B",
+    "qwen3-coder-480b-a35b-instruct": ("480B", "35B"), "xverse-7b": "7B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -451,10 +462,10 @@ def test_every_change_a_suggestion_makes_is_written_in_the_configs_own_keys(stem
     for change in _changes(shape):
         if stem == "hunyuan-a13b-instruct" and "expert_ffn" in change:
             continue  # its shared MLP is intermediate_size wide: an expert width apart from it is refused (below)
-        if stem.startswith("gpt-oss") and "expert_ffn" in change:
+        if _family(base).experts_at_ffn and "expert_ffn" in change:
             with pytest.raises(ShapewiseError, match="experts' width in intermediate_size"):
                 to_hf_config(canonical(shape.replace(**change)), base)
-            continue  # gpt_oss's experts are intermediate_size wide: no width of their own to write
+            continue  # gpt_oss, granitemoe, minimax_m2: experts intermediate_size wide, no width of their own
         if stem == "minicpm3-4b" and {"num_heads", "hidden"} & set(change):
             with pytest.raises(ShapewiseError, match="value heads' width"):
                 to_hf_config(canonical(shape.replace(**change)), base)
@@ -462,6 +473,10 @@ def test_every_change_a_suggestion_makes_is_written_in_the_configs_own_keys(stem
         target = canonical(shape.replace(**change))
         written = to_hf_config(target, base)
         assert structure(load_config(_write(tmp_path, written))) == structure(target), change
+
+
+def _family(cfg):
+    return FAMILIES.get(str(cfg.get("model_type", "")).lower(), FAMILIES["llama"])
 
 
 def _write(tmp_path, cfg):
@@ -569,3 +584,124 @@ def test_molmo_reads_its_fused_swiglu_and_says_its_vision_backbone_is_not_priced
     assert s.params == pytest.approx(7.6e9, rel=0.01)  # Qwen2-7B's 7.62B
     err = warned(record)
     assert "vision backbone" in err and "is not one shapewise knows" not in err
+
+
+# ---- the fourth pass: NoPE layers, six types no longer guessed, refusals that name their reason ----
+
+def test_nope_layers_are_read_from_no_rope_layers_or_the_types_default():
+    with unwarned():
+        smol = read("smollm3-3b")  # no_rope_layers: 0 (no rotary embedding) on every 4th of 36 layers
+    assert (smol.nope_every, smol.num_rope_layers, smol.tied_embeddings) == (4, 27, True)
+    # Llama4TextConfig: an empty no_rope_layers (Scout) or none (Maverick) is [int((i + 1) % 4 != 0) ...]
+    for stem in ("llama-4-scout-17b-16e", "llama-4-maverick-17b-128e-instruct-fp8"):
+        with pytest.warns(ShapewiseWarning):  # chunked attention and the vision encoder, as before
+            assert (read(stem).nope_every, read(stem).num_rope_layers) == (4, 36)
+    cfg = json.loads(FILES["smollm3-3b"].read_text())
+    without = {k: v for k, v in cfg.items() if k != "no_rope_layers"}
+    assert _shape_from_config(without, "x", "x").nope_every == 4  # SmolLM3Config's no_rope_layer_interval
+    assert _shape_from_config({**without, "no_rope_layer_interval": 3}, "x", "x").nope_every == 3
+    assert _shape_from_config({**cfg, "no_rope_layers": [1] * 36}, "x", "x").nope_every == 0
+    assert _shape_from_config({**cfg, "no_rope_layers": [0] + [1] * 3 + cfg["no_rope_layers"][4:]}, "x", "x"
+                              ).nope_every == 4  # 9 NoPE layers 4 apart, from the first: the same count
+    irregular = [1] * 30 + [0] * 6
+    with pytest.warns(ShapewiseWarning, match=r"its 6 layers without rotary embeddings among 36 \(no_rope_layers\) do "
+                                              r"not repeat evenly; priced as one in every 6 \(6 layers\)"):
+        assert _shape_from_config({**cfg, "no_rope_layers": irregular}, "x", "x").nope_every == 6
+    for bad, said in (([1] * 35, "gives 35 entries but the model has 36 layers"), ([2] * 36, "one 0 or 1 per layer"),
+                      ("1110", "one 0 or 1 per layer")):
+        with pytest.raises(ShapewiseError, match=said):
+            _shape_from_config({**cfg, "no_rope_layers": bad}, "x", "x")
+    # a type of no rule reads the list too; Llama's code has no NoPE layers, so a list there is said unread
+    assert _shape_from_config({**cfg, "model_type": "my_smol"}, "x", "x").nope_every == 4
+    with pytest.warns(ShapewiseWarning, match="does not read no_rope_layers"):
+        assert _shape_from_config({**cfg, "model_type": "llama"}, "x", "x").nope_every == 0
+
+
+def test_nope_layers_are_priced_without_rotary_embeddings():
+    smol = read("smollm3-3b")
+    for mode in ("train", "prefill", "decode"):
+        rope = [op for op in model_ops(smol, Workload(batch=1, seq=1024, mode=mode)) if op.name == "attn/rope"]
+        assert rope and all(op.count == 27 for op in rope)  # 36 layers less the 9 NoPE ones
+    assert not smol.layers_alike  # suggest and search price its mean layer, as check does
+    assert smol.one_layer().num_rope_layers == 1  # a block as verify builds it rotates
+
+
+def test_nope_layers_are_written_back_in_the_configs_own_keys(tmp_path):
+    smol, base = read("smollm3-3b"), json.loads(FILES["smollm3-3b"].read_text())
+    deeper = to_hf_config(smol.replace(num_layers=40), base)
+    assert deeper["no_rope_layers"] == [int((i + 1) % 4 != 0) for i in range(40)] and len(deeper["layer_types"]) == 40
+    assert to_hf_config(smol.replace(nope_every=0), base)["no_rope_layers"] == [1] * 36
+    scout = json.loads(FILES["llama-4-scout-17b-16e"].read_text())
+    with pytest.warns(ShapewiseWarning):
+        s = read("llama-4-scout-17b-16e")
+        # no list: the default follows the layer count
+        assert to_hf_config(s.replace(num_layers=44), scout)["text_config"]["no_rope_layers"] == []
+        assert load_config(_write(tmp_path, to_hf_config(s.replace(nope_every=6), scout))).nope_every == 6
+    fresh = to_hf_config(smol.replace(name="fresh"))  # Llama's layout with NoPE layers: a SmolLM3 config
+    assert fresh["model_type"] == "smollm3" and load_config(_write(tmp_path, fresh)).nope_every == 4
+    moe = read("mixtral-8x7b").replace(nope_every=4)
+    with pytest.raises(ShapewiseError, match="cannot hold this shape's nope every 4"):
+        to_hf_config(moe)
+
+
+def test_the_six_types_read_by_guessing_have_families():
+    for stem in ("smollm3-3b", "granite-3.1-1b-a400m-instruct", "xverse-7b"):
+        with unwarned():
+            assert load_config(FILES[stem], strict=True)
+    for stem in ("mimo-7b-base", "minimax-m2.5", "glm-5"):  # each says what it prices otherwise, nothing guessed
+        with pytest.warns(ShapewiseWarning) as record:
+            load_config(FILES[stem], strict=True)
+        assert "not one shapewise knows" not in warned(record)
+    granite = read("granite-3.1-1b-a400m-instruct")  # 32 experts of intermediate_size, 8 a token, tied
+    assert (granite.num_experts, granite.top_k, granite.expert_width, granite.tied_embeddings) == (32, 8, 512, True)
+    # its checkpoint, model.safetensors (bf16): 2,669,283,096 bytes, of which the count leaves a header of 26 kB
+    assert 0 < 2_669_283_096 - 2 * granite.params < 100_000
+    mimo = read("mimo-7b-base")  # Qwen2's layout with biases: its 7,622,619,136 less MLP and output biases
+    assert (mimo.bias, mimo.kv_heads, mimo.params - 7_622_619_136) == (True, 8, 36 * (2 * 11008 + 2 * 4096))
+    minimax = read("minimax-m2.5")  # 64 of each 128-dim head rotated; QK-norm; 256 experts of 1536, 8 a token
+    assert (minimax.rotary_width, minimax.qk_norm, minimax.num_experts, minimax.expert_width) == (64, True, 256, 1536)
+    glm = read("glm-5")  # latent attention, 3 dense layers first
+    assert (glm.is_mla, glm.num_dense_layers, glm.qk_head_dim, glm.v_dim) == (True, 3, 256, 256)
+    assert (read("xverse-7b").kv_heads, read("xverse-7b").tied_embeddings) == (32, False)
+
+
+@pytest.mark.parametrize("stem, active", [("deepseek-v2-lite", "2.4B"), ("glm-5", "40B"), ("minimax-m2.5", "10B")])
+def test_fourth_pass_active_counts_leave_the_input_embedding_out(stem, active):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        s = read(stem)
+    assert meets(s.active_params - s.vocab * s.hidden, active)
+
+
+def test_fourth_pass_says_what_it_prices_otherwise(tmp_path):
+    with pytest.warns(ShapewiseWarning) as record:
+        read("minimax-m2.5")
+    err = warned(record)
+    assert "its 3 multi-token prediction modules (num_mtp_modules)" in err and "num_nextn_predict_layers" not in err
+    assert "qk_norm_type per_layer: 7,168 weights a layer" in err and err.count("\n") == 2
+    # MiniMax-M2's hub file writes its rotary share twice: both are read, and must agree
+    cfg = json.loads(FILES["minimax-m2.5"].read_text())
+    with pytest.warns(ShapewiseWarning) as record:
+        assert _shape_from_config({**cfg, "partial_rotary_factor": 0.5}, "x", "x").rotary_width == 64
+    assert "does not read" not in warned(record)
+    with pytest.raises(ShapewiseError, match=r"rotary_dim and partial_rotary_factor disagree .* \(64 and 32 of 128\)"):
+        _shape_from_config({**cfg, "partial_rotary_factor": 0.25}, "x", "x")
+
+
+def test_moe_layer_freq_as_a_list_names_each_layers_mlp():
+    # MiMo-V2-Flash writes moe_layer_freq as one entry a layer, 0 where the MLP is dense
+    s = _shape_from_config({**DEEPSEEK_V3, "first_k_dense_replace": 0, "moe_layer_freq": [0, 0] + [1] * 59}, "x", "x")
+    assert s.num_dense_layers == 2
+    with pytest.raises(ShapewiseError, match="moe_layer_freq gives 3 entries but the model has 61 layers"):
+        _shape_from_config({**DEEPSEEK_V3, "moe_layer_freq": [0, 1, 1]}, "x", "x")
+
+
+def test_fourth_pass_refusals_name_what_cannot_be_priced(capsys):
+    phi = json.loads(FILES["phi-3-small-8k-instruct"].read_text())
+    del phi["dense_attention_every_n_layers"]  # Phi3SmallConfig's default, 2, is block-sparse too
+    with pytest.raises(ShapewiseError, match="block-sparse attention") as err:
+        _shape_from_config(phi, "x", "x")
+    assert "gegelu" not in str(err.value)
+    assert main(["check", "--config", str(FILES["mimo-v2-flash"])]) == 2
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "swa_num_key_value_heads" in said and "moe_layer_freq" not in said

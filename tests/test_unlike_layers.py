@@ -1,4 +1,5 @@
-"""Models whose layers differ (dense-first layers among MoE ones, windowed layers among global ones) are
+"""Models whose layers differ (dense-first layers among MoE ones, windowed layers among global ones, layers
+without rotary embeddings among rotary ones) are
 priced by suggest, search and plan as check prices them: their mean layer, not one block × the layers."""
 
 import pytest
@@ -10,7 +11,8 @@ from shapewise.profile import cost_model
 from shapewise.shapes import Workload
 
 UNLIKE = ["tests/data/hf/gemma-2-9b-it.json", "tests/data/hf/deepseek-v3.json",
-          "tests/data/hf-later/llama-4-maverick-17b-128e-instruct-fp8.json", "tests/data/hf-later/gpt-oss-20b.json"]
+          "tests/data/hf-later/llama-4-maverick-17b-128e-instruct-fp8.json", "tests/data/hf-later/gpt-oss-20b.json",
+          "tests/data/hf-fourth/smollm3-3b.json"]  # the last: every 4th layer without rotary embeddings
 ALIKE = "tests/data/hf/llama-3.1-8b.json"
 
 

@@ -208,7 +208,9 @@ def _model_rows(s: ModelShape) -> list:
              ("head dim", s.d_head), ("FFN width", s.ffn_width), ("MLP", s.mlp), ("vocab", f"{s.vocab:,}"),
              ("norm", s.norm), ("tied embeddings", "yes" if s.tied_embeddings else "no"),
              ("biases", "yes" if s.bias else "no"), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
-             ("positions", f"learned, {s.learned_positions:,} rows" if s.learned_positions else "RoPE or ALiBi")]
+             ("positions", f"learned, {s.learned_positions:,} rows" if s.learned_positions else
+                           f"RoPE on {s.num_rope_layers} of {s.num_layers} layers"
+                           if s.num_rope_layers not in (0, s.num_layers) else "RoPE or ALiBi")]
     if s.is_moe:
         rows += [("experts", f"{s.num_experts}, top-{s.top_k}" + (f", {s.num_shared_experts} shared"
                                                                  if s.num_shared_experts else "")),

@@ -42,6 +42,9 @@ class Family:
     # is true (Hunyuan: use_mixed_mlp_moe, num_shared_expert)
     shared_mlp: tuple = ()
     refused: tuple = ()  # (key, what it does): a config where the key is set is refused, saying what it does
+    # NoPE: where the file gives no no_rope_layers list (or an empty one), a layer in every
+    # no_rope_layer_interval, this by default, runs without rotary embeddings (SmolLM3Config, Llama4TextConfig)
+    nope_interval: int = 0
     # Fields the type's configuration class fills in when the file leaves them out, as (key, value) pairs:
     # Gemma-3's multimodal wrapper writes only the text fields that differ from Gemma3TextConfig's.
     defaults: tuple = ()
@@ -56,22 +59,32 @@ _GEMMA2 = Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=Fal
                  norms_per_layer=4, window="alternate", softcap=True)
 
 FAMILIES: dict[str, Family] = {
-    **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2", "deepseek_v3",
-                           "deepseek_v32", "kimi_k2", "qwen2_vl", "qwen2_5_vl")},
+    # Kimi K2: DeepSeek-V3's layout (V3.2 and GLM-5's glm_moe_dsa add a sparse indexer, which hf warns of);
+    # XVERSE: Llama's (XVERSE-7B writes no kv heads: as many as heads);
+    # Qwen2-VL and Qwen2.5-VL: Qwen2's language model beside vision_config
+    **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2",
+                           "deepseek_v3", "deepseek_v32", "kimi_k2", "qwen2_vl", "qwen2_5_vl", "glm_moe_dsa", "xverse")},
     # EXAONE 3.5: Llama's layout, but ExaoneConfig ties the embeddings when the file does not say
     "exaone": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
-    # Kimi K2: DeepSeek-V3's layout (V3.2 adds a sparse indexer, which hf warns of);
-    # Qwen2-VL and Qwen2.5-VL: Qwen2's language model beside vision_config
+    # SmolLM3: Llama's layout, tied, no rotary embedding on every 4th layer (SmolLM3Config)
+    "smollm3": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, nope_interval=4),
+    # MiMo: Qwen2's layout with QKV biases (shapewise's bias puts one on every linear: 1.1M of MiMo-7B's 7.6B)
+    "mimo": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False),
+    # Granite MoE and MiniMax-M2: experts of intermediate_size, no dense MLP (GraniteMoeConfig,
+    # MiniMaxM2Config); MiniMax-M2 rotates rotary_dim of each head and normalizes queries and keys
+    "granitemoe": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, experts_at_ffn=True),
+    "minimax_m2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_dim",
+                         qk_norm=True, experts_at_ffn=True),
     # Qwen (1): a SwiGLU whose two matrices are each half of intermediate_size wide, RMSNorm
     "qwen": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_pct",
                    fused_mlp=True, defaults=(("rotary_pct", 1.0),)),
     # Molmo (OLMo's code): ff_proj is intermediate_size wide, gate and value halves of one SwiGLU
     "molmo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, fused_mlp=True),
     # Llama 4: experts of intermediate_size beside one shared expert, dense layers of intermediate_size_mlp;
-    # text_config of the "llama4" wrapper
+    # text_config of the "llama4" wrapper; no rotary embedding on every 4th layer (Llama4TextConfig)
     "llama4_text": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
                           ffn_key="intermediate_size_mlp", expert_ffn_key="intermediate_size", shared_experts=1,
-                          defaults=(("intermediate_size_mlp", 16384),)),
+                          nope_interval=4, defaults=(("intermediate_size_mlp", 16384),)),
     # Hunyuan-A13B (Tencent's HunYuanConfig and modeling code): experts per token, expert widths and shared
     # MLPs given per layer, one value for every layer in the published files; one shared MLP of
     # intermediate_size × num_shared_expert beside the routed experts; QK-norm by use_qk_norm
@@ -89,6 +102,18 @@ FAMILIES: dict[str, Family] = {
                                                        "and key/value head count (num_global_key_value_heads)"),
                                    ("enable_moe_block", "MoE block beside the dense MLP in every layer "
                                                         "(enable_moe_block)"))),
+    # Phi-3-small: block-sparse attention on all but every dense_attention_every_n_layers-th layer
+    # (Phi3SmallConfig: 2), a GeGELU MLP ff_intermediate_size wide; refused by its attention, not its activation
+    "phi3small": Family(gated=True, norm="layernorm", bias=True, tied=True, parallel=False, act="gegelu",
+                        ffn_key="ff_intermediate_size", defaults=(("dense_attention_every_n_layers", 2),),
+                        refused=(("dense_attention_every_n_layers", "block-sparse attention (blocksparse_*) on "
+                                  "all layers but every dense_attention_every_n_layers-th"),)),
+    # MiMo-V2-Flash: sliding-window layers with their own kv heads and head dims among full ones, value
+    # heads narrower than keys
+    "mimo_v2_flash": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
+                            refused=(("hybrid_layer_pattern", "sliding-window layers with their own key/value heads "
+                                      "and head dims (hybrid_layer_pattern, swa_num_key_value_heads, swa_head_dim) "
+                                      "among full-attention ones"),)),
     # Llama 3.2 Vision's language model: a Llama whose cross_attention_layers attend to the image (hf warns)
     "mllama_text_model": _LLAMA,
     # MiniCPM3: DeepSeek-style latent attention whose value heads are hidden / heads wide (no v_head_dim);

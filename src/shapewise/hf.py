@@ -211,6 +211,9 @@ def _moe_dense_layers(r: _Reader, layers: int) -> int:
     if present & {"first_k_dense_replace", "moe_layer_freq"}:
         # DeepseekV3: a layer is MoE when idx >= first_k_dense_replace and idx % moe_layer_freq == 0
         first = r.whole(("first_k_dense_replace",), "dense layer count", minimum=0) or 0
+        if isinstance(r.get("moe_layer_freq"), list):  # MiMo-V2-Flash: one entry a layer, 1 where it is MoE
+            moe = _layer_flags(r, "moe_layer_freq", layers)
+            return sum(1 for i in range(layers) if not (i >= first and moe[i]))
         freq = r.whole(("moe_layer_freq",), "MoE layer frequency") or 1
         return sum(1 for i in range(layers) if not (i >= first and i % freq == 0))
     if present & {"decoder_sparse_step", "mlp_only_layers"}:
@@ -366,12 +369,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         rotary = 0
     elif family is None and not any(k in cfg for k in ("rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base")):
         guesses.append("rotary positions")
-    if rotary is None and family is not None and family.rotary != "full" and not positions:
-        rotary = _rotary_fraction(r, family.rotary, head_dim or hidden // heads)
-    elif rotary is None and family is None and not positions:  # a type of no rule: the spelling it writes
-        written = [k for k in ("partial_rotary_factor", "rotary_pct", "rotary_dim") if r.get(k) is not None]
-        if written:  # the first; MiniMax-M2 writes a fraction and the width it makes
-            rotary = _rotary_fraction(r, written[0], head_dim or hidden // heads)
+    if rotary is None and not positions and (family is None or family.rotary != "full"):
+        rotary = _rotary_share(r, family.rotary if family is not None else "", head_dim or hidden // heads)
 
     experts = r.whole((*_EXPERTS, "ffn_moe_num_experts"), "expert count", minimum=0) or 0
     top_k = shared = dense = 0
@@ -400,12 +399,18 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         dense = _moe_dense_layers(r, layers)
 
     window, global_every = _window(r, family, layers, guesses, notes)
+    nope_every = _nope_every(r, family, layers, notes) if rotary != 0 and not positions else 0
     notes += _priced_otherwise(r, vocab)
-    extra = dict(norms_per_layer=family.norms_per_layer if family else 2,
-                 qk_norm=r.flag(("use_qk_norm", "qk_layernorm"), family.qk_norm if family else False),
+    qk_norm = r.flag(("use_qk_norm", "qk_layernorm"), family.qk_norm if family else False)
+    if qk_norm and r.text(("qk_norm_type",)) == "per_layer":  # MiniMax-M2: a norm over all query heads, one over keys
+        d = head_dim or hidden // heads
+        notes.append(f"its QK-norm over all heads at once (qk_norm_type per_layer: {(heads + (kv or heads)) * d:,} "
+                     f"weights a layer) is counted as one norm per head ({2 * d} weights a layer); its ops are "
+                     f"the same")
+    extra = dict(norms_per_layer=family.norms_per_layer if family else 2, qk_norm=qk_norm,
                  rotary_fraction=1.0 if rotary is None else rotary, window=window, global_every=global_every,
-                 logit_softcap=bool(family and family.softcap and cfg.get("final_logit_softcapping")),
-                 num_dense_layers=dense, **mla)
+                 nope_every=nope_every, num_dense_layers=dense,
+                 logit_softcap=bool(family and family.softcap and cfg.get("final_logit_softcapping")), **mla)
     unread = _unread(r)
     if unread:
         notes.append(f"shapewise does not read {', '.join(unread)}, which change{'s' if len(unread) == 1 else ''} "
@@ -431,9 +436,11 @@ def _priced_otherwise(r: _Reader, vocab: int) -> list[str]:
         notes.append(f"its sparse attention (index_topk {topk}: a query attends only to the {topk} keys its "
                      f"indexer picks) is priced as dense attention without the indexer, the same up to {topk} "
                      f"tokens and dearer beyond")
-    mtp = r.whole(("num_nextn_predict_layers", "num_mtp_modules"), "multi-token prediction layers", minimum=0)
+    mtp_keys = r._present(("num_nextn_predict_layers", "num_mtp_modules"))  # DeepSeek's; MiniMax-M2's
+    mtp = r.whole(mtp_keys, "multi-token prediction layers", minimum=0, agree=False) if mtp_keys else 0
     if mtp:
-        notes.append(f"its {mtp} multi-token prediction layer{'s' if mtp > 1 else ''} (num_nextn_predict_layers), "
+        what = "module" if mtp_keys[0] == "num_mtp_modules" else "layer"
+        notes.append(f"its {mtp} multi-token prediction {what}{'s' if mtp > 1 else ''} ({mtp_keys[0]}), "
                      f"trained beside the model, {'are' if mtp > 1 else 'is'} not priced")
     arch = r.get("architectures")
     head = next((a for a in arch if isinstance(a, str) and a.endswith(_NOT_LM_HEADS)), None) \
@@ -456,7 +463,8 @@ _WATCHED = ("layer_types", "sliding_window", "sliding_window_pattern", "attentio
             "multi_query_group_num", "n_shared_experts", "num_shared_experts", "shared_expert_intermediate_size",
             "moe_intermediate_size", "partial_rotary_factor", "rotary_pct", "rotary_dim", "q_lora_rank",
             "kv_lora_rank", "v_head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "num_experts",
-            "num_local_experts", "n_routed_experts", "head_dim", "kv_channels", "use_qk_norm", "qk_layernorm")
+            "num_local_experts", "n_routed_experts", "head_dim", "kv_channels", "use_qk_norm", "qk_layernorm",
+            "no_rope_layers", "no_rope_layer_interval")
 
 
 # Architectures whose head is not the vocabulary's (a reward model's score, a tagger's labels)
@@ -471,6 +479,26 @@ def _unread(r: _Reader) -> list[str]:
     """The watched keys the config sets (not null, empty, false, zero or neutral) that no rule looked up."""
     return [k for k in _WATCHED if k not in r.used and r.cfg.get(k) not in (None, False, 0, [], {}, "")
             and r.cfg.get(k) != _NEUTRAL.get(k)]
+
+
+_ROTARY = ("partial_rotary_factor", "rotary_pct", "rotary_dim")
+
+
+def _rotary_share(r: _Reader, key: str, head_dim: int) -> float | None:
+    """The rotated share of each head under key, the family's spelling, or where key is "" (a type of no
+    rule) the first spelling the file writes (None: it writes none). Another spelling written beside it
+    must rotate as many dims: MiniMax-M2 writes a fraction and the width it makes."""
+    written = [k for k in _ROTARY if r.get(k) is not None]
+    key = key or (written[0] if written else "")
+    if not key:
+        return None
+    share = _rotary_fraction(r, key, head_dim)
+    for other in written:
+        dims = round(_rotary_fraction(r, other, head_dim) * head_dim)
+        if dims != round(share * head_dim):
+            r.fail(f"{key} and {other} disagree about the rotated dims of each head ({round(share * head_dim)} "
+                   f"and {dims} of {head_dim}); give one")
+    return share
 
 
 def _rotary_fraction(r: _Reader, key: str, head_dim: int) -> float:
@@ -524,6 +552,36 @@ def _window(r: _Reader, family, layers: int, guesses: list[str], notes: list[str
             return span, len(pattern)  # EXAONE 4 writes "LLLG"
         return span, r.whole(("sliding_window_pattern", "_sliding_window_pattern"), "sliding window pattern") or 6
     return span, 0
+
+
+def _nope_every(r: _Reader, family, layers: int, notes: list[str]) -> int:
+    """Every how many layers one runs without rotary embeddings (NoPE; 0: none), from no_rope_layers, one
+    entry a layer (1: the layer rotates, 0: it does not), or where the file gives no list, by the type's rule:
+    a NoPE layer every no_rope_layer_interval-th (SmolLM3Config, Llama4TextConfig). A list whose NoPE layers
+    do not repeat evenly is priced by the interval nearest their count, and said."""
+    if family is not None and not family.nope_interval:
+        return 0  # a type whose code has no NoPE layers: a no_rope_layers it carries is said unread
+    if not r.get("no_rope_layers"):  # absent, null or empty (Llama4TextConfig reads an empty list as none given)
+        return (r.whole(("no_rope_layer_interval",), "NoPE layer interval") or family.nope_interval) if family else 0
+    r.used.add("no_rope_layer_interval")  # the list says it layer by layer
+    nope = [i for i, rotates in enumerate(_layer_flags(r, "no_rope_layers", layers)) if not rotates]
+    if not nope:
+        return 0
+    every = min(range(1, layers + 1), key=lambda n: abs(layers // n - len(nope)))
+    if nope != list(range(nope[0], layers, every)) or len(nope) != layers // every:
+        notes.append(f"its {len(nope)} layers without rotary embeddings among {layers} (no_rope_layers) do not "
+                     f"repeat evenly; priced as one in every {every} ({layers // every} layers)")
+    return every
+
+
+def _layer_flags(r: _Reader, key: str, layers: int) -> list[int]:
+    """A list of one 0 or 1 per layer (no_rope_layers, moe_layer_freq); entries past the layers are not read."""
+    value = r.get(key)
+    if not isinstance(value, list) or not all(isinstance(v, int) and v in (0, 1) for v in value):
+        r.fail(f"{key} must be a list of one 0 or 1 per layer, got {_json_words(value)}")
+    if len(value) < layers:
+        r.fail(f"{key} gives {len(value)} entries but the model has {layers} layers; give one per layer")
+    return value[:layers]
 
 
 def _layer_types(r: _Reader, layers: int, notes: list[str]) -> list[str] | None:
@@ -633,8 +691,10 @@ def _template(s: ModelShape) -> dict:
                 "n_ctx": s.learned_positions, "vocab_size": s.vocab, "activation_function": _ACT_NAME[s.mlp],
                 "layer_norm_epsilon": 1e-5, "tie_word_embeddings": s.tied_embeddings}
     if s.gated:
-        cfg = {"architectures": ["MixtralForCausalLM" if s.is_moe else "LlamaForCausalLM"],
-               "model_type": "mixtral" if s.is_moe else "llama", "hidden_size": s.hidden,
+        # SmolLM3 is Llama's layout with NoPE layers (no_rope_layers, written by _fit)
+        arch, model_type = ("MixtralForCausalLM", "mixtral") if s.is_moe else \
+            ("SmolLM3ForCausalLM", "smollm3") if s.nope_every else ("LlamaForCausalLM", "llama")
+        cfg = {"architectures": [arch], "model_type": model_type, "hidden_size": s.hidden,
                "intermediate_size": s.ffn_width, "num_hidden_layers": s.num_layers,
                "num_attention_heads": s.num_heads, "num_key_value_heads": s.kv_heads, "head_dim": s.d_head,
                "vocab_size": s.vocab, "hidden_act": _ACT_NAME[s.mlp], "rms_norm_eps": 1e-5,
@@ -739,6 +799,11 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
         cfg[family.rotary] = s.rotary_width if family.rotary == "rotary_dim" else s.rotary_fraction
     if differs("window") and s.window and family is not None and family.window:
         cfg["sliding_window"] = s.window
+    listed = bool(cfg.get("no_rope_layers"))  # else the type's own interval, which follows the layer count
+    if (family is None or family.nope_interval) and ((listed and differs("num_layers")) or (
+            differs("nope_every") and (s.nope_every or listed or family is not None))):  # (no NoPE: no list to add)
+        # one entry a layer, NoPE on every nope_every-th: SmolLM3Config's and Llama4TextConfig's own rule
+        cfg["no_rope_layers"] = [int(not s.nope_every or (i + 1) % s.nope_every != 0) for i in range(s.num_layers)]
     how = family.positions if family is not None else ""
     if differs("learned_positions") and (how or s.learned_positions):  # else no table either way
         if how and s.learned_positions <= (2 if how == "opt" else 0):

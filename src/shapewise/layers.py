@@ -116,7 +116,7 @@ def _classes() -> SimpleNamespace:
             self.out = nn.Linear(self.heads * self.d_head, shape.hidden, bias=shape.bias, **factory)
             self.attention = attention
             self.rot = shape.rotary_width - shape.rotary_width % 2  # rotated dims of each head (an odd one passes)
-            self.rope = self.rot > 0
+            self.rope = self.rot > 0 and shape.one_layer().num_rope_layers > 0  # not a NoPE block (nope_every 1)
             # A block of a model whose every layer slides (global_every 0): the window this causal
             # attention stands for only while the sequence fits in it.
             self.window = shape.window if shape.one_layer().num_global_layers == 0 else 0

@@ -327,10 +327,10 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     if shape.qk_norm:  # each query and key head normalized before attention
         ops += elementwise("attn/qk_norm", tokens, q_width + kv_width, reads=1, writes=1, bwd_reads=2, bwd_writes=1,
                            train=train, count=L, dtype_bytes=B, family=shape.norm)
-    if shape.rotary_width:  # rotary embeddings: the rotated part of every query and key head
+    if shape.num_rope_layers:  # rotary embeddings: the rotated part of every query and key head, NoPE layers aside
         heads = shape.num_heads // t + (math.ceil(shape.kv_heads / t) if not shape.is_mla else 1)
         ops += elementwise("attn/rope", tokens, heads * shape.rotary_width, reads=1, writes=1, bwd_reads=1,
-                           bwd_writes=1, train=train, count=L, dtype_bytes=B, family="rope",
+                           bwd_writes=1, train=train, count=shape.num_rope_layers, dtype_bytes=B, family="rope",
                            head_dim=shape.rotary_width)
     ops += attention(shape, w, train=train, B=B)
     ops += linear("attn/out", tokens, h, shape.num_heads // t * shape.v_dim, train=train, count=L, dtype_bytes=B)

@@ -80,6 +80,7 @@ class ModelShape:
     logit_softcap: bool = False  # the output logits squashed by tanh (Gemma-2)
     window: int = 0  # sliding-window attention span in tokens; 0: every layer attends to all tokens
     global_every: int = 0  # with a window, every n-th layer attends globally (Gemma-2: 2, Gemma-3: 6)
+    nope_every: int = 0  # every n-th layer has no rotary embedding (NoPE: SmolLM3 and Llama 4, 4); 0 none
     num_dense_layers: int = 0  # MoE models: layers whose MLP is dense (DeepSeek's first_k_dense_replace)
     # Multi-head latent attention (DeepSeek-V2/V3): keys and values, and optionally queries, pass through
     # low-rank latents; each query/key head is head_dim non-rotary dims plus rope_head_dim rotary ones.
@@ -198,6 +199,13 @@ class ModelShape:
         return self.num_layers // self.global_every if self.global_every else 0
 
     @property
+    def num_rope_layers(self) -> int:
+        """Layers that rotate their queries and keys: all but every nope_every-th (none without rotary)."""
+        if not self.rotary_width:
+            return 0
+        return self.num_layers - (self.num_layers // self.nope_every if self.nope_every else 0)
+
+    @property
     def attention_params(self) -> int:
         """Parameters of one layer's attention: projections, their biases and any query/key norms."""
         h, H = self.hidden, self.num_heads
@@ -265,14 +273,18 @@ class ModelShape:
 
     @property
     def layers_alike(self) -> bool:
-        """Every layer runs the same ops: no dense layers among MoE ones, no windowed layers among global ones."""
+        """Every layer runs the same ops: no dense layers among MoE ones, no windowed layers among global ones,
+        no NoPE layers among rotary ones."""
         windowed = self.num_layers - self.num_global_layers
-        return self.num_dense_layers == 0 and (windowed == 0 or windowed == self.num_layers)
+        return self.num_dense_layers == 0 and windowed in (0, self.num_layers) and \
+            self.num_rope_layers in (0, self.num_layers)
 
     def one_layer(self) -> "ModelShape":
         """One block of this model, as a one-layer model: an MoE block where it has experts (dense-first
-        layers dropped) and a global-attention one where windows alternate with global layers."""
-        return self.replace(num_layers=1, num_dense_layers=0, global_every=min(self.global_every, 1))
+        layers dropped), a global-attention one where windows alternate with global layers and a rotary one
+        where NoPE layers are among rotary ones."""
+        return self.replace(num_layers=1, num_dense_layers=0, global_every=min(self.global_every, 1),
+                            nope_every=int(self.nope_every == 1))
 
 
 @dataclass(frozen=True)
@@ -363,7 +375,7 @@ STRUCTURAL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelShape)
 # Fields added for real configs (windows, latent attention, ...). A shape's record in a results store
 # leaves them out while they hold their defaults, so that measurements keyed before they existed match.
 _EXTENSIONS = ("norms_per_layer", "qk_norm", "rotary_fraction", "logit_softcap", "window", "global_every",
-               "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim")
+               "nope_every", "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim")
 
 
 def shape_record(shape: ModelShape) -> dict:
