@@ -320,7 +320,7 @@ def _inference(shape: ModelShape, w: Workload, framework: Framework) -> Memory:
     B, t = w.dtype_bytes, w.tp
     cache = shape.kv_cache_values(seq=w.seq, tp=t) * w.batch * B  # latent and windowed caches too
     rows = w.tokens  # prefill: every position; decode: one new token per sequence
-    width = shape.expert_width if shape.is_moe else shape.ffn_width
+    width = shape.mlp_width
     widths = 3 if shape.gated else 2
     transient = rows * B * (2 * shape.hidden + widths * width / t) * (shape.top_k if shape.is_moe else 1)
     logits = w.batch * shape.vocab / t * 4  # fp32 logits of each sequence's last position

@@ -100,7 +100,7 @@ def stages_text(stages: tuple[int, ...]) -> str:
 def _tensor_degrees(shape: ModelShape, *, gpus: int, gpus_per_node: int) -> list[int]:
     """The tensor-parallel degrees a layout may take: within a node, dividing the GPUs, the heads, the kv
     heads and the (expert) MLP width."""
-    width = shape.expert_width if shape.is_moe else shape.ffn_width
+    width = shape.mlp_width
     return [t for t in _divisors(gpus_per_node) if gpus % t == 0 and shape.num_heads % t == 0
             and shape.kv_heads % t == 0 and width % t == 0]
 
@@ -220,7 +220,7 @@ def _no_layout(shape: ModelShape, *, gpus: int, sequences: int, seq: int, gpus_p
     """Why `layouts` found none: t·p·d is the GPUs, t divides the model, p is at most its layers, and
     the data-parallel degree d left over (times a micro-batch of at least 1) must divide the global
     batch's sequences."""
-    width = shape.expert_width if shape.is_moe else shape.ffn_width
+    width = shape.mlp_width
     split = max(t * p for t in _tensor_degrees(shape, gpus=gpus, gpus_per_node=gpus_per_node)
                 for p in _pipeline_degrees(shape, gpus=gpus, tp=t))
     dp = gpus // split

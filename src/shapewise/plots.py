@@ -643,7 +643,7 @@ def verified_model_mismatch(rows: list[dict], shape: ModelShape) -> str:
     where none says: a `--config` candidate names no change). Each suggestion names the original's
     value of what it changes."""
     have = {name: getattr(shape, field) for name, field in CHANGED_FIELDS.items()}
-    have["ffn"] = shape.expert_width if shape.is_moe else shape.ffn_width
+    have["ffn"] = shape.mlp_width
     for row in rows:
         for name, (old, _) in _verified_changes(row).items():
             if name in have and str(old) != str(have[name]):

@@ -116,7 +116,7 @@ def _head_dim(shape: ModelShape, w: Workload):
 
 def _ffn(shape: ModelShape, w: Workload):
     multiple = ALIGN * w.tp
-    width = shape.expert_width if shape.is_moe else shape.ffn_width
+    width = shape.mlp_width
     if width % multiple == 0:
         return
     fixed_width = max(multiple, round(width / multiple) * multiple)

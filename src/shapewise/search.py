@@ -173,7 +173,7 @@ def neighbourhood(base: ModelShape, workload: Workload, *, keep: set, spread: fl
     batches = [workload.batch] if "batch" in keep or workload.mode == "decode" else \
         sorted({1, max(1, workload.batch // 2), workload.batch, 2 * workload.batch})
     tps = [t] if "tp" in keep else [d for d in range(1, t + 1) if t % d == 0]
-    width = base.expert_width if base.is_moe else base.ffn_width
+    width = base.mlp_width
     for hidden in hiddens:
         if "ffn" in keep:
             widths = [width]
@@ -223,7 +223,7 @@ def _changes(old: Candidate, new: Candidate) -> dict:
     a, b = old.shape, new.shape
     pairs = {"hidden": (a.hidden, b.hidden), "layers": (a.num_layers, b.num_layers), "heads": (a.num_heads, b.num_heads),
              "kv_heads": (a.kv_heads, b.kv_heads), "head_dim": (a.d_head, b.d_head),
-             "ffn": (a.expert_width if a.is_moe else a.ffn_width, b.expert_width if b.is_moe else b.ffn_width),
+             "ffn": (a.mlp_width, b.mlp_width),
              "vocab": (a.vocab, b.vocab), "batch": (old.workload.batch, new.workload.batch),
              "tp": (old.workload.tp, new.workload.tp)}
     if a.kv_heads == a.num_heads and b.kv_heads == b.num_heads:

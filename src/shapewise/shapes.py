@@ -150,6 +150,11 @@ class ModelShape:
         return self.ffn_width if self.expert_ffn is None else self.expert_ffn
 
     @property
+    def mlp_width(self) -> int:
+        """The width of the MLP a token's GEMMs run: an expert's in an MoE model, the FFN's otherwise."""
+        return self.expert_width if self.is_moe else self.ffn_width
+
+    @property
     def gated(self) -> bool:
         return MLP_KINDS[self.mlp] == 3
 
@@ -340,7 +345,7 @@ def check_parallel(shape: ModelShape, workload: Workload) -> None:
         raise ShapewiseError(
             f"tensor-parallel degree {t} and {shape.name}'s {shape.kv_heads} kv heads: neither divides "
             f"the other, so kv heads cannot be split or replicated evenly")
-    width = shape.expert_width if shape.is_moe else shape.ffn_width
+    width = shape.mlp_width
     if width % t:
         raise ShapewiseError(
             f"tensor-parallel degree {t} does not divide {shape.name}'s FFN width {width}; "

@@ -85,7 +85,7 @@ def run_models(args) -> int:
     for name, s in PRESETS.items():
         experts = f" ×{s.num_experts}" if s.is_moe else ""
         table.add_row(name, f"{s.params / 1e9:.2f}B", str(s.hidden), str(s.num_layers), str(s.num_heads),
-                      str(s.kv_heads), str(s.d_head), f"{s.ffn_width if not s.is_moe else s.expert_width}{experts}",
+                      str(s.kv_heads), str(s.d_head), f"{s.mlp_width}{experts}",
                       s.mlp, str(s.vocab))
     out = console()
     out.print(table)
