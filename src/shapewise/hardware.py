@@ -142,8 +142,8 @@ GPUS: tuple[GPU, ...] = (
     GPU("h200", "NVIDIA H200 SXM 141GB", "NVIDIA", "hopper", num_sms=132, boost_clock_mhz=1980,
         tflops={"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9},
         mem_bandwidth_gbs=4800, l2_mb=60, memory_gb=141, align_bytes=16,
-        # gh200 is approximate: its GPU is this die, but the 96 GB HBM3 version has 4.0 TB/s, not 4.8.
-        aliases=("h200 sxm", "gh200"),
+        # Not GH200: its GPU is this die, but its 96 GB HBM3 version has 4.0 TB/s, not 4.8 (unknown, not guessed).
+        aliases=("h200 sxm",),
         sources=_cite(HOPPER_WP + " (same GH100 die)", boost_clock_mhz=HOPPER_WP,
                       tflops=H200 + " (sparse figures halved)", mem_bandwidth_gbs=H200, l2_mb=H200_MEASURED,
                       memory_gb=H200)),
@@ -250,27 +250,50 @@ def find_gpu(name: str | None) -> GPU | None:
 # Words that name another product of a family whose base name shapewise knows (H100 NVL, RTX 4090 D):
 # read as the base GPU, and said.
 VARIANT_WORDS = frozenset({"nvl", "d", "ti", "super", "laptop", "mobile", "max", "q"})
+# Names that fit several products the table holds apart: read as the first, and said with the others.
+AMBIGUOUS = {"a100": ("a100-40gb", "a100-40gb-pcie", "a100-80gb-pcie"),
+             "a100 sxm": ("a100-40gb",), "a100 sxm4": ("a100-40gb",), "a100 pcie": ("a100-40gb-pcie",)}
 _SAID_NEAREST: set = set()
 
 
+def _say_once(query: str, text: str) -> None:
+    if query not in _SAID_NEAREST:
+        _SAID_NEAREST.add(query)
+        warn(text)
+
+
 def get_gpu(name: str) -> GPU:
-    """Look a GPU up by key, alias or torch device name (case-insensitive, longest match first)."""
+    """Look a GPU up by key, alias or torch device name (case-insensitive, longest match first). A
+    name that holds a known one and more ("Tesla V100-PCIE-16GB") is read as the known GPU and said;
+    one that names two ("h100 h200") is refused."""
     if not isinstance(name, str):
         raise ShapewiseError(f"GPU name must be text, got {name!r}")
     query = _norm(name)
     names = _known_names()
     for n, gpu in names:
         if query == n:
+            if n in AMBIGUOUS:
+                _say_once(query, f"GPU {name!r} is read as {gpu.key} ({gpu.name}); it also names "
+                                 f"{', '.join(AMBIGUOUS[n])}: give the key of the one you mean (`shapewise gpus`)")
             return gpu
     padded = f" {query} "
-    for n, gpu in names:  # "NVIDIA H200 NVL" or "NVIDIA A100-SXM4-80GB": a known name inside it, whole words
-        if f" {n} " in padded:
-            variant = sorted(set(query.split()) & VARIANT_WORDS - set(n.split()))
-            if variant and query not in _SAID_NEAREST:  # another product of the family: its numbers differ
-                _SAID_NEAREST.add(query)
-                warn(f"GPU {name!r} is read as {gpu.key} ({gpu.name}), the nearest shapewise knows: its {' '.join(variant)} "
-                     f"variant's clocks, memory and links may differ from these datasheet numbers")
-            return gpu
+    inside = [(n, gpu) for n, gpu in names if f" {n} " in padded]  # whole words, longest first
+    if inside:
+        n, gpu = inside[0]
+        others = sorted({g.key for m, g in inside if g.key != gpu.key and not set(m.split()) <= set(n.split())})
+        if others:
+            raise ShapewiseError(f"GPU {name!r} names more than one GPU ({gpu.key}, {', '.join(others)}): give one")
+        own = {w for known in (gpu.key, gpu.name, *gpu.aliases) for w in _norm(known).split()}
+        extra = [w for w in query.split() if w not in own]
+        variant = sorted(set(extra) & VARIANT_WORDS)
+        if variant:  # another product of the family: its numbers differ
+            _say_once(query, f"GPU {name!r} is read as {gpu.key} ({gpu.name}), the nearest shapewise knows: its "
+                             f"{' '.join(variant)} variant's clocks, memory and links may differ from these datasheet numbers")
+        elif extra:
+            _say_once(query, f"GPU {name!r} is read as {gpu.key} ({gpu.name}), the nearest shapewise knows: "
+                             f"{' '.join(extra)!r} is not in its name, and another product's memory, clocks or links "
+                             "would differ from these datasheet numbers")
+        return gpu
     # Hint with keys, not normalized aliases: several aliases of one GPU collapse to one suggestion.
     by_name = dict(names)
     close = difflib.get_close_matches(query, list(by_name), n=8, cutoff=0.5)  # best first
