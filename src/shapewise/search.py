@@ -416,9 +416,25 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
         if c is not None:
             candidates.append(c)
     if not candidates:
-        raise ShapewiseError(f"no shape of the grid (hidden {hidden[0]}-{hidden[-1]} in steps of 256, {layers[0]}-"
-                             f"{layers[-1]} layers, hidden/layers {aspect[0]:g}-{aspect[1]:g}) is within {params_tol:g} of "
-                             f"{params_target:g} parameters: widen --params-tol or change --params")
+        grid = (f"no shape of the grid (hidden {hidden[0]}-{hidden[-1]} in steps of 256, {layers[0]}-{layers[-1]} "
+                f"layers, hidden/layers {aspect[0]:g}-{aspect[1]:g})")
+        smallest = 2 * vocab * hidden[0]  # the embedding and output tables at the narrowest hidden
+        if smallest > params_target * (1 + params_tol):
+            raise ShapewiseError(f"{grid} fits {params_target:g} parameters: a vocabulary of {vocab:,} alone takes "
+                                 f"{smallest:,.0f} at hidden {hidden[0]} (input and output tables); give a smaller "
+                                 "--vocab or a larger --params")
+        budget = np.abs(total / params_target - 1) <= params_tol
+        within = budget & (ratio >= aspect[0]) & (ratio <= aspect[1])
+        tables = (f"; a vocabulary of {vocab:,} takes {smallest:,.0f} of them at hidden {hidden[0]}: give a smaller "
+                  "--vocab" if smallest > params_target / 2 else "")
+        if budget.any() and not within.any():
+            raise ShapewiseError(f"{grid} is within {params_tol:g} of {params_target:g} parameters: those that are "
+                                 f"have hidden/layers outside {aspect[0]:g}-{aspect[1]:g}{tables}")
+        if t > 1 and within.any() and not ok.any():
+            raise ShapewiseError(f"{grid} within {params_tol:g} of {params_target:g} parameters splits its heads, kv "
+                                 f"heads and FFN width {t} ways (--tp {t}): give a smaller --tp")
+        advice = tables or ": widen --params-tol or change --params"
+        raise ShapewiseError(f"{grid} is within {params_tol:g} of {params_target:g} parameters{advice}")
     # The front of parameters (more is a larger model) against speed: most parameters first, keep each
     # shape that is faster than every larger one.
     by_params = sorted(candidates, key=lambda c: (-c.params, c.gpu_ms_per_token))
