@@ -70,7 +70,7 @@ def test_config_file_instead_of_a_preset(capsys, tmp_path):
     (["check"], "name a model"),
     (["check", "gpt2", "--config", "x.json"], "not both"),
     (["check", "--config", "/nonexistent/config.json"], "config"),
-    (["check", "gpt2", "--dtype", "fp8", "--gpu", "a100"], "fp8"),
+    (["check", "gpt2", "--dtype", "fp8", "--gpu", "a100-80gb"], "fp8"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, needle):
     code, out, err = run(capsys, *argv)

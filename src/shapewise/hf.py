@@ -123,6 +123,20 @@ class _Reader:
             return v
         return None
 
+    def number(self, key: str) -> int | float | None:
+        """A number (None when absent or null)."""
+        v = self.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            self.fail(f"{key} must be a number, got {_json_words(v)}")
+        return v
+
+    def mapping(self, key: str) -> dict | None:
+        """An object {...} (None when absent or null)."""
+        v = self.get(key)
+        if v is not None and not isinstance(v, dict):
+            self.fail(f"{key} must be an object {{...}} or null, got {_json_words(v)}")
+        return v
+
 
 # Multimodal types whose encoder no config key names (their modeling code builds it)
 _CODE_ENCODERS = {"molmo": "vision backbone (built by its code, named by no config key)"}
@@ -229,6 +243,14 @@ def _moe_dense_layers(r: _Reader, layers: int) -> int:
     return 0
 
 
+# Keys whose value shapewise reads as present or not, or never reads (rope_scaling, query_pre_attn_scalar),
+# and whose kind it checks all the same: a model's code computes with them, so one of the wrong kind (a
+# string for a number) says the file is not the model it claims, which is refused rather than priced.
+_NUMBERS = ("rope_theta", "final_logit_softcapping", "attn_logit_softcapping", "query_pre_attn_scalar",
+            "expansion_ratio")
+_OBJECTS = ("rope_scaling", "rope_parameters", *_BLOCKS)
+
+
 def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[str]]:
     """ModelShape keyword arguments (all structural fields) read from a config dict, the names of the
     fields guessed because neither the file nor a known model type's defaults give them, and notes on
@@ -238,6 +260,11 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     r = _Reader(cfg, where)
     model_type = (r.text(("model_type",)) or "").lower()
     _refuse_non_attention(cfg, model_type, where)
+    for key in _NUMBERS:
+        r.number(key)
+    for key in _OBJECTS:
+        r.mapping(key)
+    _context(r)  # read by some rules only, refused by all when it is not a length
     if nested and model_type in NESTED_DEFAULTS:
         cfg = {**dict(NESTED_DEFAULTS[model_type]), **cfg}
         r = _Reader(cfg, where, r.used)
@@ -296,8 +323,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if kv is None and family is None and not mla:
         guesses.append("as many key/value heads as heads")
     if ffn is None and model_type == "mpt":
-        ratio = cfg.get("expansion_ratio", 4)
-        ffn = int(ratio * hidden) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else None
+        ratio = r.number("expansion_ratio")
+        ffn = int((4 if ratio is None else ratio) * hidden)
 
     act = (r.text(_ACT) or (family.act if family else "")).lower()
     mlp_type = (r.text(("mlp_type",)) or "").lower()  # StarCoder2 writes "default" for a plain MLP
@@ -313,8 +340,12 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if not act:
         act = "silu" if gated else "gelu"
         guesses.append(f"activation {act}")
-    if act not in ACTIVATIONS or (not gated and ACTIVATIONS[act] == "swiglu" and act != "swiglu"):
+    if act not in ACTIVATIONS:
         r.fail(f"activation {act!r} is not one shapewise models (it knows {', '.join(sorted(ACTIVATIONS))})")
+    if not gated and ACTIVATIONS[act] == "swiglu":  # (a gated MLP's SiLU makes the SwiGLU it does model)
+        why = f"its mlp_type {mlp_type!r} says so" if mlp_type else f"{model_type} models have none"
+        r.fail(f"activation {act!r} in an MLP without a gate ({why}) is not one shapewise models: it prices "
+               f"{act} only in a gated MLP (SwiGLU), and an MLP without a gate only with GELU or ReLU")
     kind = ACTIVATIONS[act]
     if gated:
         if kind == "relu":
@@ -361,11 +392,11 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     elif how == "opt":  # OPT's learned table has two extra rows (its positions start at 2)
         positions = (r.whole(("max_position_embeddings",), "position count") or 2048) + 2
     elif how == "btlm":
-        if cfg.get("position_embedding_type", "learned") == "alibi":
+        if r.text(("position_embedding_type",)) == "alibi":
             rotary = 0
         else:
             positions = r.whole(("n_positions",), "position count") or 1024
-    elif how == "alibi" or cfg.get("alibi") is True or (cfg.get("attn_config") or {}).get("alibi") is True:
+    elif how == "alibi" or r.flag(("alibi",), False) or (cfg.get("attn_config") or {}).get("alibi") is True:
         rotary = 0
     elif family is None and not any(k in cfg for k in ("rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base")):
         guesses.append("rotary positions")
@@ -647,6 +678,30 @@ def _config_name(cfg: dict, file: Path) -> str:
     return file.parent.name if file.name == "config.json" and file.parent.name else file.stem
 
 
+class _BadJson(ValueError):
+    """JSON that parses but cannot be read as one config: a key given twice, a number too long."""
+
+
+def _pairs(pairs: list) -> dict:
+    """A JSON object whose keys are each given once, or twice with one value: a key given two values is
+    refused, not read as its last (Python's json keeps the last without a word)."""
+    out = {}
+    for key, value in pairs:
+        if key in out and json.dumps(out[key], sort_keys=True) != json.dumps(value, sort_keys=True):
+            raise _BadJson(f"{key} is given twice, as {_json_words(out[key])} and {_json_words(value)} (a JSON "
+                           f"reader keeps the last); remove the one not meant")
+        out[key] = value
+    return out
+
+
+def _integer(digits: str) -> int:
+    try:
+        return int(digits)
+    except ValueError:  # past sys.get_int_max_str_digits() (4,300 digits by default)
+        raise _BadJson(f"a number in it is {len(digits.lstrip('-')):,} digits long, too long to read and far "
+                       f"larger than any config value") from None
+
+
 def load_config(path, *, strict: bool = False) -> ModelShape:
     """A ModelShape from a Hugging Face config.json, given the file or a folder holding one. A field
     that neither the file nor its model type's defaults give is guessed with a one-line warning on
@@ -654,20 +709,22 @@ def load_config(path, *, strict: bool = False) -> ModelShape:
     if not isinstance(path, (str, os.PathLike)):
         raise ShapewiseError(f"expected a path to a config.json, got {path!r}")
     file = Path(path)
-    if file.is_dir():
-        if not (file / "config.json").is_file():
-            raise ShapewiseError(f"{file}: folder has no config.json; give the file itself or its folder")
-        file = file / "config.json"
-    elif not file.exists():
-        raise ShapewiseError(f"{file}: no such file; give a config.json or the folder holding one")
     try:
-        cfg = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ShapewiseError(f"{file}: cannot read it ({err.strerror or err})") from None
+        if file.is_dir():
+            if not (file / "config.json").is_file():
+                raise ShapewiseError(f"{file}: folder has no config.json; give the file itself or its folder")
+            file = file / "config.json"
+        elif not file.exists():
+            raise ShapewiseError(f"{file}: no such file; give a config.json or the folder holding one")
+        cfg = json.loads(file.read_text(encoding="utf-8"), object_pairs_hook=_pairs, parse_int=_integer)
+    except OSError as err:  # a folder or file without permission, a file that is a device
+        raise ShapewiseError(f"{err.filename or file}: cannot read it ({err.strerror or err})") from None
     except UnicodeDecodeError:
         raise ShapewiseError(f"{file}: not a text file (not UTF-8), so not a config.json") from None
     except json.JSONDecodeError as err:
         raise ShapewiseError(f"{file}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except _BadJson as err:
+        raise ShapewiseError(f"{file}: {err}") from None
     except RecursionError:
         raise ShapewiseError(f"{file}: JSON nested too deeply to be a config.json") from None
     if not isinstance(cfg, dict):

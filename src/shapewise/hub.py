@@ -8,9 +8,9 @@ import os
 import re
 from pathlib import Path
 
-from .errors import ShapewiseError
+from .errors import ShapewiseError, warn
 from .hf import load_config
-from .presets import PRESETS, get_model, preset_key
+from .presets import PRESETS, get_model, hub_id, preset_key, preset_like
 from .shapes import ModelShape
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -29,11 +29,15 @@ def cached_config(repo_id: str) -> Path | None:
     None. Without refs/main, a single cached snapshot is taken; several are ambiguous, so none is."""
     repo = cache_dir() / ("models--" + repo_id.replace("/", "--"))
     ref = repo / "refs" / "main"
-    if ref.is_file():
-        revision = ref.read_text(encoding="utf-8").strip()
-        file = repo / "snapshots" / revision / "config.json"
-        return file if file.is_file() else None
-    found = sorted((repo / "snapshots").glob("*/config.json")) if (repo / "snapshots").is_dir() else []
+    try:
+        if ref.is_file():
+            revision = ref.read_text(encoding="utf-8").strip()
+            file = repo / "snapshots" / revision / "config.json"
+            return file if file.is_file() else None
+        found = sorted((repo / "snapshots").glob("*/config.json")) if (repo / "snapshots").is_dir() else []
+    except (OSError, UnicodeDecodeError) as err:  # a cache folder without permission, a refs/main not text
+        raise ShapewiseError(f"{repo}: cannot read this Hugging Face cache entry "
+                             f"({getattr(err, 'strerror', None) or 'not text'})") from None
     return found[0] if len(found) == 1 else None
 
 
@@ -54,10 +58,23 @@ def download_config(repo_id: str) -> Path:
 
 
 def _local_config(name: str) -> Path | None:
-    """The config.json, or the folder holding one, that a model argument names as a path: it ends in .json
-    or is a folder (a local org/name folder is read, not the hub id it looks like); None otherwise."""
+    """The config.json, or the folder holding one, that a model argument names as a path: one that exists,
+    whatever its name (a local org/name folder is read, not the hub id it looks like), or one ending in
+    .json; None otherwise."""
     path = Path(name)
-    return path if name.endswith(".json") or path.is_dir() else None
+    try:
+        return path if name.endswith(".json") or path.exists() else None
+    except OSError:  # there, but not to be looked at (inside a folder without permission): load_config says so
+        return path
+
+
+def _shadowed(name: str) -> str:
+    """What a model argument read as a local path would have named otherwise: a cached hub model or a
+    preset ("" for nothing)."""
+    if HUB_ID.match(name) and cached_config(name) is not None:
+        return f"the hub model {name} in the local Hugging Face cache"
+    key = preset_key(name)
+    return f"the preset {key}" if key else ""
 
 
 def config_path(name: str) -> Path | None:
@@ -65,27 +82,48 @@ def config_path(name: str) -> Path | None:
     the local cache; None for a preset. suggest --emit-config writes its suggestion into this file's keys."""
     path = _local_config(name)
     if path is not None:
-        return path / "config.json" if path.is_dir() else path
+        return path / "config.json" if os.path.isdir(path) else path
     return cached_config(name) if HUB_ID.match(name) else None
 
 
 def resolve_model(name: str, *, strict: bool = False) -> ModelShape:
-    """A model argument as a shape: a config.json path (or its folder), a hub id (read from the cache,
-    else a preset of the same checkpoint, else downloaded), or a preset name. A hub id names the model
-    read from it, not the cache's snapshot folder."""
+    """A model argument as a shape: a path that exists (a config.json, whatever its name, or its folder) or
+    ends in .json, a hub id (read from the cache, else the preset of the same checkpoint, said, else
+    downloaded), or a preset name. A hub id names the model read from it, not the cache's snapshot folder."""
     if not isinstance(name, str) or not name.strip():
         raise ShapewiseError(f"give a model name, got {name!r}; run `shapewise models` to list the presets")
     path = _local_config(name)
     if path is not None:  # the folder itself, so that one without a config.json is refused as such
-        return load_config(path, strict=strict)
+        shadowed = _shadowed(name)
+        read = f"the local {'folder' if os.path.isdir(path) else 'file'} {os.path.abspath(path)}, not {shadowed}; " \
+            f"run from another folder to price that"
+        try:
+            shape = load_config(path, strict=strict)
+        except ShapewiseError as err:  # a stray file called gpt2: say why it was read at all
+            if not shadowed:
+                raise
+            raise type(err)(f"{err} (read as {read})") from None
+        if shadowed:
+            warn(f"{name}: read {read}")
+        return shape
     if HUB_ID.match(name):
         cached = cached_config(name)
         if cached is not None:
             return load_config(cached, strict=strict).replace(name=name)
-        if preset_key(name) is not None:
-            return PRESETS[preset_key(name)]
+        key = preset_key(name)
+        if key is not None:
+            warn(f"{name} is not in the local hub cache: priced as the preset {key}"
+                 + ("" if name.lower() == hub_id(key).lower() else f" ({hub_id(key)}, the same shape)"))
+            return PRESETS[key]
+        like = preset_like(name)
+        checkpoint = hub_id(like) if like else None
+        hint = f" (the preset {like} has {checkpoint}'s shape, which {name} need not share)" if checkpoint else ""
         if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-            raise ShapewiseError(f"{name} is not in the Hugging Face cache ({cache_dir()}) and HF_HUB_OFFLINE is set; "
-                                 f"download it once with the network on, or give --config PATH")
+            raise ShapewiseError(f"{name} is not a local path and not in the Hugging Face cache ({cache_dir()}), and "
+                                 f"HF_HUB_OFFLINE is set; download it once with the network on, or give --config "
+                                 f"PATH{hint}")
         return load_config(download_config(name), strict=strict).replace(name=name)
+    if "/" in name or os.sep in name:
+        raise ShapewiseError(f"{name}: no such file or folder; give a config.json, the folder holding one, a hub "
+                             f"id (org/name) or a preset name (`shapewise models` lists them)")
     return get_model(name)

@@ -134,35 +134,74 @@ _ALIASES = {
     "gpt2small": "gpt2", "neox20b": "gpt-neox-20b", "bloom7.1b": "bloom-7b1",
     "mixtral": "mixtral-8x7b", "mistral": "mistral-7b", "falcon": "falcon-7b", "phi2": "phi-2",
 }
-# Checkpoint-name suffixes that do not change the shape (chat/instruct tunes, dedup, HF conversions).
+# Checkpoint-name suffixes that do not change the shape (chat/instruct tunes, dedup, HF conversions), and
+# versions, which may: Mistral-7B-v0.3's vocabulary has 32,768 rows where v0.1's has 32,000.
 _SUFFIX = re.compile(r"(-(hf|chat|instruct|it|base|deduped|v\d+(\.\d+)*))+$")
+_VERSION = re.compile(r"v\d+(\.\d+)*")
+
+
+def _fold(name: str) -> tuple[str, str, tuple[str, ...]]:
+    """A model name as (org, key, versions): its org prefix ("" for none); the key, with case, '_' vs '-',
+    'meta-', shape-neutral suffixes and dashes folded away (so llama-2-7b, Llama_2_7b and llama2-7b meet);
+    and the versions among its suffixes (v0.1), which may change the shape."""
+    org, _, s = name.strip().lower().replace("_", "-").rpartition("/")
+    suffix = _SUFFIX.search(s)
+    versions = tuple(p for p in suffix.group().split("-") if _VERSION.fullmatch(p)) if suffix else ()
+    return org, _SUFFIX.sub("", s).removeprefix("meta-").replace("-", ""), versions
 
 
 def _key(name: str) -> str:
-    """Fold a model name to a lookup key: case, '_' vs '-', an org prefix, 'meta-' and shape-neutral
-    suffixes are ignored, and so are dashes (so llama-2-7b, Llama_2_7b and llama2-7b meet)."""
-    s = name.strip().lower().replace("_", "-").rsplit("/", 1)[-1]
-    s = _SUFFIX.sub("", s)
-    s = s.removeprefix("meta-")
-    return s.replace("-", "")
+    return _fold(name)[1]
 
 
 _KEYS: dict[str, str] = {_key(n): n for n in PRESETS}
 _KEYS.update(_ALIASES)
 
 
+def hub_id(preset: str) -> str | None:
+    """The Hugging Face checkpoint a preset's numbers come from (its source), or None (GPT-3 has none)."""
+    head, tail = _HF.split("{}")
+    source = PRESETS[preset].source
+    return source[len(head):-len(tail)] if source.startswith(head) and source.endswith(tail) else None
+
+
+def _lookup(name: str) -> tuple[str | None, str | None]:
+    """(the preset name means, the preset it would mean but for its org or version): a hub id means a
+    preset only when it names the preset's own checkpoint, up to shape-neutral suffixes (another org's
+    gpt2 may be any model; Mistral-7B-v0.3 is not v0.1's shape), and a name with a version only when the
+    version is the checkpoint's."""
+    org, key, versions = _fold(name)
+    found = _KEYS.get(key)
+    if found is None or not (org or versions):
+        return found, None
+    checkpoint = hub_id(found)
+    if checkpoint is None or _fold(checkpoint)[2] != versions or (org and _fold(checkpoint)[:2] != (org, key)):
+        return None, found
+    return found, None
+
+
 def preset_key(name: str) -> str | None:
     """The preset a name (or hub id of the same checkpoint) means, or None."""
-    return _KEYS.get(_key(name)) if isinstance(name, str) else None
+    return _lookup(name)[0] if isinstance(name, str) else None
+
+
+def preset_like(name: str) -> str | None:
+    """The preset a name would mean but for its org or version (randomorg/gpt2: gpt2), or None."""
+    return _lookup(name)[1] if isinstance(name, str) else None
 
 
 def get_model(name: str) -> ModelShape:
-    """The preset called name (case-insensitive; HF ids like meta-llama/Llama-2-7b-hf work too)."""
+    """The preset called name (case-insensitive; its checkpoint's hub id, meta-llama/Llama-2-7b-hf, too)."""
     if not isinstance(name, str) or not name.strip():
         raise ShapewiseError(f"give a model name, got {name!r}; run `shapewise models` to list the presets")
-    found = _KEYS.get(_key(name))
+    found, like = _lookup(name)
     if found:
         return PRESETS[found]
+    if like:
+        what = f"is {hub_id(like)}, whose shape another org's model or another version need not have" \
+            if hub_id(like) else "has no versions"
+        raise ShapewiseError(f"unknown model {name!r}: the preset {like} {what}; name {like} to price that "
+                             f"shape, or give the model's config.json")
     guess = name.strip().lower().replace("_", "-").rsplit("/", 1)[-1]
     close = difflib.get_close_matches(guess, list(PRESETS), n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(close)}? " if close else ""
