@@ -243,3 +243,17 @@ def test_null_and_right_kinds_are_read(tmp_path):
 def test_silu_in_an_mlp_without_a_gate_says_so(tmp_path, capsys, source, key):
     err = _one_line_error(capsys, "check", "--config", str(_write(tmp_path / "c.json", _config(source, **{key: "silu"}))))
     assert "'silu' in an MLP without a gate" in err and "it knows" not in err
+
+
+def test_a_rotary_model_past_its_trained_context_is_said(capsys):
+    from shapewise.shapes import shape_record
+
+    config = Path(__file__).parent / "data" / "hf" / "llama-2-7b.json"  # max_position_embeddings 4096
+    code, out, err = run(capsys, "check", "--config", str(config), "--seq", "8192", "--json")
+    said = "sequence 8,192 is longer than the model's context of 4,096 tokens (max_position_embeddings)"
+    assert code == 0 and said in err and any(said in line for line in json.loads(out)["caveats"])
+    code, _, err = run(capsys, "check", "--config", str(config), "--seq", "4096")
+    assert code == 0 and "context" not in err
+    shape = load_config(config)
+    assert shape.context == 4096 and "context" not in shape_record(shape)  # store keys as before
+    assert shape == shape.replace(context=0)

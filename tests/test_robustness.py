@@ -169,7 +169,7 @@ def test_version_and_results_as_a_table(files, tmp_path):
 
 
 def test_search_says_which_flags_widen_it():
-    code, _, err = run_explained("search", "--params", "1e6", "--params-tol", "0.001")
+    code, _, err = run_explained("search", "--params", "7e9", "--params-tol", "0.000001")
     assert code == 2 and "--params-tol" in err and "--aspect " not in err and "--aspect\n" not in err
 
 

@@ -15,7 +15,7 @@ EVERY_FIELD = ModelShape(
     name="every field", hidden=1024, num_layers=4, num_heads=8, vocab=1000, num_kv_heads=4, head_dim=128, ffn=4096,
     mlp="swiglu", learned_positions=2048, num_experts=8, top_k=2, expert_ffn=1024, num_shared_experts=1,
     norms_per_layer=4, window=512, global_every=2, nope_every=4, num_dense_layers=1, kv_lora_rank=256, q_lora_rank=512,
-    rope_head_dim=64, v_head_dim=96, published_params=7_000_000_000)
+    rope_head_dim=64, v_head_dim=96, published_params=7_000_000_000, context=8192)
 # Found by value, not by annotation, so that a field the annotations miss shows up here.
 WHOLE = [k for k, v in dataclasses.asdict(EVERY_FIELD).items() if type(v) is int]
 NUMPY_INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
@@ -25,7 +25,7 @@ def test_every_field_is_annotated_as_one_of_the_kinds_checked():
     # A whole number annotated otherwise (Optional[int]) would escape the checks that read annotations.
     for cls in (ModelShape, Workload):
         assert {f.type for f in dataclasses.fields(cls)} <= {*WHOLE_TYPES, "bool", "float", "str"}
-    assert len(WHOLE) == 22
+    assert len(WHOLE) == 23
 
 
 @given(field=st.sampled_from(WHOLE), kind=st.sampled_from(NUMPY_INTS))

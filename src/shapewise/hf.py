@@ -449,7 +449,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     return dict(hidden=hidden, num_layers=layers, num_heads=heads, vocab=vocab, num_kv_heads=kv,
                 head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
                 bias=bias, learned_positions=positions, num_experts=experts, top_k=top_k,
-                expert_ffn=expert_ffn, num_shared_experts=shared, **extra), guesses, notes
+                expert_ffn=expert_ffn, num_shared_experts=shared, context=0 if positions else _given_context(r),
+                **extra), guesses, notes
 
 
 def _priced_otherwise(r: _Reader, vocab: int) -> list[str]:
@@ -637,6 +638,12 @@ def _layer_types(r: _Reader, layers: int, notes: list[str]) -> list[str] | None:
 
 def _context(r: _Reader) -> int:
     return r.whole(("max_position_embeddings",), "context length", agree=False) or 1 << 62
+
+
+def _given_context(r: _Reader) -> int:
+    """max_position_embeddings where the file gives it (a rotary model's trained context), else 0."""
+    context = _context(r)
+    return 0 if context == 1 << 62 else context
 
 
 class GuessedFields(ShapewiseError):

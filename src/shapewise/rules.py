@@ -155,6 +155,9 @@ def caveats(shape: ModelShape, w: Workload) -> list[str]:
     if shape.learned_positions and w.seq > shape.learned_positions:
         out.append(f"sequence {w.seq:,} is longer than the model's {shape.learned_positions:,} learned positions: "
                    "priced as asked, but the model as configured cannot run it")
+    elif shape.context and not shape.learned_positions and w.seq > shape.context:
+        out.append(f"sequence {w.seq:,} is longer than the model's context of {shape.context:,} tokens "
+                   "(max_position_embeddings): priced as asked, but the model was not trained for it")
     out.extend(_tensor_parallel_caveats(w))
     return [line for line in out if line]
 

@@ -427,13 +427,13 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
         within = budget & (ratio >= aspect[0]) & (ratio <= aspect[1])
         tables = (f"; a vocabulary of {vocab:,} takes {smallest:,.0f} of them at hidden {hidden[0]}: give a smaller "
                   "--vocab" if smallest > params_target / 2 else "")
+        advice = tables or ": widen --params-tol or change --params"
         if budget.any() and not within.any():
             raise ShapewiseError(f"{grid} is within {params_tol:g} of {params_target:g} parameters: those that are "
-                                 f"have hidden/layers outside {aspect[0]:g}-{aspect[1]:g}{tables}")
+                                 f"have hidden/layers outside {aspect[0]:g}-{aspect[1]:g}{advice}")
         if t > 1 and within.any() and not ok.any():
             raise ShapewiseError(f"{grid} within {params_tol:g} of {params_target:g} parameters splits its heads, kv "
                                  f"heads and FFN width {t} ways (--tp {t}): give a smaller --tp")
-        advice = tables or ": widen --params-tol or change --params"
         raise ShapewiseError(f"{grid} is within {params_tol:g} of {params_target:g} parameters{advice}")
     # The front of parameters (more is a larger model) against speed: most parameters first, keep each
     # shape that is faster than every larger one.
