@@ -50,8 +50,9 @@ def store(tmp_path):
 
 # ---- schema ---------------------------------------------------------------------------------
 
-def test_schema_created_and_reopened(tmp_path):
-    path = tmp_path / "sub" / "dir" / "results.db"  # parent folders are created on open
+def test_schema_created_and_reopened(tmp_path, monkeypatch):
+    path = tmp_path / "sub" / "dir" / "results.db"  # the default store's folders are made on open
+    monkeypatch.setenv("SHAPEWISE_DB", str(path))
     with Store(path) as s:
         env_id = s.environment_id(ENV)
         s.record(env_id=env_id, bench="gemm", key="a", params={"M": 1}, timing=timing())
@@ -291,5 +292,5 @@ def test_foreign_sqlite_file(tmp_path):
 def test_uncreatable_folder(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(ShapewiseError, match="cannot create"):
+    with pytest.raises(ShapewiseError, match="is a file, not a folder"):
         Store(blocker / "sub" / "results.db")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .errors import ShapewiseError
 from .hardware import find_gpu
+from .limits import GEMM_DIM
 
 # What the store's rows are of: the measuring commands' benches and the kernel census (cases.KERNELS).
 BENCHES = ("gemm", "bmm", "attention", "op", "layer", "comm", "kernels")
@@ -28,6 +29,14 @@ BENCHES = ("gemm", "bmm", "attention", "op", "layer", "comm", "kernels")
 PEAK_MARGIN = 1.5
 PARAM_PREFIX = "p_"  # CSV column prefix of a case's parameters: see Store.export()
 ENV_COLUMNS = ("gpu_name", "driver", "torch", "cuda", "cublas")  # joined into rows() and exports
+
+# The parameters of a bench that are sizes: whole numbers from 1 to a GEMM dim's bound (cuBLAS's 32-bit
+# int), as every bench measures them (an op row's where its kind is a GEMM's). A row with another, say an
+# m of 1e300, measured no such case: priced by calibrate or drawn in a figure it would mislead.
+SIZES = {"gemm": ("m", "n", "k", "batch"), "bmm": ("m", "n", "k", "batch"),
+         "attention": ("batch", "heads", "kv_heads", "head_dim", "seq")}
+MAX_REPS = 2**63 - 1  # SQLite's largest integer: a count past it cannot be stored
+LONGEST_NUMBER = 300  # digits: no number shapewise writes has more (a float's range ends at 309)
 
 CSV_HEAD = ("bench", "key")
 CSV_TAIL = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "num_reps", "flops", "bytes", "tflops", "gbps", "error",
@@ -105,9 +114,32 @@ def read_export(path) -> list[Imported]:
         raise ShapewiseError(f"cannot read {path}: {err.strerror or err}") from None
     if not text.strip():
         raise ShapewiseError(f"{path} is empty: expected a CSV or JSON written by `shapewise results --export`")
-    if text.lstrip()[:1] in ("[", "{"):
+    if text.lstrip()[:1] in ("[", "{") or _is_json(text):  # JSON of any kind (null, 5) is not read as a CSV
         return _read_json(path, text)
     return _read_csv(path, text)
+
+
+def json_int(text: str) -> int:
+    """json.loads's parse_int: an integer, unless it is longer than any number shapewise writes (past 4,300
+    digits Python refuses it with advice meant for programmers, and past 309 no float holds it)."""
+    digits = len(text.lstrip("-"))
+    if digits > LONGEST_NUMBER:
+        raise ShapewiseError(f"a number in it has {digits:,} digits, more than any number shapewise writes")
+    return int(text)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text, parse_int=json_int)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _shown(value) -> str:
+    """A value as a message quotes it, cut short: a cell may hold thousands of characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}... ({len(str(value)):,} characters)"
 
 
 def _read_csv(path, text: str) -> list[Imported]:
@@ -147,12 +179,13 @@ def _read_csv(path, text: str) -> list[Imported]:
 def _read_json(path, text: str) -> list[Imported]:
     """The JSON export: a list of Store.rows() dicts, samples and metrics included."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=json_int)
     except (ValueError, RecursionError) as err:
         raise ShapewiseError(f"{path} is not a JSON export of the results store ({err})") from None
     if not isinstance(data, list):
-        raise ShapewiseError(f"{path} is JSON but not an export of the results store: that is a list of rows "
-                             f"(`shapewise results --export FILE.json` writes one)")
+        kind = {dict: "an object", str: "a string", bool: "true or false"}.get(type(data), "a number")
+        raise ShapewiseError(f"{path} is JSON ({'null' if data is None else kind}) but not a shapewise export: that "
+                             f"is a list of rows (`shapewise results --export FILE.json` writes one)")
     rows = []
     for number, item in enumerate(data, start=1):
         where = f"{path}, row {number}"
@@ -160,10 +193,12 @@ def _read_json(path, text: str) -> list[Imported]:
                 or not isinstance(item.get("params"), dict):
             raise ShapewiseError(f"{where}: not a row of the export (an object with bench, key and params); "
                                  f"nothing imported")
-        numbers = {column: item.get(column) for column in (*_FLOAT_COLUMNS, "num_reps")}  # checked by _checked
-        reps = numbers["num_reps"]
+        # checked by _checked; a whole number of a float column stored as one (SQLite holds no int past 2^63)
+        numbers = {column: float(v) if type(v) is int else v for column, v in
+                   ((c, item.get(c)) for c in _FLOAT_COLUMNS)}
+        numbers["num_reps"] = reps = item.get("num_reps")
         if _is_number(reps) and math.isfinite(reps) and reps != int(reps):
-            raise ShapewiseError(f"{where}: num_reps is {numbers['num_reps']!r}, not a whole number; nothing imported")
+            raise ShapewiseError(f"{where}: num_reps is {_shown(reps)}, not a whole number; nothing imported")
         samples, metrics = item.get("samples_ms"), item.get("metrics")
         if samples is not None and not (isinstance(samples, list) and all(
                 _is_number(v) and math.isfinite(v) and v > 0 for v in samples)):
@@ -226,19 +261,24 @@ def _import_params(row: dict, param_columns: list[str], fields: dict) -> dict:
 
 def _import_numbers(row: dict, where: str) -> dict:
     numbers = {}
+    for column in (*_FLOAT_COLUMNS, "num_reps"):
+        text = row.get(column, "").strip()
+        if len(text) > LONGEST_NUMBER:
+            raise ShapewiseError(f"{where}: {column} is {_shown(text)}, longer than any number shapewise writes; "
+                                 f"nothing imported")
     for column in _FLOAT_COLUMNS:
         text = row.get(column, "").strip()
         try:
             numbers[column] = float(text) if text else None
         except ValueError:
-            raise ShapewiseError(f"{where}: {column} is {text!r}, not a number; nothing imported") from None
+            raise ShapewiseError(f"{where}: {column} is {_shown(text)}, not a number; nothing imported") from None
         if numbers[column] is not None and not math.isfinite(numbers[column]):
-            raise ShapewiseError(f"{where}: {column} is {text!r}, not a finite number; nothing imported")
+            raise ShapewiseError(f"{where}: {column} is {_shown(text)}, not a finite number; nothing imported")
     text = row["num_reps"].strip()
     try:
         numbers["num_reps"] = int(text) if text else None
     except ValueError:
-        raise ShapewiseError(f"{where}: num_reps is {text!r}, not a whole number; nothing imported") from None
+        raise ShapewiseError(f"{where}: num_reps is {_shown(text)}, not a whole number; nothing imported") from None
     for amount, rate, scale in (("flops", "tflops", 1e12), ("bytes", "gbps", 1e9)):
         if numbers[amount] is None and numbers[rate] is not None and numbers["median_ms"] is not None:
             numbers[amount] = round(numbers[rate] * scale * numbers["median_ms"] * 1e-3)  # an older export
@@ -257,7 +297,7 @@ def param_mismatch(row: dict, param_columns: list[str], fields: dict) -> str | N
     for column in param_columns:
         name, cell = column[len(PARAM_PREFIX):], row[column]
         if cell != "" and name in fields and cell != fields[name] and _cell_value(cell) != fields[name]:
-            return f"{column} is {cell!r} but the key says {name} is {json.dumps(fields[name])}"
+            return f"{column} is {_shown(cell)} but the key says {name} is {_shown(fields[name])}"
     return None
 
 
@@ -265,7 +305,7 @@ def _key_fields(key) -> dict | None:
     """A row's key read: the JSON object shapewise writes, or None where it is none (not JSON, or JSON of
     another kind, or nested past what the parser can follow)."""
     try:
-        fields = json.loads(key) if isinstance(key, str) else None
+        fields = json.loads(key, parse_int=json_int) if isinstance(key, str) else None
     except (ValueError, RecursionError):
         return None
     return fields if isinstance(fields, dict) else None
@@ -281,20 +321,27 @@ def _row_problem(row: dict, fields: dict | None) -> str | None:
     """row_problem, the row's key read already (_key_fields)."""
     bench, key = row.get("bench"), row.get("key")
     if bench not in BENCHES:
-        return f"bench {bench!r} is none of shapewise's ({', '.join(BENCHES)})"
+        return f"bench {_shown(bench)} is none of shapewise's ({', '.join(BENCHES)})"
     if fields is None:
         return f"key {str(key)[:60]!r} is not the JSON object shapewise writes"
     if fields.get("bench", bench) != bench:
-        return f"bench is {bench!r} but the key says {fields['bench']!r}"
+        return f"bench is {bench!r} but the key says {_shown(fields['bench'])}"
     params = row.get("params")
     if isinstance(params, dict):
         for name, value in params.items():
             if name in fields and fields[name] != value:
-                return f"parameter {name} is {json.dumps(value)} but the key says {json.dumps(fields[name])}"
+                return f"parameter {name} is {_shown(value)} but the key says {_shown(fields[name])}"
+        kind = params.get("kind") if bench == "op" else bench
+        sizes = SIZES.get(kind, ()) if isinstance(kind, str) else ()
+        for name in (n for n in sizes if n in params):
+            size = params[name]
+            if not (_is_number(size) and 1 <= size <= GEMM_DIM.high and size == int(size)):
+                return (f"parameter {name} is {_shown(size)}: a {bench} size is a whole number from 1 to "
+                        f"{GEMM_DIM.high:,} ({GEMM_DIM.reason})")
     for column in (*_FLOAT_COLUMNS, "num_reps"):
         value = row.get(column)
         if value is not None and not (_is_number(value) and math.isfinite(value)):
-            return f"{column} is {value!r}, not a finite number"
+            return f"{column} is {_shown(value)}, not a finite number"
     median, q25, q75, reps = row.get("median_ms"), row.get("q25_ms"), row.get("q75_ms"), row.get("num_reps")
     if median is None:
         if any(row.get(c) is not None for c in ("q25_ms", "q75_ms", "num_reps")):
@@ -304,6 +351,8 @@ def _row_problem(row: dict, fields: dict | None) -> str | None:
         return f"median_ms is {median:g}: a time must be positive"
     if reps is not None and reps < 1:
         return f"num_reps is {reps}: a median needs one repetition or more"
+    if reps is not None and reps > MAX_REPS:
+        return f"num_reps is {reps:.4g}: more repetitions than a store can count"
     negative = next((c for c in _FLOAT_COLUMNS if row.get(c) is not None and row[c] < 0), None)
     if negative:
         return f"{negative} is {row[negative]:g}: it cannot be negative"

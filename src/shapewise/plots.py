@@ -597,9 +597,11 @@ def suggestions_data(suggestions, verified=None, *, gpu: GPU | str | CostModel) 
 def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = "bf16") -> dict:
     """suggestions_data's dict from the JSON rows of `shapewise verify --json` (candidate,
     predicted_speedup, measured_speedup, ci): a verify run drawn as it was measured. A null (under
-    three rounds, no interval) is NaN."""
+    three rounds, no interval) is NaN. A row lacking a field, or with one of another kind, is refused by name."""
     if not isinstance(rows, list) or not rows:
-        raise ValueError("expected a non-empty list of verified candidates")
+        raise ShapewiseError("expected a non-empty list of verified candidates")
+    for number, row in enumerate(rows, 1):
+        _check_verified(row, number)
     gpu = _gpu(gpu)
 
     def column(values) -> np.ndarray:
@@ -613,6 +615,29 @@ def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = 
         "ci_low": column(r["ci"][0] for r in rows),
         "ci_high": column(r["ci"][1] for r in rows),
     }
+
+
+def _check_verified(row, number: int) -> None:
+    """A `verify --json` row as verified_data reads it: candidate, the speedups (numbers, or null where too
+    few rounds ran) and ci (two of them)."""
+    if not isinstance(row, dict):
+        raise ShapewiseError(f"candidate {number} is not an object")
+    missing = [name for name in ("candidate", "predicted_speedup", "measured_speedup", "ci") if name not in row]
+    if missing:
+        raise ShapewiseError(f"candidate {number} lacks the field{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(missing)}")
+    ci = row["ci"]
+    if not isinstance(ci, list) or len(ci) != 2:
+        raise ShapewiseError(f"candidate {number}: ci is {str(ci)[:40]}, not a list of two numbers")
+    numbers = {"predicted_speedup": row["predicted_speedup"], "measured_speedup": row["measured_speedup"],
+               "ci[0]": ci[0], "ci[1]": ci[1]}
+    for name, value in numbers.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ShapewiseError(f"candidate {number}: {name} is {str(value)[:40]}, not a number")
+    changes = row.get("changes")
+    if changes is not None and not (isinstance(changes, dict) and all(
+            isinstance(pair, list) and len(pair) == 2 for pair in changes.values())):
+        raise ShapewiseError(f"candidate {number}: changes is not an object of [original, candidate] pairs")
 
 
 # The fields of a suggestion's changes (search._changes' names), as a shape holds them.

@@ -109,7 +109,11 @@ def _params_from_json(data: dict, where: str) -> CostParams:
             if width and not _is_table(value, width):
                 raise ShapewiseError(f"{where}: every row of {name} must be {width} finite numbers")
         elif isinstance(default, (int, float)) and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ShapewiseError(f"{where}: parameter {name} must be a number, got {value!r}")
+            raise ShapewiseError(f"{where}: parameter {name} must be a number, got {str(value)[:40]}")
+        elif isinstance(default, int) and not isinstance(value, int):
+            raise ShapewiseError(f"{where}: parameter {name} must be a whole number, got {value!r}")
+        elif isinstance(default, float):
+            value = float(value)  # 2 for 2.0: numpy would hold a huge int as an object, not a float
         values[name] = value
     _check_numbers(values, where)
     tiles, rates = values.get("tiles", SPEC.tiles), values.get("tile_rates", SPEC.tile_rates)
@@ -248,7 +252,7 @@ def _check_predicts(params: CostParams, gpu: GPU, where: str) -> None:
                  *(predict_attention(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=d, causal=True, pass_=pass_,
                                      gpu=model, dtype="bf16") for d in (64, 128) for pass_ in ("fwd", "bwd")),
                  *(cost.time_ms for cost in predict_ops(attention, gpu=model, dtype="bf16"))]
-    except (ValueError, IndexError, ZeroDivisionError, FloatingPointError) as err:
+    except (ValueError, IndexError, ZeroDivisionError, FloatingPointError, OverflowError, TypeError) as err:
         raise ShapewiseError(f"{where}: its parameters do not fit together ({type(err).__name__}: "
                              f"{str(err)[:80]}); calibrate again or use another profile") from None
     if not all(math.isfinite(float(t)) and float(t) > 0 for t in times):
@@ -337,10 +341,25 @@ def load(path: str | os.PathLike) -> Profile:
     return from_text(text, where=where)
 
 
+# The most digits a whole number of a profile may have: past 309 no float holds it (and the arithmetic
+# on it overflows), past 4,300 Python refuses to read it at all; calibrate writes none over a few.
+LONGEST_NUMBER = 300
+
+
+def _json_int(text: str) -> int:
+    """json.loads's parse_int: a whole number, unless it is longer than any profile's."""
+    digits = len(text.lstrip("-"))
+    if digits > LONGEST_NUMBER:
+        raise ShapewiseError(f"a number in it has {digits:,} digits, more than any profile's")
+    return int(text)
+
+
 def from_text(text: str, *, where: str = "profile") -> Profile:
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        data = json.loads(text, parse_int=_json_int)
+    except ShapewiseError as err:
+        raise ShapewiseError(f"{where} is not a shapewise profile: {err}") from None
+    except (ValueError, UnicodeDecodeError) as err:  # json.JSONDecodeError is a ValueError
         raise ShapewiseError(f"{where} is not a shapewise profile: not JSON ({err})") from None
     except RecursionError:
         raise ShapewiseError(f"{where} is not a shapewise profile: JSON nested too deeply") from None
@@ -363,6 +382,12 @@ def from_text(text: str, *, where: str = "profile") -> Profile:
     environment, fit = data.get("environment", {}), data.get("fit", {})
     if not isinstance(environment, dict) or not isinstance(fit, dict):
         raise ShapewiseError(f"{where}: 'environment' and 'fit' must be objects")
+    machine = fit.get("machine", {})  # where a machine's refit measured (machine.machine_profile)
+    if not isinstance(machine, dict) or not isinstance(machine.get("environment", {}), dict):
+        raise ShapewiseError(f"{where}: 'fit' holds a 'machine' that is not an object with an 'environment' object")
+    for env in (environment, machine.get("environment", {})):  # what measured_elsewhere reads
+        if not all(isinstance(env.get(k), (str, type(None))) for k in ("device", "gpu_name")):
+            raise ShapewiseError(f"{where}: an environment's device and gpu_name must be text")
     params = _params_from_json(data.get("params", {}), where)
     _check_predicts(params, measured_on, where)
     return Profile(gpu=gpu, params=params, environment=environment,

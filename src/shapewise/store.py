@@ -28,7 +28,13 @@ because of them); a CSV also lacks the samples and metrics (samples_ms [], metri
 
 A damaged file never ends in a traceback: every SQLite error becomes one ShapewiseError naming the
 file and what to do (check_integrity() runs SQLite's own check; export() saves what is still
-readable of a damaged store, row by row; implausible_rows() finds rows no measurement can have).
+readable of a damaged store, row by row; implausible_rows() finds rows no measurement can have). A
+row whose cells are not of the kinds shapewise writes (text where a number belongs, a BLOB key, params
+that are no JSON object, an environment the store does not hold) is refused by name, never read as
+something it is not; a store lacking a column of the schema is refused on opening.
+
+A new store is made only in a folder that exists (a mistyped --db would start one unnoticed), but for
+the default store, whose folder shapewise makes itself.
 
 Standard library only: the store must work where torch and numpy are not installed.
 """
@@ -43,7 +49,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from .errors import ShapewiseError
+from .errors import ShapewiseError, listed
 from .exports import Imported, _now_utc, _rate, _write_csv, finite_json, read_export, row_problem
 
 SCHEMA_VERSION = 1
@@ -96,6 +102,18 @@ CREATE TABLE results (
     UNIQUE (env_id, bench, key)
 );
 """
+
+
+@functools.cache
+def _columns() -> dict[str, tuple[str, ...]]:
+    """Each table's columns, as _SCHEMA makes them: a store lacking one was altered by hand or damaged."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(_SCHEMA)
+        return {table: tuple(r[1] for r in conn.execute(f"PRAGMA table_info({table})"))
+                for table in ("environments", "results")}
+    finally:
+        conn.close()
 
 
 def default_path() -> Path:
@@ -231,20 +249,20 @@ class Store:
     and a missing file is an error."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, read_only: bool = False):
+        if path is not None and not os.fspath(path).strip():
+            raise ShapewiseError("the path of the results store is empty: give --db a file, e.g. results.db, or leave "
+                                 "--db out for the default store")
         self.path = Path(path).expanduser() if path is not None else default_path()
         self.read_only = read_only
         self.unreadable_rows = 0  # rows the last export() could not read (a damaged store)
         self.already_stored_rows = 0  # rows the last import held already (replaced by the file's)
+        self.repeated_rows = 0  # rows the last import's file held more than once (its last copy kept)
         if self.path.is_dir():
             raise ShapewiseError(f"the results store {self.path} is a folder: give a file, e.g. {self.path / 'results.db'}")
         if read_only and not self.path.is_file():
             raise ShapewiseError(f"no results store at {self.path}: measure first (`shapewise bench`), or give --db PATH")
         if not read_only:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as err:
-                raise ShapewiseError(f"cannot create the folder of the results store {self.path}: "
-                                     f"{err.strerror or err}") from None
+            self._folder()
         try:
             # isolation_level=None: no implicit transactions; each statement commits on its own
             # unless we open one explicitly. timeout: wait for another process's write, as when
@@ -272,6 +290,25 @@ class Store:
         except ShapewiseError:
             self._conn.close()
             raise
+
+    def _folder(self) -> None:
+        """The store's folder: made for the default store, else it must exist, as a typo in --db would
+        otherwise start a new store unnoticed (and the measurements would seem lost)."""
+        folder = self.path.parent
+        found = next((p for p in (folder, *folder.parents) if p.exists()), None)
+        if found is not None and not found.is_dir():
+            raise ShapewiseError(f"cannot make the results store {self.path}: {found} is a file, not a folder; "
+                                 f"check the path")
+        if folder.is_dir():
+            return
+        if self.path.absolute() != default_path().absolute():
+            raise ShapewiseError(f"the folder {folder} of the results store {self.path} does not exist: check the path "
+                                 f"(a mistyped one would start a new store), or make the folder first")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ShapewiseError(f"cannot make the folder of the results store {self.path}: "
+                                 f"{err.strerror or err}") from None
 
     def _setup_when_free(self, seconds: float = 30.0) -> None:
         """_setup, waiting out another process that opens the same new store at the same moment:
@@ -325,6 +362,13 @@ class Store:
         if version != SCHEMA_VERSION:
             raise ShapewiseError(f"{self.path} has unknown schema version {version}: not a store this "
                                  f"shapewise wrote; point SHAPEWISE_DB or --db elsewhere")
+        for table, columns in _columns().items():
+            held = {r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")}
+            missing = [c for c in columns if c not in held]
+            if missing:
+                what = f"has no {table} table" if not held else f"lacks the column {listed(missing, 'and')} of its {table} table"
+                raise ShapewiseError(f"the results store {self.path} {what}: altered by hand, or not written by "
+                                     f"shapewise; restore it from a copy, or point --db or SHAPEWISE_DB elsewhere")
         return True
 
     def _rollback(self) -> None:
@@ -432,10 +476,8 @@ class Store:
         if not include_errors:
             conditions.append("r.error IS NULL")
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-        cur = self._conn.execute(
-            "SELECT r.*, e.device, e.gpu_name, e.driver, e.torch, e.cuda, e.cublas "
-            f"FROM results r JOIN environments e ON e.id = r.env_id {where} ORDER BY r.id", args)
-        return [_decode(row) for row in cur]
+        cur = self._conn.execute(f"{_ROWS} {where} ORDER BY r.id", args)
+        return [_decode(row, self.path) for row in cur]
 
     @_guarded
     def summary(self) -> dict:
@@ -467,15 +509,20 @@ class Store:
             raise ShapewiseError(f"unsupported export format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
         rows, self.unreadable_rows = self._readable_rows(bench)
         path = Path(path).expanduser()
+        # Written beside it and renamed: a write that fails halfway leaves no truncated export behind.
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
         try:
-            with open(path, "w", newline="" if fmt == "csv" else None, encoding="utf-8") as out:
+            with open(partial, "w", newline="" if fmt == "csv" else None, encoding="utf-8") as out:
                 if fmt == "json":
                     json.dump(finite_json(rows), out, indent=1, allow_nan=False)
                     out.write("\n")
                 else:
                     _write_csv(rows, out)
+            os.replace(partial, path)
         except OSError as err:
             raise ShapewiseError(f"cannot write {path}: {err.strerror or err}") from None
+        finally:
+            partial.unlink(missing_ok=True)
         return len(rows)
 
 
@@ -490,7 +537,8 @@ class Store:
     def import_rows(self, rows: list[Imported], *, source) -> int:
         """Store rows read by exports.read_export (checked there: a file with a row no measurement
         can have imports nothing); return how many. already_stored_rows: how many of them the
-        store held already (same environment, bench and key), now replaced by the file's.
+        store held already (same environment, bench and key), now replaced by the file's; repeated_rows:
+        how many the file itself holds more than once (its last copy is kept).
 
         Environments: one per distinct (gpu_name, driver, torch, cuda, cublas) of the file, with no
         device (an export does not say which one), so imported rows never mix with, or make a sweep
@@ -504,10 +552,11 @@ class Store:
         A JSON export keeps both. Importing a file twice changes nothing. The import is one
         transaction."""
         conn = self._conn
-        self.already_stored_rows = 0
+        self.already_stored_rows = self.repeated_rows = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
             env_ids: dict = {}
+            seen = set()
             for row in rows:
                 if row.identity not in env_ids:
                     env = {"device": None, **dict(zip(("gpu_name", "driver_version", "torch_version",
@@ -515,9 +564,13 @@ class Store:
                            "imported_from": str(source), "imported_utc": _now_utc()}
                     env_ids[row.identity] = self.environment_id(env)
                 env_id, numbers = env_ids[row.identity], row.numbers
-                self.already_stored_rows += conn.execute(
-                    "SELECT COUNT(*) FROM results WHERE env_id = ? AND bench = ? AND key = ?",
-                    (env_id, row.bench, row.key)).fetchone()[0]
+                if (env_id, row.bench, row.key) in seen:
+                    self.repeated_rows += 1
+                else:
+                    seen.add((env_id, row.bench, row.key))
+                    self.already_stored_rows += conn.execute(
+                        "SELECT COUNT(*) FROM results WHERE env_id = ? AND bench = ? AND key = ?",
+                        (env_id, row.bench, row.key)).fetchone()[0]
                 samples = row.samples_ms if row.samples_ms is not None else (
                     [] if numbers["median_ms"] is not None else None)
                 conn.execute(
@@ -539,20 +592,24 @@ class Store:
 
     @_guarded
     def check_integrity(self, *, limit: int = 20) -> list[str]:
-        """SQLite's PRAGMA integrity_check, and every row's JSON: the problems found (at most
-        `limit`), [] for a sound store."""
+        """SQLite's PRAGMA integrity_check, every environment's env_json and every row's cells (_unreadable:
+        of the kinds shapewise writes, its JSON an object or list as written, its environment held): the
+        problems found (at most `limit`), [] for a sound store."""
         try:
             found = [r[0] for r in self._conn.execute(f"PRAGMA integrity_check({int(limit)})")]
         except sqlite3.DatabaseError as err:
             return [str(err)]
         problems = [] if found == ["ok"] else [" ".join(str(p).split()) for p in found]
         try:
-            for row_id, *texts in self._conn.execute(
-                    "SELECT id, params_json, samples_json, metrics_json FROM results ORDER BY id"):
+            for env_id, text in self._conn.execute("SELECT id, env_json FROM environments ORDER BY id"):
+                if not isinstance(_json_or_none(text), dict):
+                    problems.append(f"environment {env_id}: env_json is not the JSON object shapewise writes")
+            for row in self._conn.execute(f"{_ROWS} ORDER BY r.id"):
                 if len(problems) >= limit:
                     break
-                if _bad_json(texts):
-                    problems.append(f"result {row_id}: a JSON column does not parse")
+                problem = _unreadable(dict(row))
+                if problem:
+                    problems.append(f"result {row['id']}: {problem}")
         except sqlite3.DatabaseError as err:
             problems.append(str(err))
         return problems[:limit]
@@ -582,12 +639,9 @@ class Store:
         rows, lost = [], 0
         for row_id in ids:
             try:
-                cur = self._conn.execute(
-                    "SELECT r.*, e.device, e.gpu_name, e.driver, e.torch, e.cuda, e.cublas FROM results r "
-                    "LEFT JOIN environments e ON e.id = r.env_id WHERE r.id = ?", (row_id,))
-                row = cur.fetchone()
+                row = self._conn.execute(f"{_ROWS} WHERE r.id = ?", (row_id,)).fetchone()
                 if row is not None and (bench is None or row["bench"] == bench):
-                    rows.append(_decode(row))
+                    rows.append(_decode(row, self.path))
             except (sqlite3.Error, ShapewiseError):
                 lost += 1
         return rows, lost
@@ -610,26 +664,68 @@ class Store:
                 top = None
         return list(range(1, (top[0] or 0) + 1)) if top else []
 
-def _decode(row: sqlite3.Row) -> dict:
+# A result row as rows() reads it: the environment joined in (fingerprint, NOT NULL in its table, is NULL
+# where the row names an environment the store does not hold: refused by _unreadable, never dropped).
+_ROWS = ("SELECT r.*, e.fingerprint, e.device, e.gpu_name, e.driver, e.torch, e.cuda, e.cublas "
+         "FROM results r LEFT JOIN environments e ON e.id = r.env_id")
+# What each column holds as shapewise writes it (SQLite keeps whatever a hand-made UPDATE puts in a cell).
+_NUMBERS = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "flops", "bytes", "tflops", "gbps")
+_TEXTS = ("bench", "key", "created_utc")
+_OPTIONAL_TEXTS = ("error", "device", "gpu_name", "driver", "torch", "cuda", "cublas")
+
+
+def _decode(row: sqlite3.Row, path: Path) -> dict:
+    """A result as rows() gives it (params, metrics and samples_ms decoded), or a ShapewiseError naming
+    what in it is not as shapewise writes it."""
     d = dict(row)
-    try:
-        d["params"] = json.loads(d.pop("params_json"))
-        metrics = d.pop("metrics_json")
-        d["metrics"] = json.loads(metrics) if metrics is not None else None
-        samples = d.pop("samples_json")
-        d["samples_ms"] = json.loads(samples) if samples is not None else None
-    except (TypeError, ValueError, RecursionError):
-        raise ShapewiseError(f"result {d.get('id')} of the results store holds JSON that does not parse: "
-                             f"the store is damaged; `shapewise results --check` lists the damage") from None
+    problem = _unreadable(d)
+    if problem:
+        raise ShapewiseError(f"result {d.get('id')} of the results store {path}: {problem}; the store is damaged: "
+                             f"`shapewise results --db {path} --check` lists the damage")
     return d
 
 
-def _bad_json(texts) -> bool:
-    for text in texts:
-        if text is None:
-            continue
-        try:
-            json.loads(text)
-        except (TypeError, ValueError, RecursionError):
-            return True
-    return False
+def _unreadable(d: dict) -> str | None:
+    """What in a row (a dict of _ROWS, decoded in place) is not of the kind shapewise writes, in words; None
+    where every cell is."""
+    if d.pop("fingerprint", "") is None:
+        return f"its env_id {_shown(d.get('env_id'))} names no environment of the store"
+    for column in _NUMBERS:
+        if d[column] is not None and type(d[column]) not in (int, float):
+            return f"{column} is {_shown(d[column])}, not a number"
+    if d["num_reps"] is not None and type(d["num_reps"]) is not int:
+        return f"num_reps is {_shown(d['num_reps'])}, not a whole number"
+    for column in (*_TEXTS, *_OPTIONAL_TEXTS):
+        if (d[column] is not None or column in _TEXTS) and not isinstance(d[column], str):
+            return f"{column} is {_shown(d[column])}, not text"
+    d["params"], d["metrics"], d["samples_ms"] = (_json_or_none(d.pop(c)) for c in
+                                                 ("params_json", "metrics_json", "samples_json"))
+    if not isinstance(d["params"], dict):
+        return "params_json is not the JSON object shapewise writes"
+    if d["metrics"] is not None and not isinstance(d["metrics"], dict):
+        return "metrics_json is not the JSON object shapewise writes"
+    samples = d["samples_ms"]
+    if samples is not None and not (isinstance(samples, list) and all(type(v) in (int, float) for v in samples)):
+        return "samples_json is not the JSON list of times shapewise writes"
+    return None
+
+
+_NOT_JSON = object()  # what _json_or_none gives for a cell that is no JSON at all
+
+
+def _json_or_none(text):
+    """A JSON column's cell read (None for NULL), or _NOT_JSON where it does not parse."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text) if isinstance(text, str) else _NOT_JSON
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _shown(value) -> str:
+    """A cell as a message quotes it: a BLOB said so, text quoted and cut short."""
+    if isinstance(value, bytes):
+        return f"binary data ({len(value):,} bytes)"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -28,10 +28,12 @@ def add_results(sub) -> None:
     p.add_argument("--export", metavar="PATH", help="write the rows to PATH (.csv or .json); from a damaged store, "
                                                     "every row that still reads")
     p.add_argument("--format", choices=("csv", "json"), help="export format (default: from the file name, which must agree)")
-    add_mkdir_arg(p)
+    p.add_argument("--mkdir", action="store_true",
+                   help="make the export's folder, or an imported store's, if it does not exist")
     p.add_argument("--bench", help=f"only this benchmark's rows, in the table and the export ({', '.join(BENCHES)})")
     p.add_argument("--import", dest="import_csv", metavar="FILE",
-                   help="read an export (CSV or JSON, another machine's, say) into the store")
+                   help="read an export (CSV or JSON, another machine's, say) into the store (then --export or "
+                        "--check it, if given)")
     p.add_argument("--check", action="store_true",
                    help="check the store for damage (SQLite's integrity check) and for rows no measurement can have")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
@@ -53,19 +55,26 @@ def _check_bench(store, bench: str) -> None:
         warn(f"--bench {bench}: the results store {store.path} has no rows of that bench; {holds}")
 
 
+def _refuse_together(args) -> None:
+    """Flags that do nothing together are refused, never one of them dropped without a word. --import runs
+    first, then --export or --check of the store it went into; --check and --export are two runs."""
+    if args.check and args.export is not None:
+        raise ShapewiseError("--check and --export: give one of them; a damaged store fails its check, and --export "
+                             "is what saves its readable rows, so run `--check` first and `--export` after")
+    given = [flag for flag, on in (("--check", args.check), ("--export", args.export is not None),
+                                   ("--import", args.import_csv is not None)) if on]
+    if args.json and given:
+        raise ShapewiseError(f"--json prints the summary table as JSON, which {' and '.join(given)} does not print: "
+                             "leave out --json")
+    if args.bench is not None and (args.check or args.import_csv is not None) and args.export is None:
+        raise ShapewiseError("--bench picks the rows of the table and of --export: --check checks every row and "
+                             "--import reads every row of its file; leave out --bench")
+
+
 def run_results(args) -> int:
     from ..store import Store
 
-    if args.import_csv:
-        from ..exports import read_export
-
-        rows = read_export(args.import_csv)  # before the store: a file refused leaves no new store behind
-        with Store(args.db) as store:
-            count = store.import_rows(rows, source=args.import_csv)
-        old = store.already_stored_rows
-        print(f"imported {_count(count, 'row')} from {args.import_csv} into {store.path}"
-              + (f": {count - old:,} new, {old:,} already there (replaced by the file's)" if old else ""))
-        return 0
+    _refuse_together(args)
     target = None
     if args.export is not None:  # said before the store is read ("" too: it names no file)
         from ..outputs import output_file
@@ -74,6 +83,22 @@ def run_results(args) -> int:
                                   mkdir=args.mkdir, what="export")
     elif args.format:
         raise ShapewiseError("--format is the format of --export: give --export PATH too")
+    if args.import_csv is not None:
+        from ..exports import read_export
+        from ..outputs import writable_folder
+
+        rows = read_export(args.import_csv)  # before the store: a file refused leaves no new store behind
+        if args.db and not Path(args.db).expanduser().exists():  # a new store: in a folder that is there or --mkdir makes
+            writable_folder(Path(args.db).expanduser().parent, mkdir=args.mkdir, what="results store")
+        with Store(args.db) as store:
+            count = store.import_rows(rows, source=args.import_csv)
+        old, repeated = store.already_stored_rows, store.repeated_rows
+        said = [f"{count - repeated - old:,} new, {old:,} already there (replaced by the file's)"] if old else []
+        said += [f"the file repeats {_count(repeated, 'row')} (its last copy kept)"] if repeated else []
+        print(f"imported {_count(count - repeated, 'row')} from {args.import_csv} into {store.path}"
+              + (f": {'; '.join(said)}" if said else ""))
+        if target is None and not args.check:
+            return 0
     if args.db and not Path(args.db).expanduser().exists():
         raise ShapewiseError(f"no results store at {args.db} (--db): check the path; `shapewise bench` and "
                              "`shapewise calibrate` make a store")
@@ -85,7 +110,7 @@ def run_results(args) -> int:
             print(f"wrote {_count(count, 'row')} to {target}")
             if store.unreadable_rows:
                 warn(f"{_count(store.unreadable_rows, 'row')} of the damaged store {store.path} could not be read: "
-                     f"not in {target}")
+                     f"not in {target} (`shapewise results --db {store.path} --check` says why)")
             return 0
         if args.check:
             problems = store.check_integrity()
@@ -100,8 +125,8 @@ def run_results(args) -> int:
                                      f"measurement can have (the first: {implausible[0]}): export it (`--export "
                                      f"rows.csv`), delete or re-measure those rows, and import the file into a new store "
                                      f"(`--import` names any row it still refuses)")
-            print(f"{store.path}: sound (SQLite's integrity check passed, every row's JSON reads, and every row's "
-                  f"numbers are ones a measurement can have)")
+            print(f"{store.path}: sound (SQLite's integrity check passed, every row and environment reads as "
+                  f"shapewise writes them, and every row's numbers are ones a measurement can have)")
             return 0
         summary = store.summary()
     if args.bench is not None:
@@ -129,7 +154,7 @@ def _count(number: int, noun: str) -> str:
 def _measured_rows(db):
     from ..store import Store
 
-    if not db:
+    if db is None:  # "" is refused by the store, not taken for no --db
         return None
     with Store(db, read_only=True) as store:
         return store.rows()
@@ -233,12 +258,12 @@ def run_plot(args) -> int:
             modes = {mode: workload.replace(mode=mode) for mode in ("train", "prefill", "decode")}
             fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=model, workloads=modes))
         elif args.verified:  # a `shapewise verify --json` run: its predictions and measurements as they were
+            rows = _verify_json(args.verified)
             try:
-                rows = json.loads(Path(args.verified).read_text())
                 data = plots.verified_data(rows, model=shape.name, gpu=gpu, dtype=workload.dtype)
                 mismatch = plots.verified_model_mismatch(rows, shape)
-            except (OSError, ValueError, KeyError, TypeError) as err:
-                raise ShapewiseError(f"{args.verified} is not the output of `shapewise verify --json` ({err})") from None
+            except ShapewiseError as err:
+                raise ShapewiseError(f"{args.verified} is not the output of `shapewise verify --json`: {err}") from None
             if mismatch:
                 raise ShapewiseError(f"{args.verified} is a verify run of another model: {mismatch}; give the model "
                                      "it verified")
@@ -253,6 +278,24 @@ def run_plot(args) -> int:
     path = plots.save(fig, out)
     print(f"wrote {path}")
     return 0
+
+
+def _verify_json(path: str):
+    """The JSON of a `shapewise verify --json` run, read; one line where the file is missing or no JSON."""
+    from ..exports import json_int
+
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ShapewiseError(f"--verified {path}: no such file; give the file `shapewise verify --json` wrote") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ShapewiseError(f"cannot read --verified {path}: {getattr(err, 'strerror', None) or err}") from None
+    try:
+        return json.loads(text, parse_int=json_int)
+    except ShapewiseError as err:  # a number too long (json_int)
+        raise ShapewiseError(f"{path} is not the output of `shapewise verify --json`: {err}") from None
+    except (ValueError, RecursionError) as err:
+        raise ShapewiseError(f"{path} is not the output of `shapewise verify --json`: not JSON ({err})") from None
 
 
 def _say_left_out(left_out: dict[str, int], *, db, gpu) -> None:
@@ -289,8 +332,9 @@ def run_report(args) -> int:
     shape, workload = model_and_workload(args)
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
-    db = args.db or (default_path() if default_path().exists() else None)  # never create a store just to read it
-    store = Store(db, read_only=True) if db else None
+    # never create a store just to read it; --db "" is refused by the store, not taken for no --db
+    db = args.db if args.db is not None else (default_path() if default_path().exists() else None)
+    store = Store(db, read_only=True) if db is not None else None
     try:
         written = write_report(shape, workload, out=out, gpu=model, fmt=fmt, top=args.top, store=store,
                                model_arg=args.model or ["--config", args.config])
