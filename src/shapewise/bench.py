@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from .cases import KERNELS, Case, census_key, is_gemm, refuse_fp8_layout
 from .distributed import distributed, gather
 from .dtypes import DTYPE_BYTES, torch_dtype
-from .errors import ShapewiseError
+from .errors import ShapewiseError, listed
 from .measure import device_memory_bytes, import_torch, settle_ms
 from .ops import BMM, FLASH, GEMM, MEMORY, attention_op
 
@@ -340,6 +340,13 @@ def _check_any_fits(cases: list[Case], memory: int | None, device: str) -> None:
     raise ShapewiseError(f"none of the {len(cases):,} cases fits the memory of {where}: the largest, {largest.label}, {need}")
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """torch ran out of memory: CUDA's OutOfMemoryError, or the CPU allocator's "can't allocate memory"
+    (both RuntimeErrors, told apart from other failures by their words)."""
+    text = str(exc).lower()
+    return isinstance(exc, MemoryError) or "out of memory" in text or "can't allocate memory" in text
+
+
 def _error_text(exc: BaseException) -> str:
     first = (str(exc).strip().splitlines() or [""])[0]
     if "out of memory" in first.lower():
@@ -570,6 +577,17 @@ class Bench:
     kernels: dict | None = None  # case key -> {"kernels": names, "grids": grids}, where asked for
 
 
+def _predicting_for(env: dict, gpu):
+    """The GPU to predict for beside measurements taken in `env` (measure.gpu_of), said in one warning
+    where it is named and they are not its times."""
+    from .measure import gpu_of, warn_measured_elsewhere
+
+    found = gpu_of(env, gpu=gpu)
+    if gpu and found is not None:
+        warn_measured_elsewhere(env, found, what="these times")
+    return found
+
+
 def _model(gpu, params):
     """The cost model to predict with: the given parameters on this GPU, else the GPU's own
     (profile.cost_model); None without a GPU."""
@@ -581,8 +599,6 @@ def _model(gpu, params):
 
 
 def _measure(cases, predict, *, store, device, gpu, params, kernels=False, **timing) -> Bench:
-    from .measure import gpu_of
-
     result = sweep(cases, store=store, device=device, **timing)
     if result.rank != 0:  # under torchrun only rank 0 holds the rows
         return Bench(result, [])
@@ -590,7 +606,7 @@ def _measure(cases, predict, *, store, device, gpu, params, kernels=False, **tim
     if kernels:
         kernel_census(cases, store=store, device=device, env=result.environment)
         named = census_rows(store, env_id=store.environment_id(result.environment))
-    gpu = gpu_of(result.environment, gpu=gpu)
+    gpu = _predicting_for(result.environment, gpu)
     predicted = predict(_model(gpu, params)) if gpu else {}
     return Bench(result, [(case, row, predicted.get(id(case))) for case, row in result.rows], named)
 
@@ -608,6 +624,20 @@ def bench_cases(cases: list[Case], *, store, device: str = "cuda", gpu=None, par
 
     return _measure(cases, predict, store=store, device=device, gpu=gpu, params=params, kernels=kernels,
                     warmup_ms=warmup_ms, budget_ms=budget_ms, force=force, cuda_graph=cuda_graph, progress=progress)
+
+
+# The dtypes a model's layer and ops run in here: torch runs fp8 only as a scaled GEMM (torch._scaled_mm,
+# unbatched, x @ W.T), not as a norm, an attention or a backward pass.
+MODEL_DTYPES = ("fp32", "tf32", "bf16", "fp16")
+
+
+def check_measurable(dtype: str, what: str) -> None:
+    """Refuse before measuring a model's layer or ops in a dtype they cannot run in (MODEL_DTYPES)."""
+    if dtype not in MODEL_DTYPES:
+        raise ShapewiseError(f"{what} measures {listed(MODEL_DTYPES)}, not {dtype}: torch runs fp8 only as scaled "
+                             "GEMMs (x @ W.T), not as a model's norms, attention or backward; price fp8 with "
+                             "`shapewise check --dtype fp8`, or time fp8 GEMMs with `shapewise bench gemm --dtype fp8 "
+                             "--layout nt`")
 
 
 @dataclass(frozen=True)
@@ -631,6 +661,7 @@ def bench_ops(shape, workload, *, store, device: str = "cuda", gpu=None, params=
     from .cost import predict_ops
     from .ops import model_ops
 
+    check_measurable(workload.dtype, "bench ops")
     ops = model_ops(shape, workload)
     cases = [op_case(op, workload.dtype) for op in ops]
 
@@ -667,12 +698,12 @@ def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, param
     and op by op, beside its prediction. At t > 1, the tensor-parallel layer across the ranks torchrun
     started (distributed.bench_tp_layer), collectives included."""
     from .cases import op_case, predict_case
-    from .measure import gpu_of
     from .ops import layer_ops
     from .shapes import shape_record
 
     if workload.mode == "decode":
         raise ShapewiseError("bench layer measures a layer in train or prefill mode, not decode")
+    check_measurable(workload.dtype, "bench layer")
     from .layers import check_buildable
 
     check_buildable(shape)  # refused here in one line, not stored as a failed case
@@ -684,7 +715,7 @@ def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, param
         from .distributed import bench_tp_layer
 
         rank, rows, env = bench_tp_layer(shape, workload, store=store, device=device)
-        gpu = gpu_of(env, gpu=gpu)
+        gpu = _predicting_for(env, gpu)
         return LayerBench([LayerPass(r["pass"], r["measured_ms"], predicted_ms=_layer_ms(
             shape, workload.replace(mode="train" if r["pass"] == "fwdbwd" else "prefill"), gpu, params))
             for r in rows], rank=rank)
@@ -695,7 +726,7 @@ def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, param
     if result.rank != 0:
         return LayerBench([], result, rank=result.rank)
     measured = {id(case): row for case, row in result.rows}
-    gpu = gpu_of(result.environment, gpu=gpu)
+    gpu = _predicting_for(result.environment, gpu)
     model = _model(gpu, params)
     out = []
     for pass_, case in layers.items():

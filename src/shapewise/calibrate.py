@@ -349,7 +349,7 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
     lacks are said, and a store holding none of those `seed` draws (only those every seed draws) is refused."""
     from .bench import stored_rows, sweep
     from .judges import judge_set_cases, judge_sets
-    from .measure import gpu_of, measured_gpu
+    from .measure import measured_gpu, warn_measured_elsewhere
 
     drawn = judge_set_cases(judge_set, seed=seed, dtype=dtype, quick=quick, configs=configs)
     result = None
@@ -373,17 +373,11 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
         raise ShapewiseError("these held-out cases were measured on the CPU: name the GPU whose models they "
                              "smoke-test with --gpu")
     gpu = measured_gpu(env, gpu=gpu, device=device)
-    if env.get("gpu_name") is None:
-        warn(f"these {len(rows)} held-out cases were measured on the CPU: judged as the {gpu.key}'s only to test the "
-             f"command, their errors say nothing of the {gpu.key} or its profile")
     # The one check of where a given profile was measured (check_measured_on, in cost_model): CPU times may
     # smoke-test a profile fitted on CPU times or on the GPU itself; a GPU's times judge only that GPU's own.
     model = cost_model(gpu, profile=profile,
                        device="cpu" if env.get("gpu_name") is None else None if from_store else device)
-    on = gpu_of(env)
-    if on is not None and on.key != gpu.key:
-        warn(f"these held-out cases were measured on {measured_on}, not on the {gpu.key}: judged as the "
-             f"{gpu.key}'s all the same")
+    warn_measured_elsewhere(env, gpu, what=f"these {len(rows)} held-out cases")  # once the profile may judge them
     return Validation(gpu, model.profile, judge_sets(drawn, rows, gpu=model), len(rows), result, len(drawn.cases),
                       measured_on)
 

@@ -413,9 +413,21 @@ def device_memory_bytes(device: str) -> int | None:
         torch = import_torch()
         return torch.cuda.get_device_properties(torch.device(device)).total_memory
     try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
         return None
+    return min(memory, _address_space_limit() or memory)
+
+
+def _address_space_limit() -> int | None:
+    """The process's address-space limit (ulimit -v, prlimit --as), None where it has none: below the
+    machine's memory, it is what the process can allocate."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 # ---- interleaved comparison -------------------------------------------------------------------
@@ -669,6 +681,20 @@ def gpu_of(env: dict, *, gpu=None):
     if gpu:
         return get_gpu(gpu) if isinstance(gpu, str) else gpu
     return find_gpu(env.get("gpu_name"))
+
+
+def warn_measured_elsewhere(env: dict, gpu, *, what: str) -> None:
+    """One warning where times measured in `env` (`what`: "these 12 cases") are set beside `gpu`'s
+    predictions though they are not that GPU's: the CPU's, or another GPU's."""
+    from .errors import warn
+
+    name = env.get("gpu_name")
+    on = gpu_of(env)
+    if name is None:
+        warn(f"{what} were measured on the CPU: set beside the {gpu.key}'s predictions only to test the command, "
+             f"their errors say nothing of the {gpu.key} or its profile")
+    elif on is None or on.key != gpu.key:
+        warn(f"{what} were measured on {name}, not on the {gpu.key}: set beside its predictions all the same")
 
 
 def measured_gpu(env: dict, *, gpu=None, device: str = ""):

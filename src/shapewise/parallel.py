@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dtypes import activation_bytes
-from .errors import ShapewiseError
+from .errors import ShapewiseError, warn
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -83,39 +83,69 @@ SCALE_OUT = {
 
 @dataclass(frozen=True)
 class Network:
-    """The links a step's collectives use: GB/s per direction per GPU within a node and between nodes."""
+    """The links a step's collectives use: GB/s per direction per GPU within a node and between nodes;
+    None for a link the plan uses none of (between nodes on one node; any link on one GPU)."""
 
-    intra_gbs: float
-    inter_gbs: float
+    intra_gbs: float | None
+    inter_gbs: float | None
     gpus_per_node: int = 8
     source: str = ""
 
     def __post_init__(self):
-        if not (self.intra_gbs > 0 and self.inter_gbs > 0):
+        if not all(gbs is None or gbs > 0 for gbs in (self.intra_gbs, self.inter_gbs)):
             raise ShapewiseError("network: link bandwidths must be positive GB/s")
         if isinstance(self.gpus_per_node, bool) or not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
             raise ShapewiseError(f"network: GPUs per node must be a positive whole number, got {self.gpus_per_node!r}")
 
+    def check(self, gpus: int) -> None:
+        """Refuse to plan `gpus` GPUs on a network without a link their layouts use."""
+        if gpus > self.gpus_per_node and self.inter_gbs is None:
+            raise ShapewiseError(f"{gpus} GPUs span nodes of {self.gpus_per_node}: give the network between them "
+                                 "(--inter-node-gbs, GB/s per GPU)")
+        if gpus > 1 and self.intra_gbs is None:
+            raise ShapewiseError(f"{gpus} GPUs talk over the link within a node: give it (--intra-node-gbs, GB/s per GPU)")
 
-def network_for(gpu, *, gpus_per_node: int = 8, inter_gbs: float | None = None,
+    def gbs(self, crosses):
+        """GB/s per GPU of groups that cross nodes (crosses True) or stay within one; NaN for a link the
+        network has none of, which Network.check keeps every layout from taking."""
+        return np.where(crosses, np.nan if self.inter_gbs is None else self.inter_gbs,
+                        np.nan if self.intra_gbs is None else self.intra_gbs)
+
+
+def network_for(gpu, *, gpus: int | None = None, gpus_per_node: int = 8, inter_gbs: float | None = None,
                 intra_gbs: float | None = None) -> Network:
-    """The GPU's datasheet links, each overridable; refuses where the table has none and none is given."""
+    """The GPU's datasheet links, each overridable; refuses a link the table has none of and none is given,
+    where layouts of `gpus` GPUs use it (the network between nodes where they span several; the link within
+    a node where there are two or more; both where gpus is None). A given rate no layout uses, or a network
+    faster than the link within a node, is said in a warning."""
     from .hardware import link
 
-    peer = link(gpu)
-    intra_given = intra_gbs is not None
-    if intra_gbs is None:
-        if peer is None:
+    across = gpus is None or gpus > gpus_per_node
+    within = gpus is None or gpus > 1
+    for flag, given, used, why in (
+            ("--intra-node-gbs", intra_gbs, within, "one GPU sends nothing to another"),
+            ("--inter-node-gbs", inter_gbs, across, f"the {gpus} GPUs are one node (--gpus-per-node {gpus_per_node})")):
+        if given is not None and not used:
+            warn(f"{flag} {given:g} has no effect: {why}")
+    intra, inter = None, None
+    if within:
+        peer = link(gpu)
+        if intra_gbs is None and peer is None:
             raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table; give --intra-node-gbs")
-        intra_gbs = peer[1]
-    row = SCALE_OUT.get(gpu.key)
-    if inter_gbs is None:
-        if row is None:
+        intra = (float(intra_gbs), "given") if intra_gbs is not None else (peer[1], peer[0])
+    if across:
+        row = SCALE_OUT.get(gpu.key)
+        if inter_gbs is None and row is None:
             raise ShapewiseError(f"no datasheet network for {gpu.name}; give --inter-node-gbs (GB/s per GPU)")
-        inter_gbs = row[0]
-    source = f"within a node {intra_gbs:g} GB/s ({'given' if intra_given else peer[0]}), between nodes {inter_gbs:g} GB/s" \
-             + (f" ({row[1]})" if row and inter_gbs == row[0] else " (given)")
-    return Network(float(intra_gbs), float(inter_gbs), gpus_per_node, source)
+        inter = (float(inter_gbs), "given") if inter_gbs is not None else row
+    if intra and inter and inter[0] > intra[0]:
+        warn(f"the network between nodes ({inter[0]:g} GB/s per GPU) is faster than the link within a node "
+             f"({intra[0]:g} GB/s): plans then spread across nodes what a node would hold; check --intra-node-gbs "
+             "and --inter-node-gbs")
+    source = ", ".join([f"within a node {intra[0]:g} GB/s ({intra[1]})" if intra else "no link (one GPU)"]
+                       + ([f"between nodes {inter[0]:g} GB/s ({inter[1]})" if inter else "no network (one node)"]
+                          if intra else []))
+    return Network(intra[0] if intra else None, inter[0] if inter else None, gpus_per_node, source)
 
 
 # ---- step time ----
@@ -211,15 +241,16 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     gpn = network.gpus_per_node
     # Megatron orders ranks tensor-fastest, then data, then pipeline: a pipeline neighbour is t·d
     # ranks away, a data-parallel one t; a group within one node uses NVLink, else the network.
-    p2p_gbs = np.where(t * dp >= gpn, network.inter_gbs, network.intra_gbs)
+    p2p_gbs = network.gbs(t * dp >= gpn)
     message = workload.batch * workload.seq * shape.hidden * activation_bytes(B) / t  # fp8 sends bf16
     sends = np.where(pp > 1, 2 * vp * m, 0)
-    pipeline_comm = sends * (message / (p2p_gbs * 1e9 * params.comm_bandwidth) * 1e3 + params.comm_latency_ms)
+    pipeline_comm = np.where(sends > 0, sends * (message / (p2p_gbs * 1e9 * params.comm_bandwidth) * 1e3
+                                                 + params.comm_latency_ms), 0.0)
     # Data parallelism: the stage's parameters (the largest stage: the embedding's or the head's).
     experts = expert_params(shape)
     dense_stage = heaviest * (shape.layer_params - experts) / t + shape.vocab * shape.hidden / t
     expert_stage = heaviest * experts / (t * ep)
-    dp_gbs = np.where(t * dp > gpn, network.inter_gbs, network.intra_gbs)
+    dp_gbs = network.gbs(t * dp > gpn)
     edp = np.maximum(dp // ep, 1)
 
     def over_dp(count, *, passes):
@@ -244,7 +275,7 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     hidden = np.where(zero == 3, m * fsdp, grads + gather) - exposed
     # Expert parallelism: dispatch and combine, forward and backward, of every routed copy.
     routed = workload.batch * workload.seq * shape.top_k * shape.hidden * B
-    ep_gbs = np.where(t * ep > gpn, network.inter_gbs, network.intra_gbs)
+    ep_gbs = network.gbs(t * ep > gpn)
     ep_comm = m * pace * 4 * ring_ms(routed, ep, ep_gbs, params) if shape.is_moe else np.zeros_like(compute)
     # The optimizer reads weights, grads and its state and writes weights and state back.
     local = (dense_stage + expert_stage) / np.where(zero >= 1, dp, 1)

@@ -148,6 +148,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
     start = time.perf_counter()
     model = cost_model(gpu)
     gpu, params = model.gpu, model.params
+    gpu.peak_tflops(dtype)  # a dtype the GPU lacks is said first, before the links it would need
     for name, value in (("--gpus", gpus), ("--seq", seq), ("--global-batch", global_batch_tokens),
                         ("--gpus-per-node", gpus_per_node), ("--top", top)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -157,7 +158,8 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
                              f"sequences of {seq}; give a multiple of {seq}")
     if gpus > gpus_per_node and gpus % gpus_per_node:
         raise ShapewiseError(f"{gpus} GPUs do not fill whole nodes of {gpus_per_node}; give a multiple of {gpus_per_node}")
-    network = network or network_for(gpu, gpus_per_node=gpus_per_node)
+    network = network or network_for(gpu, gpus=gpus, gpus_per_node=gpus_per_node)
+    network.check(gpus)
     prec, fw = PRECISIONS[precision], FRAMEWORKS[framework]
     sequences = global_batch_tokens // seq
     found: list[tuple[float, ModelShape, dict, int]] = []

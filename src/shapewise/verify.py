@@ -140,20 +140,50 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     return step
 
 
-def _whole_models_fit(shapes, device: str, headroom: float = 0.6) -> bool:
-    """Every shape's model at once, as memory.estimate counts a forward+backward without an optimizer
-    (weights, grads, activations, and the logits' buffers of a loss in the model's own dtype)."""
-    from .measure import device_memory_bytes
+def _need_bytes(shape: ModelShape, workload: Workload, *, whole: bool) -> float:
+    """About the bytes one shape's parts take while timed, as memory.estimate counts a forward+backward
+    without an optimizer (weights, grads, activations, and the logits' buffers of a loss in the model's
+    own dtype): the whole model's, or one layer's with the output head's."""
     from .memory import estimate
 
-    def need(shape, w):
-        return estimate(shape, w, precision="no-optimizer", framework="torch-bf16-loss").allocated_bytes
+    one = shape if whole else shape.one_layer()
+    return estimate(one, workload, precision="no-optimizer", framework="torch-bf16-loss").allocated_bytes
 
-    total = sum(need(shape, w) for _, shape, w in shapes)
-    memory = device_memory_bytes(device)
+
+def _whole_models_fit(shapes, memory: int | None, headroom: float = 0.6) -> bool:
+    """Every shape's whole model at once (_need_bytes) within `memory` bytes, with headroom."""
+    total = sum(_need_bytes(shape, w, whole=True) for _, shape, w in shapes)
     if memory is None:  # no sysconf (Windows): the models a test builds
         return total <= 2e9
     return total <= memory * headroom
+
+
+def _sizes(need: float, memory: int | None) -> str:
+    from .bench import _gb
+
+    return f"needs about {_gb(need)}, " + (f"the device has {_gb(memory)}" if memory else "the device's memory unknown")
+
+
+def _no_fit_text(shape: ModelShape, workload: Workload, *, whole: bool, device: str, memory: int | None,
+                 ran_out: bool) -> str:
+    """Why `shape` cannot be verified on `device`: its parts need more than its memory, or ran out of it
+    whatever the estimate said, with the sizes and what to do instead."""
+    what = "a whole training step" if whole else "one layer and the output head"
+    sizes = f"{what} (weights, gradients and activations) {_sizes(_need_bytes(shape, workload, whole=whole), memory)}"
+    where = "the CPU" if device == "cpu" else f"the GPU ({device})"
+    layer_fits = memory is None or _need_bytes(shape, workload, whole=False) <= memory
+    instead = ("time one layer and the head instead: --measure layer" if whole and layer_fits
+               else "verify it on a GPU with more memory, or at a smaller --batch and --seq")
+    return (f"{shape.name} does not fit the memory of {where}: " + (f"it ran out of memory; {sizes}" if ran_out else sizes)
+            + f"; {instead}")
+
+
+def _free(device: str) -> None:
+    """Give a failed part's memory back to the device (CUDA's caching allocator keeps it otherwise)."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
 
 
 def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, ModelShape, Workload]], *,
@@ -164,11 +194,13 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
 
     gpu: the cost model of the predicted speedups (a GPU name: its default, profile.cost_model);
     mode "model" measures whole steps, "layer" layers × layer + head, "auto" whole steps where
-    they all fit in memory at once. keep_going: a candidate that cannot be built is reported with
-    its error (the others are measured) instead of stopping everything. on_round: called after each
-    interleaved round with the rounds done (a progress bar)."""
-    from .bench import _error_text
-    from .measure import bootstrap_median_ci, check_device, import_torch, interleave
+    they all fit in memory at once. An original that does not fit the device's memory is refused
+    with the sizes, before anything is allocated where the estimate (_need_bytes) says so.
+    keep_going: a candidate that cannot be built or run (out of memory among the reasons) is
+    reported with its error (the others are measured) instead of stopping everything. on_round:
+    called after each interleaved round with the rounds done (a progress bar)."""
+    from .bench import _error_text, out_of_memory
+    from .measure import bootstrap_median_ci, check_device, device_memory_bytes, import_torch, interleave
 
     import_torch()  # a clear error before any work when torch is missing
     check_device(device)
@@ -182,17 +214,56 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
             raise ShapewiseError(f"verify measures training steps, not {workload.mode}")
     if mode not in ("auto", "model", "layer"):
         raise ShapewiseError(f"unknown verify mode {mode!r}: use auto, model or layer")
-    whole = mode == "model" or (mode == "auto" and _whole_models_fit(shapes, device))
+    memory = device_memory_bytes(device)
+    whole = mode == "model" or (mode == "auto" and _whole_models_fit(shapes, memory))
     fns, parts, failed = {}, [], {}
+
+    def fail(i: int, exc: BaseException | None) -> None:
+        """Shape i does not fit (exc None: by the estimate) or failed to build or run: the original, or any
+        shape without keep_going, stops everything in one line; a candidate is recorded with its reason."""
+        _, shape, workload = shapes[i]
+        too_big = exc is None or out_of_memory(exc)
+        if i == 0 or not keep_going:
+            if not too_big:
+                raise exc
+            raise ShapewiseError(_no_fit_text(shape, workload, whole=whole, device=device, memory=memory,
+                                              ran_out=exc is not None)) from None
+        sizes = _sizes(_need_bytes(shape, workload, whole=whole), memory)
+        failed[i] = (f"does not fit: it {sizes}" if exc is None else
+                     f"out of memory beside the shapes timed with it (it {sizes})") if too_big else _error_text(exc)
+        parts[i] = ()
+
     for i, (_, shape, workload) in enumerate(shapes):
+        parts.append(())
+        if memory is not None and _need_bytes(shape, workload, whole=whole) > memory:
+            fail(i, None)  # refused before anything is allocated
+            continue
         try:
-            parts.append(_part_names(fns, shape, workload, whole=whole, device=device, seed=seed))
-        except (ShapewiseError, RuntimeError) as e:  # RuntimeError: torch's, out of memory among them
-            if i == 0 or not keep_going:
-                raise
-            failed[i] = _error_text(e)
-            parts.append(())
-    result = interleave(fns, device=device, rounds=rounds, budget_ms=budget_ms, warmup_ms=warmup_ms, on_round=on_round)
+            parts[i] = _part_names(fns, shape, workload, whole=whole, device=device, seed=seed)
+        except (ShapewiseError, RuntimeError, MemoryError) as e:  # RuntimeError: torch's, out of memory among them
+            _free(device)
+            fail(i, e)
+    # Each part run once before timing: its gradients and activations are allocated only when it runs, and
+    # one that runs out of memory then fails the shapes it times alone, not the interleaved run of them all.
+    for name in list(fns):
+        try:
+            fns[name]()
+        except (RuntimeError, MemoryError) as e:
+            del fns[name]
+            _free(device)
+            for i in [i for i, names in enumerate(parts) if name in names]:
+                fail(i, e)
+    fns = {name: fn for name, fn in fns.items() if any(name in names for names in parts)}  # a failed shape's others
+    try:
+        result = interleave(fns, device=device, rounds=rounds, budget_ms=budget_ms, warmup_ms=warmup_ms,
+                            on_round=on_round)
+    except (RuntimeError, MemoryError) as e:
+        if not out_of_memory(e):
+            raise
+        where = "the CPU" if device == "cpu" else f"the GPU ({device})"
+        raise ShapewiseError(f"the {len(fns)} parts of the {len(shapes)} shapes ran out of the memory of {where} when "
+                             "timed together: verify fewer at once (--suggestion N)"
+                             + (", or --measure layer" if whole else "")) from None
     # Round by round, each shape's step per token in units of the first part's round median.
     per_token = []
     for (_, shape, workload), names in zip(shapes, parts):

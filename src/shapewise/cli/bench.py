@@ -9,6 +9,7 @@ import json
 from ..errors import ShapewiseError, warn
 from .common import (
     Parser,
+    Repeated,
     add_db_arg,
     add_device_arg,
     add_measure_args,
@@ -71,10 +72,10 @@ def add_gemm(kinds) -> None:
     for name in ("gemm", "bmm"):
         p = kinds.add_parser(name, help=f"time torch.matmul over ranges of dims ({name})")
         if name == "bmm":
-            p.add_argument("-b", nargs="+", required=True, help="batch sizes, or START:STOP:STEP ranges")
+            p.add_argument("-b", nargs="+", action=Repeated, required=True, help="batch sizes, or START:STOP:STEP ranges")
         for dim in ("m", "n", "k"):
-            p.add_argument(f"-{dim}", nargs="+", required=True, help=f"{dim} values or START:STOP:STEP ranges")
-        p.add_argument("--layout", nargs="+", choices=("nn", "nt", "tn"), default=["nn"],
+            p.add_argument(f"-{dim}", nargs="+", action=Repeated, required=True, help=f"{dim} values or START:STOP:STEP ranges")
+        p.add_argument("--layout", nargs="+", action=Repeated, choices=("nn", "nt", "tn"), default=["nn"],
                        help="nn: x @ W; nt: x @ W.T (a linear layer); tn: a weight gradient")
         p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="the data type of A, B and C")
         p.add_argument("--kernels", action="store_true",
@@ -105,15 +106,15 @@ def add_attention(kinds) -> None:
     from ..cases import ATTENTION_BACKENDS, PASSES
 
     p = kinds.add_parser("attention", help="time fused and unfused attention, forward and forward+backward")
-    p.add_argument("--heads", nargs="+", required=True, help="query heads, values or START:STOP:STEP ranges")
-    p.add_argument("--kv-heads", nargs="+", help="kv heads (grouped-query attention; default: as many as heads)")
-    p.add_argument("--head-dim", nargs="+", required=True, help="head dims, values or ranges")
-    p.add_argument("--seq", nargs="+", required=True, help="sequence lengths, values or ranges")
-    p.add_argument("--batch", nargs="+", default=["4"], help="batch sizes, values or ranges")
+    p.add_argument("--heads", nargs="+", action=Repeated, required=True, help="query heads, values or START:STOP:STEP ranges")
+    p.add_argument("--kv-heads", nargs="+", action=Repeated, help="kv heads (grouped-query attention; default: as many as heads)")
+    p.add_argument("--head-dim", nargs="+", action=Repeated, required=True, help="head dims, values or ranges")
+    p.add_argument("--seq", nargs="+", action=Repeated, required=True, help="sequence lengths, values or ranges")
+    p.add_argument("--batch", nargs="+", action=Repeated, default=["4"], help="batch sizes, values or ranges")
     p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=True, help="causal mask")
-    p.add_argument("--backend", nargs="+", choices=ATTENTION_BACKENDS, default=["default", "unfused"],
+    p.add_argument("--backend", nargs="+", action=Repeated, choices=ATTENTION_BACKENDS, default=["default", "unfused"],
                    help="SDPA backends (flash, efficient, cudnn, math, default) and the unfused path")
-    p.add_argument("--pass", dest="passes", nargs="+", choices=PASSES, default=list(PASSES),
+    p.add_argument("--pass", dest="passes", nargs="+", action=Repeated, choices=PASSES, default=list(PASSES),
                    help="forward alone, and forward and backward")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="the data type of q, k and v")
     add_measure_args(p)
@@ -144,8 +145,8 @@ def add_comm(kinds) -> None:
     from ..limits import CALLS
 
     p = kinds.add_parser("comm", help="time collectives across the ranks torchrun started (NCCL on GPUs, gloo on CPUs)")
-    p.add_argument("--sizes", nargs="+", default=["1M:1G"], help="bytes: 4096, 64K, 16M, 1G, or doubling ranges such as 1M:1G")
-    p.add_argument("--ops", nargs="+", choices=tuple(COLLECTIVES), default=list(COLLECTIVES), help="the collectives")
+    p.add_argument("--sizes", nargs="+", action=Repeated, default=["1M:1G"], help="bytes: 4096, 64K, 16M, 1G, or doubling ranges such as 1M:1G")
+    p.add_argument("--ops", nargs="+", action=Repeated, choices=tuple(COLLECTIVES), default=list(COLLECTIVES), help="the collectives")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="the data type of the buffers")
     p.add_argument("--warmup", type=CALLS.arg, default=5, help="untimed calls per case")
     p.add_argument("--iters", type=CALLS.arg, default=20, help="timed calls per case")

@@ -7,8 +7,8 @@ import json
 import math
 import sys
 
-from ..errors import ShapewiseError, warn
-from .common import add_cost_args, add_measure_args, add_mkdir_arg, console, rank0_only
+from ..errors import ShapewiseError, listed, warn
+from .common import Repeated, add_cost_args, add_measure_args, add_mkdir_arg, console, rank0_only
 
 # Where calibrate installs a profile, as profile.profile_dir() finds it.
 VARIANT_ROUNDS = 20  # the variants set's target is judged on at least 20 interleaved rounds
@@ -112,6 +112,9 @@ def run_calibrate(args) -> int:
         return _calibrate_comm(args)
     if args.quick and args.device.startswith("cuda"):
         return _calibrate_machine(args)
+    if args.out and args.device == "cpu" and not args.gpu:  # no profile to write: refused now, not after measuring
+        raise ShapewiseError(f"--out {args.out}: on the CPU without --gpu nothing is fitted, so there is no profile to "
+                             "write; name the GPU to fit the CPU's times for (--gpu, a smoke test), or leave --out out")
     if args.out:  # said now, not after minutes of measuring
         from ..outputs import output_file
 
@@ -217,13 +220,14 @@ def add_validate(sub) -> None:
     p = sub.add_parser("validate", help="measure a held-out set and compare calibrated, spec-only and roofline models")
     add_cost_args(p, judged=True)
     p.add_argument("--from-db", action="store_true", help="use measurements already in the store; no GPU needed")
-    p.add_argument("--seed", type=SEED.arg, default=2,
-                   help="draw the held-out set with this seed; no case of the calibration set is ever drawn")
+    p.add_argument("--seed", type=SEED.arg,
+                   help=f"draw the held-out set with this seed (default: {VALIDATE_SEED}); no case of the "
+                        "calibration set is ever drawn")
     p.add_argument("--set", choices=SETS, default="default",
                    help="which held-out set: default (drawn as calibration draws), wide (a generator of its own), "
                         "attention (fused attention, MHA and GQA), models (the ops and steps of --configs) or "
                         "variants (the suggest neighbourhoods of --configs, measured interleaved)")
-    p.add_argument("--configs", nargs="+", metavar="PATH",
+    p.add_argument("--configs", nargs="+", action=Repeated, metavar="PATH",
                    help="the models and variants sets' config.json files or folders")
     p.add_argument("--batch", "-b", type=BATCH.arg, help="variants: the models' micro-batch (default 4)")
     p.add_argument("--seq", "-s", type=SEQ.arg, help="variants: the sequence length (default 2048)")
@@ -234,6 +238,25 @@ def add_validate(sub) -> None:
     p.set_defaults(run=run_validate)
 
 
+VALIDATE_SEED = 2
+# validate's flags that only some sets use: each with those sets.
+SET_FLAGS = {"configs": ("models", "variants"), "batch": ("variants",), "seq": ("variants",), "rounds": ("variants",)}
+
+
+def _refuse_unused_set_flags(args) -> None:
+    """Refuse, in one line, a flag the chosen set does not use (SET_FLAGS; --seed where the set is drawn
+    with none: the models set's --quick toy steps are fixed)."""
+    unused = [(flag, sets) for flag, sets in SET_FLAGS.items() if getattr(args, flag) is not None and args.set not in sets]
+    if args.seed is not None and args.set == "models" and args.quick:
+        unused.append(("seed", ()))
+    if not unused:
+        return
+    why = "; ".join(f"--{flag}: only the {listed(sets, 'and')} set{'s' * (len(sets) > 1)} take{'s' * (len(sets) == 1)} "
+                    "it" if sets else f"--{flag}: the models set's --quick toy steps are drawn with none"
+                    for flag, sets in unused)
+    raise ShapewiseError(f"{why}; leave {'it' if len(unused) == 1 else 'them'} out of --set {args.set}")
+
+
 def run_validate(args) -> int:
     from rich.table import Table
 
@@ -241,11 +264,10 @@ def run_validate(args) -> int:
     from ..profile import load
     from ..store import Store
 
+    _refuse_unused_set_flags(args)
+    args.seed = VALIDATE_SEED if args.seed is None else args.seed
     if args.set == "variants":
         return _validate_variants(args)
-    given = [flag for flag in ("batch", "seq", "rounds") if getattr(args, flag) is not None]
-    if given:
-        raise ShapewiseError(f"--{', --'.join(given)}: only the variants set takes them; the {args.set} set draws its own")
     if args.device == "cpu" and not args.quick and not args.from_db:
         from ..judges import judge_set_cases
 

@@ -55,6 +55,17 @@ class Parser(argparse.ArgumentParser):
         return namespace
 
 
+class Repeated(argparse.Action):
+    """A list flag that may be given more than once, each use adding its values (`-m 128 -m 256` is
+    `-m 128 256`): argparse's own nargs="+" keeps the last use only, and its "extend" adds to the default.
+    A flag of one value (nargs None) adds that one."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        earlier = getattr(namespace, self.dest, None)
+        earlier = [] if earlier is None or earlier is self.default else list(earlier)
+        setattr(namespace, self.dest, earlier + (list(values) if isinstance(values, list) else [values]))
+
+
 def positive_int(text: str) -> int:
     """A count: 1 to limits.COUNT."""
     from ..limits import COUNT
@@ -189,6 +200,10 @@ def cost_model(args, gpu: GPU | None) -> CostModel | None:
     path, spec_only = getattr(args, "profile", None), getattr(args, "spec_only", False)
     if path and spec_only:
         raise ShapewiseError("give --profile or --spec-only, not both")
+    if getattr(args, "borrow_profile", False) and not path:
+        raise ShapewiseError("--borrow-profile lends the profile at --profile to another GPU: "
+                             + ("--spec-only uses no profile; leave --borrow-profile out" if spec_only
+                                else "give --profile PATH too, or leave --borrow-profile out"))
     profile = None
     if path and gpu is not None:
         from ..profile import lent, load

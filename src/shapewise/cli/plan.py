@@ -61,12 +61,13 @@ def run_plan(args) -> int:
     from ..shapes import Workload
 
     gpu = get_gpu(args.gpu)
+    gpu.peak_tflops(args.dtype)  # a dtype the GPU lacks is said first, before the links it would need
     cost = cost_model(args, gpu)
+    network = network_for(gpu, gpus=args.gpus, gpus_per_node=args.gpus_per_node, inter_gbs=args.inter_node_gbs,
+                          intra_gbs=args.intra_node_gbs)
     shape = _shape(args, cost)
     if args.emit == "megatron":  # a model the flags cannot describe is refused before planning, not after it
         check_megatron(shape)
-    network = network_for(gpu, gpus_per_node=args.gpus_per_node, inter_gbs=args.inter_node_gbs,
-                          intra_gbs=args.intra_node_gbs)
     shapes = ()
     if args.shapes:  # the neighbourhood suggest searches, each named by what it changes
         near = suggest(shape, Workload(batch=1, seq=args.seq, dtype=args.dtype), gpu=cost, keep=("batch", "tp"),

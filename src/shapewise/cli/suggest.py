@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import ShapewiseError, warn
 from .common import (
+    Repeated,
     add_cost_args,
     add_device_arg,
     add_mkdir_arg,
@@ -32,10 +33,11 @@ def _add_shape_search_args(p) -> None:
 
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.02, help="relative tolerance on the parameter count")
     p.add_argument("--top", type=top_int, default=5, help="how many suggestions")
-    p.add_argument("--keep", metavar="FIELDS",
-                   help="fields not to change: hidden,layers,heads,kv_heads,head_dim,ffn,vocab,batch,tp")
-    p.add_argument("--vary", metavar="FIELDS", help="run settings ranked with the shapes: batch,tp (by default "
-                                                    "they form a table of their own)")
+    p.add_argument("--keep", metavar="FIELDS", action=Repeated,
+                   help="fields not to change: hidden,layers,heads,kv_heads,head_dim,ffn,vocab,batch,tp "
+                        "(repeat it to add more)")
+    p.add_argument("--vary", metavar="FIELDS", action=Repeated,
+                   help="run settings ranked with the shapes: batch,tp (by default they form a table of their own)")
     p.add_argument("--aspect-band", type=ASPECT_BAND.arg, default=1.5,
                    help="hidden/layers may differ from the original's by at most this factor")
 
@@ -63,15 +65,25 @@ def _which(what: str):
     return replace(TOP, what=f"which {what} (1 is the fastest)").arg
 
 
-def _fields(text: str | None) -> tuple[str, ...]:
-    return tuple(k.strip() for k in text.split(",") if k.strip()) if text else ()
+def _fields(texts: list[str] | None, flag: str) -> tuple[str, ...]:
+    """The field names of every use of --keep or --vary (each a comma-separated list); a use that names
+    none ("", ",") is refused."""
+    names = []
+    for text in texts or ():
+        words = [k.strip() for k in text.split(",") if k.strip()]
+        if not words:
+            example = "batch,tp" if flag == "--vary" else "heads,vocab"
+            raise ShapewiseError(f"{flag} {text!r} names no field: give one or more, comma-separated "
+                                 f"(`{flag} {example}`), or leave {flag} out")
+        names += words
+    return tuple(dict.fromkeys(names))
 
 
 def _suggest(args, shape, workload, model):
     from ..search import suggest
 
-    return suggest(shape, workload, gpu=model, params_tol=args.params_tol, keep=_fields(args.keep),
-                   vary=_fields(args.vary), aspect_band=args.aspect_band, top=args.top)
+    return suggest(shape, workload, gpu=model, params_tol=args.params_tol, keep=_fields(args.keep, "--keep"),
+                   vary=_fields(args.vary, "--vary"), aspect_band=args.aspect_band, top=args.top)
 
 
 def _suggestions(args):
@@ -343,6 +355,7 @@ def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
 
 
 def run_verify(args) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
     from ..bench import progress_bar
@@ -364,18 +377,19 @@ def run_verify(args) -> int:
     candidates, what = _verify_candidates(args, shape, workload, model)
     with progress_bar(True, args.rounds, "verifying, rounds") as advance:
         results = verify((shape, workload), [c[:3] for c in candidates], gpu=model, device=args.device,
-                         rounds=args.rounds, mode=args.measure,
+                         rounds=args.rounds, mode=args.measure, keep_going=True,
                          on_round=lambda done: advance(f"{len(candidates) + 1} shapes"))
     if args.json:  # changes: what the label says, for `plot suggestions --verified` to read; no interval: null
         print(json.dumps(finite_json([
             {"candidate": v.label, "what": what, "changes": changes, "mode": v.mode,
              "predicted_speedup": v.predicted_speedup, "predicted_interval": list(v.predicted_interval),
              "measured_speedup": v.measured_speedup, "ci": [v.ci_low, v.ci_high],
-             "layer_ms": v.layer_ms, "head_ms": v.head_ms}
+             "layer_ms": v.layer_ms, "head_ms": v.head_ms, "error": v.error or None}
             for v, (*_, changes) in zip(results, candidates)]), indent=2, allow_nan=False))
         return 0
     whole = results[0].mode == "model"
-    measured = "whole training steps" if whole else "layers × layer + head (the whole models do not fit at once)"
+    why = "as asked: --measure layer" if args.measure == "layer" else "the whole models do not fit at once"
+    measured = "whole training steps" if whole else f"layers × layer + head ({why})"
     note = "no shape is predicted faster beyond the model's error: the nearest alternatives; " \
         if what == "no faster shape" else ""
     table = Table(show_edge=False, pad_edge=False, header_style="bold", title_justify="left",
@@ -386,6 +400,10 @@ def run_verify(args) -> int:
     for col in columns:
         table.add_column(col, justify="left" if col == "candidate" else "right")
     for v in results:
+        if v.error:  # not measured: why, in the measured columns
+            table.add_row(v.label, f"{v.predicted_speedup:.3f}×", "{:.3f}–{:.3f}".format(*v.predicted_interval),
+                          "failed", escape(v.error), *[""] * (len(columns) - 5))
+            continue
         times = (f"{v.layer_ms:.3f}",) if whole else (f"{v.layer_ms:.3f}", f"{v.head_ms:.3f}")
         interval = f"{v.ci_low:.3f}–{v.ci_high:.3f}" if math.isfinite(v.ci_low) else "–"
         table.add_row(v.label, f"{v.predicted_speedup:.3f}×", "{:.3f}–{:.3f}".format(*v.predicted_interval),
