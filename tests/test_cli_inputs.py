@@ -223,3 +223,16 @@ def test_repeated_list_flags_add_up():
     assert attention.seq == ["128", "256"] and attention.backend == ["math", "unfused"]
     assert parse(["validate", "--configs", "a.json", "--configs", "b.json"]).configs == ["a.json", "b.json"]
     assert parse(["suggest", "gpt2", "--vary", "batch", "--vary", "tp"]).vary == ["batch", "tp"]
+
+
+def test_results_refuses_a_second_bench_and_plot_adds_repeated_values(capsys, tmp_path, monkeypatch):
+    from shapewise import plots
+
+    code, out, err = run(capsys, "results", "--db", str(tmp_path / "x.db"), "--bench", "gemm", "--bench", "op")
+    assert code == 2 and err == "shapewise: error: --bench names one benchmark, got gemm, op: run once for each\n"
+    seen = {}
+    real = plots.gemm_data
+    monkeypatch.setattr(plots, "gemm_data", lambda **kw: seen.setdefault("values", kw["values"]) and real(**kw))
+    code, _, _ = run(capsys, "plot", "gemm", "--dim", "n", "--values", "64", "--values", "128", "-m", "64", "-k", "64",
+                     "--gpu", "h200", "--out", str(tmp_path / "g.png"))
+    assert code == 0 and list(seen["values"]) == [64, 128]  # the last use alone before

@@ -11,6 +11,7 @@ from ..exports import BENCHES
 from ..limits import HEADS, HIDDEN
 from .common import (
     Parser,
+    Repeated,
     add_cost_args,
     add_db_arg,
     add_mkdir_arg,
@@ -30,7 +31,7 @@ def add_results(sub) -> None:
     p.add_argument("--format", choices=("csv", "json"), help="export format (default: from the file name, which must agree)")
     p.add_argument("--mkdir", action="store_true",
                    help="make the export's folder, or an imported store's, if it does not exist")
-    p.add_argument("--bench", help=f"only this benchmark's rows, in the table and the export ({', '.join(BENCHES)})")
+    p.add_argument("--bench", action=Repeated, help=f"only this benchmark's rows, in the table and the export ({', '.join(BENCHES)})")
     p.add_argument("--import", dest="import_csv", metavar="FILE",
                    help="read an export (CSV or JSON, another machine's, say) into the store (then --export or "
                         "--check it, if given)")
@@ -58,6 +59,10 @@ def _check_bench(store, bench: str) -> None:
 def _refuse_together(args) -> None:
     """Flags that do nothing together are refused, never one of them dropped without a word. --import runs
     first, then --export or --check of the store it went into; --check and --export are two runs."""
+    if args.bench is not None:  # Repeated, so that a second --bench is said, not silently the one read
+        if len(args.bench) > 1:
+            raise ShapewiseError(f"--bench names one benchmark, got {', '.join(args.bench)}: run once for each")
+        args.bench = args.bench[0]
     if args.check and args.export is not None:
         raise ShapewiseError("--check and --export: give one of them; a damaged store fails its check, and --export "
                              "is what saves its readable rows, so run `--check` first and `--export` after")
@@ -186,7 +191,7 @@ def add_plot(sub) -> None:
         add_cost_args(q)
         if name == "gemm":
             q.add_argument("--dim", choices=("m", "n", "k"), default="n", help="the swept dim")
-            q.add_argument("--values", nargs="+", required=True, help="its values or START:STOP:STEP ranges")
+            q.add_argument("--values", nargs="+", action=Repeated, required=True, help="its values or START:STOP:STEP ranges")
             for dim in ("m", "n", "k"):
                 q.add_argument(f"-{dim}", type=GEMM_DIM.arg, default=8192, help=f"{dim}, where it is not the swept dim")
             q.add_argument("--layout", choices=("nn", "nt", "tn"), default="nn",
@@ -195,16 +200,16 @@ def add_plot(sub) -> None:
             q.add_argument("--seq", type=SEQ.arg, default=2048, help="sequence length")
             q.add_argument("--batch", type=BATCH.arg, default=4, help="sequences per step")
         if name == "attention":
-            q.add_argument("--hiddens", nargs="+", required=True, help="hidden sizes, values or START:STOP:STEP ranges")
+            q.add_argument("--hiddens", nargs="+", action=Repeated, required=True, help="hidden sizes, values or START:STOP:STEP ranges")
             q.add_argument("--heads", type=HEADS.arg, required=True, help="the number of heads")
             q.add_argument("--kind", dest="attention_kind", choices=("flash", "bmm"), default="flash",
                            help="fused attention, or the score BMM of unfused attention")
         if name == "attention-heads":
             q.add_argument("--head-dim", type=HEAD_DIM.arg, required=True, help="the head dim")
-            q.add_argument("--head-counts", nargs="+", required=True, help="head counts, values or ranges")
+            q.add_argument("--head-counts", nargs="+", action=Repeated, required=True, help="head counts, values or ranges")
         if name == "layer":
-            q.add_argument("--hiddens", nargs="+", required=True, help="hidden sizes, values or START:STOP:STEP ranges")
-            q.add_argument("--head-counts", nargs="+", required=True, help="head counts, one series each")
+            q.add_argument("--hiddens", nargs="+", action=Repeated, required=True, help="hidden sizes, values or START:STOP:STEP ranges")
+            q.add_argument("--head-counts", nargs="+", action=Repeated, required=True, help="head counts, one series each")
             q.add_argument("--mlp", choices=("gelu", "relu", "swiglu", "geglu"), default="gelu", help="the MLP's kind")
         q.set_defaults(run=run_plot)
     for name, text in (("breakdown", "a model's step time by op: train, prefill and decode side by side"),
