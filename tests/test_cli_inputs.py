@@ -4,6 +4,7 @@ silently. Measurements run on the CPU at toy sizes."""
 
 import importlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -236,3 +237,13 @@ def test_results_refuses_a_second_bench_and_plot_adds_repeated_values(capsys, tm
     code, _, _ = run(capsys, "plot", "gemm", "--dim", "n", "--values", "64", "--values", "128", "-m", "64", "-k", "64",
                      "--gpu", "h200", "--out", str(tmp_path / "g.png"))
     assert code == 0 and list(seen["values"]) == [64, 128]  # the last use alone before
+
+
+def test_emit_config_refuses_to_write_over_the_config_it_read(capsys, tmp_path):
+    source = tmp_path / "in.json"
+    source.write_text((Path(__file__).parent / "data" / "hf" / "gpt2.json").read_text())
+    before = source.read_text()
+    for argv in ((str(source),), ("--config", str(source))):
+        code, _, err = run(capsys, "suggest", *argv, "--seq", "1024", "--emit-config", str(source))
+        one_line_error(code, err, "is the config the model was read from")
+    assert source.read_text() == before

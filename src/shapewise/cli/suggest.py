@@ -142,6 +142,18 @@ def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -
             "run_changes": [_row(i, s) for i, s in enumerate(result.run_changes, 1)]}
 
 
+def _refuse_writing_over_the_source(args) -> None:
+    """--emit-config into the config the original was read from would replace the user's model with the
+    suggestion: refused, the path named."""
+    from ..hub import config_path
+
+    source = args.config or (config_path(args.model) if args.model else None)
+    target = Path(args.emit_config)
+    if source and target.exists() and target.resolve() == Path(source).resolve():
+        raise ShapewiseError(f"--emit-config {args.emit_config} is the config the model was read from: writing the "
+                             "suggestion there would replace it; give another path")
+
+
 def run_suggest(args) -> int:
     from ..hf import load_config, to_hf_config
     from ..report import rich_table, suggestion_table
@@ -151,6 +163,7 @@ def run_suggest(args) -> int:
         from ..outputs import output_file
 
         output_file(args.emit_config, formats={".json": "json"}, mkdir=args.mkdir, what="config")
+        _refuse_writing_over_the_source(args)
     if args.pick is not None and not (args.emit_config or args.emit):
         warn(f"--pick {args.pick} has no effect without --emit or --emit-config, which write the suggestion it picks")
     pick = args.pick or 1
