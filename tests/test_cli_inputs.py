@@ -245,11 +245,11 @@ def test_emit_config_refuses_to_write_over_the_config_it_read(capsys, tmp_path):
     before = source.read_text()
     for argv in ((str(source),), ("--config", str(source))):
         code, _, err = run(capsys, "suggest", *argv, "--seq", "1024", "--emit-config", str(source))
-        one_line_error(code, err, "is the config the model was read from")
+        assert one_line_error(code, err, "is the config the model was read from")
     assert source.read_text() == before
 
 
 def test_plot_attention_heads_bounds_the_width_the_heads_make(capsys, tmp_path):
     code, _, err = run(capsys, "plot", "attention-heads", "--head-dim", "128", "--head-counts", "1000000",
                        "--gpu", "h200", "--out", str(tmp_path / "a.png"))
-    one_line_error(code, err, "--head-counts 1000000 × --head-dim 128", "2^20")
+    assert one_line_error(code, err, "--head-counts 1000000 × --head-dim 128", "2^20")
