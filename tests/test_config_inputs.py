@@ -257,3 +257,13 @@ def test_a_rotary_model_past_its_trained_context_is_said(capsys):
     shape = load_config(config)
     assert shape.context == 4096 and "context" not in shape_record(shape)  # store keys as before
     assert shape == shape.replace(context=0)
+
+
+@pytest.mark.parametrize("preset, config", [
+    ("llama2-7b", "llama-2-7b"), ("llama3-8b", "llama-3-8b"), ("mistral-7b", "mistral-7b-v0.1"),
+    ("mixtral-8x7b", "mixtral-8x7b"), ("qwen2-7b", "qwen2-7b"), ("gemma-7b", "gemma-7b"), ("phi-2", "phi-2"),
+    ("pythia-1b", "pythia-1b"),
+])
+def test_a_presets_context_is_its_checkpoints(preset, config):
+    read = load_config(Path(__file__).parent / "data" / "hf" / f"{config}.json")
+    assert PRESETS[preset].context == read.context > 0

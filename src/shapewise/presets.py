@@ -18,7 +18,8 @@ _GPT3 = "GPT-3 paper, arXiv:2005.14165, Table 2.1"
 
 _GPT2 = dict(mlp="gelu", norm="layernorm", bias=True, tied_embeddings=True, learned_positions=1024, vocab=50257)
 _GPT3_ = dict(mlp="gelu", norm="layernorm", bias=True, tied_embeddings=True, learned_positions=2048, vocab=50257)
-_NEOX = dict(mlp="gelu", norm="layernorm", bias=True, tied_embeddings=False, parallel_attn=True)
+# Pythia, GPT-NeoX-20B and Phi-2 were trained at 2,048 tokens (their configs' max_position_embeddings).
+_NEOX = dict(mlp="gelu", norm="layernorm", bias=True, tied_embeddings=False, parallel_attn=True, context=2048)
 # The presets rotate every head dim, as the layers measured for the shipped profile did (layers.py);
 # the configs say Pythia/NeoX rotate a quarter, Phi-2 40% and BLOOM none (ALiBi), which --config reads.
 _LLAMA = dict(mlp="swiglu", norm="rmsnorm", bias=False, tied_embeddings=False)
@@ -75,34 +76,34 @@ _TABLE = (
                source=_HF.format("EleutherAI/gpt-neox-20b"), published_params=20_554_567_680),  # card
     # Llama family: Meta's papers say 7B/13B/70B/8B; the exact totals are the hub's.
     ModelShape(name="llama2-7b", hidden=4096, num_layers=32, num_heads=32, ffn=11008, vocab=32000, **_LLAMA,
-               source=_HF.format("meta-llama/Llama-2-7b-hf"), published_params=6_738_415_616),
+               context=4096, source=_HF.format("meta-llama/Llama-2-7b-hf"), published_params=6_738_415_616),
     ModelShape(name="llama2-13b", hidden=5120, num_layers=40, num_heads=40, ffn=13824, vocab=32000, **_LLAMA,
-               source=_HF.format("meta-llama/Llama-2-13b-hf"), published_params=13_015_864_320),
+               context=4096, source=_HF.format("meta-llama/Llama-2-13b-hf"), published_params=13_015_864_320),
     ModelShape(name="llama2-70b", hidden=8192, num_layers=80, num_heads=64, num_kv_heads=8, ffn=28672,
                vocab=32000, **_LLAMA,
-               source=_HF.format("meta-llama/Llama-2-70b-hf"), published_params=68_976_648_192),
+               context=4096, source=_HF.format("meta-llama/Llama-2-70b-hf"), published_params=68_976_648_192),
     ModelShape(name="llama3-8b", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn=14336,
                vocab=128256, **_LLAMA,
-               source=_HF.format("meta-llama/Meta-Llama-3-8B"), published_params=8_030_261_248),
+               context=8192, source=_HF.format("meta-llama/Meta-Llama-3-8B"), published_params=8_030_261_248),
     ModelShape(name="llama3-70b", hidden=8192, num_layers=80, num_heads=64, num_kv_heads=8, ffn=28672,
                vocab=128256, **_LLAMA,
-               source=_HF.format("meta-llama/Meta-Llama-3-70B"), published_params=70_553_706_496),
+               context=8192, source=_HF.format("meta-llama/Meta-Llama-3-70B"), published_params=70_553_706_496),
     ModelShape(name="mistral-7b", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn=14336,
                vocab=32000, **_LLAMA,  # Mistral's post says 7.3B; 7,241,732,096 is the hub's
-               source=_HF.format("mistralai/Mistral-7B-v0.1"), published_params=7_241_732_096),
+               context=32768, source=_HF.format("mistralai/Mistral-7B-v0.1"), published_params=7_241_732_096),
     ModelShape(name="mixtral-8x7b", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn=14336,
                vocab=32000, num_experts=8, top_k=2, expert_ffn=14336, **_LLAMA,  # paper: 47B total
-               source=_HF.format("mistralai/Mixtral-8x7B-v0.1"), published_params=46_702_792_704),
+               context=32768, source=_HF.format("mistralai/Mixtral-8x7B-v0.1"), published_params=46_702_792_704),
     # Qwen2 has q/k/v biases but no others; the dataclass has one bias flag, so bias=False (129k
     # parameters, 0.002%). Qwen2's report says 7.07B, counting the untied embedding once; hub total here.
     ModelShape(name="qwen2-7b", hidden=3584, num_layers=28, num_heads=28, num_kv_heads=4, ffn=18944,
                vocab=152064, **_LLAMA,
-               source=_HF.format("Qwen/Qwen2-7B"), published_params=7_615_616_512),
+               context=131072, source=_HF.format("Qwen/Qwen2-7B"), published_params=7_615_616_512),
     # Gemma: 16 heads of 256 on a 3072-wide model, so head_dim is explicit. Count: paper Table 2,
     # embedding 786,825,216 + non-embedding 7,751,248,896 (its embedding count has 256,128 rows).
     ModelShape(name="gemma-7b", hidden=3072, num_layers=28, num_heads=16, head_dim=256, ffn=24576,
                vocab=256000, mlp="geglu", norm="rmsnorm", bias=False, tied_embeddings=True,
-               source=_HF.format("google/gemma-7b"), published_params=8_538_074_112),
+               context=8192, source=_HF.format("google/gemma-7b"), published_params=8_538_074_112),
     # Falcon and Phi put attention and MLP side by side under one LayerNorm; the dataclass counts two
     # norms per layer (+0.004%). Falcon's card says 7B, the only figure it gives.
     ModelShape(name="falcon-7b", hidden=4544, num_layers=32, num_heads=71, num_kv_heads=1, vocab=65024,
@@ -120,7 +121,7 @@ _TABLE = (
                source=_HF.format("bigscience/bloom-7b1"), published_params=7_069_016_064),  # card
     ModelShape(name="starcoder2-15b", hidden=6144, num_layers=40, num_heads=48, num_kv_heads=4, ffn=24576,
                vocab=49152, mlp="gelu", norm="layernorm", bias=True, tied_embeddings=False,
-               source=_HF.format("bigcode/starcoder2-15b"), published_params=15_000_000_000),  # card: 15B
+               context=16384, source=_HF.format("bigcode/starcoder2-15b"), published_params=15_000_000_000),  # card: 15B
 )
 
 
