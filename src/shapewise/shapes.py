@@ -4,6 +4,7 @@ published models live in presets.py; Hugging Face config.json reading and writin
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
 from dataclasses import dataclass
 
@@ -21,20 +22,35 @@ ATTENTION_KINDS = ("flash", "unfused")
 WHOLE_TYPES = ("int", "int | None")
 
 
+@functools.cache
+def _typed_fields(cls) -> tuple[tuple[tuple[str, object], ...], tuple[str, ...]]:
+    """cls's whole-number fields (name, default) and flag fields, read once per class from the annotations."""
+    fields = dataclasses.fields(cls)
+    known = {*WHOLE_TYPES, "bool", "float", "str"}
+    odd = [f.name for f in fields if f.type not in known]
+    assert not odd, f"{cls.__name__}: annotate {odd} as one of {sorted(known)} (text matched as written)"
+    return (tuple((f.name, f.default) for f in fields if f.type in WHOLE_TYPES),
+            tuple(f.name for f in fields if f.type == "bool"))
+
+
 def _as_python(obj, owner: str) -> None:
     """numpy's integers and booleans (np.int64(4), np.bool_) in obj's whole-number and flag fields held as
     Python's, and a flag that is not a boolean ("no", "False", None) refused: each would be read as
     something it is not. Anything else in a whole-number field is left for _require_positive_int."""
-    for field in dataclasses.fields(obj):
-        value = getattr(obj, field.name)
-        if field.type in WHOLE_TYPES:
-            if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)) and not _numpy_bool(value):
-                object.__setattr__(obj, field.name, int(value))
-        elif field.type == "bool":
-            if _numpy_bool(value):
-                object.__setattr__(obj, field.name, bool(value))
-            elif not isinstance(value, bool):
-                raise ShapewiseError(f"{owner}: {field.name} must be True or False, got {value!r}")
+    wholes, flags = _typed_fields(type(obj))
+    for name, _ in wholes:
+        value = getattr(obj, name)
+        if type(value) is not int and isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+                and not _numpy_bool(value):
+            object.__setattr__(obj, name, int(value))
+    for name in flags:
+        value = getattr(obj, name)
+        if type(value) is bool:
+            continue
+        if _numpy_bool(value):
+            object.__setattr__(obj, name, bool(value))
+        else:
+            raise ShapewiseError(f"{owner}: {name} must be True or False, got {value!r}")
 
 
 def _numpy_bool(value) -> bool:
@@ -101,10 +117,10 @@ class ModelShape:
         _as_python(self, owner)
         # A whole number that defaults to 0 may be 0 (none: no experts, no window), one that defaults to
         # None may be None (derived: see the properties); every other one is positive.
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if field.type in WHOLE_TYPES and not (value is None and field.default is None):
-                _require_positive_int(owner, field.name, value, allow_zero=field.default == 0)
+        for name, default in _typed_fields(ModelShape)[0]:
+            value = getattr(self, name)
+            if not (value is None and default is None):
+                _require_positive_int(owner, name, value, allow_zero=default == 0)
         if isinstance(self.rotary_fraction, bool) or not isinstance(self.rotary_fraction, (int, float)) or \
                 not 0 <= self.rotary_fraction <= 1:
             raise ShapewiseError(f"{owner}: rotary_fraction must be between 0 and 1, got {self.rotary_fraction!r}")
