@@ -100,3 +100,9 @@ def test_the_pricing_commands_json_carries_the_warnings_said(capsys, command):
     code, out, err = run(capsys, *command, "--config", str(GEMMA3), "--seq", "2048", "--json")
     said = [line.removeprefix("shapewise: warning: ") for line in err.splitlines()]
     assert code == 0 and json.loads(out)["warnings"] == said and MULTIMODAL in said[0]
+
+
+def test_check_json_warnings_hold_the_caveats_said_after_it(capsys):
+    code, out, err = run(capsys, "check", "gpt2", "--seq", "4096", "--overlap-comm", "--json")
+    said = [line.removeprefix("shapewise: warning: ") for line in err.splitlines()]
+    assert code == 0 and len(said) == 2 and json.loads(out)["warnings"] == said

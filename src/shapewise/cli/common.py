@@ -173,7 +173,7 @@ SAID: list[str] = []
 
 def with_warnings(out: dict) -> dict:
     """A command's JSON with every warning it said: check, suggest, search and plan --json carry them."""
-    return {**out, "warnings": list(SAID)}
+    return {**out, "warnings": [*SAID, *(line for line in CAVEATS if line not in SAID)]}  # caveats: said after
 
 
 # ---- the cost model ---------------------------------------------------------------------------
