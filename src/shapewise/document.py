@@ -210,7 +210,7 @@ def _model_rows(s: ModelShape) -> list:
              ("biases", "yes" if s.bias else "no"), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
              ("positions", f"learned, {s.learned_positions:,} rows" if s.learned_positions else
                            f"RoPE on {s.num_rope_layers} of {s.num_layers} layers"
-                           if s.num_rope_layers not in (0, s.num_layers) else "RoPE or ALiBi")]
+                           if s.mixed_rope else "RoPE or ALiBi")]
     if s.is_moe:
         rows += [("experts", f"{s.num_experts}, top-{s.top_k}" + (f", {s.num_shared_experts} shared"
                                                                  if s.num_shared_experts else "")),

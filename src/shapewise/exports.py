@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .errors import ShapewiseError
 from .hardware import find_gpu
-from .limits import GEMM_DIM
+from .limits import GEMM_DIM, LONGEST_NUMBER, json_int
 
 # What the store's rows are of: the measuring commands' benches and the kernel census (cases.KERNELS).
 BENCHES = ("gemm", "bmm", "attention", "op", "layer", "comm", "kernels")
@@ -36,7 +36,6 @@ ENV_COLUMNS = ("gpu_name", "driver", "torch", "cuda", "cublas")  # joined into r
 SIZES = {"gemm": ("m", "n", "k", "batch"), "bmm": ("m", "n", "k", "batch"),
          "attention": ("batch", "heads", "kv_heads", "head_dim", "seq")}
 MAX_REPS = 2**63 - 1  # SQLite's largest integer: a count past it cannot be stored
-LONGEST_NUMBER = 300  # digits: no number shapewise writes has more (a float's range ends at 309)
 
 CSV_HEAD = ("bench", "key")
 CSV_TAIL = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "num_reps", "flops", "bytes", "tflops", "gbps", "error",
@@ -117,15 +116,6 @@ def read_export(path) -> list[Imported]:
     if text.lstrip()[:1] in ("[", "{") or _is_json(text):  # JSON of any kind (null, 5) is not read as a CSV
         return _read_json(path, text)
     return _read_csv(path, text)
-
-
-def json_int(text: str) -> int:
-    """json.loads's parse_int: an integer, unless it is longer than any number shapewise writes (past 4,300
-    digits Python refuses it with advice meant for programmers, and past 309 no float holds it)."""
-    digits = len(text.lstrip("-"))
-    if digits > LONGEST_NUMBER:
-        raise ShapewiseError(f"a number in it has {digits:,} digits, more than any number shapewise writes")
-    return int(text)
 
 
 def _is_json(text: str) -> bool:

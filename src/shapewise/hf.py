@@ -636,14 +636,14 @@ def _layer_types(r: _Reader, layers: int, notes: list[str]) -> list[str] | None:
     return types[:layers]
 
 
-def _context(r: _Reader) -> int:
-    return r.whole(("max_position_embeddings",), "context length", agree=False) or 1 << 62
-
-
 def _given_context(r: _Reader) -> int:
     """max_position_embeddings where the file gives it (a rotary model's trained context), else 0."""
-    context = _context(r)
-    return 0 if context == 1 << 62 else context
+    return r.whole(("max_position_embeddings",), "context length", agree=False) or 0
+
+
+def _context(r: _Reader) -> int:
+    """The context the window and chunk rules compare with: the given one, else unbounded."""
+    return _given_context(r) or 1 << 62
 
 
 class GuessedFields(ShapewiseError):

@@ -43,6 +43,7 @@ from . import trees
 from .corrections import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS, TREE_FEATURES
 from .errors import ShapewiseError, warn
 from .hardware import GPU, find_gpu, get_gpu
+from .limits import json_int
 from .params import SPEC, CostParams
 
 FORMAT = "shapewise-profile"
@@ -343,20 +344,9 @@ def load(path: str | os.PathLike) -> Profile:
 
 # The most digits a whole number of a profile may have: past 309 no float holds it (and the arithmetic
 # on it overflows), past 4,300 Python refuses to read it at all; calibrate writes none over a few.
-LONGEST_NUMBER = 300
-
-
-def _json_int(text: str) -> int:
-    """json.loads's parse_int: a whole number, unless it is longer than any profile's."""
-    digits = len(text.lstrip("-"))
-    if digits > LONGEST_NUMBER:
-        raise ShapewiseError(f"a number in it has {digits:,} digits, more than any profile's")
-    return int(text)
-
-
 def from_text(text: str, *, where: str = "profile") -> Profile:
     try:
-        data = json.loads(text, parse_int=_json_int)
+        data = json.loads(text, parse_int=json_int)
     except ShapewiseError as err:
         raise ShapewiseError(f"{where} is not a shapewise profile: {err}") from None
     except (ValueError, UnicodeDecodeError) as err:  # json.JSONDecodeError is a ValueError

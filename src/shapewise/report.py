@@ -161,7 +161,7 @@ def render(result: CheckResult, console) -> None:
                + (f", {shape.num_dense_layers} dense layers" if shape.num_dense_layers else "")) if shape.is_moe else ""
     window = (f", window {shape.window} " + (f"({shape.window_layout})" if shape.global_every else f"on {shape.window_layout}")
               if shape.window else "")
-    if shape.num_rope_layers not in (0, shape.num_layers):
+    if shape.mixed_rope:
         window += f", RoPE on {shape.num_rope_layers} of {shape.num_layers} layers"
     console.print(f"[bold]{shape.name}[/bold]: {shape.params / 1e9:.2f}B params, h={shape.hidden} "
                   f"L={shape.num_layers} heads={shape.num_heads}/{shape.kv_heads} d={shape.d_head} "

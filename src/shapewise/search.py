@@ -499,7 +499,7 @@ def megatron_args(shape: ModelShape, workload: Workload) -> list[str]:
         ("multi-head latent attention (its ranks)", shape.is_mla),
         (f"which {shape.num_dense_layers} layers are dense, not MoE (--moe-layer-freq)", shape.num_dense_layers),
         ("sliding-window layers", shape.window),
-        (f"layers without rotary embeddings (1 in {shape.nope_every})", shape.num_rope_layers not in (0, shape.num_layers)),
+        (f"layers without rotary embeddings (1 in {shape.nope_every})", shape.mixed_rope),
         ("parallel attention and MLP", shape.parallel_attn),
         ("post-norms", shape.norms_per_layer == 4),
         ("logits' soft-capping", shape.logit_softcap),

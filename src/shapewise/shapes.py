@@ -300,8 +300,12 @@ class ModelShape:
         """Every layer runs the same ops: no dense layers among MoE ones, no windowed layers among global ones,
         no NoPE layers among rotary ones."""
         windowed = self.num_layers - self.num_global_layers
-        return self.num_dense_layers == 0 and windowed in (0, self.num_layers) and \
-            self.num_rope_layers in (0, self.num_layers)
+        return self.num_dense_layers == 0 and windowed in (0, self.num_layers) and not self.mixed_rope
+
+    @property
+    def mixed_rope(self) -> bool:
+        """Layers without rotary embeddings among rotary ones (nope_every)."""
+        return self.num_rope_layers not in (0, self.num_layers)
 
     def one_layer(self) -> "ModelShape":
         """One block of this model, as a one-layer model: an MoE block where it has experts (dense-first

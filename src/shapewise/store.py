@@ -50,7 +50,17 @@ import time
 from pathlib import Path
 
 from .errors import ShapewiseError, listed
-from .exports import Imported, _now_utc, _rate, _write_csv, finite_json, read_export, row_problem
+from .exports import (
+    _FLOAT_COLUMNS,
+    ENV_COLUMNS,
+    Imported,
+    _now_utc,
+    _rate,
+    _write_csv,
+    finite_json,
+    read_export,
+    row_problem,
+)
 
 SCHEMA_VERSION = 1
 EXPORT_FORMATS = ("csv", "json")
@@ -669,9 +679,9 @@ class Store:
 _ROWS = ("SELECT r.*, e.fingerprint, e.device, e.gpu_name, e.driver, e.torch, e.cuda, e.cublas "
          "FROM results r LEFT JOIN environments e ON e.id = r.env_id")
 # What each column holds as shapewise writes it (SQLite keeps whatever a hand-made UPDATE puts in a cell).
-_NUMBERS = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "flops", "bytes", "tflops", "gbps")
+_NUMBERS = _FLOAT_COLUMNS
 _TEXTS = ("bench", "key", "created_utc")
-_OPTIONAL_TEXTS = ("error", "device", "gpu_name", "driver", "torch", "cuda", "cublas")
+_OPTIONAL_TEXTS = ("error", "device", *ENV_COLUMNS)
 
 
 def _decode(row: sqlite3.Row, path: Path) -> dict:

@@ -17,6 +17,7 @@ bootstrap interval over rounds are reported (no interval under MIN_INTERVAL_ROUN
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import statistics
@@ -140,6 +141,7 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     return step
 
 
+@functools.lru_cache(maxsize=256)  # asked of each shape by the fit check, the refusal and its message
 def _need_bytes(shape: ModelShape, workload: Workload, *, whole: bool) -> float:
     """About the bytes one shape's parts take while timed, as memory.estimate counts a forward+backward
     without an optimizer (weights, grads, activations, and the logits' buffers of a loss in the model's

@@ -289,7 +289,7 @@ def run_plot(args) -> int:
 
 def _verify_json(path: str):
     """The JSON of a `shapewise verify --json` run, read; one line where the file is missing or no JSON."""
-    from ..exports import json_int
+    from ..limits import json_int
 
     try:
         text = Path(path).expanduser().read_text(encoding="utf-8")
