@@ -252,4 +252,4 @@ def test_emit_config_refuses_to_write_over_the_config_it_read(capsys, tmp_path):
 def test_plot_attention_heads_bounds_the_width_the_heads_make(capsys, tmp_path):
     code, _, err = run(capsys, "plot", "attention-heads", "--head-dim", "128", "--head-counts", "1000000",
                        "--gpu", "h200", "--out", str(tmp_path / "a.png"))
-    assert one_line_error(code, err, "--head-counts 1000000 × --head-dim 128", "2^20")
+    assert one_line_error(code, err, "head count 1000000 × head dim 128", "2^20")

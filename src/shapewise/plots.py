@@ -26,6 +26,7 @@ from .canvas import FORMATS, colormap, figure, png_bytes, save  # noqa: F401  (p
 from .cost import _align_class, predict_attention, predict_gemm, predict_ops, predict_step
 from .errors import ShapewiseError, warn
 from .hardware import GPU, find_gpu, get_gpu
+from .limits import HIDDEN
 from .ops import attention_op, layer_ops
 from .profile import CostModel, cost_model
 from .search import change_text
@@ -371,6 +372,8 @@ def attention_heads_data(*, gpu: GPU | str | CostModel, head_dim, head_counts, s
     dims = _whole_numbers(head_dim, "head_dim")
     a = np.tile(counts, len(dims))
     d = np.repeat(dims, len(counts))
+    for heads, dim in zip(a.tolist(), d.tolist()):  # the width the heads make, bounded as a hidden size is
+        HIDDEN.check(heads * dim, f"head count {heads} × head dim {dim}")
     _past_fused(d, kind)
     y = _attention_tflops(kind, heads=a, head_dims=d, batch=batch, seq=seq, causal=causal, pass_=pass_, model=model,
                           dtype=dtype)

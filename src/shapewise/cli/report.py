@@ -246,10 +246,8 @@ def run_plot(args) -> int:
                                     dtype=args.dtype, measured=_measured_rows(args.db))
         fig = plots.attention_figure(data)
     elif args.kind == "attention-heads":
-        counts = parse_dims(args.head_counts, name="--head-counts", limit=HEADS)
-        for count in counts:  # the width the heads make, as a model's hidden size is bounded
-            HIDDEN.check(count * args.head_dim, f"--head-counts {count} × --head-dim {args.head_dim}")
-        data = plots.attention_heads_data(gpu=model, head_dim=args.head_dim, head_counts=counts,
+        data = plots.attention_heads_data(gpu=model, head_dim=args.head_dim,
+                                          head_counts=parse_dims(args.head_counts, name="--head-counts", limit=HEADS),
                                           seq=args.seq, batch=args.batch, dtype=args.dtype, measured=_measured_rows(args.db))
         fig = plots.attention_figure(data)
     elif args.kind == "layer":
