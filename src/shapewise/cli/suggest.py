@@ -142,12 +142,18 @@ def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -
             "run_changes": [_row(i, s) for i, s in enumerate(result.run_changes, 1)]}
 
 
+def _source_file(args):
+    """The config.json the original was read from: --config, or MODEL as a path or a hub id's cached file
+    (None for a preset)."""
+    from ..hub import config_path
+
+    return args.config or (config_path(args.model) if args.model else None)
+
+
 def _refuse_writing_over_the_source(args) -> None:
     """--emit-config into the config the original was read from would replace the user's model with the
     suggestion: refused, the path named."""
-    from ..hub import config_path
-
-    source = args.config or (config_path(args.model) if args.model else None)
+    source = _source_file(args)
     target = Path(args.emit_config)
     if source and target.exists() and target.resolve() == Path(source).resolve():
         raise ShapewiseError(f"--emit-config {args.emit_config} is the config the model was read from: writing the "
@@ -179,11 +185,9 @@ def run_suggest(args) -> int:
                                  f"give --pick from 1 to {len(result.suggestions)}")
         chosen = result.suggestions[pick - 1].candidate
     if args.emit_config:
-        from ..hub import config_path
-
         # A config given as MODEL (a path, or a hub id's cached file) is the base, as with --config: the
         # suggestion is written into its own keys, the rest of it kept.
-        source_file = args.config or (config_path(args.model) if args.model else None)
+        source_file = _source_file(args)
         base = json.loads(_config_text(source_file)) if source_file else None
         try:
             # Named as what it is, not as the model it came from ("gpt3-2.7b, suggested").
