@@ -364,8 +364,12 @@ class SearchResult:
     pareto: tuple[Candidate, ...]  # smallest first; no other shape has more params and more tokens/s
     top: tuple[Candidate, ...]
     model: CostModel  # the cost model that predicted them
-    memory_bytes: dict  # per GPU, memory.estimate's, of each shape listed (pareto and top), by its name
     gpu_memory_bytes: float
+
+    @property
+    def memory_bytes(self) -> dict:
+        """Per GPU, memory.estimate's, of each shape listed (pareto and top), by its name."""
+        return {c.shape.name: c.memory_bytes for c in (*self.pareto, *self.top)}
 
     def fits(self, c: Candidate) -> bool:
         return c.fits(self.gpu_memory_bytes)
@@ -445,9 +449,8 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
             best = c.gpu_ms_per_token
     pareto.reverse()
     top_shapes = sorted(candidates, key=lambda c: c.gpu_ms_per_token)[:top]
-    memory = {c.shape.name: c.memory_bytes for c in (*pareto, *top_shapes)}
     return SearchResult(screened, len(candidates), time.perf_counter() - start,
-                        screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes), model, memory,
+                        screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes), model,
                         capacity_bytes(model.gpu))
 
 

@@ -283,7 +283,7 @@ def run_search(args) -> int:
                            "layers": c.shape.num_layers, "heads": c.shape.num_heads, "kv_heads": c.shape.kv_heads,
                            "head_dim": c.shape.d_head, "ffn": c.shape.ffn_width, "vocab": c.shape.vocab,
                            "mlp": c.shape.mlp, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token,
-                           "memory_bytes": result.memory_bytes[c.shape.name], "fits": result.fits(c)} for c in cands]
+                           "memory_bytes": c.memory_bytes, "fits": result.fits(c)} for c in cands]
     listed = {c.shape.name: c for c in (*result.pareto, *result.top)}.values()
     too_big = sum(not result.fits(c) for c in listed)
     if too_big:
@@ -314,7 +314,7 @@ def run_search(args) -> int:
             table.add_column(col, justify="right")
         for c in cands:
             s = c.shape
-            memory = f"{result.memory_bytes[s.name] / GIB:,.1f}" + ("" if result.fits(c) else " (no fit)")
+            memory = f"{c.memory_bytes / GIB:,.1f}" + ("" if result.fits(c) else " (no fit)")
             table.add_row(f"{c.params / 1e9:.3f}B", str(s.hidden), str(s.num_layers), str(s.num_heads),
                           str(s.kv_heads), str(s.d_head), str(s.ffn_width), f"{1000 / c.gpu_ms_per_token:,.0f}",
                           memory if result.fits(c) else f"[red]{memory}[/red]")
