@@ -127,7 +127,9 @@ def _is_json(text: str) -> bool:
 
 
 def _shown(value) -> str:
-    """A value as a message quotes it, cut short: a cell may hold thousands of characters."""
+    """A value as a message quotes it, cut short (a cell may hold thousands of characters); a BLOB said so."""
+    if isinstance(value, bytes):
+        return f"binary data ({len(value):,} bytes)"
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:37]}... ({len(str(value)):,} characters)"
 

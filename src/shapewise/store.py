@@ -56,6 +56,7 @@ from .exports import (
     Imported,
     _now_utc,
     _rate,
+    _shown,
     _write_csv,
     finite_json,
     read_export,
@@ -731,11 +732,3 @@ def _json_or_none(text):
         return json.loads(text) if isinstance(text, str) else _NOT_JSON
     except (ValueError, RecursionError):
         return _NOT_JSON
-
-
-def _shown(value) -> str:
-    """A cell as a message quotes it: a BLOB said so, text quoted and cut short."""
-    if isinstance(value, bytes):
-        return f"binary data ({len(value):,} bytes)"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
