@@ -99,10 +99,11 @@ class Network:
 
     def check(self, gpus: int) -> None:
         """Refuse to plan `gpus` GPUs on a network without a link their layouts use."""
-        if gpus > self.gpus_per_node and self.inter_gbs is None:
+        within, across = links_used(gpus, self.gpus_per_node)
+        if across and self.inter_gbs is None:
             raise ShapewiseError(f"{gpus} GPUs span nodes of {self.gpus_per_node}: give the network between them "
                                  "(--inter-node-gbs, GB/s per GPU)")
-        if gpus > 1 and self.intra_gbs is None:
+        if within and self.intra_gbs is None:
             raise ShapewiseError(f"{gpus} GPUs talk over the link within a node: give it (--intra-node-gbs, GB/s per GPU)")
 
     def gbs(self, crosses):
@@ -110,6 +111,12 @@ class Network:
         network has none of, which Network.check keeps every layout from taking."""
         return np.where(crosses, np.nan if self.inter_gbs is None else self.inter_gbs,
                         np.nan if self.intra_gbs is None else self.intra_gbs)
+
+
+def links_used(gpus: int | None, gpus_per_node: int) -> tuple[bool, bool]:
+    """Whether layouts of `gpus` GPUs use the link within a node (two or more) and the network between
+    nodes (more than a node); None: any number, both."""
+    return gpus is None or gpus > 1, gpus is None or gpus > gpus_per_node
 
 
 def network_for(gpu, *, gpus: int | None = None, gpus_per_node: int = 8, inter_gbs: float | None = None,
@@ -120,8 +127,7 @@ def network_for(gpu, *, gpus: int | None = None, gpus_per_node: int = 8, inter_g
     faster than the link within a node, is said in a warning."""
     from .hardware import link
 
-    across = gpus is None or gpus > gpus_per_node
-    within = gpus is None or gpus > 1
+    within, across = links_used(gpus, gpus_per_node)
     for flag, given, used, why in (
             ("--intra-node-gbs", intra_gbs, within, "one GPU sends nothing to another"),
             ("--inter-node-gbs", inter_gbs, across, f"the {gpus} GPUs are one node (--gpus-per-node {gpus_per_node})")):
