@@ -20,7 +20,8 @@ CORPUS = Path(__file__).parent / "data" / "hf"
 LATER = CORPUS.parent / "hf-later"  # read after the first round; apart, so the sets drawn over hf/ stay the same
 THIRD = CORPUS.parent / "hf-third"  # read after the second; apart, so the sets drawn over hf-later/ stay the same
 FOURTH = CORPUS.parent / "hf-fourth"  # a fourth round's files, apart alike
-FOLDERS = (CORPUS, LATER, THIRD, FOURTH)
+FIFTH = CORPUS.parent / "hf-fifth"  # a fifth round's
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -29,7 +30,11 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "phi-3-small-8k-instruct": "block-sparse attention \\(blocksparse_\\*\\) on all layers but every "
                                       "dense_attention_every_n_layers-th",
            "mimo-v2-flash": "sliding-window layers with their own key/value heads and head dims "
-                            "\\(hybrid_layer_pattern, swa_num_key_value_heads"}
+                            "\\(hybrid_layer_pattern, swa_num_key_value_heads",
+           "deepseek-v4-flash": "grouped low-rank output projection \\(o_lora_rank, o_groups\\); its attention over "
+                                "compressed keys by layer \\(compress_ratios\\); its hyper-connections",
+           "laguna-xs.2-fp8": "num_attention_heads_per_layer differs by layer \\(48, 64\\)",
+           "nemotron-3-nano-30b-a3b": "Mamba/attention hybrid"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -64,15 +69,20 @@ PUBLISHED = {
     "smollm3-3b": 3_075_098_624, "granite-3.1-1b-a400m-instruct": "1.3B", "deepseek-v2-lite": "16B",
     "deepseek-vl2-tiny": "3B", "minimax-m2.5": "230B", "mimo-7b-base": 7_622_619_136, "glm-5": "744B",
     "qwen3-coder-480b-a35b-instruct": ("480B", "35B"), "xverse-7b": "7B",
+    # the fifth round's (GLM-4.5's and MiniMax-M3's active counts leave both embeddings out: below; Step 3.7
+    # Flash's "~11B" active is too loose a figure to check)
+    "glm-4.5": "355B", "llama-3.1-405b": "405B", "step-3.7-flash": "196B", "minimax-m3": "428B",
+    "qwen3-vl-8b-instruct": "8B", "ling-plus": ("290B", "28.8B"), "exaone-4.0-1.2b": "1.2B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
 WITH_VISION = {"llama-4-scout-17b-16e": (109e9, "17B"), "llama-3.2-11b-vision": (10.6e9, None),
-               "qwen2.5-vl-7b-instruct": (8.29e9, None), "llava-1.5-7b-hf": (7.06e9, None)}
+               "qwen2.5-vl-7b-instruct": (8.29e9, None), "llava-1.5-7b-hf": (7.06e9, None),
+               "phi-3-vision-128k-instruct": (4.2e9, None)}
 # Publishers that give only a size class the model exceeds: Falcon-40B's card says "40B parameters"; its
 # structure (60 layers of 8192 wide, 4x MLP, 8 kv heads, tied 65024-row embedding) holds 41.3B. Checked
 # against the class, not to 1%.
-SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9}
+SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12}
 
 
 def meets(count: int, published) -> bool:
@@ -108,7 +118,7 @@ def test_the_corpus_is_cited():
             assert f"| {path.name} |" in sources, path.name
     sets = (set(PUBLISHED), set(SIZE_CLASS), set(WITH_VISION))
     assert set.union(*sets) == set(SUPPORTED) and sum(map(len, sets)) == len(SUPPORTED)
-    assert len(FILES) >= 84
+    assert len(FILES) >= 96
 
 
 @pytest.mark.parametrize("stem", sorted(WITH_VISION))
@@ -705,3 +715,72 @@ def test_fourth_pass_refusals_name_what_cannot_be_priced(capsys):
     assert main(["check", "--config", str(FILES["mimo-v2-flash"])]) == 2
     said = capsys.readouterr().err
     assert said.count("\n") == 1 and "swa_num_key_value_heads" in said and "moe_layer_freq" not in said
+
+
+@pytest.mark.parametrize("stem, active", [("glm-4.5", "32B"), ("minimax-m3", "23B")])
+def test_fifth_pass_active_counts_leave_both_embeddings_out(stem, active):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        s = read(stem)
+    assert not s.tied_embeddings and meets(s.active_params - 2 * s.vocab * s.hidden, active)
+
+
+def test_kimi_k25_active_count_is_its_language_models():
+    with pytest.warns(ShapewiseWarning, match="not its vision encoder"):
+        assert meets(read("kimi-k2.5").active_params, 32_860_000_000)
+
+
+def test_a_file_naming_no_activation_is_guessed_a_swiglu():
+    # Step 3.7 Flash's abridged copy names no activation; its count (196B) holds only with three matrices an MLP
+    with pytest.warns(ShapewiseWarning, match="guessed gated MLP, activation silu") as record:
+        step = read("step-3.7-flash")
+    assert (step.mlp, step.num_experts, step.top_k, step.num_dense_layers) == ("swiglu", 288, 8, 3)
+    assert "num_nextn_predict_layers" in warned(record)
+    plain = json.loads(FILES["step-3.7-flash"].read_text()) | {"hidden_act": "gelu"}
+    with pytest.warns(ShapewiseWarning):
+        assert _shape_from_config(plain, "x", "x").mlp == "gelu"  # a GELU named is a plain MLP, as before
+
+
+def test_minimax_m3_clamped_swiglu_and_dense_width():
+    with pytest.warns(ShapewiseWarning) as record:
+        m3 = read("minimax-m3")
+    # swigluoai: the clamped SwiGLU, three matrices; dense_intermediate_size the 3 dense layers' width
+    assert (m3.mlp, m3.ffn, m3.expert_width, m3.num_dense_layers, m3.num_shared_experts) == ("swiglu", 12288, 3072, 3, 1)
+    err = warned(record)
+    assert "num_nextn_predict_layers 1 and num_mtp_modules 7" in err
+    assert "its sparse attention (sparse_attention_config" in err
+    cfg = json.loads(FILES["minimax-m3"].read_text())
+    off = cfg | {"sparse_attention_config": {**cfg["sparse_attention_config"], "use_sparse_attention": False}}
+    with pytest.warns(ShapewiseWarning) as record:
+        _shape_from_config(off, "x", "x")
+    assert "sparse attention" not in warned(record)
+    dense = {k: v for k, v in cfg.items() if k not in ("num_local_experts", "moe_layer_freq", "first_k_dense_replace")}
+    with pytest.raises(ShapewiseError, match="dense_intermediate_size 12288 and the MLP width 3072 disagree"):
+        _shape_from_config(dense, "x", "x")
+
+
+def test_mlp_layer_types_count_the_dense_layers_and_heads_per_layer_read_when_alike():
+    laguna = json.loads(FILES["laguna-xs.2-fp8"].read_text())
+    alike = laguna | {"num_attention_heads_per_layer": [48] * 40}
+    with pytest.warns(ShapewiseWarning) as record:
+        s = _shape_from_config(alike, "x", "x")
+    assert (s.num_heads, s.num_dense_layers, s.ffn_width, s.expert_width, s.mlp) == (48, 1, 8192, 512, "swiglu")
+    assert "gating" in warned(record)  # its per-head attention gate: unread, said
+    with pytest.raises(ShapewiseError, match="num_attention_heads_per_layer gives every layer 64 heads and "
+                                             "num_attention_heads 48: they disagree"):
+        _shape_from_config(laguna | {"num_attention_heads_per_layer": [64] * 40}, "x", "x")
+    with pytest.raises(ShapewiseError, match='mlp_layer_types must list "dense" or "sparse" for each of the 40'):
+        _shape_from_config(alike | {"mlp_layer_types": ["dense"] * 3}, "x", "x")
+
+
+def test_unmodelled_structures_are_refused_and_their_neutral_values_are_not():
+    v3 = DEEPSEEK_V3
+    assert _shape_from_config({**v3, "hc_mult": 1}, "x", "x").is_mla  # one residual stream: nothing else
+    with pytest.raises(ShapewiseError, match=r"its hyper-connections, several residual streams a layer \(hc_mult\): "
+                                             r"shapewise has no ops for it"):
+        _shape_from_config({**v3, "hc_mult": 4}, "x", "x")
+
+
+def test_an_image_encoder_named_by_img_processor_is_said():
+    with pytest.warns(ShapewiseWarning, match=r"not its image encoder \(img_processor\)"):
+        assert read("phi-3-vision-128k-instruct").d_head == 96

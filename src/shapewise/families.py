@@ -207,6 +207,7 @@ NOT_ATTENTION_KEYS = ("mamba_d_state", "ssm_cfg", "state_size", "attn_layer_peri
 # or ReLU. Anything else is refused rather than guessed.
 ACTIVATIONS = {
     "silu": "swiglu", "swish": "swiglu", "swiglu": "swiglu",
+    "swigluoai": "swiglu",  # OpenAI's clamped SwiGLU ((up + 1) · gate · σ(α · gate)): the same three matrices
     "gelu": "geglu", "gelu_new": "geglu", "gelu_pytorch_tanh": "geglu", "gelu_fast": "geglu",
     "gelu_python": "geglu", "gelu_accurate": "geglu", "geglu": "geglu",
     "relu": "relu", "relu2": "relu",

@@ -143,7 +143,8 @@ _CODE_ENCODERS = {"molmo": "vision backbone (built by its code, named by no conf
 _NESTED = ("text_config", "language_config", "llm_config")  # Gemma 3, LLaVA; DeepSeek-VL2; InternVL
 _ENCODERS = {"vision_config": "vision encoder", "audio_config": "audio encoder", "vision_encoder": "vision encoder",
              "vision_tower": "vision encoder", "mm_vision_tower": "vision encoder",
-             "vision_backbone": "vision encoder", "gen_vision_config": "image generator"}
+             "vision_backbone": "vision encoder", "gen_vision_config": "image generator",
+             "img_processor": "image encoder"}  # img_processor: Phi-3-vision's CLIP encoder
 
 
 def _inner(cfg: dict) -> tuple[str, dict] | None:
@@ -199,6 +200,34 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
                              f"transformers only and cannot price its other layers")
 
 
+# Keys of structures shapewise has no ops for, whatever the model type: set (and not neutral), they refuse
+# the file, saying what the model computes (DeepSeek-V4's are the first such file).
+_UNMODELLED = {"o_lora_rank": "grouped low-rank output projection (o_lora_rank, o_groups)",
+               "compress_ratios": "attention over compressed keys by layer (compress_ratios)",
+               "hc_mult": "hyper-connections, several residual streams a layer (hc_mult)"}
+_UNMODELLED_NEUTRAL = {"hc_mult": 1}
+
+
+def _refuse_unmodelled(r: _Reader) -> None:
+    """Refuses a config whose layers compute what shapewise has no ops for, naming each such key; and one
+    whose layers differ in head count (num_attention_heads_per_layer: Laguna's full and sliding layers)."""
+    found = [what for key, what in _UNMODELLED.items()
+             if r.get(key) not in (None, False, 0, [], {}, "", _UNMODELLED_NEUTRAL.get(key))]
+    if found:
+        r.fail(f"its {'; its '.join(found)}: shapewise has no ops for {'these' if len(found) > 1 else 'it'} "
+               f"and cannot price the model")
+    per_layer = r.get("num_attention_heads_per_layer")
+    if per_layer not in (None, []):
+        if not isinstance(per_layer, list):
+            r.fail(f"num_attention_heads_per_layer must be a list of one head count a layer, got "
+                   f"{_json_words(per_layer)}")
+        heads = _one_value(r, "num_attention_heads_per_layer")
+        said = r.cfg.get("num_attention_heads")
+        if said is not None and heads != said:
+            r.fail(f"num_attention_heads_per_layer gives every layer {json.dumps(heads)} heads and "
+                   f"num_attention_heads {json.dumps(said)}: they disagree about the attention head count")
+
+
 def _one_value(r: _Reader, key: str):
     """A per-layer list's value where every layer has the same; else refused, naming the key."""
     values = r.get(key)
@@ -222,6 +251,12 @@ def _moe_dense_layers(r: _Reader, layers: int) -> int:
     config carries (whatever its type: Kimi K2 writes DeepSeek-V3's)."""
     present = set(r._present(("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers",
                               "interleave_moe_layer_step", "moe_layers")))
+    if r.get("mlp_layer_types") is not None:  # Laguna: "dense" or "sparse", one a layer
+        kinds = r.get("mlp_layer_types")
+        if (not isinstance(kinds, list) or len(kinds) != layers
+                or not all(k in ("dense", "sparse") for k in kinds)):
+            r.fail(f"mlp_layer_types must list \"dense\" or \"sparse\" for each of the {layers} layers")
+        return kinds.count("dense")
     if present & {"first_k_dense_replace", "moe_layer_freq"}:
         # DeepseekV3: a layer is MoE when idx >= first_k_dense_replace and idx % moe_layer_freq == 0
         first = r.whole(("first_k_dense_replace",), "dense layer count", minimum=0) or 0
@@ -281,6 +316,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                 r.fail(f"its {what}; shapewise prices layers that are alike, each computing its own attention and MLP")
         cfg = {**cfg, **{key: _one_value(r, key) for key in family.per_layer if isinstance(cfg.get(key), list)}}
         r = _Reader(cfg, where, r.used)
+    _refuse_unmodelled(r)
     guesses: list[str] = []
     notes: list[str] = []
 
@@ -316,6 +352,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     else:
         head_dim = r.whole(_HEAD_DIM, "head dimension")
     ffn = r.whole(_ffn_keys(family), "MLP width")
+    dense_width = r.whole(("dense_intermediate_size",), "dense MLP width")  # MiniMax-M3: its dense layers' own
     if family and family.fused_mlp and ffn:
         ffn //= 2  # both halves of the gated MLP in one width
     if ffn is None and family is None:
@@ -328,14 +365,17 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
 
     act = (r.text(_ACT) or (family.act if family else "")).lower()
     mlp_type = (r.text(("mlp_type",)) or "").lower()  # StarCoder2 writes "default" for a plain MLP
-    if act in ("swiglu", "geglu") or "glu" in mlp_type or "gated" in mlp_type:
-        gated = True  # BTLM names its gated MLP by the activation
+    if "glu" in act or "glu" in mlp_type or "gated" in mlp_type:
+        gated = True  # BTLM (swiglu), MiniMax-M3 (swigluoai) name their gated MLP by the activation
     elif mlp_type in ("default", "mlp", "plain"):
         gated = False
     elif family is not None:
         gated = family.gated
     else:
-        gated = act in ("silu", "swish")  # llama derivatives: a SiLU MLP is a SwiGLU
+        # Llama derivatives: a SiLU MLP is a SwiGLU. A file naming no activation at all is guessed a SwiGLU
+        # too: a type whose configuration class fills the activation in (Laguna's, Step 3's abridged
+        # copies) is a Llama-era one; the GPT-2-era configs name theirs (activation_function).
+        gated = act in ("silu", "swish", "")
         guesses.append(f"{'gated' if gated else 'plain'} MLP")
     if not act:
         act = "silu" if gated else "gelu"
@@ -415,6 +455,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                 if other else ""))
         expert_ffn = None if family and family.experts_at_ffn else r.whole(
             _expert_ffn_keys(family), "expert MLP width", required=bool(family and family.expert_ffn_key))
+        if dense_width:  # intermediate_size is then the experts' (and shared experts') width, unless given apart
+            expert_ffn, ffn = expert_ffn or ffn, dense_width
         shared = (family.shared_experts if family else 0) or r.whole(
             ("n_shared_experts", "num_shared_experts"), "shared expert count", minimum=0) or 0
         width = expert_ffn or ffn or 4 * hidden
@@ -428,6 +470,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                        f"shapewise counts shared experts in whole experts")
             shared = shared_width // width
         dense = _moe_dense_layers(r, layers)
+    elif dense_width and dense_width != ffn:
+        r.fail(f"dense_intermediate_size {dense_width} and the MLP width {ffn} disagree in a model without experts")
 
     window, global_every = _window(r, family, layers, guesses, notes)
     nope_every = _nope_every(r, family, layers, notes) if rotary != 0 and not positions else 0
@@ -468,11 +512,20 @@ def _priced_otherwise(r: _Reader, vocab: int) -> list[str]:
         notes.append(f"its sparse attention (index_topk {topk}: a query attends only to the {topk} keys its "
                      f"indexer picks) is priced as dense attention without the indexer, the same up to {topk} "
                      f"tokens and dearer beyond")
+    sparse = r.mapping("sparse_attention_config")  # MiniMax-M3's
+    if sparse and sparse.get("use_sparse_attention", True) is not False:
+        notes.append("its sparse attention (sparse_attention_config: a query attends only to the keys its "
+                     "selection picks) is priced as dense attention, dearer at long sequences")
     mtp_keys = r._present(("num_nextn_predict_layers", "num_mtp_modules"))  # DeepSeek's; MiniMax-M2's
-    mtp = r.whole(mtp_keys, "multi-token prediction layers", minimum=0, agree=False) if mtp_keys else 0
-    if mtp:
-        what = "module" if mtp_keys[0] == "num_mtp_modules" else "layer"
-        notes.append(f"its {mtp} multi-token prediction {what}{'s' if mtp > 1 else ''} ({mtp_keys[0]}), "
+    counts = {k: r.whole((k,), "multi-token prediction layers", minimum=0) for k in mtp_keys}
+    counts = {k: v for k, v in counts.items() if v}
+    if len(counts) > 1:  # MiniMax-M3 writes both, and they differ
+        said = " and ".join(f"{k} {v}" for k, v in counts.items())
+        notes.append(f"its multi-token prediction layers ({said}), trained beside the model, are not priced")
+    elif counts:
+        (key, mtp), = counts.items()
+        what = "module" if key == "num_mtp_modules" else "layer"
+        notes.append(f"its {mtp} multi-token prediction {what}{'s' if mtp > 1 else ''} ({key}), "
                      f"trained beside the model, {'are' if mtp > 1 else 'is'} not priced")
     arch = r.get("architectures")
     head = next((a for a in arch if isinstance(a, str) and a.endswith(_NOT_LM_HEADS)), None) \
@@ -496,7 +549,8 @@ _WATCHED = ("layer_types", "sliding_window", "sliding_window_pattern", "attentio
             "moe_intermediate_size", "partial_rotary_factor", "rotary_pct", "rotary_dim", "q_lora_rank",
             "kv_lora_rank", "v_head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "num_experts",
             "num_local_experts", "n_routed_experts", "head_dim", "kv_channels", "use_qk_norm", "qk_layernorm",
-            "no_rope_layers", "no_rope_layer_interval")
+            "no_rope_layers", "no_rope_layer_interval", "gating", "attention_output_gate",
+            "use_sparse_attention")
 
 
 # Architectures whose head is not the vocabulary's (a reward model's score, a tagger's labels)
@@ -843,7 +897,8 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
         fallback = (family.ffn_key if family is not None and family.ffn_key  # Llama 4: not intermediate_size
                     else "ffn_hidden_size" if model_type in FALCON_TYPES
                     else {"gpt2": "n_inner", "opt": "ffn_dim"}.get(model_type, "intermediate_size"))
-        _put(cfg, _ffn_keys(family), width, fallback)
+        dense_apart = cfg.get("dense_intermediate_size") is not None  # MiniMax-M3: intermediate_size the experts'
+        _put(cfg, ("dense_intermediate_size",) if dense_apart else _ffn_keys(family), width, fallback)
     if differs("mlp"):
         _put(cfg, _ACT, _ACT_NAME[s.mlp], "activation_function" if model_type in ("gpt2", "opt") else "hidden_act")
         family_gated = family.gated if family is not None else s.gated
@@ -958,7 +1013,8 @@ def _field_words(field: str, want: ModelShape, got: ModelShape) -> tuple[str, ob
 
 def _resize_layer_lists(cfg: dict, old: int, new: int, family) -> None:
     """The lists of one entry per layer, made new long: layer_types by its pattern (the shortest period
-    that repeats through the original's layers), a per-layer value (Hunyuan) by its one value."""
+    that repeats through the original's layers), a per-layer value (Hunyuan) by its one value, a list of
+    each layer's MLP kind by its last layer's (MiniMax-M3's dense layers, first, stay as many)."""
     types = cfg.get("layer_types")
     if isinstance(types, list) and len(types) >= old:
         head, extra = types[:old], types[old:]  # EXAONE 4.5 writes one more, for its multi-token prediction layer
@@ -967,3 +1023,7 @@ def _resize_layer_lists(cfg: dict, old: int, new: int, family) -> None:
     for key in family.per_layer if family is not None else ():
         if isinstance(cfg.get(key), list) and len(cfg[key]) == old:
             cfg[key] = [cfg[key][0]] * new
+    for key in ("moe_layer_freq", "mlp_layer_types"):  # each layer's MLP kind: its dense layers come first
+        kinds = cfg.get(key)
+        if isinstance(kinds, list) and len(kinds) == old:
+            cfg[key] = kinds[:new] + kinds[-1:] * (new - old)  # the last layer's kind for the layers added
