@@ -22,7 +22,7 @@ from .cases import KERNELS, Case, census_key, is_gemm, refuse_fp8_layout
 from .distributed import distributed, gather
 from .dtypes import DTYPE_BYTES, torch_dtype
 from .errors import ShapewiseError, listed
-from .measure import device_memory_bytes, import_torch, settle_ms
+from .measure import device_memory_bytes, device_text, import_torch, needs_text, settle_ms
 from .ops import BMM, FLASH, GEMM, MEMORY, attention_op
 
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
@@ -321,11 +321,7 @@ def too_big(case: Case, memory: int | None) -> str | None:
     need = footprint(case)
     if memory is None or need is None or need <= memory:
         return None
-    return f"needs {_gb(need)}, the device has {_gb(memory)}"
-
-
-def _gb(num_bytes: float) -> str:
-    return f"{num_bytes / 1e9:,.1f} GB"
+    return needs_text(need, memory)
 
 
 def _check_any_fits(cases: list[Case], memory: int | None, device: str) -> None:
@@ -333,8 +329,8 @@ def _check_any_fits(cases: list[Case], memory: int | None, device: str) -> None:
     if not cases or not all(too_big(c, memory) for c in cases):
         return
     largest = max(cases, key=footprint)
-    where = "the CPU" if device == "cpu" else f"the GPU ({device})"
-    need = f"needs {_gb(footprint(largest))} for its tensors, the device has {_gb(memory)}; give smaller sizes"
+    where = device_text(device)
+    need = f"{needs_text(footprint(largest), memory, what=' for its tensors')}; give smaller sizes"
     if len(cases) == 1:
         raise ShapewiseError(f"{largest.label} does not fit the memory of {where}: it {need}")
     raise ShapewiseError(f"none of the {len(cases):,} cases fits the memory of {where}: the largest, {largest.label}, {need}")

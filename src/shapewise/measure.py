@@ -419,6 +419,23 @@ def device_memory_bytes(device: str) -> int | None:
     return min(memory, _address_space_limit() or memory)
 
 
+def device_text(device: str) -> str:
+    """A device as a refusal names it: "the CPU", or "the GPU (cuda:1)"."""
+    return "the CPU" if device == "cpu" else f"the GPU ({device})"
+
+
+def needs_text(need_bytes: float, memory: int | None, *, about: bool = False, what: str = "") -> str:
+    """What a shape needs beside what the device has, as every refusal of one too big for its device says it:
+    "needs 2.4 GB, the device has 2.0 GB". about: the need is an estimate (a model's); what: what the bytes
+    are ("for its tensors"); memory None: not known (no sysconf)."""
+    have = f"the device has {_gb(memory)}" if memory is not None else "the device's memory unknown"
+    return f"needs {'about ' if about else ''}{_gb(need_bytes)}{what}, {have}"
+
+
+def _gb(num_bytes: float) -> str:
+    return f"{num_bytes / 1e9:,.1f} GB"
+
+
 def _address_space_limit() -> int | None:
     """The process's address-space limit (ulimit -v, prlimit --as), None where it has none: below the
     machine's memory, it is what the process can allocate."""
