@@ -22,7 +22,7 @@ from .cases import KERNELS, Case, census_key, is_gemm, refuse_fp8_layout
 from .distributed import distributed, gather
 from .dtypes import DTYPE_BYTES, torch_dtype
 from .errors import ShapewiseError, listed
-from .measure import device_memory_bytes, device_text, import_torch, needs_text, settle_ms
+from .measure import device_memory_bytes, device_text, free_memory, import_torch, needs_text, settle_ms
 from .ops import BMM, FLASH, GEMM, MEMORY, attention_op
 
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
@@ -387,7 +387,7 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     try:
         with progress_bar(progress and rank == 0, len(mine)) as advance:
             for i, case in enumerate(mine):
-                record = _measure_one(torch, case, keys[id(case)], device=device, timing=timing, time_fn=time_fn,
+                record = _measure_one(case, keys[id(case)], device=device, timing=timing, time_fn=time_fn,
                                       memory=memory)
                 settle(record, device=device, warmup_ms=warmup_ms)
                 if world == 1:
@@ -426,7 +426,7 @@ def stored_rows(cases: list[Case], *, store) -> list[tuple[Case, dict]]:
     return [(by_key[key], row) for key, row in newest.items()]
 
 
-def _measure_one(torch, case, key, *, device, timing, time_fn, memory: int | None = None) -> dict:
+def _measure_one(case, key, *, device, timing, time_fn, memory: int | None = None) -> dict:
     """One case measured: the keyword arguments of Store.record, with an error where it failed, or
     where it cannot fit the device's `memory` (bytes): then nothing is allocated."""
     record = dict(bench=case.bench, key=key, params=case.params, flops=case.flops, bytes=case.bytes)
@@ -443,8 +443,7 @@ def _measure_one(torch, case, key, *, device, timing, time_fn, memory: int | Non
         record["error"] = _error_text(exc)
     finally:
         fn = context = None  # free the case's tensors before the next one
-        if device.startswith("cuda"):
-            torch.cuda.empty_cache()
+        free_memory(device)
     return record
 
 
@@ -542,7 +541,7 @@ def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], 
         prof.export_chrome_trace(path)
         with open(path) as f:
             trace = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
-    torch.cuda.empty_cache()
+    free_memory(device)
     ranges = {int(e["name"][5:]): (e["ts"], e["ts"] + e["dur"]) for e in trace
               if e.get("cat") == "gpu_user_annotation" and e["name"].startswith("case:")}
     kernels = sorted((e for e in trace if e.get("cat") == "kernel"), key=lambda e: e["ts"])

@@ -8,6 +8,7 @@ torch is optional for shapewise: this module imports it only inside functions th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -417,6 +418,16 @@ def device_memory_bytes(device: str) -> int | None:
     except (AttributeError, ValueError, OSError):
         return None
     return min(memory, _address_space_limit() or memory)
+
+
+def free_memory(device) -> None:
+    """Give the memory of tensors just dropped back to the device: CUDA's caching allocator keeps it
+    otherwise, and the next case or shape would find less. Nothing to do on the CPU. Best effort: after
+    a failure that leaves the GPU unusable (a sticky CUDA error) this raises too, and the failure, not
+    this, is what the caller reports."""
+    if _is_cuda(device):
+        with contextlib.suppress(Exception):
+            import_torch().cuda.empty_cache()
 
 
 def device_text(device: str) -> str:

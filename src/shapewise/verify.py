@@ -27,7 +27,7 @@ from .cost import predict_layer_and_outside, predict_step
 from .dtypes import torch_dtype
 from .errors import ShapewiseError
 from .hardware import GPU
-from .measure import device_text, needs_text
+from .measure import device_text, free_memory, needs_text
 from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload, check_parallel
 from .uncertainty import op_errors, speedup_interval
@@ -175,14 +175,6 @@ def _no_fit_text(shape: ModelShape, workload: Workload, *, whole: bool, device: 
             + (f"it ran out of memory; {sizes}" if ran_out else sizes) + f"; {instead}")
 
 
-def _free(device: str) -> None:
-    """Give a failed part's memory back to the device (CUDA's caching allocator keeps it otherwise)."""
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.empty_cache()
-
-
 def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, ModelShape, Workload]], *,
            gpu: GPU | str | CostModel, device: str = "cuda", rounds: int = 15, budget_ms: float = 300,
            warmup_ms: float = 25, seed: int = 0, mode: str = "auto", keep_going: bool = False,
@@ -238,7 +230,7 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
         try:
             parts[i] = _part_names(fns, shape, workload, whole=whole, device=device, seed=seed)
         except (ShapewiseError, RuntimeError, MemoryError) as e:  # RuntimeError: torch's, out of memory among them
-            _free(device)
+            free_memory(device)
             fail(i, e)
     # Each part run once before timing: its gradients and activations are allocated only when it runs, and
     # one that runs out of memory then fails the shapes it times alone, not the interleaved run of them all.
@@ -247,7 +239,7 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
             fns[name]()
         except (RuntimeError, MemoryError) as e:
             del fns[name]
-            _free(device)
+            free_memory(device)
             for i in [i for i, names in enumerate(parts) if name in names]:
                 fail(i, e)
     fns = {name: fn for name, fn in fns.items() if any(name in names for names in parts)}  # a failed shape's others
