@@ -19,6 +19,7 @@ from .common import (
     console,
     cost_model,
     model_and_workload,
+    open_store,
     top_int,
 )
 
@@ -90,12 +91,9 @@ def run_results(args) -> int:
         raise ShapewiseError("--format is the format of --export: give --export PATH too")
     if args.import_csv is not None:
         from ..exports import read_export
-        from ..outputs import writable_folder
 
         rows = read_export(args.import_csv)  # before the store: a file refused leaves no new store behind
-        if args.db and not Path(args.db).expanduser().exists():  # a new store: in a folder that is there or --mkdir makes
-            writable_folder(Path(args.db).expanduser().parent, mkdir=args.mkdir, what="results store")
-        with Store(args.db) as store:
+        with open_store(args) as store:  # a new store: in a folder that is there or --mkdir makes
             count = store.import_rows(rows, source=args.import_csv)
         old, repeated = store.already_stored_rows, store.repeated_rows
         said = [f"{count - repeated - old:,} new, {old:,} already there (replaced by the file's)"] if old else []
