@@ -36,6 +36,8 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        for name in (None, "store"):  # every flag of one value, unless it names another action
+            self.register("action", name, Once)
 
     def error(self, message):  # one line and exit code 2, as for every other bad input
         self.exit(2, f"shapewise: error: {message} (see `{self.prog} --help`)\n")
@@ -53,6 +55,20 @@ class Parser(argparse.ArgumentParser):
         if extras:
             namespace.parser.error(f"unrecognized arguments: {' '.join(extras)}")
         return namespace
+
+
+class Once(argparse.Action):
+    """A flag of one value, refused when given twice: argparse keeps the last silently, so that `check gpt2
+    --gpu h200 --gpu h100` priced the H100 without a word. Every plain flag is one (Parser registers it);
+    a flag meant to be repeated is Repeated."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given", {})  # this parse's flags: the namespace is the parse's own
+        if option_string is not None and self.dest in given:
+            first, then = (f"{v:g}" if isinstance(v, float) else v for v in (given[self.dest], values))
+            raise argparse.ArgumentError(self, f"given twice, {first} and {then}: give it once")
+        given[self.dest] = values
+        setattr(namespace, self.dest, values)
 
 
 class Repeated(argparse.Action):

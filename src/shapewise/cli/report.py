@@ -32,7 +32,7 @@ def add_results(sub) -> None:
     p.add_argument("--format", choices=("csv", "json"), help="export format (default: from the file name, which must agree)")
     p.add_argument("--mkdir", action="store_true",
                    help="make the export's folder, or an imported store's, if it does not exist")
-    p.add_argument("--bench", action=Repeated, help=f"only this benchmark's rows, in the table and the export ({', '.join(BENCHES)})")
+    p.add_argument("--bench", help=f"only this benchmark's rows, in the table and the export ({', '.join(BENCHES)})")
     p.add_argument("--import", dest="import_csv", metavar="FILE",
                    help="read an export (CSV or JSON, another machine's, say) into the store (then --export or "
                         "--check it, if given)")
@@ -60,10 +60,6 @@ def _check_bench(store, bench: str) -> None:
 def _refuse_together(args) -> None:
     """Flags that do nothing together are refused, never one of them dropped without a word. --import runs
     first, then --export or --check of the store it went into; --check and --export are two runs."""
-    if args.bench is not None:  # Repeated, so that a second --bench is said, not silently the one read
-        if len(args.bench) > 1:
-            raise ShapewiseError(f"--bench names one benchmark, got {', '.join(args.bench)}: run once for each")
-        args.bench = args.bench[0]
     if args.check and args.export is not None:
         raise ShapewiseError("--check and --export: give one of them; a damaged store fails its check, and --export "
                              "is what saves its readable rows, so run `--check` first and `--export` after")
