@@ -230,13 +230,51 @@ def test_results_refuses_a_second_bench_and_plot_adds_repeated_values(capsys, tm
     from shapewise import plots
 
     code, out, err = run(capsys, "results", "--db", str(tmp_path / "x.db"), "--bench", "gemm", "--bench", "op")
-    assert code == 2 and err == "shapewise: error: --bench names one benchmark, got gemm, op: run once for each\n"
+    assert one_line_error(code, err, "argument --bench: given twice, gemm and op: give it once"), err
     seen = {}
     real = plots.gemm_data
     monkeypatch.setattr(plots, "gemm_data", lambda **kw: seen.setdefault("values", kw["values"]) and real(**kw))
     code, _, _ = run(capsys, "plot", "gemm", "--dim", "n", "--values", "64", "--values", "128", "-m", "64", "-k", "64",
                      "--gpu", "h200", "--out", str(tmp_path / "g.png"))
     assert code == 0 and list(seen["values"]) == [64, 128]  # the last use alone before
+
+
+# ---- 11. flags of one value given twice ----------------------------------------------------------
+
+@pytest.mark.parametrize("argv, flag, values", [
+    (("check", "gpt2", "--gpu", "h200", "--gpu", "h100"), "--gpu", "h200 and h100"),
+    (("check", "gpt2", "--batch", "4", "-b", "8"), "--batch/-b", "4 and 8"),
+    (("check", "gpt2", "--mode", "train", "--mode", "train"), "--mode", "train and train"),
+    (("suggest", "gpt2", "--top", "3", "--top", "5"), "--top", "3 and 5"),
+    (("suggest", "gpt2", "--params-tol", "0.02", "--params-tol=0.05"), "--params-tol", "0.02 and 0.05"),
+    (("bench", "gemm", "-m", "8", "-n", "8", "-k", "8", "--device", "cpu", "--device", "cuda"), "--device",
+     "cpu and cuda"),
+    (("bench", "ops", "gpt2", "--db", "a.db", "--db", "b.db"), "--db", "a.db and b.db"),
+    (("search", "--params", "7e9", "--params", "8e9"), "--params", "7e+09 and 8e+09"),
+    (("calibrate", "--extended", "--extended", "2"), "--extended", "1 and 2"),
+])
+def test_a_flag_of_one_value_given_twice_is_refused_naming_both(capsys, argv, flag, values):
+    """argparse kept the last silently: check gpt2 --gpu h200 --gpu h100 priced the H100 without a word."""
+    code, out, err = run(capsys, *argv)
+    assert out == "" and one_line_error(code, err, f"argument {flag}: given twice, {values}: give it once"), err
+
+
+def test_every_flag_of_one_value_is_refused_twice_and_each_parse_starts_afresh():
+    import argparse
+
+    def parsers(parser):
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from parsers(sub)
+
+    parser = build_parser()
+    plain = [(p.prog, a.option_strings) for p in parsers(parser) for a in p._actions
+             if type(a) is argparse._StoreAction]  # argparse's own: keeps the last of two silently
+    assert plain == []
+    assert parser.parse_args(["check", "gpt2", "--gpu", "h100"]).gpu == "h100"
+    assert parser.parse_args(["check", "gpt2", "--gpu", "h200"]).gpu == "h200"  # the first parse's --gpu forgotten
 
 
 def test_emit_config_refuses_to_write_over_the_config_it_read(capsys, tmp_path):

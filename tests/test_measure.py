@@ -13,7 +13,10 @@ import pytest
 from shapewise.measure import (
     Timing,
     _HostTimer,
+    device_text,
+    free_memory,
     interleave,
+    needs_text,
     plan_reps,
     round_orders,
     time_fn,
@@ -159,6 +162,33 @@ def test_time_fn_keeps_raw_samples_from_a_fake_clock():
 def test_cuda_graph_needs_cuda():
     with pytest.raises(ValueError):
         time_fn(lambda: None, device="cpu", cuda_graph=True)
+
+
+def test_refusals_word_the_device_and_its_memory_one_way():
+    """bench's and verify's refusals of a shape too big for the device share these words."""
+    assert (device_text("cpu"), device_text("cuda:1")) == ("the CPU", "the GPU (cuda:1)")
+    assert needs_text(2.4e9, 2 * 10**9) == "needs 2.4 GB, the device has 2.0 GB"
+    assert needs_text(1234.5e9, None, about=True, what=" for its weights") == \
+        "needs about 1,234.5 GB for its weights, the device's memory unknown"
+
+
+def test_free_memory_empties_cuda_cache_only_and_never_hides_the_failure_it_follows(monkeypatch):
+    import types
+
+    import shapewise.measure as measure
+
+    calls = []
+
+    def empty_cache():  # as after an illegal memory access: every CUDA call fails from then on
+        calls.append(1)
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(measure, "import_torch", lambda: types.SimpleNamespace(cuda=types.SimpleNamespace(
+        empty_cache=empty_cache)))
+    free_memory("cpu")
+    assert calls == []
+    free_memory("cuda:1")
+    assert calls == [1]
 
 
 def test_importing_measure_does_not_import_torch():

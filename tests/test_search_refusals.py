@@ -15,3 +15,21 @@ from helpers import run
 def test_search_says_why_nothing_fits(capsys, flags, said):
     code, out, err = run(capsys, "search", *flags)
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and said in err
+
+
+@pytest.mark.parametrize("vocab", ["1", "0", "-3"])
+def test_search_refuses_a_vocabulary_of_fewer_than_two_tokens(capsys, vocab):
+    """One token leaves nothing to predict; padded to 64 it was priced as a vocabulary no one asked for."""
+    code, out, err = run(capsys, "search", "--params", "1e9", "--vocab", vocab)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert f"--vocab: the vocab size must be a whole number from 2 to 16,777,216 = 2^24, got {vocab}" in err
+
+
+def test_search_takes_a_vocabulary_of_two_and_the_library_refuses_one():
+    from shapewise import Workload, search
+    from shapewise.errors import ShapewiseError
+
+    workload = Workload(batch=1, seq=4096)
+    assert search(params_target=1e9, gpu="h200", workload=workload, vocab=2, top=1).top[0].shape.vocab == 64
+    with pytest.raises(ShapewiseError, match="--vocab: the vocab size must be at least 2, got 1"):
+        search(params_target=1e9, gpu="h200", workload=workload, vocab=1)

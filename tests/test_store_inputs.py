@@ -289,12 +289,32 @@ def test_a_new_store_needs_its_folder(capsys, tmp_path, db):
     assert code == 0 and missing.exists()
 
 
-def test_bench_refuses_a_store_in_a_missing_folder(capsys, tmp_path):
-    pytest.importorskip("torch")
+@pytest.mark.parametrize("command", [
+    ("bench", "gemm", "-m", "64", "-n", "64", "-k", "64"),
+    ("bench", "attention", "--heads", "2", "--head-dim", "64", "--seq", "64", "--backend", "math"),
+    ("bench", "comm", "--sizes", "4K"),
+    ("bench", "layer", "gpt2", "--batch", "1", "--seq", "64"),
+    ("bench", "ops", "gpt2", "--batch", "1", "--seq", "64"),
+    ("calibrate", "--quick"),
+])
+def test_commands_that_write_a_store_refuse_a_missing_folder_as_every_output_does(capsys, tmp_path, command):
+    """As results --import and every --out: the folder named, and --mkdir offered (a mistyped --db would
+    start a new store unnoticed); nothing made, nothing measured."""
     missing = tmp_path / "typo" / "c.db"
-    code, _, err = run(capsys, "bench", "gemm", "-m", "64", "-n", "64", "-k", "64", "--device", "cpu",
-                       "--db", str(missing))
-    assert code == 2 and one_error(err) and "does not exist" in err and not (tmp_path / "typo").exists()
+    code, out, err = run(capsys, *command, "--device", "cpu", "--db", str(missing))
+    assert code == 2 and out == "" and one_error(err), err
+    assert f"the folder {missing.parent} does not exist: create it, or add --mkdir to have it made" in err
+    assert not (tmp_path / "typo").exists()
+
+
+def test_bench_mkdir_makes_a_new_store_s_folder(capsys, tmp_path):
+    pytest.importorskip("torch")
+    made = tmp_path / "new" / "deep" / "c.db"
+    code, out, err = run(capsys, "bench", "gemm", "-m", "64", "-n", "64", "-k", "64", "--device", "cpu",
+                         "--warmup-ms", "0.1", "--budget-ms", "0.5", "--db", str(made), "--mkdir")
+    assert code == 0 and "1 measured" in out, err
+    with Store(made, read_only=True) as store:
+        assert len(store.rows()) == 1
 
 
 def test_the_default_store_makes_its_folder(tmp_path, monkeypatch):

@@ -22,7 +22,7 @@ from .cases import KERNELS, Case, census_key, is_gemm, refuse_fp8_layout
 from .distributed import distributed, gather
 from .dtypes import DTYPE_BYTES, torch_dtype
 from .errors import ShapewiseError, listed
-from .measure import device_memory_bytes, import_torch, settle_ms
+from .measure import device_memory_bytes, device_text, free_memory, import_torch, needs_text, settle_ms
 from .ops import BMM, FLASH, GEMM, MEMORY, attention_op
 
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
@@ -321,11 +321,7 @@ def too_big(case: Case, memory: int | None) -> str | None:
     need = footprint(case)
     if memory is None or need is None or need <= memory:
         return None
-    return f"needs {_gb(need)}, the device has {_gb(memory)}"
-
-
-def _gb(num_bytes: float) -> str:
-    return f"{num_bytes / 1e9:,.1f} GB"
+    return needs_text(need, memory)
 
 
 def _check_any_fits(cases: list[Case], memory: int | None, device: str) -> None:
@@ -333,8 +329,8 @@ def _check_any_fits(cases: list[Case], memory: int | None, device: str) -> None:
     if not cases or not all(too_big(c, memory) for c in cases):
         return
     largest = max(cases, key=footprint)
-    where = "the CPU" if device == "cpu" else f"the GPU ({device})"
-    need = f"needs {_gb(footprint(largest))} for its tensors, the device has {_gb(memory)}; give smaller sizes"
+    where = device_text(device)
+    need = f"{needs_text(footprint(largest), memory, what=' for its tensors')}; give smaller sizes"
     if len(cases) == 1:
         raise ShapewiseError(f"{largest.label} does not fit the memory of {where}: it {need}")
     raise ShapewiseError(f"none of the {len(cases):,} cases fits the memory of {where}: the largest, {largest.label}, {need}")
@@ -391,7 +387,7 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     try:
         with progress_bar(progress and rank == 0, len(mine)) as advance:
             for i, case in enumerate(mine):
-                record = _measure_one(torch, case, keys[id(case)], device=device, timing=timing, time_fn=time_fn,
+                record = _measure_one(case, keys[id(case)], device=device, timing=timing, time_fn=time_fn,
                                       memory=memory)
                 settle(record, device=device, warmup_ms=warmup_ms)
                 if world == 1:
@@ -430,7 +426,7 @@ def stored_rows(cases: list[Case], *, store) -> list[tuple[Case, dict]]:
     return [(by_key[key], row) for key, row in newest.items()]
 
 
-def _measure_one(torch, case, key, *, device, timing, time_fn, memory: int | None = None) -> dict:
+def _measure_one(case, key, *, device, timing, time_fn, memory: int | None = None) -> dict:
     """One case measured: the keyword arguments of Store.record, with an error where it failed, or
     where it cannot fit the device's `memory` (bytes): then nothing is allocated."""
     record = dict(bench=case.bench, key=key, params=case.params, flops=case.flops, bytes=case.bytes)
@@ -447,8 +443,7 @@ def _measure_one(torch, case, key, *, device, timing, time_fn, memory: int | Non
         record["error"] = _error_text(exc)
     finally:
         fn = context = None  # free the case's tensors before the next one
-        if device.startswith("cuda"):
-            torch.cuda.empty_cache()
+        free_memory(device)
     return record
 
 
@@ -546,7 +541,7 @@ def _kernels_of(torch, cases: list[Case], device: str) -> list[tuple[list[str], 
         prof.export_chrome_trace(path)
         with open(path) as f:
             trace = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
-    torch.cuda.empty_cache()
+    free_memory(device)
     ranges = {int(e["name"][5:]): (e["ts"], e["ts"] + e["dur"]) for e in trace
               if e.get("cat") == "gpu_user_annotation" and e["name"].startswith("case:")}
     kernels = sorted((e for e in trace if e.get("cat") == "kernel"), key=lambda e: e["ts"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from .errors import ShapewiseError
+from .measure import free_memory
 
 KINDS = ("ddp", "fsdp")
 
@@ -82,6 +83,5 @@ def time_steps(shape, kind: str, *, batch: int, seq: int, device="cpu", dtype="f
     dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
     per_step = sorted(slowest.tolist())
     del model, optimizer
-    if cuda:
-        torch.cuda.empty_cache()
+    free_memory(device)
     return {"step_ms": per_step[len(per_step) // 2], "samples_ms": per_step}

@@ -8,6 +8,7 @@ torch is optional for shapewise: this module imports it only inside functions th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -417,6 +418,33 @@ def device_memory_bytes(device: str) -> int | None:
     except (AttributeError, ValueError, OSError):
         return None
     return min(memory, _address_space_limit() or memory)
+
+
+def free_memory(device) -> None:
+    """Give the memory of tensors just dropped back to the device: CUDA's caching allocator keeps it
+    otherwise, and the next case or shape would find less. Nothing to do on the CPU. Best effort: after
+    a failure that leaves the GPU unusable (a sticky CUDA error) this raises too, and the failure, not
+    this, is what the caller reports."""
+    if _is_cuda(device):
+        with contextlib.suppress(Exception):
+            import_torch().cuda.empty_cache()
+
+
+def device_text(device: str) -> str:
+    """A device as a refusal names it: "the CPU", or "the GPU (cuda:1)"."""
+    return "the CPU" if device == "cpu" else f"the GPU ({device})"
+
+
+def needs_text(need_bytes: float, memory: int | None, *, about: bool = False, what: str = "") -> str:
+    """What a shape needs beside what the device has, as every refusal of one too big for its device says it:
+    "needs 2.4 GB, the device has 2.0 GB". about: the need is an estimate (a model's); what: what the bytes
+    are ("for its tensors"); memory None: not known (no sysconf)."""
+    have = f"the device has {_gb(memory)}" if memory is not None else "the device's memory unknown"
+    return f"needs {'about ' if about else ''}{_gb(need_bytes)}{what}, {have}"
+
+
+def _gb(num_bytes: float) -> str:
+    return f"{num_bytes / 1e9:,.1f} GB"
 
 
 def _address_space_limit() -> int | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -25,7 +25,7 @@ import numpy as np
 from .cost import layers_priced, predict_layer_and_outside, predict_step
 from .errors import ShapewiseError, listed, warn
 from .hardware import GPU
-from .limits import ASPECT_BAND, PARAMS_TOL, TOP
+from .limits import ASPECT_BAND, PARAMS_TOL, TOP, VOCAB
 from .memory import capacity_bytes, estimate
 from .profile import CostModel, cost_model
 from .rules import ALIGN, GOOD_HEAD_DIMS, find, round_up
@@ -33,6 +33,9 @@ from .shapes import ModelShape, Workload, check_parallel
 from .uncertainty import OpErrors, op_errors, speedup_interval
 
 RUN_FIELDS = ("batch", "tp")  # how the model is run, not its shape
+# search's vocabulary: one token leaves a model nothing to predict (its loss is 0 whatever it does), and
+# padded to 64·t it would be priced as a vocabulary of 64 that no one asked for.
+SEARCH_VOCAB = replace(VOCAB, low=2)
 KEEPABLE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", *RUN_FIELDS)
 
 
@@ -386,6 +389,9 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
     start = time.perf_counter()
     if params_target <= 0:
         raise ShapewiseError("--params must be positive")
+    if vocab < SEARCH_VOCAB.low:  # the flag's own check (SEARCH_VOCAB.arg) refuses it first on the command line
+        raise ShapewiseError(f"--vocab: {SEARCH_VOCAB.what} must be at least {SEARCH_VOCAB.low}, got {vocab}: fewer "
+                             "tokens leave a model nothing to predict")
     model.gpu.peak_tflops(workload.dtype)  # a GPU without the dtype is said as that, not as no shape priced
     if attention not in ("mha", "gqa", "mqa"):
         raise ShapewiseError("--attention-kind must be mha, gqa or mqa")

@@ -17,7 +17,6 @@ the cost model: the draw is the same for one seed and one profile.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import zlib
 from dataclasses import dataclass
@@ -141,10 +140,10 @@ def measure(neighbourhoods: list[Neighbourhood], *, model: CostModel, device: st
     model; budget_ms is each part's timed share of a round. A model that fails is kept with its
     reason and the next one goes on; Ctrl-C returns the models finished."""
     from .bench import _error_text, progress_bar
-    from .measure import import_torch
+    from .measure import free_memory, import_torch
     from .verify import verify
 
-    torch = import_torch()
+    import_torch()  # a clear error before any work when torch is missing
     done = []
     with progress_bar(progress, len(neighbourhoods), "variants") as advance:
         for n in neighbourhoods:
@@ -161,8 +160,6 @@ def measure(neighbourhoods: list[Neighbourhood], *, model: CostModel, device: st
             except Exception as exc:  # out of memory, a shape torch cannot run: say so and go on
                 done.append(ModelVariants(base.name, base.workload, base.size, error=_error_text(exc)))
             finally:
-                if device.startswith("cuda"):
-                    with contextlib.suppress(Exception):
-                        torch.cuda.empty_cache()
+                free_memory(device)
             advance(n.shape.name)
     return VariantsRun(tuple(done), rounds, model)

@@ -27,6 +27,7 @@ from .cost import predict_layer_and_outside, predict_step
 from .dtypes import torch_dtype
 from .errors import ShapewiseError
 from .hardware import GPU
+from .measure import device_text, free_memory, needs_text
 from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload, check_parallel
 from .uncertainty import op_errors, speedup_interval
@@ -160,32 +161,18 @@ def _whole_models_fit(shapes, memory: int | None, headroom: float = 0.6) -> bool
     return total <= memory * headroom
 
 
-def _sizes(need: float, memory: int | None) -> str:
-    from .bench import _gb
-
-    return f"needs about {_gb(need)}, " + (f"the device has {_gb(memory)}" if memory else "the device's memory unknown")
-
-
 def _no_fit_text(shape: ModelShape, workload: Workload, *, whole: bool, device: str, memory: int | None,
                  ran_out: bool) -> str:
     """Why `shape` cannot be verified on `device`: its parts need more than its memory, or ran out of it
     whatever the estimate said, with the sizes and what to do instead."""
     what = "a whole training step" if whole else "one layer and the output head"
-    sizes = f"{what} (weights, gradients and activations) {_sizes(_need_bytes(shape, workload, whole=whole), memory)}"
-    where = "the CPU" if device == "cpu" else f"the GPU ({device})"
+    need = needs_text(_need_bytes(shape, workload, whole=whole), memory, about=True)
+    sizes = f"{what} (weights, gradients and activations) {need}"
     layer_fits = memory is None or _need_bytes(shape, workload, whole=False) <= memory
     instead = ("time one layer and the head instead: --measure layer" if whole and layer_fits
                else "verify it on a GPU with more memory, or at a smaller --batch and --seq")
-    return (f"{shape.name} does not fit the memory of {where}: " + (f"it ran out of memory; {sizes}" if ran_out else sizes)
-            + f"; {instead}")
-
-
-def _free(device: str) -> None:
-    """Give a failed part's memory back to the device (CUDA's caching allocator keeps it otherwise)."""
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.empty_cache()
+    return (f"{shape.name} does not fit the memory of {device_text(device)}: "
+            + (f"it ran out of memory; {sizes}" if ran_out else sizes) + f"; {instead}")
 
 
 def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, ModelShape, Workload]], *,
@@ -230,7 +217,7 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
                 raise exc
             raise ShapewiseError(_no_fit_text(shape, workload, whole=whole, device=device, memory=memory,
                                               ran_out=exc is not None)) from None
-        sizes = _sizes(_need_bytes(shape, workload, whole=whole), memory)
+        sizes = needs_text(_need_bytes(shape, workload, whole=whole), memory, about=True)
         failed[i] = (f"does not fit: it {sizes}" if exc is None else
                      f"out of memory beside the shapes timed with it (it {sizes})") if too_big else _error_text(exc)
         parts[i] = ()
@@ -243,7 +230,7 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
         try:
             parts[i] = _part_names(fns, shape, workload, whole=whole, device=device, seed=seed)
         except (ShapewiseError, RuntimeError, MemoryError) as e:  # RuntimeError: torch's, out of memory among them
-            _free(device)
+            free_memory(device)
             fail(i, e)
     # Each part run once before timing: its gradients and activations are allocated only when it runs, and
     # one that runs out of memory then fails the shapes it times alone, not the interleaved run of them all.
@@ -252,7 +239,7 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
             fns[name]()
         except (RuntimeError, MemoryError) as e:
             del fns[name]
-            _free(device)
+            free_memory(device)
             for i in [i for i, names in enumerate(parts) if name in names]:
                 fail(i, e)
     fns = {name: fn for name, fn in fns.items() if any(name in names for names in parts)}  # a failed shape's others
@@ -262,9 +249,8 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     except (RuntimeError, MemoryError) as e:
         if not out_of_memory(e):
             raise
-        where = "the CPU" if device == "cpu" else f"the GPU ({device})"
-        raise ShapewiseError(f"the {len(fns)} parts of the {len(shapes)} shapes ran out of the memory of {where} when "
-                             "timed together: verify fewer at once (--suggestion N)"
+        raise ShapewiseError(f"the {len(fns)} parts of the {len(shapes)} shapes ran out of the memory of "
+                             f"{device_text(device)} when timed together: verify fewer at once (--suggestion N)"
                              + (", or --measure layer" if whole else "")) from None
     # Round by round, each shape's step per token in units of the first part's round median.
     per_token = []

@@ -16,6 +16,7 @@ from .common import (
     add_model_args,
     console,
     model_and_workload,
+    open_store,
     rank0_only,
 )
 
@@ -80,14 +81,13 @@ def add_gemm(kinds) -> None:
         p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="the data type of A, B and C")
         p.add_argument("--kernels", action="store_true",
                        help="also name the kernels cuBLAS runs for each shape (one more call each, under torch.profiler)")
-        add_measure_args(p)
+        add_measure_args(p, mkdir=True)
         p.set_defaults(run=run_bench_gemm)
 
 
 def run_bench_gemm(args) -> int:
     from ..bench import bench_cases
     from ..cases import gemm_cases, parse_dims, refuse_fp8_layout
-    from ..store import Store
 
     batches = parse_dims(args.b, name="-b") if getattr(args, "b", None) else [1]
     cases = gemm_cases(parse_dims(args.m, name="-m"), parse_dims(args.n, name="-n"), parse_dims(args.k, name="-k"),
@@ -96,7 +96,7 @@ def run_bench_gemm(args) -> int:
         raise ShapewiseError("--kernels names GPU kernels: measure on a CUDA device")
     if args.dtype == "fp8":
         refuse_fp8_layout(args.layout, batches, hint=": give --layout nt and no -b")
-    with Store(args.db) as store:
+    with open_store(args) as store:
         bench = bench_cases(cases, store=store, gpu=args.gpu, kernels=args.kernels, **_timing(args))
     rank0_only(bench.sweep)
     return _render_sweep(args, bench)
@@ -117,14 +117,13 @@ def add_attention(kinds) -> None:
     p.add_argument("--pass", dest="passes", nargs="+", action=Repeated, choices=PASSES, default=list(PASSES),
                    help="forward alone, and forward and backward")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="the data type of q, k and v")
-    add_measure_args(p)
+    add_measure_args(p, mkdir=True)
     p.set_defaults(run=run_bench_attention)
 
 
 def run_bench_attention(args) -> int:
     from ..bench import bench_cases
     from ..cases import attention_cases, parse_dims
-    from ..store import Store
 
     cases = attention_cases(batches=parse_dims(args.batch, name="--batch"), heads=parse_dims(args.heads, name="--heads"),
                             kv_heads=parse_dims(args.kv_heads, name="--kv-heads") if args.kv_heads else None,
@@ -134,7 +133,7 @@ def run_bench_attention(args) -> int:
     if cuda_only and not args.device.startswith("cuda"):
         raise ShapewiseError(f"the {', '.join(cuda_only)} SDPA backend{'s' if len(cuda_only) > 1 else ''} run only on "
                              "CUDA devices: on the CPU measure --backend default math unfused")
-    with Store(args.db) as store:
+    with open_store(args) as store:
         bench = bench_cases(cases, store=store, gpu=args.gpu, **_timing(args))
     rank0_only(bench.sweep)
     return _render_sweep(args, bench)
@@ -151,7 +150,7 @@ def add_comm(kinds) -> None:
     p.add_argument("--warmup", type=CALLS.arg, default=5, help="untimed calls per case")
     p.add_argument("--iters", type=CALLS.arg, default=20, help="timed calls per case")
     add_device_arg(p, "cuda (one GPU per rank) or cpu (gloo)")
-    add_db_arg(p)
+    add_db_arg(p, mkdir=True)
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     p.set_defaults(run=run_bench_comm)
 
@@ -162,9 +161,8 @@ def run_bench_comm(args) -> int:
 
     from ..cases import parse_sizes
     from ..distributed import bench_comm
-    from ..store import Store
 
-    with Store(args.db) as store:
+    with open_store(args) as store:
         rank, rows = bench_comm(parse_sizes(args.sizes), args.ops, store=store, device=args.device, dtype=args.dtype,
                                 warmup=args.warmup, iters=args.iters)
     if rank != 0:
@@ -203,17 +201,16 @@ def _bytes_text(n: int) -> str:
 def add_layer(kinds) -> None:
     p = kinds.add_parser("layer", help="time one transformer layer and each of its ops alone")
     add_model_args(p, measuring=True)
-    add_measure_args(p, gpu=False)
+    add_measure_args(p, gpu=False, mkdir=True)
     p.set_defaults(run=run_bench_layer)
 
 
 def run_bench_layer(args) -> int:
     from ..bench import bench_layer
-    from ..store import Store
 
     shape, workload = model_and_workload(args)
     timing = {} if workload.tp > 1 else _timing(args)  # a tensor-parallel layer is timed by call counts
-    with Store(args.db) as store:
+    with open_store(args) as store:
         layer = bench_layer(shape, workload, store=store, gpu=args.gpu, **{"device": args.device, **timing})
     if layer.sweep is not None:
         rank0_only(layer.sweep)
@@ -266,16 +263,15 @@ def _render_tp_layer(args, shape, workload, layer) -> int:
 def add_ops(kinds) -> None:
     p = kinds.add_parser("ops", help="time every op that `shapewise check` lists, beside its prediction")
     add_model_args(p, measuring=True)
-    add_measure_args(p, gpu=False)
+    add_measure_args(p, gpu=False, mkdir=True)
     p.set_defaults(run=run_bench_ops)
 
 
 def run_bench_ops(args) -> int:
     from ..bench import bench_ops
-    from ..store import Store
 
     shape, workload = model_and_workload(args)
-    with Store(args.db) as store:
+    with open_store(args) as store:
         bench = bench_ops(shape, workload, store=store, gpu=args.gpu, **_timing(args))
     rank0_only(bench.sweep)
     status = _render_sweep(args, bench)

@@ -8,7 +8,7 @@ import math
 import sys
 
 from ..errors import ShapewiseError, listed, warn
-from .common import Repeated, add_cost_args, add_measure_args, add_mkdir_arg, console, rank0_only
+from .common import Repeated, add_cost_args, add_measure_args, add_mkdir_arg, console, open_store, rank0_only
 
 # Where calibrate installs a profile, as profile.profile_dir() finds it.
 VARIANT_ROUNDS = 20  # the variants set's target is judged on at least 20 interleaved rounds
@@ -93,7 +93,7 @@ def add_calibrate(sub) -> None:
                                    "predictions for this GPU use it from then on. On the CPU (--device cpu) the set is "
                                    "measured and stored only: a smoke test.")
     p.add_argument("--out", metavar="PATH", help="also write the profile here (a .json file)")
-    add_mkdir_arg(p)
+    add_mkdir_arg(p, "make the folder of --out, or of a new results store (--db), if it does not exist")
     for draw, help_ in DRAW_HELP.items():
         p.add_argument(f"--{draw}", type=SEED.arg, nargs="?", const=1, metavar="SEED", help=help_)
     p.add_argument("--no-install", action="store_true", help=f"do not write it to the profile folder ({PROFILE_FOLDER})")
@@ -106,7 +106,6 @@ def add_calibrate(sub) -> None:
 
 def run_calibrate(args) -> int:
     from ..calibrate import calibrate
-    from ..store import Store
 
     if args.comm:
         return _calibrate_comm(args)
@@ -127,7 +126,7 @@ def run_calibrate(args) -> int:
              f"{len(calibration_cases(dtype=args.dtype, **draws)):,} cases: hours on a CPU, and a profile fitted on "
              "CPU times is never installed as a GPU's; `--quick` is the smoke test")
     out = console()
-    with Store(args.db) as store:
+    with open_store(args) as store:
         done = calibrate(store=store, gpu=args.gpu, device=args.device, dtype=args.dtype, quick=args.quick,
                          draws=draws,
                          warmup_ms=args.warmup_ms, budget_ms=args.budget_ms, force=args.force)
@@ -168,11 +167,10 @@ def _calibrate_comm(args) -> int:
     """Collectives on the ranks torchrun started, fitted into this GPU's profile (rank 0 writes it)."""
     from ..calibrate import calibrate_comm
     from ..measure import environment
-    from ..store import Store
 
     if not args.gpu:
         raise ShapewiseError("name the GPU whose profile gets the link's parameters: --gpu")
-    with Store(args.db) as store:
+    with open_store(args) as store:
         profile, num_cases = calibrate_comm(store=store, gpu=args.gpu, device=args.device, quick=args.quick)
     if profile is None:
         return 0
@@ -188,10 +186,9 @@ def _calibrate_machine(args) -> int:
     """`calibrate --quick` on a GPU: this machine's factors by op family on top of the GPU's profile."""
     from ..calibrate import calibrate_machine
     from ..machine import SHORT_MS
-    from ..store import Store
 
     out = console()
-    with Store(args.db) as store:
+    with open_store(args) as store:
         done = calibrate_machine(store=store, gpu=args.gpu, device=args.device, dtype=args.dtype,
                                  warmup_ms=args.warmup_ms, budget_ms=args.budget_ms, force=args.force)
     rank0_only(done.sweep)

@@ -36,6 +36,8 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        for name in (None, "store"):  # every flag of one value, unless it names another action
+            self.register("action", name, Once)
 
     def error(self, message):  # one line and exit code 2, as for every other bad input
         self.exit(2, f"shapewise: error: {message} (see `{self.prog} --help`)\n")
@@ -53,6 +55,20 @@ class Parser(argparse.ArgumentParser):
         if extras:
             namespace.parser.error(f"unrecognized arguments: {' '.join(extras)}")
         return namespace
+
+
+class Once(argparse.Action):
+    """A flag of one value, refused when given twice: argparse keeps the last silently, so that `check gpt2
+    --gpu h200 --gpu h100` priced the H100 without a word. Every plain flag is one (Parser registers it);
+    a flag meant to be repeated is Repeated."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given", {})  # this parse's flags: the namespace is the parse's own
+        if option_string is not None and self.dest in given:
+            first, then = (f"{v:g}" if isinstance(v, float) else v for v in (given[self.dest], values))
+            raise argparse.ArgumentError(self, f"given twice, {first} and {then}: give it once")
+        given[self.dest] = values
+        setattr(namespace, self.dest, values)
 
 
 class Repeated(argparse.Action):
@@ -90,8 +106,8 @@ def device_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def add_mkdir_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mkdir", action="store_true", help="make the output's folder if it does not exist")
+def add_mkdir_arg(p: argparse.ArgumentParser, text: str = "make the output's folder if it does not exist") -> None:
+    p.add_argument("--mkdir", action="store_true", help=text)
 
 
 def console():
@@ -219,13 +235,14 @@ def cost_model(args, gpu: GPU | None) -> CostModel | None:
 
 # ---- measuring --------------------------------------------------------------------------------
 
-def add_measure_args(p: argparse.ArgumentParser, *, gpu: bool = True) -> None:
+def add_measure_args(p: argparse.ArgumentParser, *, gpu: bool = True, mkdir: bool = False) -> None:
+    """The flags of a sweep; mkdir: --mkdir, for a new store's folder (open_store)."""
     if gpu:
         p.add_argument("--gpu", help=GPU_TO_PREDICT)
     from ..limits import BUDGET_MS, WARMUP_MS
 
     add_device_arg(p)
-    add_db_arg(p)
+    add_db_arg(p, mkdir=mkdir)
     p.add_argument("--force", action="store_true", help="measure again cases the store already holds")
     # 3 ms + 10 ms (and at least 10 repetitions) measured 5× faster than the co-design paper's
     # harness and repeated within 0.7% on an H200 (benchmarks/RESULTS.md).
@@ -242,8 +259,25 @@ def add_device_arg(p: argparse.ArgumentParser, text: str = "cuda, cuda:N or cpu"
 
 
 def add_db_arg(p: argparse.ArgumentParser, text: str = "results store (default: $SHAPEWISE_DB or "
-                                                      "~/.cache/shapewise/results.db)") -> None:
+                                                      "~/.cache/shapewise/results.db)", *, mkdir: bool = False) -> None:
+    """--db, and with mkdir --mkdir for the folder of a new store that the command writes (open_store)."""
     p.add_argument("--db", metavar="PATH", help=text)
+    if mkdir:
+        add_mkdir_arg(p, "make the folder of a new results store (--db) if it does not exist")
+
+
+def open_store(args):
+    """The results store at --db, opened to write: a new one's folder must be there, or --mkdir makes it
+    (shapewise makes the default store's itself). Said as every output's missing folder is, where
+    store.Store, which has no --mkdir to offer, says only that it is missing."""
+    from pathlib import Path
+
+    from ..outputs import writable_folder
+    from ..store import Store
+
+    if args.db and not Path(args.db).expanduser().exists():
+        writable_folder(Path(args.db).expanduser().parent, mkdir=getattr(args, "mkdir", False), what="results store")
+    return Store(args.db)
 
 
 def rank0_only(result):

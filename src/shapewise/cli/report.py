@@ -19,6 +19,7 @@ from .common import (
     console,
     cost_model,
     model_and_workload,
+    open_store,
     top_int,
 )
 
@@ -31,7 +32,7 @@ def add_results(sub) -> None:
     p.add_argument("--format", choices=("csv", "json"), help="export format (default: from the file name, which must agree)")
     p.add_argument("--mkdir", action="store_true",
                    help="make the export's folder, or an imported store's, if it does not exist")
-    p.add_argument("--bench", action=Repeated, help=f"only this benchmark's rows, in the table and the export ({', '.join(BENCHES)})")
+    p.add_argument("--bench", help=f"only this benchmark's rows, in the table and the export ({', '.join(BENCHES)})")
     p.add_argument("--import", dest="import_csv", metavar="FILE",
                    help="read an export (CSV or JSON, another machine's, say) into the store (then --export or "
                         "--check it, if given)")
@@ -59,10 +60,6 @@ def _check_bench(store, bench: str) -> None:
 def _refuse_together(args) -> None:
     """Flags that do nothing together are refused, never one of them dropped without a word. --import runs
     first, then --export or --check of the store it went into; --check and --export are two runs."""
-    if args.bench is not None:  # Repeated, so that a second --bench is said, not silently the one read
-        if len(args.bench) > 1:
-            raise ShapewiseError(f"--bench names one benchmark, got {', '.join(args.bench)}: run once for each")
-        args.bench = args.bench[0]
     if args.check and args.export is not None:
         raise ShapewiseError("--check and --export: give one of them; a damaged store fails its check, and --export "
                              "is what saves its readable rows, so run `--check` first and `--export` after")
@@ -90,12 +87,9 @@ def run_results(args) -> int:
         raise ShapewiseError("--format is the format of --export: give --export PATH too")
     if args.import_csv is not None:
         from ..exports import read_export
-        from ..outputs import writable_folder
 
         rows = read_export(args.import_csv)  # before the store: a file refused leaves no new store behind
-        if args.db and not Path(args.db).expanduser().exists():  # a new store: in a folder that is there or --mkdir makes
-            writable_folder(Path(args.db).expanduser().parent, mkdir=args.mkdir, what="results store")
-        with Store(args.db) as store:
+        with open_store(args) as store:  # a new store: in a folder that is there or --mkdir makes
             count = store.import_rows(rows, source=args.import_csv)
         old, repeated = store.already_stored_rows, store.repeated_rows
         said = [f"{count - repeated - old:,} new, {old:,} already there (replaced by the file's)"] if old else []

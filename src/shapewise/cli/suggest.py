@@ -246,13 +246,14 @@ def _config_text(path: str) -> str:
 
 def add_search(sub) -> None:
     p = sub.add_parser("search", help="design from a parameter budget: the Pareto front of size against speed")
-    from ..limits import PARAMS, PARAMS_TOL, VOCAB
+    from ..limits import PARAMS, PARAMS_TOL
+    from ..search import SEARCH_VOCAB
 
     p.add_argument("--params", type=PARAMS.arg, required=True, help="parameter budget, e.g. 7e9")
     p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them)")
     add_workload_args(p, batch=1, seq=4096, note=DIFFERS, modes=False)
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16", help="the data type of every op")
-    p.add_argument("--vocab", type=VOCAB.arg, default=32000, help="vocab size, padded to a multiple of 64·t")
+    p.add_argument("--vocab", type=SEARCH_VOCAB.arg, default=32000, help="vocab size, padded to a multiple of 64·t")
     p.add_argument("--mlp", choices=("swiglu", "geglu", "gelu", "relu"), default="swiglu", help="the MLP's kind")
     p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa", help="gqa: 8 query heads per kv head")
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.05,
