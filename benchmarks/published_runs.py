@@ -264,7 +264,7 @@ def plan_line(run: Run) -> str:
     try:
         result = plan(run.shape, gpus=run.gpus, gpu=cost_model(run.gpu, spec_only=True),
                       global_batch_tokens=run.global_batch * run.seq, seq=run.seq, dtype=run.dtype,
-                      attention=run.attention, framework=run.framework, network=network(run),
+                      attention=run.attention, framework=run.framework, inter_gbs=run.inter_gbs,
                       overlap_dp=run.overlap_dp, top=1)
     except ShapewiseError:  # no layout at all
         return head + "plan considers no layout"

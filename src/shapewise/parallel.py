@@ -97,18 +97,9 @@ class Network:
         if isinstance(self.gpus_per_node, bool) or not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
             raise ShapewiseError(f"network: GPUs per node must be a positive whole number, got {self.gpus_per_node!r}")
 
-    def check(self, gpus: int) -> None:
-        """Refuse to plan `gpus` GPUs on a network without a link their layouts use."""
-        within, across = links_used(gpus, self.gpus_per_node)
-        if across and self.inter_gbs is None:
-            raise ShapewiseError(f"{gpus} GPUs span nodes of {self.gpus_per_node}: give the network between them "
-                                 "(--inter-node-gbs, GB/s per GPU)")
-        if within and self.intra_gbs is None:
-            raise ShapewiseError(f"{gpus} GPUs talk over the link within a node: give it (--intra-node-gbs, GB/s per GPU)")
-
     def gbs(self, crosses):
         """GB/s per GPU of groups that cross nodes (crosses True) or stay within one; NaN for a link the
-        network has none of, which Network.check keeps every layout from taking."""
+        network has none of, which network_for gives only where no layout of its GPUs uses it."""
         return np.where(crosses, np.nan if self.inter_gbs is None else self.inter_gbs,
                         np.nan if self.intra_gbs is None else self.intra_gbs)
 

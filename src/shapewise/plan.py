@@ -139,12 +139,14 @@ def layouts(shape: ModelShape, *, gpus: int, global_batch: int, gpus_per_node: i
 
 
 def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_batch_tokens: int, seq: int,
-         gpus_per_node: int = GPUS_PER_NODE, network: Network | None = None, precision: str = "mixed",
-         framework: str = "megatron", dtype: str = "bf16", attention: str = "flash", top: int = 5, overlap_dp: bool = True,
-         shapes: tuple[ModelShape, ...] = ()) -> PlanResult:
+         gpus_per_node: int = GPUS_PER_NODE, inter_gbs: float | None = None, intra_gbs: float | None = None,
+         precision: str = "mixed", framework: str = "megatron", dtype: str = "bf16", attention: str = "flash",
+         top: int = 5, overlap_dp: bool = True, shapes: tuple[ModelShape, ...] = ()) -> PlanResult:
     """The fastest layouts of `shape` (and of each of `shapes`, alternatives of about its size) on
     `gpus` GPUs that fit in memory; a step is global_batch_tokens tokens of sequences of `seq`.
-    gpu: a cost model, or a GPU name priced by its default (profile.cost_model), as everywhere else."""
+    gpu: a cost model, or a GPU name priced by its default (profile.cost_model), as everywhere else.
+    inter_gbs, intra_gbs: GB/s per GPU between nodes and within one, where not the datasheet's
+    (parallel.network_for)."""
     start = time.perf_counter()
     model = cost_model(gpu)
     gpu, params = model.gpu, model.params
@@ -158,8 +160,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
                              f"sequences of {seq}; give a multiple of {seq}")
     if gpus > gpus_per_node and gpus % gpus_per_node:
         raise ShapewiseError(f"{gpus} GPUs do not fill whole nodes of {gpus_per_node}; give a multiple of {gpus_per_node}")
-    network = network or network_for(gpu, gpus=gpus, gpus_per_node=gpus_per_node)
-    network.check(gpus)
+    network = network_for(gpu, gpus=gpus, gpus_per_node=gpus_per_node, inter_gbs=inter_gbs, intra_gbs=intra_gbs)
     prec, fw = PRECISIONS[precision], FRAMEWORKS[framework]
     sequences = global_batch_tokens // seq
     found: list[tuple[float, ModelShape, dict, int]] = []
