@@ -41,7 +41,7 @@ import numpy as np
 from .dtypes import activation_bytes
 from .errors import ShapewiseError
 from .hardware import GPU
-from .parallel import RECOMPUTE, Parallelism, expert_params, stage_layers
+from .parallel import RECOMPUTE, Parallelism, expert_params, stage_ends
 from .shapes import ModelShape, Workload
 
 GIB = 2 ** 30
@@ -229,17 +229,16 @@ def _state(params, precision: Precision, shard_w, shard_g, shard_o):
 
 
 def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention: str, tp, pp, dp, vp, ep, zero,
-                    recompute, batch, micro_batches, precision: Precision, framework: Framework,
-                    layers_per_stage=None) -> dict:
+                    recompute, batch, micro_batches, precision: Precision, framework: Framework) -> dict:
     """Each part of the peak per GPU (bytes), over numpy arrays of layouts; the worse of the
-    pipeline's first and last stage. Keys: the fields of Memory. layers_per_stage: the layers each of
-    them is counted with (uneven stages: the heaviest's, an upper bound); None: L/p."""
+    pipeline's first and last stage, each counted with the heaviest stage's layers (⌈L/p⌉: where p
+    does not divide the layers, an upper bound). Keys: the fields of Memory."""
     tp, pp, dp, vp, ep, zero, recompute, batch = (np.asarray(x) for x in (tp, pp, dp, vp, ep, zero, recompute, batch))
-    L, h, V = shape.num_layers, shape.hidden, shape.vocab
+    h, V = shape.hidden, shape.vocab
     tokens = batch * seq
     experts = expert_params(shape)
     dense_layer = shape.layer_params - experts
-    layers = L / pp if layers_per_stage is None else np.asarray(layers_per_stage, dtype=float)
+    _, layers, _ = stage_ends(shape.num_layers, pp)
     layers_dense = layers * dense_layer / tp
     layers_experts = layers * experts / (tp * ep)
     embed = V * h / tp + shape.learned_positions * h
@@ -304,13 +303,10 @@ def estimate(shape: ModelShape, workload: Workload, parallel: Parallelism = Para
     if parallel.vp > 1 and shape.num_layers % (parallel.pp * parallel.vp):
         raise ShapewiseError(f"{shape.num_layers} layers do not split into {parallel.pp} pipeline stages of "
                              f"{parallel.vp} chunks; use a pp·vp that divides {shape.num_layers}")
-    # Uneven stages (p does not divide the layers): the heaviest stage's layers at both ends, as plan counts them.
-    heaviest = max(stage_layers(shape.num_layers, parallel.pp))
     parts = training_arrays(shape, seq=workload.seq, dtype_bytes=workload.dtype_bytes, attention=workload.attention,
                             tp=workload.tp, pp=parallel.pp, dp=parallel.dp, vp=parallel.vp, ep=parallel.ep,
                             zero=parallel.zero, recompute=RECOMPUTE.index(parallel.recompute), batch=workload.batch,
-                            micro_batches=parallel.micro_batches, precision=precision, framework=framework,
-                            layers_per_stage=heaviest)
+                            micro_batches=parallel.micro_batches, precision=precision, framework=framework)
     return Memory(**{k: float(v) for k, v in parts.items()})
 
 

@@ -34,6 +34,15 @@ def stage_layers(num_layers: int, pp: int) -> tuple[int, ...]:
     return (light,) + (light + 1,) * heavy_stages + (light,) * (pp - heavy_stages - 1)
 
 
+def stage_ends(num_layers: int, pp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The layers of the first, the heaviest and the last pipeline stage (stage_layers), for each
+    pipeline degree of an array of them: ⌈L/p⌉ is the heaviest's."""
+    degrees, row = np.unique(np.asarray(pp), return_inverse=True)
+    ends = np.array([(st[0], max(st), st[-1]) for st in (stage_layers(num_layers, int(p)) for p in degrees)],
+                    dtype=float)
+    return tuple(ends[row, i].reshape(np.shape(pp)) for i in range(3))
+
+
 def expert_params(shape) -> int:
     """Parameters of one layer's routed experts (what expert parallelism splits)."""
     from .shapes import MLP_KINDS
@@ -200,7 +209,7 @@ def ring_ms(nbytes, ranks, gbs, params, *, passes: float = 1.0):
 
 
 def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, recompute, micro_batches,
-                network: Network, params, precision, overlap_dp: bool = True, split=None) -> dict:
+                network: Network, params, precision, overlap_dp: bool = True) -> dict:
     """A training step's time, ms, by part, over numpy arrays of layouts (recompute: 0, 1, 2).
 
     compute: m micro-batches through the slowest stage (tensor-parallel collectives included, as
@@ -218,20 +227,19 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     ep_comm: expert parallelism's dispatch and combine all-to-alls, forward and backward, exposed;
     optimizer: reading and writing the local optimizer shard at the GPU's memory bandwidth.
 
-    split: the layers of the first, a middle and the last pipeline rank where the layers do not
-    divide evenly (BLOOM's 70 over 12 ranks: 5, 6, 5, the embedding beside the first and last five);
-    the slowest rank sets the pace. None: L/p each."""
+    Where p does not divide the layers, the first, the heaviest and the last rank hold their own
+    (stage_layers: BLOOM's 70 over 12 ranks are 5, 6 … 6, 5, the embedding beside the first five and
+    the head beside the last); the slowest rank sets the pace."""
     pp, vp, dp, ep, zero, recompute, m = (np.asarray(x) for x in (pp, vp, dp, ep, zero, recompute, micro_batches))
-    L, t, B = shape.num_layers, workload.tp, workload.dtype_bytes
-    first_layers, middle_layers, last_layers = split or (L / pp,) * 3
-    heaviest = np.maximum(np.maximum(first_layers, middle_layers), last_layers)  # the most weights and gradients
+    t, B = workload.tp, workload.dtype_bytes
+    first_layers, heaviest, last_layers = stage_ends(shape.num_layers, pp)  # the heaviest: the most weights and gradients
     extra = np.where(recompute == 2, times.fwd_ms, np.where(recompute == 1, times.core_fwd_ms, 0.0))
     layer = times.fwd_ms + times.bwd_ms + extra
     first = first_layers * layer + times.embed_ms + np.where(pp == 1, times.head_ms, 0.0)
     last = last_layers * layer + times.head_ms + np.where(pp == 1, times.embed_ms, 0.0)
-    stage = np.maximum(np.maximum(first, last), middle_layers * layer)
+    stage = np.maximum(np.maximum(first, last), heaviest * layer)
     # The layers of the stage that sets the pace: recomputation and collectives are counted with its.
-    pace = np.where(stage == first, first_layers, np.where(stage == last, last_layers, middle_layers))
+    pace = np.where(stage == first, first_layers, np.where(stage == last, last_layers, heaviest))
     compute = m * stage
     recomputed = m * pace * extra
     bubble = (pp - 1) / vp * stage

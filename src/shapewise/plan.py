@@ -171,18 +171,10 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
         considered += count
         if not count:
             continue
-        # Each layout's first, heaviest and last stage, in layers (L/p each where p divides L): the
-        # slowest stage, the first with the embedding, the last with the head or a heaviest one, sets
-        # the pace (step_arrays' split). Memory counts the heaviest's layers at both ends, beside the
-        # embedding and beside the head: an upper bound on every stage of an uneven pipeline.
-        degrees, row_of = np.unique(lay["pp"], return_inverse=True)
-        ends = np.array([(st[0], max(st), st[-1]) for st in (stage_layers(s.num_layers, int(p)) for p in degrees)],
-                        dtype=float)
-        first, heaviest, last = ends[row_of.ravel()].T
         mem = training_arrays(s, seq=seq, dtype_bytes=Workload(dtype=dtype).dtype_bytes, attention=attention,
                               tp=lay["tp"], pp=lay["pp"], dp=lay["dp"], vp=lay["vp"], ep=lay["ep"], zero=lay["zero"],
                               recompute=lay["recompute"], batch=lay["batch"], micro_batches=lay["micro_batches"],
-                              precision=prec, framework=fw, layers_per_stage=heaviest)
+                              precision=prec, framework=fw)
         total = sum(mem.values())
         fits = total <= capacity_bytes(gpu)
         fitting += int(fits.sum())
@@ -196,8 +188,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
             out = step_arrays(times, s, w, pp=lay["pp"][rows], vp=lay["vp"][rows], dp=lay["dp"][rows],
                               ep=lay["ep"][rows], zero=lay["zero"][rows], recompute=lay["recompute"][rows],
                               micro_batches=lay["micro_batches"][rows], network=network, params=params,
-                              precision=prec, overlap_dp=overlap_dp,
-                              split=(first[rows], heaviest[rows], last[rows]))
+                              precision=prec, overlap_dp=overlap_dp)
             for k in parts:
                 parts[k][rows] = out[k]
             flops[rows] = (s.num_layers * times.layer_flops + times.outside_flops) * t \
