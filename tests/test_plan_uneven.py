@@ -192,3 +192,42 @@ def test_megatron_flags_refuse_uneven_stages_with_virtual_ones():
     best = pick(plan(SHAPE, gpus=24, gpu="h200", global_batch_tokens=2**20, seq=4096, top=500), pp=12)
     with pytest.raises(ShapewiseError, match="uneven stages or virtual ones, not both"):
         megatron_flags(dataclasses.replace(best, vp=2), seq=4096, global_batch_tokens=2**20)
+
+
+def _steps_by_layout(shape, *, gpus, seq, sequences, gpus_per_node=8) -> dict:
+    """The step time (ms) of every layout plan enumerates, fitting or not, on H100s (spec model)."""
+    network = network_for(SPEC.gpu, gpus=gpus, gpus_per_node=gpus_per_node)
+    lay = layouts(shape, gpus=gpus, global_batch=sequences, gpus_per_node=min(gpus_per_node, gpus))
+    steps = {}
+    for t, b in {(int(t), int(b)) for t, b in zip(lay["tp"], lay["batch"])}:
+        rows = np.flatnonzero((lay["tp"] == t) & (lay["batch"] == b))
+        w = Workload(batch=b, seq=seq, tp=t)
+        times = layer_times(shape, w, gpu=SPEC.gpu, params=SPEC.params, link_gbs=network.intra_gbs)
+        got = step_arrays(times, shape, w, pp=lay["pp"][rows], vp=lay["vp"][rows], dp=lay["dp"][rows],
+                          ep=lay["ep"][rows], zero=lay["zero"][rows], recompute=lay["recompute"][rows],
+                          micro_batches=lay["micro_batches"][rows], network=network, params=SPEC.params,
+                          precision=PRECISIONS["mixed"])["total_ms"]
+        steps |= {tuple(int(lay[k][i]) for k in ("tp", "pp", "dp", "vp", "ep", "batch", "micro_batches", "recompute",
+                                                 "zero")): float(ms) for i, ms in zip(rows, got)}
+    return steps
+
+
+@pytest.mark.parametrize("name, gpus, seq, sequences, num_layers", [
+    ("llama3-8b", 96, 8192, 1536, (30, 32, 33, 34)),  # 33 over 32 stages: a middle one holds 2 beside the head's 1
+    ("llama3-70b", 96, 8192, 512, (78, 81)),
+    ("gpt2", 8, 1024, 512, (10, 12, 14)),
+    ("s70", 12, 1024, 96, (59, 70)),
+])
+def test_a_layer_more_never_makes_a_step_faster(name, gpus, seq, sequences, num_layers):
+    """The same layout with one layer more does more work: its step is never priced faster. Where the
+    layer leaves the slowest stage as it was, the data-parallel reduction must not hide more behind it
+    (it once did: llama3-8b, 33 layers over 32 stages, priced 4.5% faster than 32)."""
+    shape = SHAPE if name == "s70" else get_model(name)
+    gpus_per_node = 4 if name == "s70" else 8
+    for L in num_layers:
+        fewer, more = (_steps_by_layout(shape.replace(num_layers=n), gpus=gpus, seq=seq, sequences=sequences,
+                                        gpus_per_node=gpus_per_node) for n in (L, L + 1))
+        both = fewer.keys() & more.keys()
+        faster = sorted((more[k] / fewer[k] - 1, k) for k in both if more[k] < fewer[k] * (1 - 1e-12))
+        assert len(both) > 100
+        assert not faster, f"{len(faster)} layouts faster with {L + 1} layers than {L}, most {faster[0]}"
