@@ -222,7 +222,7 @@ def predict(run: Run, **changes) -> dict:
                         recompute=RECOMPUTE.index(run.recompute), micro_batches=run.micro_batches,
                         network=network(run), params=SPEC, precision=PRECISIONS["mixed"],
                         overlap_dp=run.overlap_dp)
-    # With uneven stages memory counts the heaviest stage's layers at both ends, as plan does: an upper bound.
+    # With uneven stages memory is the fullest stage's, each with its own layers, as plan counts it.
     memory = Memory(**{k: float(v) for k, v in training_arrays(
         run.shape, seq=run.seq, dtype_bytes=w.dtype_bytes, attention=run.attention, tp=run.tp, pp=run.pp,
         dp=run.dp, vp=run.vp, ep=1, zero=run.zero, recompute=RECOMPUTE.index(run.recompute), batch=run.batch,

@@ -1,5 +1,6 @@
 """Pipelines whose stages do not divide the layers (BLOOM's 70 layers over 12 stages): plan finds them,
-prices them by their heaviest stage, says they are uneven and tells Megatron-LM the split."""
+prices them by their slowest stage and their memory by their fullest, says they are uneven and tells
+Megatron-LM the split."""
 
 import dataclasses
 import json
@@ -10,7 +11,14 @@ import numpy as np
 import pytest
 
 from helpers import run
-from shapewise.memory import FRAMEWORKS, PRECISIONS, training_arrays
+from shapewise.memory import (
+    ALLOCATOR_FRACTION,
+    CONTEXT_BYTES,
+    FRAMEWORKS,
+    PRECISIONS,
+    layer_activation_bytes,
+    training_arrays,
+)
 from shapewise.parallel import RECOMPUTE, layer_times, network_for, step_arrays
 from shapewise.plan import layouts, megatron_flags, plan, stage_layers, stages_text
 from shapewise.presets import get_model
@@ -68,14 +76,38 @@ def test_uneven_pipeline_runs_at_its_heaviest_stages_pace():
     assert p.times_ms["compute_ms"] > 1.02 * m * 70 / 12 * layer
 
 
-def test_uneven_pipeline_memory_counts_the_heaviest_stage_at_each_end():
-    """70 layers over 12 stages take the memory of 72 over 12 (6 a stage, the same embedding and head),
-    more than 60 over 12 (the 5 of the end stages) would."""
+def test_uneven_pipeline_memory_is_its_fullest_stages():
+    """70 layers over 12 stages (5, 6×10, 5) take less memory than 72 over 12 (6 on the first stage,
+    beside the embedding, with 12 micro-batches in flight) and more than 60 over 12."""
     layout = dict(tp=1, pp=12, vp=1, batch=1, recompute="none", zero=0)
     uneven = pick(plan(SHAPE, **KW), **layout).memory.total_bytes
     six = pick(plan(SHAPE.replace(num_layers=72), **KW), **layout).memory.total_bytes
-    assert uneven == pytest.approx(six, rel=1e-12)
-    assert uneven > pick(plan(SHAPE.replace(num_layers=60), **KW), **layout).memory.total_bytes
+    assert pick(plan(SHAPE.replace(num_layers=60), **KW), **layout).memory.total_bytes < uneven < six
+
+
+@pytest.mark.parametrize("num_layers, pp, micro_batches", [
+    (70, 12, 96), (70, 12, 4), (71, 12, 96), (72, 12, 96), (69, 12, 96), (80, 3, 8), (8, 3, 1), (9, 2, 4), (32, 1, 8)])
+def test_training_memory_is_the_largest_of_every_stage_on_its_own(num_layers, pp, micro_batches):
+    """Each stage with its own layers (stage_layers), micro-batches in flight (rank i of 1F1B: min(p-i, m))
+    and the embedding (first) or head, final norm and loss (last): the peak per GPU is the fullest's.
+    Small vocabulary, so middle stages can be the fullest; no ZeRO, no recomputation."""
+    shape = ModelShape(name="u", hidden=1024, num_layers=num_layers, num_heads=16, vocab=1024, mlp="swiglu",
+                       norm="rmsnorm", bias=False, tied_embeddings=False)
+    seq, batch, prec, fw = 1024, 2, PRECISIONS["mixed"], FRAMEWORKS["megatron"]
+    got = training_arrays(shape, seq=seq, dtype_bytes=2, attention="flash", tp=1, pp=pp, dp=1, vp=1, ep=1, zero=0,
+                          recompute=0, batch=batch, micro_batches=micro_batches, precision=prec, framework=fw)
+    per_layer = layer_activation_bytes(shape, seq=seq, dtype_bytes=2, attention="flash", tp=1, recompute=0,
+                                       framework=fw) * batch * seq
+    embed = shape.vocab * shape.hidden
+    loss = batch * seq * (shape.vocab * fw.loss_bytes_per_logit + 2 * 2 * shape.hidden)
+    stages = []
+    for rank, layers in enumerate(stage_layers(num_layers, pp)):
+        last = rank == pp - 1
+        params = layers * shape.layer_params + embed * (rank == 0) + (shape.params - shape.blocks_params - embed) * last
+        held = min(pp - rank, micro_batches) * layers * per_layer + loss * last
+        stages.append(params * (prec.weights + prec.grads + prec.optimizer) + max(held, params * prec.step_temp))
+    want = max(stages) * (1 + ALLOCATOR_FRACTION) + CONTEXT_BYTES
+    assert sum(float(v) for v in got.values()) == pytest.approx(want, rel=1e-12)
 
 
 def test_even_layouts_price_as_without_a_split():

@@ -327,8 +327,8 @@ def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = 
         console.print(f"{', '.join(f'#{i}' for i in rows)} stages={stages_text(stages)}: {len(stages)} pipeline stages "
                       f"do not divide the {sum(stages)} layers, so the stages hold these layers, first to last (n×k: k "
                       f"stages of n); the slowest stage (a {heavy}-layer one, or an end one with the embedding or the "
-                      f"output layer) sets the pace, and memory counts {heavy} layers at each "
-                      f"end. The framework must be given this split: --emit megatron prints Megatron-LM's flags")
+                      f"output layer) sets the pace, and memory is the fullest stage's, with its own layers. The "
+                      f"framework must be given this split: --emit megatron prints Megatron-LM's flags")
     if any(p.memory.peak_at_step for p in result.plans):
         console.print("act/loss –: the peak is at the optimizer step, after the backward has freed the activations "
                       "and the loss's buffers (the step's temporaries count in optim)")
