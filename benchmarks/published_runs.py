@@ -105,7 +105,6 @@ class Run:
     dtype: str = "fp16"
     zero: int = 0
     overlap_dp: bool = False  # the data-parallel reduction hidden behind backward (DDP, FSDP) or after it
-    split: tuple[int, int, int] | None = None  # layers of the first, a middle, the last pipeline rank
     inter_gbs: float | None = None  # network per GPU between nodes, where the run's cluster differs
     framework: str = "megatron-gpt"
 
@@ -174,7 +173,7 @@ MTNLG_RUNS = tuple(
 B176 = ModelShape(name="bloom-176b", hidden=14336, num_layers=70, num_heads=112, vocab=250880, mlp="gelu",
                   norm="layernorm", bias=True, tied_embeddings=True, source=BLOOM)
 BLOOM_RUN = Run("BLOOM-176B", B176, "a100", 4, 12, 8, 1, 2, 2048, 2048, "full", BLOOM, published_s=104.70,
-                dtype="bf16", zero=1, split=(5, 6, 5), inter_gbs=4 * 100 / 8 / 8, framework="megatron")
+                dtype="bf16", zero=1, inter_gbs=4 * 100 / 8 / 8, framework="megatron")
 
 # OPT-175B: t=8 and FSDP over 992/8 = 124 ranks without resharding after forward (ZeRO-2's
 # traffic: gradients reduce-scattered during backward, weights gathered once a step); per-GPU
@@ -200,7 +199,7 @@ L405 = ModelShape(name="llama3-405b", hidden=16384, num_layers=126, num_heads=12
 LLAMA3_RUNS = tuple(
     Run(f"Llama3 405B {gpus} GPUs", L405, "h100", 8, 16, dp, 2, 1, dp * per_dp, 8192, "none", LLAMA3,
         published_tflops=tflops, flops_rule="palm", attention="flash", dtype="bf16", zero=2, overlap_dp=True,
-        split=(7, 8, 7), framework="megatron")
+        framework="megatron")
     for gpus, dp, per_dp, tflops in ((8192, 64, 32, 430), (16384, 128, 16, 400)))
 
 OTHER_RUNS = (*MTNLG_RUNS, BLOOM_RUN, OPT_RUN, *LLAMA3_RUNS)
@@ -222,13 +221,12 @@ def predict(run: Run, **changes) -> dict:
     parts = step_arrays(times, run.shape, w, pp=run.pp, vp=run.vp, dp=run.dp, ep=1, zero=run.zero,
                         recompute=RECOMPUTE.index(run.recompute), micro_batches=run.micro_batches,
                         network=network(run), params=SPEC, precision=PRECISIONS["mixed"],
-                        overlap_dp=run.overlap_dp, split=run.split)
-    # With uneven stages memory counts the heaviest stage's layers at both ends, as plan does: an upper bound.
+                        overlap_dp=run.overlap_dp)
+    # With uneven stages memory is the fullest stage's, each with its own layers, as plan counts it.
     memory = Memory(**{k: float(v) for k, v in training_arrays(
         run.shape, seq=run.seq, dtype_bytes=w.dtype_bytes, attention=run.attention, tp=run.tp, pp=run.pp,
         dp=run.dp, vp=run.vp, ep=1, zero=run.zero, recompute=RECOMPUTE.index(run.recompute), batch=run.batch,
-        micro_batches=run.micro_batches, precision=PRECISIONS["mixed"], framework=FRAMEWORKS[run.framework],
-        layers_per_stage=max(run.split) if run.split else None).items()})
+        micro_batches=run.micro_batches, precision=PRECISIONS["mixed"], framework=FRAMEWORKS[run.framework]).items()})
     return {k: float(v) for k, v in parts.items()} | {"memory": memory, "fits": memory.fits(gpu)}
 
 
@@ -264,7 +262,7 @@ def plan_line(run: Run) -> str:
     try:
         result = plan(run.shape, gpus=run.gpus, gpu=cost_model(run.gpu, spec_only=True),
                       global_batch_tokens=run.global_batch * run.seq, seq=run.seq, dtype=run.dtype,
-                      attention=run.attention, framework=run.framework, network=network(run),
+                      attention=run.attention, framework=run.framework, inter_gbs=run.inter_gbs,
                       overlap_dp=run.overlap_dp, top=1)
     except ShapewiseError:  # no layout at all
         return head + "plan considers no layout"

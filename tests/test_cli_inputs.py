@@ -120,14 +120,16 @@ def test_plan_still_asks_for_a_network_across_nodes_and_says_the_dtype_first(cap
     assert one_line_error(code, err, "no fp8 support"), err
 
 
-def test_a_network_without_a_link_its_plan_uses_is_refused():
-    from shapewise.parallel import Network
+def test_the_library_plan_says_the_dtype_then_asks_for_a_link_its_layouts_use():
     from shapewise.plan import plan
     from shapewise.presets import PRESETS
 
+    kw = dict(gpus=16, gpu="v100", global_batch_tokens=16 * 1024, seq=1024)
+    with pytest.raises(ShapewiseError, match="no bf16 support"):
+        plan(PRESETS["gpt2"], **kw)
     with pytest.raises(ShapewiseError, match="--inter-node-gbs"):
-        plan(PRESETS["gpt2"], gpus=16, gpu="h100", global_batch_tokens=16 * 1024, seq=1024,
-             network=Network(intra_gbs=450, inter_gbs=None))
+        plan(PRESETS["gpt2"], **kw, dtype="fp16")
+    assert plan(PRESETS["gpt2"], **kw, dtype="fp16", inter_gbs=12.5).network.inter_gbs == 12.5
 
 
 @pytest.mark.parametrize("flags, warning", [

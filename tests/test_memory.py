@@ -149,9 +149,10 @@ def test_more_sharding_or_recompute_never_needs_more(tp, dp, batch, precision):
     assert math.isfinite(base) and not np.isnan(base)
 
 
-def test_uneven_stages_count_the_heaviest_stage_as_plan_does():
-    # 8 layers over 3 stages are 3, 3 and 2 (plan.stage_layers): the heaviest stage holds what a stage
-    # of a 9-layer model holds, embedding and head included; an even split is priced as before.
+def test_uneven_stages_count_the_fullest_stage_as_plan_does():
+    # 8 layers over 3 stages are 3, 3 and 2 (plan.stage_layers): the fullest, the first (3 layers, the
+    # embedding, 3 micro-batches in flight), holds what a 9-layer model's first stage holds; an even split
+    # is priced as before.
     nine = dataclasses.replace(GPT, num_layers=9)
     w = Workload(batch=1, seq=2048)
     uneven = estimate(GPT, w, Parallelism(pp=3, micro_batches=6))

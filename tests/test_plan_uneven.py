@@ -1,5 +1,6 @@
 """Pipelines whose stages do not divide the layers (BLOOM's 70 layers over 12 stages): plan finds them,
-prices them by their heaviest stage, says they are uneven and tells Megatron-LM the split."""
+prices them by their slowest stage and their memory by their fullest, says they are uneven and tells
+Megatron-LM the split."""
 
 import dataclasses
 import json
@@ -10,7 +11,14 @@ import numpy as np
 import pytest
 
 from helpers import run
-from shapewise.memory import FRAMEWORKS, PRECISIONS, training_arrays
+from shapewise.memory import (
+    ALLOCATOR_FRACTION,
+    CONTEXT_BYTES,
+    FRAMEWORKS,
+    PRECISIONS,
+    layer_activation_bytes,
+    training_arrays,
+)
 from shapewise.parallel import RECOMPUTE, layer_times, network_for, step_arrays
 from shapewise.plan import layouts, megatron_flags, plan, stage_layers, stages_text
 from shapewise.presets import get_model
@@ -68,17 +76,38 @@ def test_uneven_pipeline_runs_at_its_heaviest_stages_pace():
     assert p.times_ms["compute_ms"] > 1.02 * m * 70 / 12 * layer
 
 
-def test_uneven_pipeline_memory_counts_the_heaviest_stage_at_each_end():
-    """70 layers over 12 stages take the memory of 72 over 12 (6 a stage, the same embedding and head),
-    more than 70/12 layers a stage would."""
+def test_uneven_pipeline_memory_is_its_fullest_stages():
+    """70 layers over 12 stages (5, 6×10, 5) take less memory than 72 over 12 (6 on the first stage,
+    beside the embedding, with 12 micro-batches in flight) and more than 60 over 12."""
     layout = dict(tp=1, pp=12, vp=1, batch=1, recompute="none", zero=0)
     uneven = pick(plan(SHAPE, **KW), **layout).memory.total_bytes
     six = pick(plan(SHAPE.replace(num_layers=72), **KW), **layout).memory.total_bytes
-    assert uneven == pytest.approx(six, rel=1e-12)
-    spread = training_arrays(SHAPE, seq=1024, dtype_bytes=2, attention="flash", tp=1, pp=12, dp=1, vp=1, ep=1, zero=0,
-                             recompute=0, batch=1, micro_batches=96, precision=PRECISIONS["mixed"],
-                             framework=FRAMEWORKS["megatron"])  # L/p layers a stage
-    assert uneven > sum(float(v) for v in spread.values())
+    assert pick(plan(SHAPE.replace(num_layers=60), **KW), **layout).memory.total_bytes < uneven < six
+
+
+@pytest.mark.parametrize("num_layers, pp, micro_batches", [
+    (70, 12, 96), (70, 12, 4), (71, 12, 96), (72, 12, 96), (69, 12, 96), (80, 3, 8), (8, 3, 1), (9, 2, 4), (32, 1, 8)])
+def test_training_memory_is_the_largest_of_every_stage_on_its_own(num_layers, pp, micro_batches):
+    """Each stage with its own layers (stage_layers), micro-batches in flight (rank i of 1F1B: min(p-i, m))
+    and the embedding (first) or head, final norm and loss (last): the peak per GPU is the fullest's.
+    Small vocabulary, so middle stages can be the fullest; no ZeRO, no recomputation."""
+    shape = ModelShape(name="u", hidden=1024, num_layers=num_layers, num_heads=16, vocab=1024, mlp="swiglu",
+                       norm="rmsnorm", bias=False, tied_embeddings=False)
+    seq, batch, prec, fw = 1024, 2, PRECISIONS["mixed"], FRAMEWORKS["megatron"]
+    got = training_arrays(shape, seq=seq, dtype_bytes=2, attention="flash", tp=1, pp=pp, dp=1, vp=1, ep=1, zero=0,
+                          recompute=0, batch=batch, micro_batches=micro_batches, precision=prec, framework=fw)
+    per_layer = layer_activation_bytes(shape, seq=seq, dtype_bytes=2, attention="flash", tp=1, recompute=0,
+                                       framework=fw) * batch * seq
+    embed = shape.vocab * shape.hidden
+    loss = batch * seq * (shape.vocab * fw.loss_bytes_per_logit + 2 * 2 * shape.hidden)
+    stages = []
+    for rank, layers in enumerate(stage_layers(num_layers, pp)):
+        last = rank == pp - 1
+        params = layers * shape.layer_params + embed * (rank == 0) + (shape.params - shape.blocks_params - embed) * last
+        held = min(pp - rank, micro_batches) * layers * per_layer + loss * last
+        stages.append(params * (prec.weights + prec.grads + prec.optimizer) + max(held, params * prec.step_temp))
+    want = max(stages) * (1 + ALLOCATOR_FRACTION) + CONTEXT_BYTES
+    assert sum(float(v) for v in got.values()) == pytest.approx(want, rel=1e-12)
 
 
 def test_even_layouts_price_as_without_a_split():
@@ -180,7 +209,7 @@ def test_recomputation_and_collectives_are_counted_with_the_stage_that_sets_the_
     assert stage_layers(32, 3) == (first, middle, last)
     got = step_arrays(times, shape, w, pp=3, vp=1, dp=8, ep=1, zero=1, recompute=RECOMPUTE.index("full"),
                       micro_batches=8, network=network_for(model.gpu), params=model.params,
-                      precision=PRECISIONS["mixed"], split=(first, middle, last))
+                      precision=PRECISIONS["mixed"])
     layer = 2 * times.fwd_ms + times.bwd_ms  # full recomputation: the forward twice
     stages = {first: first * layer + times.embed_ms, last: last * layer + times.head_ms}
     assert stages[last] > middle * layer  # the premise: the output layer's stage is the slowest
@@ -195,3 +224,42 @@ def test_megatron_flags_refuse_uneven_stages_with_virtual_ones():
     best = pick(plan(SHAPE, gpus=24, gpu="h200", global_batch_tokens=2**20, seq=4096, top=500), pp=12)
     with pytest.raises(ShapewiseError, match="uneven stages or virtual ones, not both"):
         megatron_flags(dataclasses.replace(best, vp=2), seq=4096, global_batch_tokens=2**20)
+
+
+def _steps_by_layout(shape, *, gpus, seq, sequences, gpus_per_node=8) -> dict:
+    """The step time (ms) of every layout plan enumerates, fitting or not, on H100s (spec model)."""
+    network = network_for(SPEC.gpu, gpus=gpus, gpus_per_node=gpus_per_node)
+    lay = layouts(shape, gpus=gpus, global_batch=sequences, gpus_per_node=min(gpus_per_node, gpus))
+    steps = {}
+    for t, b in {(int(t), int(b)) for t, b in zip(lay["tp"], lay["batch"])}:
+        rows = np.flatnonzero((lay["tp"] == t) & (lay["batch"] == b))
+        w = Workload(batch=b, seq=seq, tp=t)
+        times = layer_times(shape, w, gpu=SPEC.gpu, params=SPEC.params, link_gbs=network.intra_gbs)
+        got = step_arrays(times, shape, w, pp=lay["pp"][rows], vp=lay["vp"][rows], dp=lay["dp"][rows],
+                          ep=lay["ep"][rows], zero=lay["zero"][rows], recompute=lay["recompute"][rows],
+                          micro_batches=lay["micro_batches"][rows], network=network, params=SPEC.params,
+                          precision=PRECISIONS["mixed"])["total_ms"]
+        steps |= {tuple(int(lay[k][i]) for k in ("tp", "pp", "dp", "vp", "ep", "batch", "micro_batches", "recompute",
+                                                 "zero")): float(ms) for i, ms in zip(rows, got)}
+    return steps
+
+
+@pytest.mark.parametrize("name, gpus, seq, sequences, num_layers", [
+    ("llama3-8b", 96, 8192, 1536, (30, 32, 33, 34)),  # 33 over 32 stages: a middle one holds 2 beside the head's 1
+    ("llama3-70b", 96, 8192, 512, (78, 81)),
+    ("gpt2", 8, 1024, 512, (10, 12, 14)),
+    ("s70", 12, 1024, 96, (59, 70)),
+])
+def test_a_layer_more_never_makes_a_step_faster(name, gpus, seq, sequences, num_layers):
+    """The same layout with one layer more does more work: its step is never priced faster. Where the
+    layer leaves the slowest stage as it was, the data-parallel reduction must not hide more behind it
+    (it once did: llama3-8b, 33 layers over 32 stages, priced 4.5% faster than 32)."""
+    shape = SHAPE if name == "s70" else get_model(name)
+    gpus_per_node = 4 if name == "s70" else 8
+    for L in num_layers:
+        fewer, more = (_steps_by_layout(shape.replace(num_layers=n), gpus=gpus, seq=seq, sequences=sequences,
+                                        gpus_per_node=gpus_per_node) for n in (L, L + 1))
+        both = fewer.keys() & more.keys()
+        faster = sorted((more[k] / fewer[k] - 1, k) for k in both if more[k] < fewer[k] * (1 - 1e-12))
+        assert len(both) > 100
+        assert not faster, f"{len(faster)} layouts faster with {L + 1} layers than {L}, most {faster[0]}"

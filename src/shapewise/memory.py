@@ -26,7 +26,8 @@ stays alive:
   core attention keeps inside itself: the s² tensors unfused, the log-sum-exp with flash;
 - full recomputation keeps each layer's input (2sbh/t) and, during backward, one layer's working set;
 - pipelines: the first stage of 1F1B holds p micro-batches in flight, the interleaved schedule
-  L(1 + (p-1)/(pv)) layers' worth (Korthikanti et al. section 4.2.3; Megatron's warm-up counts).
+  L(1 + (p-1)/(pv)) layers' worth (Korthikanti et al. section 4.2.3; Megatron's warm-up counts);
+  each stage counts its own layers, and the fullest one is the peak.
 
 Implementation details that change what is kept are a Framework: eager PyTorch (shapewise.layers,
 Hugging Face-style code) against Megatron-LM's fused kernels.
@@ -41,7 +42,7 @@ import numpy as np
 from .dtypes import activation_bytes
 from .errors import ShapewiseError
 from .hardware import GPU
-from .parallel import RECOMPUTE, Parallelism, expert_params, stage_layers
+from .parallel import RECOMPUTE, Parallelism, expert_params, stage_ends
 from .shapes import ModelShape, Workload
 
 GIB = 2 ** 30
@@ -209,16 +210,13 @@ def layer_activation_bytes(shape: ModelShape, *, seq: int, dtype_bytes: int, att
     return np.where(recompute == 2, layer_input, np.where(recompute == 1, whole - core, whole))
 
 
-def _in_flight_layers(stage, pp, vp, micro_batches, first: bool):
-    """Layers' worth of one micro-batch's activations a stage holds at its peak: 1F1B's first stage
-    has min(p, m) micro-batches of its `stage` layers (L/p) in flight, the last one; the interleaved
-    schedule's first rank 2(p-1) + (v-1)p + 1 chunks of L/(pv) layers (Megatron's warm-up plus one),
-    its last (v-1)p + 1, never more than the m·v chunks a step has."""
-    pp, vp, m = (np.asarray(x, dtype=float) for x in (pp, vp, micro_batches))
-    if first:
-        plain, chunks = np.minimum(pp, m), 2 * (pp - 1) + (vp - 1) * pp + 1
-    else:
-        plain, chunks = np.ones_like(pp), (vp - 1) * pp + 1
+def _in_flight_layers(stage, pp, vp, micro_batches, rank):
+    """Layers' worth of one micro-batch's activations pipeline rank i (0 first) holds at its peak:
+    in 1F1B min(p - i, m) micro-batches of its `stage` layers in flight (the first p, the last one);
+    in the interleaved schedule 2(p-i-1) + (v-1)p + 1 chunks of stage/v layers (Megatron's warm-up
+    plus one), never more than the m·v chunks a step has."""
+    pp, vp, m, rank = (np.asarray(x, dtype=float) for x in (pp, vp, micro_batches, rank))
+    plain, chunks = np.minimum(pp - rank, m), 2 * (pp - rank - 1) + (vp - 1) * pp + 1
     interleaved = np.minimum(chunks, m * vp) * stage / vp
     return np.where(vp > 1, interleaved, plain * stage)
 
@@ -229,19 +227,15 @@ def _state(params, precision: Precision, shard_w, shard_g, shard_o):
 
 
 def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention: str, tp, pp, dp, vp, ep, zero,
-                    recompute, batch, micro_batches, precision: Precision, framework: Framework,
-                    layers_per_stage=None) -> dict:
-    """Each part of the peak per GPU (bytes), over numpy arrays of layouts; the worse of the
-    pipeline's first and last stage. Keys: the fields of Memory. layers_per_stage: the layers each of
-    them is counted with (uneven stages: the heaviest's, an upper bound); None: L/p."""
+                    recompute, batch, micro_batches, precision: Precision, framework: Framework) -> dict:
+    """Each part of the peak per GPU (bytes), over numpy arrays of layouts; the fullest pipeline
+    stage's, each with its own layers (stage_layers). Keys: the fields of Memory."""
     tp, pp, dp, vp, ep, zero, recompute, batch = (np.asarray(x) for x in (tp, pp, dp, vp, ep, zero, recompute, batch))
-    L, h, V = shape.num_layers, shape.hidden, shape.vocab
+    h, V = shape.hidden, shape.vocab
     tokens = batch * seq
     experts = expert_params(shape)
     dense_layer = shape.layer_params - experts
-    layers = L / pp if layers_per_stage is None else np.asarray(layers_per_stage, dtype=float)
-    layers_dense = layers * dense_layer / tp
-    layers_experts = layers * experts / (tp * ep)
+    first_layers, heaviest, last_layers = stage_ends(shape.num_layers, pp)
     embed = V * h / tp + shape.learned_positions * h
     head = np.where(pp > 1, V * h / tp, 0.0) if shape.tied_embeddings else V * h / tp  # Megatron keeps a copy
     final_norm = shape.params - shape.blocks_params - V * h * (1 if shape.tied_embeddings else 2) \
@@ -256,15 +250,22 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
                                      recompute=np.zeros_like(recompute), framework=framework)
     # FSDP gathers a layer's weights before it runs and prefetches the next: two layers unsharded.
     gathered = np.where((zero >= 3) & (dp > 1), 2 * (dense_layer / tp + experts / (tp * ep)) * precision.weights, 0.0)
+    # The fullest stage is the first (the embedding, the most micro-batches in flight), the last (the
+    # head and the loss) or, where the first is a lighter one, the second: ⌈L/p⌉ layers and one
+    # micro-batch fewer in flight than the first. The other middle stages hold no more layers and fewer
+    # micro-batches than one of these.
+    with_one_stage = embed + head + final_norm  # the first is the last: embedding, head and loss on one GPU
     best = None
-    for first, extra_params, logits in ((True, embed, False), (False, head + final_norm, True)):
-        if not first:  # with one stage, the first is the last: embedding, head and loss on one GPU
-            extra_params = np.where(pp == 1, embed + head + final_norm, extra_params)
-        dense = layers_dense + extra_params
+    for rank, layers, extra_params, logits, counted in (
+            (0, first_layers, embed, False, True),
+            (1, heaviest, 0.0, False, pp >= 3),
+            (pp - 1, last_layers, np.where(pp == 1, with_one_stage, head + final_norm), True, True)):
+        layers_experts = layers * experts / (tp * ep)
+        dense = layers * dense_layer / tp + extra_params
         w1, g1, o1 = _state(dense, precision, *(s[0] for s in (shard_w, shard_g, shard_o)))
         w2, g2, o2 = _state(layers_experts, precision, *(s[1] for s in (shard_w, shard_g, shard_o)))
         weights, grads, optimizer = w1 + w2 + gathered, g1 + g2, o1 + o2
-        held = _in_flight_layers(layers, pp, vp, micro_batches, first) * per_layer * tokens
+        held = _in_flight_layers(layers, pp, vp, micro_batches, rank) * per_layer * tokens
         has_logits = np.full(np.shape(pp), logits) | (pp == 1)
         # The final norm's input and output (the output layer's input) with the logits' buffers.
         loss = np.where(has_logits, tokens * (V / tp * framework.loss_bytes_per_logit + 2 * activation_bytes(dtype_bytes) * h / tp), 0.0)
@@ -284,8 +285,8 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
         if best is None:
             best = parts, total
         else:
-            worse = total > best[1]
-            best = {k: np.where(worse, parts[k], best[0][k]) for k in parts}, np.maximum(total, best[1])
+            worse = counted & (total > best[1])
+            best = {k: np.where(worse, parts[k], best[0][k]) for k in parts}, np.where(worse, total, best[1])
     parts = best[0]
     # The optimizer step's temporaries count with the optimizer.
     parts["optimizer"] = parts["optimizer"] + parts.pop("step")
@@ -304,13 +305,10 @@ def estimate(shape: ModelShape, workload: Workload, parallel: Parallelism = Para
     if parallel.vp > 1 and shape.num_layers % (parallel.pp * parallel.vp):
         raise ShapewiseError(f"{shape.num_layers} layers do not split into {parallel.pp} pipeline stages of "
                              f"{parallel.vp} chunks; use a pp·vp that divides {shape.num_layers}")
-    # Uneven stages (p does not divide the layers): the heaviest stage's layers at both ends, as plan counts them.
-    heaviest = max(stage_layers(shape.num_layers, parallel.pp))
     parts = training_arrays(shape, seq=workload.seq, dtype_bytes=workload.dtype_bytes, attention=workload.attention,
                             tp=workload.tp, pp=parallel.pp, dp=parallel.dp, vp=parallel.vp, ep=parallel.ep,
                             zero=parallel.zero, recompute=RECOMPUTE.index(parallel.recompute), batch=workload.batch,
-                            micro_batches=parallel.micro_batches, precision=precision, framework=framework,
-                            layers_per_stage=heaviest)
+                            micro_batches=parallel.micro_batches, precision=precision, framework=framework)
     return Memory(**{k: float(v) for k, v in parts.items()})
 
 

@@ -139,12 +139,14 @@ def layouts(shape: ModelShape, *, gpus: int, global_batch: int, gpus_per_node: i
 
 
 def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_batch_tokens: int, seq: int,
-         gpus_per_node: int = GPUS_PER_NODE, network: Network | None = None, precision: str = "mixed",
-         framework: str = "megatron", dtype: str = "bf16", attention: str = "flash", top: int = 5, overlap_dp: bool = True,
-         shapes: tuple[ModelShape, ...] = ()) -> PlanResult:
+         gpus_per_node: int = GPUS_PER_NODE, inter_gbs: float | None = None, intra_gbs: float | None = None,
+         precision: str = "mixed", framework: str = "megatron", dtype: str = "bf16", attention: str = "flash",
+         top: int = 5, overlap_dp: bool = True, shapes: tuple[ModelShape, ...] = ()) -> PlanResult:
     """The fastest layouts of `shape` (and of each of `shapes`, alternatives of about its size) on
     `gpus` GPUs that fit in memory; a step is global_batch_tokens tokens of sequences of `seq`.
-    gpu: a cost model, or a GPU name priced by its default (profile.cost_model), as everywhere else."""
+    gpu: a cost model, or a GPU name priced by its default (profile.cost_model), as everywhere else.
+    inter_gbs, intra_gbs: GB/s per GPU between nodes and within one, where not the datasheet's
+    (parallel.network_for)."""
     start = time.perf_counter()
     model = cost_model(gpu)
     gpu, params = model.gpu, model.params
@@ -158,8 +160,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
                              f"sequences of {seq}; give a multiple of {seq}")
     if gpus > gpus_per_node and gpus % gpus_per_node:
         raise ShapewiseError(f"{gpus} GPUs do not fill whole nodes of {gpus_per_node}; give a multiple of {gpus_per_node}")
-    network = network or network_for(gpu, gpus=gpus, gpus_per_node=gpus_per_node)
-    network.check(gpus)
+    network = network_for(gpu, gpus=gpus, gpus_per_node=gpus_per_node, inter_gbs=inter_gbs, intra_gbs=intra_gbs)
     prec, fw = PRECISIONS[precision], FRAMEWORKS[framework]
     sequences = global_batch_tokens // seq
     found: list[tuple[float, ModelShape, dict, int]] = []
@@ -170,18 +171,10 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
         considered += count
         if not count:
             continue
-        # Each layout's first, heaviest and last stage, in layers (L/p each where p divides L): the
-        # slowest stage, the first with the embedding, the last with the head or a heaviest one, sets
-        # the pace (step_arrays' split). Memory counts the heaviest's layers at both ends, beside the
-        # embedding and beside the head: an upper bound on every stage of an uneven pipeline.
-        degrees, row_of = np.unique(lay["pp"], return_inverse=True)
-        ends = np.array([(st[0], max(st), st[-1]) for st in (stage_layers(s.num_layers, int(p)) for p in degrees)],
-                        dtype=float)
-        first, heaviest, last = ends[row_of.ravel()].T
         mem = training_arrays(s, seq=seq, dtype_bytes=Workload(dtype=dtype).dtype_bytes, attention=attention,
                               tp=lay["tp"], pp=lay["pp"], dp=lay["dp"], vp=lay["vp"], ep=lay["ep"], zero=lay["zero"],
                               recompute=lay["recompute"], batch=lay["batch"], micro_batches=lay["micro_batches"],
-                              precision=prec, framework=fw, layers_per_stage=heaviest)
+                              precision=prec, framework=fw)
         total = sum(mem.values())
         fits = total <= capacity_bytes(gpu)
         fitting += int(fits.sum())
@@ -195,8 +188,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
             out = step_arrays(times, s, w, pp=lay["pp"][rows], vp=lay["vp"][rows], dp=lay["dp"][rows],
                               ep=lay["ep"][rows], zero=lay["zero"][rows], recompute=lay["recompute"][rows],
                               micro_batches=lay["micro_batches"][rows], network=network, params=params,
-                              precision=prec, overlap_dp=overlap_dp,
-                              split=(first[rows], heaviest[rows], last[rows]))
+                              precision=prec, overlap_dp=overlap_dp)
             for k in parts:
                 parts[k][rows] = out[k]
             flops[rows] = (s.num_layers * times.layer_flops + times.outside_flops) * t \
@@ -335,8 +327,8 @@ def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = 
         console.print(f"{', '.join(f'#{i}' for i in rows)} stages={stages_text(stages)}: {len(stages)} pipeline stages "
                       f"do not divide the {sum(stages)} layers, so the stages hold these layers, first to last (n×k: k "
                       f"stages of n); the slowest stage (a {heavy}-layer one, or an end one with the embedding or the "
-                      f"output layer) sets the pace, and memory counts {heavy} layers at each "
-                      f"end. The framework must be given this split: --emit megatron prints Megatron-LM's flags")
+                      f"output layer) sets the pace, and memory is the fullest stage's, with its own layers. The "
+                      f"framework must be given this split: --emit megatron prints Megatron-LM's flags")
     if any(p.memory.peak_at_step for p in result.plans):
         console.print("act/loss –: the peak is at the optimizer step, after the backward has freed the activations "
                       "and the loss's buffers (the step's temporaries count in optim)")

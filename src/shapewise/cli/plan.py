@@ -55,16 +55,12 @@ def _shape(args, cost):
 
 def run_plan(args) -> int:
     from ..hardware import get_gpu
-    from ..parallel import network_for
     from ..plan import megatron_flags, plan, render, to_json
     from ..search import change_text, check_megatron, suggest
     from ..shapes import Workload
 
     gpu = get_gpu(args.gpu)
-    gpu.peak_tflops(args.dtype)  # a dtype the GPU lacks is said first, before the links it would need
     cost = cost_model(args, gpu)
-    network = network_for(gpu, gpus=args.gpus, gpus_per_node=args.gpus_per_node, inter_gbs=args.inter_node_gbs,
-                          intra_gbs=args.intra_node_gbs)
     shape = _shape(args, cost)
     if args.emit == "megatron":  # a model the flags cannot describe is refused before planning, not after it
         check_megatron(shape)
@@ -75,7 +71,8 @@ def run_plan(args) -> int:
         shapes = tuple(s.candidate.shape.replace(name=change_text(s.changes))
                        for s in near.suggestions or near.alternatives)  # plan's own times judge them
     result = plan(shape, gpus=args.gpus, gpu=cost, global_batch_tokens=args.global_batch, seq=args.seq,
-                  gpus_per_node=args.gpus_per_node, network=network, top=args.top, shapes=shapes, dtype=args.dtype)
+                  gpus_per_node=args.gpus_per_node, inter_gbs=args.inter_node_gbs, intra_gbs=args.intra_node_gbs,
+                  top=args.top, shapes=shapes, dtype=args.dtype)
     if args.emit == "megatron":
         if not result.plans:
             raise ShapewiseError("no layout fits in memory, so there are no flags to emit")
