@@ -40,7 +40,7 @@ class Limit:
         if self.whole and self.low == 1 and not self.low_open:  # 1 to N: "positive" is the word people look for
             kind = "a positive whole number"
         number = _read(value, kind, self.what, where)
-        if not math.isfinite(number):
+        if isinstance(number, float) and not math.isfinite(number):  # an int is finite, and may outgrow a float
             raise ShapewiseError(f"{where}{self.what} must be a finite number {self.range_text()}, got {value}")
         if self.whole and number != int(number):
             raise ShapewiseError(f"{where}{self.what} must be a whole number, got {value}")
