@@ -237,13 +237,15 @@ def sizes(values: list[str], *, name: str = "--sizes") -> list[int]:
 
 
 # ---- numbers in files shapewise reads -------------------------------------------------------
-LONGEST_NUMBER = 300  # digits: no number shapewise writes has more (a float's range ends at 309)
+LONGEST_NUMBER = 300  # digits: no number shapewise reads or writes has more (a float's range ends at 309)
 
 
 def json_int(text: str) -> int:
-    """json.loads's parse_int: an integer, unless it is longer than any number shapewise writes (past 4,300
-    digits Python refuses it with advice meant for programmers, and past 309 no float holds it)."""
+    """json.loads's parse_int for the files users give (configs, profiles, exports): an integer, unless it is
+    longer than any number shapewise reads or writes (past 4,300 digits Python refuses it with advice meant
+    for programmers, and past 309 no float holds it)."""
     digits = len(text.lstrip("-"))
     if digits > LONGEST_NUMBER:
-        raise ShapewiseError(f"a number in it has {digits:,} digits, more than any number shapewise writes")
+        raise ShapewiseError(f"a number in it is {digits:,} digits long, longer than any number shapewise reads "
+                             f"or writes")
     return int(text)
