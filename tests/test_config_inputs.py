@@ -133,6 +133,14 @@ def test_a_size_past_a_floats_range_is_one_line(tmp_path, capsys, config, hidden
     assert "big.json: a number in it is 401 digits long" in err and "0" * 50 not in err
 
 
+def test_too_many_layers_are_refused_before_they_are_walked(tmp_path, capsys):
+    """DeepSeek-V3's dense layers are counted layer by layer: num_hidden_layers 10^12 ran for hours before
+    ModelShape refused it. The bound is checked as the count is read, naming the config's key."""
+    text = (DATA / "deepseek-v3.json").read_text().replace('"num_hidden_layers": 61', '"num_hidden_layers": 10000000')
+    err = _one_line_error(capsys, "check", "--config", str(_write(tmp_path / "deep.json", text)))
+    assert "deep.json: num_hidden_layers: the number of layers must be a positive whole number from 1 to 65,536" in err
+
+
 # ---- 3. a path is read as a path, a preset as a preset ----
 
 def test_a_missing_path_is_no_such_file_not_the_preset_of_its_last_name(capsys):

@@ -17,7 +17,7 @@ from .families import (
     NOT_ATTENTION,
     NOT_ATTENTION_KEYS,
 )
-from .limits import json_int
+from .limits import LAYERS, json_int
 from .shapes import STRUCTURAL_FIELDS, ModelShape, canonical
 
 # ---- config.json reading ----
@@ -287,6 +287,10 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
 
     hidden = r.whole(_HIDDEN, "hidden size", required=True)
     layers = r.whole(_LAYERS, "layer count", required=True)
+    try:  # bounded here, not by ModelShape after: rules below (MoE layers, NoPE layers) walk them one by one
+        LAYERS.check(layers, r._present(_LAYERS)[0])
+    except ShapewiseError as err:
+        r.fail(str(err))
     heads = r.whole(_HEADS, "attention head count", required=True)
     vocab = r.whole(_VOCAB, "vocabulary size", required=True, agree=False)
     if r.whole(("vocab_size",), "vocabulary size") and cfg["vocab_size"] > vocab:
