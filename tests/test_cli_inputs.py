@@ -176,10 +176,24 @@ def test_calibrate_on_the_cpu_without_a_gpu_refuses_out(capsys, tmp_path):
     (("--set", "default", "--configs", "ok.json"), ("--configs: only the models and variants sets take it",)),
     (("--set", "wide", "--batch", "2"), ("--batch: only the variants set takes it",)),
     (("--set", "models", "--configs", "ok.json", "--seed", "3"), ("--seed", "drawn with none")),
+    (("--set", "wide", "--seq", "64", "--batch", "2"), ("--batch, --seq: only the variants set takes them",
+                                                        "leave them out of --set wide")),
+    (("--set", "variants", "--configs", "ok.json", "--force", "--db", "x.db"),
+     ("--db, --force: the variants set is measured interleaved, model by model, and not stored; leave them out",)),
 ])
 def test_validate_refuses_flags_its_set_does_not_use(capsys, flags, words):
     code, _, err = run(capsys, "validate", "--device", "cpu", "--quick", *flags)
     assert one_line_error(code, err, *words), err
+
+
+def test_every_set_but_variants_takes_the_stores_flags():
+    """SET_FLAGS is validate's one table of which set takes which flag: a new set takes the store's flags."""
+    from shapewise.cli.calibrate import SET_FLAGS, SET_REFUSES
+    from shapewise.judges import SETS
+
+    assert all(set(sets) <= set(SETS) for sets in SET_FLAGS.values()) and set(SET_REFUSES) <= set(SETS)
+    for flag in ("from_db", "db", "force", "cuda_graph"):
+        assert set(SET_FLAGS[flag]) == set(SETS) - {"variants"}
 
 
 def test_the_models_set_is_drawn_with_its_seed():

@@ -124,6 +124,23 @@ def test_a_number_of_5000_digits_is_one_line_that_does_not_echo_it(tmp_path, cap
     assert "big.json" in err and "5,000 digits long" in err and "9" * 50 not in err
 
 
+@pytest.mark.parametrize("config, hidden", [("llama-3-8b.json", 4096), ("phi-2.json", 2560)])
+def test_a_size_past_a_floats_range_is_one_line(tmp_path, capsys, config, hidden):
+    """A whole number of 401 digits: Python reads it, no float holds it (once an OverflowError's traceback,
+    from the hidden size's bound, and from Phi-2's rotated share of each head)."""
+    text = (DATA / config).read_text().replace(f'"hidden_size": {hidden}', '"hidden_size": 1' + "0" * 400)
+    err = _one_line_error(capsys, "check", "--config", str(_write(tmp_path / "big.json", text)))
+    assert "big.json: a number in it is 401 digits long" in err and "0" * 50 not in err
+
+
+def test_too_many_layers_are_refused_before_they_are_walked(tmp_path, capsys):
+    """DeepSeek-V3's dense layers are counted layer by layer: num_hidden_layers 10^12 ran for hours before
+    ModelShape refused it. The bound is checked as the count is read, naming the config's key."""
+    text = (DATA / "deepseek-v3.json").read_text().replace('"num_hidden_layers": 61', '"num_hidden_layers": 10000000')
+    err = _one_line_error(capsys, "check", "--config", str(_write(tmp_path / "deep.json", text)))
+    assert "deep.json: num_hidden_layers: the number of layers must be a positive whole number from 1 to 65,536" in err
+
+
 # ---- 3. a path is read as a path, a preset as a preset ----
 
 def test_a_missing_path_is_no_such_file_not_the_preset_of_its_last_name(capsys):

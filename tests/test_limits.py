@@ -35,6 +35,7 @@ def test_whole_numbers_as_typed(text, value):
     ("0", "positive"), ("-1", "positive"), ("1.5", "whole number"), ("nan", "finite"), ("inf", "finite"),
     ("1e400", "finite"), ("99999999999999999999999999", "from 1 to 16,777,216 = 2^24 ("), ("x", "whole number"), ("", "whole number"),
     (True, "bool"), (None, "NoneType"), ([1], "list"), (2**24 + 1, "2^24"),
+    ("1" + "0" * 400, "2^24"), pytest.param(10**400, "2^24", id="10**400"),  # past a float: once an OverflowError
 ])
 def test_wrong_numbers_say_what_is_wanted(value, needle):
     with pytest.raises(ShapewiseError, match="sequence length") as err:

@@ -16,6 +16,7 @@ from shapewise.shapes import (
     STRUCTURAL_FIELDS,
     ModelShape,
     canonical,
+    shape_record,
 )
 
 CONFIGS = Path(__file__).parent / "data" / "hf"
@@ -43,6 +44,15 @@ def _count_cases():
 
 def structure(shape: ModelShape) -> dict:
     return {f: getattr(shape, f) for f in STRUCTURAL_FIELDS}
+
+
+def test_the_context_is_no_structure_and_keys_no_measurement():
+    """compare=False alone says it: context (no op depends on it) is in neither STRUCTURAL_FIELDS nor the record."""
+    llama = PRESETS["llama2-7b"]
+    assert llama.context == 4096 and llama == llama.replace(context=0)
+    assert "context" not in STRUCTURAL_FIELDS and shape_record(llama) == shape_record(llama.replace(context=0))
+    assert "context" not in shape_record(llama) and ModelShape(**shape_record(llama)) == llama
+    assert {"hidden", "vocab", "window"} <= set(STRUCTURAL_FIELDS) and "name" not in STRUCTURAL_FIELDS
 
 
 # ---- presets ----

@@ -50,6 +50,21 @@ def test_a_profile_of_another_gpu_is_refused_on_the_cpu_too(tmp_path):
         cost_model("h100", profile=load(path), device="cpu")
 
 
+def test_cpu_times_refitted_on_another_gpu_are_refused_on_the_cpu_too(tmp_path, cpu_fitted):
+    """A CPU run takes CPU times as the GPU's, not a machine refit's times measured on another GPU: the
+    refusal once stopped at the CPU's environment and let the A100's through."""
+    profile = load(cpu_fitted)
+    fit = {**profile.fit, "machine": {"factors": {}, "environment": {"gpu_name": "NVIDIA A100-SXM4-80GB"}}}
+    path = save(dataclasses.replace(profile, fit=fit, path=""), tmp_path / "cpu-then-a100.json")
+    for device in ("cpu", "cuda"):
+        with pytest.raises(ShapewiseError) as refused:
+            cost_model("h100", profile=load(path), device=device)
+        assert "not on cuda" not in str(refused.value)  # a run on the CPU would refuse it too: not advised
+    assert str(refused.value).startswith(f"{path}: its times were measured on the CPU, so it prices no h100: run ")
+    with pytest.raises(ShapewiseError, match="measured on NVIDIA A100-SXM4-80GB, not on the h100"):
+        check_measured_on(load(path), "h100", str(path), device="cpu")
+
+
 @pytest.mark.parametrize("gpu", [(), ("--gpu", "h100")])
 def test_validate_variants_on_the_cpu_judges_a_cpu_fitted_profile(capsys, cpu_fitted, gpu):
     pytest.importorskip("torch")

@@ -113,17 +113,13 @@ def read_export(path) -> list[Imported]:
         raise ShapewiseError(f"cannot read {path}: {err.strerror or err}") from None
     if not text.strip():
         raise ShapewiseError(f"{path} is empty: expected a CSV or JSON written by `shapewise results --export`")
-    if text.lstrip()[:1] in ("[", "{") or _is_json(text):  # JSON of any kind (null, 5) is not read as a CSV
-        return _read_json(path, text)
-    return _read_csv(path, text)
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text, parse_int=json_int)
-    except (ValueError, RecursionError):
-        return False
-    return True
+    try:  # JSON of any kind (null, 5) is read as JSON, not as a CSV
+        data = json.loads(text, parse_int=json_int)
+    except (ValueError, RecursionError) as err:
+        if text.lstrip()[:1] in ("[", "{"):  # meant as JSON: its own error, not a CSV's
+            raise ShapewiseError(f"{path} is not a JSON export of the results store ({err})") from None
+        return _read_csv(path, text)
+    return _read_json(path, data)
 
 
 def _shown(value) -> str:
@@ -168,12 +164,8 @@ def _read_csv(path, text: str) -> list[Imported]:
     return rows
 
 
-def _read_json(path, text: str) -> list[Imported]:
-    """The JSON export: a list of Store.rows() dicts, samples and metrics included."""
-    try:
-        data = json.loads(text, parse_int=json_int)
-    except (ValueError, RecursionError) as err:
-        raise ShapewiseError(f"{path} is not a JSON export of the results store ({err})") from None
+def _read_json(path, data) -> list[Imported]:
+    """The JSON export, read: a list of Store.rows() dicts, samples and metrics included."""
     if not isinstance(data, list):
         kind = {dict: "an object", str: "a string", bool: "true or false"}.get(type(data), "a number")
         raise ShapewiseError(f"{path} is JSON ({'null' if data is None else kind}) but not a shapewise export: that "
@@ -254,23 +246,17 @@ def _import_params(row: dict, param_columns: list[str], fields: dict) -> dict:
 def _import_numbers(row: dict, where: str) -> dict:
     numbers = {}
     for column in (*_FLOAT_COLUMNS, "num_reps"):
-        text = row.get(column, "").strip()
+        text, whole = row.get(column, "").strip(), column == "num_reps"
         if len(text) > LONGEST_NUMBER:
             raise ShapewiseError(f"{where}: {column} is {_shown(text)}, longer than any number shapewise writes; "
                                  f"nothing imported")
-    for column in _FLOAT_COLUMNS:
-        text = row.get(column, "").strip()
         try:
-            numbers[column] = float(text) if text else None
+            numbers[column] = (int if whole else float)(text) if text else None
         except ValueError:
-            raise ShapewiseError(f"{where}: {column} is {_shown(text)}, not a number; nothing imported") from None
+            raise ShapewiseError(f"{where}: {column} is {_shown(text)}, not a {'whole ' if whole else ''}number; "
+                                 f"nothing imported") from None
         if numbers[column] is not None and not math.isfinite(numbers[column]):
             raise ShapewiseError(f"{where}: {column} is {_shown(text)}, not a finite number; nothing imported")
-    text = row["num_reps"].strip()
-    try:
-        numbers["num_reps"] = int(text) if text else None
-    except ValueError:
-        raise ShapewiseError(f"{where}: num_reps is {_shown(text)}, not a whole number; nothing imported") from None
     for amount, rate, scale in (("flops", "tflops", 1e12), ("bytes", "gbps", 1e9)):
         if numbers[amount] is None and numbers[rate] is not None and numbers["median_ms"] is not None:
             numbers[amount] = round(numbers[rate] * scale * numbers["median_ms"] * 1e-3)  # an older export

@@ -17,6 +17,7 @@ from .families import (
     NOT_ATTENTION,
     NOT_ATTENTION_KEYS,
 )
+from .limits import LAYERS, json_int
 from .shapes import STRUCTURAL_FIELDS, ModelShape, canonical
 
 # ---- config.json reading ----
@@ -322,6 +323,10 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
 
     hidden = r.whole(_HIDDEN, "hidden size", required=True)
     layers = r.whole(_LAYERS, "layer count", required=True)
+    try:  # bounded here, not by ModelShape after: rules below (MoE layers, NoPE layers) walk them one by one
+        LAYERS.check(layers, r._present(_LAYERS)[0])
+    except ShapewiseError as err:
+        r.fail(str(err))
     heads = r.whole(_HEADS, "attention head count", required=True)
     vocab = r.whole(_VOCAB, "vocabulary size", required=True, agree=False)
     if r.whole(("vocab_size",), "vocabulary size") and cfg["vocab_size"] > vocab:
@@ -739,28 +744,16 @@ def _config_name(cfg: dict, file: Path) -> str:
     return file.parent.name if file.name == "config.json" and file.parent.name else file.stem
 
 
-class _BadJson(ValueError):
-    """JSON that parses but cannot be read as one config: a key given twice, a number too long."""
-
-
 def _pairs(pairs: list) -> dict:
     """A JSON object whose keys are each given once, or twice with one value: a key given two values is
     refused, not read as its last (Python's json keeps the last without a word)."""
     out = {}
     for key, value in pairs:
         if key in out and json.dumps(out[key], sort_keys=True) != json.dumps(value, sort_keys=True):
-            raise _BadJson(f"{key} is given twice, as {_json_words(out[key])} and {_json_words(value)} (a JSON "
-                           f"reader keeps the last); remove the one not meant")
+            raise ShapewiseError(f"{key} is given twice, as {_json_words(out[key])} and {_json_words(value)} "
+                                 f"(a JSON reader keeps the last); remove the one not meant")
         out[key] = value
     return out
-
-
-def _integer(digits: str) -> int:
-    try:
-        return int(digits)
-    except ValueError:  # past sys.get_int_max_str_digits() (4,300 digits by default)
-        raise _BadJson(f"a number in it is {len(digits.lstrip('-')):,} digits long, too long to read and far "
-                       f"larger than any config value") from None
 
 
 def load_config(path, *, strict: bool = False) -> ModelShape:
@@ -777,14 +770,16 @@ def load_config(path, *, strict: bool = False) -> ModelShape:
             file = file / "config.json"
         elif not file.exists():
             raise ShapewiseError(f"{file}: no such file; give a config.json or the folder holding one")
-        cfg = json.loads(file.read_text(encoding="utf-8"), object_pairs_hook=_pairs, parse_int=_integer)
+        text = file.read_text(encoding="utf-8")
     except OSError as err:  # a folder or file without permission, a file that is a device
         raise ShapewiseError(f"{err.filename or file}: cannot read it ({err.strerror or err})") from None
     except UnicodeDecodeError:
         raise ShapewiseError(f"{file}: not a text file (not UTF-8), so not a config.json") from None
+    try:
+        cfg = json.loads(text, object_pairs_hook=_pairs, parse_int=json_int)
     except json.JSONDecodeError as err:
         raise ShapewiseError(f"{file}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
-    except _BadJson as err:
+    except ShapewiseError as err:  # JSON, but no config: a key given two values (_pairs), a number too long
         raise ShapewiseError(f"{file}: {err}") from None
     except RecursionError:
         raise ShapewiseError(f"{file}: JSON nested too deeply to be a config.json") from None

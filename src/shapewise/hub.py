@@ -112,8 +112,9 @@ def resolve_model(name: str, *, strict: bool = False) -> ModelShape:
             return load_config(cached, strict=strict).replace(name=name)
         key = preset_key(name)
         if key is not None:
+            checkpoint = hub_id(key)  # there is one: a hub id names a preset only through its checkpoint
             warn(f"{name} is not in the local hub cache: priced as the preset {key}"
-                 + ("" if name.lower() == hub_id(key).lower() else f" ({hub_id(key)}, the same shape)"))
+                 + ("" if name.lower() == checkpoint.lower() else f" ({checkpoint}, the same shape)"))
             return PRESETS[key]
         like = preset_like(name)
         checkpoint = hub_id(like) if like else None

@@ -40,7 +40,7 @@ class Limit:
         if self.whole and self.low == 1 and not self.low_open:  # 1 to N: "positive" is the word people look for
             kind = "a positive whole number"
         number = _read(value, kind, self.what, where)
-        if not math.isfinite(number):
+        if isinstance(number, float) and not math.isfinite(number):  # an int is finite, and may outgrow a float
             raise ShapewiseError(f"{where}{self.what} must be a finite number {self.range_text()}, got {value}")
         if self.whole and number != int(number):
             raise ShapewiseError(f"{where}{self.what} must be a whole number, got {value}")
@@ -237,13 +237,15 @@ def sizes(values: list[str], *, name: str = "--sizes") -> list[int]:
 
 
 # ---- numbers in files shapewise reads -------------------------------------------------------
-LONGEST_NUMBER = 300  # digits: no number shapewise writes has more (a float's range ends at 309)
+LONGEST_NUMBER = 300  # digits: no number shapewise reads or writes has more (a float's range ends at 309)
 
 
 def json_int(text: str) -> int:
-    """json.loads's parse_int: an integer, unless it is longer than any number shapewise writes (past 4,300
-    digits Python refuses it with advice meant for programmers, and past 309 no float holds it)."""
+    """json.loads's parse_int for the files users give (configs, profiles, exports): an integer, unless it is
+    longer than any number shapewise reads or writes (past 4,300 digits Python refuses it with advice meant
+    for programmers, and past 309 no float holds it)."""
     digits = len(text.lstrip("-"))
     if digits > LONGEST_NUMBER:
-        raise ShapewiseError(f"a number in it has {digits:,} digits, more than any number shapewise writes")
+        raise ShapewiseError(f"a number in it is {digits:,} digits long, longer than any number shapewise reads "
+                             f"or writes")
     return int(text)

@@ -176,7 +176,10 @@ def _lookup(name: str) -> tuple[str | None, str | None]:
     if found is None or not (org or versions):
         return found, None
     checkpoint = hub_id(found)
-    if checkpoint is None or _fold(checkpoint)[2] != versions or (org and _fold(checkpoint)[:2] != (org, key)):
+    if checkpoint is None:
+        return None, found
+    its_org, its_key, its_versions = _fold(checkpoint)
+    if its_versions != versions or (org and (its_org, its_key) != (org, key)):
         return None, found
     return found, None
 
@@ -199,8 +202,9 @@ def get_model(name: str) -> ModelShape:
     if found:
         return PRESETS[found]
     if like:
-        what = f"is {hub_id(like)}, whose shape another org's model or another version need not have" \
-            if hub_id(like) else "has no versions"
+        checkpoint = hub_id(like)
+        what = f"is {checkpoint}, whose shape another org's model or another version need not have" \
+            if checkpoint else "has no versions"
         raise ShapewiseError(f"unknown model {name!r}: the preset {like} {what}; name {like} to price that "
                              f"shape, or give the model's config.json")
     guess = name.strip().lower().replace("_", "-").rsplit("/", 1)[-1]

@@ -107,7 +107,8 @@ class ModelShape:
     source: str = ""  # where the numbers come from
     published_params: int | None = None  # the parameter count its authors give, for checking
     # Tokens a rotary model's positions were trained for (max_position_embeddings); 0: not given. Not
-    # structure: it changes no op, and a shape read from a config equals its preset without it.
+    # structure: it changes no op, and a shape read from a config equals its preset without it. compare=False
+    # says so once: a field not compared is neither in STRUCTURAL_FIELDS nor in a store's key (shape_record).
     context: int = dataclasses.field(default=0, compare=False)
 
     def __post_init__(self):
@@ -394,9 +395,9 @@ def canonical(shape: ModelShape) -> ModelShape:
     return shape.replace(**changes) if changes else shape
 
 
-# Fields that describe structure (everything except name, source, published_params and context).
+# Fields that describe structure: every field compared (context is not) except name, source and published_params.
 STRUCTURAL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelShape)
-                          if f.name not in ("name", "source", "published_params", "context"))
+                          if f.compare and f.name not in ("name", "source", "published_params"))
 
 
 
@@ -408,7 +409,7 @@ _EXTENSIONS = ("norms_per_layer", "qk_norm", "rotary_fraction", "logit_softcap",
 
 def shape_record(shape: ModelShape) -> dict:
     """The shape's fields as a results store keys them (ModelShape(**record) gives it back)."""
-    record = dataclasses.asdict(shape)
-    del record["context"]  # no op depends on it: measurements of the same ops share a key
+    # a field not compared (context) changes no op: measurements of the same ops share a key without it
+    record = {f.name: getattr(shape, f.name) for f in dataclasses.fields(ModelShape) if f.compare}
     defaults = {f.name: f.default for f in dataclasses.fields(ModelShape) if f.name in _EXTENSIONS}
     return {k: v for k, v in record.items() if k not in defaults or v != defaults[k]}

@@ -236,22 +236,33 @@ def add_validate(sub) -> None:
 
 
 VALIDATE_SEED = 2
-# validate's flags that only some sets use: each with those sets.
-SET_FLAGS = {"configs": ("models", "variants"), "batch": ("variants",), "seq": ("variants",), "rounds": ("variants",)}
+# validate's flags that only some sets take: each with those sets. The results store's are every set's but
+# variants', and a set that refuses flags for a reason of its own says it (SET_REFUSES).
+_STORED = ("default", "wide", "attention", "models")
+SET_FLAGS = {"configs": ("models", "variants"), "batch": ("variants",), "seq": ("variants",), "rounds": ("variants",),
+             "from_db": _STORED, "db": _STORED, "force": _STORED, "cuda_graph": _STORED}
+SET_REFUSES = {"variants": "the variants set is measured interleaved, model by model, and not stored"}
 
 
 def _refuse_unused_set_flags(args) -> None:
-    """Refuse, in one line, a flag the chosen set does not use (SET_FLAGS; --seed where the set is drawn
-    with none: the models set's --quick toy steps are fixed)."""
-    unused = [(flag, sets) for flag, sets in SET_FLAGS.items() if getattr(args, flag) is not None and args.set not in sets]
+    """Refuse, in one line, every flag the chosen set does not use (SET_FLAGS; --seed where the set is drawn
+    with none: the models set's --quick toy steps are fixed), those the same sets take named together."""
+    refused: dict[tuple, list[str]] = {}  # the sets that take them: the flags
+    for flag, sets in SET_FLAGS.items():
+        if getattr(args, flag) not in (None, False) and args.set not in sets:
+            refused.setdefault(sets, []).append("--" + flag.replace("_", "-"))
+    why = [f"{', '.join(flags)}: {SET_REFUSES.get(args.set) or _only(sets, flags)}" for sets, flags in refused.items()]
+    count = sum(map(len, refused.values()))
     if args.seed is not None and args.set == "models" and args.quick:
-        unused.append(("seed", ()))
-    if not unused:
-        return
-    why = "; ".join(f"--{flag}: only the {listed(sets, 'and')} set{'s' * (len(sets) > 1)} take{'s' * (len(sets) == 1)} "
-                    "it" if sets else f"--{flag}: the models set's --quick toy steps are drawn with none"
-                    for flag, sets in unused)
-    raise ShapewiseError(f"{why}; leave {'it' if len(unused) == 1 else 'them'} out of --set {args.set}")
+        why.append("--seed: the models set's --quick toy steps are drawn with none")
+        count += 1
+    if why:
+        raise ShapewiseError(f"{'; '.join(why)}; leave {'it' if count == 1 else 'them'} out of --set {args.set}")
+
+
+def _only(sets: tuple, flags: list) -> str:
+    return f"only the {listed(sets, 'and')} set{'s' * (len(sets) > 1)} take{'s' * (len(sets) == 1)} " \
+           f"{'it' if len(flags) == 1 else 'them'}"
 
 
 def run_validate(args) -> int:
@@ -322,11 +333,6 @@ def _validate_variants(args) -> int:
     from ..variants import draw, measure, toy
     from .common import check_tokens
 
-    stored = [flag for flag, on in (("--from-db", args.from_db), ("--db", args.db), ("--force", args.force),
-                                    ("--cuda-graph", args.cuda_graph)) if on]
-    if stored:
-        raise ShapewiseError(f"{', '.join(stored)}: the variants set is measured interleaved, model by model, and "
-                             "not stored; leave them out")
     check_device(args.device)
     profile = load(args.profile) if args.profile else None
     if args.gpu:
