@@ -296,6 +296,7 @@ def test_a_new_store_needs_its_folder(capsys, tmp_path, db):
     ("bench", "layer", "gpt2", "--batch", "1", "--seq", "64"),
     ("bench", "ops", "gpt2", "--batch", "1", "--seq", "64"),
     ("calibrate", "--quick"),
+    ("validate", "--quick"),
 ])
 def test_commands_that_write_a_store_refuse_a_missing_folder_as_every_output_does(capsys, tmp_path, command):
     """As results --import and every --out: the folder named, and --mkdir offered (a mistyped --db would
@@ -325,3 +326,11 @@ def test_the_default_store_makes_its_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     with Store() as store:
         assert store.path == tmp_path / "xdg" / "shapewise" / "results.db" and store.path.exists()
+
+
+def test_validate_mkdir_makes_a_new_store_s_folder_and_the_variants_set_refuses_it(capsys, tmp_path):
+    made = tmp_path / "new" / "v.db"
+    code, out, err = run(capsys, "validate", "--quick", "--from-db", "--device", "cpu", "--db", str(made), "--mkdir")
+    assert made.parent.exists(), err  # made, whatever the empty store then says
+    code, out, err = run(capsys, "validate", "--set", "variants", "--configs", "x.json", "--mkdir")
+    assert code == 2 and one_error(err) and "--mkdir: the variants set is measured interleaved" in err

@@ -342,8 +342,6 @@ def load(path: str | os.PathLike) -> Profile:
     return from_text(text, where=where)
 
 
-# The most digits a whole number of a profile may have: past 309 no float holds it (and the arithmetic
-# on it overflows), past 4,300 Python refuses to read it at all; calibrate writes none over a few.
 def from_text(text: str, *, where: str = "profile") -> Profile:
     try:
         data = json.loads(text, parse_int=json_int)

@@ -231,7 +231,7 @@ def add_validate(sub) -> None:
     p.add_argument("--rounds", type=ROUNDS.arg, help=f"variants: interleaved rounds (default {VARIANT_ROUNDS}); "
                                                       "--budget-ms is then each part's timed share of a round")
     _add_set_args(p)
-    add_measure_args(p)
+    add_measure_args(p, mkdir=True)
     p.set_defaults(run=run_validate)
 
 
@@ -240,7 +240,7 @@ VALIDATE_SEED = 2
 # variants', and a set that refuses flags for a reason of its own says it (SET_REFUSES).
 _STORED = ("default", "wide", "attention", "models")
 SET_FLAGS = {"configs": ("models", "variants"), "batch": ("variants",), "seq": ("variants",), "rounds": ("variants",),
-             "from_db": _STORED, "db": _STORED, "force": _STORED, "cuda_graph": _STORED}
+             "from_db": _STORED, "db": _STORED, "force": _STORED, "cuda_graph": _STORED, "mkdir": _STORED}
 SET_REFUSES = {"variants": "the variants set is measured interleaved, model by model, and not stored"}
 
 
@@ -270,7 +270,6 @@ def run_validate(args) -> int:
 
     from ..calibrate import summarize, validate
     from ..profile import load
-    from ..store import Store
 
     _refuse_unused_set_flags(args)
     args.seed = VALIDATE_SEED if args.seed is None else args.seed
@@ -282,7 +281,7 @@ def run_validate(args) -> int:
         num_cases = len(judge_set_cases(args.set, seed=args.seed, dtype=args.dtype, configs=args.configs).cases)
         warn(f"--device cpu without --quick measures the {args.set} set's {num_cases:,} held-out cases: hours on a "
              "CPU, and CPU times judge no GPU's profile; `--quick` is the smoke test")
-    with Store(args.db) as store:
+    with open_store(args) as store:
         done = validate(store=store, gpu=args.gpu, profile=load(args.profile) if args.profile else None,
                         judge_set=args.set, configs=args.configs, device=args.device, dtype=args.dtype,
                         quick=args.quick, seed=args.seed, from_store=args.from_db, warmup_ms=args.warmup_ms,
