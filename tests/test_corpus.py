@@ -21,7 +21,8 @@ LATER = CORPUS.parent / "hf-later"  # read after the first round; apart, so the 
 THIRD = CORPUS.parent / "hf-third"  # read after the second; apart, so the sets drawn over hf-later/ stay the same
 FOURTH = CORPUS.parent / "hf-fourth"  # a fourth round's files, apart alike
 FIFTH = CORPUS.parent / "hf-fifth"  # a fifth round's
-FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH)
+SIXTH = CORPUS.parent / "hf-sixth"  # a sixth's
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -34,7 +35,12 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "deepseek-v4-flash": "grouped low-rank output projection \\(o_lora_rank, o_groups\\); its attention over "
                                 "compressed keys by layer \\(compress_ratios\\); its hyper-connections",
            "laguna-xs.2-fp8": "num_attention_heads_per_layer differs by layer \\(48, 64\\)",
-           "nemotron-3-nano-30b-a3b": "Mamba/attention hybrid"}
+           "nemotron-3-nano-30b-a3b": "Mamba/attention hybrid",
+           "lfm2.5-vl-1.6b": "convolution/attention hybrid", "qwen3.5-397b-a17b": "layer_types of linear_attention",
+           "gemma-4-31b-it-nvfp4": "global attention layers of another head dim",
+           "kimi-k3": "linear-attention \\(Kimi Delta Attention\\) hybrid",
+           "whisper-large-v3-turbo": "an encoder-decoder model \\(encoder_layers, decoder_layers\\); shapewise prices "
+                                     "decoder-only transformers"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -78,10 +84,17 @@ PUBLISHED = {
 # language model holds at most that and at least nine tenths of it (the active count as above).
 WITH_VISION = {"llama-4-scout-17b-16e": (109e9, "17B"), "llama-3.2-11b-vision": (10.6e9, None),
                "qwen2.5-vl-7b-instruct": (8.29e9, None), "llava-1.5-7b-hf": (7.06e9, None),
-               "phi-3-vision-128k-instruct": (4.2e9, None)}
+               "phi-3-vision-128k-instruct": (4.2e9, None), "exaone-4.5-33b": (33e9, None)}
 # Publishers that give only a size class the model exceeds: Falcon-40B's card says "40B parameters"; its
 # structure (60 layers of 8192 wide, 4x MLP, 8 kv heads, tied 65024-row embedding) holds 41.3B. Checked
 # against the class, not to 1%.
+# Labels that name the language model without its embeddings (MiniCPM-V's "MiniCPM-2.4B", Voxtral Mini's
+# "Ministral 3B" backbone): met by the count less the input and output embeddings.
+WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B"}
+# Labels no count of the language model can be held to (Janus-1.3B: 1.65B with its two embeddings, 1.23B
+# without; Muse Glimmer's "30B" with a vision encoder of a size nowhere stated, its language model 26.4B):
+# their structure is checked instead (test_sixth_pass_reads, test_a_rotary_base_of_zero_by_layer_…).
+STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12}
 
 
@@ -116,9 +129,9 @@ def test_the_corpus_is_cited():
         sources = (folder / "SOURCES.md").read_text()
         for path in folder.glob("*.json"):
             assert f"| {path.name} |" in sources, path.name
-    sets = (set(PUBLISHED), set(SIZE_CLASS), set(WITH_VISION))
+    sets = (set(PUBLISHED), set(SIZE_CLASS), set(WITH_VISION), set(WITHOUT_EMBEDDINGS), STRUCTURE_ONLY)
     assert set.union(*sets) == set(SUPPORTED) and sum(map(len, sets)) == len(SUPPORTED)
-    assert len(FILES) >= 96
+    assert len(FILES) >= 106
 
 
 @pytest.mark.parametrize("stem", sorted(WITH_VISION))
@@ -784,3 +797,54 @@ def test_unmodelled_structures_are_refused_and_their_neutral_values_are_not():
 def test_an_image_encoder_named_by_img_processor_is_said():
     with pytest.warns(ShapewiseWarning, match=r"not its image encoder \(img_processor\)"):
         assert read("phi-3-vision-128k-instruct").d_head == 96
+
+
+@pytest.mark.parametrize("stem", sorted(WITHOUT_EMBEDDINGS))
+def test_labels_of_the_language_model_without_embeddings(stem):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        s = read(stem)
+    embeddings = s.vocab * s.hidden * (1 if s.tied_embeddings else 2)
+    assert meets(s.params - embeddings, WITHOUT_EMBEDDINGS[stem])
+
+
+def test_sixth_pass_reads():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        janus = read("janus-1.3b")
+        exaone = read("exaone-4.5-33b")
+    assert (janus.num_layers, janus.hidden, janus.ffn_width, janus.vocab, janus.tied_embeddings) == (24, 2048, 5632, 102400, False)
+    assert (exaone.window, exaone.global_every, exaone.qk_norm, exaone.kv_heads) == (4096, 4, True, 8)
+
+
+def test_a_rotary_base_of_zero_by_layer_is_a_layer_without_rotary_embeddings():
+    # Muse Glimmer: layer_rope_theta 0 on every 4th (full-attention) layer
+    with pytest.warns(ShapewiseWarning):
+        glimmer = read("muse-glimmer-30b")
+    assert (glimmer.nope_every, glimmer.num_layers, glimmer.window, glimmer.global_every) == (4, 52, 2048, 4)
+    ops = {op.name: op.count for op in model_ops(glimmer, Workload(batch=1, seq=1024)) if op.name.endswith("rope")}
+    assert ops and set(ops.values()) == {39}
+    cfg = json.loads(FILES["muse-glimmer-30b"].read_text())["text_config"]
+    with pytest.raises(ShapewiseError, match="layer_rope_theta gives 3 entries but the model has 52 layers"):
+        _shape_from_config({**cfg, "layer_rope_theta": [1.0, 0, 1.0]}, "x", "x")
+    with pytest.raises(ShapewiseError, match="layer_rope_theta must be a list of one rotary base"):
+        _shape_from_config({**cfg, "layer_rope_theta": ["a"] * 52}, "x", "x")
+
+
+def test_kimi_linear_is_refused_by_its_type_and_by_its_linear_attention_key():
+    cfg = json.loads(FILES["kimi-k3"].read_text())["text_config"]
+    with pytest.raises(ShapewiseError, match="not an attention-only transformer \\(its config has linear_attn_config\\)"):
+        _shape_from_config({**cfg, "model_type": "someone_new"}, "x", "x")
+    # its experts-per-token key is read where the type is one shapewise prices
+    v3 = {**DEEPSEEK_V3, "num_experts_per_token": 8}
+    del v3["num_experts_per_tok"]
+    assert _shape_from_config(v3, "x", "x").top_k == 8
+
+
+def test_an_encoder_decoder_is_refused_as_one(capsys):
+    assert main(["check", "--config", str(FILES["whisper-large-v3-turbo"])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "encoder-decoder" in err and "no attention head count" not in err
+    with pytest.raises(ShapewiseError, match="is an encoder-decoder model \\(is_encoder_decoder\\)"):
+        _shape_from_config({**DEEPSEEK_V3, "is_encoder_decoder": True}, "x", "x")
+    assert _shape_from_config({**DEEPSEEK_V3, "is_encoder_decoder": False}, "x", "x").is_mla

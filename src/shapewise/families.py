@@ -198,10 +198,12 @@ NOT_ATTENTION = {
     "rwkv": "an RWKV recurrent model", "rwkv5": "an RWKV recurrent model", "rwkv6": "an RWKV recurrent model",
     "rwkv7": "an RWKV recurrent model", "xlstm": "an xLSTM recurrent model", "lfm2": "a convolution/attention hybrid",
     "qwen3_next": "a linear-attention hybrid", "minimax_text_01": "a linear-attention hybrid",
+    "kimi_linear": "a linear-attention (Kimi Delta Attention) hybrid",
 }
 # Keys that only hybrid or recurrent configs carry: an unknown type with one of them is refused too.
 NOT_ATTENTION_KEYS = ("mamba_d_state", "ssm_cfg", "state_size", "attn_layer_period", "block_types",
-                      "_block_types", "layers_block_type", "hybrid_override_pattern", "lru_width")
+                      "_block_types", "layers_block_type", "hybrid_override_pattern", "lru_width",
+                      "linear_attn_config")
 
 # Activations by the MLP they make: a gated family's activation picks SwiGLU or GeGLU; a plain one GELU
 # or ReLU. Anything else is refused rather than guessed.

@@ -34,7 +34,7 @@ _ACT = ("hidden_activation", "hidden_act", "activation_function")  # Gemma: hidd
 _BIAS = ("bias", "use_bias", "enable_bias", "attention_bias", "mlp_bias", "add_bias_linear")
 _PARALLEL = ("use_parallel_residual", "parallel_attn", "parallel_residual")
 _EXPERTS = ("num_local_experts", "num_experts", "n_routed_experts")
-_TOP_K = ("num_experts_per_tok", "moe_top_k")
+_TOP_K = ("num_experts_per_tok", "moe_top_k", "num_experts_per_token")  # the last: Kimi Linear's
 _EXPERT_FFN = ("moe_intermediate_size",)
 # DBRX nests its attention and MoE fields in blocks, read flattened as prefix + key (attn_kv_n_heads)
 _BLOCKS = {"attn_config": "attn_", "ffn_config": "ffn_"}
@@ -187,6 +187,11 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
         raise NotATransformer(f"{where}: {named or 'this model'} gives each of its {len(blocks)} layers its own "
                               f"attention and MLP (block_configs); shapewise models a stack of identical layers and "
                               f"cannot price it")
+    halves = [k for k in ("encoder_layers", "decoder_layers") if cfg.get(k) is not None]
+    if cfg.get("is_encoder_decoder") is True or halves:  # Whisper, T5, BART: no decoder-only stack
+        said = ", ".join(halves) if halves else "is_encoder_decoder"
+        raise NotATransformer(f"{where}: {named or 'this model'} is an encoder-decoder model ({said}); shapewise "
+                              f"prices decoder-only transformers and cannot price its encoder or cross-attention")
     what = NOT_ATTENTION.get(model_type)
     if what is None and model_type not in FAMILIES:
         hybrid = [k for k in NOT_ATTENTION_KEYS if k in cfg]
@@ -554,7 +559,7 @@ _WATCHED = ("layer_types", "sliding_window", "sliding_window_pattern", "attentio
             "moe_intermediate_size", "partial_rotary_factor", "rotary_pct", "rotary_dim", "q_lora_rank",
             "kv_lora_rank", "v_head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "num_experts",
             "num_local_experts", "n_routed_experts", "head_dim", "kv_channels", "use_qk_norm", "qk_layernorm",
-            "no_rope_layers", "no_rope_layer_interval", "gating", "attention_output_gate",
+            "no_rope_layers", "no_rope_layer_interval", "layer_rope_theta", "gating", "attention_output_gate",
             "use_sparse_attention")
 
 
@@ -652,17 +657,31 @@ def _nope_every(r: _Reader, family, layers: int, notes: list[str]) -> int:
     do not repeat evenly is priced by the interval nearest their count, and said."""
     if family is not None and not family.nope_interval:
         return 0  # a type whose code has no NoPE layers: a no_rope_layers it carries is said unread
-    if not r.get("no_rope_layers"):  # absent, null or empty (Llama4TextConfig reads an empty list as none given)
+    if family is None and isinstance(r.cfg.get("layer_rope_theta"), list) and not r.cfg.get("no_rope_layers"):
+        key, rotates = "layer_rope_theta", [theta != 0 for theta in _layer_thetas(r, layers)]
+    elif not r.get("no_rope_layers"):  # absent, null or empty (Llama4TextConfig reads an empty list as none given)
         return (r.whole(("no_rope_layer_interval",), "NoPE layer interval") or family.nope_interval) if family else 0
-    r.used.add("no_rope_layer_interval")  # the list says it layer by layer
-    nope = [i for i, rotates in enumerate(_layer_flags(r, "no_rope_layers", layers)) if not rotates]
+    else:
+        r.used.add("no_rope_layer_interval")  # the list says it layer by layer
+        key, rotates = "no_rope_layers", _layer_flags(r, "no_rope_layers", layers)
+    nope = [i for i, rotary in enumerate(rotates) if not rotary]
     if not nope:
         return 0
     every = min(range(1, layers + 1), key=lambda n: abs(layers // n - len(nope)))
     if nope != list(range(nope[0], layers, every)) or len(nope) != layers // every:
-        notes.append(f"its {len(nope)} layers without rotary embeddings among {layers} (no_rope_layers) do not "
+        notes.append(f"its {len(nope)} layers without rotary embeddings among {layers} ({key}) do not "
                      f"repeat evenly; priced as one in every {every} ({layers // every} layers)")
     return every
+
+
+def _layer_thetas(r: _Reader, layers: int) -> list:
+    """layer_rope_theta: one rotary base a layer, 0 where the layer has no rotary embeddings (Muse Glimmer)."""
+    value = r.get("layer_rope_theta")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in value):
+        r.fail(f"layer_rope_theta must be a list of one rotary base (0: none) per layer, got {_json_words(value)}")
+    if len(value) < layers:
+        r.fail(f"layer_rope_theta gives {len(value)} entries but the model has {layers} layers; give one per layer")
+    return value[:layers]
 
 
 def _layer_flags(r: _Reader, key: str, layers: int) -> list[int]:
