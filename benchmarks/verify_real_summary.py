@@ -5,15 +5,19 @@ measured one (target 90% of candidates), and how often the predicted 90% interva
 speedup. Models with no shape faster beyond the model's error are shown apart: there the nearest
 alternatives were measured, and a measured gain would be a faster shape the model missed.
 
-python benchmarks/verify_real_summary.py verify-real.json
+python benchmarks/verify_real_summary.py verify-real.json[.gz] ...   (several: one summary each)
 """
 
 import json
 import sys
 
+from shapewise.exports import open_export
+
 
 def main(path: str) -> int:
-    results = json.load(open(path))
+    with open_export(path) as f:  # gzipped or not
+        results = json.load(f)
+    print(path)
     within, held, total, tops = 0, 0, 0, []
     print(f"{'model':20s} {'what':16s} {'#1 predicted':>12s} {'#1 measured':>12s} {'best measured':>14s} "
           f"{'#1 / best':>9s}")
@@ -43,4 +47,4 @@ def main(path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(max(main(path) for path in sys.argv[1:]))
