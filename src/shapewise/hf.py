@@ -1026,14 +1026,16 @@ def _field_words(field: str, want: ModelShape, got: ModelShape) -> tuple[str, ob
 
 
 def _resize_layer_lists(cfg: dict, old: int, new: int, family) -> None:
-    """The lists of one entry per layer, made new long: layer_types by its pattern (the shortest period
-    that repeats through the original's layers), a per-layer value (Hunyuan) by its one value, a list of
-    each layer's MLP kind by its last layer's (MiniMax-M3's dense layers, first, stay as many)."""
-    types = cfg.get("layer_types")
-    if isinstance(types, list) and len(types) >= old:
-        head, extra = types[:old], types[old:]  # EXAONE 4.5 writes one more, for its multi-token prediction layer
-        period = next(p for p in range(1, old + 1) if all(head[i] == head[i % p] for i in range(old)))
-        cfg["layer_types"] = [head[i % period] for i in range(new)] + extra
+    """The lists of one entry per layer, made new long: layer_types and layer_rope_theta by their pattern
+    (the shortest period that repeats through the original's layers), a per-layer value (Hunyuan) by its
+    one value, a list of each layer's MLP kind by its last layer's (MiniMax-M3's dense layers, first, stay
+    as many)."""
+    for key in ("layer_types", "layer_rope_theta"):  # Muse Glimmer: a window and a rotary base a layer
+        entries = cfg.get(key)
+        if isinstance(entries, list) and len(entries) >= old:
+            head, extra = entries[:old], entries[old:]  # EXAONE 4.5 writes one more, for its prediction layer
+            period = next(p for p in range(1, old + 1) if all(head[i] == head[i % p] for i in range(old)))
+            cfg[key] = [head[i % period] for i in range(new)] + extra
     for key in family.per_layer if family is not None else ():
         if isinstance(cfg.get(key), list) and len(cfg[key]) == old:
             cfg[key] = [cfg[key][0]] * new
