@@ -928,8 +928,14 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
         cfg["tie_word_embeddings"] = s.tied_embeddings
     if differs("parallel_attn"):
         _put(cfg, _PARALLEL, s.parallel_attn, "parallel_attn")
-    if differs("rotary_fraction") and family is not None and family.rotary != "full":
-        cfg[family.rotary] = s.rotary_width if family.rotary == "rotary_dim" else s.rotary_fraction
+    if now is None or now.rotary_fraction != s.rotary_fraction or (now.d_head != s.d_head and not s.is_mla):
+        # every spelling the file writes rotates as many dims (MiniMax-M3 writes a fraction and a width, which
+        # a new head dim must follow), and the type's own
+        keys = [k for k in _ROTARY if cfg.get(k) is not None]
+        if differs("rotary_fraction") and family is not None and family.rotary != "full":
+            keys.insert(0, family.rotary)
+        for key in dict.fromkeys(keys):
+            cfg[key] = s.rotary_width if key == "rotary_dim" else s.rotary_fraction
     if differs("window") and s.window and family is not None and family.window:
         cfg["sliding_window"] = s.window
     listed = bool(cfg.get("no_rope_layers"))  # else the type's own interval, which follows the layer count
