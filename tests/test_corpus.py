@@ -831,6 +831,34 @@ def test_a_rotary_base_of_zero_by_layer_is_a_layer_without_rotary_embeddings():
         _shape_from_config({**cfg, "layer_rope_theta": ["a"] * 52}, "x", "x")
 
 
+def test_a_rotary_base_by_layer_follows_a_changed_layer_count():
+    # Muse Glimmer's layer_rope_theta keeps one entry a layer, its NoPE layers on the full-attention ones,
+    # and a deeper model adds no key its reader does not read
+    base = json.loads(FILES["muse-glimmer-30b"].read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        glimmer = read("muse-glimmer-30b")
+        for layers in (48, 56):
+            cfg = to_hf_config(glimmer.replace(num_layers=layers), base)["text_config"]
+            assert cfg["layer_rope_theta"] == base["text_config"]["layer_rope_theta"][:4] * (layers // 4)
+            assert set(cfg) == set(base["text_config"])
+            back = _shape_from_config(cfg, "x", "x")
+            assert (back.num_layers, back.nope_every, back.global_every) == (layers, 4, 4)
+
+
+def test_a_rotary_width_beside_its_fraction_follows_a_changed_head_dim():
+    # MiniMax-M3 writes partial_rotary_factor 0.5 and rotary_dim 64 of its 128-dim heads: a shape of 64-dim
+    # heads is written as 32 of them, not refused as a config whose two keys disagree
+    base = json.loads(FILES["minimax-m3"].read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        m3 = read("minimax-m3")
+    cfg = to_hf_config(m3.replace(num_heads=96, num_kv_heads=6, head_dim=64), base)
+    assert (cfg["rotary_dim"], cfg["partial_rotary_factor"], set(cfg)) == (32, 0.5, set(base))
+    back = _shape_from_config(cfg, "x", "x")
+    assert (back.d_head, back.rotary_width, back.num_heads) == (64, 32, 96)
+
+
 def test_kimi_linear_is_refused_by_its_type_and_by_its_linear_attention_key():
     cfg = json.loads(FILES["kimi-k3"].read_text())["text_config"]
     with pytest.raises(ShapewiseError, match="not an attention-only transformer \\(its config has linear_attn_config\\)"):

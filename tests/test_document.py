@@ -274,3 +274,19 @@ def test_reproduce_names_a_store_only_where_it_is_not_the_default(gpt2, tmp_path
     with Store(other) as store:
         text = html.unescape(build_report(shape, workload, gpu="h200", store=store, top=1))
     assert f"--db {other}" in text
+
+
+def test_the_report_says_what_reading_the_model_guessed(tmp_path, capsys):
+    # a config of a type shapewise does not know is read by guessing: the shared report says so, as the
+    # command line and --json do, under the model it describes
+    from shapewise.cli import main
+
+    out = tmp_path / "r.md"
+    assert main(["report", "--config", "tests/data/hf-fifth/step-3.7-flash.json", "--out", str(out)]) == 0
+    said = [line.removeprefix("shapewise: warning: ") for line in capsys.readouterr().err.splitlines()]
+    text = out.read_text()
+    assert any("it guessed" in line for line in said)
+    for line in said:
+        assert text.count(f"Warning: {line}") == 1
+    assert text.index("Warning: ") < text.index("## Cost model")
+    assert "Warning" not in build_report(get_model("gpt2"), Workload(), gpu="h200", fmt="md")

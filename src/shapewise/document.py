@@ -96,13 +96,15 @@ class _Content:
     commands: list  # (what it reproduces, command)
     figures: dict = field(default_factory=dict)  # name -> (PNG bytes, caption)
     reproduce_note: str = ""
+    warnings: tuple = ()  # what reading the model guessed or leaves unpriced: the report's reader must see it
 
 
 # ---- public API -------------------------------------------------------------------------------
 
 def build_report(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, spec_only: bool = False,
                  profile: Profile | str | None = None, store=None, fmt: str = "html", top: int = 5,
-                 model_arg: str | list[str] | None = None, out: str | os.PathLike | None = None) -> str:
+                 model_arg: str | list[str] | None = None, out: str | os.PathLike | None = None,
+                 warnings: tuple[str, ...] = ()) -> str:
     """The report as one string: a self-contained HTML page, or Markdown whose figures are PNG files
     named <stem>-breakdown.png and <stem>-suggestions.png (stem: of `out`, else "report").
 
@@ -111,15 +113,16 @@ def build_report(shape: ModelShape, workload: Workload, *, gpu: GPU | str | Cost
     suggestions; model_arg: how the command line names the model, for the Reproduce section: "gpt2",
     or ["--config", path] (a string is split as a shell would; default: the preset name, or --config
     with the shape's source file);
-    out: the file the report will be written to, named in its own reproduce command."""
+    out: the file the report will be written to, named in its own reproduce command; warnings: what was
+    guessed or left unpriced in reading the model (the command's warnings), said under the model."""
     text, _ = _build(shape, workload, model=cost_model(gpu, spec_only=spec_only, profile=profile), store=store,
-                     fmt=fmt, top=top, model_arg=model_arg, out=out)
+                     fmt=fmt, top=top, model_arg=model_arg, out=out, warnings=warnings)
     return text
 
 
 def write_report(shape: ModelShape, workload: Workload, *, out: str | os.PathLike, gpu: GPU | str | CostModel,
                  spec_only: bool = False, profile: Profile | str | None = None, store=None, fmt: str | None = None,
-                 top: int = 5, model_arg: str | list[str] | None = None) -> list[Path]:
+                 top: int = 5, model_arg: str | list[str] | None = None, warnings: tuple[str, ...] = ()) -> list[Path]:
     """Write the report to `out` and return the files written, the report first.
 
     fmt: "html" or "md" (default: "md" when out ends in .md, else "html"). Markdown is written
@@ -128,7 +131,7 @@ def write_report(shape: ModelShape, workload: Workload, *, out: str | os.PathLik
     out = Path(out).expanduser()
     fmt = fmt or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
     text, figures = _build(shape, workload, model=cost_model(gpu, spec_only=spec_only, profile=profile), store=store,
-                           fmt=fmt, top=top, model_arg=model_arg, out=out)
+                           fmt=fmt, top=top, model_arg=model_arg, out=out, warnings=warnings)
     written = [out]
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -145,10 +148,11 @@ def write_report(shape: ModelShape, workload: Workload, *, out: str | os.PathLik
 
 # ---- gathering --------------------------------------------------------------------------------
 
-def _build(shape, workload, *, model: CostModel, store, fmt, top, model_arg, out) -> tuple[str, dict]:
+def _build(shape, workload, *, model: CostModel, store, fmt, top, model_arg, out, warnings=()) -> tuple[str, dict]:
     if fmt not in FORMATS:
         raise ShapewiseError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
     content = _gather(shape, workload, model=model, store=store, top=top, model_arg=model_arg, out=out, fmt=fmt)
+    content.warnings = tuple(dict.fromkeys(warnings))
     stem = Path(out).stem if out is not None else "report"
     text = _html(content) if fmt == "html" else _markdown(content, stem)
     return text, content.figures
@@ -407,7 +411,8 @@ def _html(c: _Content) -> str:
         (f'<p class="meta">{_e(w.mode)} step · b={w.batch} s={w.seq} t={w.tp} {_e(w.dtype)} · {_e(c.date)} · '
          f"shapewise {_e(_version())}</p>"),
         '<section id="model"><h2>Model and workload</h2><div class="pair">', _kv(c.model_rows, "model-table"),
-        _kv(c.workload_rows, "workload-table"), "</div></section>",
+        _kv(c.workload_rows, "workload-table"), "</div>",
+        *([f'<p class="note">Warning: {_e(line)}</p>' for line in c.warnings]), "</section>",
         '<section id="cost-model"><h2>Cost model</h2>',
         f"<p>{_e(c.result.model_source)}"
         + ("" if c.result.calibrated else " — uncalibrated: expect larger errors than a calibrated profile's") + "</p>",
@@ -477,6 +482,7 @@ def _markdown(c: _Content, stem: str) -> str:
            f"{_md_cell(w.mode)} step · b={w.batch} s={w.seq} t={w.tp} {w.dtype} · {c.date} · shapewise {_version()}", "",
            "## Model and workload", "", _md_table(Table(("model", ""), c.model_rows)), "",
            _md_table(Table(("workload", ""), c.workload_rows)), "",
+           *(f"Warning: {_md_cell(line)}\n" for line in c.warnings),
            "## Cost model", "", _md_cell(c.result.model_source), "",
            "## Ops of one step", "", _md_table(c.ops), "",
            "## Totals", "", " · ".join(f"{k} **{v}**" for k, v in c.totals.items()), "",

@@ -928,8 +928,14 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
         cfg["tie_word_embeddings"] = s.tied_embeddings
     if differs("parallel_attn"):
         _put(cfg, _PARALLEL, s.parallel_attn, "parallel_attn")
-    if differs("rotary_fraction") and family is not None and family.rotary != "full":
-        cfg[family.rotary] = s.rotary_width if family.rotary == "rotary_dim" else s.rotary_fraction
+    if now is None or now.rotary_fraction != s.rotary_fraction or (now.d_head != s.d_head and not s.is_mla):
+        # every spelling the file writes rotates as many dims (MiniMax-M3 writes a fraction and a width, which
+        # a new head dim must follow), and the type's own
+        keys = [k for k in _ROTARY if cfg.get(k) is not None]
+        if differs("rotary_fraction") and family is not None and family.rotary != "full":
+            keys.insert(0, family.rotary)
+        for key in dict.fromkeys(keys):
+            cfg[key] = s.rotary_width if key == "rotary_dim" else s.rotary_fraction
     if differs("window") and s.window and family is not None and family.window:
         cfg["sliding_window"] = s.window
     listed = bool(cfg.get("no_rope_layers"))  # else the type's own interval, which follows the layer count
@@ -1026,14 +1032,16 @@ def _field_words(field: str, want: ModelShape, got: ModelShape) -> tuple[str, ob
 
 
 def _resize_layer_lists(cfg: dict, old: int, new: int, family) -> None:
-    """The lists of one entry per layer, made new long: layer_types by its pattern (the shortest period
-    that repeats through the original's layers), a per-layer value (Hunyuan) by its one value, a list of
-    each layer's MLP kind by its last layer's (MiniMax-M3's dense layers, first, stay as many)."""
-    types = cfg.get("layer_types")
-    if isinstance(types, list) and len(types) >= old:
-        head, extra = types[:old], types[old:]  # EXAONE 4.5 writes one more, for its multi-token prediction layer
-        period = next(p for p in range(1, old + 1) if all(head[i] == head[i % p] for i in range(old)))
-        cfg["layer_types"] = [head[i % period] for i in range(new)] + extra
+    """The lists of one entry per layer, made new long: layer_types and layer_rope_theta by their pattern
+    (the shortest period that repeats through the original's layers), a per-layer value (Hunyuan) by its
+    one value, a list of each layer's MLP kind by its last layer's (MiniMax-M3's dense layers, first, stay
+    as many)."""
+    for key in ("layer_types", "layer_rope_theta"):  # Muse Glimmer: a window and a rotary base a layer
+        entries = cfg.get(key)
+        if isinstance(entries, list) and len(entries) >= old:
+            head, extra = entries[:old], entries[old:]  # EXAONE 4.5 writes one more, for its prediction layer
+            period = next(p for p in range(1, old + 1) if all(head[i] == head[i % p] for i in range(old)))
+            cfg[key] = [head[i % period] for i in range(new)] + extra
     for key in family.per_layer if family is not None else ():
         if isinstance(cfg.get(key), list) and len(cfg[key]) == old:
             cfg[key] = [cfg[key][0]] * new

@@ -10,6 +10,7 @@ from ..errors import ShapewiseError, warn
 from ..exports import BENCHES
 from ..limits import HEADS, HIDDEN
 from .common import (
+    SAID,
     Parser,
     Repeated,
     add_cost_args,
@@ -336,7 +337,7 @@ def run_report(args) -> int:
     store = Store(db, read_only=True) if db is not None else None
     try:
         written = write_report(shape, workload, out=out, gpu=model, fmt=fmt, top=args.top, store=store,
-                               model_arg=args.model or ["--config", args.config])
+                               model_arg=args.model or ["--config", args.config], warnings=tuple(SAID))
     finally:
         if store:
             store.close()
