@@ -236,8 +236,24 @@ def test_layer_measured_points_from_the_h200_export():
     # Only the head counts asked for, only the MLP asked for.
     assert len(plots.layer_data(gpu="h200", hiddens=[2048], head_counts=[16], mlp="swiglu",
                                 measured=rows)["measured_x"]) == 0
-    only_64 = plots.layer_data(gpu="h200", hiddens=[2048], head_counts=[64], measured=rows)
+    only_64 = plots.layer_data(gpu="h200", hiddens=[2048, 4096], head_counts=[64], measured=rows)
     assert only_64["measured_x"].tolist() == [4096]
+
+
+def test_measured_points_stay_within_the_sweep():
+    """A measurement beyond the swept range is no point of the figure: drawn, it stretched the axis past
+    what was asked, and a sweep of one value showed every measurement the store holds along that dim."""
+    rows = h200_rows()
+    gemm = plots.gemm_data(gpu="h200", values=[4096], measured=rows)
+    assert gemm["measured_x"].tolist() == [4096]
+    assert plots.gemm_data(gpu="h200", values=range(4090, 4099), measured=rows)["measured_x"].tolist() == list(
+        range(4090, 4099))
+    attention = plots.attention_data(gpu="h200", hiddens=[2048, 2560], heads=32, measured=rows)
+    assert attention["measured_x"].tolist() == [2048, 2560]
+    bmm = plots.attention_data(gpu="h200", hiddens=[2048], heads=32, kind="bmm", measured=rows)
+    assert bmm["measured_x"].tolist() == [2048]
+    layer = plots.layer_data(gpu="h200", hiddens=[2048], head_counts=[16, 32, 64], measured=rows)
+    assert layer["measured_x"].tolist() == [2048, 2048]
 
 
 # ---- breakdown ----------------------------------------------------------------------------------

@@ -111,6 +111,12 @@ def _left_out(rows, gpu: GPU, points_of) -> dict[str, int]:
     return {name: count for name, count in counts.items() if count}
 
 
+def _in_sweep(value, x: np.ndarray) -> bool:
+    """A measured point within the swept range, between the sweep's ends: one beyond would stretch the
+    axis past what was asked (a sweep of one value would show every measurement of the store)."""
+    return isinstance(value, (int, float, np.number)) and int(x[0]) <= value <= int(x[-1])
+
+
 def _pow2_key(value: int, cap: int = 64) -> int:
     """The largest power of two dividing value, capped: the series of the paper's figure 7."""
     return min(value & -value, cap)
@@ -175,7 +181,7 @@ def gemm_data(*, gpu: GPU | str | CostModel, dim: str = "n", values, m: int = 81
         points = []
         for p, median, tflops in _measured_rows(rows, ("gemm",), on):
             if (p.get("layout") != layout or p.get("dtype") != dtype or p.get("batch", 1) != 1 or dim not in p
-                    or any(p.get(d) != v for d, v in fixed.items())):
+                    or any(p.get(d) != v for d, v in fixed.items()) or not _in_sweep(p[dim], x)):
                 continue
             points.append((int(p[dim]), tflops if tflops is not None else 2.0 * p["m"] * p["n"] * p["k"] / (median * 1e9)))
         return points
@@ -343,7 +349,8 @@ def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int 
     keys = np.array([_pow2_key(int(d)) for d in head_dims], dtype=np.int64)
     def points_of(rows, on):
         return [(a * d, d, rate) for a, d, rate in _attention_measured(
-            rows, kind=kind, gpu=on, batch=batch, seq=seq, dtype=dtype, causal=causal, pass_=pass_) if a == heads]
+            rows, kind=kind, gpu=on, batch=batch, seq=seq, dtype=dtype, causal=causal, pass_=pass_)
+            if a == heads and _in_sweep(a * d, x)]
 
     points = sorted(points_of(measured, gpu))
     return {
@@ -478,7 +485,7 @@ def layer_data(*, gpu: GPU | str | CostModel, hiddens, head_counts, seq: int = 2
                 shape = ModelShape(**p["shape"])
             except (ShapewiseError, TypeError):
                 continue  # a shape this version cannot read is no point of this figure
-            if shape.mlp != mlp or shape.num_heads not in counts:
+            if shape.mlp != mlp or shape.num_heads not in counts or not _in_sweep(shape.hidden, x_all):
                 continue
             layer_flops = sum(op.total_flops for op in layer_ops(shape, workload))
             found.append((shape.hidden, shape.num_heads, layer_flops / (median * 1e9)))
