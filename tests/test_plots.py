@@ -351,6 +351,22 @@ def test_gemm_figure_draws_the_data(mpl):
     assert "TFLOP/s" in ax.get_ylabel() and "n" in ax.get_xlabel() and "elements" in ax.get_xlabel()
 
 
+def test_gemm_figure_shows_a_single_value_and_keeps_its_legend_off_the_curve(mpl):
+    data = plots.gemm_data(gpu="v100", dim="n", values=[4096], dtype="fp16")
+    fig = plots.gemm_figure(data)
+    ax = fig.axes[0]
+    assert ax.lines[0].get_marker() == "o"  # one point: a line alone draws nothing
+    dense = plots.gemm_figure(plots.gemm_data(gpu="v100", dim="n", values=range(1000, 1101), dtype="fp16"))
+    fig.draw_without_rendering()
+    dense.draw_without_rendering()
+    for figure in (fig, dense):  # the legend under the axes: a misaligned sweep's curve fills every corner
+        ax = figure.axes[0]
+        legend, box = ax.get_legend().get_window_extent(), ax.get_window_extent()
+        assert legend.y1 <= box.y0
+        assert legend.y0 >= 0 and ax.title.get_window_extent().x0 >= 0  # nothing cut off
+        assert ax.get_ylim()[1] > data["predicted_tflops"].max()
+
+
 def test_gemm_figure_limits_boundary_lines(mpl):
     data = plots.gemm_data(gpu="h200", dim="m", values=range(64, 32769, 64))
     assert len(data["tile_boundaries"]) > plots.MAX_BOUNDARY_LINES

@@ -37,6 +37,7 @@ from .shapes import DTYPE_BYTES, MLP_KINDS, ModelShape, Workload
 ATTENTION_FIGURES = ("flash", "bmm")
 ATTENTION_PASSES = ("fwd", "fwdbwd")
 MAX_BOUNDARY_LINES = 32  # more vertical lines than this hide the curve they explain
+MARKED_POINTS = 64  # a GEMM sweep of at most this many values marks each one on its curve
 OTHER_BELOW = 0.02  # breakdown: ops under this share of every mode's step are drawn as "other"
 ALIGN_COLOURS = ("tab:green", "tab:orange", "tab:red")
 
@@ -218,7 +219,10 @@ def gemm_figure(data: dict):
     boundaries dotted and wave boundaries dashed."""
     fixed = ", ".join(f"{d} = {v}" for d, v in data["fixed"].items())
     fig, ax = figure(f"GEMM throughput, {fixed}, {data['layout']} layout, {data['dim']} swept", data)
-    ax.plot(data["x"], data["predicted_tflops"], color="C0", linewidth=1.2, label="predicted")
+    # A few points get markers: a sweep of one value draws no line at all, and a sparse one hides where it was priced.
+    few = len(data["x"]) <= MARKED_POINTS
+    ax.plot(data["x"], data["predicted_tflops"], color="C0", linewidth=1.2, label="predicted",
+            marker="o" if few else None, markersize=3.5)
     for cls in (0, 1, 2):
         chosen = data["measured_align_class"] == cls
         if chosen.any():
@@ -232,8 +236,10 @@ def gemm_figure(data: dict):
                    label=f"wave boundary ({data['num_sms']} SMs, {tile} tiles)" if i == 0 else None)
     ax.set_xlabel(f"{data['dim']} (elements)")
     ax.set_ylabel("TFLOP/s")
-    ax.set_ylim(bottom=0)
-    ax.legend(loc="lower right", fontsize="small")
+    top = np.nanmax(np.concatenate([data["predicted_tflops"], data["measured_tflops"]]))
+    ax.set_ylim(0, 1.08 * top if top > 0 else None)  # headroom: a point at the top is not cut in half
+    # Under the axes, not in them: a sweep of misaligned dims fills every corner with its curve.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncols=3, fontsize="small", frameon=False)
     return fig
 
 
