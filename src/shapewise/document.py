@@ -22,6 +22,7 @@ import base64
 import html
 import os
 import shlex
+import urllib.parse
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -476,6 +477,12 @@ def _figure_file(stem: str, name: str) -> str:
     return f"{stem}-{name}.png"
 
 
+def _md_link(stem: str, name: str) -> str:
+    """The figure's file as a Markdown link target: percent-encoded, as a space ends the target and a #
+    starts a fragment (a report named "design review.md" otherwise links to no file)."""
+    return urllib.parse.quote(_figure_file(stem, name))
+
+
 def _markdown(c: _Content, stem: str) -> str:
     s, w = c.shape, c.workload
     out = [f"# {_md_cell(s.name)} on {_md_cell(c.gpu.name)}", "",
@@ -490,14 +497,14 @@ def _markdown(c: _Content, stem: str) -> str:
     out += [_md_table(c.findings) if c.findings.rows else
             "No findings: the shape follows every co-design rule that costs time here.", ""]
     _, caption = c.figures["breakdown"]
-    out += ["## Train, prefill and decode", "", f"![{_md_cell(caption)}]({_figure_file(stem, 'breakdown')})", "",
+    out += ["## Train, prefill and decode", "", f"![{_md_cell(caption)}]({_md_link(stem, 'breakdown')})", "",
             "## Faster shapes of about the same size", ""]
     sugg = c.suggestions
     if c.suggested.rows:
         _, caption = c.figures["suggestions"]
         out += [(f"{len(sugg.suggestions)} fastest of {sugg.considered} shapes within 2% of the parameters, ranked by "
                  f"predicted GPU time per token."), "", _md_table(c.suggested), "",
-                f"![{_md_cell(caption)}]({_figure_file(stem, 'suggestions')})", ""]
+                f"![{_md_cell(caption)}]({_md_link(stem, 'suggestions')})", ""]
     else:
         out += [f"None of the {sugg.considered} shapes within 2% of the parameters is predicted faster.", ""]
     if c.measured.rows:
