@@ -411,6 +411,28 @@ def test_breakdown_figure_stacks_the_shares(mpl):
     check_title(ax, data)
 
 
+def test_suggestions_figure_says_the_workload_each_speedup_and_the_nearest_when_none_is_faster(mpl):
+    result = suggest(get_model("llama3-8b"), Workload(), gpu="h200", top=3)
+    assert not result.suggestions and result.alternatives  # none faster beyond error: a lone "original" bar
+    data = plots.suggestions_data(result, gpu="h200")
+    assert data["none_faster"] and len(data["labels"]) == 1 + len(result.alternatives)
+    assert np.allclose(data["predicted_speedup"][1:], [s.speedup for s in result.alternatives])
+    ax = plots.suggestions_figure(data).axes[0]
+    assert "no faster shape" in ax.get_title() and "train, b = 4, s = 2048, t = 1" in ax.get_title()
+    assert [t.get_text() for t in ax.texts] == [f"{v:.3f}×" for v in data["predicted_speedup"]]
+    decode = suggest(get_model("gpt3-2.7b"), Workload(mode="decode", tp=2), gpu="h200", top=2)
+    assert "(decode, b = 4, s = 2048, t = 2)" in plots.suggestions_figure(
+        plots.suggestions_data(decode, gpu="h200")).axes[0].get_title()
+
+
+def test_suggestions_figure_labels_do_not_overlap(mpl):
+    rows = json.loads((BENCH_CSV.parent / "h200-verify" / "verify-gpt3-2.7b.json").read_text())
+    fig = plots.suggestions_figure(plots.verified_data(rows, model="gpt3-2.7b", gpu="h200"))
+    fig.draw_without_rendering()
+    boxes = [t.get_window_extent() for t in fig.axes[0].get_xticklabels()]
+    assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:]))
+
+
 def test_suggestions_figure_bars_and_intervals(mpl):
     result = suggest(get_model("gpt3-2.7b"), Workload(), gpu="h200", top=3)
     data = plots.suggestions_data(result, fake_verifications(result, 2), gpu="h200")

@@ -590,7 +590,9 @@ def suggestions_data(suggestions, verified=None, *, gpu: GPU | str | CostModel) 
     original's is 1), and where `verified` (verify.Verification, in the order of the suggestions)
     is given, measured speedups with their confidence intervals (NaN for suggestions not verified)."""
     gpu = _gpu(gpu)
-    picked = list(suggestions.suggestions)
+    # No shape faster beyond the model's error: the nearest ones, as `suggest` lists them, not a lone bar.
+    none_faster = not suggestions.suggestions
+    picked = list(suggestions.suggestions or suggestions.alternatives)
     verified = list(verified or ())
     if len(verified) > len(picked):
         raise ShapewiseError(f"{len(verified)} verifications for {len(picked)} suggestions: they are matched by order")
@@ -601,9 +603,11 @@ def suggestions_data(suggestions, verified=None, *, gpu: GPU | str | CostModel) 
         for i, v in enumerate(verified, 1):
             measured[i], low[i], high[i] = v.measured_speedup, v.ci_low, v.ci_high
     original = suggestions.original
+    w = original.workload
     return {
-        "figure": "suggestions", "gpu": gpu.name, "dtype": original.workload.dtype,
+        "figure": "suggestions", "gpu": gpu.name, "dtype": w.dtype,
         "source": _source(len(verified)), "cost_model": suggestions.model.source, "model": original.shape.name,
+        "workload": f"{w.mode}, b = {w.batch}, s = {w.seq}, t = {w.tp}", "none_faster": none_faster,
         "labels": labels,
         "predicted_speedup": np.array([1.0, *(s.speedup for s in picked)], dtype=float),
         "measured_speedup": measured, "ci_low": low, "ci_high": high,
@@ -694,12 +698,19 @@ def verified_model_mismatch(rows: list[dict], shape: ModelShape) -> str:
 
 def suggestions_figure(data: dict):
     """Predicted and measured speedup per token side by side, the measured ones with their interval."""
-    fig, ax = figure(f"{data['model']}: suggested shapes", data, size=(max(6.0, 1.1 * len(data["labels"]) + 2), 5))
+    what = "no faster shape: the nearest ones" if data.get("none_faster") else "suggested shapes"
+    workload = f" ({data['workload']})" if data.get("workload") else ""
+    # 1.45 inches a bar: its label wrapped at 18 characters fits under it without touching the next.
+    fig, ax = figure(f"{data['model']}: {what}{workload}", data, size=(max(6.0, 1.45 * len(data["labels"]) + 2), 5))
     x = np.arange(len(data["labels"]))
     width = 0.38
     done = np.isfinite(data["measured_speedup"])
     # Side by side where something was measured; alone, the predicted bars stand centred on their label.
-    ax.bar(x - width / 2 if done.any() else x, data["predicted_speedup"], width, label="predicted", color="C0")
+    predicted = ax.bar(x - width / 2 if done.any() else x, data["predicted_speedup"], width, label="predicted",
+                       color="C0")
+    # Each speedup written on its bar: a few percent is all a shape of the same size gains, too little to read off.
+    ax.bar_label(predicted, [f"{v:.3f}×" for v in data["predicted_speedup"]], fontsize="x-small", padding=2)
+    ax.set_xlim(-0.75, len(x) - 0.25)  # a bar keeps its width alone
     if done.any():
         mid = data["measured_speedup"][done]
         ax.bar(x[done] + width / 2, mid, width, color="C1", label="measured (95% interval)",
