@@ -215,7 +215,18 @@ def _model_rows(s: ModelShape) -> list:
              ("biases", "yes" if s.bias else "no"), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
              ("positions", f"learned, {s.learned_positions:,} rows" if s.learned_positions else
                            f"RoPE on {s.num_rope_layers} of {s.num_layers} layers"
-                           if s.mixed_rope else "RoPE or ALiBi")]
+                           if s.mixed_rope else "RoPE or ALiBi" if s.rotary_fraction else "no rotary (ALiBi, or none)")]
+    if s.rotary_fraction not in (0.0, 1.0):
+        rows.append(("rotary share of each head", f"{s.rotary_fraction:g}"))
+    if s.is_mla:  # the head dim alone misdescribes it: queries and keys are wider than values, through latents
+        rows.append(("latent attention", f"key/value latent {s.kv_lora_rank}"
+                     + (f", query latent {s.q_lora_rank}" if s.q_lora_rank else ", queries from the input")
+                     + f"; query/key head {s.qk_head_dim} ({s.d_head} + {s.rope_head_dim} rotary), "
+                       f"value head {s.v_dim}"))
+    if s.qk_norm:
+        rows.append(("QK-norm", "yes"))
+    if s.logit_softcap:
+        rows.append(("logit soft-capping", "yes"))
     if s.is_moe:
         rows += [("experts", f"{s.num_experts}, top-{s.top_k}" + (f", {s.num_shared_experts} shared"
                                                                  if s.num_shared_experts else "")),
