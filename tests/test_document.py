@@ -205,6 +205,31 @@ def test_markdown_writes_its_figures(gpt2, tmp_path):
     assert build_report(shape, workload, gpu="h200", fmt="md").count("](report-") == 2  # no out: report-*.png
 
 
+def test_markdown_links_its_figures_whatever_the_file_is_named(gpt2, tmp_path):
+    from urllib.parse import unquote
+
+    shape, workload = gpt2
+    out = tmp_path / "design review #2.md"
+    write_report(shape, workload, gpu="h200", out=out, top=1)
+    referenced = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", out.read_text(encoding="utf-8"))
+    assert len(referenced) == 2  # a space or a # in the target breaks the link
+    for target in referenced:
+        assert "#" not in target and (tmp_path / unquote(target)).is_file()
+
+
+def test_the_model_table_says_latent_attention_and_how_positions_are_given():
+    from shapewise.document import _model_rows
+    from shapewise.hf import load_config
+
+    rows = dict(_model_rows(load_config("tests/data/hf/deepseek-v3.json")))
+    assert rows["latent attention"] == ("key/value latent 512, query latent 1536; query/key head 192 (128 + 64 rotary), "
+                                        "value head 128")
+    assert "latent attention" not in dict(_model_rows(get_model("llama3-8b")))
+    assert dict(_model_rows(load_config("tests/data/hf/bloom-7b1.json")))["positions"] == "no rotary (ALiBi, or none)"
+    phi = dict(_model_rows(load_config("tests/data/hf/phi-2.json")))
+    assert phi["rotary share of each head"] == "0.4"
+
+
 def test_write_html(gpt2, tmp_path):
     shape, workload = gpt2
     written = write_report(shape, workload, gpu="h200", out=tmp_path / "r.html", top=2)

@@ -236,8 +236,24 @@ def test_layer_measured_points_from_the_h200_export():
     # Only the head counts asked for, only the MLP asked for.
     assert len(plots.layer_data(gpu="h200", hiddens=[2048], head_counts=[16], mlp="swiglu",
                                 measured=rows)["measured_x"]) == 0
-    only_64 = plots.layer_data(gpu="h200", hiddens=[2048], head_counts=[64], measured=rows)
+    only_64 = plots.layer_data(gpu="h200", hiddens=[2048, 4096], head_counts=[64], measured=rows)
     assert only_64["measured_x"].tolist() == [4096]
+
+
+def test_measured_points_stay_within_the_sweep():
+    """A measurement beyond the swept range is no point of the figure: drawn, it stretched the axis past
+    what was asked, and a sweep of one value showed every measurement the store holds along that dim."""
+    rows = h200_rows()
+    gemm = plots.gemm_data(gpu="h200", values=[4096], measured=rows)
+    assert gemm["measured_x"].tolist() == [4096]
+    assert plots.gemm_data(gpu="h200", values=range(4090, 4099), measured=rows)["measured_x"].tolist() == list(
+        range(4090, 4099))
+    attention = plots.attention_data(gpu="h200", hiddens=[2048, 2560], heads=32, measured=rows)
+    assert attention["measured_x"].tolist() == [2048, 2560]
+    bmm = plots.attention_data(gpu="h200", hiddens=[2048], heads=32, kind="bmm", measured=rows)
+    assert bmm["measured_x"].tolist() == [2048]
+    layer = plots.layer_data(gpu="h200", hiddens=[2048], head_counts=[16, 32, 64], measured=rows)
+    assert layer["measured_x"].tolist() == [2048, 2048]
 
 
 # ---- breakdown ----------------------------------------------------------------------------------
@@ -335,6 +351,22 @@ def test_gemm_figure_draws_the_data(mpl):
     assert "TFLOP/s" in ax.get_ylabel() and "n" in ax.get_xlabel() and "elements" in ax.get_xlabel()
 
 
+def test_gemm_figure_shows_a_single_value_and_keeps_its_legend_off_the_curve(mpl):
+    data = plots.gemm_data(gpu="v100", dim="n", values=[4096], dtype="fp16")
+    fig = plots.gemm_figure(data)
+    ax = fig.axes[0]
+    assert ax.lines[0].get_marker() == "o"  # one point: a line alone draws nothing
+    dense = plots.gemm_figure(plots.gemm_data(gpu="v100", dim="n", values=range(1000, 1101), dtype="fp16"))
+    fig.draw_without_rendering()
+    dense.draw_without_rendering()
+    for figure in (fig, dense):  # the legend under the axes: a misaligned sweep's curve fills every corner
+        ax = figure.axes[0]
+        legend, box = ax.get_legend().get_window_extent(), ax.get_window_extent()
+        assert legend.y1 <= box.y0
+        assert legend.y0 >= 0 and ax.title.get_window_extent().x0 >= 0  # nothing cut off
+        assert ax.get_ylim()[1] > data["predicted_tflops"].max()
+
+
 def test_gemm_figure_limits_boundary_lines(mpl):
     data = plots.gemm_data(gpu="h200", dim="m", values=range(64, 32769, 64))
     assert len(data["tile_boundaries"]) > plots.MAX_BOUNDARY_LINES
@@ -377,6 +409,28 @@ def test_breakdown_figure_stacks_the_shares(mpl):
     assert ax.get_ylabel() == "share of step time"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == data["stack_names"][::-1]
     check_title(ax, data)
+
+
+def test_suggestions_figure_says_the_workload_each_speedup_and_the_nearest_when_none_is_faster(mpl):
+    result = suggest(get_model("llama3-8b"), Workload(), gpu="h200", top=3)
+    assert not result.suggestions and result.alternatives  # none faster beyond error: a lone "original" bar
+    data = plots.suggestions_data(result, gpu="h200")
+    assert data["none_faster"] and len(data["labels"]) == 1 + len(result.alternatives)
+    assert np.allclose(data["predicted_speedup"][1:], [s.speedup for s in result.alternatives])
+    ax = plots.suggestions_figure(data).axes[0]
+    assert "no faster shape" in ax.get_title() and "train, b = 4, s = 2048, t = 1" in ax.get_title()
+    assert [t.get_text() for t in ax.texts] == [f"{v:.3f}×" for v in data["predicted_speedup"]]
+    decode = suggest(get_model("gpt3-2.7b"), Workload(mode="decode", tp=2), gpu="h200", top=2)
+    assert "(decode, b = 4, s = 2048, t = 2)" in plots.suggestions_figure(
+        plots.suggestions_data(decode, gpu="h200")).axes[0].get_title()
+
+
+def test_suggestions_figure_labels_do_not_overlap(mpl):
+    rows = json.loads((BENCH_CSV.parent / "h200-verify" / "verify-gpt3-2.7b.json").read_text())
+    fig = plots.suggestions_figure(plots.verified_data(rows, model="gpt3-2.7b", gpu="h200"))
+    fig.draw_without_rendering()
+    boxes = [t.get_window_extent() for t in fig.axes[0].get_xticklabels()]
+    assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:]))
 
 
 def test_suggestions_figure_bars_and_intervals(mpl):

@@ -22,6 +22,7 @@ import base64
 import html
 import os
 import shlex
+import urllib.parse
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -214,7 +215,18 @@ def _model_rows(s: ModelShape) -> list:
              ("biases", "yes" if s.bias else "no"), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
              ("positions", f"learned, {s.learned_positions:,} rows" if s.learned_positions else
                            f"RoPE on {s.num_rope_layers} of {s.num_layers} layers"
-                           if s.mixed_rope else "RoPE or ALiBi")]
+                           if s.mixed_rope else "RoPE or ALiBi" if s.rotary_fraction else "no rotary (ALiBi, or none)")]
+    if s.rotary_fraction not in (0.0, 1.0):
+        rows.append(("rotary share of each head", f"{s.rotary_fraction:g}"))
+    if s.is_mla:  # the head dim alone misdescribes it: queries and keys are wider than values, through latents
+        rows.append(("latent attention", f"key/value latent {s.kv_lora_rank}"
+                     + (f", query latent {s.q_lora_rank}" if s.q_lora_rank else ", queries from the input")
+                     + f"; query/key head {s.qk_head_dim} ({s.d_head} + {s.rope_head_dim} rotary), "
+                       f"value head {s.v_dim}"))
+    if s.qk_norm:
+        rows.append(("QK-norm", "yes"))
+    if s.logit_softcap:
+        rows.append(("logit soft-capping", "yes"))
     if s.is_moe:
         rows += [("experts", f"{s.num_experts}, top-{s.top_k}" + (f", {s.num_shared_experts} shared"
                                                                  if s.num_shared_experts else "")),
@@ -476,6 +488,12 @@ def _figure_file(stem: str, name: str) -> str:
     return f"{stem}-{name}.png"
 
 
+def _md_link(stem: str, name: str) -> str:
+    """The figure's file as a Markdown link target: percent-encoded, as a space ends the target and a #
+    starts a fragment (a report named "design review.md" otherwise links to no file)."""
+    return urllib.parse.quote(_figure_file(stem, name))
+
+
 def _markdown(c: _Content, stem: str) -> str:
     s, w = c.shape, c.workload
     out = [f"# {_md_cell(s.name)} on {_md_cell(c.gpu.name)}", "",
@@ -490,14 +508,14 @@ def _markdown(c: _Content, stem: str) -> str:
     out += [_md_table(c.findings) if c.findings.rows else
             "No findings: the shape follows every co-design rule that costs time here.", ""]
     _, caption = c.figures["breakdown"]
-    out += ["## Train, prefill and decode", "", f"![{_md_cell(caption)}]({_figure_file(stem, 'breakdown')})", "",
+    out += ["## Train, prefill and decode", "", f"![{_md_cell(caption)}]({_md_link(stem, 'breakdown')})", "",
             "## Faster shapes of about the same size", ""]
     sugg = c.suggestions
     if c.suggested.rows:
         _, caption = c.figures["suggestions"]
         out += [(f"{len(sugg.suggestions)} fastest of {sugg.considered} shapes within 2% of the parameters, ranked by "
                  f"predicted GPU time per token."), "", _md_table(c.suggested), "",
-                f"![{_md_cell(caption)}]({_figure_file(stem, 'suggestions')})", ""]
+                f"![{_md_cell(caption)}]({_md_link(stem, 'suggestions')})", ""]
     else:
         out += [f"None of the {sugg.considered} shapes within 2% of the parameters is predicted faster.", ""]
     if c.measured.rows:

@@ -37,6 +37,7 @@ from .shapes import DTYPE_BYTES, MLP_KINDS, ModelShape, Workload
 ATTENTION_FIGURES = ("flash", "bmm")
 ATTENTION_PASSES = ("fwd", "fwdbwd")
 MAX_BOUNDARY_LINES = 32  # more vertical lines than this hide the curve they explain
+MARKED_POINTS = 64  # a GEMM sweep of at most this many values marks each one on its curve
 OTHER_BELOW = 0.02  # breakdown: ops under this share of every mode's step are drawn as "other"
 ALIGN_COLOURS = ("tab:green", "tab:orange", "tab:red")
 
@@ -111,6 +112,12 @@ def _left_out(rows, gpu: GPU, points_of) -> dict[str, int]:
     return {name: count for name, count in counts.items() if count}
 
 
+def _in_sweep(value, x: np.ndarray) -> bool:
+    """A measured point within the swept range, between the sweep's ends: one beyond would stretch the
+    axis past what was asked (a sweep of one value would show every measurement of the store)."""
+    return isinstance(value, (int, float, np.number)) and int(x[0]) <= value <= int(x[-1])
+
+
 def _pow2_key(value: int, cap: int = 64) -> int:
     """The largest power of two dividing value, capped: the series of the paper's figure 7."""
     return min(value & -value, cap)
@@ -175,7 +182,7 @@ def gemm_data(*, gpu: GPU | str | CostModel, dim: str = "n", values, m: int = 81
         points = []
         for p, median, tflops in _measured_rows(rows, ("gemm",), on):
             if (p.get("layout") != layout or p.get("dtype") != dtype or p.get("batch", 1) != 1 or dim not in p
-                    or any(p.get(d) != v for d, v in fixed.items())):
+                    or any(p.get(d) != v for d, v in fixed.items()) or not _in_sweep(p[dim], x)):
                 continue
             points.append((int(p[dim]), tflops if tflops is not None else 2.0 * p["m"] * p["n"] * p["k"] / (median * 1e9)))
         return points
@@ -212,7 +219,10 @@ def gemm_figure(data: dict):
     boundaries dotted and wave boundaries dashed."""
     fixed = ", ".join(f"{d} = {v}" for d, v in data["fixed"].items())
     fig, ax = figure(f"GEMM throughput, {fixed}, {data['layout']} layout, {data['dim']} swept", data)
-    ax.plot(data["x"], data["predicted_tflops"], color="C0", linewidth=1.2, label="predicted")
+    # A few points get markers: a sweep of one value draws no line at all, and a sparse one hides where it was priced.
+    few = len(data["x"]) <= MARKED_POINTS
+    ax.plot(data["x"], data["predicted_tflops"], color="C0", linewidth=1.2, label="predicted",
+            marker="o" if few else None, markersize=3.5)
     for cls in (0, 1, 2):
         chosen = data["measured_align_class"] == cls
         if chosen.any():
@@ -226,8 +236,10 @@ def gemm_figure(data: dict):
                    label=f"wave boundary ({data['num_sms']} SMs, {tile} tiles)" if i == 0 else None)
     ax.set_xlabel(f"{data['dim']} (elements)")
     ax.set_ylabel("TFLOP/s")
-    ax.set_ylim(bottom=0)
-    ax.legend(loc="lower right", fontsize="small")
+    top = np.nanmax(np.concatenate([data["predicted_tflops"], data["measured_tflops"]]))
+    ax.set_ylim(0, 1.08 * top if top > 0 else None)  # headroom: a point at the top is not cut in half
+    # Under the axes, not in them: a sweep of misaligned dims fills every corner with its curve.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncols=3, fontsize="small", frameon=False)
     return fig
 
 
@@ -343,7 +355,8 @@ def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int 
     keys = np.array([_pow2_key(int(d)) for d in head_dims], dtype=np.int64)
     def points_of(rows, on):
         return [(a * d, d, rate) for a, d, rate in _attention_measured(
-            rows, kind=kind, gpu=on, batch=batch, seq=seq, dtype=dtype, causal=causal, pass_=pass_) if a == heads]
+            rows, kind=kind, gpu=on, batch=batch, seq=seq, dtype=dtype, causal=causal, pass_=pass_)
+            if a == heads and _in_sweep(a * d, x)]
 
     points = sorted(points_of(measured, gpu))
     return {
@@ -478,7 +491,7 @@ def layer_data(*, gpu: GPU | str | CostModel, hiddens, head_counts, seq: int = 2
                 shape = ModelShape(**p["shape"])
             except (ShapewiseError, TypeError):
                 continue  # a shape this version cannot read is no point of this figure
-            if shape.mlp != mlp or shape.num_heads not in counts:
+            if shape.mlp != mlp or shape.num_heads not in counts or not _in_sweep(shape.hidden, x_all):
                 continue
             layer_flops = sum(op.total_flops for op in layer_ops(shape, workload))
             found.append((shape.hidden, shape.num_heads, layer_flops / (median * 1e9)))
@@ -577,7 +590,9 @@ def suggestions_data(suggestions, verified=None, *, gpu: GPU | str | CostModel) 
     original's is 1), and where `verified` (verify.Verification, in the order of the suggestions)
     is given, measured speedups with their confidence intervals (NaN for suggestions not verified)."""
     gpu = _gpu(gpu)
-    picked = list(suggestions.suggestions)
+    # No shape faster beyond the model's error: the nearest ones, as `suggest` lists them, not a lone bar.
+    none_faster = not suggestions.suggestions
+    picked = list(suggestions.suggestions or suggestions.alternatives)
     verified = list(verified or ())
     if len(verified) > len(picked):
         raise ShapewiseError(f"{len(verified)} verifications for {len(picked)} suggestions: they are matched by order")
@@ -588,9 +603,11 @@ def suggestions_data(suggestions, verified=None, *, gpu: GPU | str | CostModel) 
         for i, v in enumerate(verified, 1):
             measured[i], low[i], high[i] = v.measured_speedup, v.ci_low, v.ci_high
     original = suggestions.original
+    w = original.workload
     return {
-        "figure": "suggestions", "gpu": gpu.name, "dtype": original.workload.dtype,
+        "figure": "suggestions", "gpu": gpu.name, "dtype": w.dtype,
         "source": _source(len(verified)), "cost_model": suggestions.model.source, "model": original.shape.name,
+        "workload": f"{w.mode}, b = {w.batch}, s = {w.seq}, t = {w.tp}", "none_faster": none_faster,
         "labels": labels,
         "predicted_speedup": np.array([1.0, *(s.speedup for s in picked)], dtype=float),
         "measured_speedup": measured, "ci_low": low, "ci_high": high,
@@ -681,12 +698,19 @@ def verified_model_mismatch(rows: list[dict], shape: ModelShape) -> str:
 
 def suggestions_figure(data: dict):
     """Predicted and measured speedup per token side by side, the measured ones with their interval."""
-    fig, ax = figure(f"{data['model']}: suggested shapes", data, size=(max(6.0, 1.1 * len(data["labels"]) + 2), 5))
+    what = "no faster shape: the nearest ones" if data.get("none_faster") else "suggested shapes"
+    workload = f" ({data['workload']})" if data.get("workload") else ""
+    # 1.45 inches a bar: its label wrapped at 18 characters fits under it without touching the next.
+    fig, ax = figure(f"{data['model']}: {what}{workload}", data, size=(max(6.0, 1.45 * len(data["labels"]) + 2), 5))
     x = np.arange(len(data["labels"]))
     width = 0.38
     done = np.isfinite(data["measured_speedup"])
     # Side by side where something was measured; alone, the predicted bars stand centred on their label.
-    ax.bar(x - width / 2 if done.any() else x, data["predicted_speedup"], width, label="predicted", color="C0")
+    predicted = ax.bar(x - width / 2 if done.any() else x, data["predicted_speedup"], width, label="predicted",
+                       color="C0")
+    # Each speedup written on its bar: a few percent is all a shape of the same size gains, too little to read off.
+    ax.bar_label(predicted, [f"{v:.3f}×" for v in data["predicted_speedup"]], fontsize="x-small", padding=2)
+    ax.set_xlim(-0.75, len(x) - 0.25)  # a bar keeps its width alone
     if done.any():
         mid = data["measured_speedup"][done]
         ax.bar(x[done] + width / 2, mid, width, color="C1", label="measured (95% interval)",
