@@ -637,7 +637,8 @@ def check_measurable(dtype: str, what: str) -> None:
 
 @dataclass(frozen=True)
 class OpsBench(Bench):
-    ops: list = field(default_factory=list)  # the step's ops, in the order of `rows`
+    ops: list = field(default_factory=list)  # the step's ops measured, in the order of `rows`
+    num_ops: int = 0  # the step's ops in all: more than `ops` where the sweep was interrupted
 
     def step_ms(self) -> tuple[float, float | None]:
         """The step summed op by op (each op's time × its count) over the ops measured without error:
@@ -666,7 +667,7 @@ def bench_ops(shape, workload, *, store, device: str = "cuda", gpu=None, params=
     bench = _measure(cases, predict, store=store, device=device, gpu=gpu, params=params, **timing)
     by_case = {id(case): (case, row, p) for case, row, p in bench.rows}
     rows = [(op, by_case[id(c)]) for op, c in zip(ops, cases) if id(c) in by_case]
-    return OpsBench(bench.sweep, [r for _, r in rows], bench.kernels, ops=[op for op, _ in rows])
+    return OpsBench(bench.sweep, [r for _, r in rows], bench.kernels, ops=[op for op, _ in rows], num_ops=len(ops))
 
 
 @dataclass(frozen=True)

@@ -278,13 +278,15 @@ def run_bench_ops(args) -> int:
     if not args.json:
         measured_ms, predicted_ms = bench.step_ms()
         failed = sum(row.get("error") is not None for _, row, _ in bench.rows)
+        missing = bench.num_ops - len(bench.rows)  # not reached: the sweep was interrupted
         if failed == len(bench.rows):
-            console().print(f"step: none of its {failed} ops measured without error, no total")
+            console().print(f"step: none of its {bench.num_ops} ops measured without error, no total")
             return status
         line = f"step, measured op by op: {measured_ms:,.2f} ms"
-        if failed:
-            line = (f"step over the {len(bench.rows) - failed} of {len(bench.rows)} ops measured without error "
-                    f"({failed} failed: not the whole step): {measured_ms:,.2f} ms")
+        if failed or missing:
+            why = ", ".join(([f"{failed} failed"] if failed else []) + ([f"{missing} not measured"] if missing else []))
+            line = (f"step over the {len(bench.rows) - failed} of {bench.num_ops} ops measured without error "
+                    f"({why}: not the whole step): {measured_ms:,.2f} ms")
         if predicted_ms is not None:
             line += f"; predicted {predicted_ms:,.2f} ms for the same ops"
         console().print(line)
