@@ -44,3 +44,15 @@ def test_an_interrupted_bench_ops_gives_no_step_total_as_if_whole(capsys, tmp_pa
     assert code == 130 and "interrupted" in flat
     assert "step, measured op by op" not in flat, "three ops summed and called the step"
     assert "step over the 3 of" in flat and "not measured: not the whole step" in flat
+
+
+def test_an_interrupted_bench_layer_counts_no_unmeasured_op_as_failed(capsys, tmp_path, monkeypatch):
+    _interrupt_after(monkeypatch, 3)  # the two passes of the layer whole, then one op
+    code, out, _ = run(capsys, "bench", "layer", "--config", _config(tmp_path), "--batch", "1", "--seq", "32",
+                       "--db", str(tmp_path / "r.db"), *FAST)
+    rows = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["fwdbwd"], ["fwd"])}
+    assert code == 130 and set(rows) == {"fwdbwd", "fwd"}
+    for line in rows.values():
+        cells = [c.strip() for c in line.split("│")]
+        assert cells[-1].startswith("0, ") and cells[-1].endswith("not measured"), line
+        assert cells[3] == "", f"ops/layer from a part of the ops: {line}"

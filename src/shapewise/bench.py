@@ -680,6 +680,7 @@ class LayerPass:
     ops_ms: float | None = None  # its ops measured alone, × their counts (not under tensor parallelism)
     ops_failed: int = 0
     predicted_ms: float | None = None
+    ops_missing: int = 0  # ops not measured at all: the sweep was interrupted before them
 
 
 @dataclass(frozen=True)
@@ -729,10 +730,11 @@ def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, param
         row = measured.get(id(case)) or {}
         op_rows = [(op, measured.get(id(op_cases[op.label, pass_]))) for op in ops[pass_]]
         ok = [(op, r) for op, r in op_rows if r and r.get("error") is None]
+        missing = sum(not r for _, r in op_rows)
         whole = row.get("median_ms") if row and row.get("error") is None else None
-        out.append(LayerPass(pass_, whole, row.get("error", "—") if whole is None else None,
-                             sum(r["median_ms"] * op.count for op, r in ok), len(op_rows) - len(ok),
-                             predict_case(case, gpu=model) if gpu else None))
+        out.append(LayerPass(pass_, whole, row.get("error", "not measured") if whole is None else None,
+                             sum(r["median_ms"] * op.count for op, r in ok), len(op_rows) - len(ok) - missing,
+                             predict_case(case, gpu=model) if gpu else None, missing))
     return LayerBench(out, result)
 
 

@@ -232,9 +232,11 @@ def _render_layer(args, shape, workload, layer) -> int:
         table.add_column(col, justify="left" if col == "pass" else "right")
     for p in layer.passes:
         layer_ms, predicted = p.measured_ms, p.predicted_ms
+        whole_ops = layer_ms and not p.ops_missing  # a sum over some of the ops is no layer's
         table.add_row(p.pass_, f"{layer_ms:.3f}" if layer_ms else p.error, f"{p.ops_ms:.3f}",
-                      f"{p.ops_ms / layer_ms:.2f}" if layer_ms else "", f"{predicted:.3f}" if predicted else "",
-                      f"{predicted / layer_ms:.2f}" if predicted and layer_ms else "", str(p.ops_failed))
+                      f"{p.ops_ms / layer_ms:.2f}" if whole_ops else "", f"{predicted:.3f}" if predicted else "",
+                      f"{predicted / layer_ms:.2f}" if predicted and layer_ms else "",
+                      str(p.ops_failed) + (f", {p.ops_missing} not measured" if p.ops_missing else ""))
     out = console()
     out.print(table)
     out.print(result.summary())
