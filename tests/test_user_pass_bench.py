@@ -56,3 +56,31 @@ def test_an_interrupted_bench_layer_counts_no_unmeasured_op_as_failed(capsys, tm
         cells = [c.strip() for c in line.split("│")]
         assert cells[-1].startswith("0, ") and cells[-1].endswith("not measured"), line
         assert cells[3] == "", f"ops/layer from a part of the ops: {line}"
+
+
+VERIFY = ["--device", "cpu", "--batch", "1", "--seq", "32", "--params-tol", "0.1", "--top", "1", "--rounds", "3"]
+TINY_VERIFY = {**TINY, "hidden_size": 80, "num_key_value_heads": 4, "intermediate_size": 213, "vocab_size": 250}
+
+
+def _tiny_verify_config(tmp_path) -> str:
+    config = tmp_path / "verify.json"
+    config.write_text(json.dumps(TINY_VERIFY))
+    return str(config)
+
+
+def test_verify_says_its_cpu_times_are_no_test_of_the_gpu_predicted(capsys, tmp_path):
+    code, out, err = run(capsys, "verify", _tiny_verify_config(tmp_path), *VERIFY)
+    assert code == 0 and "measured speedup" in out
+    assert "measured on the CPU" in err and "h200" in err and err.count("shapewise: warning:") >= 1
+
+
+def test_verify_says_when_it_measured_another_gpu_than_it_predicts(capsys, tmp_path, monkeypatch):
+    import shapewise.measure as measure
+
+    real = measure.environment
+    monkeypatch.setattr(measure, "environment",
+                        lambda device="cuda": {**real(device), "gpu_name": "NVIDIA H100 80GB HBM3"})
+    code, _, err = run(capsys, "verify", _tiny_verify_config(tmp_path), *VERIFY, "--json")
+    assert code == 0 and "measured on NVIDIA H100 80GB HBM3, not on the h200" in err
+    code, _, err = run(capsys, "verify", _tiny_verify_config(tmp_path), *VERIFY, "--gpu", "h100")
+    assert code == 0 and "not on the" not in err and "measured on the CPU" not in err
