@@ -84,3 +84,11 @@ def test_verify_says_when_it_measured_another_gpu_than_it_predicts(capsys, tmp_p
     assert code == 0 and "measured on NVIDIA H100 80GB HBM3, not on the h200" in err
     code, _, err = run(capsys, "verify", _tiny_verify_config(tmp_path), *VERIFY, "--gpu", "h100")
     assert code == 0 and "not on the" not in err and "measured on the CPU" not in err
+
+
+@pytest.mark.parametrize("backends, said", [(["flash"], "the flash SDPA backend runs only on CUDA devices"),
+                                            (["flash", "cudnn"], "the cudnn, flash SDPA backends run only on")])
+def test_a_cuda_only_attention_backend_on_the_cpu_is_one_line(capsys, tmp_path, backends, said):
+    code, _, err = run(capsys, "bench", "attention", "--heads", "2", "--head-dim", "16", "--seq", "32",
+                       "--backend", *backends, "--db", str(tmp_path / "r.db"), *FAST)
+    assert code == 2 and said in err and err.count("\n") == 1

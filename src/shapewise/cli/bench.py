@@ -131,7 +131,7 @@ def run_bench_attention(args) -> int:
                             causal=args.causal, backends=args.backend, passes=args.passes, dtype=args.dtype)
     cuda_only = sorted(set(args.backend) & {"flash", "efficient", "cudnn"})
     if cuda_only and not args.device.startswith("cuda"):
-        raise ShapewiseError(f"the {', '.join(cuda_only)} SDPA backend{'s' if len(cuda_only) > 1 else ''} run only on "
+        raise ShapewiseError(f"the {', '.join(cuda_only)} SDPA backend{'s run' if len(cuda_only) > 1 else ' runs'} only on "
                              "CUDA devices: on the CPU measure --backend default math unfused")
     with open_store(args) as store:
         bench = bench_cases(cases, store=store, gpu=args.gpu, **_timing(args))
