@@ -637,7 +637,8 @@ def check_measurable(dtype: str, what: str) -> None:
 
 @dataclass(frozen=True)
 class OpsBench(Bench):
-    ops: list = field(default_factory=list)  # the step's ops, in the order of `rows`
+    ops: list = field(default_factory=list)  # the step's ops measured, in the order of `rows`
+    num_ops: int = 0  # the step's ops in all: more than `ops` where the sweep was interrupted
 
     def step_ms(self) -> tuple[float, float | None]:
         """The step summed op by op (each op's time × its count) over the ops measured without error:
@@ -666,7 +667,7 @@ def bench_ops(shape, workload, *, store, device: str = "cuda", gpu=None, params=
     bench = _measure(cases, predict, store=store, device=device, gpu=gpu, params=params, **timing)
     by_case = {id(case): (case, row, p) for case, row, p in bench.rows}
     rows = [(op, by_case[id(c)]) for op, c in zip(ops, cases) if id(c) in by_case]
-    return OpsBench(bench.sweep, [r for _, r in rows], bench.kernels, ops=[op for op, _ in rows])
+    return OpsBench(bench.sweep, [r for _, r in rows], bench.kernels, ops=[op for op, _ in rows], num_ops=len(ops))
 
 
 @dataclass(frozen=True)
@@ -679,6 +680,7 @@ class LayerPass:
     ops_ms: float | None = None  # its ops measured alone, × their counts (not under tensor parallelism)
     ops_failed: int = 0
     predicted_ms: float | None = None
+    ops_missing: int = 0  # ops not measured at all: the sweep was interrupted before them
 
 
 @dataclass(frozen=True)
@@ -728,10 +730,11 @@ def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, param
         row = measured.get(id(case)) or {}
         op_rows = [(op, measured.get(id(op_cases[op.label, pass_]))) for op in ops[pass_]]
         ok = [(op, r) for op, r in op_rows if r and r.get("error") is None]
+        missing = sum(not r for _, r in op_rows)
         whole = row.get("median_ms") if row and row.get("error") is None else None
-        out.append(LayerPass(pass_, whole, row.get("error", "—") if whole is None else None,
-                             sum(r["median_ms"] * op.count for op, r in ok), len(op_rows) - len(ok),
-                             predict_case(case, gpu=model) if gpu else None))
+        out.append(LayerPass(pass_, whole, row.get("error", "not measured") if whole is None else None,
+                             sum(r["median_ms"] * op.count for op, r in ok), len(op_rows) - len(ok) - missing,
+                             predict_case(case, gpu=model) if gpu else None, missing))
     return LayerBench(out, result)
 
 

@@ -189,7 +189,15 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     reported with its error (the others are measured) instead of stopping everything. on_round:
     called after each interleaved round with the rounds done (a progress bar)."""
     from .bench import _error_text, out_of_memory
-    from .measure import bootstrap_median_ci, check_device, device_memory_bytes, import_torch, interleave
+    from .measure import (
+        bootstrap_median_ci,
+        check_device,
+        device_memory_bytes,
+        environment,
+        import_torch,
+        interleave,
+        warn_measured_elsewhere,
+    )
 
     import_torch()  # a clear error before any work when torch is missing
     check_device(device)
@@ -263,6 +271,8 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
             layer, head = result[names[0]].round_ratios, result[names[1]].round_ratios
             per_token.append([(shape.num_layers * a + b) / workload.tokens for a, b in zip(layer, head)])
     model = cost_model(gpu)
+    # The predicted speedups are the model's GPU's (h200 unless named): said where the measured ones are not.
+    warn_measured_elsewhere(environment(device), model.gpu, what="these measured speedups")
     # A whole model's predicted time is its step's; a layer run's, its layers and head (predicted_step_ms).
     timed = (lambda s, w, step: step.time_ms) if whole else (lambda s, w, step: predicted_step_ms(s, w, gpu=model))
     errors, base_step = op_errors(model), predict_step(*original, gpu=model)

@@ -131,7 +131,7 @@ def run_bench_attention(args) -> int:
                             causal=args.causal, backends=args.backend, passes=args.passes, dtype=args.dtype)
     cuda_only = sorted(set(args.backend) & {"flash", "efficient", "cudnn"})
     if cuda_only and not args.device.startswith("cuda"):
-        raise ShapewiseError(f"the {', '.join(cuda_only)} SDPA backend{'s' if len(cuda_only) > 1 else ''} run only on "
+        raise ShapewiseError(f"the {', '.join(cuda_only)} SDPA backend{'s run' if len(cuda_only) > 1 else ' runs'} only on "
                              "CUDA devices: on the CPU measure --backend default math unfused")
     with open_store(args) as store:
         bench = bench_cases(cases, store=store, gpu=args.gpu, **_timing(args))
@@ -232,9 +232,11 @@ def _render_layer(args, shape, workload, layer) -> int:
         table.add_column(col, justify="left" if col == "pass" else "right")
     for p in layer.passes:
         layer_ms, predicted = p.measured_ms, p.predicted_ms
+        whole_ops = layer_ms and not p.ops_missing  # a sum over some of the ops is no layer's
         table.add_row(p.pass_, f"{layer_ms:.3f}" if layer_ms else p.error, f"{p.ops_ms:.3f}",
-                      f"{p.ops_ms / layer_ms:.2f}" if layer_ms else "", f"{predicted:.3f}" if predicted else "",
-                      f"{predicted / layer_ms:.2f}" if predicted and layer_ms else "", str(p.ops_failed))
+                      f"{p.ops_ms / layer_ms:.2f}" if whole_ops else "", f"{predicted:.3f}" if predicted else "",
+                      f"{predicted / layer_ms:.2f}" if predicted and layer_ms else "",
+                      str(p.ops_failed) + (f", {p.ops_missing} not measured" if p.ops_missing else ""))
     out = console()
     out.print(table)
     out.print(result.summary())
@@ -278,13 +280,15 @@ def run_bench_ops(args) -> int:
     if not args.json:
         measured_ms, predicted_ms = bench.step_ms()
         failed = sum(row.get("error") is not None for _, row, _ in bench.rows)
+        missing = bench.num_ops - len(bench.rows)  # not reached: the sweep was interrupted
         if failed == len(bench.rows):
-            console().print(f"step: none of its {failed} ops measured without error, no total")
+            console().print(f"step: none of its {bench.num_ops} ops measured without error, no total")
             return status
         line = f"step, measured op by op: {measured_ms:,.2f} ms"
-        if failed:
-            line = (f"step over the {len(bench.rows) - failed} of {len(bench.rows)} ops measured without error "
-                    f"({failed} failed: not the whole step): {measured_ms:,.2f} ms")
+        if failed or missing:
+            why = ", ".join(([f"{failed} failed"] if failed else []) + ([f"{missing} not measured"] if missing else []))
+            line = (f"step over the {len(bench.rows) - failed} of {bench.num_ops} ops measured without error "
+                    f"({why}: not the whole step): {measured_ms:,.2f} ms")
         if predicted_ms is not None:
             line += f"; predicted {predicted_ms:,.2f} ms for the same ops"
         console().print(line)
