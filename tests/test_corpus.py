@@ -876,3 +876,10 @@ def test_an_encoder_decoder_is_refused_as_one(capsys):
     with pytest.raises(ShapewiseError, match="is an encoder-decoder model \\(is_encoder_decoder\\)"):
         _shape_from_config({**DEEPSEEK_V3, "is_encoder_decoder": True}, "x", "x")
     assert _shape_from_config({**DEEPSEEK_V3, "is_encoder_decoder": False}, "x", "x").is_mla
+
+
+def test_calibrations_draws_keep_the_presets_they_measured():
+    from shapewise.draws import measured_preset
+
+    assert measured_preset("bloom-7b1").rotary_fraction == measured_preset("pythia-1b").rotary_fraction == 1.0
+    assert measured_preset("mistral-7b").window == 0 and measured_preset("gpt2").learned_positions == 1024

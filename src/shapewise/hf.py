@@ -823,9 +823,11 @@ def _template(s: ModelShape) -> dict:
                 "n_ctx": s.learned_positions, "vocab_size": s.vocab, "activation_function": _ACT_NAME[s.mlp],
                 "layer_norm_epsilon": 1e-5, "tie_word_embeddings": s.tied_embeddings}
     if s.gated:
-        # SmolLM3 is Llama's layout with NoPE layers (no_rope_layers, written by _fit)
+        # SmolLM3 is Llama's layout with NoPE layers (no_rope_layers, written by _fit); Mistral's, with a
+        # window on every layer (sliding_window)
         arch, model_type = ("MixtralForCausalLM", "mixtral") if s.is_moe else \
-            ("SmolLM3ForCausalLM", "smollm3") if s.nope_every else ("LlamaForCausalLM", "llama")
+            ("SmolLM3ForCausalLM", "smollm3") if s.nope_every else \
+            ("MistralForCausalLM", "mistral") if s.window and not s.global_every else ("LlamaForCausalLM", "llama")
         cfg = {"architectures": [arch], "model_type": model_type, "hidden_size": s.hidden,
                "intermediate_size": s.ffn_width, "num_hidden_layers": s.num_layers,
                "num_attention_heads": s.num_heads, "num_key_value_heads": s.kv_heads, "head_dim": s.d_head,

@@ -20,8 +20,9 @@ _GPT2 = dict(mlp="gelu", norm="layernorm", bias=True, tied_embeddings=True, lear
 _GPT3_ = dict(mlp="gelu", norm="layernorm", bias=True, tied_embeddings=True, learned_positions=2048, vocab=50257)
 # Pythia, GPT-NeoX-20B and Phi-2 were trained at 2,048 tokens (their configs' max_position_embeddings).
 _NEOX = dict(mlp="gelu", norm="layernorm", bias=True, tied_embeddings=False, parallel_attn=True, context=2048)
-# The presets rotate every head dim, as the layers measured for the shipped profile did (layers.py);
-# the configs say Pythia/NeoX rotate a quarter, Phi-2 40% and BLOOM none (ALiBi), which --config reads.
+# Pythia and GPT-NeoX-20B rotate a quarter of each head (rotary_pct 0.25), Phi-2 40% (partial_rotary_factor),
+# BLOOM none (ALiBi), as their checkpoints' configs say. (Calibration's draws measured these presets with
+# every head dim rotated and Mistral 7B without its window, and keep drawing them so: draws.measured_preset.)
 _LLAMA = dict(mlp="swiglu", norm="rmsnorm", bias=False, tied_embeddings=False)
 
 _TABLE = (
@@ -57,23 +58,23 @@ _TABLE = (
                source=_GPT3, published_params=175_000_000_000),
     # Pythia: exact totals from the model cards' renaming table. Vocab is padded per model.
     ModelShape(name="pythia-70m", hidden=512, num_layers=6, num_heads=8, ffn=2048, vocab=50304, **_NEOX,
-               source=_HF.format("EleutherAI/pythia-70m"), published_params=70_426_624),
+               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-70m"), published_params=70_426_624),
     ModelShape(name="pythia-160m", hidden=768, num_layers=12, num_heads=12, ffn=3072, vocab=50304, **_NEOX,
-               source=_HF.format("EleutherAI/pythia-160m"), published_params=162_322_944),
+               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-160m"), published_params=162_322_944),
     ModelShape(name="pythia-410m", hidden=1024, num_layers=24, num_heads=16, ffn=4096, vocab=50304, **_NEOX,
-               source=_HF.format("EleutherAI/pythia-410m"), published_params=405_334_016),
+               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-410m"), published_params=405_334_016),
     ModelShape(name="pythia-1b", hidden=2048, num_layers=16, num_heads=8, ffn=8192, vocab=50304, **_NEOX,
-               source=_HF.format("EleutherAI/pythia-1b"), published_params=1_011_781_632),
+               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-1b"), published_params=1_011_781_632),
     ModelShape(name="pythia-1.4b", hidden=2048, num_layers=24, num_heads=16, ffn=8192, vocab=50304, **_NEOX,
-               source=_HF.format("EleutherAI/pythia-1.4b"), published_params=1_414_647_808),
+               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-1.4b"), published_params=1_414_647_808),
     ModelShape(name="pythia-2.8b", hidden=2560, num_layers=32, num_heads=32, ffn=10240, vocab=50304, **_NEOX,
-               source=_HF.format("EleutherAI/pythia-2.8b"), published_params=2_775_208_960),
+               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-2.8b"), published_params=2_775_208_960),
     ModelShape(name="pythia-6.9b", hidden=4096, num_layers=32, num_heads=32, ffn=16384, vocab=50432, **_NEOX,
-               source=_HF.format("EleutherAI/pythia-6.9b"), published_params=6_857_302_016),
+               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-6.9b"), published_params=6_857_302_016),
     ModelShape(name="pythia-12b", hidden=5120, num_layers=36, num_heads=40, ffn=20480, vocab=50688, **_NEOX,
-               source=_HF.format("EleutherAI/pythia-12b"), published_params=11_846_072_320),
+               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-12b"), published_params=11_846_072_320),
     ModelShape(name="gpt-neox-20b", hidden=6144, num_layers=44, num_heads=64, ffn=24576, vocab=50432, **_NEOX,
-               source=_HF.format("EleutherAI/gpt-neox-20b"), published_params=20_554_567_680),  # card
+               rotary_fraction=0.25, source=_HF.format("EleutherAI/gpt-neox-20b"), published_params=20_554_567_680),  # card
     # Llama family: Meta's papers say 7B/13B/70B/8B; the exact totals are the hub's.
     ModelShape(name="llama2-7b", hidden=4096, num_layers=32, num_heads=32, ffn=11008, vocab=32000, **_LLAMA,
                context=4096, source=_HF.format("meta-llama/Llama-2-7b-hf"), published_params=6_738_415_616),
@@ -90,6 +91,7 @@ _TABLE = (
                context=8192, source=_HF.format("meta-llama/Meta-Llama-3-70B"), published_params=70_553_706_496),
     ModelShape(name="mistral-7b", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn=14336,
                vocab=32000, **_LLAMA,  # Mistral's post says 7.3B; 7,241,732,096 is the hub's
+               window=4096,  # v0.1's sliding window on every layer (its config's sliding_window)
                context=32768, source=_HF.format("mistralai/Mistral-7B-v0.1"), published_params=7_241_732_096),
     ModelShape(name="mixtral-8x7b", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn=14336,
                vocab=32000, num_experts=8, top_k=2, expert_ffn=14336, **_LLAMA,  # paper: 47B total
@@ -110,14 +112,14 @@ _TABLE = (
                mlp="gelu", norm="layernorm", bias=False, tied_embeddings=True, parallel_attn=True,
                source=_HF.format("tiiuae/falcon-7b"), published_params=7_000_000_000),
     ModelShape(name="phi-2", hidden=2560, num_layers=32, num_heads=32, ffn=10240, vocab=51200, **_NEOX,
-               source=_HF.format("microsoft/phi-2"), published_params=2_779_683_840),  # hub; card: 2.7B
+               rotary_fraction=0.4, source=_HF.format("microsoft/phi-2"), published_params=2_779_683_840),  # hub; card: 2.7B
     ModelShape(name="opt-1.3b", hidden=2048, num_layers=24, num_heads=32, ffn=8192, vocab=50272,
                mlp="relu", norm="layernorm", bias=True, tied_embeddings=True,
                learned_positions=2050,  # OPT offsets positions by 2: 2048 + 2 rows
                source=_HF.format("facebook/opt-1.3b"), published_params=1_315_758_080),  # hub; paper: 1.3B
     # BLOOM adds a LayerNorm after the embedding (8,192 parameters the dataclass does not count).
     ModelShape(name="bloom-7b1", hidden=4096, num_layers=30, num_heads=32, vocab=250880,
-               mlp="gelu", norm="layernorm", bias=True, tied_embeddings=True,
+               mlp="gelu", norm="layernorm", bias=True, tied_embeddings=True, rotary_fraction=0.0,  # ALiBi
                source=_HF.format("bigscience/bloom-7b1"), published_params=7_069_016_064),  # card
     ModelShape(name="starcoder2-15b", hidden=6144, num_layers=40, num_heads=48, num_kv_heads=4, ffn=24576,
                vocab=49152, mlp="gelu", norm="layernorm", bias=True, tied_embeddings=False,
