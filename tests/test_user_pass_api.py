@@ -93,3 +93,14 @@ def test_spec_only_and_a_profile_conflict_and_times_are_python_floats():
     with pytest.raises(ShapewiseError, match="give one of them"):
         check(get_model("gpt2"), Workload(seq=1024), gpu="h200", spec_only=True, profile="missing.json")
     assert type(predict_step(get_model("gpt2"), Workload(seq=1024), gpu="h200").time_ms) is float
+
+
+def test_a_gpus_datasheet_numbers_cannot_be_changed_in_place():
+    gpu = shapewise.get_gpu("h200")
+    before = predict_gemm(4096, 4096, 4096, gpu="h200").time_ms
+    with pytest.raises(TypeError, match="read-only"):
+        gpu.tflops["bf16"] = 1.0  # the table's GPU is every call's: this would reprice them all
+    with pytest.raises(TypeError, match="read-only"):
+        gpu.sources.clear()
+    assert predict_gemm(4096, 4096, 4096, gpu="h200").time_ms == before
+    assert {gpu: 1}[shapewise.get_gpu("h200")] == 1  # a frozen value is hashable
