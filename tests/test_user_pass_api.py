@@ -104,3 +104,12 @@ def test_a_gpus_datasheet_numbers_cannot_be_changed_in_place():
         gpu.sources.clear()
     assert predict_gemm(4096, 4096, 4096, gpu="h200").time_ms == before
     assert {gpu: 1}[shapewise.get_gpu("h200")] == 1  # a frozen value is hashable
+
+
+@pytest.mark.parametrize("gbs", [0, -100, float("nan"), float("inf"), "fast", None])
+def test_a_link_rate_is_a_positive_number(gbs):
+    if gbs is None:  # None: the GPU's datasheet link
+        assert predict_step(get_model("gpt2"), Workload(tp=2), gpu="h200", link_gbs=gbs).time_ms > 0
+        return
+    with pytest.raises(ShapewiseError, match="link_gbs: the rate must be"):
+        predict_step(get_model("gpt2"), Workload(tp=2), gpu="h200", link_gbs=gbs)

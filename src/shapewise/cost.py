@@ -31,6 +31,7 @@ import numpy as np
 from .corrections import correct, corrects, kernel_words, tree_factor
 from .errors import ShapewiseError
 from .hardware import GPU
+from .limits import RATE
 from .ops import BMM, COMM, FLASH, GEMM, MEMORY, Op, attended_pairs, model_ops
 from .params import (
     DECODE_KEYS,
@@ -724,7 +725,7 @@ def _link_gbs(gpu: GPU, link_gbs: float | None = None) -> float:
     from .hardware import link
 
     if link_gbs is not None:
-        return link_gbs
+        return RATE.check(link_gbs, "link_gbs")  # 0 divided by zero, and NaN or a negative priced nonsense
     peer = link(gpu)
     if peer is None:
         raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table: tensor parallelism cannot be modelled")
