@@ -113,3 +113,23 @@ def test_a_link_rate_is_a_positive_number(gbs):
         return
     with pytest.raises(ShapewiseError, match="link_gbs: the rate must be"):
         predict_step(get_model("gpt2"), Workload(tp=2), gpu="h200", link_gbs=gbs)
+
+
+@pytest.mark.parametrize("kwargs, said", [
+    (dict(params_target="1e9x"), "--params (params_target): the parameter budget must be a number"),
+    (dict(params_target=float("nan")), "the parameter budget must be a finite number"),
+    (dict(vocab=32000.5), "--vocab: the vocab size must be a whole number"),
+    (dict(params_tol=0.9), "--params-tol (params_tol): the parameter tolerance must be a number above 0"),
+    (dict(top=0), "--top: how many to show must be a positive whole number"),
+    (dict(aspect=(32.0,)), "aspect must be two numbers"),
+    (dict(aspect=(-1, 32)), "aspect: hidden/layers must be a number above 0"),
+    (dict(aspect=(float("nan"), 32)), "aspect: hidden/layers must be a finite number"),
+    (dict(aspect=(256, 32)), "the lowest hidden/layers comes first, got 256 > 32"),
+    (dict(workload=None), "the workload must be a shapewise.Workload, got None"),
+    (dict(mlp="relu2"), "unknown MLP kind 'relu2'; use one of gelu, relu, swiglu, geglu"),
+])
+def test_search_checks_its_arguments_as_the_command_checks_its_flags(kwargs, said):
+    args = dict(params_target=1e9, gpu="h200", workload=Workload(batch=1, seq=4096)) | kwargs
+    with pytest.raises(ShapewiseError) as err:
+        shapewise.search(**args)
+    assert said in str(err.value) and "\n" not in str(err.value)

@@ -138,6 +138,8 @@ PARAMS_TOL = Limit("the parameter tolerance", 0, 0.5, whole=False, low_open=True
                    reason="a relative tolerance; 0.5 already admits half or one and a half the size")
 ASPECT_BAND = Limit("the aspect band", 1, 100, whole=False,
                     reason="a factor on hidden/layers; beyond 100 it no longer limits anything")
+ASPECT = Limit("hidden/layers", 0, 32768, whole=False, low_open=True,
+               reason="search's widest hidden over one layer")
 TOP = Limit("how many to show", 1, 10_000, reason="more rows than anyone reads")
 # A count a flag gives that no bound above says more about (GPUs in a cluster, tokens in a batch):
 # kept within a 32-bit int, the width cuBLAS and NCCL count elements in.
