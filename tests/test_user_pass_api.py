@@ -133,3 +133,13 @@ def test_search_checks_its_arguments_as_the_command_checks_its_flags(kwargs, sai
     with pytest.raises(ShapewiseError) as err:
         shapewise.search(**args)
     assert said in str(err.value) and "\n" not in str(err.value)
+
+
+def test_arrays_that_do_not_broadcast_are_said_in_one_line():
+    with pytest.raises(ShapewiseError, match=r"do not broadcast together \(m \(3,\), k \(2,\)\)"):
+        predict_gemm(np.array([64, 128, 256]), 64, np.array([64, 128]))
+    with pytest.raises(ShapewiseError, match=r"\(n \(2,\), layout \(3,\)\)"):
+        predict_gemm(64, np.array([64, 128]), 64, layout=np.array(["nn", "nt", "tn"]))
+    with pytest.raises(ShapewiseError, match="unknown dtype"):
+        predict_gemm(64, 64, 64, dtype=["bf16"])
+    assert predict_gemm(np.array([64, 128]), 64, np.array([[64], [128]])).time_ms.shape == (2, 2)

@@ -414,8 +414,15 @@ def predict_gemm(m, n, k, *, batch=1, gpu: GPU | str | CostModel = "h200", dtype
     _check_dims(m=m, n=n, k=k, batch=batch)
     if np.any(~np.isin(np.asarray(layout), LAYOUTS)):
         raise ShapewiseError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
-    if dtype not in DTYPE_BYTES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise ShapewiseError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+    args = {"m": m, "n": n, "k": k, "batch": batch, "layout": layout}
+    try:
+        np.broadcast_shapes(*(np.shape(x) for x in args.values()))
+    except ValueError:
+        shapes = ", ".join(f"{name} {np.shape(x)}" for name, x in args.items() if np.ndim(x))
+        raise ShapewiseError(f"the arrays' shapes do not broadcast together ({shapes}): give arrays of one shape, "
+                             "or of shapes numpy broadcasts") from None
     model = cost_model(gpu)
     out = _gemm_arrays(m, n, k, batch, layout, model.gpu, dtype, model.params)
     if all(np.ndim(x) == 0 for x in (m, n, k, batch, layout)):
