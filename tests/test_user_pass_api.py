@@ -143,3 +143,26 @@ def test_arrays_that_do_not_broadcast_are_said_in_one_line():
     with pytest.raises(ShapewiseError, match="unknown dtype"):
         predict_gemm(64, 64, 64, dtype=["bf16"])
     assert predict_gemm(np.array([64, 128]), 64, np.array([[64], [128]])).time_ms.shape == (2, 2)
+
+
+@pytest.mark.parametrize("kwargs, said", [
+    (dict(rounds=0), "rounds: the rounds must be a positive whole number"),
+    (dict(rounds=2.5), "rounds: the rounds must be a whole number"),
+    (dict(budget_ms=float("nan")), "budget_ms: the timing budget in ms must be a finite number"),
+    (dict(warmup_ms=-1), "warmup_ms: the warm-up time in ms must be a number"),
+    (dict(mode="whole"), "unknown verify mode 'whole'"),
+    (dict(candidates=[]), "nothing to verify"),
+    (dict(candidates=[get_model("gpt2")]), "a candidate must be a (label, ModelShape, Workload) triple"),
+    (dict(original=get_model("gpt2")), "the original must be a (ModelShape, Workload) pair"),
+])
+def test_verify_checks_its_arguments_before_building_anything(kwargs, said, monkeypatch):
+    import shapewise.measure
+
+    def no_torch():
+        raise AssertionError("the arguments are checked before torch is imported or anything is built")
+    monkeypatch.setattr(shapewise.measure, "import_torch", no_torch)
+    gpt2, workload = get_model("gpt2"), Workload(batch=1, seq=64)
+    args = dict(original=(gpt2, workload), candidates=[("same", gpt2, workload)], gpu="h200", device="cpu") | kwargs
+    with pytest.raises(ShapewiseError) as err:
+        shapewise.verify(**args)
+    assert said in str(err.value) and "\n" not in str(err.value)
