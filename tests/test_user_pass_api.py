@@ -1,6 +1,7 @@
 """The Python API as a new user met it: bad input is shapewise's one error, flags are booleans, numpy's
 integers are integers, the caveats come with check's result, and a GPU read as its nearest is said."""
 
+import re
 import warnings
 
 import numpy as np
@@ -166,3 +167,15 @@ def test_verify_checks_its_arguments_before_building_anything(kwargs, said, monk
     with pytest.raises(ShapewiseError) as err:
         shapewise.verify(**args)
     assert said in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda: Workload(dtype=["bf16"]), "unknown dtype ['bf16']"),
+    (lambda: Workload(mode={"train"}), "unknown mode {'train'}"),
+    (lambda: get_model("gpt2").replace(mlp=["gelu"]), "unknown MLP kind ['gelu']"),
+    (lambda: get_model("gpt2").replace(norm={"kind": "rmsnorm"}), "unknown norm {'kind': 'rmsnorm'}"),
+    (lambda: shapewise.search(params_target=1e9, gpu="h200", workload=Workload(), mlp=["gelu"]), "unknown MLP kind"),
+])
+def test_a_choice_that_is_not_text_is_refused_as_unknown(make, said):
+    with pytest.raises(ShapewiseError, match=re.escape(said)):
+        make()

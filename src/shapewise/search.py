@@ -402,7 +402,7 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
     model.gpu.peak_tflops(workload.dtype)  # a GPU without the dtype is said as that, not as no shape priced
     if attention not in ("mha", "gqa", "mqa"):
         raise ShapewiseError("--attention-kind must be mha, gqa or mqa")
-    if mlp not in MLP_KINDS:
+    if not isinstance(mlp, str) or mlp not in MLP_KINDS:
         raise ShapewiseError(f"unknown MLP kind {mlp!r}; use one of {', '.join(MLP_KINDS)}")
     gated = mlp in ("swiglu", "geglu")
     t = workload.tp
