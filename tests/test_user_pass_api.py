@@ -179,3 +179,17 @@ def test_verify_checks_its_arguments_before_building_anything(kwargs, said, monk
 def test_a_choice_that_is_not_text_is_refused_as_unknown(make, said):
     with pytest.raises(ShapewiseError, match=re.escape(said)):
         make()
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda v: shapewise.cost_model("h200", spec_only=v), "spec_only"),
+    (lambda v: check(get_model("gpt2"), Workload(), gpu="h200", spec_only=v), "spec_only"),
+    (lambda v: shapewise.load_config("tests/data/hf-sixth/minicpmv.json", strict=v), "strict"),
+    (lambda v: shapewise.suggest(get_model("gpt2"), Workload(), gpu="h200", require_fit=v), "require_fit"),
+])
+@pytest.mark.parametrize("value", ["no", 0, None])
+def test_a_functions_switch_is_true_or_false(call, name, value):
+    """spec_only="no" was read as yes: the spec model, said nowhere but in the result's source."""
+    with pytest.raises(ShapewiseError, match=f"{name} must be True or False, got {re.escape(repr(value))}"):
+        call(value)
+    assert shapewise.cost_model("h200", spec_only=np.bool_(True)).source == "spec-only"

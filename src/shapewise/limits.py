@@ -156,6 +156,13 @@ BUDGET_MS = Limit("the timing budget in ms", 0, 60_000, whole=False, low_open=Tr
 CALLS = Limit("the calls per case", 1, 100_000, reason="a fixed count every rank runs: 100,000 is minutes")
 
 
+def flag(value, name: str) -> bool:
+    """A switch a function takes: True or False (numpy's too), never a truthy "no" read as yes."""
+    if type(value) is bool or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")):
+        return bool(value)
+    raise ShapewiseError(f"{name} must be True or False, got {_shown(repr(value))}")
+
+
 def check_tokens(batch: int, seq: int, names: tuple[str, str]) -> None:
     """batch × seq within TOKENS, or a ShapewiseError naming the two as `names` does: the Workload's
     fields, or the flags that set them (each already within BATCH and SEQ)."""

@@ -25,7 +25,7 @@ import numpy as np
 from .cost import layers_priced, predict_layer_and_outside, predict_step
 from .errors import ShapewiseError, listed, warn
 from .hardware import GPU
-from .limits import ASPECT, ASPECT_BAND, PARAMS, PARAMS_TOL, TOP, VOCAB
+from .limits import ASPECT, ASPECT_BAND, PARAMS, PARAMS_TOL, TOP, VOCAB, flag
 from .memory import capacity_bytes, estimate
 from .profile import CostModel, cost_model
 from .rules import ALIGN, GOOD_HEAD_DIMS, find, round_up
@@ -290,6 +290,7 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     params_tol = PARAMS_TOL.check(params_tol, "--params-tol (params_tol)")
     aspect_band = ASPECT_BAND.check(aspect_band, "--aspect-band (aspect_band)")
     top = TOP.check(top, "--top")
+    require_fit = flag(require_fit, "require_fit")
     check_parallel(shape, workload)
     original, ranked, considered = ranked_neighbours(shape, workload, model=model, keep=keep, params_tol=params_tol,
                                                      aspect_band=aspect_band)

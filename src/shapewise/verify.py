@@ -27,7 +27,7 @@ from .cost import predict_layer_and_outside, predict_step
 from .dtypes import torch_dtype
 from .errors import ShapewiseError
 from .hardware import GPU
-from .limits import BUDGET_MS, ROUNDS, WARMUP_MS
+from .limits import BUDGET_MS, ROUNDS, WARMUP_MS, flag
 from .measure import device_text, free_memory, needs_text
 from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload, check_parallel
@@ -195,7 +195,7 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     # The arguments before anything is built: a bad count or mode was found only after every shape had run once.
     if mode not in ("auto", "model", "layer"):
         raise ShapewiseError(f"unknown verify mode {mode!r}: use auto, model or layer")
-    rounds = ROUNDS.check(rounds, "rounds")
+    rounds, keep_going = ROUNDS.check(rounds, "rounds"), flag(keep_going, "keep_going")
     budget_ms, warmup_ms = BUDGET_MS.check(budget_ms, "budget_ms"), WARMUP_MS.check(warmup_ms, "warmup_ms")
     if not isinstance(original, (tuple, list)) or len(original) != 2:
         raise ShapewiseError(f"the original must be a (ModelShape, Workload) pair, got {original!r:.200}")
