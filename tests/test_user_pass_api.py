@@ -193,3 +193,12 @@ def test_a_functions_switch_is_true_or_false(call, name, value):
     with pytest.raises(ShapewiseError, match=f"{name} must be True or False, got {re.escape(repr(value))}"):
         call(value)
     assert shapewise.cost_model("h200", spec_only=np.bool_(True)).source == "spec-only"
+
+
+def test_half_precision_dims_are_read_without_numpys_overflow_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's RuntimeWarning from comparing float16 with 2^31-1
+        got = predict_gemm(np.array([4096, 64], dtype=np.float16), 64, 64).time_ms
+    assert got.tolist() == [predict_gemm(4096, 64, 64).time_ms, predict_gemm(64, 64, 64).time_ms]
+    with pytest.raises(ShapewiseError, match="got 0.5 at 1"):
+        predict_gemm(np.array([64, 0.5], dtype=np.float16), 64, 64)

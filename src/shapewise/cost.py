@@ -390,6 +390,8 @@ def _check_dims(**dims) -> None:
         if arr.dtype.kind not in "iuf":  # 2**70 is an object array: past every bound too
             raise ShapewiseError(f"{name} must be whole numbers from 1 to {GEMM_DIM.high:,} (a GEMM dim is a 32-bit "
                                  f"int in cuBLAS), got {value!r}")
+        if arr.dtype.kind == "f":  # float16 cannot hold the bound: comparing with it warned of an overflow
+            arr = arr.astype(np.float64)
         with np.errstate(invalid="ignore"):
             bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (arr < 1) | (arr > GEMM_DIM.high)
         if np.any(bad):
