@@ -202,3 +202,11 @@ def test_half_precision_dims_are_read_without_numpys_overflow_warning():
     assert got.tolist() == [predict_gemm(4096, 64, 64).time_ms, predict_gemm(64, 64, 64).time_ms]
     with pytest.raises(ShapewiseError, match="got 0.5 at 1"):
         predict_gemm(np.array([64, 0.5], dtype=np.float16), 64, 64)
+
+
+@pytest.mark.parametrize("kwargs, said", [(dict(keep=None), "--keep: give field names"),
+                                          (dict(vary=3), "--vary: give field names")])
+def test_suggest_takes_field_names_or_says_what_it_wants(kwargs, said):
+    with pytest.raises(ShapewiseError, match=said):
+        shapewise.suggest(get_model("gpt2"), Workload(), gpu="h200", **kwargs)
+    assert shapewise.suggest(get_model("gpt2"), Workload(), gpu="h200", keep=["vocab"], top=1).original

@@ -237,6 +237,8 @@ def _changes(old: Candidate, new: Candidate) -> dict:
 def _field_names(text: tuple[str, ...], allowed: tuple[str, ...], flag: str) -> set:
     if isinstance(text, str):  # keep="heads": a name, not its letters
         text = (text,)
+    if not isinstance(text, (tuple, list, set, frozenset)):
+        raise ShapewiseError(f"{flag}: give field names (a tuple of them, () for none), got {text!r}")
     unknown = sorted(set(text) - set(allowed))
     if unknown:
         raise ShapewiseError(f"{flag}: unknown field{'s' if len(unknown) > 1 else ''} {listed(unknown, 'and')}; "
