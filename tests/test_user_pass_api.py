@@ -1,6 +1,7 @@
 """The Python API as a new user met it: bad input is shapewise's one error, flags are booleans, numpy's
 integers are integers, the caveats come with check's result, and a GPU read as its nearest is said."""
 
+import re
 import warnings
 
 import numpy as np
@@ -93,3 +94,119 @@ def test_spec_only_and_a_profile_conflict_and_times_are_python_floats():
     with pytest.raises(ShapewiseError, match="give one of them"):
         check(get_model("gpt2"), Workload(seq=1024), gpu="h200", spec_only=True, profile="missing.json")
     assert type(predict_step(get_model("gpt2"), Workload(seq=1024), gpu="h200").time_ms) is float
+
+
+def test_a_gpus_datasheet_numbers_cannot_be_changed_in_place():
+    gpu = shapewise.get_gpu("h200")
+    before = predict_gemm(4096, 4096, 4096, gpu="h200").time_ms
+    with pytest.raises(TypeError, match="read-only"):
+        gpu.tflops["bf16"] = 1.0  # the table's GPU is every call's: this would reprice them all
+    with pytest.raises(TypeError, match="read-only"):
+        gpu.sources.clear()
+    assert predict_gemm(4096, 4096, 4096, gpu="h200").time_ms == before
+    assert {gpu: 1}[shapewise.get_gpu("h200")] == 1  # a frozen value is hashable
+
+
+@pytest.mark.parametrize("gbs", [0, -100, float("nan"), float("inf"), "fast", None])
+def test_a_link_rate_is_a_positive_number(gbs):
+    if gbs is None:  # None: the GPU's datasheet link
+        assert predict_step(get_model("gpt2"), Workload(tp=2), gpu="h200", link_gbs=gbs).time_ms > 0
+        return
+    with pytest.raises(ShapewiseError, match="link_gbs: the rate must be"):
+        predict_step(get_model("gpt2"), Workload(tp=2), gpu="h200", link_gbs=gbs)
+
+
+@pytest.mark.parametrize("kwargs, said", [
+    (dict(params_target="1e9x"), "--params (params_target): the parameter budget must be a number"),
+    (dict(params_target=float("nan")), "the parameter budget must be a finite number"),
+    (dict(vocab=32000.5), "--vocab: the vocab size must be a whole number"),
+    (dict(params_tol=0.9), "--params-tol (params_tol): the parameter tolerance must be a number above 0"),
+    (dict(top=0), "--top: how many to show must be a positive whole number"),
+    (dict(aspect=(32.0,)), "aspect must be two numbers"),
+    (dict(aspect=(-1, 32)), "aspect: hidden/layers must be a number above 0"),
+    (dict(aspect=(float("nan"), 32)), "aspect: hidden/layers must be a finite number"),
+    (dict(aspect=(256, 32)), "the lowest hidden/layers comes first, got 256 > 32"),
+    (dict(workload=None), "the workload must be a shapewise.Workload, got None"),
+    (dict(mlp="relu2"), "unknown MLP kind 'relu2'; use one of gelu, relu, swiglu, geglu"),
+])
+def test_search_checks_its_arguments_as_the_command_checks_its_flags(kwargs, said):
+    args = dict(params_target=1e9, gpu="h200", workload=Workload(batch=1, seq=4096)) | kwargs
+    with pytest.raises(ShapewiseError) as err:
+        shapewise.search(**args)
+    assert said in str(err.value) and "\n" not in str(err.value)
+
+
+def test_arrays_that_do_not_broadcast_are_said_in_one_line():
+    with pytest.raises(ShapewiseError, match=r"do not broadcast together \(m \(3,\), k \(2,\)\)"):
+        predict_gemm(np.array([64, 128, 256]), 64, np.array([64, 128]))
+    with pytest.raises(ShapewiseError, match=r"\(n \(2,\), layout \(3,\)\)"):
+        predict_gemm(64, np.array([64, 128]), 64, layout=np.array(["nn", "nt", "tn"]))
+    with pytest.raises(ShapewiseError, match="unknown dtype"):
+        predict_gemm(64, 64, 64, dtype=["bf16"])
+    assert predict_gemm(np.array([64, 128]), 64, np.array([[64], [128]])).time_ms.shape == (2, 2)
+
+
+@pytest.mark.parametrize("kwargs, said", [
+    (dict(rounds=0), "rounds: the rounds must be a positive whole number"),
+    (dict(rounds=2.5), "rounds: the rounds must be a whole number"),
+    (dict(budget_ms=float("nan")), "budget_ms: the timing budget in ms must be a finite number"),
+    (dict(warmup_ms=-1), "warmup_ms: the warm-up time in ms must be a number"),
+    (dict(mode="whole"), "unknown verify mode 'whole'"),
+    (dict(candidates=[]), "nothing to verify"),
+    (dict(candidates=[get_model("gpt2")]), "a candidate must be a (label, ModelShape, Workload) triple"),
+    (dict(original=get_model("gpt2")), "the original must be a (ModelShape, Workload) pair"),
+])
+def test_verify_checks_its_arguments_before_building_anything(kwargs, said, monkeypatch):
+    import importlib
+
+    def build(*args, **kwargs):
+        raise AssertionError("the arguments are checked before any shape is built")
+    monkeypatch.setattr(importlib.import_module("shapewise.verify"), "_part_names", build)  # the module, not the function
+    gpt2, workload = get_model("gpt2"), Workload(batch=1, seq=64)
+    args = dict(original=(gpt2, workload), candidates=[("same", gpt2, workload)], gpu="h200", device="cpu") | kwargs
+    with pytest.raises(ShapewiseError) as err:
+        shapewise.verify(**args)
+    assert said in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda: Workload(dtype=["bf16"]), "unknown dtype ['bf16']"),
+    (lambda: Workload(mode={"train"}), "unknown mode {'train'}"),
+    (lambda: get_model("gpt2").replace(mlp=["gelu"]), "unknown MLP kind ['gelu']"),
+    (lambda: get_model("gpt2").replace(norm={"kind": "rmsnorm"}), "unknown norm {'kind': 'rmsnorm'}"),
+    (lambda: shapewise.search(params_target=1e9, gpu="h200", workload=Workload(), mlp=["gelu"]), "unknown MLP kind"),
+])
+def test_a_choice_that_is_not_text_is_refused_as_unknown(make, said):
+    with pytest.raises(ShapewiseError, match=re.escape(said)):
+        make()
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda v: shapewise.cost_model("h200", spec_only=v), "spec_only"),
+    (lambda v: check(get_model("gpt2"), Workload(), gpu="h200", spec_only=v), "spec_only"),
+    (lambda v: shapewise.load_config("tests/data/hf-sixth/minicpmv.json", strict=v), "strict"),
+    (lambda v: shapewise.suggest(get_model("gpt2"), Workload(), gpu="h200", require_fit=v), "require_fit"),
+])
+@pytest.mark.parametrize("value", ["no", 0, None])
+def test_a_functions_switch_is_true_or_false(call, name, value):
+    """spec_only="no" was read as yes: the spec model, said nowhere but in the result's source."""
+    with pytest.raises(ShapewiseError, match=f"{name} must be True or False, got {re.escape(repr(value))}"):
+        call(value)
+    assert shapewise.cost_model("h200", spec_only=np.bool_(True)).source == "spec-only"
+
+
+def test_half_precision_dims_are_read_without_numpys_overflow_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's RuntimeWarning from comparing float16 with 2^31-1
+        got = predict_gemm(np.array([4096, 64], dtype=np.float16), 64, 64).time_ms
+    assert got.tolist() == [predict_gemm(4096, 64, 64).time_ms, predict_gemm(64, 64, 64).time_ms]
+    with pytest.raises(ShapewiseError, match="got 0.5 at 1"):
+        predict_gemm(np.array([64, 0.5], dtype=np.float16), 64, 64)
+
+
+@pytest.mark.parametrize("kwargs, said", [(dict(keep=None), "--keep: give field names"),
+                                          (dict(vary=3), "--vary: give field names")])
+def test_suggest_takes_field_names_or_says_what_it_wants(kwargs, said):
+    with pytest.raises(ShapewiseError, match=said):
+        shapewise.suggest(get_model("gpt2"), Workload(), gpu="h200", **kwargs)
+    assert shapewise.suggest(get_model("gpt2"), Workload(), gpu="h200", keep=["vocab"], top=1).original

@@ -31,6 +31,7 @@ import numpy as np
 from .corrections import correct, corrects, kernel_words, tree_factor
 from .errors import ShapewiseError
 from .hardware import GPU
+from .limits import RATE
 from .ops import BMM, COMM, FLASH, GEMM, MEMORY, Op, attended_pairs, model_ops
 from .params import (
     DECODE_KEYS,
@@ -389,6 +390,8 @@ def _check_dims(**dims) -> None:
         if arr.dtype.kind not in "iuf":  # 2**70 is an object array: past every bound too
             raise ShapewiseError(f"{name} must be whole numbers from 1 to {GEMM_DIM.high:,} (a GEMM dim is a 32-bit "
                                  f"int in cuBLAS), got {value!r}")
+        if arr.dtype.kind == "f":  # float16 cannot hold the bound: comparing with it warned of an overflow
+            arr = arr.astype(np.float64)
         with np.errstate(invalid="ignore"):
             bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (arr < 1) | (arr > GEMM_DIM.high)
         if np.any(bad):
@@ -413,8 +416,15 @@ def predict_gemm(m, n, k, *, batch=1, gpu: GPU | str | CostModel = "h200", dtype
     _check_dims(m=m, n=n, k=k, batch=batch)
     if np.any(~np.isin(np.asarray(layout), LAYOUTS)):
         raise ShapewiseError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
-    if dtype not in DTYPE_BYTES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise ShapewiseError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+    args = {"m": m, "n": n, "k": k, "batch": batch, "layout": layout}
+    try:
+        np.broadcast_shapes(*(np.shape(x) for x in args.values()))
+    except ValueError:
+        shapes = ", ".join(f"{name} {np.shape(x)}" for name, x in args.items() if np.ndim(x))
+        raise ShapewiseError(f"the arrays' shapes do not broadcast together ({shapes}): give arrays of one shape, "
+                             "or of shapes numpy broadcasts") from None
     model = cost_model(gpu)
     out = _gemm_arrays(m, n, k, batch, layout, model.gpu, dtype, model.params)
     if all(np.ndim(x) == 0 for x in (m, n, k, batch, layout)):
@@ -724,7 +734,7 @@ def _link_gbs(gpu: GPU, link_gbs: float | None = None) -> float:
     from .hardware import link
 
     if link_gbs is not None:
-        return link_gbs
+        return RATE.check(link_gbs, "link_gbs")  # 0 divided by zero, and NaN or a negative priced nonsense
     peer = link(gpu)
     if peer is None:
         raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table: tensor parallelism cannot be modelled")

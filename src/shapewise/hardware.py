@@ -10,6 +10,22 @@ from dataclasses import dataclass, field, fields
 from .errors import ShapewiseError, warn
 
 
+class _ReadOnly(dict):
+    """A dict that refuses changes: the table's GPUs are shared by every call, so `gpu.tflops["bf16"] = 1`
+    on one would reprice every later prediction of that GPU."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("a GPU's datasheet numbers are read-only; dataclasses.replace(gpu, tflops={...}) makes another")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.items())))
+
+    def __reduce__(self):  # pickle and deepcopy rebuild it whole, not item by item
+        return type(self), (dict(self),)
+
+
 @dataclass(frozen=True)
 class GPU:
     """Datasheet numbers of one accelerator. Peaks are dense (no structured sparsity)."""
@@ -27,6 +43,10 @@ class GPU:
     align_bytes: int  # operand alignment the tensor cores need for their fast kernels
     aliases: tuple[str, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)  # field name -> citation
+
+    def __post_init__(self):
+        for name in ("tflops", "sources"):
+            object.__setattr__(self, name, _ReadOnly(getattr(self, name)))
 
     def peak_tflops(self, dtype: str) -> float:
         if dtype not in self.tflops:

@@ -17,7 +17,7 @@ from .families import (
     NOT_ATTENTION,
     NOT_ATTENTION_KEYS,
 )
-from .limits import LAYERS, json_int
+from .limits import LAYERS, flag, json_int
 from .shapes import STRUCTURAL_FIELDS, ModelShape, canonical
 
 # ---- config.json reading ----
@@ -777,8 +777,9 @@ def _pairs(pairs: list) -> dict:
 
 def load_config(path, *, strict: bool = False) -> ModelShape:
     """A ModelShape from a Hugging Face config.json, given the file or a folder holding one. A field
-    that neither the file nor its model type's defaults give is guessed with a one-line warning on
-    stderr, or, with strict, refused (GuessedFields)."""
+    that neither the file nor its model type's defaults give is guessed with a one-line
+    ShapewiseWarning, or, with strict, refused (GuessedFields)."""
+    strict = flag(strict, "strict")
     if not isinstance(path, (str, os.PathLike)):
         raise ShapewiseError(f"expected a path to a config.json, got {path!r}")
     file = Path(path)

@@ -138,6 +138,8 @@ PARAMS_TOL = Limit("the parameter tolerance", 0, 0.5, whole=False, low_open=True
                    reason="a relative tolerance; 0.5 already admits half or one and a half the size")
 ASPECT_BAND = Limit("the aspect band", 1, 100, whole=False,
                     reason="a factor on hidden/layers; beyond 100 it no longer limits anything")
+ASPECT = Limit("hidden/layers", 0, 32768, whole=False, low_open=True,
+               reason="search's widest hidden over one layer")
 TOP = Limit("how many to show", 1, 10_000, reason="more rows than anyone reads")
 # A count a flag gives that no bound above says more about (GPUs in a cluster, tokens in a batch):
 # kept within a 32-bit int, the width cuBLAS and NCCL count elements in.
@@ -152,6 +154,13 @@ SEED = Limit("the seed", 1, 2**31 - 1, reason="numpy seeds are 32-bit")
 WARMUP_MS = Limit("the warm-up time in ms", 0, 60_000, whole=False, reason="a minute per case")
 BUDGET_MS = Limit("the timing budget in ms", 0, 60_000, whole=False, low_open=True, reason="a minute per case")
 CALLS = Limit("the calls per case", 1, 100_000, reason="a fixed count every rank runs: 100,000 is minutes")
+
+
+def flag(value, name: str) -> bool:
+    """A switch a function takes: True or False (numpy's too), never a truthy "no" read as yes."""
+    if type(value) is bool or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")):
+        return bool(value)
+    raise ShapewiseError(f"{name} must be True or False, got {_shown(repr(value))}")
 
 
 def check_tokens(batch: int, seq: int, names: tuple[str, str]) -> None:

@@ -43,7 +43,7 @@ from . import trees
 from .corrections import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS, TREE_FEATURES
 from .errors import ShapewiseError, warn
 from .hardware import GPU, find_gpu, get_gpu
-from .limits import json_int
+from .limits import flag, json_int
 from .params import SPEC, CostParams
 
 FORMAT = "shapewise-profile"
@@ -512,6 +512,7 @@ def cost_model(gpu: GPU | str | CostModel, *, spec_only: bool = False,
     Profile or the path of one), else the GPU's calibrated profile (find: the user's, else the
     shipped one, else a borrowed one), else the spec model. A CostModel passes through unchanged.
     device: where a run judging a given profile measures (check_measured_on); None for a prediction."""
+    spec_only = flag(spec_only, "spec_only")
     if isinstance(gpu, CostModel):
         if not spec_only and profile is None:
             return gpu

@@ -25,11 +25,11 @@ import numpy as np
 from .cost import layers_priced, predict_layer_and_outside, predict_step
 from .errors import ShapewiseError, listed, warn
 from .hardware import GPU
-from .limits import ASPECT_BAND, PARAMS_TOL, TOP, VOCAB
+from .limits import ASPECT, ASPECT_BAND, PARAMS, PARAMS_TOL, TOP, VOCAB, flag
 from .memory import capacity_bytes, estimate
 from .profile import CostModel, cost_model
 from .rules import ALIGN, GOOD_HEAD_DIMS, find, round_up
-from .shapes import ModelShape, Workload, check_parallel
+from .shapes import MLP_KINDS, ModelShape, Workload, check_parallel
 from .uncertainty import OpErrors, op_errors, speedup_interval
 
 RUN_FIELDS = ("batch", "tp")  # how the model is run, not its shape
@@ -237,6 +237,8 @@ def _changes(old: Candidate, new: Candidate) -> dict:
 def _field_names(text: tuple[str, ...], allowed: tuple[str, ...], flag: str) -> set:
     if isinstance(text, str):  # keep="heads": a name, not its letters
         text = (text,)
+    if not isinstance(text, (tuple, list, set, frozenset)):
+        raise ShapewiseError(f"{flag}: give field names (a tuple of them, () for none), got {text!r}")
     unknown = sorted(set(text) - set(allowed))
     if unknown:
         raise ShapewiseError(f"{flag}: unknown field{'s' if len(unknown) > 1 else ''} {listed(unknown, 'and')}; "
@@ -290,6 +292,7 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     params_tol = PARAMS_TOL.check(params_tol, "--params-tol (params_tol)")
     aspect_band = ASPECT_BAND.check(aspect_band, "--aspect-band (aspect_band)")
     top = TOP.check(top, "--top")
+    require_fit = flag(require_fit, "require_fit")
     check_parallel(shape, workload)
     original, ranked, considered = ranked_neighbours(shape, workload, model=model, keep=keep, params_tol=params_tol,
                                                      aspect_band=aspect_band)
@@ -387,14 +390,23 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
     as suggest's."""
     model = cost_model(gpu)  # (reading a profile is not screening: it is done before the clock starts)
     start = time.perf_counter()
-    if params_target <= 0:
-        raise ShapewiseError("--params must be positive")
-    if vocab < SEARCH_VOCAB.low:  # the flag's own check (SEARCH_VOCAB.arg) refuses it first on the command line
-        raise ShapewiseError(f"--vocab: {SEARCH_VOCAB.what} must be at least {SEARCH_VOCAB.low}, got {vocab}: fewer "
-                             "tokens leave a model nothing to predict")
+    # The flags' own checks, for the library's callers (the command line refuses these first).
+    params_target = PARAMS.check(params_target, "--params (params_target)")
+    vocab = SEARCH_VOCAB.check(vocab, "--vocab")
+    params_tol = PARAMS_TOL.check(params_tol, "--params-tol (params_tol)")
+    top = TOP.check(top, "--top")
+    if not isinstance(aspect, (tuple, list)) or len(aspect) != 2:
+        raise ShapewiseError(f"aspect must be two numbers, the lowest and highest hidden/layers, got {aspect!r}")
+    aspect = tuple(ASPECT.check(a, "aspect") for a in aspect)
+    if aspect[0] > aspect[1]:
+        raise ShapewiseError(f"aspect: the lowest hidden/layers comes first, got {aspect[0]:g} > {aspect[1]:g}")
+    if not isinstance(workload, Workload):
+        raise ShapewiseError(f"the workload must be a shapewise.Workload, got {workload!r}")
     model.gpu.peak_tflops(workload.dtype)  # a GPU without the dtype is said as that, not as no shape priced
     if attention not in ("mha", "gqa", "mqa"):
         raise ShapewiseError("--attention-kind must be mha, gqa or mqa")
+    if not isinstance(mlp, str) or mlp not in MLP_KINDS:
+        raise ShapewiseError(f"unknown MLP kind {mlp!r}; use one of {', '.join(MLP_KINDS)}")
     gated = mlp in ("swiglu", "geglu")
     t = workload.tp
     vocab = round_up(vocab, ALIGN * t)

@@ -27,6 +27,7 @@ from .cost import predict_layer_and_outside, predict_step
 from .dtypes import torch_dtype
 from .errors import ShapewiseError
 from .hardware import GPU
+from .limits import BUDGET_MS, ROUNDS, WARMUP_MS, flag
 from .measure import device_text, free_memory, needs_text
 from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload, check_parallel
@@ -199,6 +200,18 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
         warn_measured_elsewhere,
     )
 
+    # The arguments before anything is built: a bad count or mode was found only after every shape had run once.
+    if mode not in ("auto", "model", "layer"):
+        raise ShapewiseError(f"unknown verify mode {mode!r}: use auto, model or layer")
+    rounds, keep_going = ROUNDS.check(rounds, "rounds"), flag(keep_going, "keep_going")
+    budget_ms, warmup_ms = BUDGET_MS.check(budget_ms, "budget_ms"), WARMUP_MS.check(warmup_ms, "warmup_ms")
+    if not isinstance(original, (tuple, list)) or len(original) != 2:
+        raise ShapewiseError(f"the original must be a (ModelShape, Workload) pair, got {original!r:.200}")
+    if not candidates:
+        raise ShapewiseError("nothing to verify: give at least one (label, ModelShape, Workload) candidate")
+    for candidate in candidates:
+        if not isinstance(candidate, (tuple, list)) or len(candidate) != 3 or not isinstance(candidate[0], str):
+            raise ShapewiseError(f"a candidate must be a (label, ModelShape, Workload) triple, got {candidate!r:.200}")
     import_torch()  # a clear error before any work when torch is missing
     check_device(device)
     shapes = [("original", *original), *candidates]
@@ -209,8 +222,6 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
                                  f"(got --tp {workload.tp})")
         if workload.mode != "train":
             raise ShapewiseError(f"verify measures training steps, not {workload.mode}")
-    if mode not in ("auto", "model", "layer"):
-        raise ShapewiseError(f"unknown verify mode {mode!r}: use auto, model or layer")
     memory = device_memory_bytes(device)
     whole = mode == "model" or (mode == "auto" and _whole_models_fit(shapes, memory))
     fns, parts, failed = {}, [], {}
