@@ -490,3 +490,8 @@ def test_gemm_figure_from_the_committed_h200_export(mpl, tmp_path):
     fig = plots.gemm_figure(data)
     assert len(scatter_points(fig.axes[0])) == len(data["measured_x"])
     assert plots.save(fig, tmp_path / "h200-gemm-n.png").stat().st_size > 10_000
+
+
+def test_a_bars_total_reads_in_its_unit():
+    # a 405B model's decode at b=64, s=32768 was labelled "9,239,080 ms"
+    assert [plots._ms_text(ms) for ms in (0.5, 250, 12_345, 9_239_080)] == ["0.5 ms", "250 ms", "12.3 s", "2.6 h"]

@@ -557,6 +557,11 @@ def breakdown_data(shape: ModelShape, *, gpu: GPU | str | CostModel,
 
 
 def _ms_text(ms: float) -> str:
+    """A step's time in the unit that reads: ms under 10 s, s under an hour, then hours."""
+    if ms >= 3_600_000:
+        return f"{ms / 3_600_000:,.1f} h"
+    if ms >= 10_000:
+        return f"{ms / 1000:,.1f} s"
     return f"{ms:,.0f} ms" if ms >= 100 else f"{ms:.3g} ms"
 
 
