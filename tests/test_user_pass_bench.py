@@ -92,3 +92,18 @@ def test_a_cuda_only_attention_backend_on_the_cpu_is_one_line(capsys, tmp_path, 
     code, _, err = run(capsys, "bench", "attention", "--heads", "2", "--head-dim", "16", "--seq", "32",
                        "--backend", *backends, "--db", str(tmp_path / "r.db"), *FAST)
     assert code == 2 and said in err and err.count("\n") == 1
+
+
+def test_a_sweep_with_wide_spreads_says_so_once():
+    import warnings
+
+    from shapewise.cli.bench import _warn_wide
+    from shapewise.errors import ShapewiseWarning
+
+    rows = [{"median_ms": 1.0, "iqr_ms": 0.5}, {"median_ms": 2.0, "iqr_ms": 0.1}, {"median_ms": None, "error": "x"}]
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        _warn_wide(rows)
+        _warn_wide(rows[1:])  # none wide: nothing said
+    said = [str(w.message) for w in record if issubclass(w.category, ShapewiseWarning)]
+    assert len(said) == 1 and "1 of 2 cases measured with a spread (IQR) over 10% of their median (up to 50%)" in said[0]

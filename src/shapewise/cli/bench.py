@@ -64,7 +64,22 @@ def _render_sweep(args, bench) -> int:
         env = bench.sweep.environment
         out.print(f"{env.get('gpu_name') or env.get('processor') or args.device}, torch {env.get('torch_version')}: "
                   + bench.sweep.summary())
+    _warn_wide(row for _, row, _ in bench.rows)
     return 130 if bench.sweep.interrupted else 0
+
+
+def _warn_wide(rows) -> None:
+    """One warning line for the measured rows whose spread (IQR over median) is past measure.WIDE_REL_IQR:
+    their medians are not to be trusted to that share."""
+    from ..measure import WIDE_REL_IQR
+
+    timed = [r for r in rows if r.get("error") is None and r.get("median_ms")]
+    wide = [r for r in timed if r.get("iqr_ms") is not None and r["iqr_ms"] > WIDE_REL_IQR * r["median_ms"]]
+    if wide:
+        worst = max(r["iqr_ms"] / r["median_ms"] for r in wide)
+        warn(f"{len(wide)} of {len(timed)} cases measured with a spread (IQR) over {WIDE_REL_IQR:.0%} of their "
+             f"median (up to {worst:.0%}): those medians are not to be trusted to {WIDE_REL_IQR:.0%}; a busy or "
+             f"throttling device, or too short a --budget-ms (each row's IQR is in the table and the store)")
 
 
 def add_gemm(kinds) -> None:
