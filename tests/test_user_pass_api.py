@@ -210,3 +210,13 @@ def test_suggest_takes_field_names_or_says_what_it_wants(kwargs, said):
     with pytest.raises(ShapewiseError, match=said):
         shapewise.suggest(get_model("gpt2"), Workload(), gpu="h200", **kwargs)
     assert shapewise.suggest(get_model("gpt2"), Workload(), gpu="h200", keep=["vocab"], top=1).original
+
+
+def test_the_api_reads_a_model_argument_as_the_commands_do():
+    from pathlib import Path
+
+    assert shapewise.resolve_model("gpt2") == shapewise.get_model("gpt2")
+    config = Path(__file__).parent / "data" / "hf" / "phi-2.json"
+    assert shapewise.resolve_model(str(config)).rotary_fraction == 0.4
+    with pytest.raises(shapewise.ShapewiseError, match="give a model name"):
+        shapewise.resolve_model("")

@@ -10,6 +10,7 @@ from .cost import CostParams, Losses, predict_gemm, predict_step
 from .errors import ShapewiseError, ShapewiseWarning
 from .hardware import GPU, GPUS, get_gpu
 from .hf import load_config
+from .hub import resolve_model
 from .ops import Op, model_ops
 from .presets import get_model
 from .profile import CostModel, cost_model
@@ -21,4 +22,4 @@ from .verify import verify
 __version__ = "0.1.0"
 __all__ = ["CostModel", "CostParams", "GPU", "GPUS", "Losses", "ModelShape", "Op", "ShapewiseError", "ShapewiseWarning",
            "Workload", "check", "cost_model", "get_gpu", "get_model", "load_config", "model_ops", "predict_gemm",
-           "predict_step", "search", "suggest", "verify"]
+           "predict_step", "resolve_model", "search", "suggest", "verify"]
