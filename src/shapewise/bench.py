@@ -297,7 +297,7 @@ class SweepResult:
             text += f", on {self.world} ranks"
         if self.lost:
             text += f"; {len(self.lost)} lost ({'; '.join(self.lost[:5])}{' …' if len(self.lost) > 5 else ''})"
-        return text + (" — interrupted: the rows above were kept" if self.interrupted else "")
+        return text + (" — interrupted: what was measured is kept in the store" if self.interrupted else "")
 
 
 def footprint(case: Case) -> float | None:

@@ -258,7 +258,8 @@ def add_device_arg(p: argparse.ArgumentParser, text: str = "cuda, cuda:N or cpu"
     p.add_argument("--device", type=device_arg, default="cuda", help=text)
 
 
-def add_db_arg(p: argparse.ArgumentParser, text: str = "results store (default: $SHAPEWISE_DB or "
+def add_db_arg(p: argparse.ArgumentParser, text: str = "results store (default: $SHAPEWISE_DB, else "
+                                                      "$XDG_CACHE_HOME/shapewise/results.db, else "
                                                       "~/.cache/shapewise/results.db)", *, mkdir: bool = False) -> None:
     """--db, and with mkdir --mkdir for the folder of a new store that the command writes (open_store)."""
     p.add_argument("--db", metavar="PATH", help=text)
