@@ -883,3 +883,16 @@ def test_calibrations_draws_keep_the_presets_they_measured():
 
     assert measured_preset("bloom-7b1").rotary_fraction == measured_preset("pythia-1b").rotary_fraction == 1.0
     assert measured_preset("mistral-7b").window == 0 and measured_preset("gpt2").learned_positions == 1024
+
+
+def test_glm4_moe_is_a_family_with_its_configuration_class_defaults():
+    with pytest.warns(ShapewiseWarning) as record:
+        glm = read("glm-4.5")
+    assert "not one shapewise knows" not in warned(record) and "multi-token prediction" in warned(record)
+    assert (glm.rotary_fraction, glm.qk_norm, glm.num_dense_layers, glm.num_experts, glm.top_k) == (0.5, True, 3, 160, 8)
+    bare = {"model_type": "glm4_moe", "hidden_size": 4096, "num_hidden_layers": 46, "num_attention_heads": 96,
+            "num_key_value_heads": 8, "intermediate_size": 10944, "vocab_size": 151552, "head_dim": 128}
+    with pytest.warns(ShapewiseWarning, match="num_nextn_predict_layers"):
+        s = _shape_from_config(bare, "x", "x")  # Glm4MoeConfig's defaults fill the rest
+    assert (s.rotary_fraction, s.num_experts, s.top_k, s.expert_width, s.num_shared_experts, s.num_dense_layers,
+            s.qk_norm, s.tied_embeddings) == (0.5, 128, 8, 1408, 1, 1, False, False)

@@ -75,6 +75,14 @@ FAMILIES: dict[str, Family] = {
     "granitemoe": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, experts_at_ffn=True),
     "minimax_m2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_dim",
                          qk_norm=True, experts_at_ffn=True),
+    # GLM-4.5 (Glm4MoeConfig): DeepSeek-V3's MoE layout with grouped attention, half of each head rotated
+    # by default, QK-norm where use_qk_norm says; attention_bias puts biases on q, k and v only (shapewise's
+    # bias puts one on every linear: 0.03% of GLM-4.5's count, no op changes)
+    "glm4_moe": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
+                       rotary="partial_rotary_factor",
+                       defaults=(("partial_rotary_factor", 0.5), ("n_routed_experts", 128), ("num_experts_per_tok", 8),
+                                 ("moe_intermediate_size", 1408), ("n_shared_experts", 1),
+                                 ("first_k_dense_replace", 1), ("num_nextn_predict_layers", 1))),
     # Qwen (1): a SwiGLU whose two matrices are each half of intermediate_size wide, RMSNorm
     "qwen": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_pct",
                    fused_mlp=True, defaults=(("rotary_pct", 1.0),)),
