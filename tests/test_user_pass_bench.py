@@ -107,3 +107,11 @@ def test_a_sweep_with_wide_spreads_says_so_once():
         _warn_wide(rows[1:])  # none wide: nothing said
     said = [str(w.message) for w in record if issubclass(w.category, ShapewiseWarning)]
     assert len(said) == 1 and "1 of 2 cases measured with a spread (IQR) over 10% of their median (up to 50%)" in said[0]
+
+
+def test_an_interrupted_sweep_in_json_says_so_on_stderr(capsys, tmp_path, monkeypatch):
+    _interrupt_after(monkeypatch, 2)
+    code, out, err = run(capsys, "bench", "gemm", "-m", "16", "32", "48", "-n", "16", "-k", "16", "--json",
+                         "--db", str(tmp_path / "r.db"), *FAST)
+    assert code == 130 and len(json.loads(out)) == 2
+    assert "interrupted: 2 measured" in err and "kept in the store" in err

@@ -65,6 +65,8 @@ def _render_sweep(args, bench) -> int:
         out.print(f"{env.get('gpu_name') or env.get('processor') or args.device}, torch {env.get('torch_version')}: "
                   + bench.sweep.summary())
     _warn_wide(row for _, row, _ in bench.rows)
+    if args.json and bench.sweep.interrupted:  # the table's summary line says it; the JSON holds rows only
+        warn(f"interrupted: {bench.sweep.summary()}")
     return 130 if bench.sweep.interrupted else 0
 
 
