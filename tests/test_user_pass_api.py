@@ -220,3 +220,9 @@ def test_the_api_reads_a_model_argument_as_the_commands_do():
     assert shapewise.resolve_model(str(config)).rotary_fraction == 0.4
     with pytest.raises(shapewise.ShapewiseError, match="give a model name"):
         shapewise.resolve_model("")
+
+
+@pytest.mark.parametrize("device", [3, "", ["cuda"]])
+def test_cost_model_refuses_a_device_that_names_none(device):
+    with pytest.raises(ShapewiseError, match="device must name where a run measures"):
+        shapewise.cost_model("h200", device=device)

@@ -513,6 +513,8 @@ def cost_model(gpu: GPU | str | CostModel, *, spec_only: bool = False,
     shipped one, else a borrowed one), else the spec model. A CostModel passes through unchanged.
     device: where a run judging a given profile measures (check_measured_on); None for a prediction."""
     spec_only = flag(spec_only, "spec_only")
+    if device is not None and (not isinstance(device, str) or not device.strip()):
+        raise ShapewiseError(f"device must name where a run measures ('cuda', 'cuda:1', 'cpu'), got {device!r}")
     if isinstance(gpu, CostModel):
         if not spec_only and profile is None:
             return gpu
