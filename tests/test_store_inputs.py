@@ -334,3 +334,18 @@ def test_validate_mkdir_makes_a_new_store_s_folder_and_the_variants_set_refuses_
     assert made.parent.exists(), err  # made, whatever the empty store then says
     code, out, err = run(capsys, "validate", "--set", "variants", "--configs", "x.json", "--mkdir")
     assert code == 2 and one_error(err) and "--mkdir: the variants set is measured interleaved" in err
+
+
+@pytest.mark.parametrize("name", ["out.csv.gz", "out.json.gz"])
+def test_an_export_gzipped_by_its_name_imports_back(capsys, tmp_path, db, name):
+    # --import read NAME.csv.gz; --export refused to write one
+    import gzip
+
+    code, out, err = run(capsys, "results", "--db", str(db), "--export", str(tmp_path / name))
+    assert code == 0 and "wrote 2 rows" in out, err
+    with gzip.open(tmp_path / name, "rt") as f:
+        assert f.read(1) in "[b"  # JSON's list, or the CSV's header "bench,…"
+    code, out, err = run(capsys, "results", "--db", str(tmp_path / "back.db"), "--import", str(tmp_path / name))
+    assert code == 0 and "imported 2 rows" in out, err
+    code, out, err = run(capsys, "results", "--db", str(db), "--export", str(tmp_path / "x.csv.gz"), "--format", "json")
+    assert code == 2 and "x.csv.gz names a csv file but --format is json" in err

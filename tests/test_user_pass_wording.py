@@ -37,7 +37,7 @@ def test_listed_joins_the_last_with_or_or_and():
 
 def test_file_extensions_are_listed_with_or(capsys, tmp_path):
     err = _one_line_error(capsys, "results", "--db", str(tmp_path / "x.db"), "--export", str(tmp_path / "x.txt"))
-    assert "name the file .csv or .json" in err, err
+    assert "name the file .csv, .json, .csv.gz or .json.gz" in err, err
     err = _one_line_error(capsys, "plot", "breakdown", "gpt2", "--out", str(tmp_path / "b.jpg"))
     assert "name the file .png or .svg" in err, err
     err = _one_line_error(capsys, "report", "gpt2", "--out", str(tmp_path / "r.txt"))

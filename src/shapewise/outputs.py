@@ -22,7 +22,9 @@ def output_file(path, *, formats: dict[str, str], fmt: str | None = None, mkdir:
     names = listed(formats)  # in the caller's order, the usual first: ".png or .svg"
     if target.is_dir():
         raise ShapewiseError(f"{target} is a folder: give a file in it, e.g. {target / ('out' + next(iter(formats)))}")
-    from_name = formats.get(target.suffix.lower())
+    # the longest extension the name ends with: ".csv.gz" before ".gz"
+    from_name = next((formats[ext] for ext in sorted(formats, key=len, reverse=True)
+                      if target.name.lower().endswith(ext)), None)
     if from_name is None:
         hint = f" (for --format {fmt}, name it {_suffix(formats, fmt)})" if fmt else ""
         raise ShapewiseError(f"cannot tell the {what}'s format from {target.name!r}: name the file {names}{hint}")

@@ -42,6 +42,7 @@ Standard library only: the store must work where torch and numpy are not install
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import json
 import os
@@ -523,7 +524,8 @@ class Store:
         # Written beside it and renamed: a write that fails halfway leaves no truncated export behind.
         partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
         try:
-            with open(partial, "w", newline="" if fmt == "csv" else None, encoding="utf-8") as out:
+            opener = gzip.open if path.name.lower().endswith(".gz") else open  # NAME.csv.gz, as import reads it
+            with opener(partial, "wt", newline="" if fmt == "csv" else None, encoding="utf-8") as out:
                 if fmt == "json":
                     json.dump(finite_json(rows), out, indent=1, allow_nan=False)
                     out.write("\n")

@@ -28,7 +28,7 @@ from .common import (
 def add_results(sub) -> None:
     p = sub.add_parser("results", help="the results store as a table, checked, exported to CSV or JSON, or imported")
     add_db_arg(p)
-    p.add_argument("--export", metavar="PATH", help="write the rows to PATH (.csv or .json); from a damaged store, "
+    p.add_argument("--export", metavar="PATH", help="write the rows to PATH (.csv or .json, gzipped as .csv.gz or .json.gz); from a damaged store, "
                                                     "every row that still reads")
     p.add_argument("--format", choices=("csv", "json"), help="export format (default: from the file name, which must agree)")
     p.add_argument("--mkdir", action="store_true",
@@ -82,7 +82,8 @@ def run_results(args) -> int:
     if args.export is not None:  # said before the store is read ("" too: it names no file)
         from ..outputs import output_file
 
-        target, fmt = output_file(args.export, formats={".csv": "csv", ".json": "json"}, fmt=args.format,
+        target, fmt = output_file(args.export, formats={".csv": "csv", ".json": "json", ".csv.gz": "csv",
+                                                        ".json.gz": "json"}, fmt=args.format,
                                   mkdir=args.mkdir, what="export")
     elif args.format:
         raise ShapewiseError("--format is the format of --export: give --export PATH too")
