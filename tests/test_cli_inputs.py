@@ -307,3 +307,13 @@ def test_plot_attention_heads_bounds_the_width_the_heads_make(capsys, tmp_path):
     code, _, err = run(capsys, "plot", "attention-heads", "--head-dim", "128", "--head-counts", "1000000",
                        "--gpu", "h200", "--out", str(tmp_path / "a.png"))
     assert one_line_error(code, err, "head count 1000000 × head dim 128", "2^20")
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["plan", "llama2-7b", "--params", "-7e9", "--gpus", "8", "--gpu", "h200"], "the parameter budget must be a number above 0"),
+    (["check", "gpt2", "--seq", "-1e3"], "the sequence length must be a positive whole number"),
+])
+def test_a_negative_number_in_exponent_form_is_a_value_refused_for_its_sign(capsys, argv, said):
+    # argparse took "-7e9" for a flag: "expected one argument"
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and said in err and "expected one argument" not in err and err.count("\n") == 1

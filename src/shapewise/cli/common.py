@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,9 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         for name in (None, "store"):  # every flag of one value, unless it names another action
             self.register("action", name, Once)
+        # a negative number is a value, written in exponent form too (--params -7e9 is refused for its sign,
+        # not as "expected one argument"); no flag of shapewise looks like a number
+        self._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
 
     def error(self, message):  # one line and exit code 2, as for every other bad input
         self.exit(2, f"shapewise: error: {message} (see `{self.prog} --help`)\n")
