@@ -11,3 +11,18 @@ def run(capsys, *argv):
         code = exit_.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def interrupt_after(monkeypatch, num_cases: int) -> None:
+    """A sweep stopped by Ctrl-C after `num_cases` cases: the next one raises KeyboardInterrupt."""
+    import shapewise.bench as bench
+
+    measure, calls = bench._measure_one, []
+
+    def measure_then_stop(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > num_cases:
+            raise KeyboardInterrupt
+        return measure(*args, **kwargs)
+
+    monkeypatch.setattr(bench, "_measure_one", measure_then_stop)

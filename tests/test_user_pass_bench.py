@@ -7,27 +7,13 @@ import json
 
 import pytest
 
-from helpers import run
+from helpers import interrupt_after, run
 
 torch = pytest.importorskip("torch")
 
 TINY = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
         "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256, "hidden_act": "silu"}
 FAST = ["--device", "cpu", "--warmup-ms", "0", "--budget-ms", "1"]
-
-
-def _interrupt_after(monkeypatch, num_cases: int) -> None:
-    import shapewise.bench as bench
-
-    measure, calls = bench._measure_one, []
-
-    def measure_then_stop(*args, **kwargs):
-        calls.append(1)
-        if len(calls) > num_cases:
-            raise KeyboardInterrupt
-        return measure(*args, **kwargs)
-
-    monkeypatch.setattr(bench, "_measure_one", measure_then_stop)
 
 
 def _config(tmp_path) -> str:
@@ -37,7 +23,7 @@ def _config(tmp_path) -> str:
 
 
 def test_an_interrupted_bench_ops_gives_no_step_total_as_if_whole(capsys, tmp_path, monkeypatch):
-    _interrupt_after(monkeypatch, 3)
+    interrupt_after(monkeypatch, 3)
     code, out, _ = run(capsys, "bench", "ops", "--config", _config(tmp_path), "--batch", "1", "--seq", "32",
                        "--db", str(tmp_path / "r.db"), *FAST)
     flat = " ".join(out.split())
@@ -47,7 +33,7 @@ def test_an_interrupted_bench_ops_gives_no_step_total_as_if_whole(capsys, tmp_pa
 
 
 def test_an_interrupted_bench_layer_counts_no_unmeasured_op_as_failed(capsys, tmp_path, monkeypatch):
-    _interrupt_after(monkeypatch, 3)  # the two passes of the layer whole, then one op
+    interrupt_after(monkeypatch, 3)  # the two passes of the layer whole, then one op
     code, out, _ = run(capsys, "bench", "layer", "--config", _config(tmp_path), "--batch", "1", "--seq", "32",
                        "--db", str(tmp_path / "r.db"), *FAST)
     rows = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["fwdbwd"], ["fwd"])}
@@ -110,7 +96,7 @@ def test_a_sweep_with_wide_spreads_says_so_once():
 
 
 def test_an_interrupted_sweep_in_json_says_so_on_stderr(capsys, tmp_path, monkeypatch):
-    _interrupt_after(monkeypatch, 2)
+    interrupt_after(monkeypatch, 2)
     code, out, err = run(capsys, "bench", "gemm", "-m", "16", "32", "48", "-n", "16", "-k", "16", "--json",
                          "--db", str(tmp_path / "r.db"), *FAST)
     assert code == 130 and len(json.loads(out)) == 2

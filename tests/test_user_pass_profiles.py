@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run
+from helpers import interrupt_after, run
 from shapewise.draws import validation_cases
 from shapewise.measure import Timing
 from shapewise.profile import _shipped, load, measured_elsewhere, save
@@ -173,24 +173,10 @@ def test_validate_refuses_to_judge_a_gpus_times_by_a_cpu_fitted_profile(cpu_prof
 
 # ---- sections 3 and 12: an interruption says what it kept and how to go on --------------------
 
-def _interrupt_after(monkeypatch, num_cases: int) -> None:
-    import shapewise.bench as bench
-
-    measure, calls = bench._measure_one, []
-
-    def measure_then_stop(*args, **kwargs):
-        calls.append(1)
-        if len(calls) > num_cases:
-            raise KeyboardInterrupt
-        return measure(*args, **kwargs)
-
-    monkeypatch.setattr(bench, "_measure_one", measure_then_stop)
-
-
 def test_an_interrupted_validate_says_so_keeps_its_rows_and_exits_130(tmp_path, monkeypatch, capsys):
     pytest.importorskip("torch")
     db = tmp_path / "v.db"
-    _interrupt_after(monkeypatch, 3)
+    interrupt_after(monkeypatch, 3)
     total = len(validation_cases(quick=True, seed=2))
     code, stdout, _ = run(capsys, "validate", *FAST, "--db", str(db), "--gpu", "h200")
     flat = " ".join(stdout.split())
@@ -204,7 +190,7 @@ def test_an_interrupted_validate_says_so_keeps_its_rows_and_exits_130(tmp_path, 
 
 def test_an_interrupted_calibrate_says_to_run_the_same_command(tmp_path, monkeypatch, capsys):
     pytest.importorskip("torch")
-    _interrupt_after(monkeypatch, 2)
+    interrupt_after(monkeypatch, 2)
     code, stdout, _ = run(capsys, "calibrate", *FAST, "--db", str(tmp_path / "c.db"), "--no-install")
     flat = " ".join(stdout.split())
     assert code == 130 and "run the same command again" in flat and "`shapewise calibrate` again" not in flat
