@@ -39,6 +39,27 @@ def features(coords: np.ndarray, layout: np.ndarray, worst: np.ndarray) -> np.nd
     return np.column_stack([coords, layout, worst, b > 1, *tiles])
 
 
+def shape_features(m, n, k, batch, layout) -> np.ndarray:
+    """features() of shapes given by their dims and layouts (arrays)."""
+    m, n, k, batch, layout = (np.asarray(v) for v in (m, n, k, batch, layout))
+    class_a, class_n = align_classes(m, n, k, layout, "bf16", 16)
+    return features(np.log2(np.stack([m, n, k, batch], axis=1).astype(float)),
+                    np.searchsorted(np.array(LAYOUTS), layout), np.maximum(class_a, class_n))
+
+
+def case_features(cases) -> np.ndarray:
+    """features() of wide_tail's cases."""
+    return shape_features(*(np.array([getattr(c, d) for c in cases]) for d in ("m", "n", "k", "batch", "layout")))
+
+
+def calibration_choices() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Features, labels and batched flags of the shipped H200 profile's calibration choices."""
+    tables = corrections._tables(cost_model("h200").params)
+    kernels, choices = tables["kernels"], tables["choices"]
+    x = features(choices[:, 2:6], choices[:, 0], choices[:, 1])
+    return x, np.array([label(kernels[int(i)]) for i in choices[:, 6]]), choices[:, 5] > 0  # log2 batch > 0
+
+
 def label(config) -> str:
     return "{}-{}-{}-{}".format(*(int(x) for x in config[:4]))
 
@@ -51,11 +72,7 @@ def held_out(cases, gemm: bool) -> tuple[np.ndarray, np.ndarray]:
         if c.gemm == gemm and c.served and ran:
             kept.append(c)
             labels.append(label(ran[0]))
-    m, n, k, b = (np.array([getattr(c, d) for c in kept]) for d in ("m", "n", "k", "batch"))
-    layout = np.array([c.layout for c in kept])
-    class_a, class_n = align_classes(m, n, k, layout, "bf16", 16)
-    coords = np.log2(np.stack([m, n, k, b], axis=1).astype(float))
-    return features(coords, np.searchsorted(np.array(LAYOUTS), layout), np.maximum(class_a, class_n)), np.array(labels)
+    return case_features(kept), np.array(labels)
 
 
 def priced(cases, blends: dict, proba: np.ndarray, classes, gemm: bool) -> tuple:
@@ -151,20 +168,13 @@ def main() -> int:
     except ImportError:
         print("chooser_forest.py: needs scikit-learn (pip install scikit-learn)", file=sys.stderr)
         return 2
-    tables = corrections._tables(cost_model("h200").params)
-    kernels, choices = tables["kernels"], tables["choices"]
-    x = features(choices[:, 2:6], choices[:, 0], choices[:, 1])
-    y = np.array([label(kernels[int(i)]) for i in choices[:, 6]])
+    x, y, batched = calibration_choices()
     cases = wide_tail.load()
     blends = wide_tail.chooser_blends(cases)
-    m, n, k, b = (np.array([getattr(c, d) for c in cases]) for d in ("m", "n", "k", "batch"))
-    layout = np.array([c.layout for c in cases])
-    class_a, class_n = align_classes(m, n, k, layout, "bf16", 16)
-    every = features(np.log2(np.stack([m, n, k, b], axis=1).astype(float)),
-                     np.searchsorted(np.array(LAYOUTS), layout), np.maximum(class_a, class_n))
+    every = case_features(cases)
     for gemm in (True, False):
         x_out, y_out = held_out(cases, gemm)
-        theirs = (choices[:, 5] > 0) != gemm  # log2 batch > 0: batched
+        theirs = batched != gemm
         for share in (0.25, 0.5, 1.0):
             some = theirs & (np.random.default_rng(1).random(len(theirs)) < share)
             forest = RandomForestClassifier(n_estimators=100, min_samples_leaf=2, n_jobs=2, random_state=0).fit(x[some], y[some])

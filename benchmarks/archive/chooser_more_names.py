@@ -8,8 +8,6 @@ chooser_forest.py prices (hard choice, and the chooser's probabilities times the
 python benchmarks/archive/chooser_more_names.py   (on the CPU; needs scikit-learn, an experiment only)
 """
 
-import gzip
-import glob
 import importlib.util
 import json
 import sys
@@ -17,10 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from shapewise import corrections
-from shapewise.cost import LAYOUTS, align_classes
 from shapewise.fit import cutlass_config
-from shapewise.profile import cost_model
 
 here = Path(__file__).parent
 
@@ -32,30 +27,20 @@ def module(name):
     return mod
 
 
-wide_tail, forest_mod = module("wide_tail"), module("chooser_forest")
+wide_tail, forest_mod, names_apart = module("wide_tail"), module("chooser_forest"), module("names_apart")
 
 
 def named_draws() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Features, labels and batched flags of the H100-named draws whose first CUTLASS-family kernel parses."""
-    coords, layouts, worst, labels = [], [], [], []
-    for path in sorted(glob.glob(f"{wide_tail.R}/h100-names/names-draws*.json.gz")):
-        with gzip.open(path, "rt") as f:
-            doc = json.load(f)
-        for key, idx, _grids, _error in doc["rows"]:
-            ran = [cutlass_config(doc["names"][i]) for i in idx]
-            ran = [r for r in ran if r]
-            if not ran:
-                continue
-            p = json.loads(key)
-            coords.append([p["m"], p["n"], p["k"], p.get("batch", 1)])
-            layouts.append(p["layout"])
+    shapes, labels = [], []
+    for key, names in names_apart.compact_rows(f"{wide_tail.R}/h100-names/names-draws*.json.gz"):
+        ran = [r for r in map(cutlass_config, names) if r]
+        if ran:
+            shapes.append(json.loads(key))
             labels.append(forest_mod.label(ran[0]))
-    c = np.array(coords)
-    layout = np.array(layouts)
-    class_a, class_n = align_classes(c[:, 0], c[:, 1], c[:, 2], layout, "bf16", 16)
-    x = forest_mod.features(np.log2(c.astype(float)), np.searchsorted(np.array(LAYOUTS), layout),
-                            np.maximum(class_a, class_n))
-    return x, np.array(labels), c[:, 3] > 1
+    x = forest_mod.shape_features(*(np.array([p.get(d, 1) for p in shapes]) for d in ("m", "n", "k", "batch")),
+                                  np.array([p["layout"] for p in shapes]))
+    return x, np.array(labels), x[:, 3] > 0  # log2 batch > 0
 
 
 def main() -> int:
@@ -64,21 +49,13 @@ def main() -> int:
     except ImportError:
         print("chooser_more_names.py: needs scikit-learn (pip install scikit-learn)", file=sys.stderr)
         return 2
-    tables = corrections._tables(cost_model("h200").params)
-    kernels, choices = tables["kernels"], tables["choices"]
-    x_cal = forest_mod.features(choices[:, 2:6], choices[:, 0], choices[:, 1])
-    y_cal = np.array([forest_mod.label(kernels[int(i)]) for i in choices[:, 6]])
-    b_cal = choices[:, 5] > 0
+    x_cal, y_cal, b_cal = forest_mod.calibration_choices()
     x_new, y_new, b_new = named_draws()
     print(f"calibration's choices {len(y_cal)}; the H100's named draws {len(y_new)} "
           f"({b_new.sum()} batched)")
     cases = wide_tail.load()
     blends = wide_tail.chooser_blends(cases)
-    m, n, k, b = (np.array([getattr(c, d) for c in cases]) for d in ("m", "n", "k", "batch"))
-    layout = np.array([c.layout for c in cases])
-    class_a, class_n = align_classes(m, n, k, layout, "bf16", 16)
-    every = forest_mod.features(np.log2(np.stack([m, n, k, b], axis=1).astype(float)),
-                                np.searchsorted(np.array(LAYOUTS), layout), np.maximum(class_a, class_n))
+    every = forest_mod.case_features(cases)
     for gemm in (True, False):
         x_out, y_out = forest_mod.held_out(cases, gemm)
         for what, (x, y) in {"calibration's choices": (x_cal[b_cal != gemm], y_cal[b_cal != gemm]),

@@ -21,16 +21,20 @@ wide_tail = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(wide_tail)
 
 
-def compact_names(pattern: str) -> dict:
-    """Case key -> kernel names, from the compact exports (rows of key, name indexes, grids, error)."""
-    out = {}
+def compact_rows(pattern: str):
+    """(case key, kernel names) of every named row of the compact exports (rows of key, name indexes,
+    grids, error), file by file."""
     for path in sorted(glob.glob(pattern)):
         with gzip.open(path, "rt") as f:
             doc = json.load(f)
         for key, idx, _grids, _error in doc["rows"]:
             if idx:
-                out[wide_tail.canonical(key)] = [doc["names"][i] for i in idx]
-    return out
+                yield key, [doc["names"][i] for i in idx]
+
+
+def compact_names(pattern: str) -> dict:
+    """Case key (canonical) -> kernel names, from the compact exports."""
+    return {wide_tail.canonical(key): names for key, names in compact_rows(pattern)}
 
 
 def short(name: str) -> str:
