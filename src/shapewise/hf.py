@@ -257,8 +257,8 @@ def _moe_dense_layers(r: _Reader, layers: int) -> int:
     config carries (whatever its type: Kimi K2 writes DeepSeek-V3's)."""
     present = set(r._present(("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers",
                               "interleave_moe_layer_step", "moe_layers")))
-    if r.get("mlp_layer_types") is not None:  # Laguna: "dense" or "sparse", one a layer
-        kinds = r.get("mlp_layer_types")
+    kinds = r.get("mlp_layer_types")  # Laguna: "dense" or "sparse", one a layer
+    if kinds is not None:
         if (not isinstance(kinds, list) or len(kinds) != layers
                 or not all(k in ("dense", "sparse") for k in kinds)):
             r.fail(f"mlp_layer_types must list \"dense\" or \"sparse\" for each of the {layers} layers")
@@ -267,7 +267,7 @@ def _moe_dense_layers(r: _Reader, layers: int) -> int:
         # DeepseekV3: a layer is MoE when idx >= first_k_dense_replace and idx % moe_layer_freq == 0
         first = r.whole(("first_k_dense_replace",), "dense layer count", minimum=0) or 0
         if isinstance(r.get("moe_layer_freq"), list):  # MiMo-V2-Flash: one entry a layer, 1 where it is MoE
-            moe = _layer_flags(r, "moe_layer_freq", layers)
+            moe = _layer_entries(r, "moe_layer_freq", layers)
             return sum(1 for i in range(layers) if not (i >= first and moe[i]))
         freq = r.whole(("moe_layer_freq",), "MoE layer frequency") or 1
         return sum(1 for i in range(layers) if not (i >= first and i % freq == 0))
@@ -658,12 +658,14 @@ def _nope_every(r: _Reader, family, layers: int, notes: list[str]) -> int:
     if family is not None and not family.nope_interval:
         return 0  # a type whose code has no NoPE layers: a no_rope_layers it carries is said unread
     if family is None and isinstance(r.cfg.get("layer_rope_theta"), list) and not r.cfg.get("no_rope_layers"):
-        key, rotates = "layer_rope_theta", [theta != 0 for theta in _layer_thetas(r, layers)]
+        key = "layer_rope_theta"
+        rotates = [theta != 0 for theta in _layer_entries(r, key, layers, is_entry=_is_rotary_base,
+                                                         entry="rotary base (0: none)")]
     elif not r.get("no_rope_layers"):  # absent, null or empty (Llama4TextConfig reads an empty list as none given)
         return (r.whole(("no_rope_layer_interval",), "NoPE layer interval") or family.nope_interval) if family else 0
     else:
         r.used.add("no_rope_layer_interval")  # the list says it layer by layer
-        key, rotates = "no_rope_layers", _layer_flags(r, "no_rope_layers", layers)
+        key, rotates = "no_rope_layers", _layer_entries(r, "no_rope_layers", layers)
     nope = [i for i, rotary in enumerate(rotates) if not rotary]
     if not nope:
         return 0
@@ -674,21 +676,20 @@ def _nope_every(r: _Reader, family, layers: int, notes: list[str]) -> int:
     return every
 
 
-def _layer_thetas(r: _Reader, layers: int) -> list:
-    """layer_rope_theta: one rotary base a layer, 0 where the layer has no rotary embeddings (Muse Glimmer)."""
-    value = r.get("layer_rope_theta")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in value):
-        r.fail(f"layer_rope_theta must be a list of one rotary base (0: none) per layer, got {_json_words(value)}")
-    if len(value) < layers:
-        r.fail(f"layer_rope_theta gives {len(value)} entries but the model has {layers} layers; give one per layer")
-    return value[:layers]
+def _is_flag(v) -> bool:
+    return isinstance(v, int) and v in (0, 1)
 
 
-def _layer_flags(r: _Reader, key: str, layers: int) -> list[int]:
-    """A list of one 0 or 1 per layer (no_rope_layers, moe_layer_freq); entries past the layers are not read."""
+def _is_rotary_base(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+
+
+def _layer_entries(r: _Reader, key: str, layers: int, *, is_entry=_is_flag, entry: str = "0 or 1") -> list:
+    """A list of one `entry` per layer (no_rope_layers and moe_layer_freq: 0 or 1; layer_rope_theta: a rotary
+    base, 0 where the layer has none, as Muse Glimmer writes it); entries past the layers are not read."""
     value = r.get(key)
-    if not isinstance(value, list) or not all(isinstance(v, int) and v in (0, 1) for v in value):
-        r.fail(f"{key} must be a list of one 0 or 1 per layer, got {_json_words(value)}")
+    if not isinstance(value, list) or not all(is_entry(v) for v in value):
+        r.fail(f"{key} must be a list of one {entry} per layer, got {_json_words(value)}")
     if len(value) < layers:
         r.fail(f"{key} gives {len(value)} entries but the model has {layers} layers; give one per layer")
     return value[:layers]
