@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .corrections import correct, corrects, kernel_words, tree_factor
-from .errors import ShapewiseError
+from .errors import ShapewiseError, check_name
 from .hardware import GPU
 from .limits import RATE
 from .ops import BMM, COMM, FLASH, GEMM, MEMORY, Op, attended_pairs, model_ops
@@ -416,8 +416,7 @@ def predict_gemm(m, n, k, *, batch=1, gpu: GPU | str | CostModel = "h200", dtype
     _check_dims(m=m, n=n, k=k, batch=batch)
     if np.any(~np.isin(np.asarray(layout), LAYOUTS)):
         raise ShapewiseError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
-    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
-        raise ShapewiseError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+    check_name(dtype, DTYPE_BYTES, "dtype")
     args = {"m": m, "n": n, "k": k, "batch": batch, "layout": layout}
     try:
         np.broadcast_shapes(*(np.shape(x) for x in args.values()))

@@ -21,6 +21,13 @@ def listed(words, last: str = "or") -> str:
     return f"{', '.join(words[:-1])} {last} {words[-1]}" if len(words) > 1 else "".join(words)
 
 
+def check_name(value, names, what: str, *, owner: str = "") -> None:
+    """Refuse a value that is not one of `names` ("unknown dtype 'bf17'; use one of …", after "owner: "),
+    a list or other unhashable value among them (it is no name: `in` a dict would raise TypeError)."""
+    if not isinstance(value, str) or value not in names:
+        raise ShapewiseError(f"{owner + ': ' if owner else ''}unknown {what} {value!r}; use one of {', '.join(names)}")
+
+
 _PACKAGE = os.path.dirname(__file__) + os.sep  # as every module of the package names its file
 
 

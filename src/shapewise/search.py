@@ -23,7 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from .cost import layers_priced, predict_layer_and_outside, predict_step
-from .errors import ShapewiseError, listed, warn
+from .errors import ShapewiseError, check_name, listed, warn
 from .hardware import GPU
 from .limits import ASPECT, ASPECT_BAND, PARAMS, PARAMS_TOL, TOP, VOCAB, flag
 from .memory import capacity_bytes, estimate
@@ -405,8 +405,7 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
     model.gpu.peak_tflops(workload.dtype)  # a GPU without the dtype is said as that, not as no shape priced
     if attention not in ("mha", "gqa", "mqa"):
         raise ShapewiseError("--attention-kind must be mha, gqa or mqa")
-    if not isinstance(mlp, str) or mlp not in MLP_KINDS:
-        raise ShapewiseError(f"unknown MLP kind {mlp!r}; use one of {', '.join(MLP_KINDS)}")
+    check_name(mlp, MLP_KINDS, "MLP kind")
     gated = mlp in ("swiglu", "geglu")
     t = workload.tp
     vocab = round_up(vocab, ALIGN * t)

@@ -9,7 +9,7 @@ import numbers
 from dataclasses import dataclass
 
 from .dtypes import DTYPE_BYTES
-from .errors import ShapewiseError
+from .errors import ShapewiseError, check_name
 from .limits import FIELDS, SEQ, check_tokens
 
 # Matrices per MLP block: plain MLPs have up and down, gated ones (GLU family) add a gate.
@@ -141,10 +141,8 @@ class ModelShape:
             raise ShapewiseError(
                 f"{owner}: {self.kv_heads} kv heads do not divide {self.num_heads} heads; "
                 f"use a divisor of {self.num_heads} (1 for multi-query attention)")
-        if not isinstance(self.mlp, str) or self.mlp not in MLP_KINDS:
-            raise ShapewiseError(f"{owner}: unknown MLP kind {self.mlp!r}; use one of {', '.join(MLP_KINDS)}")
-        if not isinstance(self.norm, str) or self.norm not in NORM_KINDS:
-            raise ShapewiseError(f"{owner}: unknown norm {self.norm!r}; use one of {', '.join(NORM_KINDS)}")
+        check_name(self.mlp, MLP_KINDS, "MLP kind", owner=owner)
+        check_name(self.norm, NORM_KINDS, "norm", owner=owner)
         if self.num_experts and not 1 <= self.top_k <= self.num_experts:
             raise ShapewiseError(f"{owner}: top_k must be between 1 and num_experts ({self.num_experts}), got {self.top_k}")
         if not self.num_experts and (self.top_k or self.num_shared_experts or self.expert_ffn is not None):
@@ -333,12 +331,9 @@ class Workload:
         for field in ("batch", "seq", "tp"):
             _require_positive_int("workload", field, getattr(self, field))
         check_tokens(self.batch, self.seq, ("workload: batch", "seq"))
-        if not isinstance(self.dtype, str) or self.dtype not in DTYPE_BYTES:
-            raise ShapewiseError(f"unknown dtype {self.dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
-        if not isinstance(self.mode, str) or self.mode not in MODES:
-            raise ShapewiseError(f"unknown mode {self.mode!r}; use one of {', '.join(MODES)}")
-        if not isinstance(self.attention, str) or self.attention not in ATTENTION_KINDS:
-            raise ShapewiseError(f"unknown attention {self.attention!r}; use one of {', '.join(ATTENTION_KINDS)}")
+        check_name(self.dtype, DTYPE_BYTES, "dtype")
+        check_name(self.mode, MODES, "mode")
+        check_name(self.attention, ATTENTION_KINDS, "attention")
 
     @property
     def dtype_bytes(self) -> int:
