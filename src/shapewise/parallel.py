@@ -236,8 +236,14 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     first_layers, heaviest, last_layers = stage_ends(shape.num_layers, pp)  # the heaviest: the most weights and gradients
     extra = np.where(recompute == 2, times.fwd_ms, np.where(recompute == 1, times.core_fwd_ms, 0.0))
     layer = times.fwd_ms + times.bwd_ms + extra
-    first = first_layers * layer + times.embed_ms + np.where(pp == 1, times.head_ms, 0.0)
-    last = last_layers * layer + times.head_ms + np.where(pp == 1, times.embed_ms, 0.0)
+
+    def end_stages(first_n, last_n):
+        """The first and last rank's time with these layers: the embedding beside the first, the head
+        beside the last, both on the one rank where there is one."""
+        return (first_n * layer + times.embed_ms + np.where(pp == 1, times.head_ms, 0.0),
+                last_n * layer + times.head_ms + np.where(pp == 1, times.embed_ms, 0.0))
+
+    first, last = end_stages(first_layers, last_layers)
     stage = np.maximum(np.maximum(first, last), heaviest * layer)
     # The layers of the stage that sets the pace: recomputation and collectives are counted with its.
     pace = np.where(stage == first, first_layers, np.where(stage == last, last_layers, heaviest))
@@ -265,9 +271,7 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     # hide behind and a smaller share for its last bucket: a step of more work was priced faster
     # (llama3-8b on 96 H100s, ZeRO-3: 33 layers over 32 stages 4.5% faster than 32).
     light = np.minimum(first_layers, last_layers)
-    even = np.maximum(light * layer + times.embed_ms + np.where(pp == 1, times.head_ms, 0.0),
-                      light * layer + times.head_ms + np.where(pp == 1, times.embed_ms, 0.0))
-    paced = light + (stage - even) / layer
+    paced = light + (stage - np.maximum(*end_stages(light, light))) / layer
     dense_sync, expert_sync = stage_params(paced)
     dp_gbs = network.gbs(t * dp > gpn)
     edp = np.maximum(dp // ep, 1)
