@@ -141,14 +141,14 @@ class Run:
 M22, M175, M530, M1T = gpt("gpt-22b", 6144, 64, 48), gpt("gpt-175b", 12288, 96, 96), \
     gpt("gpt-530b", 20480, 128, 105), gpt("gpt-1t", 25600, 160, 128)
 KORTHIKANTI_RUNS = (
-    Run("22B full", M22, "a100", 8, 1, 1, 1, 4, 4, 2048, "full", KORTHIKANTI, published_s=1.42),
-    Run("22B selective+SP", M22, "a100", 8, 1, 1, 1, 4, 4, 2048, "selective", KORTHIKANTI, published_s=1.10),
-    Run("175B full", M175, "a100", 8, 8, 1, 3, 1, 64, 2048, "full", KORTHIKANTI, published_s=18.13),
-    Run("175B selective+SP", M175, "a100", 8, 8, 1, 3, 1, 64, 2048, "selective", KORTHIKANTI, published_s=13.75),
-    Run("530B full", M530, "a100", 8, 35, 1, 3, 1, 280, 2048, "full", KORTHIKANTI, published_s=49.05),
-    Run("530B selective+SP", M530, "a100", 8, 35, 1, 3, 1, 280, 2048, "selective", KORTHIKANTI, published_s=37.83),
-    Run("1T full", M1T, "a100", 8, 64, 1, 1, 1, 512, 2048, "full", KORTHIKANTI, published_s=94.42),
-    Run("1T selective+SP", M1T, "a100", 8, 64, 1, 1, 1, 512, 2048, "selective", KORTHIKANTI, published_s=71.49),
+    Run("22B full", M22, "a100-80gb", 8, 1, 1, 1, 4, 4, 2048, "full", KORTHIKANTI, published_s=1.42),
+    Run("22B selective+SP", M22, "a100-80gb", 8, 1, 1, 1, 4, 4, 2048, "selective", KORTHIKANTI, published_s=1.10),
+    Run("175B full", M175, "a100-80gb", 8, 8, 1, 3, 1, 64, 2048, "full", KORTHIKANTI, published_s=18.13),
+    Run("175B selective+SP", M175, "a100-80gb", 8, 8, 1, 3, 1, 64, 2048, "selective", KORTHIKANTI, published_s=13.75),
+    Run("530B full", M530, "a100-80gb", 8, 35, 1, 3, 1, 280, 2048, "full", KORTHIKANTI, published_s=49.05),
+    Run("530B selective+SP", M530, "a100-80gb", 8, 35, 1, 3, 1, 280, 2048, "selective", KORTHIKANTI, published_s=37.83),
+    Run("1T full", M1T, "a100-80gb", 8, 64, 1, 1, 1, 512, 2048, "full", KORTHIKANTI, published_s=94.42),
+    Run("1T selective+SP", M1T, "a100-80gb", 8, 64, 1, 1, 1, 512, 2048, "selective", KORTHIKANTI, published_s=71.49),
 )
 
 # MT-NLG 530B on Selene: the 530B GPT above (105 layers, 20480 wide, 128 heads; the paper's 4-pass
@@ -159,7 +159,7 @@ KORTHIKANTI_RUNS = (
 # have the same A100 peak, so the choice does not move the prediction).
 NLG = gpt("mt-nlg-530b", 20480, 128, 105, source=MTNLG)
 MTNLG_RUNS = tuple(
-    Run(f"MT-NLG {gpus} GPUs", NLG, "a100", 8, 35, gpus // 280, 1, 1, 1920, 2048, "full", MTNLG,
+    Run(f"MT-NLG {gpus} GPUs", NLG, "a100-80gb", 8, 35, gpus // 280, 1, 1, 1920, 2048, "full", MTNLG,
         published_s=seconds, dtype="bf16")
     for gpus, seconds in ((2240, 60.1), (2800, 50.2), (3360, 44.4)))
 
@@ -172,7 +172,7 @@ MTNLG_RUNS = tuple(
 # keeps the s² scores (no FlashAttention in 2022).
 B176 = ModelShape(name="bloom-176b", hidden=14336, num_layers=70, num_heads=112, vocab=250880, mlp="gelu",
                   norm="layernorm", bias=True, tied_embeddings=True, source=BLOOM)
-BLOOM_RUN = Run("BLOOM-176B", B176, "a100", 4, 12, 8, 1, 2, 2048, 2048, "full", BLOOM, published_s=104.70,
+BLOOM_RUN = Run("BLOOM-176B", B176, "a100-80gb", 4, 12, 8, 1, 2, 2048, 2048, "full", BLOOM, published_s=104.70,
                 dtype="bf16", zero=1, inter_gbs=4 * 100 / 8 / 8, framework="megatron")
 
 # OPT-175B: t=8 and FSDP over 992/8 = 124 ranks without resharding after forward (ZeRO-2's
@@ -184,7 +184,7 @@ BLOOM_RUN = Run("BLOOM-176B", B176, "a100", 4, 12, 8, 1, 2, 2048, 2048, "full", 
 # about 25% shorter). "Up to": the published figure is a best, not an average.
 O175 = ModelShape(name="opt-175b", hidden=12288, num_layers=96, num_heads=96, vocab=50272, mlp="relu",
                   norm="layernorm", bias=True, tied_embeddings=True, learned_positions=2048, source=OPT)
-OPT_RUN = Run("OPT-175B", O175, "a100", 8, 1, 124, 1, 8, 992, 2048, "full", OPT, published_tflops=147,
+OPT_RUN = Run("OPT-175B", O175, "a100-80gb", 8, 1, 124, 1, 8, 992, 2048, "full", OPT, published_tflops=147,
               flops_rule="megatron", zero=2, overlap_dp=True)
 
 # Llama 3 405B, Table 4's two 8K-context rows (the 128K row needs context parallelism, which the
