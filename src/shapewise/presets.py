@@ -23,6 +23,7 @@ _NEOX = dict(mlp="gelu", norm="layernorm", bias=True, tied_embeddings=False, par
 # Pythia and GPT-NeoX-20B rotate a quarter of each head (rotary_pct 0.25), Phi-2 40% (partial_rotary_factor),
 # BLOOM none (ALiBi), as their checkpoints' configs say. (Calibration's draws measured these presets with
 # every head dim rotated and Mistral 7B without its window, and keep drawing them so: draws.measured_preset.)
+_PYTHIA = dict(**_NEOX, rotary_fraction=0.25)  # Pythia's and GPT-NeoX-20B's: a quarter of each head
 _LLAMA = dict(mlp="swiglu", norm="rmsnorm", bias=False, tied_embeddings=False)
 
 _TABLE = (
@@ -57,24 +58,24 @@ _TABLE = (
     ModelShape(name="gpt3-175b", hidden=12288, num_layers=96, num_heads=96, **_GPT3_,
                source=_GPT3, published_params=175_000_000_000),
     # Pythia: exact totals from the model cards' renaming table. Vocab is padded per model.
-    ModelShape(name="pythia-70m", hidden=512, num_layers=6, num_heads=8, ffn=2048, vocab=50304, **_NEOX,
-               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-70m"), published_params=70_426_624),
-    ModelShape(name="pythia-160m", hidden=768, num_layers=12, num_heads=12, ffn=3072, vocab=50304, **_NEOX,
-               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-160m"), published_params=162_322_944),
-    ModelShape(name="pythia-410m", hidden=1024, num_layers=24, num_heads=16, ffn=4096, vocab=50304, **_NEOX,
-               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-410m"), published_params=405_334_016),
-    ModelShape(name="pythia-1b", hidden=2048, num_layers=16, num_heads=8, ffn=8192, vocab=50304, **_NEOX,
-               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-1b"), published_params=1_011_781_632),
-    ModelShape(name="pythia-1.4b", hidden=2048, num_layers=24, num_heads=16, ffn=8192, vocab=50304, **_NEOX,
-               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-1.4b"), published_params=1_414_647_808),
-    ModelShape(name="pythia-2.8b", hidden=2560, num_layers=32, num_heads=32, ffn=10240, vocab=50304, **_NEOX,
-               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-2.8b"), published_params=2_775_208_960),
-    ModelShape(name="pythia-6.9b", hidden=4096, num_layers=32, num_heads=32, ffn=16384, vocab=50432, **_NEOX,
-               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-6.9b"), published_params=6_857_302_016),
-    ModelShape(name="pythia-12b", hidden=5120, num_layers=36, num_heads=40, ffn=20480, vocab=50688, **_NEOX,
-               rotary_fraction=0.25, source=_HF.format("EleutherAI/pythia-12b"), published_params=11_846_072_320),
-    ModelShape(name="gpt-neox-20b", hidden=6144, num_layers=44, num_heads=64, ffn=24576, vocab=50432, **_NEOX,
-               rotary_fraction=0.25, source=_HF.format("EleutherAI/gpt-neox-20b"), published_params=20_554_567_680),  # card
+    ModelShape(name="pythia-70m", hidden=512, num_layers=6, num_heads=8, ffn=2048, vocab=50304, **_PYTHIA,
+               source=_HF.format("EleutherAI/pythia-70m"), published_params=70_426_624),
+    ModelShape(name="pythia-160m", hidden=768, num_layers=12, num_heads=12, ffn=3072, vocab=50304, **_PYTHIA,
+               source=_HF.format("EleutherAI/pythia-160m"), published_params=162_322_944),
+    ModelShape(name="pythia-410m", hidden=1024, num_layers=24, num_heads=16, ffn=4096, vocab=50304, **_PYTHIA,
+               source=_HF.format("EleutherAI/pythia-410m"), published_params=405_334_016),
+    ModelShape(name="pythia-1b", hidden=2048, num_layers=16, num_heads=8, ffn=8192, vocab=50304, **_PYTHIA,
+               source=_HF.format("EleutherAI/pythia-1b"), published_params=1_011_781_632),
+    ModelShape(name="pythia-1.4b", hidden=2048, num_layers=24, num_heads=16, ffn=8192, vocab=50304, **_PYTHIA,
+               source=_HF.format("EleutherAI/pythia-1.4b"), published_params=1_414_647_808),
+    ModelShape(name="pythia-2.8b", hidden=2560, num_layers=32, num_heads=32, ffn=10240, vocab=50304, **_PYTHIA,
+               source=_HF.format("EleutherAI/pythia-2.8b"), published_params=2_775_208_960),
+    ModelShape(name="pythia-6.9b", hidden=4096, num_layers=32, num_heads=32, ffn=16384, vocab=50432, **_PYTHIA,
+               source=_HF.format("EleutherAI/pythia-6.9b"), published_params=6_857_302_016),
+    ModelShape(name="pythia-12b", hidden=5120, num_layers=36, num_heads=40, ffn=20480, vocab=50688, **_PYTHIA,
+               source=_HF.format("EleutherAI/pythia-12b"), published_params=11_846_072_320),
+    ModelShape(name="gpt-neox-20b", hidden=6144, num_layers=44, num_heads=64, ffn=24576, vocab=50432, **_PYTHIA,
+               source=_HF.format("EleutherAI/gpt-neox-20b"), published_params=20_554_567_680),  # card
     # Llama family: Meta's papers say 7B/13B/70B/8B; the exact totals are the hub's.
     ModelShape(name="llama2-7b", hidden=4096, num_layers=32, num_heads=32, ffn=11008, vocab=32000, **_LLAMA,
                context=4096, source=_HF.format("meta-llama/Llama-2-7b-hf"), published_params=6_738_415_616),
