@@ -1,7 +1,7 @@
 """Where a whole step's error comes from: the `models` set's steps from a stored run, each step's ops
 ranked by how much of the step's error they carry (count × (predicted − measured) per call).
 
-python benchmarks/step_breakdown.py EXPORT.csv[.gz] --seed S [--configs DIR] [--gpu h200] [--profile PATH] [--over 0.05] [--top 6]
+python benchmarks/step_breakdown.py EXPORT.csv[.gz] --seed S [--configs PATH...] [--gpu h200] [--profile PATH] [--over 0.05] [--top 6]
 (on the CPU: the export is `shapewise results --export` of a `validate --set models` run; about a minute)
 """
 
@@ -31,7 +31,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("export")
     ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--configs", default="tests/data/hf")
+    ap.add_argument("--configs", nargs="+", default=["tests/data/hf"], help="config files or folders (default tests/data/hf)")
     ap.add_argument("--gpu", default="h200", type=gpu_arg,
                     help="the GPU measured (default h200; h100 borrows the H200's profile)")
     ap.add_argument("--profile", help="the profile to judge (default: the GPU's shipped or borrowed profile)")
@@ -43,7 +43,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         db = f"{tmp}/run.db"
         import_export(args.export, db)
-        drawn = judge_set_cases("models", seed=args.seed, configs=[args.configs])
+        drawn = judge_set_cases("models", seed=args.seed, configs=args.configs)
         with Store(db) as store:
             rows = stored_rows(drawn.cases, store=store)
     ok = [(c, r) for c, r in rows if r.get("error") is None]
