@@ -22,7 +22,8 @@ THIRD = CORPUS.parent / "hf-third"  # read after the second; apart, so the sets 
 FOURTH = CORPUS.parent / "hf-fourth"  # a fourth round's files, apart alike
 FIFTH = CORPUS.parent / "hf-fifth"  # a fifth round's
 SIXTH = CORPUS.parent / "hf-sixth"  # a sixth's
-FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH)
+SEVENTH = CORPUS.parent / "hf-seventh"  # a seventh's
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -40,7 +41,9 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "gemma-4-31b-it-nvfp4": "global attention layers of another head dim",
            "kimi-k3": "linear-attention \\(Kimi Delta Attention\\) hybrid",
            "whisper-large-v3-turbo": "an encoder-decoder model \\(encoder_layers, decoder_layers\\); shapewise prices "
-                                     "decoder-only transformers"}
+                                     "decoder-only transformers",
+           "qwen3-next-80b-a3b-thinking": "a linear-attention hybrid",
+           "gemma-4-e2b": "per-layer input embeddings \\(hidden_size_per_layer_input\\)"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -79,6 +82,11 @@ PUBLISHED = {
     # Flash's "~11B" active is too loose a figure to check)
     "glm-4.5": "355B", "llama-3.1-405b": "405B", "step-3.7-flash": "196B", "minimax-m3": "428B",
     "qwen3-vl-8b-instruct": "8B", "ling-plus": ("290B", "28.8B"), "exaone-4.0-1.2b": "1.2B",
+    # the seventh round's (GLM-4.7's active count leaves both embeddings out, as GLM-4.5's; the embedding and
+    # reward models' labels count no output head, which shapewise prices and says: test_seventh_pass_…)
+    "glm-4.7-flash": ("30B", "3B"), "glm-4.7-fp8": "355B", "qwen3-vl-235b-a22b-thinking": ("235B", "22B"),
+    "allam-7b-instruct-preview": "7B", "e5-mistral-7b-instruct": "7B", "gte-qwen2-7b-instruct": "7B",
+    "internlm2-7b-reward": "7B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -95,7 +103,8 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B"}
 # without; Muse Glimmer's "30B" with a vision encoder of a size nowhere stated, its language model 26.4B):
 # their structure is checked instead (test_sixth_pass_reads, test_a_rotary_base_of_zero_by_layer_…).
 STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b"}
-SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12}
+SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
+              "kimi-k2-thinking": 1e12}
 
 
 def meets(count: int, published) -> bool:
@@ -131,7 +140,7 @@ def test_the_corpus_is_cited():
             assert f"| {path.name} |" in sources, path.name
     sets = (set(PUBLISHED), set(SIZE_CLASS), set(WITH_VISION), set(WITHOUT_EMBEDDINGS), STRUCTURE_ONLY)
     assert set.union(*sets) == set(SUPPORTED) and sum(map(len, sets)) == len(SUPPORTED)
-    assert len(FILES) >= 106
+    assert len(FILES) >= 116
 
 
 @pytest.mark.parametrize("stem", sorted(WITH_VISION))
@@ -896,3 +905,48 @@ def test_glm4_moe_is_a_family_with_its_configuration_class_defaults():
         s = _shape_from_config(bare, "x", "x")  # Glm4MoeConfig's defaults fill the rest
     assert (s.rotary_fraction, s.num_experts, s.top_k, s.expert_width, s.num_shared_experts, s.num_dense_layers,
             s.qk_norm, s.tied_embeddings) == (0.5, 128, 8, 1408, 1, 1, False, False)
+
+
+def test_seventh_pass_reads():
+    with pytest.warns(ShapewiseWarning, match="multi-token prediction"):
+        glm = read("glm-4.7-fp8")  # an abridged copy: Glm4MoeConfig's defaults fill the rest
+    assert (glm.rotary_fraction, glm.num_dense_layers, glm.num_experts, glm.top_k) == (0.5, 3, 160, 8)
+    assert meets(glm.active_params - 2 * glm.vocab * glm.hidden, "32B")
+    with unwarned():
+        allam = read("allam-7b-instruct-preview")
+        kimi = read("kimi-k2-thinking")
+    assert (allam.kv_heads, allam.vocab, allam.tied_embeddings) == (32, 64000, False)
+    assert (kimi.is_mla, kimi.num_experts, kimi.num_dense_layers, kimi.num_shared_experts) == (True, 384, 1, 1)
+
+
+def test_glm_4_7_flash_is_deepseek_v3s_layout_not_a_guess():
+    # glm4_moe_lite: latent attention (value heads 256 wide, non-rotary query/key dims 192) and DeepSeek-V3's
+    # MoE; read by guessing it was a LayerNorm model with biases (29.96B)
+    with unwarned():
+        flash = read("glm-4.7-flash")
+    assert (flash.is_mla, flash.norm, flash.bias, flash.v_dim, flash.num_dense_layers) == (True, "rmsnorm", False, 256, 1)
+    assert (flash.num_experts, flash.top_k, flash.num_shared_experts, flash.params) == (64, 4, 1, 29_943_390_976)
+
+
+def test_a_model_without_a_head_and_bidirectional_attention_are_said():
+    # E5-Mistral's MistralModel has no output head (the hub's 7.11B is 7.24B less its 32000 × 4096 head)
+    with pytest.warns(ShapewiseWarning, match=r"a model without a head \(MistralModel"):
+        e5 = read("e5-mistral-7b-instruct")
+    assert e5.params - e5.vocab * e5.hidden == pytest.approx(7.11e9, rel=0.001)
+    with pytest.warns(ShapewiseWarning, match=r"bidirectional attention \(is_causal false"):
+        read("gte-qwen2-7b-instruct")
+    with unwarned():  # ChatGLM's base-model class carries its output layer; a causal flag said true changes nothing
+        read("chatglm3-6b")
+        _shape_from_config({**json.loads(FILES["llama-2-7b"].read_text()), "is_causal": True}, "x", "x")
+    with pytest.warns(ShapewiseWarning, match="head is not a language model's") as record:
+        read("internlm2-7b-reward")
+    assert "without a head" not in warned(record)
+
+
+def test_gemma_4_per_layer_embeddings_and_shared_kv_layers_are_refused():
+    cfg = json.loads(FILES["gemma-4-e2b"].read_text())["text_config"]
+    with pytest.raises(ShapewiseError, match=r"layers that reuse an earlier layer's keys and values "
+                                             r"\(num_kv_shared_layers\)"):
+        _shape_from_config({**cfg, "hidden_size_per_layer_input": 0}, "x", "x")
+    # Gemma 4 26B and 31B write both keys as 0, and are refused for their global layers alone
+    assert "hidden_size_per_layer_input" in json.loads(FILES["gemma-4-26b-a4b"].read_text())["text_config"]

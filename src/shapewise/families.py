@@ -59,11 +59,13 @@ _GEMMA2 = Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=Fal
                  norms_per_layer=4, window="alternate", softcap=True)
 
 FAMILIES: dict[str, Family] = {
-    # Kimi K2: DeepSeek-V3's layout (V3.2 and GLM-5's glm_moe_dsa add a sparse indexer, which hf warns of);
+    # Kimi K2 and GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3's layout (V3.2 and GLM-5's glm_moe_dsa add a
+    # sparse indexer, which hf warns of);
     # XVERSE: Llama's (XVERSE-7B writes no kv heads: as many as heads);
     # Qwen2-VL and Qwen2.5-VL: Qwen2's language model beside vision_config
     **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2",
-                           "deepseek_v3", "deepseek_v32", "kimi_k2", "qwen2_vl", "qwen2_5_vl", "glm_moe_dsa", "xverse")},
+                           "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe_lite", "qwen2_vl", "qwen2_5_vl",
+                           "glm_moe_dsa", "xverse")},
     # EXAONE 3.5: Llama's layout, but ExaoneConfig ties the embeddings when the file does not say
     "exaone": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
     # SmolLM3: Llama's layout, tied, no rotary embedding on every 4th layer (SmolLM3Config)
@@ -109,7 +111,13 @@ FAMILIES: dict[str, Family] = {
                           refused=(("global_head_dim", "global attention layers of another head dim (global_head_dim) "
                                                        "and key/value head count (num_global_key_value_heads)"),
                                    ("enable_moe_block", "MoE block beside the dense MLP in every layer "
-                                                        "(enable_moe_block)"))),
+                                                        "(enable_moe_block)"),
+                                   # Gemma 4 E2B and E4B, as Gemma 3n: a second embedding table feeding every
+                                   # layer, and the last layers attending with an earlier layer's keys and values
+                                   ("hidden_size_per_layer_input", "per-layer input embeddings "
+                                                                   "(hidden_size_per_layer_input)"),
+                                   ("num_kv_shared_layers", "layers that reuse an earlier layer's keys and values "
+                                                            "(num_kv_shared_layers)"))),
     # Phi-3-small: block-sparse attention on all but every dense_attention_every_n_layers-th layer
     # (Phi3SmallConfig: 2), a GeGELU MLP ff_intermediate_size wide; refused by its attention, not its activation
     "phi3small": Family(gated=True, norm="layernorm", bias=True, tied=True, parallel=False, act="gegelu",

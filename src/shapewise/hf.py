@@ -538,11 +538,18 @@ def _priced_otherwise(r: _Reader, vocab: int) -> list[str]:
         notes.append(f"its {mtp} multi-token prediction {what}{'s' if mtp > 1 else ''} ({key}), "
                      f"trained beside the model, {'are' if mtp > 1 else 'is'} not priced")
     arch = r.get("architectures")
-    head = next((a for a in arch if isinstance(a, str) and a.endswith(_NOT_LM_HEADS)), None) \
-        if isinstance(arch, list) else None
+    names = [a for a in arch if isinstance(a, str)] if isinstance(arch, list) else []
+    head = next((a for a in names if a.endswith(_NOT_LM_HEADS)), None)
     if head:
         notes.append(f"its head is not a language model's ({head}): shapewise prices a {vocab:,}-row output "
                      f"head and its loss, which such a model does not run")
+    bare = next((a for a in names if _is_bare_model(a)), None)
+    if bare and not head:
+        notes.append(f"its architecture is a model without a head ({bare}: an embedding model's, as E5-Mistral's): "
+                     f"shapewise prices a {vocab:,}-row output head and its loss, which such a model does not run")
+    if r.flag(("is_causal",), True) is False:  # gte-Qwen2: an embedding model whose every query sees every key
+        notes.append("its bidirectional attention (is_causal false: every query attends to every key) is priced "
+                     "as causal attention, which computes about half its scores")
     cross = _layer_list(r, "cross_attention_layers")
     if cross:
         notes.append(f"its {len(cross)} cross-attention layers (cross_attention_layers), which attend to the "
@@ -565,6 +572,14 @@ _WATCHED = ("layer_types", "sliding_window", "sliding_window_pattern", "attentio
 
 # Architectures whose head is not the vocabulary's (a reward model's score, a tagger's labels)
 _NOT_LM_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "RewardModel")
+# Base-model classes named as a whole causal LM by their own code: ChatGLM's carries its output layer
+_BARE_WITH_HEAD = ("ChatGLMModel",)
+
+
+def _is_bare_model(arch: str) -> bool:
+    """Whether an architecture is a base model class without a head (MistralModel, Qwen2Model): transformers
+    names a model with a head X-For-Y or X-LMHeadModel."""
+    return arch.endswith("Model") and "For" not in arch and "LMHead" not in arch and arch not in _BARE_WITH_HEAD
 
 # Values of watched keys that change nothing shapewise prices (a whole head rotated, every layer MoE)
 _NEUTRAL = {"partial_rotary_factor": 1.0, "rotary_pct": 1.0, "moe_layer_freq": 1, "decoder_sparse_step": 1,
