@@ -283,7 +283,7 @@ def to_json(result: PlanResult, *, train_tokens: int | None = None) -> dict:
         return {"model": p.shape.name, "params": p.shape.params, "tp": p.tp, "pp": p.pp, "vp": p.vp, "dp": p.dp,
                 "ep": p.ep, "micro_batch": p.batch, "micro_batches": p.micro_batches, "recompute": p.recompute,
                 "zero": p.zero, "step_ms": p.step_ms, "tokens_per_s": p.tokens_per_s, "mfu": p.mfu,
-                "memory_per_gpu_bytes": p.memory.total_bytes, "memory_bytes": p.memory.as_dict(),
+                "memory_per_gpu_bytes": round(p.memory.total_bytes), "memory_bytes": p.memory.as_dict(),
                 "times_ms": p.times_ms, "times_note": TIMES_NOTE, "communication_share": p.communication_share,
                 "bubble_share": p.bubble_share, "stage_layers": list(p.stages),
                 **({"time_to_train_s": train_tokens / p.tokens_per_s} if train_tokens else {})}
