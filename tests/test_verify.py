@@ -125,3 +125,15 @@ def test_the_reader_reads_every_verify_run_written_before_the_step_times():
         data = plots.verified_data(rows, model=model, gpu="h200")
         assert len(data["labels"]) == len(rows) + 1, path
         assert list(data["predicted_speedup"][1:]) == [r["predicted_speedup"] for r in rows], path
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00", b"[{\"candidate\": \"#1 \xff\"}]"])
+def test_a_binary_file_for_verified_is_refused_in_words(capsys, tmp_path, content):
+    # the decoder's own words were shown: 'utf-8' codec can't decode byte 0x89 in position 0: invalid start byte
+    pytest.importorskip("matplotlib")
+    binary = tmp_path / "figure.png"
+    binary.write_bytes(content)
+    code, out, err = run(capsys, "plot", "suggestions", "gpt2", "--verified", str(binary), "--out", str(tmp_path / "v.png"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "is not the output of `shapewise verify --json`: not a text file (not UTF-8)" in err
+    assert "codec" not in err and "0x" not in err
