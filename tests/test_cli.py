@@ -139,3 +139,30 @@ def test_every_command_chooses_its_cost_model_in_one_place(capsys):
     assert cost_model(SimpleNamespace(), None) is None  # nothing to predict for
     with pytest.raises(ShapewiseError, match="not both"):
         cost_model(SimpleNamespace(spec_only=True, profile="x.json"), h200)
+
+
+def _byte_counts(doc, key=""):
+    """Every number under a key that names bytes ("bytes", "memory_bytes", "parts_bytes": {...})."""
+    if isinstance(doc, dict):
+        for name, value in doc.items():
+            yield from _byte_counts(value, name if "bytes" in name else key)
+    elif isinstance(doc, list):
+        for value in doc:
+            yield from _byte_counts(value, key)
+    elif key and isinstance(doc, (int, float)) and not isinstance(doc, bool):
+        yield key, doc
+
+
+@pytest.mark.parametrize("argv", [
+    ("check", "gpt2", "--json"),
+    ("suggest", "gpt2", "--json"),
+    ("suggest", "llama-3-8b", "--json"),  # no fit: original_memory_bytes and the alternatives'
+    ("search", "--params", "1e9", "--json", "--top", "2"),
+    ("plan", "gpt2", "--gpus", "8", "--global-batch", "524288", "--seq", "1024", "--json", "--top", "2"),
+])
+def test_byte_counts_in_json_are_whole_numbers(capsys, argv):
+    # suggest gave original_memory_bytes 11215860326.4: an estimate's 11% allowance is no fraction of a byte
+    code, out, _ = run(capsys, *argv)
+    counts = list(_byte_counts(json.loads(out)))
+    assert code == 0 and len(counts) >= 2
+    assert [(key, n) for key, n in counts if type(n) is not int] == []

@@ -293,6 +293,37 @@ def test_every_flag_of_one_value_is_refused_twice_and_each_parse_starts_afresh()
     assert parser.parse_args(["check", "gpt2", "--gpu", "h200"]).gpu == "h200"  # the first parse's --gpu forgotten
 
 
+@pytest.mark.parametrize("given", [("--causal", "--no-causal"), ("--no-causal", "--causal"),
+                                   ("--no-causal", "--no-causal"), ("--causal", "--causal")])
+def test_an_on_off_pair_given_more_than_once_is_refused_naming_both(capsys, given):
+    """argparse kept the last silently: --causal --no-causal timed full attention without a word."""
+    code, out, err = run(capsys, "bench", "attention", "--heads", "8", "--head-dim", "64", "--seq", "128",
+                         "--device", "cpu", *given)
+    assert out == "" and one_line_error(code, err, f"argument --causal/--no-causal: given twice, {given[0]} and "
+                                                   f"{given[1]}: give one of them once"), err
+
+
+def test_every_on_off_pair_is_a_switch_and_each_parse_starts_afresh():
+    import argparse
+
+    from shapewise.cli.common import Switch
+
+    def parsers(parser):
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from parsers(sub)
+
+    parser = build_parser()
+    pairs = [(p.prog, a) for p in parsers(parser) for a in p._actions if isinstance(a, argparse.BooleanOptionalAction)]
+    assert pairs and [(prog, a.option_strings) for prog, a in pairs if type(a) is not Switch] == []
+    attention = ["bench", "attention", "--heads", "8", "--head-dim", "64", "--seq", "128"]
+    assert parser.parse_args([*attention, "--no-causal"]).causal is False
+    assert parser.parse_args([*attention, "--causal"]).causal is True  # the first parse's --no-causal forgotten
+    assert parser.parse_args(attention).causal is True
+
+
 def test_emit_config_refuses_to_write_over_the_config_it_read(capsys, tmp_path):
     source = tmp_path / "in.json"
     source.write_text((Path(__file__).parent / "data" / "hf" / "gpt2.json").read_text())

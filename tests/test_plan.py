@@ -115,6 +115,34 @@ def test_plan_refuses_bad_input():
         network_for(get_gpu("l4"))
 
 
+@pytest.mark.parametrize("kwargs, said", [
+    # beyond limits.SEQ: planned, no layout found, and nothing said
+    (dict(seq=2**30, global_batch_tokens=2**30), "--seq (seq): the sequence length must be a positive whole number"),
+    (dict(gpus=2**40), "--gpus (gpus): the count must be a positive whole number from 1 to 2,147,483,647"),
+    (dict(top=0), "--top (top): the count must be a positive whole number"),
+    (dict(intra_gbs=0), "--intra-node-gbs (intra_gbs): the rate must be a number above 0"),  # a warning of 0 GB/s first
+    (dict(precision="fp8-adam"), "unknown precision 'fp8-adam'; use one of mixed"),  # a KeyError
+    (dict(framework="deepspeed"), "unknown framework 'deepspeed'; use one of torch"),  # a KeyError
+    (dict(overlap_dp="no"), "overlap_dp must be True or False, got 'no'"),  # taken for yes
+    (dict(shapes=[1]), "shapes must be ModelShapes, got 1"),  # an AttributeError
+])
+def test_plan_checks_its_arguments_as_the_command_checks_its_flags(kwargs, said):
+    import warnings
+
+    args = dict(gpus=16, gpu="h100", global_batch_tokens=2**20, seq=4096) | kwargs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused before anything is said of them
+        with pytest.raises(ShapewiseError) as err:
+            plan(SHAPE, **args)
+    assert said in str(err.value) and "\n" not in str(err.value)
+
+
+def test_cli_plan_writes_a_long_sequence_as_every_number_is(capsys):
+    code, _, err = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "524288", "--seq", "1048576")
+    assert code == 2 and "of 524,288 tokens is not a whole number of sequences of 1,048,576; give a multiple of " \
+                          "1,048,576" in err
+
+
 def test_cli_plan_table_json_and_flags(capsys):
     args = ("plan", "llama2-7b", "--gpus", "64", "--gpu", "h100", "--global-batch", "1048576", "--seq", "4096")
     code, out, _ = run(capsys, *args, "--tokens", "1e12", "--spec-only")

@@ -355,7 +355,8 @@ def test_gemm_figure_shows_a_single_value_and_keeps_its_legend_off_the_curve(mpl
     data = plots.gemm_data(gpu="v100", dim="n", values=[4096], dtype="fp16")
     fig = plots.gemm_figure(data)
     ax = fig.axes[0]
-    assert ax.lines[0].get_marker() == "o"  # one point: a line alone draws nothing
+    marked = [line for line in ax.lines if line.get_marker() == "o"]  # one point: a line alone draws nothing
+    assert [line.get_xdata().tolist() for line in marked] == [[4096]]
     dense = plots.gemm_figure(plots.gemm_data(gpu="v100", dim="n", values=range(1000, 1101), dtype="fp16"))
     fig.draw_without_rendering()
     dense.draw_without_rendering()
@@ -495,3 +496,30 @@ def test_gemm_figure_from_the_committed_h200_export(mpl, tmp_path):
 def test_a_bars_total_reads_in_its_unit():
     # a 405B model's decode at b=64, s=32768 was labelled "9,239,080 ms"
     assert [plots._ms_text(ms) for ms in (0.5, 250, 12_345, 9_239_080)] == ["0.5 ms", "250 ms", "12.3 s", "2.6 h"]
+
+
+def test_gemm_figure_colours_predicted_points_by_alignment_without_measurements(mpl):
+    # only measured points were coloured: a figure of predictions alone showed no alignment at all
+    data = plots.gemm_data(gpu="h200", dim="n", values=range(4088, 4098))  # 4088 and 4096 aligned, even, odd
+    assert data["source"] == "predicted" and len(data["measured_x"]) == 0
+    ax = plots.gemm_figure(data).axes[0]
+    marked = {line.get_label(): line for line in ax.lines if line.get_marker() == "o"}
+    assert list(marked) == [f"predicted, {label}" for label in ("multiple of 8", "even", "odd")]
+    for cls, line in enumerate(marked.values()):
+        assert line.get_markeredgecolor() == plots.ALIGN_COLOURS[cls]
+        assert line.get_xdata().tolist() == data["x"][data["align_class"] == cls].tolist()
+        assert line.get_ydata().tolist() == data["predicted_tflops"][data["align_class"] == cls].tolist()
+    assert [int(x) for x in marked["predicted, multiple of 8"].get_xdata()] == [4088, 4096]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:4] == ["predicted", *marked] and not any(t.startswith("measured") for t in labels)
+    assert len(ax.collections) == 0  # the measured points' scatter: none
+
+
+def test_in_sweep_compares_float_ends_as_they_are():
+    # int() of the ends took in 1023 for a sweep from 1023.5, and left out 2048.5 from one ending at 2048.7
+    x = np.array([1023.5, 1536.0, 2048.7])
+    assert not plots._in_sweep(1023, x) and plots._in_sweep(1023.5, x)
+    assert plots._in_sweep(2048.5, x) and not plots._in_sweep(2049, x)
+    assert plots._in_sweep(np.int64(1536), x) and plots._in_sweep(1536.0, np.array([1024, 2048]))
+    assert not plots._in_sweep(True, np.array([0, 2])) and not plots._in_sweep("1536", x)
+    assert not plots._in_sweep(float("nan"), x)

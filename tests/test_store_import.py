@@ -173,3 +173,13 @@ def test_bad_files_import_nothing(source, tmp_path):
         target.import_csv(binary)
     assert target.rows() == []  # every failed import left the store as it was
     target.close()
+
+
+def test_a_binary_file_to_import_is_refused_in_words(tmp_path):
+    from shapewise.exports import read_export
+
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(b"\xff\xfe\x00bench")
+    with pytest.raises(ShapewiseError, match=r"not a text file \(not UTF-8\)$") as err:
+        read_export(binary)
+    assert "codec" not in str(err.value)

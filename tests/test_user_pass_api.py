@@ -1,6 +1,7 @@
 """The Python API as a new user met it: bad input is shapewise's one error, flags are booleans, numpy's
 integers are integers, the caveats come with check's result, and a GPU read as its nearest is said."""
 
+import importlib
 import re
 import warnings
 
@@ -167,6 +168,19 @@ def test_verify_checks_its_arguments_before_building_anything(kwargs, said, monk
     with pytest.raises(ShapewiseError) as err:
         shapewise.verify(**args)
     assert said in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("workload, said", [
+    (Workload(batch=1, seq=64, tp=2), "without tensor parallelism: give --tp 1 (got --tp 2)"),
+    (Workload(batch=1, seq=64, mode="prefill"), "verify measures training steps, not prefill"),
+])
+def test_verify_checks_every_shapes_workload_before_asking_for_torch(workload, said, monkeypatch):
+    def no_torch():
+        raise AssertionError("the workloads are checked before torch or the device is asked for")
+    monkeypatch.setattr(importlib.import_module("shapewise.measure"), "import_torch", no_torch)
+    gpt2 = get_model("gpt2")
+    with pytest.raises(ShapewiseError, match=re.escape(said)):
+        shapewise.verify((gpt2, Workload(batch=1, seq=64)), [("other", gpt2, workload)], gpu="h200", device="cpu")
 
 
 @pytest.mark.parametrize("make, said", [

@@ -65,6 +65,22 @@ def test_cpu_times_refitted_on_another_gpu_are_refused_on_the_cpu_too(tmp_path, 
         check_measured_on(load(path), "h100", str(path), device="cpu")
 
 
+def test_a_refusal_reads_where_the_profile_was_measured_once(tmp_path, cpu_fitted, monkeypatch):
+    """check_measured_on asked measured_elsewhere twice, for the run's device and for the CPU: every GPU
+    name the profile records was looked up twice."""
+    import shapewise.profile as profiles
+
+    looked_up, find = [], profiles.find_gpu
+    monkeypatch.setattr(profiles, "find_gpu", lambda name: looked_up.append(name) or find(name))
+    profile = load(cpu_fitted)
+    fit = {**profile.fit, "machine": {"factors": {}, "environment": {"gpu_name": "NVIDIA A100-SXM4-80GB"}}}
+    for device, said in (("cuda", "measured on the CPU"), ("cpu", "measured on NVIDIA A100-SXM4-80GB")):
+        looked_up.clear()
+        with pytest.raises(ShapewiseError, match=said):
+            check_measured_on(dataclasses.replace(profile, fit=fit), "h100", "p.json", device=device)
+        assert looked_up == ["NVIDIA A100-SXM4-80GB"]
+
+
 @pytest.mark.parametrize("gpu", [(), ("--gpu", "h100")])
 def test_validate_variants_on_the_cpu_judges_a_cpu_fitted_profile(capsys, cpu_fitted, gpu):
     pytest.importorskip("torch")

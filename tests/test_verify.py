@@ -2,7 +2,9 @@
 and the variants set alike) and what a
 verify run's JSON says of the model it measured (plots.verified_model_mismatch)."""
 
+import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +80,60 @@ def test_a_verify_run_is_drawn_for_its_model_and_refused_for_another(capsys, tmp
     other = _config(tmp_path, "other.json", vocab_size=old + 50)
     code, _, err = run(capsys, "plot", "suggestions", other, "--verified", str(verified), "--out", str(tmp_path / "w.png"))
     assert code == 2 and "another model" in err and f"vocab {old}→" in err and not (tmp_path / "w.png").exists()
+
+
+@pytest.mark.parametrize("measure", ["model", "layer"])
+def test_the_json_names_the_step_it_timed_and_gives_the_originals(capsys, tmp_path, tiny, measure):
+    # verify --json called a whole step "layer_ms" in model mode, and gave no step time of the original
+    pytest.importorskip("torch")
+    other = _config(tmp_path, "other.json", vocab_size=256)
+    code, out, err = run(capsys, "verify", tiny, "--config", other, *CPU, "--rounds", "1", "--measure", measure, "--json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    steps = ("predicted_step_ms", "measured_step_ms", "original_predicted_step_ms", "original_measured_step_ms")
+    assert row["mode"] == measure and all(row[name] > 0 for name in steps)
+    # the predicted speedup is the predicted steps' ratio, per token (the two shapes' tokens are the same)
+    assert row["predicted_speedup"] == pytest.approx(row["original_predicted_step_ms"] / row["predicted_step_ms"])
+    if measure == "model":
+        assert "layer_ms" not in row and "head_ms" not in row
+    else:  # a layer run's step is its layers and head: the tiny model has 4 layers
+        assert row["measured_step_ms"] == pytest.approx(4 * row["layer_ms"] + row["head_ms"])
+    verified = tmp_path / "verify.json"
+    verified.write_text(out)
+    code, _, err = run(capsys, "plot", "suggestions", tiny, "--verified", str(verified), "--out", str(tmp_path / "v.png"))
+    assert code == 0, err
+
+
+RESULTS = Path(__file__).parent.parent / "benchmarks" / "results"
+
+
+def _verify_runs():
+    """Every committed verify run, as (file, model, rows): a `verify --json` list, or several by model."""
+    for path in sorted(RESULTS.glob("*verify*/*.json*")):
+        opened = gzip.open(path, "rt") if path.suffix == ".gz" else path.open()
+        with opened as f:
+            doc = json.load(f)
+        runs = doc.items() if isinstance(doc, dict) else [(path.stem.removeprefix("verify-"), doc)]
+        yield from ((path, model, rows) for model, rows in runs)
+
+
+def test_the_reader_reads_every_verify_run_written_before_the_step_times():
+    # written with "layer_ms" (the whole step's in model mode) and no original step time
+    runs = list(_verify_runs())
+    assert len(runs) >= 10 and any("layer_ms" in row for _, _, rows in runs for row in rows)
+    for path, model, rows in runs:
+        data = plots.verified_data(rows, model=model, gpu="h200")
+        assert len(data["labels"]) == len(rows) + 1, path
+        assert list(data["predicted_speedup"][1:]) == [r["predicted_speedup"] for r in rows], path
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00", b"[{\"candidate\": \"#1 \xff\"}]"])
+def test_a_binary_file_for_verified_is_refused_in_words(capsys, tmp_path, content):
+    # the decoder's own words were shown: 'utf-8' codec can't decode byte 0x89 in position 0: invalid start byte
+    pytest.importorskip("matplotlib")
+    binary = tmp_path / "figure.png"
+    binary.write_bytes(content)
+    code, out, err = run(capsys, "plot", "suggestions", "gpt2", "--verified", str(binary), "--out", str(tmp_path / "v.png"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "is not the output of `shapewise verify --json`: not a text file (not UTF-8)" in err
+    assert "codec" not in err and "0x" not in err

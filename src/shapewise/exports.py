@@ -106,9 +106,9 @@ def read_export(path) -> list[Imported]:
             text = f.read()
     except (gzip.BadGzipFile, EOFError) as err:  # BadGzipFile is an OSError
         raise ShapewiseError(f"{path} is not a CSV export of the results store, gzipped ({err})") from None
-    except UnicodeDecodeError as err:
+    except UnicodeDecodeError:
         raise ShapewiseError(f"{path} is not an export of the results store (the CSV or JSON that `shapewise "
-                             f"results --export` writes): {err}") from None
+                             "results --export` writes): not a text file (not UTF-8)") from None
     except OSError as err:
         raise ShapewiseError(f"cannot read {path}: {err.strerror or err}") from None
     if not text.strip():

@@ -128,8 +128,9 @@ class Memory:
     def values(self) -> tuple[float, ...]:
         return tuple(getattr(self, f.name) for f in fields(self))
 
-    def as_dict(self) -> dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def as_dict(self) -> dict[str, int]:
+        """The parts in whole bytes, as the JSON outputs give them: an estimate's fraction of a byte is none."""
+        return {f.name: round(getattr(self, f.name)) for f in fields(self)}
 
     @property
     def total_bytes(self) -> float:
@@ -157,8 +158,8 @@ class Memory:
         return f"{self.total_bytes / GIB:,.1f} GiB{where} ({parts} GiB)"
 
 
-def capacity_bytes(gpu: GPU) -> float:
-    return gpu.memory_gb * 1e9  # the datasheet's decimal gigabytes
+def capacity_bytes(gpu: GPU) -> int:
+    return round(gpu.memory_gb * 1e9)  # the datasheet's decimal gigabytes
 
 
 def _lookup(table: dict, key, what: str):

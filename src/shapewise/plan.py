@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ShapewiseError
+from .errors import ShapewiseError, check_name
 from .hardware import GPU
+from .limits import COUNT, RATE, SEQ, flag
 from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays
 from .parallel import RECOMPUTE, Network, layer_times, network_for, stage_layers, step_arrays
 from .profile import CostModel, cost_model
@@ -151,13 +152,21 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
     model = cost_model(gpu)
     gpu, params = model.gpu, model.params
     gpu.peak_tflops(dtype)  # a dtype the GPU lacks is said first, before the links it would need
-    for name, value in (("--gpus", gpus), ("--seq", seq), ("--global-batch", global_batch_tokens),
-                        ("--gpus-per-node", gpus_per_node), ("--top", top)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ShapewiseError(f"{name} must be a positive whole number, got {value!r}")
+    # Bounded as the flags are: a --seq past limits.SEQ was planned from Python, found no layout, and said nothing.
+    gpus, gpus_per_node = COUNT.check(gpus, "--gpus (gpus)"), COUNT.check(gpus_per_node, "--gpus-per-node (gpus_per_node)")
+    global_batch_tokens = COUNT.check(global_batch_tokens, "--global-batch (global_batch_tokens)")
+    seq, top = SEQ.check(seq, "--seq (seq)"), COUNT.check(top, "--top (top)")  # a caller may ask for every layout
+    inter_gbs, intra_gbs = (None if gbs is None else RATE.check(gbs, name) for gbs, name in (
+        (inter_gbs, "--inter-node-gbs (inter_gbs)"), (intra_gbs, "--intra-node-gbs (intra_gbs)")))
+    check_name(precision, PRECISIONS, "precision")
+    check_name(framework, FRAMEWORKS, "framework")
+    overlap_dp = flag(overlap_dp, "overlap_dp")
+    for other in shapes:
+        if not isinstance(other, ModelShape):
+            raise ShapewiseError(f"shapes must be ModelShapes, got {other!r:.100}")
     if global_batch_tokens % seq:
         raise ShapewiseError(f"the global batch of {global_batch_tokens:,} tokens is not a whole number of "
-                             f"sequences of {seq}; give a multiple of {seq}")
+                             f"sequences of {seq:,}; give a multiple of {seq:,}")
     if gpus > gpus_per_node and gpus % gpus_per_node:
         raise ShapewiseError(f"{gpus} GPUs do not fill whole nodes of {gpus_per_node}; give a multiple of {gpus_per_node}")
     network = network_for(gpu, gpus=gpus, gpus_per_node=gpus_per_node, inter_gbs=inter_gbs, intra_gbs=intra_gbs)
@@ -283,7 +292,7 @@ def to_json(result: PlanResult, *, train_tokens: int | None = None) -> dict:
         return {"model": p.shape.name, "params": p.shape.params, "tp": p.tp, "pp": p.pp, "vp": p.vp, "dp": p.dp,
                 "ep": p.ep, "micro_batch": p.batch, "micro_batches": p.micro_batches, "recompute": p.recompute,
                 "zero": p.zero, "step_ms": p.step_ms, "tokens_per_s": p.tokens_per_s, "mfu": p.mfu,
-                "memory_per_gpu_bytes": p.memory.total_bytes, "memory_bytes": p.memory.as_dict(),
+                "memory_per_gpu_bytes": round(p.memory.total_bytes), "memory_bytes": p.memory.as_dict(),
                 "times_ms": p.times_ms, "times_note": TIMES_NOTE, "communication_share": p.communication_share,
                 "bubble_share": p.bubble_share, "stage_layers": list(p.stages),
                 **({"time_to_train_s": train_tokens / p.tokens_per_s} if train_tokens else {})}

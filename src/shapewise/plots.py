@@ -114,8 +114,9 @@ def _left_out(rows, gpu: GPU, points_of) -> dict[str, int]:
 
 def _in_sweep(value, x: np.ndarray) -> bool:
     """A measured point within the swept range, between the sweep's ends: one beyond would stretch the
-    axis past what was asked (a sweep of one value would show every measurement of the store)."""
-    return isinstance(value, (int, float, np.number)) and int(x[0]) <= value <= int(x[-1])
+    axis past what was asked (a sweep of one value would show every measurement of the store). Compared
+    as they are: int() of an end of 1023.5 took in 1023."""
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, bool) and x[0] <= value <= x[-1]
 
 
 def _pow2_key(value: int, cap: int = 64) -> int:
@@ -215,14 +216,22 @@ def _thin(values: np.ndarray, limit: int = MAX_BOUNDARY_LINES) -> np.ndarray:
 
 
 def gemm_figure(data: dict):
-    """Predicted TFLOP/s against the swept dim; measured points coloured by alignment class; tile
-    boundaries dotted and wave boundaries dashed."""
+    """Predicted TFLOP/s against the swept dim; predicted points (hollow) and measured ones (filled)
+    coloured by alignment class; tile boundaries dotted and wave boundaries dashed."""
     fixed = ", ".join(f"{d} = {v}" for d, v in data["fixed"].items())
     fig, ax = figure(f"GEMM throughput, {fixed}, {data['layout']} layout, {data['dim']} swept", data)
-    # A few points get markers: a sweep of one value draws no line at all, and a sparse one hides where it was priced.
     few = len(data["x"]) <= MARKED_POINTS
-    ax.plot(data["x"], data["predicted_tflops"], color="C0", linewidth=1.2, label="predicted",
-            marker="o" if few else None, markersize=3.5)
+    # Faint in a long sweep: the curve of a misaligned one fills the area between its classes' levels.
+    ax.plot(data["x"], data["predicted_tflops"], color="C0", linewidth=1.2, alpha=1.0 if few else 0.4,
+            label="predicted")
+    # Every predicted point marked in its class's colour, as the measured are: a sweep of one value draws
+    # no line at all, and the teeth of a misaligned sweep's curve are its classes. Smaller in a long sweep.
+    for cls in (0, 1, 2):
+        chosen = data["align_class"] == cls
+        if chosen.any():
+            ax.plot(data["x"][chosen], data["predicted_tflops"][chosen], linestyle="none", marker="o",
+                    markersize=4.5 if few else 2.5, markerfacecolor="none", markeredgecolor=ALIGN_COLOURS[cls],
+                    markeredgewidth=0.9, label=f"predicted, {data['align_labels'][cls]}")
     for cls in (0, 1, 2):
         chosen = data["measured_align_class"] == cls
         if chosen.any():

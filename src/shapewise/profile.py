@@ -284,36 +284,46 @@ def _json_text(value, level: int) -> str:
     return json.dumps(value)
 
 
+CPU_TIMES = "its times were measured on the CPU"
+
+
+def _measured_where(profile: Profile, gpu: str) -> list[str]:
+    """Every reason `profile`'s times are not GPU `gpu`'s, in the order measured_elsewhere tells them:
+    CPU_TIMES for a CPU's (a run on the CPU takes them), the other GPU's name for another GPU's."""
+    base, machine = profile.environment, profile.fit.get("machine", {}).get("environment", {})
+    lender = (profile.gpu,) if profile.borrowed_for == gpu else ()
+    reasons = []
+    for env, allowed in ((base, (gpu, profile.fit.get("borrowed_from"), *lender)), (machine, (gpu, *lender))):
+        name = env.get("gpu_name")
+        if env.get("device") == "cpu":
+            reasons.append(CPU_TIMES)
+        elif name and getattr(find_gpu(name), "key", None) not in allowed:
+            reasons.append(f"its times were measured on {name}, not on the {gpu}")
+    return reasons
+
+
 def measured_elsewhere(profile: Profile, gpu: str, *, device: str | None = None) -> str:
     """Why `profile`'s times are not GPU `gpu`'s ("" when they are): measured on the CPU, or on another GPU.
     A lent profile (lent()) may come from its lender, and a machine's refit (machine.machine_profile) from
     the GPU whose profile it borrowed; a profile that does not say (every one written before the device was
     recorded, all measured on GPUs) is taken as measured on the GPU it names. `device`: where a run judging
     the profile measures; "cpu" takes CPU times as `gpu`'s (what such a run, judged as the GPU's, measures)."""
-    base, machine = profile.environment, profile.fit.get("machine", {}).get("environment", {})
-    lender = (profile.gpu,) if profile.borrowed_for == gpu else ()
-    for env, allowed in ((base, (gpu, profile.fit.get("borrowed_from"), *lender)), (machine, (gpu, *lender))):
-        if env.get("device") == "cpu":
-            if device != "cpu":
-                return "its times were measured on the CPU"
-            continue
-        name = env.get("gpu_name")
-        if name and getattr(find_gpu(name), "key", None) not in allowed:
-            return f"its times were measured on {name}, not on the {gpu}"
-    return ""
+    return next((r for r in _measured_where(profile, gpu) if not (r == CPU_TIMES and device == "cpu")), "")
 
 
 def check_measured_on(profile: Profile, gpu: str, where: str, *, device: str | None = None) -> None:
     """Refuse a profile whose times are not GPU `gpu`'s: a CPU's or another GPU's times price no GPU.
     `device`: what a run judging the profile measures on (None: no run, a prediction). A run on the CPU,
     judged as `gpu`'s, is what a profile fitted on CPU times describes: accepted there; a GPU's run, never."""
-    reason = measured_elsewhere(profile, gpu, device=device)
-    if not reason:
+    reasons = _measured_where(profile, gpu)
+    refused = [r for r in reasons if not (r == CPU_TIMES and device == "cpu")]
+    if not refused:
         return
+    # CPU times alone: a run on the CPU takes them (a run already there was refused for another GPU's)
     on_cpu = f"judge it in a run on the CPU (--device cpu), not on {device}, or " \
-        if device is not None and not measured_elsewhere(profile, gpu, device="cpu") else ""  # such a run takes it
-    raise ShapewiseError(f"{where}: {reason}, so it prices no {gpu}: {on_cpu}run `shapewise calibrate` on the {gpu} "
-                         "itself for its profile")
+        if device is not None and set(reasons) == {CPU_TIMES} else ""
+    raise ShapewiseError(f"{where}: {refused[0]}, so it prices no {gpu}: {on_cpu}run `shapewise calibrate` on the "
+                         f"{gpu} itself for its profile")
 
 
 def save(profile: Profile, path: str | os.PathLike) -> Path:

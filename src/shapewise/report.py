@@ -77,7 +77,7 @@ def to_json(result: CheckResult) -> dict:
                    "tokens_per_s_of": f"one {step.workload.tp}-GPU tensor-parallel group" if step.workload.tp > 1
                    else "one GPU", "flops": step.flops, "losses_ms": step.losses.as_dict()},
         "memory": None if result.memory is None else {
-            "per_gpu_bytes": result.memory.total_bytes, "gpu_bytes": capacity_bytes(gpu),
+            "per_gpu_bytes": round(result.memory.total_bytes), "gpu_bytes": capacity_bytes(gpu),
             "fits": result.memory.fits(gpu), "parts_bytes": result.memory.as_dict()},
         "findings": [{"rule": f.rule, "title": f.title, "fix": f.fix, "ops": list(f.ops), "cost_ms": f.cost_ms,
                       "share": f.share} for f in result.findings],

@@ -51,11 +51,11 @@ class Candidate:
         return self.shape.params
 
     @cached_property
-    def memory_bytes(self) -> float:
+    def memory_bytes(self) -> int:
         """Per GPU, memory.estimate's (mixed-precision Adam in training): what suggest and search fit by."""
-        return float(estimate(self.shape, self.workload).total_bytes)
+        return round(estimate(self.shape, self.workload).total_bytes)
 
-    def fits(self, capacity_bytes: float) -> bool:
+    def fits(self, capacity_bytes: int) -> bool:
         return self.memory_bytes <= capacity_bytes
 
 
@@ -67,7 +67,7 @@ class Suggestion:
     changes: dict  # field -> (old, new)
     fixes: tuple[str, ...]  # rules of the original's findings that no longer fire
     interval: tuple[float, float]  # the speedup's 90% interval (uncertainty.speedup_interval)
-    memory_bytes: float  # per GPU, memory.estimate's
+    memory_bytes: int  # per GPU, memory.estimate's
 
     @property
     def within_error(self) -> bool:
@@ -85,8 +85,8 @@ class Suggestions:
     model: CostModel  # the cost model that ranked them
     run_changes: tuple[Suggestion, ...]  # changed micro-batch or t, alone and with the best shape, that fit
     alternatives: tuple[Suggestion, ...]  # no faster shape: the nearest ones, when no shape is beyond error
-    original_memory_bytes: float  # per GPU, memory.estimate's (mixed-precision Adam in training)
-    gpu_memory_bytes: float
+    original_memory_bytes: int  # per GPU, memory.estimate's (mixed-precision Adam in training)
+    gpu_memory_bytes: int
     errors: OpErrors  # the measured errors the intervals come from
     vary: tuple[str, ...]  # run settings ranked with the shapes
 
@@ -370,7 +370,7 @@ class SearchResult:
     pareto: tuple[Candidate, ...]  # smallest first; no other shape has more params and more tokens/s
     top: tuple[Candidate, ...]
     model: CostModel  # the cost model that predicted them
-    gpu_memory_bytes: float
+    gpu_memory_bytes: int
 
     @property
     def memory_bytes(self) -> dict:

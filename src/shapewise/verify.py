@@ -47,10 +47,16 @@ class Verification:
     measured_speedup: float
     ci_low: float  # the measured speedup's bootstrap interval; NaN, none, under MIN_INTERVAL_ROUNDS rounds
     ci_high: float
-    layer_ms: float  # measured medians: the whole step's in "model" mode
-    head_ms: float  # 0 in "model" mode
+    layer_ms: float  # measured medians of one layer and of the head in "layer" mode; NaN in "model" mode
+    head_ms: float
     predicted_interval: tuple[float, float] = (math.nan, math.nan)  # 90%, from the ops it changes (uncertainty.py)
     error: str = ""  # why it was not measured (keep_going); its measured fields are then NaN
+    # The step, as the mode times it (a whole step, or layers × layer + head), measured (medians) and
+    # predicted, of this shape and of the original it is measured against.
+    measured_step_ms: float = math.nan
+    predicted_step_ms: float = math.nan
+    original_measured_step_ms: float = math.nan
+    original_predicted_step_ms: float = math.nan
 
 
 def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel) -> float:
@@ -176,6 +182,29 @@ def _no_fit_text(shape: ModelShape, workload: Workload, *, whole: bool, device: 
             + (f"it ran out of memory; {sizes}" if ran_out else sizes) + f"; {instead}")
 
 
+def _checked_shapes(original, candidates, mode: str) -> list[tuple[str, ModelShape, Workload]]:
+    """verify's shapes, ("original", shape, workload) first, each a training step of one GPU; or a
+    ShapewiseError saying what is wrong with the arguments, before anything is built."""
+    if mode not in ("auto", "model", "layer"):
+        raise ShapewiseError(f"unknown verify mode {mode!r}: use auto, model or layer")
+    if not isinstance(original, (tuple, list)) or len(original) != 2:
+        raise ShapewiseError(f"the original must be a (ModelShape, Workload) pair, got {original!r:.200}")
+    if not candidates:
+        raise ShapewiseError("nothing to verify: give at least one (label, ModelShape, Workload) candidate")
+    for candidate in candidates:
+        if not isinstance(candidate, (tuple, list)) or len(candidate) != 3 or not isinstance(candidate[0], str):
+            raise ShapewiseError(f"a candidate must be a (label, ModelShape, Workload) triple, got {candidate!r:.200}")
+    shapes = [("original", *original), *candidates]
+    for _, shape, workload in shapes:
+        check_parallel(shape, workload)
+        if workload.tp != 1:
+            raise ShapewiseError(f"verify measures one GPU's training step, without tensor parallelism: give --tp 1 "
+                                 f"(got --tp {workload.tp})")
+        if workload.mode != "train":
+            raise ShapewiseError(f"verify measures training steps, not {workload.mode}")
+    return shapes
+
+
 def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, ModelShape, Workload]], *,
            gpu: GPU | str | CostModel, device: str = "cuda", rounds: int = 15, budget_ms: float = 300,
            warmup_ms: float = 25, seed: int = 0, mode: str = "auto", keep_going: bool = False,
@@ -201,27 +230,12 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     )
 
     # The arguments before anything is built: a bad count or mode was found only after every shape had run once.
-    if mode not in ("auto", "model", "layer"):
-        raise ShapewiseError(f"unknown verify mode {mode!r}: use auto, model or layer")
-    rounds, keep_going = ROUNDS.check(rounds, "rounds"), flag(keep_going, "keep_going")
-    budget_ms, warmup_ms = BUDGET_MS.check(budget_ms, "budget_ms"), WARMUP_MS.check(warmup_ms, "warmup_ms")
-    if not isinstance(original, (tuple, list)) or len(original) != 2:
-        raise ShapewiseError(f"the original must be a (ModelShape, Workload) pair, got {original!r:.200}")
-    if not candidates:
-        raise ShapewiseError("nothing to verify: give at least one (label, ModelShape, Workload) candidate")
-    for candidate in candidates:
-        if not isinstance(candidate, (tuple, list)) or len(candidate) != 3 or not isinstance(candidate[0], str):
-            raise ShapewiseError(f"a candidate must be a (label, ModelShape, Workload) triple, got {candidate!r:.200}")
+    rounds, budget_ms, warmup_ms = ROUNDS.check(rounds, "rounds"), BUDGET_MS.check(budget_ms, "budget_ms"), \
+        WARMUP_MS.check(warmup_ms, "warmup_ms")
+    keep_going = flag(keep_going, "keep_going")
+    shapes = _checked_shapes(original, candidates, mode)
     import_torch()  # a clear error before any work when torch is missing
     check_device(device)
-    shapes = [("original", *original), *candidates]
-    for _, shape, workload in shapes:
-        check_parallel(shape, workload)
-        if workload.tp != 1:
-            raise ShapewiseError(f"verify measures one GPU's training step, without tensor parallelism: give --tp 1 "
-                                 f"(got --tp {workload.tp})")
-        if workload.mode != "train":
-            raise ShapewiseError(f"verify measures training steps, not {workload.mode}")
     memory = device_memory_bytes(device)
     whole = mode == "model" or (mode == "auto" and _whole_models_fit(shapes, memory))
     fns, parts, failed = {}, [], {}
@@ -286,22 +300,31 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     warn_measured_elsewhere(environment(device), model.gpu, what="these measured speedups")
     # A whole model's predicted time is its step's; a layer run's, its layers and head (predicted_step_ms).
     timed = (lambda s, w, step: step.time_ms) if whole else (lambda s, w, step: predicted_step_ms(s, w, gpu=model))
+
+    def measured_ms(i: int) -> float:
+        """Shape i's step from its parts' medians, as it was timed: whole, or layers × layer + head."""
+        times = [result[name].timing.median_ms for name in parts[i]]
+        return times[0] if whole else shapes[i][1].num_layers * times[0] + times[1]
+
     errors, base_step = op_errors(model), predict_step(*original, gpu=model)
-    base_pred = timed(*original, base_step) / original[1].tokens
+    base_ms = timed(*original, base_step)
+    originals = {"original_measured_step_ms": measured_ms(0), "original_predicted_step_ms": base_ms}
+    kind = "model" if whole else "layer"
     rng = random.Random(seed)
     out = []
     for i, (label, shape, workload) in enumerate(shapes[1:], start=1):
         step = predict_step(shape, workload, gpu=model)
-        predicted = base_pred / (timed(shape, workload, step) / workload.tokens)
+        step_ms = timed(shape, workload, step)
+        predicted = (base_ms / original[1].tokens) / (step_ms / workload.tokens)
         interval = speedup_interval(base_step, step, predicted, errors)
         if i in failed:
-            out.append(Verification("model" if whole else "layer", label, shape, workload, predicted, *[math.nan] * 5,
-                                    interval, failed[i]))
+            out.append(Verification(kind, label, shape, workload, predicted, *[math.nan] * 5, interval, failed[i],
+                                    predicted_step_ms=step_ms, **originals))
             continue
         speedups = [o / c for o, c in zip(per_token[0], per_token[i])]
         lo, hi = bootstrap_median_ci(speedups, rng=rng) if len(speedups) >= MIN_INTERVAL_ROUNDS else (math.nan,) * 2
-        times = [result[name].timing.median_ms for name in parts[i]]
-        out.append(Verification("model" if whole else "layer", label, shape, workload, predicted,
-                                statistics.median(speedups), lo, hi, times[0], times[1] if len(times) > 1 else 0.0,
-                                interval))
+        layer_ms, head_ms = (math.nan, math.nan) if whole else (result[name].timing.median_ms for name in parts[i])
+        out.append(Verification(kind, label, shape, workload, predicted, statistics.median(speedups), lo, hi,
+                                layer_ms, head_ms, interval, measured_step_ms=measured_ms(i),
+                                predicted_step_ms=step_ms, **originals))
     return out

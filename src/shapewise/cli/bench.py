@@ -3,13 +3,13 @@ prediction."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from ..errors import ShapewiseError, warn
 from .common import (
     Parser,
     Repeated,
+    Switch,
     add_db_arg,
     add_device_arg,
     add_measure_args,
@@ -128,7 +128,7 @@ def add_attention(kinds) -> None:
     p.add_argument("--head-dim", nargs="+", action=Repeated, required=True, help="head dims, values or ranges")
     p.add_argument("--seq", nargs="+", action=Repeated, required=True, help="sequence lengths, values or ranges")
     p.add_argument("--batch", nargs="+", action=Repeated, default=["4"], help="batch sizes, values or ranges")
-    p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=True, help="causal mask")
+    p.add_argument("--causal", action=Switch, default=True, help="causal mask")
     p.add_argument("--backend", nargs="+", action=Repeated, choices=ATTENTION_BACKENDS, default=["default", "unfused"],
                    help="SDPA backends (flash, efficient, cudnn, math, default) and the unfused path")
     p.add_argument("--pass", dest="passes", nargs="+", action=Repeated, choices=PASSES, default=list(PASSES),

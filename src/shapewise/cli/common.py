@@ -75,6 +75,20 @@ class Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
+class Switch(argparse.BooleanOptionalAction):
+    """An on/off pair (--causal and --no-causal), refused when given more than once, the same or both: as
+    for a flag of one value (Once), argparse kept the last silently, so that `--causal --no-causal` timed
+    full attention. Every on/off pair of the CLI is one."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given", {})
+        if self.dest in given:
+            raise argparse.ArgumentError(self, f"given twice, {given[self.dest]} and {option_string}: give one of "
+                                               "them once")
+        given[self.dest] = option_string
+        super().__call__(parser, namespace, values, option_string)
+
+
 class Repeated(argparse.Action):
     """A list flag that may be given more than once, each use adding its values (`-m 128 -m 256` is
     `-m 128 256`): argparse's own nargs="+" keeps the last use only, and its "extend" adds to the default.

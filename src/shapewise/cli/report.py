@@ -289,8 +289,11 @@ def _verify_json(path: str):
         text = Path(path).expanduser().read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ShapewiseError(f"--verified {path}: no such file; give the file `shapewise verify --json` wrote") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ShapewiseError(f"cannot read --verified {path}: {getattr(err, 'strerror', None) or err}") from None
+    except UnicodeDecodeError:  # a figure or a database given for the JSON: the decoder's bytes and offsets say nothing
+        raise ShapewiseError(f"{path} is not the output of `shapewise verify --json`: not a text file (not UTF-8)") \
+            from None
+    except OSError as err:
+        raise ShapewiseError(f"cannot read --verified {path}: {err.strerror or err}") from None
     try:
         return json.loads(text, parse_int=json_int)
     except ShapewiseError as err:  # a number too long (json_int)

@@ -398,12 +398,8 @@ def run_verify(args) -> int:
                          rounds=args.rounds, mode=args.measure, keep_going=True,
                          on_round=lambda done: advance(f"{len(candidates) + 1} shapes"))
     if args.json:  # changes: what the label says, for `plot suggestions --verified` to read; no interval: null
-        print(json.dumps(finite_json([
-            {"candidate": v.label, "what": what, "changes": changes, "mode": v.mode,
-             "predicted_speedup": v.predicted_speedup, "predicted_interval": list(v.predicted_interval),
-             "measured_speedup": v.measured_speedup, "ci": [v.ci_low, v.ci_high],
-             "layer_ms": v.layer_ms, "head_ms": v.head_ms, "error": v.error or None}
-            for v, (*_, changes) in zip(results, candidates)]), indent=2, allow_nan=False))
+        print(json.dumps(finite_json([verify_row(v, what, changes) for v, (*_, changes) in zip(results, candidates)]),
+                         indent=2, allow_nan=False))
         return 0
     whole = results[0].mode == "model"
     why = "as asked: --measure layer" if args.measure == "layer" else "the whole models do not fit at once"
@@ -422,7 +418,7 @@ def run_verify(args) -> int:
             table.add_row(v.label, f"{v.predicted_speedup:.3f}×", "{:.3f}–{:.3f}".format(*v.predicted_interval),
                           "failed", escape(v.error), *[""] * (len(columns) - 5))
             continue
-        times = (f"{v.layer_ms:.3f}",) if whole else (f"{v.layer_ms:.3f}", f"{v.head_ms:.3f}")
+        times = (f"{v.measured_step_ms:.3f}",) if whole else (f"{v.layer_ms:.3f}", f"{v.head_ms:.3f}")
         interval = f"{v.ci_low:.3f}–{v.ci_high:.3f}" if math.isfinite(v.ci_low) else "–"
         table.add_row(v.label, f"{v.predicted_speedup:.3f}×", "{:.3f}–{:.3f}".format(*v.predicted_interval),
                       f"{v.measured_speedup:.3f}×", interval, *times)
@@ -431,6 +427,19 @@ def run_verify(args) -> int:
         warn(f"{args.rounds} round{'s' if args.rounds > 1 else ''}: too few for a measured interval (it takes "
              f"{MIN_INTERVAL_ROUNDS}); --rounds 15 is the default")
     return 0
+
+
+def verify_row(v, what: str, changes: dict | None) -> dict:
+    """One candidate of verify --json. The step times are the step as the mode timed it (a whole step, or
+    layers × layer + head), the original's beside the candidate's; a layer run adds its two medians.
+    Files written before these fields gave "layer_ms" alone, the whole step's in "model" mode."""
+    parts = {"layer_ms": v.layer_ms, "head_ms": v.head_ms} if v.mode == "layer" else {}
+    return {"candidate": v.label, "what": what, "changes": changes, "mode": v.mode,
+            "predicted_speedup": v.predicted_speedup, "predicted_interval": list(v.predicted_interval),
+            "measured_speedup": v.measured_speedup, "ci": [v.ci_low, v.ci_high],
+            "predicted_step_ms": v.predicted_step_ms, "measured_step_ms": v.measured_step_ms,
+            "original_predicted_step_ms": v.original_predicted_step_ms,
+            "original_measured_step_ms": v.original_measured_step_ms, **parts, "error": v.error or None}
 
 
 COMMANDS = (add_suggest, add_search, add_verify)
