@@ -25,7 +25,9 @@ v() {  # one set: LIMIT_S NAME SEED, cut to the time left
     step=$(date +%s)
     (( $(left) < limit )) && limit=$(left)
     (( limit < 10 )) && { echo "$name $seed: skipped, out of time"; return; }
-    timeout "$limit" python3 -m shapewise validate --set "$name" --seed "$seed" --configs "$CONFIGS" --db "$db" \
+    local configs=()  # only the models set is drawn over configs (validate refuses --configs for the others)
+    [ "$name" = models ] && configs=(--configs "$CONFIGS")
+    timeout "$limit" python3 -m shapewise validate --set "$name" --seed "$seed" "${configs[@]}" --db "$db" \
         --gpu "$gpu" "${profile[@]}" 2>&1 | grep -E "^(gemm|bmm|attention|memory|step|gemm) " | grep calibrated
     echo "$name $seed: $(( $(date +%s) - step )) s (all: $(( $(date +%s) - start )) s)"
     sets+=("$name:$seed")
