@@ -4,11 +4,14 @@ with the spec model (what a GPU with no profile gets), and with the profile `cal
 on that H100 on top of the borrowed one (its machine_* factors).
 
 python benchmarks/h100_judged.py [--folder benchmarks/results/h100-judges] [--sets wide:37 attention:32 models:19]
-    [--configs tests/data/hf] [--machine PROFILE.json]
+    [--configs tests/data/hf] [--machine PROFILE.json] [--candidate H200-PROFILE.json]
+--candidate: an H200 profile to judge beside the shipped one (a refit), borrowed as the shipped one is and with
+the same calibrate --quick factors: two more columns.
 (on the CPU; a few minutes)
 """
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 
@@ -17,7 +20,7 @@ from judge_figures import SHOWN, import_export, measured_rows, with_machine_fact
 from shapewise.calibrate import summarize
 from shapewise.hardware import get_gpu
 from shapewise.judges import judge_sets
-from shapewise.profile import find
+from shapewise.profile import find, load
 
 
 def name_seed(text: str) -> tuple[str, int]:
@@ -36,6 +39,7 @@ def main() -> int:
     ap.add_argument("--configs", default="tests/data/hf")
     ap.add_argument("--machine", help="calibrate --quick's profile of that H100 (default: FOLDER/h100-machine.json.gz; "
                                       "another folder's for a later call on the same card)")
+    ap.add_argument("--candidate", help="an H200 profile (a refit) judged beside the shipped one, borrowed alike")
     args = ap.parse_args()
     gpu = get_gpu("h100")
     borrowed = find(gpu)
@@ -49,6 +53,11 @@ def main() -> int:
         print(f"h100_judged.py: {err} (benchmarks/h200_judges.sh with GPU=h100 QUICK_CALIBRATE=1 writes it)",
               file=sys.stderr)
         return 2
+    profiles = {"borrowed": borrowed, "quick": quick}
+    if args.candidate:
+        other = dataclasses.replace(borrowed, params=load(args.candidate).params)
+        profiles.update(candidate=other, **{"candidate quick": with_machine_factors(other, args.machine or
+                                                                                   f"{args.folder}/h100-machine.json.gz")})
     print("calibrate --quick's factors on the H100:",
           ", ".join(f"launch {v * 1e3:+.2f} µs a call" if k == "machine_launch_ms" else f"{k[8:]} {v:.3f}"
                     for k, v in vars(quick.params).items() if k.startswith("machine_")))
@@ -57,16 +66,18 @@ def main() -> int:
         for name, seed in args.sets:
             drawn, rows = measured_rows(f"{tmp}/run.db", name, seed, [args.configs])
             print(f"== {name} seed {seed}: {len(rows)} of {len(drawn.cases)} cases measured  "
-                  f"(median / p90 |error|: borrowed H200 profile | spec model | after calibrate --quick)")
+                  f"(median / p90 |error|: borrowed H200 profile | spec model | after calibrate --quick"
+                  + (" | the candidate borrowed | and after calibrate --quick)" if args.candidate else ")"))
             lines = {}
-            for label, profile in (("borrowed", borrowed), ("quick", quick)):
+            for label, profile in profiles.items():
                 for row in summarize(judge_sets(drawn, rows, gpu=gpu, profile=profile)):
                     if row["category"] in SHOWN and row["model"] in ("calibrated", "spec-only"):
                         key = "spec" if row["model"] == "spec-only" else label
                         lines.setdefault(row["category"], {"n": row["n"]})[key] = f"{row['median_ape']:5.1%} / {row['p90_ape']:5.1%}"
             for category, got in lines.items():
                 print(f"  {category:18s} {got['n']:5d}   {got.get('borrowed', '-'):>15s} | {got.get('spec', '-'):>15s} | "
-                      f"{got.get('quick', '-'):>15s}")
+                      f"{got.get('quick', '-'):>15s}" + "".join(f" | {got.get(k, '-'):>15s}" for k in profiles
+                                                                 if k.startswith("candidate")))
     return 0
 
 

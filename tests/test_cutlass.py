@@ -391,3 +391,38 @@ def test_bench_names_the_kernels_beside_the_timings(tmp_path, capsys):
     assert main(["bench", "gemm", "-m", "64", "-n", "65", "-k", "64", "--device", "cpu", "--kernels", "--db",
                  str(tmp_path / "r.db")]) == 2
     assert "CUDA device" in capsys.readouterr().err and not (tmp_path / "r.db").exists()
+
+
+def test_named_shapes_teach_the_chooser_without_their_times():
+    # A few timed choices leave the chooser unsure where a made-up cuBLAS's border between its kernels lies;
+    # shapes whose kernels were named but not timed (fit_chooser's `named`) teach it where, while the
+    # candidates, their ranges and the neighbours' votes stay the timed choices' own.
+    from shapewise.cost import align_classes
+    from shapewise.fit import fit_chooser
+
+    tall = dict(small=lambda m, n, k: m < n)
+    params = fit_cutlass(measured(16, seed=20, **tall), SPEC, gpu=H200)
+    choices = np.array(params.cutlass_choices).reshape(-1, 8)[:, :7]
+    chosen = [dict(zip(("m", "n", "k", "batch"), np.round(2 ** r[2:6]).astype(int).tolist())) for r in choices]
+    row_of = {int(row[1]): i for i, row in enumerate(params.cutlass_kernels)}  # its tile's rows: one each here
+    assert sorted(row_of) == [64, 128] and len(params.cutlass_kernels) == 2
+    named = ([], [])
+    for m, n, k in shapes(400, seed=21):
+        name, _, _ = truth(m, n, k, **tall)
+        worst = int(max(align_classes(m, n, k, "nn", "bf16", 16)))
+        named[0].append((0, worst, *np.log2([m, n, k, 1]).round(4), row_of[64 if name is SMALL[0] else 128]))
+        named[1].append(dict(m=m, n=n, k=k, batch=1))
+    fitting = dict(gpu=H200, octaves=params.residual_octaves, prior=params.residual_prior)
+    # without names, the refit is the fit's own chooser
+    alone = fit_chooser(params.cutlass_kernels, choices, chosen, **fitting)
+    assert alone == (params.cutlass_chooser, params.cutlass_chooser_sharpness, params.cutlass_chooser_vote)
+    chooser, sharpness, vote = fit_chooser(params.cutlass_kernels, choices, chosen, named=named, **fitting)
+    taught = dataclasses.replace(params, cutlass_chooser=chooser, cutlass_chooser_sharpness=sharpness,
+                                 cutlass_chooser_vote=vote)
+    m, n, k = (np.array(x) for x in zip(*shapes(300, seed=22)))
+    want = np.where(m < n, 64, 128)
+
+    def right(p):
+        return np.mean(predict_gemm(m, n, k, layout="nn", gpu=CostModel(H200, p)).tile[:, 0] == want)
+
+    assert right(taught) >= 0.9 and right(taught) > right(params) + 0.05, (right(params), right(taught))

@@ -692,29 +692,38 @@ CHOOSER_RIDGE = 1e-4
 
 
 def fit_chooser(kernels: list[tuple], choices: list[tuple], chosen: list[dict], *, gpu: GPU, octaves: float,
-                prior: float, report: dict | None = None) -> tuple[tuple[tuple[float, ...], ...], float, float]:
+                prior: float, named: tuple[list[tuple], list[dict]] = ((), ()),
+                report: dict | None = None) -> tuple[tuple[tuple[float, ...], ...], float, float]:
     """cost.CostParams.cutlass_chooser, its sharpness and its vote, from the configurations cuBLAS ran
     for the calibration's misaligned GEMMs (`choices`, rows of cutlass_choices, and `chosen`, their
     shapes): a multinomial logit over the configurations each shape's group ran, scored as
     cost._cutlass_ms scores them. A shape's own choice is left out of its neighbours' votes, as a
-    new shape's would be. `report`, where given, gets the cases and the share of them whose
-    likeliest configuration is the one cuBLAS ran."""
+    new shape's would be. `named`, where given, adds shapes whose kernels were named but not timed
+    (choice rows without a residual, and their shapes): they teach the chooser as the choices do,
+    while the candidates, their ranges and the neighbours' votes stay the choices' own, as a
+    prediction sees them; a named shape whose configuration its group's choices never ran teaches
+    nothing. `report`, where given, gets the cases and the share of them whose likeliest
+    configuration is the one cuBLAS ran."""
     rows, table = np.array(kernels, dtype=float), np.array(choices, dtype=float)
-    label, group, coords = table[:, 6].astype(np.int64), choice_groups(table), table[:, 2:6]
+    extra = np.array(named[0], dtype=float).reshape(-1, 7)
     ranges = kernel_ranges(table, len(rows))
-    col = lambda key: np.array([c[key] for c in chosen], dtype=np.int64)  # noqa: E731
+    samples = np.vstack([table[:, :7], extra])  # the choices, then the named shapes
+    label, group, coords = samples[:, 6].astype(np.int64), choice_groups(samples), samples[:, 2:6]
+    own = np.arange(len(samples)) < len(table)
+    col = lambda key: np.array([c[key] for c in [*chosen, *named[1]]], dtype=np.int64)  # noqa: E731
     m, n, k, batch = col("m"), col("n"), col("k"), col("batch")
-    log_t = np.full((len(chosen), len(rows)), np.inf)
+    log_t = np.full((len(samples), len(rows)), np.inf)
     share = np.zeros_like(log_t)
-    for code in np.unique(group):
-        mine = np.flatnonzero(group == code)
-        configs = np.unique(label[mine])
+    for code in np.unique(group[own]):
+        mine, theirs = np.flatnonzero(group == code), np.flatnonzero((group == code) & own)
+        configs = np.unique(label[theirs])
         times, _ = kernel_times(rows[configs], m[mine], n[mine], k[mine], batch[mine], gpu.num_sms)
         times = np.where(within_range(ranges[configs], coords[mine]), times, np.inf)
         log_t[np.ix_(mine, configs)] = np.log(times)
-        votes = np.eye(len(rows))[label[mine]]
-        sums, total = neighbour_sums(coords[mine], coords[mine], votes, octaves)
-        share[mine] = (sums - votes) / (total - 1.0 + prior)[:, None]  # less its own (weight 1)
+        votes = np.eye(len(rows))[label[theirs]]
+        sums, total = neighbour_sums(coords[mine], coords[theirs], votes, octaves)
+        self_vote = np.eye(len(rows))[label[mine]] * own[mine, None]  # a choice's own vote (weight 1) left out
+        share[mine] = (sums - self_vote) / (total - own[mine] + prior)[:, None]
     finite = np.isfinite(log_t)
     keep = finite[np.arange(len(label)), label]  # a shape its own kernel cannot run (no valid split) teaches nothing
     finite, label, share = finite[keep], label[keep], share[keep]
