@@ -710,7 +710,8 @@ def test_fourth_pass_says_what_it_prices_otherwise(tmp_path):
         read("minimax-m2.5")
     err = warned(record)
     assert "its 3 multi-token prediction modules (num_mtp_modules)" in err and "num_nextn_predict_layers" not in err
-    assert "qk_norm_type per_layer: 7,168 weights a layer" in err and err.count("\n") == 2
+    assert "qk_norm_type per_layer: 7,168 weights a layer" in err and "quantized (fp8, quantization_config)" in err
+    assert err.count("\n") == 3
     # MiniMax-M2's hub file writes its rotary share twice: both are read, and must agree
     cfg = json.loads(FILES["minimax-m2.5"].read_text())
     with pytest.warns(ShapewiseWarning) as record:
@@ -950,3 +951,20 @@ def test_gemma_4_per_layer_embeddings_and_shared_kv_layers_are_refused():
         _shape_from_config({**cfg, "hidden_size_per_layer_input": 0}, "x", "x")
     # Gemma 4 26B and 31B write both keys as 0, and are refused for their global layers alone
     assert "hidden_size_per_layer_input" in json.loads(FILES["gemma-4-26b-a4b"].read_text())["text_config"]
+
+
+@pytest.mark.parametrize("stem, stored", [
+    ("deepseek-v3", "fp8"), ("gpt-oss-20b", "mxfp4"), ("exaone-4.0-1.2b", "compressed-tensors, 4-bit weights"),
+    ("llama-4-maverick-17b-128e-instruct-fp8", "compressed-tensors, 8-bit weights"),  # at the wrapper's top level
+    ("llama-3.1-8b", None)])
+def test_a_quantized_checkpoint_is_said_priced_in_the_dtype_asked(stem, stored):
+    # a checkpoint's FP8 or 4-bit weights are not the run's: shapewise prices the --dtype asked, and says so
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always", ShapewiseWarning)
+        read(stem)
+    said = [str(w.message) for w in record if "quantization_config" in str(w.message)]
+    if stored is None:
+        assert not said
+    else:
+        assert len(said) == 1 and f"its checkpoint is quantized ({stored}, quantization_config)" in said[0]
+        assert "prices its ops in the dtype asked (--dtype" in said[0]

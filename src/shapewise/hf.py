@@ -297,7 +297,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     fields guessed because neither the file nor a known model type's defaults give them, and notes on
     what the file says that shapewise prices otherwise (each a warning)."""
     nested = _inner(cfg) is not None
-    cfg = _unwrap(cfg)
+    outer, cfg = cfg, _unwrap(cfg)
     r = _Reader(cfg, where)
     model_type = (r.text(("model_type",)) or "").lower()
     _refuse_non_attention(cfg, model_type, where)
@@ -486,6 +486,10 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     window, global_every = _window(r, family, layers, guesses, notes)
     nope_every = _nope_every(r, family, layers, notes) if rotary != 0 and not positions else 0
     notes += _priced_otherwise(r, vocab)
+    stored = _stored_as(cfg.get("quantization_config") or outer.get("quantization_config"))
+    if stored:  # DeepSeek-V3's FP8, gpt-oss's MXFP4, EXAONE's W4A16: the file is the checkpoint's, not the run's
+        notes.append(f"its checkpoint is quantized ({stored}, quantization_config): shapewise prices its ops in the "
+                     "dtype asked (--dtype, bf16 by default), not in the checkpoint's format")
     qk_norm = r.flag(("use_qk_norm", "qk_layernorm"), family.qk_norm if family else False)
     if qk_norm and r.text(("qk_norm_type",)) == "per_layer":  # MiniMax-M2: a norm over all query heads, one over keys
         d = head_dim or hidden // heads
@@ -505,6 +509,19 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                 bias=bias, learned_positions=positions, num_experts=experts, top_k=top_k,
                 expert_ffn=expert_ffn, num_shared_experts=shared, context=0 if positions else _given_context(r),
                 **extra), guesses, notes
+
+
+def _stored_as(quantization) -> str:
+    """How a checkpoint's weights are stored, as its quantization_config names it ("" when it names nothing):
+    the method (fp8, mxfp4, compressed-tensors, ...) and, where its groups say, the weights' bits."""
+    if not isinstance(quantization, dict):
+        return ""
+    method = next((quantization[k] for k in ("quant_method", "fmt", "format") if isinstance(quantization.get(k), str)), "")
+    groups = quantization.get("config_groups")
+    weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
+    bits = sorted({w["num_bits"] for w in weights if isinstance(w, dict) and isinstance(w.get("num_bits"), int)})
+    what = ", ".join([method] * bool(method) + [f"{'/'.join(map(str, bits))}-bit weights"] * bool(bits))
+    return what or ("quantized" if quantization else "")
 
 
 def _priced_otherwise(r: _Reader, vocab: int) -> list[str]:
