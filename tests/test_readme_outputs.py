@@ -16,7 +16,8 @@ COMMANDS = ["shapewise check gpt2 --gpu h200", "shapewise check gpt3-2.7b --gpu 
             "shapewise check falcon-7b --tp 2", "shapewise suggest gpt3-2.7b --gpu h200 --top 3",
             "shapewise search --params 7e9 --top 3",
             "shapewise plan llama3-70b --gpus 1024 --gpu h100 --global-batch 16777216 --seq 8192 --tokens 15e12 "
-            "--top 3 --spec-only"]
+            "--top 3 --spec-only",
+            "shapewise check tests/data/hf-later/llama-4-maverick-17b-128e-instruct-fp8.json"]
 TIMING = [(re.compile(r"\d+\.\d+ s\b"), "_ s"), (re.compile(r"\([\d,]+ per second\)"), "(_ per second)")]
 
 
@@ -38,9 +39,10 @@ def test_the_readme_examples_print_what_it_shows(command):
     args, _, tail = command.partition(" | tail -")
     run = subprocess.run([sys.executable, "-m", "shapewise", *args.split()[1:]], cwd=ROOT, capture_output=True,
                          text=True, env={"PATH": "", "COLUMNS": "200", "PYTHONPATH": str(ROOT / "src")})
-    # The warnings of a command that warns before it prints come first, as a terminal shows them.
-    printed = [line.rstrip() for line in (run.stdout + run.stderr if "search" not in args else
-                                          run.stderr + run.stdout).splitlines()]
+    # The warnings of a command that warns before it prints come first, as a terminal shows them: search's,
+    # and a config file's (read before anything is priced).
+    first = "search" in args or args.endswith(".json")
+    printed = [line.rstrip() for line in (run.stderr + run.stdout if first else run.stdout + run.stderr).splitlines()]
     if tail:
         printed = printed[-int(tail):]
     readme = shown(command)
