@@ -23,7 +23,8 @@ FOURTH = CORPUS.parent / "hf-fourth"  # a fourth round's files, apart alike
 FIFTH = CORPUS.parent / "hf-fifth"  # a fifth round's
 SIXTH = CORPUS.parent / "hf-sixth"  # a sixth's
 SEVENTH = CORPUS.parent / "hf-seventh"  # a seventh's
-FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH)
+EIGHTH = CORPUS.parent / "hf-eighth"  # an eighth's
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -87,6 +88,11 @@ PUBLISHED = {
     "glm-4.7-flash": ("30B", "3B"), "glm-4.7-fp8": "355B", "qwen3-vl-235b-a22b-thinking": ("235B", "22B"),
     "allam-7b-instruct-preview": "7B", "e5-mistral-7b-instruct": "7B", "gte-qwen2-7b-instruct": "7B",
     "internlm2-7b-reward": "7B",
+    # the eighth round's (ERNIE 4.5's and DeepSeek-MoE's active counts hold their embeddings, as the labels'
+    # sizes do; MiniCPM-MoE's labels leave the embeddings out: WITHOUT_EMBEDDINGS and test_eighth_pass_…)
+    "ernie-4.5-21b-a3b": ("21B", "3B"), "deepseek-moe-16b": ("16.4B", "2.8B"), "gpt-bigcode-santacoder": "1.1B",
+    "orion-14b": "14B", "internlm-7b": "7B", "minicpm-2b-sft-bf16": "2.7B", "aya-23-8b": "8B",
+    "smollm2-360m": "360M", "stablelm-2-zephyr-1.6b": "1.6B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -98,7 +104,7 @@ WITH_VISION = {"llama-4-scout-17b-16e": (109e9, "17B"), "llama-3.2-11b-vision": 
 # against the class, not to 1%.
 # Labels that name the language model without its embeddings (MiniCPM-V's "MiniCPM-2.4B", Voxtral Mini's
 # "Ministral 3B" backbone): met by the count less the input and output embeddings.
-WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B"}
+WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm-moe-8x2b": "13.6B"}
 # Labels no count of the language model can be held to (Janus-1.3B: 1.65B with its two embeddings, 1.23B
 # without; Muse Glimmer's "30B" with a vision encoder of a size nowhere stated, its language model 26.4B):
 # their structure is checked instead (test_sixth_pass_reads, test_a_rotary_base_of_zero_by_layer_…).
@@ -968,3 +974,34 @@ def test_a_quantized_checkpoint_is_said_priced_in_the_dtype_asked(stem, stored):
     else:
         assert len(said) == 1 and f"its checkpoint is quantized ({stored}, quantization_config)" in said[0]
         assert "prices its ops in the dtype asked (--dtype" in said[0]
+
+
+def test_ernie_4_5_moe_keys_are_read():
+    # ERNIE 4.5's own MoE keys (moe_num_experts, moe_k, moe_num_shared_experts, moe_layer_start_index): read
+    # as a dense 3.35B model without them, its expert width said unread
+    with pytest.warns(ShapewiseWarning) as record:
+        ernie = read("ernie-4.5-21b-a3b")
+    assert "not one shapewise knows" not in warned(record) and "does not read" not in warned(record)
+    assert (ernie.num_experts, ernie.top_k, ernie.num_shared_experts, ernie.num_dense_layers, ernie.expert_width,
+            ernie.tied_embeddings) == (64, 6, 2, 1, 1536, True)
+    cfg = json.loads(FILES["ernie-4.5-21b-a3b"].read_text())
+    # Ernie4_5_MoeConfig: MoE where start <= idx <= end and (idx + 1) % moe_layer_interval == 0
+    assert _shape_from_config(cfg | {"moe_layer_end_index": 20}, "x", "x").num_dense_layers == 8
+    assert _shape_from_config(cfg | {"moe_layer_interval": 2}, "x", "x").num_dense_layers == 14
+
+
+def test_eighth_pass_types_are_read_by_their_own_rules():
+    # DeepSeek-MoE, InternLM, MiniCPM, Orion and ERNIE 4.5 were guessed (Orion's LayerNorms as RMSNorms)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always", ShapewiseWarning)
+        shapes = {stem: read(stem) for stem in ("deepseek-moe-16b", "internlm-7b", "minicpm-moe-8x2b", "orion-14b")}
+    assert "not one shapewise knows" not in warned(record)
+    assert (shapes["orion-14b"].norm, shapes["internlm-7b"].bias) == ("layernorm", True)
+    moe = shapes["minicpm-moe-8x2b"]
+    assert (moe.num_experts, moe.top_k, moe.tied_embeddings) == (8, 2, True)
+    assert meets(moe.active_params - moe.vocab * moe.hidden, "4B")  # MiniCPM's "4B activated", without embeddings
+    ds = shapes["deepseek-moe-16b"]
+    assert (ds.num_experts, ds.top_k, ds.num_shared_experts, ds.num_dense_layers, ds.kv_heads) == (64, 6, 2, 1, 16)
+    with unwarned():
+        santa = read("gpt-bigcode-santacoder")
+    assert (santa.kv_heads, santa.mlp, santa.learned_positions, santa.bias) == (1, "gelu", 2048, True)

@@ -66,6 +66,19 @@ FAMILIES: dict[str, Family] = {
     **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2",
                            "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe_lite", "qwen2_vl", "qwen2_5_vl",
                            "glm_moe_dsa", "xverse")},
+    # DeepSeek-MoE (its own DeepseekConfig): Llama's layout with DeepSeek-V2's MoE keys, multi-head attention;
+    # InternLM (1): Llama's, with biases on q, k, v and o where its bias key says (shapewise's bias puts one
+    # on every linear: 0.01% of InternLM-7B)
+    "deepseek": _LLAMA, "internlm": _LLAMA,
+    # ERNIE 4.5 (Ernie4_5Config, Ernie4_5_MoeConfig): Llama's layout, tied by default; its MoE keys
+    # (moe_num_experts, moe_k, moe_layer_start_index, ...) are read by hf
+    **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False)
+       for t in ("ernie4_5", "ernie4_5_moe")},
+    # MiniCPM (its own MiniCPMConfig, tied by default): Llama's layout; its scale_emb, scale_depth and
+    # dim_model_base scale activations, no matrix op
+    "minicpm": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
+    # Orion (its own modeling code): Llama's layout normalized by LayerNorms with biases
+    "orion": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
     # EXAONE 3.5: Llama's layout, but ExaoneConfig ties the embeddings when the file does not say
     "exaone": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
     # SmolLM3: Llama's layout, tied, no rotary embedding on every 4th layer (SmolLM3Config)

@@ -33,8 +33,8 @@ _VOCAB = ("padded_vocab_size", "vocab_size")  # the padded size is the real tabl
 _ACT = ("hidden_activation", "hidden_act", "activation_function")  # Gemma: hidden_activation wins
 _BIAS = ("bias", "use_bias", "enable_bias", "attention_bias", "mlp_bias", "add_bias_linear")
 _PARALLEL = ("use_parallel_residual", "parallel_attn", "parallel_residual")
-_EXPERTS = ("num_local_experts", "num_experts", "n_routed_experts")
-_TOP_K = ("num_experts_per_tok", "moe_top_k", "num_experts_per_token")  # the last: Kimi Linear's
+_EXPERTS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")  # the last: ERNIE 4.5's
+_TOP_K = ("num_experts_per_tok", "moe_top_k", "num_experts_per_token", "moe_k")  # Kimi Linear's; ERNIE 4.5's
 _EXPERT_FFN = ("moe_intermediate_size",)
 # DBRX nests its attention and MoE fields in blocks, read flattened as prefix + key (attn_kv_n_heads)
 _BLOCKS = {"attn_config": "attn_", "ffn_config": "ffn_"}
@@ -256,7 +256,8 @@ def _moe_dense_layers(r: _Reader, layers: int) -> int:
     """How many layers of an MoE model have a dense MLP instead of experts, by the rule whose keys the
     config carries (whatever its type: Kimi K2 writes DeepSeek-V3's)."""
     present = set(r._present(("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers",
-                              "interleave_moe_layer_step", "moe_layers")))
+                              "interleave_moe_layer_step", "moe_layers", "moe_layer_start_index",
+                              "moe_layer_end_index", "moe_layer_interval")))
     kinds = r.get("mlp_layer_types")  # Laguna: "dense" or "sparse", one a layer
     if kinds is not None:
         if (not isinstance(kinds, list) or len(kinds) != layers
@@ -271,6 +272,14 @@ def _moe_dense_layers(r: _Reader, layers: int) -> int:
             return sum(1 for i in range(layers) if not (i >= first and moe[i]))
         freq = r.whole(("moe_layer_freq",), "MoE layer frequency") or 1
         return sum(1 for i in range(layers) if not (i >= first and i % freq == 0))
+    if present & {"moe_layer_start_index", "moe_layer_end_index", "moe_layer_interval"}:
+        # ERNIE 4.5 (Ernie4_5_MoeConfig): MoE where start <= idx <= end (-1: the last layer) and
+        # (idx + 1) % moe_layer_interval == 0
+        start = r.whole(("moe_layer_start_index",), "first MoE layer", minimum=0) or 0
+        end = r.get("moe_layer_end_index")
+        end = layers - 1 if end in (None, -1) else r.whole(("moe_layer_end_index",), "last MoE layer", minimum=0)
+        step = r.whole(("moe_layer_interval",), "MoE layer interval") or 1
+        return sum(1 for i in range(layers) if not (start <= i <= end and (i + 1) % step == 0))
     if present & {"decoder_sparse_step", "mlp_only_layers"}:
         # Qwen-MoE: dense where listed in mlp_only_layers or (idx + 1) % decoder_sparse_step != 0
         step = r.whole(("decoder_sparse_step",), "sparse step") or 1
@@ -468,7 +477,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         if dense_width:  # intermediate_size is then the experts' (and shared experts') width, unless given apart
             expert_ffn, ffn = expert_ffn or ffn, dense_width
         shared = (family.shared_experts if family else 0) or r.whole(
-            ("n_shared_experts", "num_shared_experts"), "shared expert count", minimum=0) or 0
+            ("n_shared_experts", "num_shared_experts", "moe_num_shared_experts"), "shared expert count", minimum=0) or 0
         width = expert_ffn or ffn or 4 * hidden
         shared_width = r.whole(("shared_expert_intermediate_size",), "shared expert width", minimum=0)
         if family and family.shared_mlp and r.flag((family.shared_mlp[0],), False):
@@ -584,7 +593,8 @@ _WATCHED = ("layer_types", "sliding_window", "sliding_window_pattern", "attentio
             "kv_lora_rank", "v_head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "num_experts",
             "num_local_experts", "n_routed_experts", "head_dim", "kv_channels", "use_qk_norm", "qk_layernorm",
             "no_rope_layers", "no_rope_layer_interval", "layer_rope_theta", "gating", "attention_output_gate",
-            "use_sparse_attention")
+            "use_sparse_attention", "moe_num_experts", "moe_k", "moe_num_shared_experts", "moe_layer_start_index",
+            "moe_layer_end_index", "moe_layer_interval")
 
 
 # Architectures whose head is not the vocabulary's (a reward model's score, a tagger's labels)
@@ -600,7 +610,7 @@ def _is_bare_model(arch: str) -> bool:
 
 # Values of watched keys that change nothing shapewise prices (a whole head rotated, every layer MoE)
 _NEUTRAL = {"partial_rotary_factor": 1.0, "rotary_pct": 1.0, "moe_layer_freq": 1, "decoder_sparse_step": 1,
-            "interleave_moe_layer_step": 1}
+            "interleave_moe_layer_step": 1, "moe_layer_interval": 1}
 
 
 def _unread(r: _Reader) -> list[str]:
