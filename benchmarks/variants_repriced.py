@@ -36,6 +36,12 @@ CONFIGS = {"EleutherAI/gpt-j-6B": "gpt-j-6b", "facebook/opt-1.3b": "opt-1.3b", "
            "microsoft/phi-2": "phi-2", "mistralai/Mistral-7B-v0.1": "mistral-7b-v0.1"}
 
 
+def as_built(shape, run: dict):
+    """The shape as the run built its layers: runs written before "shared_norms" (every one before
+    2026-12-07) built a parallel layer with two norms, where Falcon 7B, GPT-J and Phi share one."""
+    return shape if run.get("shared_norms") or shape.norms_per_layer != 1 else shape.replace(norms_per_layer=2)
+
+
 def part_ms(costs, p) -> float:
     """A part's time (its ops priced without the power term) with the cap's onset counted from its start."""
     total = sum(c.total_ms for c in costs)
@@ -92,7 +98,7 @@ def verify_proof(run: dict, model, power: str, capped) -> None:
     for name, rows in run.items():
         if not isinstance(rows, list) or not rows:
             continue
-        shape = load_config(f"tests/data/hf/{name}.json")
+        shape = as_built(load_config(f"tests/data/hf/{name}.json"), run)
         workload = Workload(batch=4, seq=2048)
         labels = by_label(shape, workload, model, set())
         base = step_per_token(shape, workload, model, power, capped, rows[0]["mode"])
@@ -142,7 +148,7 @@ def main() -> int:
         for m in run["models"]:
             if m.get("error"):
                 continue
-            shape = load_config(f"tests/data/hf/{CONFIGS.get(m['model'], m['model'])}.json")
+            shape = as_built(load_config(f"tests/data/hf/{CONFIGS.get(m['model'], m['model'])}.json"), run)
             workload = Workload(batch=m["batch"], seq=m["seq"])
             labels = by_label(shape, workload, model, {"tp"})
             base = per_token(shape, workload, model, args.power, capped)

@@ -22,6 +22,8 @@ def main(path: str) -> int:
     print(f"{'model':20s} {'what':16s} {'#1 predicted':>12s} {'#1 measured':>12s} {'best measured':>14s} "
           f"{'#1 / best':>9s}")
     for name, rows in results.items():
+        if not isinstance(rows, (list, dict)):  # a note on the run ("shared_norms"), not a model
+            continue
         if isinstance(rows, dict):
             print(f"{name:20s} failed (exit {rows['error']})")
             continue

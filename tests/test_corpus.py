@@ -1005,3 +1005,38 @@ def test_eighth_pass_types_are_read_by_their_own_rules():
     with unwarned():
         santa = read("gpt-bigcode-santacoder")
     assert (santa.kv_heads, santa.mlp, santa.learned_positions, santa.bias) == (1, "gelu", 2048, True)
+
+
+@pytest.mark.parametrize("stem, norms", [("falcon-7b", 1), ("gpt-j-6b", 1), ("phi-2", 1), ("phi-1_5", 1),
+                                         ("command-r-08-2024", 1), ("aya-23-8b", 1), ("falcon-40b", 2),
+                                         ("falcon-180b", 2), ("pythia-1b", 2)])
+def test_a_parallel_layer_prices_the_norms_it_runs(stem, norms):
+    # Falcon's first design, GPT-J, Phi and Cohere feed attention and the MLP from one norm; GPT-NeoX's
+    # parallel residual and Falcon's new architecture norm each apart. An MLP norm priced where none runs
+    # cost 0.6-1.6% of a step (falcon-7b 552.03 -> 545.70 ms, phi-2 238.86 -> 235.08 ms), silently.
+    from shapewise.memory import FRAMEWORKS, layer_activation_bytes
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        shape = read(stem)
+    assert shape.parallel_attn and shape.norms_per_layer == norms
+    names = [op.name for op in model_ops(shape, Workload())]
+    assert ("mlp/norm" in names) == (norms == 2) and "attn/norm" in names
+    # the shared norm's output is kept once for the backward, not once for each branch
+    kept = {n: float(layer_activation_bytes(shape.replace(norms_per_layer=n), seq=2048, dtype_bytes=2, attention="flash",
+                                            tp=1, recompute=0, framework=next(iter(FRAMEWORKS.values()))))
+            for n in (1, 2)}
+    assert kept[1] < kept[2]
+
+
+def test_falcons_norms_are_read_from_its_own_key(tmp_path):
+    cfg = json.loads(FILES["falcon-40b"].read_text())
+    for value, norms in ((1, 1), (2, 2)):
+        path = tmp_path / f"falcon-{value}.json"
+        path.write_text(json.dumps({**cfg, "num_ln_in_parallel_attn": value}))
+        assert load_config(path).norms_per_layer == norms
+    path.write_text(json.dumps({**cfg, "num_ln_in_parallel_attn": 3}))
+    with pytest.raises(ShapewiseError, match="num_ln_in_parallel_attn is 3; Falcon's layers have 1 or 2 norms"):
+        load_config(path)
+    path.write_text(json.dumps({**json.loads(FILES["falcon-7b"].read_text()), "parallel_attn": False}))
+    assert load_config(path).norms_per_layer == 2  # one after the other: a norm each

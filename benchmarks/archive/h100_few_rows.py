@@ -1,6 +1,6 @@
 """GEMMs of few rows (weight streams) on the H100s, priced by the H200 profile an H100 borrows (no `calibrate
 --quick` factors): the signed median error by row count, over every single GEMM of each H100 export named,
-for benchmarks/RESULTS.md's "a seventh round of real configs" (the MoE decode steps priced fast on a ninth H100).
+for benchmarks/RESULTS.md's "a seventh and eighth round of real configs" (the MoE decode steps priced fast on a ninth H100).
 
 python benchmarks/archive/h100_few_rows.py EXPORT.csv.gz...   (on the CPU; seconds)
 e.g. benchmarks/results/h100-judges-{26,24}/judges.csv.gz benchmarks/results/h100-judges-later*/judges.csv.gz

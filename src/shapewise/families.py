@@ -54,7 +54,10 @@ _LLAMA = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=Fal
 _QWEN3 = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True)
 _NEOX = Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu",
                rotary="rotary_pct")
-_FALCON = Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=True, act="gelu")
+# Falcon's first design, GPT-J, Phi-1/2 and Cohere feed attention and the MLP from one norm (norms_per_layer
+# 1: one norm's op and weights a layer); GPT-NeoX's parallel residual and Falcon's new architecture norm each
+# apart (hf reads Falcon's num_ln_in_parallel_attn)
+_FALCON = Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=True, act="gelu", norms_per_layer=1)
 _GEMMA2 = Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh",
                  norms_per_layer=4, window="alternate", softcap=True)
 
@@ -195,10 +198,10 @@ FAMILIES: dict[str, Family] = {
     "btlm": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
                    positions="btlm"),
     "gptj": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
-                   rotary="rotary_dim"),
+                   rotary="rotary_dim", norms_per_layer=1),
     "gpt_neox": _NEOX,
     "phi": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
-                  rotary="partial_rotary_factor"),
+                  rotary="partial_rotary_factor", norms_per_layer=1),
     "bloom": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
                     positions="alibi"),
     "mpt": Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=False, act="gelu",

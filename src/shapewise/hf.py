@@ -505,7 +505,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         notes.append(f"its QK-norm over all heads at once (qk_norm_type per_layer: {(heads + (kv or heads)) * d:,} "
                      f"weights a layer) is counted as one norm per head ({2 * d} weights a layer); its ops are "
                      f"the same")
-    extra = dict(norms_per_layer=family.norms_per_layer if family else 2, qk_norm=qk_norm,
+    extra = dict(norms_per_layer=_norms_per_layer(r, family, model_type, parallel), qk_norm=qk_norm,
                  rotary_fraction=1.0 if rotary is None else rotary, window=window, global_every=global_every,
                  nope_every=nope_every, num_dense_layers=dense,
                  logit_softcap=bool(family and family.softcap and cfg.get("final_logit_softcapping")), **mla)
@@ -518,6 +518,18 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                 bias=bias, learned_positions=positions, num_experts=experts, top_k=top_k,
                 expert_ffn=expert_ffn, num_shared_experts=shared, context=0 if positions else _given_context(r),
                 **extra), guesses, notes
+
+
+def _norms_per_layer(r: _Reader, family, model_type: str, parallel: bool) -> int:
+    """Norms a layer: the family's (two, four with post-norms, one where attention and the MLP share one);
+    two wherever the two run one after the other. Falcon's new architecture norms each apart unless
+    num_ln_in_parallel_attn says one (FalconDecoderLayer)."""
+    norms = family.norms_per_layer if family else 2
+    if model_type in FALCON_TYPES and r.flag(("new_decoder_architecture",), False):
+        norms = r.whole(("num_ln_in_parallel_attn",), "norms of a parallel layer") or 2
+        if norms not in (1, 2):
+            r.fail(f"num_ln_in_parallel_attn is {norms}; Falcon's layers have 1 or 2 norms")
+    return norms if parallel else max(norms, 2)
 
 
 def _stored_as(quantization) -> str:
@@ -878,6 +890,18 @@ def _template(s: ModelShape) -> dict:
                "vocab_size": s.vocab, "hidden_act": _ACT_NAME[s.mlp], "rms_norm_eps": 1e-5,
                "attention_bias": s.bias, "mlp_bias": s.bias, "tie_word_embeddings": s.tied_embeddings}
         return cfg
+    if s.parallel_attn and s.norms_per_layer == 1:
+        # One norm feeding attention and the MLP: Phi's layout (biases, part of each head rotated) or Falcon's
+        # first design (no biases); GPT-NeoX norms each apart
+        common = {"hidden_size": s.hidden, "num_hidden_layers": s.num_layers, "num_attention_heads": s.num_heads,
+                  "vocab_size": s.vocab, "tie_word_embeddings": s.tied_embeddings}
+        if s.bias:
+            return {"architectures": ["PhiForCausalLM"], "model_type": "phi", **common, "intermediate_size": s.ffn_width,
+                    "num_key_value_heads": s.kv_heads, "hidden_act": _ACT_NAME[s.mlp], "layer_norm_eps": 1e-5,
+                    "partial_rotary_factor": s.rotary_fraction}
+        return {"architectures": ["FalconForCausalLM"], "model_type": "falcon", **common, "ffn_hidden_size": s.ffn_width,
+                "multi_query": s.kv_heads == 1, "new_decoder_architecture": False, "parallel_attn": True, "bias": False,
+                "alibi": False, "activation": "gelu" if s.mlp == "gelu" else _ACT_NAME[s.mlp], "layer_norm_epsilon": 1e-5}
     return {"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", "hidden_size": s.hidden,
             "intermediate_size": s.ffn_width, "num_hidden_layers": s.num_layers,
             "num_attention_heads": s.num_heads, "vocab_size": s.vocab, "hidden_act": _ACT_NAME[s.mlp],

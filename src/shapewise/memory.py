@@ -194,8 +194,10 @@ def layer_activation_bytes(shape: ModelShape, *, seq: int, dtype_bytes: int, att
         core = 4 * heads  # fp32 log-sum-exp per query row and head
     else:  # softmax output (and with dropout its mask and output) over s keys, per query row and head
         core = heads * seq * (B + drop * (1 + B)) + (framework.name == "torch") * B * q  # q·scale copy
-    # MLP: norm input (shared with attention's when the two run in parallel), norm output, the FFN.
-    mlp = ((0 if shape.parallel_attn else B * h) + B * h + norm_stats + drop * h) * sp
+    # MLP: norm input (shared with attention's when the two run in parallel), norm output and statistics
+    # (attention's, where one norm feeds both), the FFN.
+    shared = shape.parallel_attn and shape.norms_per_layer == 1
+    mlp = ((0 if shape.parallel_attn else B * h) + (0 if shared else B * h + norm_stats) + drop * h) * sp
     widths = framework.glu_widths if shape.gated else 2
     if shape.is_moe:
         f = shape.expert_width / tp

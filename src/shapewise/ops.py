@@ -336,7 +336,8 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     ops += linear("attn/out", tokens, h, shape.num_heads // t * shape.v_dim, train=train, count=L, dtype_bytes=B)
     if post_norms:
         ops += norm("attn/post_norm", L)
-    ops += norm("mlp/norm", L)
+    if shape.norms_per_layer != 1:  # one norm shared by attention and the MLP (Falcon, GPT-J, Phi, Cohere): attn's
+        ops += norm("mlp/norm", L)
     ops += mlp(shape, w, tokens=tokens, train=train, B=B)
     if post_norms:
         ops += norm("mlp/post_norm", L)

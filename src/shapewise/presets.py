@@ -107,13 +107,14 @@ _TABLE = (
     ModelShape(name="gemma-7b", hidden=3072, num_layers=28, num_heads=16, head_dim=256, ffn=24576,
                vocab=256000, mlp="geglu", norm="rmsnorm", bias=False, tied_embeddings=True,
                context=8192, source=_HF.format("google/gemma-7b"), published_params=8_538_074_112),
-    # Falcon and Phi put attention and MLP side by side under one LayerNorm; the dataclass counts two
-    # norms per layer (+0.004%). Falcon's card says 7B, the only figure it gives.
+    # Falcon and Phi put attention and MLP side by side under one LayerNorm (norms_per_layer 1). Falcon's
+    # card says 7B, the only figure it gives.
     ModelShape(name="falcon-7b", hidden=4544, num_layers=32, num_heads=71, num_kv_heads=1, vocab=65024,
-               mlp="gelu", norm="layernorm", bias=False, tied_embeddings=True, parallel_attn=True,
+               mlp="gelu", norm="layernorm", bias=False, tied_embeddings=True, parallel_attn=True, norms_per_layer=1,
                source=_HF.format("tiiuae/falcon-7b"), published_params=7_000_000_000),
     ModelShape(name="phi-2", hidden=2560, num_layers=32, num_heads=32, ffn=10240, vocab=51200, **_NEOX,
-               rotary_fraction=0.4, source=_HF.format("microsoft/phi-2"), published_params=2_779_683_840),  # hub; card: 2.7B
+               rotary_fraction=0.4, norms_per_layer=1, source=_HF.format("microsoft/phi-2"),
+               published_params=2_779_683_840),  # hub (with its head's bias, which shapewise does not count); card: 2.7B
     ModelShape(name="opt-1.3b", hidden=2048, num_layers=24, num_heads=32, ffn=8192, vocab=50272,
                mlp="relu", norm="layernorm", bias=True, tied_embeddings=True,
                learned_positions=2050,  # OPT offsets positions by 2: 2048 + 2 rows

@@ -106,6 +106,9 @@ class VariantsRun:
         done = self.candidates
         return finite_json({"set": "variants", "rounds": self.rounds, "cost_model": self.model.source,
                             "interrupted": self.interrupted, "candidates_measured": len(done),
+                            # a parallel layer whose config shares one norm was built and priced with one
+                            # (runs without this key built every layer with two: variants_repriced.py)
+                            "shared_norms": True,
                             "within_3pct": sum(v.within for v in done) / len(done) if done else None,
                             "models": [m.to_json() for m in self.models]})  # no NaN: JSON has none
 
