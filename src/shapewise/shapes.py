@@ -90,7 +90,7 @@ class ModelShape:
     expert_ffn: int | None = None  # None: ffn
     num_shared_experts: int = 0
     # Beyond the plain pre-norm block (each default is the plain block):
-    norms_per_layer: int = 2  # Gemma-2/3 wrap attention and MLP in pre- and post-norms: 4
+    norms_per_layer: int = 2  # Gemma-2/3 wrap attention and MLP in pre- and post-norms: 4; one shared by parallel ones: 1
     qk_norm: bool = False  # each query and key head normalized before attention (Qwen3, OLMo-2, Gemma-3)
     rotary_fraction: float = 1.0  # share of each head's dims rotated; 0: no rotary (ALiBi); NeoX 0.25
     logit_softcap: bool = False  # the output logits squashed by tanh (Gemma-2)
