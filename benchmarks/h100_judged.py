@@ -18,6 +18,7 @@ import tempfile
 from judge_figures import SHOWN, import_export, measured_rows, with_machine_factors
 
 from shapewise.calibrate import summarize
+from shapewise.errors import ShapewiseError
 from shapewise.hardware import get_gpu
 from shapewise.judges import judge_sets
 from shapewise.profile import find, load
@@ -47,17 +48,21 @@ def main() -> int:
         print("h100_judged.py: this machine has a profile of its own for the H100 (profile folder); move it aside "
               "to judge the borrowed one", file=sys.stderr)
         return 2
+    machine = args.machine or f"{args.folder}/h100-machine.json.gz"
     try:
-        quick = with_machine_factors(borrowed, args.machine or f"{args.folder}/h100-machine.json.gz")
+        quick = with_machine_factors(borrowed, machine)
     except OSError as err:
         print(f"h100_judged.py: {err} (benchmarks/h200_judges.sh with GPU=h100 QUICK_CALIBRATE=1 writes it)",
               file=sys.stderr)
         return 2
     profiles = {"borrowed": borrowed, "quick": quick}
     if args.candidate:
-        other = dataclasses.replace(borrowed, params=load(args.candidate).params)
-        profiles.update(candidate=other, **{"candidate quick": with_machine_factors(other, args.machine or
-                                                                                   f"{args.folder}/h100-machine.json.gz")})
+        try:
+            other = dataclasses.replace(borrowed, params=load(args.candidate).params)
+        except ShapewiseError as err:
+            print(f"h100_judged.py: --candidate: {err}", file=sys.stderr)
+            return 2
+        profiles.update(candidate=other, **{"candidate quick": with_machine_factors(other, machine)})
     print("calibrate --quick's factors on the H100:",
           ", ".join(f"launch {v * 1e3:+.2f} µs a call" if k == "machine_launch_ms" else f"{k[8:]} {v:.3f}"
                     for k, v in vars(quick.params).items() if k.startswith("machine_")))

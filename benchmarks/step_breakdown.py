@@ -43,7 +43,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         db = f"{tmp}/run.db"
         import_export(args.export, db)
-        drawn = judge_set_cases("models", seed=args.seed, configs=args.configs)
+        try:
+            drawn = judge_set_cases("models", seed=args.seed, configs=args.configs)
+        except ShapewiseError as err:
+            print(f"step_breakdown.py: {err}", file=sys.stderr)
+            return 2
         with Store(db) as store:
             rows = stored_rows(drawn.cases, store=store)
     ok = [(c, r) for c, r in rows if r.get("error") is None]

@@ -275,15 +275,19 @@ def test_a_flag_of_one_value_given_twice_is_refused_naming_both(capsys, argv, fl
     assert out == "" and one_line_error(code, err, f"argument {flag}: given twice, {values}: give it once"), err
 
 
-def test_every_flag_of_one_value_is_refused_twice_and_each_parse_starts_afresh():
+def parsers(parser):
+    """The parser and every subcommand's, depth first."""
     import argparse
 
-    def parsers(parser):
-        yield parser
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for sub in action.choices.values():
-                    yield from parsers(sub)
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from parsers(sub)
+
+
+def test_every_flag_of_one_value_is_refused_twice_and_each_parse_starts_afresh():
+    import argparse
 
     parser = build_parser()
     plain = [(p.prog, a.option_strings) for p in parsers(parser) for a in p._actions
@@ -307,13 +311,6 @@ def test_every_on_off_pair_is_a_switch_and_each_parse_starts_afresh():
     import argparse
 
     from shapewise.cli.common import Switch
-
-    def parsers(parser):
-        yield parser
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for sub in action.choices.values():
-                    yield from parsers(sub)
 
     parser = build_parser()
     pairs = [(p.prog, a) for p in parsers(parser) for a in p._actions if isinstance(a, argparse.BooleanOptionalAction)]

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 from shapewise.cost import predict_gemm
+from shapewise.errors import ShapewiseError
 from shapewise.exports import open_export
 from shapewise.profile import cost_model
 
@@ -36,7 +37,11 @@ def single_gemms(path: str) -> list[tuple]:
 def main() -> int:
     model = cost_model("h100")  # the borrowed profile: the H200's, at the H100's bandwidth
     for path in sys.argv[1:]:
-        rows = single_gemms(path)
+        try:
+            rows = single_gemms(path)
+        except (OSError, ShapewiseError) as err:
+            print(f"h100_few_rows.py: {path}: {getattr(err, 'strerror', None) or err}", file=sys.stderr)
+            return 2
         if not rows:
             print(f"{path}: no single GEMMs")
             continue
