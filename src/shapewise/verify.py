@@ -58,6 +58,19 @@ class Verification:
     original_measured_step_ms: float = math.nan
     original_predicted_step_ms: float = math.nan
 
+    def to_json(self, what: str, changes: dict | None) -> dict:
+        """One candidate of verify --json: what the search said of it and its changes beside the speedups.
+        The step times are the step as the mode timed it (a whole step, or layers × layer + head), the
+        original's beside the candidate's; a layer run adds its two medians. Files written before these
+        fields gave "layer_ms" alone, the whole step's in "model" mode."""
+        parts = {"layer_ms": self.layer_ms, "head_ms": self.head_ms} if self.mode == "layer" else {}
+        return {"candidate": self.label, "what": what, "changes": changes, "mode": self.mode,
+                "predicted_speedup": self.predicted_speedup, "predicted_interval": list(self.predicted_interval),
+                "measured_speedup": self.measured_speedup, "ci": [self.ci_low, self.ci_high],
+                "predicted_step_ms": self.predicted_step_ms, "measured_step_ms": self.measured_step_ms,
+                "original_predicted_step_ms": self.original_predicted_step_ms,
+                "original_measured_step_ms": self.original_measured_step_ms, **parts, "error": self.error or None}
+
 
 def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel) -> float:
     """The cost model's layers × layer + head, the same parts verify measures."""

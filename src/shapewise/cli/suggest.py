@@ -398,7 +398,7 @@ def run_verify(args) -> int:
                          rounds=args.rounds, mode=args.measure, keep_going=True,
                          on_round=lambda done: advance(f"{len(candidates) + 1} shapes"))
     if args.json:  # changes: what the label says, for `plot suggestions --verified` to read; no interval: null
-        print(json.dumps(finite_json([verify_row(v, what, changes) for v, (*_, changes) in zip(results, candidates)]),
+        print(json.dumps(finite_json([v.to_json(what, changes) for v, (*_, changes) in zip(results, candidates)]),
                          indent=2, allow_nan=False))
         return 0
     whole = results[0].mode == "model"
@@ -427,19 +427,6 @@ def run_verify(args) -> int:
         warn(f"{args.rounds} round{'s' if args.rounds > 1 else ''}: too few for a measured interval (it takes "
              f"{MIN_INTERVAL_ROUNDS}); --rounds 15 is the default")
     return 0
-
-
-def verify_row(v, what: str, changes: dict | None) -> dict:
-    """One candidate of verify --json. The step times are the step as the mode timed it (a whole step, or
-    layers × layer + head), the original's beside the candidate's; a layer run adds its two medians.
-    Files written before these fields gave "layer_ms" alone, the whole step's in "model" mode."""
-    parts = {"layer_ms": v.layer_ms, "head_ms": v.head_ms} if v.mode == "layer" else {}
-    return {"candidate": v.label, "what": what, "changes": changes, "mode": v.mode,
-            "predicted_speedup": v.predicted_speedup, "predicted_interval": list(v.predicted_interval),
-            "measured_speedup": v.measured_speedup, "ci": [v.ci_low, v.ci_high],
-            "predicted_step_ms": v.predicted_step_ms, "measured_step_ms": v.measured_step_ms,
-            "original_predicted_step_ms": v.original_predicted_step_ms,
-            "original_measured_step_ms": v.original_measured_step_ms, **parts, "error": v.error or None}
 
 
 COMMANDS = (add_suggest, add_search, add_verify)
