@@ -4,7 +4,7 @@ with the spec model (what a GPU with no profile gets), and with the profile `cal
 on that H100 on top of the borrowed one (its machine_* factors).
 
 python benchmarks/h100_judged.py [--folder benchmarks/results/h100-judges] [--sets wide:37 attention:32 models:19]
-    [--configs tests/data/hf] [--machine PROFILE.json] [--candidate H200-PROFILE.json]
+    [--configs tests/data/hf [FOLDER …]] [--machine PROFILE.json] [--candidate H200-PROFILE.json]
 --candidate: an H200 profile to judge beside the shipped one (a refit), borrowed as the shipped one is and with
 the same calibrate --quick factors: two more columns.
 (on the CPU; a few minutes)
@@ -37,7 +37,7 @@ def main() -> int:
     ap.add_argument("--folder", default="benchmarks/results/h100-judges")
     ap.add_argument("--sets", nargs="+", type=name_seed, default=[("wide", 37), ("attention", 32), ("models", 19)],
                     help="NAME:SEED each (default wide:37 attention:32 models:19)")
-    ap.add_argument("--configs", default="tests/data/hf")
+    ap.add_argument("--configs", nargs="+", default=["tests/data/hf"])
     ap.add_argument("--machine", help="calibrate --quick's profile of that H100 (default: FOLDER/h100-machine.json.gz; "
                                       "another folder's for a later call on the same card)")
     ap.add_argument("--candidate", help="an H200 profile (a refit) judged beside the shipped one, borrowed alike")
@@ -69,7 +69,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         import_export(f"{args.folder}/judges.csv.gz", f"{tmp}/run.db")
         for name, seed in args.sets:
-            drawn, rows = measured_rows(f"{tmp}/run.db", name, seed, [args.configs])
+            drawn, rows = measured_rows(f"{tmp}/run.db", name, seed, args.configs)
             print(f"== {name} seed {seed}: {len(rows)} of {len(drawn.cases)} cases measured  "
                   f"(median / p90 |error|: borrowed H200 profile | spec model | after calibrate --quick"
                   + (" | the candidate borrowed | and after calibrate --quick)" if args.candidate else ")"))

@@ -26,7 +26,7 @@ v() {  # one set: LIMIT_S NAME SEED, cut to the time left
     (( $(left) < limit )) && limit=$(left)
     (( limit < 10 )) && { echo "$name $seed: skipped, out of time"; return; }
     local configs=()  # only the models set is drawn over configs (validate refuses --configs for the others)
-    [ "$name" = models ] && configs=(--configs "$CONFIGS")
+    [ "$name" = models ] && configs=(--configs $CONFIGS)  # one folder or several, split at spaces
     timeout "$limit" python3 -m shapewise validate --set "$name" --seed "$seed" "${configs[@]}" --db "$db" \
         --gpu "$gpu" "${profile[@]}" 2>&1 | grep -E "^(gemm|bmm|attention|memory|step|gemm) " | grep calibrated
     echo "$name $seed: $(( $(date +%s) - step )) s (all: $(( $(date +%s) - start )) s)"
@@ -45,7 +45,7 @@ for seed in ${WIDE_LATE:-}; do v 150 wide "$seed"; done
 # named even where the 45 s run out before the CSV was written: say so rather than end quietly.
 # KERNELS_S=0 names none (a short call).
 [ "${KERNELS_S:-45}" -gt 0 ] && { timeout "${KERNELS_S:-45}" python3 benchmarks/judge_kernels.py "$OUT/kernels.csv" --db "$db" \
-    --set "${sets[@]}" --configs "$CONFIGS" \
+    --set "${sets[@]}" --configs $CONFIGS \
     || echo "judge_kernels.py stopped (exit $?; 124: its ${KERNELS_S:-45} s ran out): no $OUT/kernels.csv, the export holds what it named"; }
 python3 -m shapewise results --db "$db" --export "$OUT/judges.csv"
 # The census's names and grids are metrics, which only a JSON export carries: kept, gzipped, whether or
