@@ -664,6 +664,19 @@ def test_nope_layers_are_priced_without_rotary_embeddings():
     assert smol.one_layer().num_rope_layers == 1  # a block as verify builds it rotates
 
 
+def test_llama4_normalizes_queries_and_keys_on_its_rotary_layers_only(tmp_path):
+    scout = read("llama-4-scout-17b-16e")  # Llama4TextAttention: QK-norm where use_qk_norm and use_rope
+    assert scout.qk_norm and scout.num_qk_norm_layers == scout.num_rope_layers == 36
+    for mode in ("train", "prefill", "decode"):
+        ops = model_ops(scout, Workload(batch=1, seq=1024, mode=mode))
+        assert {op.count for op in ops if op.name == "attn/qk_norm"} == {36}
+    cfg = {"model_type": "nopeish", "hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8,
+           "vocab_size": 1000, "intermediate_size": 1024, "use_qk_norm": True, "no_rope_layers": [1, 1, 1, 0] * 2}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.warns(ShapewiseWarning, match="QK-norm on its rotary layers only, as Llama 4's code runs it"):
+        assert load_config(tmp_path).num_qk_norm_layers == 6  # a type of no rule: the guess is said
+
+
 def test_nope_layers_are_written_back_in_the_configs_own_keys(tmp_path):
     smol, base = read("smollm3-3b"), json.loads(FILES["smollm3-3b"].read_text())
     deeper = to_hf_config(smol.replace(num_layers=40), base)

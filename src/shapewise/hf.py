@@ -505,6 +505,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         notes.append(f"its QK-norm over all heads at once (qk_norm_type per_layer: {(heads + (kv or heads)) * d:,} "
                      f"weights a layer) is counted as one norm per head ({2 * d} weights a layer); its ops are "
                      f"the same")
+    if qk_norm and nope_every and family is None:
+        guesses.append("QK-norm on its rotary layers only, as Llama 4's code runs it")
     extra = dict(norms_per_layer=_norms_per_layer(r, family, model_type, parallel), qk_norm=qk_norm,
                  rotary_fraction=1.0 if rotary is None else rotary, window=window, global_every=global_every,
                  nope_every=nope_every, num_dense_layers=dense,

@@ -91,7 +91,9 @@ class ModelShape:
     num_shared_experts: int = 0
     # Beyond the plain pre-norm block (each default is the plain block):
     norms_per_layer: int = 2  # Gemma-2/3 wrap attention and MLP in pre- and post-norms: 4; one shared by parallel ones: 1
-    qk_norm: bool = False  # each query and key head normalized before attention (Qwen3, OLMo-2, Gemma-3)
+    # each query and key head normalized before attention (Qwen3, OLMo-2, Gemma-3); with NoPE layers among
+    # rotary ones, on the rotary layers only (Llama 4's code: use_qk_norm and use_rope)
+    qk_norm: bool = False
     rotary_fraction: float = 1.0  # share of each head's dims rotated; 0: no rotary (ALiBi); NeoX 0.25
     logit_softcap: bool = False  # the output logits squashed by tanh (Gemma-2)
     window: int = 0  # sliding-window attention span in tokens; 0: every layer attends to all tokens
@@ -227,6 +229,14 @@ class ModelShape:
         if not self.rotary_width:
             return 0
         return self.num_layers - (self.num_layers // self.nope_every if self.nope_every else 0)
+
+    @property
+    def num_qk_norm_layers(self) -> int:
+        """Layers that normalize their queries and keys: every one, the NoPE layers aside where the model has
+        them (Llama 4 normalizes only what it rotates)."""
+        if not self.qk_norm:
+            return 0
+        return self.num_rope_layers if self.nope_every and self.rotary_width else self.num_layers
 
     @property
     def attention_params(self) -> int:
