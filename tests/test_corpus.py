@@ -707,8 +707,8 @@ def test_the_six_types_read_by_guessing_have_families():
     assert (granite.num_experts, granite.top_k, granite.expert_width, granite.tied_embeddings) == (32, 8, 512, True)
     # its checkpoint, model.safetensors (bf16): 2,669,283,096 bytes, of which the count leaves a header of 26 kB
     assert 0 < 2_669_283_096 - 2 * granite.params < 100_000
-    mimo = read("mimo-7b-base")  # Qwen2's layout with biases: its 7,622,619,136 less MLP and output biases
-    assert (mimo.bias, mimo.kv_heads, mimo.params - 7_622_619_136) == (True, 8, 36 * (2 * 11008 + 2 * 4096))
+    mimo = read("mimo-7b-base")  # Qwen2's layout with biases on q, k and v alone: its 7,622,619,136 exactly
+    assert (mimo.bias, mimo.qkv_bias, mimo.kv_heads, mimo.params) == (False, True, 8, 7_622_619_136)
     minimax = read("minimax-m2.5")  # 64 of each 128-dim head rotated; QK-norm; 256 experts of 1536, 8 a token
     assert (minimax.rotary_width, minimax.qk_norm, minimax.num_experts, minimax.expert_width) == (64, True, 256, 1536)
     glm = read("glm-5")  # latent attention, 3 dense layers first
@@ -1018,6 +1018,22 @@ def test_eighth_pass_types_are_read_by_their_own_rules():
     with unwarned():
         santa = read("gpt-bigcode-santacoder")
     assert (santa.kv_heads, santa.mlp, santa.learned_positions, santa.bias) == (1, "gelu", 2048, True)
+
+
+@pytest.mark.parametrize("stem, qkv", [("glm-4.5", 92 * (96 + 2 * 8) * 128), ("mimo-7b-base", 36 * (32 + 2 * 8) * 128),
+                                       ("stablelm-2-zephyr-1.6b", 24 * 3 * 2048), ("glm-4-9b", 40 * (32 + 2 * 2) * 128),
+                                       ("chatglm3-6b", 28 * (32 + 2 * 2) * 128)])
+def test_biases_on_q_k_and_v_alone_are_counted_there(stem, qkv, tmp_path):
+    # attention_bias (GLM-4.5, MiMo), use_qkv_bias (StableLM), add_qkv_bias (ChatGLM): q, k and v biases, no others
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        s, base = read(stem), json.loads(FILES[stem].read_text())
+    assert (s.bias, s.qkv_bias) == (False, True)
+    assert s.params - s.replace(qkv_bias=False).params == qkv
+    unbiased = to_hf_config(s.replace(qkv_bias=False), base)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        assert not load_config(_write(tmp_path, unbiased)).qkv_bias  # written back in the config's own key
 
 
 @pytest.mark.parametrize("stem, norms", [("falcon-7b", 1), ("gpt-j-6b", 1), ("phi-2", 1), ("phi-1_5", 1),

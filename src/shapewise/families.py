@@ -30,6 +30,9 @@ class Family:
     ffn_key: str = ""  # the key of the dense MLP's width, where not intermediate_size (Llama 4)
     expert_ffn_key: str = ""  # the key of the experts' width, where not moe_intermediate_size (Llama 4)
     shared_experts: int = 0  # shared experts every MoE layer runs, where the file does not count them (Llama 4)
+    # The key whose true puts biases on the query, key and value projections alone, the others having none
+    # (GLM-4.5's and MiMo's attention_bias, StableLM's use_qkv_bias, ChatGLM's add_qkv_bias)
+    qkv_bias: str = ""
     # Experts intermediate_size wide, no dense MLP beside them and no key of their own for the experts' width
     # (GptOssConfig): moe_intermediate_size is not theirs. (Mixtral's and PhiMoE's are alike, but a fresh
     # config of experts apart from the MLP width is written as a Mixtral one.)
@@ -86,18 +89,18 @@ FAMILIES: dict[str, Family] = {
     "exaone": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
     # SmolLM3: Llama's layout, tied, no rotary embedding on every 4th layer (SmolLM3Config)
     "smollm3": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, nope_interval=4),
-    # MiMo: Qwen2's layout with QKV biases (shapewise's bias puts one on every linear: 1.1M of MiMo-7B's 7.6B)
-    "mimo": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False),
+    # MiMo: Qwen2's layout, whose code puts biases on q, k and v whatever attention_bias says
+    "mimo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qkv_bias="attention_bias",
+                   defaults=(("attention_bias", True),)),
     # Granite MoE and MiniMax-M2: experts of intermediate_size, no dense MLP (GraniteMoeConfig,
     # MiniMaxM2Config); MiniMax-M2 rotates rotary_dim of each head and normalizes queries and keys
     "granitemoe": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, experts_at_ffn=True),
     "minimax_m2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_dim",
                          qk_norm=True, experts_at_ffn=True),
     # GLM-4.5 (Glm4MoeConfig): DeepSeek-V3's MoE layout with grouped attention, half of each head rotated
-    # by default, QK-norm where use_qk_norm says; attention_bias puts biases on q, k and v only (shapewise's
-    # bias puts one on every linear: 0.03% of GLM-4.5's count, no op changes)
+    # by default, QK-norm where use_qk_norm says; attention_bias puts biases on q, k and v only
     "glm4_moe": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
-                       rotary="partial_rotary_factor",
+                       rotary="partial_rotary_factor", qkv_bias="attention_bias",
                        defaults=(("partial_rotary_factor", 0.5), ("n_routed_experts", 128), ("num_experts_per_tok", 8),
                                  ("moe_intermediate_size", 1408), ("n_shared_experts", 1),
                                  ("first_k_dense_replace", 1), ("num_nextn_predict_layers", 1))),
@@ -152,9 +155,10 @@ FAMILIES: dict[str, Family] = {
     # MiniCPM3Config ties the embeddings
     "minicpm3": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, mla_v_from_hidden=True),
     # GLM-4 (THUDM's own ChatGLMConfig): SwiGLU, RMSNorm (its `rmsnorm` key), grouped kv heads
-    # (multi_query_group_num), rotary over half of each head
+    # (multi_query_group_num), rotary over half of each head, biases on q, k and v where add_qkv_bias says
     "chatglm": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
-                      rotary="partial_rotary_factor", defaults=(("partial_rotary_factor", 0.5),)),
+                      rotary="partial_rotary_factor", qkv_bias="add_qkv_bias",
+                      defaults=(("partial_rotary_factor", 0.5),)),
     # OLMo (1) normalizes with a LayerNorm that has no weight or bias (OlmoLayerNorm), so shapewise's count
     # runs 2 × hidden per norm high (0.01% of OLMo-7B); the op is a LayerNorm's, not an RMSNorm's.
     "olmo": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
@@ -174,7 +178,7 @@ FAMILIES: dict[str, Family] = {
                    rotary="partial_rotary_factor", window="all"),
     "phimoe": Family(gated=True, norm="layernorm", bias=True, tied=False, parallel=False, window="all"),
     "stablelm": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False,
-                       rotary="partial_rotary_factor"),
+                       rotary="partial_rotary_factor", qkv_bias="use_qkv_bias"),
     # Command-R: one LayerNorm (no bias) feeds attention and MLP in parallel; CohereConfig ties by default
     "cohere": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True, norms_per_layer=1),
     "dbrx": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),

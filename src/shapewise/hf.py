@@ -45,6 +45,11 @@ def _ffn_keys(family) -> tuple:
     return (family.ffn_key,) if family and family.ffn_key else (*_FFN, "ffn_ffn_hidden_size")
 
 
+def _bias_keys(family) -> tuple:
+    """Where a config of this family says every linear has a bias: not the key of its q, k and v biases alone."""
+    return tuple(k for k in _BIAS if not (family and k == family.qkv_bias))
+
+
 def _expert_ffn_keys(family) -> tuple:
     return (family.expert_ffn_key,) if family and family.expert_ffn_key else _EXPERT_FFN
 
@@ -426,11 +431,13 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         guesses.append(norm)
 
     no_bias = r.flag(("no_bias",), None)  # Qwen (1) and MPT spell it negatively
-    bias = r.flag(_BIAS, None if no_bias is None else not no_bias)
+    qkv_key = family.qkv_bias if family is not None else ""  # GLM-4.5's attention_bias: on q, k and v alone
+    bias = r.flag(_bias_keys(family), None if no_bias is None else not no_bias)
     if bias is None:
         bias = family.bias if family is not None else norm == "layernorm"
         if family is None:
             guesses.append("biases" if bias else "no biases")
+    qkv_bias = bool(qkv_key) and not bias and r.flag((qkv_key,), False)
     tied = r.flag(("tie_word_embeddings",), family.tied if family is not None else None)
     if tied is None:
         tied = True  # PretrainedConfig's own default
@@ -517,7 +524,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                      f"the model's ops; it prices the model without {'it' if len(unread) == 1 else 'them'}")
     return dict(hidden=hidden, num_layers=layers, num_heads=heads, vocab=vocab, num_kv_heads=kv,
                 head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
-                bias=bias, learned_positions=positions, num_experts=experts, top_k=top_k,
+                bias=bias, qkv_bias=qkv_bias, learned_positions=positions, num_experts=experts, top_k=top_k,
                 expert_ffn=expert_ffn, num_shared_experts=shared, context=0 if positions else _given_context(r),
                 **extra), guesses, notes
 
@@ -995,7 +1002,9 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
     if differs("bias"):
         if cfg.get("no_bias") is not None:
             cfg["no_bias"] = not s.bias
-        _put(cfg, _BIAS, s.bias, "bias")
+        _put(cfg, _bias_keys(family), s.bias, "bias")
+    if differs("qkv_bias") and family is not None and family.qkv_bias:  # (another type's read-back refuses it)
+        cfg[family.qkv_bias] = s.qkv_bias
     if differs("tied_embeddings"):
         cfg["tie_word_embeddings"] = s.tied_embeddings
     if differs("parallel_attn"):

@@ -94,6 +94,7 @@ class ModelShape:
     # each query and key head normalized before attention (Qwen3, OLMo-2, Gemma-3); with NoPE layers among
     # rotary ones, on the rotary layers only (Llama 4's code: use_qk_norm and use_rope)
     qk_norm: bool = False
+    qkv_bias: bool = False  # biases on the query, key and value projections alone (GLM-4.5, MiMo, StableLM 2)
     rotary_fraction: float = 1.0  # share of each head's dims rotated; 0: no rotary (ALiBi); NeoX 0.25
     logit_softcap: bool = False  # the output logits squashed by tanh (Gemma-2)
     window: int = 0  # sliding-window attention span in tokens; 0: every layer attends to all tokens
@@ -251,7 +252,7 @@ class ModelShape:
             return q + kv + H * self.v_dim * h
         d = self.d_head
         q, kv = H * d, self.kv_heads * d
-        attn = h * (q + 2 * kv) + q * h + (q + 2 * kv + h) * self.bias
+        attn = h * (q + 2 * kv) + q * h + (q + 2 * kv) * (self.bias or self.qkv_bias) + h * self.bias
         return attn + 2 * d * self.qk_norm
 
     def _mlp_params(self, width: int) -> int:
@@ -397,6 +398,8 @@ def canonical(shape: ModelShape) -> ModelShape:
         changes["expert_ffn"] = None
     if shape.v_head_dim is not None and shape.v_head_dim == shape.d_head:
         changes["v_head_dim"] = None
+    if shape.qkv_bias and shape.bias:  # every linear's biases hold the query, key and value ones
+        changes["qkv_bias"] = False
     return shape.replace(**changes) if changes else shape
 
 
@@ -408,7 +411,7 @@ STRUCTURAL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelShape)
 
 # Fields added for real configs (windows, latent attention, ...). A shape's record in a results store
 # leaves them out while they hold their defaults, so that measurements keyed before they existed match.
-_EXTENSIONS = ("norms_per_layer", "qk_norm", "rotary_fraction", "logit_softcap", "window", "global_every",
+_EXTENSIONS = ("norms_per_layer", "qk_norm", "qkv_bias", "rotary_fraction", "logit_softcap", "window", "global_every",
                "nope_every", "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim")
 
 
