@@ -500,6 +500,8 @@ def megatron_args(shape: ModelShape, workload: Workload) -> list[str]:
         args.append("--untie-embeddings-and-output-weights")
     if not shape.bias:
         args.append("--disable-bias-linear")
+    if shape.qkv_bias:
+        args.append("--add-qkv-bias")
     args.append("--position-embedding-type " + ("learned_absolute" if shape.learned_positions else "rope"))
     if shape.learned_positions:
         args.append(f"--max-position-embeddings {shape.learned_positions}")
