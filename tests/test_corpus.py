@@ -911,7 +911,19 @@ def test_calibrations_draws_keep_the_presets_they_measured():
     from shapewise.draws import measured_preset
 
     assert measured_preset("bloom-7b1").rotary_fraction == measured_preset("pythia-1b").rotary_fraction == 1.0
+    assert not measured_preset("bloom-7b1").embed_norm
     assert measured_preset("mistral-7b").window == 0 and measured_preset("gpt2").learned_positions == 1024
+
+
+def test_bloom_normalizes_its_embeddings_once_a_step():
+    from shapewise.presets import get_model
+
+    bloom = read("bloom-7b1")  # word_embeddings_layernorm: a LayerNorm over the embeddings, weight and bias
+    assert bloom.embed_norm and bloom.params == 7_069_016_064 == get_model("bloom-7b1").params  # the card's count
+    for mode in ("train", "prefill", "decode"):
+        ops = [op for op in model_ops(bloom, Workload(batch=1, seq=1024, mode=mode)) if op.name == "embed/norm"]
+        assert [op.count for op in ops] == [1] * (2 if mode == "train" else 1)  # forward, and backward in training
+    assert not any(op.name == "embed/norm" for op in model_ops(read("gpt2"), Workload(batch=1, seq=1024)))
 
 
 def test_glm4_moe_is_a_family_with_its_configuration_class_defaults():

@@ -225,6 +225,8 @@ def _model_rows(s: ModelShape) -> list:
                        f"value head {s.v_dim}"))
     if s.qk_norm:
         rows.append(("QK-norm", "yes"))
+    if s.embed_norm:
+        rows.append(("norm over the embeddings", "yes"))
     if s.logit_softcap:
         rows.append(("logit soft-capping", "yes"))
     if s.is_moe:

@@ -33,6 +33,7 @@ class Family:
     # The key whose true puts biases on the query, key and value projections alone, the others having none
     # (GLM-4.5's and MiMo's attention_bias, StableLM's use_qkv_bias, ChatGLM's add_qkv_bias)
     qkv_bias: str = ""
+    embed_norm: bool = False  # a norm over the embeddings before the first layer (BLOOM)
     # Experts intermediate_size wide, no dense MLP beside them and no key of their own for the experts' width
     # (GptOssConfig): moe_intermediate_size is not theirs. (Mixtral's and PhiMoE's are alike, but a fresh
     # config of experts apart from the MLP width is written as a Mixtral one.)
@@ -207,7 +208,7 @@ FAMILIES: dict[str, Family] = {
     "phi": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
                   rotary="partial_rotary_factor", norms_per_layer=1),
     "bloom": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
-                    positions="alibi"),
+                    positions="alibi", embed_norm=True),
     "mpt": Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=False, act="gelu",
                   positions="alibi"),
     "starcoder2": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,

@@ -524,8 +524,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                      f"the model's ops; it prices the model without {'it' if len(unread) == 1 else 'them'}")
     return dict(hidden=hidden, num_layers=layers, num_heads=heads, vocab=vocab, num_kv_heads=kv,
                 head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
-                bias=bias, qkv_bias=qkv_bias, learned_positions=positions, num_experts=experts, top_k=top_k,
-                expert_ffn=expert_ffn, num_shared_experts=shared, context=0 if positions else _given_context(r),
+                bias=bias, qkv_bias=qkv_bias, embed_norm=bool(family and family.embed_norm),
+                learned_positions=positions, num_experts=experts, top_k=top_k, expert_ffn=expert_ffn,
+                num_shared_experts=shared, context=0 if positions else _given_context(r),
                 **extra), guesses, notes
 
 

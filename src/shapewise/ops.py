@@ -321,6 +321,8 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     # The embedding gathers token rows of the (vocab/t)×h table (k holds the table's rows).
     ops = [Op("embed", "fwd", MEMORY, count=1, flops=0, bytes=2 * tokens * h * B, m=tokens, n=h, k=vocab,
               family="embed")]
+    if shape.embed_norm:  # BLOOM normalizes the embeddings before the first layer
+        ops += norm("embed/norm", 1)
     post_norms = shape.norms_per_layer > 2  # Gemma-2/3 also normalize each sublayer's output
     ops += norm("attn/norm", L)
     ops += projections(shape, w, tokens=tokens, train=train, B=B)
@@ -361,7 +363,7 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
 
 
 # Ops that run once per step, not once per layer: what "one layer" leaves out.
-OUTSIDE_LAYERS = ("embed", "final/norm", "logits", "loss", "tp/embed", "tp/logits")
+OUTSIDE_LAYERS = ("embed", "embed/norm", "final/norm", "logits", "loss", "tp/embed", "tp/logits")
 
 
 def layer_ops(shape: ModelShape, workload: Workload) -> list[Op]:

@@ -119,9 +119,10 @@ _TABLE = (
                mlp="relu", norm="layernorm", bias=True, tied_embeddings=True,
                learned_positions=2050,  # OPT offsets positions by 2: 2048 + 2 rows
                source=_HF.format("facebook/opt-1.3b"), published_params=1_315_758_080),  # hub; paper: 1.3B
-    # BLOOM adds a LayerNorm after the embedding (8,192 parameters the dataclass does not count).
+    # BLOOM adds a LayerNorm after the embedding (embed_norm).
     ModelShape(name="bloom-7b1", hidden=4096, num_layers=30, num_heads=32, vocab=250880,
                mlp="gelu", norm="layernorm", bias=True, tied_embeddings=True, rotary_fraction=0.0,  # ALiBi
+               embed_norm=True,
                source=_HF.format("bigscience/bloom-7b1"), published_params=7_069_016_064),  # card
     ModelShape(name="starcoder2-15b", hidden=6144, num_layers=40, num_heads=48, num_kv_heads=4, ffn=24576,
                vocab=49152, mlp="gelu", norm="layernorm", bias=True, tied_embeddings=False,

@@ -524,6 +524,7 @@ def megatron_args(shape: ModelShape, workload: Workload) -> list[str]:
         (f"layers without rotary embeddings (1 in {shape.nope_every})", shape.mixed_rope),
         ("parallel attention and MLP", shape.parallel_attn),
         ("post-norms", shape.norms_per_layer == 4),
+        ("the norm over the embeddings", shape.embed_norm),
         ("logits' soft-capping", shape.logit_softcap),
     ) if present]
     if left_out:  # priced, but not said by these flags: the user must add them, or the run differs

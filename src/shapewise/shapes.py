@@ -95,6 +95,7 @@ class ModelShape:
     # rotary ones, on the rotary layers only (Llama 4's code: use_qk_norm and use_rope)
     qk_norm: bool = False
     qkv_bias: bool = False  # biases on the query, key and value projections alone (GLM-4.5, MiMo, StableLM 2)
+    embed_norm: bool = False  # a norm over the embeddings before the first layer (BLOOM's word_embeddings_layernorm)
     rotary_fraction: float = 1.0  # share of each head's dims rotated; 0: no rotary (ALiBi); NeoX 0.25
     logit_softcap: bool = False  # the output logits squashed by tanh (Gemma-2)
     window: int = 0  # sliding-window attention span in tokens; 0: every layer attends to all tokens
@@ -281,7 +282,7 @@ class ModelShape:
     def params(self) -> int:
         """Exact parameter count of the structure described (embeddings included)."""
         h = self.hidden
-        norm = NORM_KINDS[self.norm] * h  # the final norm
+        norm = NORM_KINDS[self.norm] * h * (1 + self.embed_norm)  # the final norm; BLOOM's over the embeddings
         embed = self.vocab * h * (1 if self.tied_embeddings else 2) + self.learned_positions * h
         return self.blocks_params + embed + norm
 
@@ -411,8 +412,9 @@ STRUCTURAL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelShape)
 
 # Fields added for real configs (windows, latent attention, ...). A shape's record in a results store
 # leaves them out while they hold their defaults, so that measurements keyed before they existed match.
-_EXTENSIONS = ("norms_per_layer", "qk_norm", "qkv_bias", "rotary_fraction", "logit_softcap", "window", "global_every",
-               "nope_every", "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim")
+_EXTENSIONS = ("norms_per_layer", "qk_norm", "qkv_bias", "embed_norm", "rotary_fraction", "logit_softcap", "window",
+               "global_every", "nope_every", "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim",
+               "v_head_dim")
 
 
 def shape_record(shape: ModelShape) -> dict:
