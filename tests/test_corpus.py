@@ -811,8 +811,10 @@ def test_mlp_layer_types_count_the_dense_layers_and_heads_per_layer_read_when_al
     with pytest.raises(ShapewiseError, match="num_attention_heads_per_layer gives every layer 64 heads and "
                                              "num_attention_heads 48: they disagree"):
         _shape_from_config(laguna | {"num_attention_heads_per_layer": [64] * 40}, "x", "x")
-    with pytest.raises(ShapewiseError, match='mlp_layer_types must list "dense" or "sparse" for each of the 40'):
+    with pytest.raises(ShapewiseError, match="mlp_layer_types gives 3 entries but the model has 40 layers; give one per"):
         _shape_from_config(alike | {"mlp_layer_types": ["dense"] * 3}, "x", "x")
+    with pytest.raises(ShapewiseError, match='mlp_layer_types must be a list of one "dense" or "sparse" per layer, got'):
+        _shape_from_config(alike | {"mlp_layer_types": ["dense", "moe"] * 20}, "x", "x")
 
 
 def test_unmodelled_structures_are_refused_and_their_neutral_values_are_not():

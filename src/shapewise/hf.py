@@ -263,11 +263,8 @@ def _moe_dense_layers(r: _Reader, layers: int) -> int:
     present = set(r._present(("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers",
                               "interleave_moe_layer_step", "moe_layers", "moe_layer_start_index",
                               "moe_layer_end_index", "moe_layer_interval")))
-    kinds = r.get("mlp_layer_types")  # Laguna: "dense" or "sparse", one a layer
-    if kinds is not None:
-        if (not isinstance(kinds, list) or len(kinds) != layers
-                or not all(k in ("dense", "sparse") for k in kinds)):
-            r.fail(f"mlp_layer_types must list \"dense\" or \"sparse\" for each of the {layers} layers")
+    if r.get("mlp_layer_types") is not None:  # Laguna: "dense" or "sparse", one a layer
+        kinds = _layer_entries(r, "mlp_layer_types", layers, is_entry=_is_mlp_kind, entry='"dense" or "sparse"')
         return kinds.count("dense")
     if present & {"first_k_dense_replace", "moe_layer_freq"}:
         # DeepseekV3: a layer is MoE when idx >= first_k_dense_replace and idx % moe_layer_freq == 0
@@ -744,13 +741,18 @@ def _is_flag(v) -> bool:
     return isinstance(v, int) and v in (0, 1)
 
 
+def _is_mlp_kind(v) -> bool:
+    return v in ("dense", "sparse")
+
+
 def _is_rotary_base(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
 
 
 def _layer_entries(r: _Reader, key: str, layers: int, *, is_entry=_is_flag, entry: str = "0 or 1") -> list:
     """A list of one `entry` per layer (no_rope_layers and moe_layer_freq: 0 or 1; layer_rope_theta: a rotary
-    base, 0 where the layer has none, as Muse Glimmer writes it); entries past the layers are not read."""
+    base, 0 where the layer has none, as Muse Glimmer writes it; mlp_layer_types: "dense" or "sparse"); entries
+    past the layers are not read."""
     value = r.get(key)
     if not isinstance(value, list) or not all(is_entry(v) for v in value):
         r.fail(f"{key} must be a list of one {entry} per layer, got {_json_words(value)}")
