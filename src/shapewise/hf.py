@@ -883,8 +883,13 @@ _ACT_NAME = {"swiglu": "silu", "geglu": "gelu_pytorch_tanh", "gelu": "gelu_new",
 
 
 def _template(s: ModelShape) -> dict:
-    """A fresh config for s: GPT-2 style when it has learned positions, Llama (or Mixtral) style when
-    its MLP is gated, GPT-NeoX style otherwise; _fit then adds whatever that style leaves implicit."""
+    """A fresh config for s: BLOOM style when it normalizes its embeddings, GPT-2 style when it has learned
+    positions, Llama (or Mixtral) style when its MLP is gated, GPT-NeoX style otherwise; _fit then adds whatever
+    that style leaves implicit."""
+    if s.embed_norm:  # BLOOM's is the layout with a norm over the embeddings (ALiBi, a GELU MLP 4 × hidden wide)
+        return {"architectures": ["BloomForCausalLM"], "model_type": "bloom", "n_embed": s.hidden,
+                "n_layer": s.num_layers, "n_head": s.num_heads, "vocab_size": s.vocab, "layer_norm_epsilon": 1e-5,
+                "tie_word_embeddings": s.tied_embeddings}
     if s.learned_positions:
         return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": s.hidden,
                 "n_layer": s.num_layers, "n_head": s.num_heads, "n_inner": s.ffn, "n_positions": s.learned_positions,
