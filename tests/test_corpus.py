@@ -24,12 +24,13 @@ FIFTH = CORPUS.parent / "hf-fifth"  # a fifth round's
 SIXTH = CORPUS.parent / "hf-sixth"  # a sixth's
 SEVENTH = CORPUS.parent / "hf-seventh"  # a seventh's
 EIGHTH = CORPUS.parent / "hf-eighth"  # an eighth's
-FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH)
+NINTH = CORPUS.parent / "hf-ninth"  # a ninth's
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
            "llama-3.3-nemotron-super-49b-v1": "each of its 80 layers its own attention and MLP \\(block_configs\\)",
-           "gemma-4-26b-a4b": "global attention layers of another head dim", "qwen3.5-27b": "layer_types of linear_attention",
+           "gemma-4-26b-a4b": "global attention layers of another head dim", "qwen3.5-27b": "a linear-attention hybrid",
            "phi-3-small-8k-instruct": "block-sparse attention \\(blocksparse_\\*\\) on all layers but every "
                                       "dense_attention_every_n_layers-th",
            "mimo-v2-flash": "sliding-window layers with their own key/value heads and head dims "
@@ -38,13 +39,15 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
                                 "compressed keys by layer \\(compress_ratios\\); its hyper-connections",
            "laguna-xs.2-fp8": "num_attention_heads_per_layer differs by layer \\(48, 64\\)",
            "nemotron-3-nano-30b-a3b": "Mamba/attention hybrid",
-           "lfm2.5-vl-1.6b": "convolution/attention hybrid", "qwen3.5-397b-a17b": "layer_types of linear_attention",
+           "lfm2.5-vl-1.6b": "convolution/attention hybrid", "qwen3.5-397b-a17b": "a linear-attention hybrid",
            "gemma-4-31b-it-nvfp4": "global attention layers of another head dim",
            "kimi-k3": "linear-attention \\(Kimi Delta Attention\\) hybrid",
            "whisper-large-v3-turbo": "an encoder-decoder model \\(encoder_layers, decoder_layers\\); shapewise prices "
                                      "decoder-only transformers",
            "qwen3-next-80b-a3b-thinking": "a linear-attention hybrid",
-           "gemma-4-e2b": "per-layer input embeddings \\(hidden_size_per_layer_input\\)"}
+           "gemma-4-e2b": "per-layer input embeddings \\(hidden_size_per_layer_input\\)",
+           "nemotron-h-56b-base-8k": "Mamba/attention hybrid", "rwkv5-3b": "RWKV recurrent model",
+           "snowflake-arctic-embed-m": "an encoder-only model"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -93,6 +96,10 @@ PUBLISHED = {
     "ernie-4.5-21b-a3b": ("21B", "3B"), "deepseek-moe-16b": ("16.4B", "2.8B"), "gpt-bigcode-santacoder": "1.1B",
     "orion-14b": "14B", "internlm-7b": "7B", "minicpm-2b-sft-bf16": "2.7B", "aya-23-8b": "8B",
     "smollm2-360m": "360M", "stablelm-2-zephyr-1.6b": "1.6B",
+    # the ninth round's (Ministral 3's "3.4B" is its language model's, beside a 0.4B vision encoder; Phi-2's count
+    # here is the hub's, as ../hf/'s; GLM-5.2's is GLM-5's 744B)
+    "phi-2-msft": 2_779_683_840, "gemma-2-27b": "27.2B", "minitron-4b-base": "4B", "glm-5.2-nvfp4": "744B",
+    "ministral-3-3b-2512": "3.4B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -174,6 +181,8 @@ def test_counts_to_the_parameter_where_the_paper_gives_them():
     # Gemma 2 paper, Table 1: 8,324,201,984 non-embedding parameters (four norms a layer, GeGLU, head dim 256)
     gemma2 = read("gemma-2-9b-it")
     assert gemma2.params - gemma2.vocab * gemma2.hidden == 8_324_201_984
+    gemma2 = read("gemma-2-27b")  # the same table: 26,047,480,320 (query_pre_attn_scalar 144 scales, no op)
+    assert gemma2.params - gemma2.vocab * gemma2.hidden == 26_047_480_320
     assert read("stablelm-3b-4e1t").params == 2_795_443_200  # the model card's table
 
 
@@ -1083,3 +1092,38 @@ def test_falcons_norms_are_read_from_its_own_key(tmp_path):
         load_config(path)
     path.write_text(json.dumps({**json.loads(FILES["falcon-7b"].read_text()), "parallel_attn": False}))
     assert load_config(path).norms_per_layer == 2  # one after the other: a norm each
+
+
+def test_ninth_pass_reads_by_the_models_own_rules(tmp_path):
+    # Phi-2's first config (phi-msft, Microsoft's code) rotates rotary_dim dims of each head: it was refused, its
+    # rotary_dim held to PhiConfig's partial_rotary_factor; it reads as the transformers config of the same model
+    structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}
+    assert structure(read("phi-2-msft")) == structure(read("phi-2"))
+    # Minitron (nemotron) was guessed, biases on every linear among the guesses: NemotronConfig has none
+    with unwarned():
+        minitron = read("minitron-4b-base")
+    assert (minitron.mlp, minitron.norm, minitron.bias, minitron.rotary_width, minitron.kv_heads) == \
+        ("relu", "layernorm", False, 64, 8)
+    # GLM-5.2's layer_types name DeepSeek's sparse attention, read as the attention it is (its indexer said)
+    cfg = json.loads(FILES["glm-5.2-nvfp4"].read_text())
+    with pytest.warns(ShapewiseWarning, match="index_topk 2048"):
+        glm = read("glm-5.2-nvfp4")
+    bare = {k: v for k, v in cfg.items() if k != "layer_types"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        assert glm == _shape_from_config(bare, "x", glm.name, source=glm.source)
+    with pytest.warns(ShapewiseWarning, match="its sparse attention layers \\(layer_types deepseek_sparse_attention\\) "
+                                              "are priced as dense attention"):
+        _shape_from_config({k: v for k, v in cfg.items() if k != "index_topk"}, "x", "x")
+    # Qwen3.5 is refused by its type, also where a file leaves out the layer_types that name its linear layers
+    trimmed = {"model_type": "qwen3_5_text", "hidden_size": 3584, "num_hidden_layers": 62, "num_attention_heads": 28,
+               "num_key_value_heads": 4, "intermediate_size": 17408, "vocab_size": 248064}
+    with pytest.raises(ShapewiseError, match="qwen3_5_text is a linear-attention hybrid"):
+        _shape_from_config(trimmed, "x", "x")
+
+
+def test_an_encoder_only_model_is_refused_in_one_line(capsys):
+    # BERT (snowflake-arctic-embed-m) was priced as a causal decoder with a vocabulary head, its type guessed
+    assert main(["check", "--config", str(FILES["snowflake-arctic-embed-m"])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bert (BertModel) is an encoder-only model" in err

@@ -9,7 +9,7 @@ Gemma2Config(hidden_activation="gelu_pytorch_tanh")) or of the model's own confi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,10 @@ FAMILIES: dict[str, Family] = {
                     positions="alibi", embed_norm=True),
     "mpt": Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=False, act="gelu",
                   positions="alibi"),
+    # Nemotron-4 and Minitron (NemotronConfig): a plain MLP of squared ReLU (relu2), LayerNorms with weight and
+    # bias (LayerNorm1P), no biases on the linears, half of each head rotated
+    "nemotron": Family(gated=False, norm="layernorm", bias=False, tied=False, parallel=False, act="relu2",
+                       rotary="partial_rotary_factor", defaults=(("partial_rotary_factor", 0.5),)),
     "starcoder2": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,
                          act="gelu_pytorch_tanh", window="all"),
     **{t: _FALCON for t in ("falcon", "refinedwebmodel", "refinedweb")},
@@ -221,7 +225,9 @@ FAMILIES: dict[str, Family] = {
 NESTED_DEFAULTS = {"llama": (("vocab_size", 32000), ("hidden_size", 4096), ("intermediate_size", 11008),
                              ("num_hidden_layers", 32), ("num_attention_heads", 32),
                              ("max_position_embeddings", 2048))}
-FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = FAMILIES["phi"]  # phi-2's first config
+# Phi-1.5's and Phi-2's first configs (Microsoft's own modeling code): Phi's layout, each head rotating its
+# rotary_dim dims (PhiConfig's partial_rotary_factor is not theirs)
+FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"], rotary="rotary_dim")
 FALCON_TYPES = ("falcon", "refinedwebmodel", "refinedweb")
 
 # Architectures whose layers are not (all) attention blocks: shapewise has no ops for their state-space
@@ -235,8 +241,14 @@ NOT_ATTENTION = {
     "rwkv": "an RWKV recurrent model", "rwkv5": "an RWKV recurrent model", "rwkv6": "an RWKV recurrent model",
     "rwkv7": "an RWKV recurrent model", "xlstm": "an xLSTM recurrent model", "lfm2": "a convolution/attention hybrid",
     "qwen3_next": "a linear-attention hybrid", "minimax_text_01": "a linear-attention hybrid",
+    # Qwen3.5: refused by its type too, for a file that leaves out the layer_types that name its linear layers
+    **{t: "a linear-attention hybrid" for t in ("qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")},
     "kimi_linear": "a linear-attention (Kimi Delta Attention) hybrid",
 }
+# Encoder-only models (BERT and its kin): every token attends to every other, after a learned position table
+# and token types, with no causal language-model head; shapewise prices decoder-only transformers.
+ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "albert", "electra", "deberta",
+                "deberta-v2", "camembert", "mpnet", "modernbert", "nomic_bert", "megatron-bert", "roformer", "ernie")
 # Keys that only hybrid or recurrent configs carry: an unknown type with one of them is refused too.
 NOT_ATTENTION_KEYS = ("mamba_d_state", "ssm_cfg", "state_size", "attn_layer_period", "block_types",
                       "_block_types", "layers_block_type", "hybrid_override_pattern", "lru_width",

@@ -11,6 +11,7 @@ from pathlib import Path
 from .errors import ShapewiseError, warn
 from .families import (
     ACTIVATIONS,
+    ENCODER_ONLY,
     FALCON_TYPES,
     FAMILIES,
     NESTED_DEFAULTS,
@@ -177,7 +178,10 @@ def _unwrap(cfg: dict) -> dict:
     return cfg
 
 
-_ATTENTION_LAYERS = ("full_attention", "sliding_attention", "chunked_attention", "attention")
+# deepseek_sparse_attention (GLM-5.2's): full attention through a sparse indexer, priced as dense attention and
+# said so (by its index_topk, or where the file gives none, by its layer_types)
+_ATTENTION_LAYERS = ("full_attention", "sliding_attention", "chunked_attention", "attention",
+                     "deepseek_sparse_attention")
 
 
 class NotATransformer(ShapewiseError):
@@ -197,6 +201,10 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
         said = ", ".join(halves) if halves else "is_encoder_decoder"
         raise NotATransformer(f"{where}: {named or 'this model'} is an encoder-decoder model ({said}); shapewise "
                               f"prices decoder-only transformers and cannot price its encoder or cross-attention")
+    if model_type in ENCODER_ONLY:  # BERT, RoBERTa: bidirectional layers, no causal head
+        raise NotATransformer(f"{where}: {named} is an encoder-only model (every token attends to every other, "
+                              f"no causal language-model head); shapewise prices decoder-only transformers and "
+                              f"cannot price it")
     what = NOT_ATTENTION.get(model_type)
     if what is None and model_type not in FAMILIES:
         hybrid = [k for k in NOT_ATTENTION_KEYS if k in cfg]
@@ -778,6 +786,9 @@ def _layer_types(r: _Reader, layers: int, notes: list[str]) -> list[str] | None:
         r.fail(f"layer_types names {len(types)} layers but the model has {layers}; give one entry per layer")
     if len(types) > layers:  # EXAONE 4.5 writes one more, for its multi-token prediction layer
         notes.append(f"its layer_types names {len(types)} layers for {layers}; the first {layers} are read")
+    if "deepseek_sparse_attention" in types[:layers] and not r.cfg.get("index_topk"):
+        notes.append("its sparse attention layers (layer_types deepseek_sparse_attention) are priced as dense "
+                     "attention, dearer at long sequences")
     return types[:layers]
 
 
