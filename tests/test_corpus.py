@@ -1099,6 +1099,9 @@ def test_ninth_pass_reads_by_the_models_own_rules(tmp_path):
     # rotary_dim held to PhiConfig's partial_rotary_factor; it reads as the transformers config of the same model
     structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}
     assert structure(read("phi-2-msft")) == structure(read("phi-2"))
+    # a transformers Phi config that leaves partial_rotary_factor out rotates half of each head (PhiConfig's 0.5)
+    phi = {k: v for k, v in json.loads(FILES["phi-2"].read_text()).items() if k != "partial_rotary_factor"}
+    assert _shape_from_config(phi, "x", "x").rotary_width == 40
     # Minitron (nemotron) was guessed, biases on every linear among the guesses: NemotronConfig has none
     with unwarned():
         minitron = read("minitron-4b-base")

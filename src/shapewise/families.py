@@ -206,7 +206,7 @@ FAMILIES: dict[str, Family] = {
                    rotary="rotary_dim", norms_per_layer=1),
     "gpt_neox": _NEOX,
     "phi": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
-                  rotary="partial_rotary_factor", norms_per_layer=1),
+                  rotary="partial_rotary_factor", norms_per_layer=1, defaults=(("partial_rotary_factor", 0.5),)),
     "bloom": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
                     positions="alibi", embed_norm=True),
     "mpt": Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=False, act="gelu",
@@ -227,7 +227,7 @@ NESTED_DEFAULTS = {"llama": (("vocab_size", 32000), ("hidden_size", 4096), ("int
                              ("max_position_embeddings", 2048))}
 # Phi-1.5's and Phi-2's first configs (Microsoft's own modeling code): Phi's layout, each head rotating its
 # rotary_dim dims (PhiConfig's partial_rotary_factor is not theirs)
-FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"], rotary="rotary_dim")
+FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"], rotary="rotary_dim", defaults=())
 FALCON_TYPES = ("falcon", "refinedwebmodel", "refinedweb")
 
 # Architectures whose layers are not (all) attention blocks: shapewise has no ops for their state-space
