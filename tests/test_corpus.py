@@ -1044,15 +1044,22 @@ def test_eighth_pass_types_are_read_by_their_own_rules():
 
 
 @pytest.mark.parametrize("stem, qkv", [("glm-4.5", 92 * (96 + 2 * 8) * 128), ("mimo-7b-base", 36 * (32 + 2 * 8) * 128),
+                                       ("qwen2-7b", 28 * (28 + 2 * 4) * 128), ("qwen-7b", 32 * 3 * 4096),
+                                       ("qwen1.5-moe-a2.7b", 24 * 3 * 2048),
                                        ("stablelm-2-zephyr-1.6b", 24 * 3 * 2048), ("glm-4-9b", 40 * (32 + 2 * 2) * 128),
                                        ("chatglm3-6b", 28 * (32 + 2 * 2) * 128)])
 def test_biases_on_q_k_and_v_alone_are_counted_there(stem, qkv, tmp_path):
-    # attention_bias (GLM-4.5, MiMo), use_qkv_bias (StableLM), add_qkv_bias (ChatGLM): q, k and v biases, no others
+    # attention_bias (GLM-4.5, MiMo), use_qkv_bias (StableLM), add_qkv_bias (ChatGLM), qkv_bias (Qwen2-MoE), or the
+    # model's code whatever the file says (Qwen2, Qwen): q, k and v biases, no others
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ShapewiseWarning)
         s, base = read(stem), json.loads(FILES[stem].read_text())
     assert (s.bias, s.qkv_bias) == (False, True)
     assert s.params - s.replace(qkv_bias=False).params == qkv
+    if _family(base).qkv_bias == "always":  # no key to unset: refused, not mis-written
+        with pytest.raises(ShapewiseError, match="cannot hold this shape's qkv bias False"):
+            to_hf_config(s.replace(qkv_bias=False), base)
+        return
     unbiased = to_hf_config(s.replace(qkv_bias=False), base)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ShapewiseWarning)

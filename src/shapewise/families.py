@@ -31,7 +31,8 @@ class Family:
     expert_ffn_key: str = ""  # the key of the experts' width, where not moe_intermediate_size (Llama 4)
     shared_experts: int = 0  # shared experts every MoE layer runs, where the file does not count them (Llama 4)
     # The key whose true puts biases on the query, key and value projections alone, the others having none
-    # (GLM-4.5's and MiMo's attention_bias, StableLM's use_qkv_bias, ChatGLM's add_qkv_bias)
+    # (GLM-4.5's and MiMo's attention_bias, StableLM's use_qkv_bias, ChatGLM's add_qkv_bias), or "always" where
+    # the model's code puts them there whatever the file says (Qwen2's and Qwen's attention)
     qkv_bias: str = ""
     embed_norm: bool = False  # a norm over the embeddings before the first layer (BLOOM)
     # Experts intermediate_size wide, no dense MLP beside them and no key of their own for the experts' width
@@ -70,9 +71,12 @@ FAMILIES: dict[str, Family] = {
     # sparse indexer, which hf warns of);
     # XVERSE: Llama's (XVERSE-7B writes no kv heads: as many as heads);
     # Qwen2-VL and Qwen2.5-VL: Qwen2's language model beside vision_config
-    **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2",
-                           "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe_lite", "qwen2_vl", "qwen2_5_vl",
-                           "glm_moe_dsa", "xverse")},
+    **{t: _LLAMA for t in ("llama", "mixtral", "internlm2", "granite", "deepseek_v2", "deepseek_v3", "deepseek_v32",
+                           "kimi_k2", "glm4_moe_lite", "glm_moe_dsa", "xverse")},
+    # Qwen2 (and its VL models' language model): Llama's layout with biases on q, k and v, which its code puts
+    # there whatever the file says; Qwen2-MoE's where its qkv_bias says (Qwen2MoeConfig: true)
+    **{t: replace(_LLAMA, qkv_bias="always") for t in ("qwen2", "qwen2_vl", "qwen2_5_vl")},
+    "qwen2_moe": replace(_LLAMA, qkv_bias="qkv_bias", defaults=(("qkv_bias", True),)),
     # DeepSeek-MoE (its own DeepseekConfig): Llama's layout with DeepSeek-V2's MoE keys, multi-head attention;
     # InternLM (1): Llama's, with biases on q, k, v and o where its bias key says (shapewise's bias puts one
     # on every linear: 0.01% of InternLM-7B)
@@ -105,11 +109,13 @@ FAMILIES: dict[str, Family] = {
                        defaults=(("partial_rotary_factor", 0.5), ("n_routed_experts", 128), ("num_experts_per_tok", 8),
                                  ("moe_intermediate_size", 1408), ("n_shared_experts", 1),
                                  ("first_k_dense_replace", 1), ("num_nextn_predict_layers", 1))),
-    # Qwen (1): a SwiGLU whose two matrices are each half of intermediate_size wide, RMSNorm
+    # Qwen (1): a SwiGLU whose two matrices are each half of intermediate_size wide, RMSNorm, biases on its
+    # fused query, key and value projection (c_attn) whatever no_bias says of the others
     "qwen": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_pct",
-                   fused_mlp=True, defaults=(("rotary_pct", 1.0),)),
+                   fused_mlp=True, qkv_bias="always", defaults=(("rotary_pct", 1.0),)),
     # Molmo (OLMo's code): ff_proj is intermediate_size wide, gate and value halves of one SwiGLU
-    "molmo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, fused_mlp=True),
+    "molmo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, fused_mlp=True,
+                    qkv_bias="qkv_bias"),
     # Llama 4: experts of intermediate_size beside one shared expert, dense layers of intermediate_size_mlp;
     # text_config of the "llama4" wrapper; no rotary embedding on every 4th layer (Llama4TextConfig)
     "llama4_text": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,

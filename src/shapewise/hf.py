@@ -442,7 +442,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         bias = family.bias if family is not None else norm == "layernorm"
         if family is None:
             guesses.append("biases" if bias else "no biases")
-    qkv_bias = bool(qkv_key) and not bias and r.flag((qkv_key,), False)
+    qkv_bias = not bias and (qkv_key == "always" or bool(qkv_key) and r.flag((qkv_key,), False))
     tied = r.flag(("tie_word_embeddings",), family.tied if family is not None else None)
     if tied is None:
         tied = True  # PretrainedConfig's own default
@@ -895,8 +895,8 @@ _ACT_NAME = {"swiglu": "silu", "geglu": "gelu_pytorch_tanh", "gelu": "gelu_new",
 
 def _template(s: ModelShape) -> dict:
     """A fresh config for s: BLOOM style when it normalizes its embeddings, GPT-2 style when it has learned
-    positions, Llama (or Mixtral) style when its MLP is gated, GPT-NeoX style otherwise; _fit then adds whatever
-    that style leaves implicit."""
+    positions, Llama (or Mixtral, Qwen2, SmolLM3, Mistral) style when its MLP is gated, GPT-NeoX style otherwise;
+    _fit then adds whatever that style leaves implicit."""
     if s.embed_norm:  # BLOOM's is the layout with a norm over the embeddings (ALiBi, a GELU MLP 4 × hidden wide)
         return {"architectures": ["BloomForCausalLM"], "model_type": "bloom", "n_embed": s.hidden,
                 "n_layer": s.num_layers, "n_head": s.num_heads, "vocab_size": s.vocab, "layer_norm_epsilon": 1e-5,
@@ -908,8 +908,9 @@ def _template(s: ModelShape) -> dict:
                 "layer_norm_epsilon": 1e-5, "tie_word_embeddings": s.tied_embeddings}
     if s.gated:
         # SmolLM3 is Llama's layout with NoPE layers (no_rope_layers, written by _fit); Mistral's, with a
-        # window on every layer (sliding_window)
+        # window on every layer (sliding_window); Qwen2's, with biases on q, k and v
         arch, model_type = ("MixtralForCausalLM", "mixtral") if s.is_moe else \
+            ("Qwen2ForCausalLM", "qwen2") if s.qkv_bias else \
             ("SmolLM3ForCausalLM", "smollm3") if s.nope_every else \
             ("MistralForCausalLM", "mistral") if s.window and not s.global_every else ("LlamaForCausalLM", "llama")
         cfg = {"architectures": [arch], "model_type": model_type, "hidden_size": s.hidden,
@@ -1022,8 +1023,8 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
         if cfg.get("no_bias") is not None:
             cfg["no_bias"] = not s.bias
         _put(cfg, _bias_keys(family), s.bias, "bias")
-    if differs("qkv_bias") and family is not None and family.qkv_bias:  # (another type's read-back refuses it)
-        cfg[family.qkv_bias] = s.qkv_bias
+    if differs("qkv_bias") and family is not None and family.qkv_bias not in ("", "always"):
+        cfg[family.qkv_bias] = s.qkv_bias  # (a type with no such key refuses it when the config is read back)
     if differs("tied_embeddings"):
         cfg["tie_word_embeddings"] = s.tied_embeddings
     if differs("parallel_attn"):
