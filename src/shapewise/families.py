@@ -279,4 +279,4 @@ def families_text() -> str:
             f"price: {refused}); a multimodal wrapper (gemma3, ...) by its "
             f"text_config, with a warning that its vision encoder is not priced; other types are read with a "
             f"warning naming each guessed field (refused with --strict); refused as not attention transformers: "
-            f"{', '.join(sorted(NOT_ATTENTION))}.")
+            f"{', '.join(sorted(NOT_ATTENTION))}; refused as encoder-only models: {', '.join(sorted(ENCODER_ONLY))}.")
