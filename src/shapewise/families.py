@@ -94,7 +94,8 @@ FAMILIES: dict[str, Family] = {
     "exaone": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
     # SmolLM3: Llama's layout, tied, no rotary embedding on every 4th layer (SmolLM3Config)
     "smollm3": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, nope_interval=4),
-    # MiMo: Qwen2's layout, whose code puts biases on q, k and v whatever attention_bias says
+    # MiMo: Qwen2's layout, biases on q, k and v where attention_bias says (Qwen2's code, which MiMo's builds on,
+    # puts them there; MiMo's files write it true and it is read so where they leave it out)
     "mimo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qkv_bias="attention_bias",
                    defaults=(("attention_bias", True),)),
     # Granite MoE and MiniMax-M2: experts of intermediate_size, no dense MLP (GraniteMoeConfig,
@@ -279,4 +280,5 @@ def families_text() -> str:
             f"price: {refused}); a multimodal wrapper (gemma3, ...) by its "
             f"text_config, with a warning that its vision encoder is not priced; other types are read with a "
             f"warning naming each guessed field (refused with --strict); refused as not attention transformers: "
-            f"{', '.join(sorted(NOT_ATTENTION))}; refused as encoder-only models: {', '.join(sorted(ENCODER_ONLY))}.")
+            f"{', '.join(sorted(NOT_ATTENTION))}; refused as encoder-only models: "
+            f"{', '.join(sorted(ENCODER_ONLY))}.")

@@ -94,7 +94,7 @@ class ModelShape:
     # each query and key head normalized before attention (Qwen3, OLMo-2, Gemma-3); with NoPE layers among
     # rotary ones, on the rotary layers only (Llama 4's code: use_qk_norm and use_rope)
     qk_norm: bool = False
-    qkv_bias: bool = False  # biases on the query, key and value projections alone (GLM-4.5, MiMo, StableLM 2)
+    qkv_bias: bool = False  # biases on the query, key and value projections alone (Qwen2, GLM-4.5, StableLM 2)
     embed_norm: bool = False  # a norm over the embeddings before the first layer (BLOOM's word_embeddings_layernorm)
     rotary_fraction: float = 1.0  # share of each head's dims rotated; 0: no rotary (ALiBi); NeoX 0.25
     logit_softcap: bool = False  # the output logits squashed by tanh (Gemma-2)
