@@ -686,6 +686,18 @@ def test_llama4_normalizes_queries_and_keys_on_its_rotary_layers_only(tmp_path):
         assert load_config(tmp_path).num_qk_norm_layers == 6  # a type of no rule: the guess is said
 
 
+def test_exaone_4_global_layers_run_without_rotary_embeddings_and_normalize_queries_and_keys():
+    # Exaone4Attention: "global NoPE for hybrid attention model", QK-norm on every layer; all global: RoPE on all
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        hybrid, small = read("exaone-4.0-32b"), read("exaone-4.0-1.2b")
+    assert (hybrid.global_every, hybrid.nope_every, hybrid.num_rope_layers, hybrid.num_qk_norm_layers) == (4, 4, 48, 64)
+    assert (small.window, small.nope_every, small.num_rope_layers) == (0, 0, 30)
+    ops = model_ops(hybrid, Workload(batch=1, seq=1024))
+    assert {op.name: op.count for op in ops if op.name in ("attn/rope", "attn/qk_norm")} == {"attn/rope": 48,
+                                                                                            "attn/qk_norm": 64}
+
+
 def test_nope_layers_are_written_back_in_the_configs_own_keys(tmp_path):
     smol, base = read("smollm3-3b"), json.loads(FILES["smollm3-3b"].read_text())
     deeper = to_hf_config(smol.replace(num_layers=40), base)

@@ -50,6 +50,8 @@ class Family:
     # NoPE: where the file gives no no_rope_layers list (or an empty one), a layer in every
     # no_rope_layer_interval, this by default, runs without rotary embeddings (SmolLM3Config, Llama4TextConfig)
     nope_interval: int = 0
+    nope_global: bool = False  # the global layers among sliding-window ones run without rotary embeddings (EXAONE 4)
+    qk_norm_rope_only: bool = False  # QK-norm on the rotary layers alone, none on the NoPE ones (Llama 4)
     # Fields the type's configuration class fills in when the file leaves them out, as (key, value) pairs:
     # Gemma-3's multimodal wrapper writes only the text fields that differ from Gemma3TextConfig's.
     defaults: tuple = ()
@@ -121,7 +123,7 @@ FAMILIES: dict[str, Family] = {
     # text_config of the "llama4" wrapper; no rotary embedding on every 4th layer (Llama4TextConfig)
     "llama4_text": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
                           ffn_key="intermediate_size_mlp", expert_ffn_key="intermediate_size", shared_experts=1,
-                          nope_interval=4, defaults=(("intermediate_size_mlp", 16384),)),
+                          nope_interval=4, qk_norm_rope_only=True, defaults=(("intermediate_size_mlp", 16384),)),
     # Hunyuan-A13B (Tencent's HunYuanConfig and modeling code): experts per token, expert widths and shared
     # MLPs given per layer, one value for every layer in the published files; one shared MLP of
     # intermediate_size × num_shared_expert beside the routed experts; QK-norm by use_qk_norm
@@ -174,11 +176,12 @@ FAMILIES: dict[str, Family] = {
        for t in ("mistral", "ministral", "ministral3")},
     # layer_types name each layer's attention: sliding or full (gpt-oss alternates; EXAONE 4 and OLMo 3 run
     # three sliding layers to one full); EXAONE 4 and OLMo 3 normalize after each block, with QK-norm
-    # (the configuration classes' window and pattern where a file leaves them out)
+    # (the configuration classes' window and pattern where a file leaves them out); EXAONE 4's full layers
+    # among sliding ones rotate nothing (Exaone4Attention: "global NoPE for hybrid attention model")
     "gpt_oss": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False, window="pattern",
                       experts_at_ffn=True, defaults=(("sliding_window", 128), ("sliding_window_pattern", 2))),
     **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True, window="pattern",
-                 defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4)))
+                 nope_global=t != "olmo3", defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4)))
        for t in ("exaone4", "exaone4_5_text", "olmo3")},
     **{t: _QWEN3 for t in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text")},
     "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True),

@@ -506,6 +506,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
 
     window, global_every = _window(r, family, layers, guesses, notes)
     nope_every = _nope_every(r, family, layers, notes) if rotary != 0 and not positions else 0
+    if family is not None and family.nope_global and global_every and rotary != 0:
+        nope_every = global_every  # EXAONE 4: a window on the other layers, no rotary embedding on the global ones
     notes += _priced_otherwise(r, vocab)
     stored = _stored_as(cfg.get("quantization_config") or outer.get("quantization_config"))
     if stored:  # DeepSeek-V3's FP8, gpt-oss's MXFP4, EXAONE's W4A16: the file is the checkpoint's, not the run's
@@ -517,9 +519,11 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         notes.append(f"its QK-norm over all heads at once (qk_norm_type per_layer: {(heads + (kv or heads)) * d:,} "
                      f"weights a layer) is counted as one norm per head ({2 * d} weights a layer); its ops are "
                      f"the same")
-    if qk_norm and nope_every and family is None:
+    rope_only = family.qk_norm_rope_only if family is not None else bool(qk_norm and nope_every)
+    if rope_only and family is None:
         guesses.append("QK-norm on its rotary layers only, as Llama 4's code runs it")
     extra = dict(norms_per_layer=_norms_per_layer(r, family, model_type, parallel), qk_norm=qk_norm,
+                 qk_norm_nope=not rope_only,
                  rotary_fraction=1.0 if rotary is None else rotary, window=window, global_every=global_every,
                  nope_every=nope_every, num_dense_layers=dense,
                  logit_softcap=bool(family and family.softcap and cfg.get("final_logit_softcapping")), **mla)

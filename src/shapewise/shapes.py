@@ -91,9 +91,10 @@ class ModelShape:
     num_shared_experts: int = 0
     # Beyond the plain pre-norm block (each default is the plain block):
     norms_per_layer: int = 2  # Gemma-2/3 wrap attention and MLP in pre- and post-norms: 4; one shared by parallel ones: 1
-    # each query and key head normalized before attention (Qwen3, OLMo-2, Gemma-3); with NoPE layers among
-    # rotary ones, on the rotary layers only (Llama 4's code: use_qk_norm and use_rope)
-    qk_norm: bool = False
+    qk_norm: bool = False  # each query and key head normalized before attention (Qwen3, OLMo-2, Gemma-3)
+    # with NoPE layers, whether they normalize queries and keys too (EXAONE 4) or the rotary layers alone do
+    # (Llama 4's code: use_qk_norm and use_rope)
+    qk_norm_nope: bool = True
     qkv_bias: bool = False  # biases on the query, key and value projections alone (Qwen2, GLM-4.5, StableLM 2)
     embed_norm: bool = False  # a norm over the embeddings before the first layer (BLOOM's word_embeddings_layernorm)
     rotary_fraction: float = 1.0  # share of each head's dims rotated; 0: no rotary (ALiBi); NeoX 0.25
@@ -234,11 +235,11 @@ class ModelShape:
 
     @property
     def num_qk_norm_layers(self) -> int:
-        """Layers that normalize their queries and keys: every one, the NoPE layers aside where the model has
-        them (Llama 4 normalizes only what it rotates)."""
+        """Layers that normalize their queries and keys: every one, or the rotary ones alone where the NoPE
+        layers do not (qk_norm_nope: Llama 4 normalizes only what it rotates)."""
         if not self.qk_norm:
             return 0
-        return self.num_rope_layers if self.nope_every and self.rotary_width else self.num_layers
+        return self.num_layers if self.qk_norm_nope or not self.nope_every else self.num_rope_layers
 
     @property
     def attention_params(self) -> int:
@@ -401,6 +402,8 @@ def canonical(shape: ModelShape) -> ModelShape:
         changes["v_head_dim"] = None
     if shape.qkv_bias and shape.bias:  # every linear's biases hold the query, key and value ones
         changes["qkv_bias"] = False
+    if not shape.qk_norm_nope and not (shape.qk_norm and shape.nope_every):  # no NoPE layers' QK-norm to skip
+        changes["qk_norm_nope"] = True
     return shape.replace(**changes) if changes else shape
 
 
@@ -412,7 +415,7 @@ STRUCTURAL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelShape)
 
 # Fields added for real configs (windows, latent attention, ...). A shape's record in a results store
 # leaves them out while they hold their defaults, so that measurements keyed before they existed match.
-_EXTENSIONS = ("norms_per_layer", "qk_norm", "qkv_bias", "embed_norm", "rotary_fraction", "logit_softcap", "window",
+_EXTENSIONS = ("norms_per_layer", "qk_norm", "qk_norm_nope", "qkv_bias", "embed_norm", "rotary_fraction", "logit_softcap", "window",
                "global_every", "nope_every", "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim",
                "v_head_dim")
 
