@@ -224,7 +224,8 @@ def _model_rows(s: ModelShape) -> list:
                      + f"; query/key head {s.qk_head_dim} ({s.d_head} + {s.rope_head_dim} rotary), "
                        f"value head {s.v_dim}"))
     if s.qk_norm:
-        rows.append(("QK-norm", "yes"))
+        rows.append(("QK-norm", "yes" if s.num_qk_norm_layers == s.num_layers
+                     else f"on the {s.num_qk_norm_layers} rotary layers of {s.num_layers}"))
     if s.embed_norm:
         rows.append(("norm over the embeddings", "yes"))
     if s.logit_softcap:
