@@ -24,12 +24,13 @@ FIFTH = CORPUS.parent / "hf-fifth"  # a fifth round's
 SIXTH = CORPUS.parent / "hf-sixth"  # a sixth's
 SEVENTH = CORPUS.parent / "hf-seventh"  # a seventh's
 EIGHTH = CORPUS.parent / "hf-eighth"  # an eighth's
-FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH)
+NINTH = CORPUS.parent / "hf-ninth"  # a ninth's
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
            "llama-3.3-nemotron-super-49b-v1": "each of its 80 layers its own attention and MLP \\(block_configs\\)",
-           "gemma-4-26b-a4b": "global attention layers of another head dim", "qwen3.5-27b": "layer_types of linear_attention",
+           "gemma-4-26b-a4b": "global attention layers of another head dim", "qwen3.5-27b": "a linear-attention hybrid",
            "phi-3-small-8k-instruct": "block-sparse attention \\(blocksparse_\\*\\) on all layers but every "
                                       "dense_attention_every_n_layers-th",
            "mimo-v2-flash": "sliding-window layers with their own key/value heads and head dims "
@@ -38,13 +39,15 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
                                 "compressed keys by layer \\(compress_ratios\\); its hyper-connections",
            "laguna-xs.2-fp8": "num_attention_heads_per_layer differs by layer \\(48, 64\\)",
            "nemotron-3-nano-30b-a3b": "Mamba/attention hybrid",
-           "lfm2.5-vl-1.6b": "convolution/attention hybrid", "qwen3.5-397b-a17b": "layer_types of linear_attention",
+           "lfm2.5-vl-1.6b": "convolution/attention hybrid", "qwen3.5-397b-a17b": "a linear-attention hybrid",
            "gemma-4-31b-it-nvfp4": "global attention layers of another head dim",
            "kimi-k3": "linear-attention \\(Kimi Delta Attention\\) hybrid",
            "whisper-large-v3-turbo": "an encoder-decoder model \\(encoder_layers, decoder_layers\\); shapewise prices "
                                      "decoder-only transformers",
            "qwen3-next-80b-a3b-thinking": "a linear-attention hybrid",
-           "gemma-4-e2b": "per-layer input embeddings \\(hidden_size_per_layer_input\\)"}
+           "gemma-4-e2b": "per-layer input embeddings \\(hidden_size_per_layer_input\\)",
+           "nemotron-h-56b-base-8k": "Mamba/attention hybrid", "rwkv5-3b": "RWKV recurrent model",
+           "snowflake-arctic-embed-m": "an encoder-only model"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -93,6 +96,10 @@ PUBLISHED = {
     "ernie-4.5-21b-a3b": ("21B", "3B"), "deepseek-moe-16b": ("16.4B", "2.8B"), "gpt-bigcode-santacoder": "1.1B",
     "orion-14b": "14B", "internlm-7b": "7B", "minicpm-2b-sft-bf16": "2.7B", "aya-23-8b": "8B",
     "smollm2-360m": "360M", "stablelm-2-zephyr-1.6b": "1.6B",
+    # the ninth round's (Ministral 3's "3.4B" is its language model's, beside a 0.4B vision encoder; Phi-2's count
+    # here is the hub's, as ../hf/'s; GLM-5.2's is GLM-5's 744B)
+    "phi-2-msft": 2_779_683_840, "gemma-2-27b": "27.2B", "minitron-4b-base": "4B", "glm-5.2-nvfp4": "744B",
+    "ministral-3-3b-2512": "3.4B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -174,6 +181,8 @@ def test_counts_to_the_parameter_where_the_paper_gives_them():
     # Gemma 2 paper, Table 1: 8,324,201,984 non-embedding parameters (four norms a layer, GeGLU, head dim 256)
     gemma2 = read("gemma-2-9b-it")
     assert gemma2.params - gemma2.vocab * gemma2.hidden == 8_324_201_984
+    gemma2 = read("gemma-2-27b")  # the same table: 26,047,480,320 (query_pre_attn_scalar 144 scales, no op)
+    assert gemma2.params - gemma2.vocab * gemma2.hidden == 26_047_480_320
     assert read("stablelm-3b-4e1t").params == 2_795_443_200  # the model card's table
 
 
@@ -664,6 +673,31 @@ def test_nope_layers_are_priced_without_rotary_embeddings():
     assert smol.one_layer().num_rope_layers == 1  # a block as verify builds it rotates
 
 
+def test_llama4_normalizes_queries_and_keys_on_its_rotary_layers_only(tmp_path):
+    scout = read("llama-4-scout-17b-16e")  # Llama4TextAttention: QK-norm where use_qk_norm and use_rope
+    assert scout.qk_norm and scout.num_qk_norm_layers == scout.num_rope_layers == 36
+    for mode in ("train", "prefill", "decode"):
+        ops = model_ops(scout, Workload(batch=1, seq=1024, mode=mode))
+        assert {op.count for op in ops if op.name == "attn/qk_norm"} == {36}
+    cfg = {"model_type": "nopeish", "hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8,
+           "vocab_size": 1000, "intermediate_size": 1024, "use_qk_norm": True, "no_rope_layers": [1, 1, 1, 0] * 2}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.warns(ShapewiseWarning, match="QK-norm on its rotary layers only, as Llama 4's code runs it"):
+        assert load_config(tmp_path).num_qk_norm_layers == 6  # a type of no rule: the guess is said
+
+
+def test_exaone_4_global_layers_run_without_rotary_embeddings_and_normalize_queries_and_keys():
+    # Exaone4Attention: "global NoPE for hybrid attention model", QK-norm on every layer; all global: RoPE on all
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        hybrid, small = read("exaone-4.0-32b"), read("exaone-4.0-1.2b")
+    assert (hybrid.global_every, hybrid.nope_every, hybrid.num_rope_layers, hybrid.num_qk_norm_layers) == (4, 4, 48, 64)
+    assert (small.window, small.nope_every, small.num_rope_layers) == (0, 0, 30)
+    ops = model_ops(hybrid, Workload(batch=1, seq=1024))
+    assert {op.name: op.count for op in ops if op.name in ("attn/rope", "attn/qk_norm")} == {"attn/rope": 48,
+                                                                                            "attn/qk_norm": 64}
+
+
 def test_nope_layers_are_written_back_in_the_configs_own_keys(tmp_path):
     smol, base = read("smollm3-3b"), json.loads(FILES["smollm3-3b"].read_text())
     deeper = to_hf_config(smol.replace(num_layers=40), base)
@@ -694,8 +728,8 @@ def test_the_six_types_read_by_guessing_have_families():
     assert (granite.num_experts, granite.top_k, granite.expert_width, granite.tied_embeddings) == (32, 8, 512, True)
     # its checkpoint, model.safetensors (bf16): 2,669,283,096 bytes, of which the count leaves a header of 26 kB
     assert 0 < 2_669_283_096 - 2 * granite.params < 100_000
-    mimo = read("mimo-7b-base")  # Qwen2's layout with biases: its 7,622,619,136 less MLP and output biases
-    assert (mimo.bias, mimo.kv_heads, mimo.params - 7_622_619_136) == (True, 8, 36 * (2 * 11008 + 2 * 4096))
+    mimo = read("mimo-7b-base")  # Qwen2's layout with biases on q, k and v alone: its 7,622,619,136 exactly
+    assert (mimo.bias, mimo.qkv_bias, mimo.kv_heads, mimo.params) == (False, True, 8, 7_622_619_136)
     minimax = read("minimax-m2.5")  # 64 of each 128-dim head rotated; QK-norm; 256 experts of 1536, 8 a token
     assert (minimax.rotary_width, minimax.qk_norm, minimax.num_experts, minimax.expert_width) == (64, True, 256, 1536)
     glm = read("glm-5")  # latent attention, 3 dense layers first
@@ -798,8 +832,10 @@ def test_mlp_layer_types_count_the_dense_layers_and_heads_per_layer_read_when_al
     with pytest.raises(ShapewiseError, match="num_attention_heads_per_layer gives every layer 64 heads and "
                                              "num_attention_heads 48: they disagree"):
         _shape_from_config(laguna | {"num_attention_heads_per_layer": [64] * 40}, "x", "x")
-    with pytest.raises(ShapewiseError, match='mlp_layer_types must list "dense" or "sparse" for each of the 40'):
+    with pytest.raises(ShapewiseError, match="mlp_layer_types gives 3 entries but the model has 40 layers; give one per"):
         _shape_from_config(alike | {"mlp_layer_types": ["dense"] * 3}, "x", "x")
+    with pytest.raises(ShapewiseError, match='mlp_layer_types must be a list of one "dense" or "sparse" per layer, got'):
+        _shape_from_config(alike | {"mlp_layer_types": ["dense", "moe"] * 20}, "x", "x")
 
 
 def test_unmodelled_structures_are_refused_and_their_neutral_values_are_not():
@@ -898,7 +934,19 @@ def test_calibrations_draws_keep_the_presets_they_measured():
     from shapewise.draws import measured_preset
 
     assert measured_preset("bloom-7b1").rotary_fraction == measured_preset("pythia-1b").rotary_fraction == 1.0
+    assert not measured_preset("bloom-7b1").embed_norm
     assert measured_preset("mistral-7b").window == 0 and measured_preset("gpt2").learned_positions == 1024
+
+
+def test_bloom_normalizes_its_embeddings_once_a_step():
+    from shapewise.presets import get_model
+
+    bloom = read("bloom-7b1")  # word_embeddings_layernorm: a LayerNorm over the embeddings, weight and bias
+    assert bloom.embed_norm and bloom.params == 7_069_016_064 == get_model("bloom-7b1").params  # the card's count
+    for mode in ("train", "prefill", "decode"):
+        ops = [op for op in model_ops(bloom, Workload(batch=1, seq=1024, mode=mode)) if op.name == "embed/norm"]
+        assert [op.count for op in ops] == [1] * (2 if mode == "train" else 1)  # forward, and backward in training
+    assert not any(op.name == "embed/norm" for op in model_ops(read("gpt2"), Workload(batch=1, seq=1024)))
 
 
 def test_glm4_moe_is_a_family_with_its_configuration_class_defaults():
@@ -1007,6 +1055,29 @@ def test_eighth_pass_types_are_read_by_their_own_rules():
     assert (santa.kv_heads, santa.mlp, santa.learned_positions, santa.bias) == (1, "gelu", 2048, True)
 
 
+@pytest.mark.parametrize("stem, qkv", [("glm-4.5", 92 * (96 + 2 * 8) * 128), ("mimo-7b-base", 36 * (32 + 2 * 8) * 128),
+                                       ("qwen2-7b", 28 * (28 + 2 * 4) * 128), ("qwen-7b", 32 * 3 * 4096),
+                                       ("qwen1.5-moe-a2.7b", 24 * 3 * 2048),
+                                       ("stablelm-2-zephyr-1.6b", 24 * 3 * 2048), ("glm-4-9b", 40 * (32 + 2 * 2) * 128),
+                                       ("chatglm3-6b", 28 * (32 + 2 * 2) * 128)])
+def test_biases_on_q_k_and_v_alone_are_counted_there(stem, qkv, tmp_path):
+    # attention_bias (GLM-4.5, MiMo), use_qkv_bias (StableLM), add_qkv_bias (ChatGLM), qkv_bias (Qwen2-MoE), or the
+    # model's code whatever the file says (Qwen2, Qwen): q, k and v biases, no others
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        s, base = read(stem), json.loads(FILES[stem].read_text())
+    assert (s.bias, s.qkv_bias) == (False, True)
+    assert s.params - s.replace(qkv_bias=False).params == qkv
+    if _family(base).qkv_bias == "always":  # no key to unset: refused, not mis-written
+        with pytest.raises(ShapewiseError, match="cannot hold this shape's qkv bias False"):
+            to_hf_config(s.replace(qkv_bias=False), base)
+        return
+    unbiased = to_hf_config(s.replace(qkv_bias=False), base)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        assert not load_config(_write(tmp_path, unbiased)).qkv_bias  # written back in the config's own key
+
+
 @pytest.mark.parametrize("stem, norms", [("falcon-7b", 1), ("gpt-j-6b", 1), ("phi-2", 1), ("phi-1_5", 1),
                                          ("command-r-08-2024", 1), ("aya-23-8b", 1), ("falcon-40b", 2),
                                          ("falcon-180b", 2), ("pythia-1b", 2)])
@@ -1040,3 +1111,41 @@ def test_falcons_norms_are_read_from_its_own_key(tmp_path):
         load_config(path)
     path.write_text(json.dumps({**json.loads(FILES["falcon-7b"].read_text()), "parallel_attn": False}))
     assert load_config(path).norms_per_layer == 2  # one after the other: a norm each
+
+
+def test_ninth_pass_reads_by_the_models_own_rules(tmp_path):
+    # Phi-2's first config (phi-msft, Microsoft's code) rotates rotary_dim dims of each head: it was refused, its
+    # rotary_dim held to PhiConfig's partial_rotary_factor; it reads as the transformers config of the same model
+    structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}
+    assert structure(read("phi-2-msft")) == structure(read("phi-2"))
+    # a transformers Phi config that leaves partial_rotary_factor out rotates half of each head (PhiConfig's 0.5)
+    phi = {k: v for k, v in json.loads(FILES["phi-2"].read_text()).items() if k != "partial_rotary_factor"}
+    assert _shape_from_config(phi, "x", "x").rotary_width == 40
+    # Minitron (nemotron) was guessed, biases on every linear among the guesses: NemotronConfig has none
+    with unwarned():
+        minitron = read("minitron-4b-base")
+    assert (minitron.mlp, minitron.norm, minitron.bias, minitron.rotary_width, minitron.kv_heads) == \
+        ("relu", "layernorm", False, 64, 8)
+    # GLM-5.2's layer_types name DeepSeek's sparse attention, read as the attention it is (its indexer said)
+    cfg = json.loads(FILES["glm-5.2-nvfp4"].read_text())
+    with pytest.warns(ShapewiseWarning, match="index_topk 2048"):
+        glm = read("glm-5.2-nvfp4")
+    bare = {k: v for k, v in cfg.items() if k != "layer_types"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        assert glm == _shape_from_config(bare, "x", glm.name, source=glm.source)
+    with pytest.warns(ShapewiseWarning, match="its sparse attention layers \\(layer_types deepseek_sparse_attention\\) "
+                                              "are priced as dense attention"):
+        _shape_from_config({k: v for k, v in cfg.items() if k != "index_topk"}, "x", "x")
+    # Qwen3.5 is refused by its type, also where a file leaves out the layer_types that name its linear layers
+    trimmed = {"model_type": "qwen3_5_text", "hidden_size": 3584, "num_hidden_layers": 62, "num_attention_heads": 28,
+               "num_key_value_heads": 4, "intermediate_size": 17408, "vocab_size": 248064}
+    with pytest.raises(ShapewiseError, match="qwen3_5_text is a linear-attention hybrid"):
+        _shape_from_config(trimmed, "x", "x")
+
+
+def test_an_encoder_only_model_is_refused_in_one_line(capsys):
+    # BERT (snowflake-arctic-embed-m) was priced as a causal decoder with a vocabulary head, its type guessed
+    assert main(["check", "--config", str(FILES["snowflake-arctic-embed-m"])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bert (BertModel) is an encoder-only model" in err

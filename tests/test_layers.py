@@ -68,7 +68,8 @@ def test_preset_layer_has_layer_params_parameters(name):
 def test_params_is_layers_plus_embeddings_and_final_norm(name):
     s = PRESETS[name]
     embed = s.vocab * s.hidden * (1 if s.tied_embeddings else 2) + s.learned_positions * s.hidden
-    assert s.params == s.num_layers * s.layer_params + embed + NORM_KINDS[s.norm] * s.hidden
+    norms = 1 + s.embed_norm  # the final norm, and BLOOM's over the embeddings
+    assert s.params == s.num_layers * s.layer_params + embed + norms * NORM_KINDS[s.norm] * s.hidden
 
 
 @st.composite

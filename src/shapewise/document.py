@@ -212,7 +212,7 @@ def _model_rows(s: ModelShape) -> list:
                                                                                   f"query heads per kv head)")),
              ("head dim", s.d_head), ("FFN width", s.ffn_width), ("MLP", s.mlp), ("vocab", f"{s.vocab:,}"),
              ("norm", s.norm), ("tied embeddings", "yes" if s.tied_embeddings else "no"),
-             ("biases", "yes" if s.bias else "no"), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
+             ("biases", "yes" if s.bias else "on q, k and v only" if s.qkv_bias else "no"), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
              ("positions", f"learned, {s.learned_positions:,} rows" if s.learned_positions else
                            f"RoPE on {s.num_rope_layers} of {s.num_layers} layers"
                            if s.mixed_rope else "RoPE or ALiBi" if s.rotary_fraction else "no rotary (ALiBi, or none)")]
@@ -224,7 +224,10 @@ def _model_rows(s: ModelShape) -> list:
                      + f"; query/key head {s.qk_head_dim} ({s.d_head} + {s.rope_head_dim} rotary), "
                        f"value head {s.v_dim}"))
     if s.qk_norm:
-        rows.append(("QK-norm", "yes"))
+        rows.append(("QK-norm", "yes" if s.num_qk_norm_layers == s.num_layers
+                     else f"on the {s.num_qk_norm_layers} rotary layers of {s.num_layers}"))
+    if s.embed_norm:
+        rows.append(("norm over the embeddings", "yes"))
     if s.logit_softcap:
         rows.append(("logit soft-capping", "yes"))
     if s.is_moe:

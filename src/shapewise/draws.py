@@ -34,11 +34,13 @@ LAYER_PRESETS = ("gpt2-medium", "gpt2-xl", "pythia-1b", "pythia-2.8b", "gpt3-2.7
 
 def measured_preset(name: str) -> ModelShape:
     """A preset as calibration's draws have always measured it: every head dim rotated, no window, two norms
-    a layer. (The presets of Pythia, GPT-NeoX-20B and Phi-2 rotate part of each head, BLOOM's none, Mistral
-    7B's slides a window, and Falcon 7B's and Phi-2's share one norm, as their checkpoints do; the drawn
-    cases keep the shapes, and so the keys, their stored measurements were taken at.)"""
+    a layer, none over the embeddings, no biases on q, k and v alone. (The presets of Pythia, GPT-NeoX-20B and
+    Phi-2 rotate part of each head, BLOOM's none (and it normalizes its embeddings), Mistral 7B's slides a
+    window, Falcon 7B's and Phi-2's share one norm and Qwen2-7B's biases its q, k and v, as their checkpoints
+    do; the drawn cases keep the shapes, and so the keys, their stored measurements were taken at.)"""
     preset = get_model(name)
-    shape = preset.replace(window=0, norms_per_layer=max(preset.norms_per_layer, 2))
+    shape = preset.replace(window=0, norms_per_layer=max(preset.norms_per_layer, 2), embed_norm=False,
+                           qkv_bias=False)
     return shape if shape.learned_positions else shape.replace(rotary_fraction=1.0)
 
 

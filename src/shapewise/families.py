@@ -9,7 +9,7 @@ Gemma2Config(hidden_activation="gelu_pytorch_tanh")) or of the model's own confi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,11 @@ class Family:
     ffn_key: str = ""  # the key of the dense MLP's width, where not intermediate_size (Llama 4)
     expert_ffn_key: str = ""  # the key of the experts' width, where not moe_intermediate_size (Llama 4)
     shared_experts: int = 0  # shared experts every MoE layer runs, where the file does not count them (Llama 4)
+    # The key whose true puts biases on the query, key and value projections alone, the others having none
+    # (GLM-4.5's and MiMo's attention_bias, StableLM's use_qkv_bias, ChatGLM's add_qkv_bias), or "always" where
+    # the model's code puts them there whatever the file says (Qwen2's and Qwen's attention)
+    qkv_bias: str = ""
+    embed_norm: bool = False  # a norm over the embeddings before the first layer (BLOOM)
     # Experts intermediate_size wide, no dense MLP beside them and no key of their own for the experts' width
     # (GptOssConfig): moe_intermediate_size is not theirs. (Mixtral's and PhiMoE's are alike, but a fresh
     # config of experts apart from the MLP width is written as a Mixtral one.)
@@ -45,6 +50,8 @@ class Family:
     # NoPE: where the file gives no no_rope_layers list (or an empty one), a layer in every
     # no_rope_layer_interval, this by default, runs without rotary embeddings (SmolLM3Config, Llama4TextConfig)
     nope_interval: int = 0
+    nope_global: bool = False  # the global layers among sliding-window ones run without rotary embeddings (EXAONE 4)
+    qk_norm_rope_only: bool = False  # QK-norm on the rotary layers alone, none on the NoPE ones (Llama 4)
     # Fields the type's configuration class fills in when the file leaves them out, as (key, value) pairs:
     # Gemma-3's multimodal wrapper writes only the text fields that differ from Gemma3TextConfig's.
     defaults: tuple = ()
@@ -66,9 +73,12 @@ FAMILIES: dict[str, Family] = {
     # sparse indexer, which hf warns of);
     # XVERSE: Llama's (XVERSE-7B writes no kv heads: as many as heads);
     # Qwen2-VL and Qwen2.5-VL: Qwen2's language model beside vision_config
-    **{t: _LLAMA for t in ("llama", "mixtral", "qwen2", "qwen2_moe", "internlm2", "granite", "deepseek_v2",
-                           "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe_lite", "qwen2_vl", "qwen2_5_vl",
-                           "glm_moe_dsa", "xverse")},
+    **{t: _LLAMA for t in ("llama", "mixtral", "internlm2", "granite", "deepseek_v2", "deepseek_v3", "deepseek_v32",
+                           "kimi_k2", "glm4_moe_lite", "glm_moe_dsa", "xverse")},
+    # Qwen2 (and its VL models' language model): Llama's layout with biases on q, k and v, which its code puts
+    # there whatever the file says; Qwen2-MoE's where its qkv_bias says (Qwen2MoeConfig: true)
+    **{t: replace(_LLAMA, qkv_bias="always") for t in ("qwen2", "qwen2_vl", "qwen2_5_vl")},
+    "qwen2_moe": replace(_LLAMA, qkv_bias="qkv_bias", defaults=(("qkv_bias", True),)),
     # DeepSeek-MoE (its own DeepseekConfig): Llama's layout with DeepSeek-V2's MoE keys, multi-head attention;
     # InternLM (1): Llama's, with biases on q, k, v and o where its bias key says (shapewise's bias puts one
     # on every linear: 0.01% of InternLM-7B)
@@ -86,31 +96,34 @@ FAMILIES: dict[str, Family] = {
     "exaone": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
     # SmolLM3: Llama's layout, tied, no rotary embedding on every 4th layer (SmolLM3Config)
     "smollm3": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, nope_interval=4),
-    # MiMo: Qwen2's layout with QKV biases (shapewise's bias puts one on every linear: 1.1M of MiMo-7B's 7.6B)
-    "mimo": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False),
+    # MiMo: Qwen2's layout, biases on q, k and v where attention_bias says (Qwen2's code, which MiMo's builds on,
+    # puts them there; MiMo's files write it true and it is read so where they leave it out)
+    "mimo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qkv_bias="attention_bias",
+                   defaults=(("attention_bias", True),)),
     # Granite MoE and MiniMax-M2: experts of intermediate_size, no dense MLP (GraniteMoeConfig,
     # MiniMaxM2Config); MiniMax-M2 rotates rotary_dim of each head and normalizes queries and keys
     "granitemoe": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, experts_at_ffn=True),
     "minimax_m2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_dim",
                          qk_norm=True, experts_at_ffn=True),
     # GLM-4.5 (Glm4MoeConfig): DeepSeek-V3's MoE layout with grouped attention, half of each head rotated
-    # by default, QK-norm where use_qk_norm says; attention_bias puts biases on q, k and v only (shapewise's
-    # bias puts one on every linear: 0.03% of GLM-4.5's count, no op changes)
+    # by default, QK-norm where use_qk_norm says; attention_bias puts biases on q, k and v only
     "glm4_moe": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
-                       rotary="partial_rotary_factor",
+                       rotary="partial_rotary_factor", qkv_bias="attention_bias",
                        defaults=(("partial_rotary_factor", 0.5), ("n_routed_experts", 128), ("num_experts_per_tok", 8),
                                  ("moe_intermediate_size", 1408), ("n_shared_experts", 1),
                                  ("first_k_dense_replace", 1), ("num_nextn_predict_layers", 1))),
-    # Qwen (1): a SwiGLU whose two matrices are each half of intermediate_size wide, RMSNorm
+    # Qwen (1): a SwiGLU whose two matrices are each half of intermediate_size wide, RMSNorm, biases on its
+    # fused query, key and value projection (c_attn) whatever no_bias says of the others
     "qwen": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, rotary="rotary_pct",
-                   fused_mlp=True, defaults=(("rotary_pct", 1.0),)),
+                   fused_mlp=True, qkv_bias="always", defaults=(("rotary_pct", 1.0),)),
     # Molmo (OLMo's code): ff_proj is intermediate_size wide, gate and value halves of one SwiGLU
-    "molmo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, fused_mlp=True),
+    "molmo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, fused_mlp=True,
+                    qkv_bias="qkv_bias"),
     # Llama 4: experts of intermediate_size beside one shared expert, dense layers of intermediate_size_mlp;
     # text_config of the "llama4" wrapper; no rotary embedding on every 4th layer (Llama4TextConfig)
     "llama4_text": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
                           ffn_key="intermediate_size_mlp", expert_ffn_key="intermediate_size", shared_experts=1,
-                          nope_interval=4, defaults=(("intermediate_size_mlp", 16384),)),
+                          nope_interval=4, qk_norm_rope_only=True, defaults=(("intermediate_size_mlp", 16384),)),
     # Hunyuan-A13B (Tencent's HunYuanConfig and modeling code): experts per token, expert widths and shared
     # MLPs given per layer, one value for every layer in the published files; one shared MLP of
     # intermediate_size × num_shared_expert beside the routed experts; QK-norm by use_qk_norm
@@ -152,9 +165,10 @@ FAMILIES: dict[str, Family] = {
     # MiniCPM3Config ties the embeddings
     "minicpm3": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, mla_v_from_hidden=True),
     # GLM-4 (THUDM's own ChatGLMConfig): SwiGLU, RMSNorm (its `rmsnorm` key), grouped kv heads
-    # (multi_query_group_num), rotary over half of each head
+    # (multi_query_group_num), rotary over half of each head, biases on q, k and v where add_qkv_bias says
     "chatglm": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
-                      rotary="partial_rotary_factor", defaults=(("partial_rotary_factor", 0.5),)),
+                      rotary="partial_rotary_factor", qkv_bias="add_qkv_bias",
+                      defaults=(("partial_rotary_factor", 0.5),)),
     # OLMo (1) normalizes with a LayerNorm that has no weight or bias (OlmoLayerNorm), so shapewise's count
     # runs 2 × hidden per norm high (0.01% of OLMo-7B); the op is a LayerNorm's, not an RMSNorm's.
     "olmo": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
@@ -162,11 +176,12 @@ FAMILIES: dict[str, Family] = {
        for t in ("mistral", "ministral", "ministral3")},
     # layer_types name each layer's attention: sliding or full (gpt-oss alternates; EXAONE 4 and OLMo 3 run
     # three sliding layers to one full); EXAONE 4 and OLMo 3 normalize after each block, with QK-norm
-    # (the configuration classes' window and pattern where a file leaves them out)
+    # (the configuration classes' window and pattern where a file leaves them out); EXAONE 4's full layers
+    # among sliding ones rotate nothing (Exaone4Attention: "global NoPE for hybrid attention model")
     "gpt_oss": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False, window="pattern",
                       experts_at_ffn=True, defaults=(("sliding_window", 128), ("sliding_window_pattern", 2))),
     **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True, window="pattern",
-                 defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4)))
+                 nope_global=t != "olmo3", defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4)))
        for t in ("exaone4", "exaone4_5_text", "olmo3")},
     **{t: _QWEN3 for t in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text")},
     "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True),
@@ -174,7 +189,7 @@ FAMILIES: dict[str, Family] = {
                    rotary="partial_rotary_factor", window="all"),
     "phimoe": Family(gated=True, norm="layernorm", bias=True, tied=False, parallel=False, window="all"),
     "stablelm": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False,
-                       rotary="partial_rotary_factor"),
+                       rotary="partial_rotary_factor", qkv_bias="use_qkv_bias"),
     # Command-R: one LayerNorm (no bias) feeds attention and MLP in parallel; CohereConfig ties by default
     "cohere": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True, norms_per_layer=1),
     "dbrx": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
@@ -201,11 +216,15 @@ FAMILIES: dict[str, Family] = {
                    rotary="rotary_dim", norms_per_layer=1),
     "gpt_neox": _NEOX,
     "phi": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
-                  rotary="partial_rotary_factor", norms_per_layer=1),
+                  rotary="partial_rotary_factor", norms_per_layer=1, defaults=(("partial_rotary_factor", 0.5),)),
     "bloom": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
-                    positions="alibi"),
+                    positions="alibi", embed_norm=True),
     "mpt": Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=False, act="gelu",
                   positions="alibi"),
+    # Nemotron-4 and Minitron (NemotronConfig): a plain MLP of squared ReLU (relu2), LayerNorms with weight and
+    # bias (LayerNorm1P), no biases on the linears, half of each head rotated
+    "nemotron": Family(gated=False, norm="layernorm", bias=False, tied=False, parallel=False, act="relu2",
+                       rotary="partial_rotary_factor", defaults=(("partial_rotary_factor", 0.5),)),
     "starcoder2": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,
                          act="gelu_pytorch_tanh", window="all"),
     **{t: _FALCON for t in ("falcon", "refinedwebmodel", "refinedweb")},
@@ -216,7 +235,9 @@ FAMILIES: dict[str, Family] = {
 NESTED_DEFAULTS = {"llama": (("vocab_size", 32000), ("hidden_size", 4096), ("intermediate_size", 11008),
                              ("num_hidden_layers", 32), ("num_attention_heads", 32),
                              ("max_position_embeddings", 2048))}
-FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = FAMILIES["phi"]  # phi-2's first config
+# Phi-1.5's and Phi-2's first configs (Microsoft's own modeling code): Phi's layout, each head rotating its
+# rotary_dim dims (PhiConfig's partial_rotary_factor is not theirs)
+FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"], rotary="rotary_dim", defaults=())
 FALCON_TYPES = ("falcon", "refinedwebmodel", "refinedweb")
 
 # Architectures whose layers are not (all) attention blocks: shapewise has no ops for their state-space
@@ -230,8 +251,14 @@ NOT_ATTENTION = {
     "rwkv": "an RWKV recurrent model", "rwkv5": "an RWKV recurrent model", "rwkv6": "an RWKV recurrent model",
     "rwkv7": "an RWKV recurrent model", "xlstm": "an xLSTM recurrent model", "lfm2": "a convolution/attention hybrid",
     "qwen3_next": "a linear-attention hybrid", "minimax_text_01": "a linear-attention hybrid",
+    # Qwen3.5: refused by its type too, for a file that leaves out the layer_types that name its linear layers
+    **{t: "a linear-attention hybrid" for t in ("qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")},
     "kimi_linear": "a linear-attention (Kimi Delta Attention) hybrid",
 }
+# Encoder-only models (BERT and its kin): every token attends to every other, after a learned position table
+# and token types, with no causal language-model head; shapewise prices decoder-only transformers.
+ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "albert", "electra", "deberta",
+                "deberta-v2", "camembert", "mpnet", "modernbert", "nomic_bert", "megatron-bert", "roformer", "ernie")
 # Keys that only hybrid or recurrent configs carry: an unknown type with one of them is refused too.
 NOT_ATTENTION_KEYS = ("mamba_d_state", "ssm_cfg", "state_size", "attn_layer_period", "block_types",
                       "_block_types", "layers_block_type", "hybrid_override_pattern", "lru_width",
@@ -256,4 +283,5 @@ def families_text() -> str:
             f"price: {refused}); a multimodal wrapper (gemma3, ...) by its "
             f"text_config, with a warning that its vision encoder is not priced; other types are read with a "
             f"warning naming each guessed field (refused with --strict); refused as not attention transformers: "
-            f"{', '.join(sorted(NOT_ATTENTION))}.")
+            f"{', '.join(sorted(NOT_ATTENTION))}; refused as encoder-only models: "
+            f"{', '.join(sorted(ENCODER_ONLY))}.")

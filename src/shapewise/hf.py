@@ -11,6 +11,7 @@ from pathlib import Path
 from .errors import ShapewiseError, warn
 from .families import (
     ACTIVATIONS,
+    ENCODER_ONLY,
     FALCON_TYPES,
     FAMILIES,
     NESTED_DEFAULTS,
@@ -43,6 +44,11 @@ _BLOCKS = {"attn_config": "attn_", "ffn_config": "ffn_"}
 def _ffn_keys(family) -> tuple:
     """Where a config of this family gives its dense MLP's width, for reading and writing alike."""
     return (family.ffn_key,) if family and family.ffn_key else (*_FFN, "ffn_ffn_hidden_size")
+
+
+def _bias_keys(family) -> tuple:
+    """Where a config of this family says every linear has a bias: not the key of its q, k and v biases alone."""
+    return tuple(k for k in _BIAS if not (family and k == family.qkv_bias))
 
 
 def _expert_ffn_keys(family) -> tuple:
@@ -172,7 +178,10 @@ def _unwrap(cfg: dict) -> dict:
     return cfg
 
 
-_ATTENTION_LAYERS = ("full_attention", "sliding_attention", "chunked_attention", "attention")
+# deepseek_sparse_attention (GLM-5.2's): full attention through a sparse indexer, priced as dense attention and
+# said so (by its index_topk, or where the file gives none, by its layer_types)
+_ATTENTION_LAYERS = ("full_attention", "sliding_attention", "chunked_attention", "attention",
+                     "deepseek_sparse_attention")
 
 
 class NotATransformer(ShapewiseError):
@@ -192,6 +201,10 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
         said = ", ".join(halves) if halves else "is_encoder_decoder"
         raise NotATransformer(f"{where}: {named or 'this model'} is an encoder-decoder model ({said}); shapewise "
                               f"prices decoder-only transformers and cannot price its encoder or cross-attention")
+    if model_type in ENCODER_ONLY:  # BERT, RoBERTa: bidirectional layers, no causal head
+        raise NotATransformer(f"{where}: {named} is an encoder-only model (every token attends to every other, "
+                              f"no causal language-model head); shapewise prices decoder-only transformers and "
+                              f"cannot price it")
     what = NOT_ATTENTION.get(model_type)
     if what is None and model_type not in FAMILIES:
         hybrid = [k for k in NOT_ATTENTION_KEYS if k in cfg]
@@ -258,11 +271,8 @@ def _moe_dense_layers(r: _Reader, layers: int) -> int:
     present = set(r._present(("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers",
                               "interleave_moe_layer_step", "moe_layers", "moe_layer_start_index",
                               "moe_layer_end_index", "moe_layer_interval")))
-    kinds = r.get("mlp_layer_types")  # Laguna: "dense" or "sparse", one a layer
-    if kinds is not None:
-        if (not isinstance(kinds, list) or len(kinds) != layers
-                or not all(k in ("dense", "sparse") for k in kinds)):
-            r.fail(f"mlp_layer_types must list \"dense\" or \"sparse\" for each of the {layers} layers")
+    if r.get("mlp_layer_types") is not None:  # Laguna: "dense" or "sparse", one a layer
+        kinds = _layer_entries(r, "mlp_layer_types", layers, is_entry=_is_mlp_kind, entry='"dense" or "sparse"')
         return kinds.count("dense")
     if present & {"first_k_dense_replace", "moe_layer_freq"}:
         # DeepseekV3: a layer is MoE when idx >= first_k_dense_replace and idx % moe_layer_freq == 0
@@ -426,11 +436,13 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         guesses.append(norm)
 
     no_bias = r.flag(("no_bias",), None)  # Qwen (1) and MPT spell it negatively
-    bias = r.flag(_BIAS, None if no_bias is None else not no_bias)
+    qkv_key = family.qkv_bias if family is not None else ""  # GLM-4.5's attention_bias: on q, k and v alone
+    bias = r.flag(_bias_keys(family), None if no_bias is None else not no_bias)
     if bias is None:
         bias = family.bias if family is not None else norm == "layernorm"
         if family is None:
             guesses.append("biases" if bias else "no biases")
+    qkv_bias = not bias and (qkv_key == "always" or bool(qkv_key) and r.flag((qkv_key,), False))
     tied = r.flag(("tie_word_embeddings",), family.tied if family is not None else None)
     if tied is None:
         tied = True  # PretrainedConfig's own default
@@ -494,6 +506,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
 
     window, global_every = _window(r, family, layers, guesses, notes)
     nope_every = _nope_every(r, family, layers, notes) if rotary != 0 and not positions else 0
+    if family is not None and family.nope_global and global_every and rotary != 0:
+        nope_every = global_every  # EXAONE 4: a window on the other layers, no rotary embedding on the global ones
     notes += _priced_otherwise(r, vocab)
     stored = _stored_as(cfg.get("quantization_config") or outer.get("quantization_config"))
     if stored:  # DeepSeek-V3's FP8, gpt-oss's MXFP4, EXAONE's W4A16: the file is the checkpoint's, not the run's
@@ -505,7 +519,11 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         notes.append(f"its QK-norm over all heads at once (qk_norm_type per_layer: {(heads + (kv or heads)) * d:,} "
                      f"weights a layer) is counted as one norm per head ({2 * d} weights a layer); its ops are "
                      f"the same")
+    rope_only = family.qk_norm_rope_only if family is not None else bool(qk_norm and nope_every)
+    if rope_only and family is None:
+        guesses.append("QK-norm on its rotary layers only, as Llama 4's code runs it")
     extra = dict(norms_per_layer=_norms_per_layer(r, family, model_type, parallel), qk_norm=qk_norm,
+                 qk_norm_nope=not rope_only,
                  rotary_fraction=1.0 if rotary is None else rotary, window=window, global_every=global_every,
                  nope_every=nope_every, num_dense_layers=dense,
                  logit_softcap=bool(family and family.softcap and cfg.get("final_logit_softcapping")), **mla)
@@ -515,8 +533,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                      f"the model's ops; it prices the model without {'it' if len(unread) == 1 else 'them'}")
     return dict(hidden=hidden, num_layers=layers, num_heads=heads, vocab=vocab, num_kv_heads=kv,
                 head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
-                bias=bias, learned_positions=positions, num_experts=experts, top_k=top_k,
-                expert_ffn=expert_ffn, num_shared_experts=shared, context=0 if positions else _given_context(r),
+                bias=bias, qkv_bias=qkv_bias, embed_norm=bool(family and family.embed_norm),
+                learned_positions=positions, num_experts=experts, top_k=top_k, expert_ffn=expert_ffn,
+                num_shared_experts=shared, context=0 if positions else _given_context(r),
                 **extra), guesses, notes
 
 
@@ -734,13 +753,18 @@ def _is_flag(v) -> bool:
     return isinstance(v, int) and v in (0, 1)
 
 
+def _is_mlp_kind(v) -> bool:
+    return v in ("dense", "sparse")
+
+
 def _is_rotary_base(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
 
 
 def _layer_entries(r: _Reader, key: str, layers: int, *, is_entry=_is_flag, entry: str = "0 or 1") -> list:
     """A list of one `entry` per layer (no_rope_layers and moe_layer_freq: 0 or 1; layer_rope_theta: a rotary
-    base, 0 where the layer has none, as Muse Glimmer writes it); entries past the layers are not read."""
+    base, 0 where the layer has none, as Muse Glimmer writes it; mlp_layer_types: "dense" or "sparse"); entries
+    past the layers are not read."""
     value = r.get(key)
     if not isinstance(value, list) or not all(is_entry(v) for v in value):
         r.fail(f"{key} must be a list of one {entry} per layer, got {_json_words(value)}")
@@ -766,6 +790,9 @@ def _layer_types(r: _Reader, layers: int, notes: list[str]) -> list[str] | None:
         r.fail(f"layer_types names {len(types)} layers but the model has {layers}; give one entry per layer")
     if len(types) > layers:  # EXAONE 4.5 writes one more, for its multi-token prediction layer
         notes.append(f"its layer_types names {len(types)} layers for {layers}; the first {layers} are read")
+    if "deepseek_sparse_attention" in types[:layers] and not r.cfg.get("index_topk"):
+        notes.append("its sparse attention layers (layer_types deepseek_sparse_attention) are priced as dense "
+                     "attention, dearer at long sequences")
     return types[:layers]
 
 
@@ -871,8 +898,13 @@ _ACT_NAME = {"swiglu": "silu", "geglu": "gelu_pytorch_tanh", "gelu": "gelu_new",
 
 
 def _template(s: ModelShape) -> dict:
-    """A fresh config for s: GPT-2 style when it has learned positions, Llama (or Mixtral) style when
-    its MLP is gated, GPT-NeoX style otherwise; _fit then adds whatever that style leaves implicit."""
+    """A fresh config for s: BLOOM style when it normalizes its embeddings, GPT-2 style when it has learned
+    positions, Llama (or Mixtral, Qwen2, SmolLM3, Mistral) style when its MLP is gated, GPT-NeoX style otherwise;
+    _fit then adds whatever that style leaves implicit."""
+    if s.embed_norm:  # BLOOM's is the layout with a norm over the embeddings (ALiBi, a GELU MLP 4 × hidden wide)
+        return {"architectures": ["BloomForCausalLM"], "model_type": "bloom", "n_embed": s.hidden,
+                "n_layer": s.num_layers, "n_head": s.num_heads, "vocab_size": s.vocab, "layer_norm_epsilon": 1e-5,
+                "tie_word_embeddings": s.tied_embeddings}
     if s.learned_positions:
         return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": s.hidden,
                 "n_layer": s.num_layers, "n_head": s.num_heads, "n_inner": s.ffn, "n_positions": s.learned_positions,
@@ -880,8 +912,9 @@ def _template(s: ModelShape) -> dict:
                 "layer_norm_epsilon": 1e-5, "tie_word_embeddings": s.tied_embeddings}
     if s.gated:
         # SmolLM3 is Llama's layout with NoPE layers (no_rope_layers, written by _fit); Mistral's, with a
-        # window on every layer (sliding_window)
+        # window on every layer (sliding_window); Qwen2's, with biases on q, k and v
         arch, model_type = ("MixtralForCausalLM", "mixtral") if s.is_moe else \
+            ("Qwen2ForCausalLM", "qwen2") if s.qkv_bias else \
             ("SmolLM3ForCausalLM", "smollm3") if s.nope_every else \
             ("MistralForCausalLM", "mistral") if s.window and not s.global_every else ("LlamaForCausalLM", "llama")
         cfg = {"architectures": [arch], "model_type": model_type, "hidden_size": s.hidden,
@@ -993,7 +1026,9 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
     if differs("bias"):
         if cfg.get("no_bias") is not None:
             cfg["no_bias"] = not s.bias
-        _put(cfg, _BIAS, s.bias, "bias")
+        _put(cfg, _bias_keys(family), s.bias, "bias")
+    if differs("qkv_bias") and family is not None and family.qkv_bias not in ("", "always"):
+        cfg[family.qkv_bias] = s.qkv_bias  # (a type with no such key refuses it when the config is read back)
     if differs("tied_embeddings"):
         cfg["tie_word_embeddings"] = s.tied_embeddings
     if differs("parallel_attn"):

@@ -9,7 +9,7 @@ structure follows the shape's fields, not its name:
   positions or ALiBi; the Llama / GPT-NeoX "rotate half" pairing of dim i with i + rot/2, base 10000); causal attention through
   scaled_dot_product_attention ("flash") or score matmul → mask → softmax → matmul ("unfused");
   grouped kv heads shared by consecutive query heads (query head j reads kv head j // (heads/kv_heads));
-  an output projection; every linear has a bias when shape.bias;
+  an output projection; every linear has a bias when shape.bias, the QKV linear also when shape.qkv_bias;
 - MLP: gelu (tanh approximation, GPT-2's gelu_new) or relu on up; swiglu silu(gate)·up and geglu
   gelu_tanh(gate)·up with separate up and gate linears; then down;
 - MoE: router linear (hidden → experts, no bias), top-k softmax routing (softmax over the k chosen
@@ -112,7 +112,7 @@ def _classes() -> SimpleNamespace:
             super().__init__()
             self.heads, self.kv_heads, self.d_head = shape.num_heads, shape.kv_heads, shape.d_head
             width = (self.heads + 2 * self.kv_heads) * self.d_head
-            self.qkv = nn.Linear(shape.hidden, width, bias=shape.bias, **factory)
+            self.qkv = nn.Linear(shape.hidden, width, bias=shape.bias or shape.qkv_bias, **factory)
             self.out = nn.Linear(self.heads * self.d_head, shape.hidden, bias=shape.bias, **factory)
             self.attention = attention
             self.rot = shape.rotary_width - shape.rotary_width % 2  # rotated dims of each head (an odd one passes)

@@ -43,7 +43,7 @@ from .dtypes import activation_bytes
 from .errors import ShapewiseError
 from .hardware import GPU
 from .parallel import RECOMPUTE, Parallelism, expert_params, stage_ends
-from .shapes import ModelShape, Workload
+from .shapes import NORM_KINDS, ModelShape, Workload
 
 GIB = 2 ** 30
 
@@ -239,10 +239,11 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
     experts = expert_params(shape)
     dense_layer = shape.layer_params - experts
     first_layers, heaviest, last_layers = stage_ends(shape.num_layers, pp)
-    embed = V * h / tp + shape.learned_positions * h
+    embed_norm = NORM_KINDS[shape.norm] * h * shape.embed_norm  # BLOOM's, on the first stage
+    embed = V * h / tp + shape.learned_positions * h + embed_norm
     head = np.where(pp > 1, V * h / tp, 0.0) if shape.tied_embeddings else V * h / tp  # Megatron keeps a copy
     final_norm = shape.params - shape.blocks_params - V * h * (1 if shape.tied_embeddings else 2) \
-        - shape.learned_positions * h
+        - shape.learned_positions * h - embed_norm
     edp = np.maximum(dp // ep, 1)  # replicas of each expert
     shard_w = np.where(zero >= 3, dp, 1), np.where(zero >= 3, edp, 1)
     shard_g = np.where(zero >= 2, dp, 1), np.where(zero >= 2, edp, 1)

@@ -321,12 +321,14 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     # The embedding gathers token rows of the (vocab/t)×h table (k holds the table's rows).
     ops = [Op("embed", "fwd", MEMORY, count=1, flops=0, bytes=2 * tokens * h * B, m=tokens, n=h, k=vocab,
               family="embed")]
+    if shape.embed_norm:  # BLOOM normalizes the embeddings before the first layer
+        ops += norm("embed/norm", 1)
     post_norms = shape.norms_per_layer > 2  # Gemma-2/3 also normalize each sublayer's output
     ops += norm("attn/norm", L)
     ops += projections(shape, w, tokens=tokens, train=train, B=B)
-    if shape.qk_norm:  # each query and key head normalized before attention
+    if shape.num_qk_norm_layers:  # each query and key head normalized before attention, NoPE layers aside
         ops += elementwise("attn/qk_norm", tokens, q_width + kv_width, reads=1, writes=1, bwd_reads=2, bwd_writes=1,
-                           train=train, count=L, dtype_bytes=B, family=shape.norm)
+                           train=train, count=shape.num_qk_norm_layers, dtype_bytes=B, family=shape.norm)
     if shape.num_rope_layers:  # rotary embeddings: the rotated part of every query and key head, NoPE layers aside
         heads = shape.num_heads // t + (math.ceil(shape.kv_heads / t) if not shape.is_mla else 1)
         ops += elementwise("attn/rope", tokens, heads * shape.rotary_width, reads=1, writes=1, bwd_reads=1,
@@ -361,7 +363,7 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
 
 
 # Ops that run once per step, not once per layer: what "one layer" leaves out.
-OUTSIDE_LAYERS = ("embed", "final/norm", "logits", "loss", "tp/embed", "tp/logits")
+OUTSIDE_LAYERS = ("embed", "embed/norm", "final/norm", "logits", "loss", "tp/embed", "tp/logits")
 
 
 def layer_ops(shape: ModelShape, workload: Workload) -> list[Op]:

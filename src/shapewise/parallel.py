@@ -157,7 +157,7 @@ def network_for(gpu, *, gpus: int | None = None, gpus_per_node: int = 8, inter_g
 # ---- step time ----
 
 CORE_ATTENTION = ("attn/flash", "attn/score", "attn/softmax", "attn/over_v")
-EMBED_OPS, HEAD_OPS = ("embed", "tp/embed"), ("final/norm", "logits", "loss", "tp/logits")
+EMBED_OPS, HEAD_OPS = ("embed", "embed/norm", "tp/embed"), ("final/norm", "logits", "loss", "tp/logits")
 
 
 @dataclass(frozen=True)

@@ -97,10 +97,10 @@ _TABLE = (
     ModelShape(name="mixtral-8x7b", hidden=4096, num_layers=32, num_heads=32, num_kv_heads=8, ffn=14336,
                vocab=32000, num_experts=8, top_k=2, expert_ffn=14336, **_LLAMA,  # paper: 47B total
                context=32768, source=_HF.format("mistralai/Mixtral-8x7B-v0.1"), published_params=46_702_792_704),
-    # Qwen2 has q/k/v biases but no others; the dataclass has one bias flag, so bias=False (129k
-    # parameters, 0.002%). Qwen2's report says 7.07B, counting the untied embedding once; hub total here.
+    # Qwen2 has q/k/v biases but no others (qkv_bias). Qwen2's report says 7.07B, counting the untied
+    # embedding once; hub total here, which the count meets to the parameter.
     ModelShape(name="qwen2-7b", hidden=3584, num_layers=28, num_heads=28, num_kv_heads=4, ffn=18944,
-               vocab=152064, **_LLAMA,
+               vocab=152064, **_LLAMA, qkv_bias=True,
                context=131072, source=_HF.format("Qwen/Qwen2-7B"), published_params=7_615_616_512),
     # Gemma: 16 heads of 256 on a 3072-wide model, so head_dim is explicit. Count: paper Table 2,
     # embedding 786,825,216 + non-embedding 7,751,248,896 (its embedding count has 256,128 rows).
@@ -119,9 +119,10 @@ _TABLE = (
                mlp="relu", norm="layernorm", bias=True, tied_embeddings=True,
                learned_positions=2050,  # OPT offsets positions by 2: 2048 + 2 rows
                source=_HF.format("facebook/opt-1.3b"), published_params=1_315_758_080),  # hub; paper: 1.3B
-    # BLOOM adds a LayerNorm after the embedding (8,192 parameters the dataclass does not count).
+    # BLOOM adds a LayerNorm after the embedding (embed_norm).
     ModelShape(name="bloom-7b1", hidden=4096, num_layers=30, num_heads=32, vocab=250880,
                mlp="gelu", norm="layernorm", bias=True, tied_embeddings=True, rotary_fraction=0.0,  # ALiBi
+               embed_norm=True,
                source=_HF.format("bigscience/bloom-7b1"), published_params=7_069_016_064),  # card
     ModelShape(name="starcoder2-15b", hidden=6144, num_layers=40, num_heads=48, num_kv_heads=4, ffn=24576,
                vocab=49152, mlp="gelu", norm="layernorm", bias=True, tied_embeddings=False,

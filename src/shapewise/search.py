@@ -500,6 +500,8 @@ def megatron_args(shape: ModelShape, workload: Workload) -> list[str]:
         args.append("--untie-embeddings-and-output-weights")
     if not shape.bias:
         args.append("--disable-bias-linear")
+    if shape.qkv_bias:
+        args.append("--add-qkv-bias")
     args.append("--position-embedding-type " + ("learned_absolute" if shape.learned_positions else "rope"))
     if shape.learned_positions:
         args.append(f"--max-position-embeddings {shape.learned_positions}")
@@ -522,6 +524,7 @@ def megatron_args(shape: ModelShape, workload: Workload) -> list[str]:
         (f"layers without rotary embeddings (1 in {shape.nope_every})", shape.mixed_rope),
         ("parallel attention and MLP", shape.parallel_attn),
         ("post-norms", shape.norms_per_layer == 4),
+        ("the norm over the embeddings", shape.embed_norm),
         ("logits' soft-capping", shape.logit_softcap),
     ) if present]
     if left_out:  # priced, but not said by these flags: the user must add them, or the run differs

@@ -92,6 +92,11 @@ class ModelShape:
     # Beyond the plain pre-norm block (each default is the plain block):
     norms_per_layer: int = 2  # Gemma-2/3 wrap attention and MLP in pre- and post-norms: 4; one shared by parallel ones: 1
     qk_norm: bool = False  # each query and key head normalized before attention (Qwen3, OLMo-2, Gemma-3)
+    # with NoPE layers, whether they normalize queries and keys too (EXAONE 4) or the rotary layers alone do
+    # (Llama 4's code: use_qk_norm and use_rope)
+    qk_norm_nope: bool = True
+    qkv_bias: bool = False  # biases on the query, key and value projections alone (Qwen2, GLM-4.5, StableLM 2)
+    embed_norm: bool = False  # a norm over the embeddings before the first layer (BLOOM's word_embeddings_layernorm)
     rotary_fraction: float = 1.0  # share of each head's dims rotated; 0: no rotary (ALiBi); NeoX 0.25
     logit_softcap: bool = False  # the output logits squashed by tanh (Gemma-2)
     window: int = 0  # sliding-window attention span in tokens; 0: every layer attends to all tokens
@@ -229,6 +234,14 @@ class ModelShape:
         return self.num_layers - (self.num_layers // self.nope_every if self.nope_every else 0)
 
     @property
+    def num_qk_norm_layers(self) -> int:
+        """Layers that normalize their queries and keys: every one, or the rotary ones alone where the NoPE
+        layers do not (qk_norm_nope: Llama 4 normalizes only what it rotates)."""
+        if not self.qk_norm:
+            return 0
+        return self.num_layers if self.qk_norm_nope or not self.nope_every else self.num_rope_layers
+
+    @property
     def attention_params(self) -> int:
         """Parameters of one layer's attention: projections, their biases and any query/key norms."""
         h, H = self.hidden, self.num_heads
@@ -241,7 +254,7 @@ class ModelShape:
             return q + kv + H * self.v_dim * h
         d = self.d_head
         q, kv = H * d, self.kv_heads * d
-        attn = h * (q + 2 * kv) + q * h + (q + 2 * kv + h) * self.bias
+        attn = h * (q + 2 * kv) + q * h + (q + 2 * kv) * (self.bias or self.qkv_bias) + h * self.bias
         return attn + 2 * d * self.qk_norm
 
     def _mlp_params(self, width: int) -> int:
@@ -270,7 +283,7 @@ class ModelShape:
     def params(self) -> int:
         """Exact parameter count of the structure described (embeddings included)."""
         h = self.hidden
-        norm = NORM_KINDS[self.norm] * h  # the final norm
+        norm = NORM_KINDS[self.norm] * h * (1 + self.embed_norm)  # the final norm; BLOOM's over the embeddings
         embed = self.vocab * h * (1 if self.tied_embeddings else 2) + self.learned_positions * h
         return self.blocks_params + embed + norm
 
@@ -387,6 +400,10 @@ def canonical(shape: ModelShape) -> ModelShape:
         changes["expert_ffn"] = None
     if shape.v_head_dim is not None and shape.v_head_dim == shape.d_head:
         changes["v_head_dim"] = None
+    if shape.qkv_bias and shape.bias:  # every linear's biases hold the query, key and value ones
+        changes["qkv_bias"] = False
+    if not shape.qk_norm_nope and not (shape.qk_norm and shape.nope_every):  # no NoPE layers' QK-norm to skip
+        changes["qk_norm_nope"] = True
     return shape.replace(**changes) if changes else shape
 
 
@@ -398,8 +415,9 @@ STRUCTURAL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelShape)
 
 # Fields added for real configs (windows, latent attention, ...). A shape's record in a results store
 # leaves them out while they hold their defaults, so that measurements keyed before they existed match.
-_EXTENSIONS = ("norms_per_layer", "qk_norm", "rotary_fraction", "logit_softcap", "window", "global_every",
-               "nope_every", "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim")
+_EXTENSIONS = ("norms_per_layer", "qk_norm", "qk_norm_nope", "qkv_bias", "embed_norm", "rotary_fraction", "logit_softcap", "window",
+               "global_every", "nope_every", "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim",
+               "v_head_dim")
 
 
 def shape_record(shape: ModelShape) -> dict:
