@@ -110,7 +110,7 @@ def test_machine_factors_are_the_median_ratio_per_family_and_refit_from_scratch(
     cases = machine_cases()
     assert {family(c) for c in cases} == set(FAMILIES) and [c.key for c in cases] == [c.key for c in machine_cases()]
     assert not any(c.params.get("window") for c in cases)  # FlexAttention compiles each window: seconds apiece
-    scale = {"gemm": 1.04, "bmm": 0.97, "flash": 1.1, "memory": 1.0}
+    scale = {"gemm": 1.04, "bmm": 0.97, "flash": 1.1, "memory": 1.0, "stream": 1.06}
     # Each call 0.3 µs slower beyond its family's factor; the calls of a few µs tell that alone.
     predicted = {c.key: predict_case(c, gpu=CostModel(gpu, params)) for c in cases}
     short = cases[-LAUNCH_SAMPLE:]  # drawn last, so that the families' sample stays the one measured before
@@ -127,6 +127,10 @@ def test_machine_factors_are_the_median_ratio_per_family_and_refit_from_scratch(
     case = next(c for c in cases if family(c) == "gemm")
     assert predict_case(case, gpu=CostModel(gpu, refitted)) == pytest.approx(1.04 * predicted[case.key] + 0.0003)
     assert dataclasses.replace(refitted, machine_gemm=1.0).machine_bmm == 0.97
+    # A GEMM of a few rows streams its weights: priced by the stream factor, not the GEMMs'.
+    stream = next(c for c in cases if family(c) == "stream")
+    assert min(stream.params["m"], stream.params["n"]) <= 16 and stream.params["batch"] == 1
+    assert predict_case(stream, gpu=CostModel(gpu, refitted)) == pytest.approx(1.06 * predicted[stream.key] + 0.0003)
 
 
 def test_a_machines_memory_factor_scales_the_stream_and_not_the_launch():
@@ -187,7 +191,7 @@ def test_calibrate_quick_says_and_writes_this_machines_factors_and_time_per_call
         said = capsys.readouterr().out
         params = json.loads(out.read_text())["params"]
         if not lost:
-            assert "launch: this machine's calls take +0.30 µs each against the profile (30 calls measured under 15 µs" in said
+            assert "launch: this machine's calls take +0.30 µs each against the profile (29 calls measured under 15 µs" in said  # one of the 30 is 21 µs on an H100
             assert params["machine_launch_ms"] == pytest.approx(0.0003, abs=2e-6)
             assert params["machine_gemm"] == pytest.approx(1.03, abs=1e-4)
         else:  # the GEMMs' factor then takes in what the calls add

@@ -46,6 +46,7 @@ from .params import (
     FLEX_FWD_OTHER,
     FLEX_MASK,
     SPEC,
+    STREAM_ROWS,
     WALK_BANDS,
     WALK_MAX_K,
     WALK_ROWS,
@@ -268,7 +269,7 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
             # to too few ways along k, booked with the waves' (a cause the shape has, not the kernel's ceiling).
             losses["wave"] = np.where(longer, losses["wave"] + walk - time_ms, losses["wave"])
             time_ms, b_split = np.where(longer, walk, time_ms), np.where(longer, ways, b_split)
-    factor = np.where(batch > 1, p.machine_bmm, p.machine_gemm)
+    factor = np.where(batch > 1, p.machine_bmm, np.where(np.minimum(m, n) <= STREAM_ROWS, p.machine_stream, p.machine_gemm))
     if np.any(factor != 1.0):
         time_ms, losses = _on_this_machine(time_ms, losses, t0 * s, factor, "kernel")
     if p.machine_launch_ms:

@@ -3,7 +3,8 @@ GPU's profile, so that a user's GPU lands where the one the profile was fitted o
 
 GPUs of one model differ by a few percent (clocks, power, memory); the shapes a profile was fitted
 on are where it is right on its own machine, so a sample of them, measured here, tells this
-machine's factor for each family: GEMMs, batched GEMMs, fused attention and memory-bound ops.
+machine's factor for each family: GEMMs, batched GEMMs, fused attention, memory-bound ops and the GEMMs
+of a few rows that stream their weights (params.STREAM_ROWS), bound by memory where the others are not.
 """
 
 from __future__ import annotations
@@ -15,15 +16,19 @@ import numpy as np
 from .cases import Case
 from .cost import CostParams
 from .hardware import GPU
+from .params import STREAM_ROWS
 from .profile import Profile
 
-FAMILIES = ("gemm", "bmm", "flash", "memory")
+FAMILIES = ("gemm", "bmm", "flash", "memory", "stream")
 MACHINE_STREAM = 5021  # the sample's own random stream
-# Per family, how many of the designed calibration cases are measured: about 20 s on an H200. A
-# family's factor is the median of its cases' ratios, which spread by 4-9% (interquartile): 100
-# GEMMs pin it within about 0.5%, as 120 did within 0.45% (120 GEMMs and 60 batched made the
-# whole command take 38-43 s on four H200s, over the 40 s it is meant to take).
-SAMPLE = {"gemm": 100, "bmm": 50, "flash": 40, "memory": 40}
+# Per family, how many of the calibration cases are measured: about 20 s on an H200. A family's factor
+# is the median of its cases' ratios, which spread by 4-9% (interquartile): 100 GEMMs pinned it within
+# about 0.5%, as 120 did within 0.45% (120 GEMMs and 60 batched made the whole command take 38-43 s on
+# four H200s, over the 40 s it is meant to take); 80, within about 0.55%, leave the time for 20 streams.
+SAMPLE = {"gemm": 80, "bmm": 50, "flash": 40, "memory": 40, "stream": 20}
+# The streams are drawn from `calibrate --streams 1`'s GEMMs (the designed set holds 6 of a few rows), which
+# the shipped H200 profile was fitted on.
+STREAMS_SEED = 1
 MIN_MS = 0.03  # shorter calls repeat within ~1% only at the median of many runs: left out of the factors
 # Calls this short are mostly launch: a sample of them (any family) gives the time this machine adds to
 # every call (CostParams.machine_launch_ms), the median of measured minus predicted.
@@ -35,16 +40,19 @@ LIMITS = (0.7, 1.4)  # a factor past these says the profile is not this machine'
 
 def family(case: Case) -> str | None:
     kind = case.params.get("kind", case.bench) if case.bench == "op" else case.bench
+    if kind == "gemm" and case.params["batch"] == 1 and min(case.params["m"], case.params["n"]) <= STREAM_ROWS:
+        return "stream"  # as cost.py prices it: by machine_stream
     return kind if kind in FAMILIES else None
 
 
 def machine_cases(*, dtype: str = "bf16", quick: bool = False) -> list[Case]:
-    """A fixed sample of the designed calibration set, per family (toy sizes with `quick`)."""
+    """A fixed sample of the designed calibration set and the streams beside it, per family (toy sizes
+    with `quick`)."""
     from .cost import SPEC
-    from .draws import calibration_cases
+    from .draws import calibration_cases, drawn_beside
     from .hardware import get_gpu
 
-    designed = calibration_cases(dtype=dtype, quick=quick)
+    designed = calibration_cases(dtype=dtype, quick=quick) + drawn_beside(dtype=dtype, quick=quick, streams=STREAMS_SEED)
     rng = np.random.default_rng(MACHINE_STREAM)
     out = []
     # Long enough to repeat well (by the spec model, so the sample is every profile's). No sliding window:

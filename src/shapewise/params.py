@@ -53,6 +53,9 @@ DECODE_OVERLAP = 3  # cost.decode_busy_ms
 WALK_BANDS = ((704, 960, 4), (960, 1056, 2))
 WALK_ROWS = 3
 WALK_MAX_K = 2560
+# A GEMM of this many rows or columns or fewer streams its weights: `calibrate --quick` times such GEMMs
+# as a family of their own (CostParams.machine_stream).
+STREAM_ROWS = 16
 
 
 @dataclass(frozen=True)
@@ -270,6 +273,10 @@ class CostParams:
     power_slowdown: float = 0.0
     machine_flash: float = 1.0
     machine_memory: float = 1.0  # a memory-bound op's streaming part only (its launch is machine_launch_ms's)
+    # A GEMM of STREAM_ROWS rows or columns or fewer (a decoding step's, an expert's few tokens) streams its
+    # weights: bound by memory, it runs at this machine's rate of streaming them, not of multiplying (an
+    # H100 pricing with the H200's profile: such GEMMs 1.4-7.2% fast, the others within 0.3%).
+    machine_stream: float = 1.0
     # Every call's time beyond the profile's on this machine, fitted on calls of a few microseconds: the
     # host and driver launch each kernel (an H100's took 6% longer on calls under 8 µs than the H200 the
     # profile was fitted on; benchmarks/RESULTS.md, "an H100 measured").
