@@ -26,10 +26,10 @@ CONFIGS = [f"tests/data/hf/{name}.json" for name in ("bloom-7b1", "falcon-7b", "
                                                    "mixtral-8x7b", "opt-1.3b", "phi-2", "pythia-1b", "qwen2-7b")]
 # Which sets each export measured (first H200, second H200); seeds 11, 12 and models 2 were drawn
 # after the first export was judged.
-MEASURED = {"judges-1.csv": [("wide", 1), ("wide", 2), ("wide", 3), ("attention", 1), ("models", 1)],
-            "judges-2.csv": [("wide", 11), ("wide", 12), ("wide", 1), ("attention", 11), ("attention", 1),
+MEASURED = {"judges-1.csv.gz": [("wide", 1), ("wide", 2), ("wide", 3), ("attention", 1), ("models", 1)],
+            "judges-2.csv.gz": [("wide", 11), ("wide", 12), ("wide", 1), ("attention", 11), ("attention", 1),
                              ("models", 2), ("models", 1)]}
-REPEATS = {("judges-2.csv", "wide", 1), ("judges-2.csv", "attention", 1), ("judges-2.csv", "models", 1)}
+REPEATS = {("judges-2.csv.gz", "wide", 1), ("judges-2.csv.gz", "attention", 1), ("judges-2.csv.gz", "models", 1)}
 SHOWN = ("gemm", "bmm", "attention fwd", "attention bwd", "attention decode", "memory", "step train", "step prefill",
          "step decode")
 
@@ -97,7 +97,7 @@ def main() -> int:
             for name, seed in sets:
                 drawn, rows = measured_rows(dbs[export], name, seed)
                 judged = print_judged(f"{export} {name} seed {seed}", drawn, rows, gpu=gpu, profile=shipped,
-                                      regimes=args.regimes, on_second=on_second if export == "judges-2.csv" else None)
+                                      regimes=args.regimes, on_second=on_second if export == "judges-2.csv.gz" else None)
                 if (export, name, seed) not in REPEATS:
                     pooled.setdefault((export, name), []).extend(judged)
         for (export, name), judged in pooled.items():
@@ -106,8 +106,8 @@ def main() -> int:
                 print("  " + line)
         print("== the same cases on the two H200s (second / first, median of each case's times)")
         for name in ("wide", "attention", "models"):
-            print(spread(name, measured_rows(dbs["judges-1.csv"], name, 1)[1],
-                         measured_rows(dbs["judges-2.csv"], name, 1)[1]))
+            print(spread(name, measured_rows(dbs["judges-1.csv.gz"], name, 1)[1],
+                         measured_rows(dbs["judges-2.csv.gz"], name, 1)[1]))
     return 0
 
 

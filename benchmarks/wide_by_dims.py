@@ -17,7 +17,7 @@ from shapewise.exports import open_export
 from shapewise.profile import cost_model
 
 R = "benchmarks/results/h200-judges"
-EXPORTS = ("judges-1.csv", "judges-2.csv")
+EXPORTS = ("judges-1.csv.gz", "judges-2.csv.gz")
 
 
 def measured_gemms(paths) -> tuple:

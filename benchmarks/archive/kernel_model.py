@@ -258,8 +258,8 @@ def main() -> int:
             print(f"    {name + ', ' + words:20s} {summary([shipped_error(c, with_tables) for c in mine])}")
 
     rng = np.random.default_rng(0)
-    # Seeds 3-12: each held-out set's kernels named in one census (h200-kernels/kernels-heldout.csv)
-    named = kernels_from_csv(RESULTS + "h200-kernels/kernels-heldout.csv")
+    # Seeds 3-12: each held-out set's kernels named in one census (h200-kernels/kernels-heldout.csv.gz)
+    named = kernels_from_csv(RESULTS + "h200-kernels/kernels-heldout.csv.gz")
     later = [c for seed in range(3, 13) for c in read_cases(RESULTS + f"h200-calibration/validation-seed{seed}.csv", named)
              if c["worst"] and c.get("config") in model.fits]
     print(f"held-out seeds 3-12, misaligned GEMMs and BMMs whose kernel was recorded and fitted (n={len(later)}):")

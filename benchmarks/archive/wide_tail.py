@@ -35,7 +35,7 @@ R = "benchmarks/results"
 # export -> the wide seeds it measured (benchmarks/judge_fresh.py's LATER; results/h200-judges/log-*.txt);
 # a judges-2 export is the same seed again on a second H200
 EXPORTS = {
-    "h200-judges/judges-1.csv": (1, 2, 3), "h200-judges/judges-2.csv": (11, 12),
+    "h200-judges/judges-1.csv.gz": (1, 2, 3), "h200-judges/judges-2.csv.gz": (11, 12),
     "h200-judges-fresh/judges.csv.gz": (21, 22), "h200-judges-fresh/judges-2.csv.gz": (21,),
     "h200-judges-fresh2/judges.csv.gz": (23, 24), "h200-judges-fresh3/judges.csv.gz": (25, 26),
     "h200-judges-fresh3/judges-2.csv.gz": (25,), "h200-judges-fresh5/judges.csv.gz": (27,),
