@@ -114,7 +114,8 @@ def _verify_runs():
         with opened as f:
             doc = json.load(f)
         runs = doc.items() if isinstance(doc, dict) else [(path.stem.removeprefix("verify-"), doc)]
-        yield from ((path, model, rows) for model, rows in runs)
+        # verify_real.py's files say beside the models how their layers were built ("shared_norms": true)
+        yield from ((path, model, rows) for model, rows in runs if isinstance(rows, list))
 
 
 def test_the_reader_reads_every_verify_run_written_before_the_step_times():
