@@ -397,6 +397,20 @@ def test_chatglm_groups_are_its_kv_heads():
         2, "rmsnorm", "swiglu", 0.5, 128, False)
 
 
+def test_ling_reads_by_bailing_moes_rules_without_a_guess(tmp_path):
+    # bailing_moe was read by guessing (said in a warning); BailingMoeConfig is Llama's layout, biases on
+    # its fused query_key_value where use_qkv_bias says
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        ling = read("ling-plus")
+    assert "guessed" not in warned(record) and "not one shapewise knows" not in warned(record)
+    assert (ling.mlp, ling.norm, ling.parallel_attn, ling.qkv_bias, ling.num_experts, ling.top_k) == (
+        "swiglu", "rmsnorm", False, False, 64, 4)
+    config = json.loads(FILES["ling-plus"].read_text())
+    (tmp_path / "ling.json").write_text(json.dumps({**config, "use_qkv_bias": True}))
+    assert load_config(tmp_path / "ling.json").qkv_bias
+
+
 def test_what_the_other_later_configs_read_as():
     assert not read("devstral-small-2-24b-instruct").tied_embeddings  # the wrapper says false, text_config nothing
     minicpm = read("minicpm3-4b")  # latent attention without v_head_dim: hidden / heads
