@@ -1163,3 +1163,17 @@ def test_an_encoder_only_model_is_refused_in_one_line(capsys):
     assert main(["check", "--config", str(FILES["snowflake-arctic-embed-m"])]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bert (BertModel) is an encoder-only model" in err
+
+
+@pytest.mark.parametrize("model_type, architecture", [("clip_vision_model", "CLIPVisionModel"),
+                                                      ("siglip_vision_model", "SiglipVisionModel"), ("clip", "CLIPModel")])
+def test_an_image_model_is_refused_in_one_line_naming_it(capsys, tmp_path, model_type, architecture):
+    # a CLIP or SigLIP tower (a multimodal model's vision_config saved alone) was refused as having "no
+    # vocabulary size", which did not say what the file is
+    config = {"architectures": [architecture], "model_type": model_type, "hidden_size": 1024, "num_hidden_layers": 24,
+              "num_attention_heads": 16, "intermediate_size": 4096, "image_size": 336, "patch_size": 14}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert main(["check", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{model_type} ({architecture}) is an image model" in err and "vocabulary" not in err

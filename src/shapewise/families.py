@@ -261,7 +261,11 @@ NOT_ATTENTION = {
 # Encoder-only models (BERT and its kin): every token attends to every other, after a learned position table
 # and token types, with no causal language-model head; shapewise prices decoder-only transformers.
 ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "albert", "electra", "deberta",
-                "deberta-v2", "camembert", "mpnet", "modernbert", "nomic_bert", "megatron-bert", "roformer", "ernie")
+                "deberta-v2", "camembert", "mpnet", "modernbert", "nomic_bert", "megatron-bert", "roformer", "ernie",
+                "clip_text_model")
+# Image encoders (CLIP's and SigLIP's towers, ViTs) and CLIP's image and text pair: no language-model head to price.
+VISION_ONLY = ("clip", "clip_vision_model", "siglip", "siglip_vision_model", "siglip2_vision_model",
+               "vit", "vit_mae", "dinov2", "deit", "beit", "swin", "swinv2", "convnext", "pixtral")
 # Keys that only hybrid or recurrent configs carry: an unknown type with one of them is refused too.
 NOT_ATTENTION_KEYS = ("mamba_d_state", "ssm_cfg", "state_size", "attn_layer_period", "block_types",
                       "_block_types", "layers_block_type", "hybrid_override_pattern", "lru_width",

@@ -17,6 +17,7 @@ from .families import (
     NESTED_DEFAULTS,
     NOT_ATTENTION,
     NOT_ATTENTION_KEYS,
+    VISION_ONLY,
 )
 from .limits import LAYERS, flag, json_int
 from .shapes import STRUCTURAL_FIELDS, ModelShape, canonical
@@ -205,6 +206,10 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
         raise NotATransformer(f"{where}: {named} is an encoder-only model (every token attends to every other, "
                               f"no causal language-model head); shapewise prices decoder-only transformers and "
                               f"cannot price it")
+    if model_type in VISION_ONLY:  # an image tower (or CLIP's pair), often a multimodal model's vision_config
+        raise NotATransformer(f"{where}: {named} is an image model (a vision encoder, or CLIP's image and text "
+                              f"encoders: no language-model head); shapewise prices decoder-only language "
+                              f"transformers and cannot price it")
     what = NOT_ATTENTION.get(model_type)
     if what is None and model_type not in FAMILIES:
         hybrid = [k for k in NOT_ATTENTION_KEYS if k in cfg]
