@@ -48,7 +48,9 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "qwen3-next-80b-a3b-thinking": "a linear-attention hybrid",
            "gemma-4-e2b": "per-layer input embeddings \\(hidden_size_per_layer_input\\)",
            "nemotron-h-56b-base-8k": "Mamba/attention hybrid", "rwkv5-3b": "RWKV recurrent model",
-           "snowflake-arctic-embed-m": "an encoder-only model"}
+           "snowflake-arctic-embed-m": "an encoder-only model",
+           "openelm-1.1b-instruct": "scales its layers one by one \\(num_query_heads, num_kv_heads, ffn_multipliers "
+                                    "differ by layer\\)"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -1188,7 +1190,13 @@ def test_an_image_model_is_refused_in_one_line_naming_it(capsys, tmp_path, model
     assert err.count("\n") == 1 and f"{model_type} ({architecture}) is an image model" in err and "vocabulary" not in err
 
 
-def test_tenth_pass_reads_each_model_as_its_code_builds_it():
+def test_tenth_pass_reads_each_model_as_its_code_builds_it(capsys):
+    # OpenELM scales its layers one by one (16 to 32 query heads, 4 to 8 kv heads, MLP 0.5x to 4x by layer): it was
+    # refused as having "no hidden size" (its model_dim), which named nothing of what it is
+    assert main(["check", "--config", str(FILES["openelm-1.1b-instruct"])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "openelm (OpenELMForCausalLM) scales its layers one by one (num_query_heads, " \
+        "num_kv_heads, ffn_multipliers differ by layer)" in err and "hidden size" not in err
     # RedPajama-INCITE (gpt_neox) runs attention and MLP one after the other (use_parallel_residual false), unlike
     # Pythia, its family's default: two norms a layer, no parallel block
     with unwarned():
