@@ -25,7 +25,8 @@ SIXTH = CORPUS.parent / "hf-sixth"  # a sixth's
 SEVENTH = CORPUS.parent / "hf-seventh"  # a seventh's
 EIGHTH = CORPUS.parent / "hf-eighth"  # an eighth's
 NINTH = CORPUS.parent / "hf-ninth"  # a ninth's
-FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH)
+TENTH = CORPUS.parent / "hf-tenth"  # a tenth's
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -47,7 +48,9 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "qwen3-next-80b-a3b-thinking": "a linear-attention hybrid",
            "gemma-4-e2b": "per-layer input embeddings \\(hidden_size_per_layer_input\\)",
            "nemotron-h-56b-base-8k": "Mamba/attention hybrid", "rwkv5-3b": "RWKV recurrent model",
-           "snowflake-arctic-embed-m": "an encoder-only model"}
+           "snowflake-arctic-embed-m": "an encoder-only model",
+           "openelm-1.1b-instruct": "scales its layers one by one \\(num_query_heads, num_kv_heads, ffn_multipliers "
+                                    "differ by layer\\)"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -100,6 +103,12 @@ PUBLISHED = {
     # here is the hub's, as ../hf/'s; GLM-5.2's is GLM-5's 744B)
     "phi-2-msft": 2_779_683_840, "gemma-2-27b": "27.2B", "minitron-4b-base": "4B", "glm-5.2-nvfp4": "744B",
     "ministral-3-3b-2512": "3.4B",
+    # the tenth round's (Gemma 2 2B's count is the paper's, whose embedding has 256,128 rows to the file's 256,000:
+    # its non-embedding count is held to the paper's to the parameter below; Qwen3-0.6B's 0.44B without its tied
+    # embedding is held in test_tenth_pass_…)
+    "codellama-34b": "34B", "gemma-2-2b": 2_614_636_800, "internlm2.5-7b": "7B", "olmo-2-0325-32b": "32B",
+    "qwen1.5-32b-chat-gptq-int4": "32B", "qwen3-0.6b": "0.6B", "redpajama-incite-3b-v1": "3B",
+    "tinyllama-1.1b-chat-v1.0": "1.1B", "yi-1.5-34b-chat-gptq-int4": "34B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -183,6 +192,8 @@ def test_counts_to_the_parameter_where_the_paper_gives_them():
     assert gemma2.params - gemma2.vocab * gemma2.hidden == 8_324_201_984
     gemma2 = read("gemma-2-27b")  # the same table: 26,047,480,320 (query_pre_attn_scalar 144 scales, no op)
     assert gemma2.params - gemma2.vocab * gemma2.hidden == 26_047_480_320
+    gemma2 = read("gemma-2-2b")  # and 2,024,517,888 (26 layers of 2304, 8 heads of 256 over 4 kv heads)
+    assert gemma2.params - gemma2.vocab * gemma2.hidden == 2_024_517_888
     assert read("stablelm-3b-4e1t").params == 2_795_443_200  # the model card's table
 
 
@@ -1177,3 +1188,24 @@ def test_an_image_model_is_refused_in_one_line_naming_it(capsys, tmp_path, model
     assert main(["check", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{model_type} ({architecture}) is an image model" in err and "vocabulary" not in err
+
+
+def test_tenth_pass_reads_each_model_as_its_code_builds_it(capsys):
+    # OpenELM scales its layers one by one (16 to 32 query heads, 4 to 8 kv heads, MLP 0.5x to 4x by layer): it was
+    # refused as having "no hidden size" (its model_dim), which named nothing of what it is
+    assert main(["check", "--config", str(FILES["openelm-1.1b-instruct"])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "openelm (OpenELMForCausalLM) scales its layers one by one (num_query_heads, " \
+        "num_kv_heads, ffn_multipliers differ by layer)" in err and "hidden size" not in err
+    # RedPajama-INCITE (gpt_neox) runs attention and MLP one after the other (use_parallel_residual false), unlike
+    # Pythia, its family's default: two norms a layer, no parallel block
+    with unwarned():
+        redpajama = read("redpajama-incite-3b-v1")
+    assert (redpajama.parallel_attn, redpajama.norms_per_layer, redpajama.mlp, redpajama.bias) == (False, 2, "gelu", True)
+    # Qwen3-0.6B's card: 0.44B without its tied embedding
+    qwen = read("qwen3-0.6b")
+    assert qwen.tied_embeddings and meets(qwen.params - qwen.vocab * qwen.hidden, "0.44B")
+    # GPTQ checkpoints (Yi-1.5-34B, Qwen1.5-32B) are priced in the dtype asked, and said so
+    for stem in ("yi-1.5-34b-chat-gptq-int4", "qwen1.5-32b-chat-gptq-int4"):
+        with pytest.warns(ShapewiseWarning, match="its checkpoint is quantized \\(gptq, quantization_config\\)"):
+            read(stem)

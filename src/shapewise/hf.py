@@ -189,6 +189,10 @@ class NotATransformer(ShapewiseError):
     """A config of an architecture shapewise does not price (state-space, recurrent, hybrid)."""
 
 
+# Per-layer lists of a layer-wise scaled model (OpenELM: query and key/value heads, MLP width multipliers)
+_LAYERWISE = ("num_query_heads", "num_kv_heads", "ffn_multipliers")
+
+
 def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
     arch = cfg.get("architectures")
     named = f"{model_type} ({arch[0]})" if isinstance(arch, list) and arch and isinstance(arch[0], str) else model_type
@@ -197,6 +201,10 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
         raise NotATransformer(f"{where}: {named or 'this model'} gives each of its {len(blocks)} layers its own "
                               f"attention and MLP (block_configs); shapewise models a stack of identical layers and "
                               f"cannot price it")
+    scaled = [k for k in _LAYERWISE if isinstance(cfg.get(k), list) and len({json.dumps(v) for v in cfg[k]}) > 1]
+    if scaled:  # OpenELM: layer-wise scaling, each layer its own head counts and MLP width
+        raise NotATransformer(f"{where}: {named or 'this model'} scales its layers one by one ({', '.join(scaled)} "
+                              f"differ by layer); shapewise models a stack of identical layers and cannot price it")
     halves = [k for k in ("encoder_layers", "decoder_layers") if cfg.get(k) is not None]
     if cfg.get("is_encoder_decoder") is True or halves:  # Whisper, T5, BART: no decoder-only stack
         said = ", ".join(halves) if halves else "is_encoder_decoder"
