@@ -422,6 +422,31 @@ def test_ling_reads_by_bailing_moes_rules_without_a_guess(tmp_path):
     assert load_config(tmp_path / "ling.json").qkv_bias
 
 
+def test_command_r7b_reads_as_cohere2s_code_runs_it(tmp_path):
+    # cohere2 (Command R7B, Command A) was read by guessing: sequential blocks with a window on every layer,
+    # where Cohere2's code runs attention and the MLP in parallel off one LayerNorm, a window on three layers
+    # in four and the fourth global without rotary embeddings. Its configuration's fields (no verbatim file
+    # of it was found to cite), as Cohere2Config and the model's card give them:
+    config = {"architectures": ["Cohere2ForCausalLM"], "model_type": "cohere2", "hidden_size": 4096,
+              "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+              "vocab_size": 256000, "max_position_embeddings": 8192, "sliding_window": 4096,
+              "sliding_window_pattern": 4, "hidden_act": "silu", "logit_scale": 0.25, "rope_theta": 50000.0}
+    by_types = {**{k: v for k, v in config.items() if k != "sliding_window_pattern"},
+                "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
+    by_types["layer_types"] *= 8
+    for fields in (config, by_types):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            shape = _shape_from_config(fields, "x", "command-r7b")
+        assert warned(record) == ""
+        assert (shape.parallel_attn, shape.norms_per_layer, shape.norm, shape.tied_embeddings, shape.bias) == (
+            True, 1, "layernorm", True, False)
+        assert (shape.window, shape.global_every, shape.nope_every, shape.num_rope_layers) == (4096, 4, 4, 24)
+        assert round(shape.params / 1e9, 2) == 8.03
+        read_back = load_config(_write(tmp_path, to_hf_config(shape, fields)))  # written back in its own keys
+        assert {f: getattr(read_back, f) for f in STRUCTURAL_FIELDS} == {f: getattr(shape, f) for f in STRUCTURAL_FIELDS}
+
+
 def test_what_the_other_later_configs_read_as():
     assert not read("devstral-small-2-24b-instruct").tied_embeddings  # the wrapper says false, text_config nothing
     minicpm = read("minicpm3-4b")  # latent attention without v_head_dim: hidden / heads

@@ -195,6 +195,11 @@ FAMILIES: dict[str, Family] = {
                        rotary="partial_rotary_factor", qkv_bias="use_qkv_bias"),
     # Command-R: one LayerNorm (no bias) feeds attention and MLP in parallel; CohereConfig ties by default
     "cohere": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True, norms_per_layer=1),
+    # Command R7B and Command A (Cohere2Config): Command R's parallel block, a window on three layers in four,
+    # and the fourth, global, without rotary embeddings (Cohere2Attention rotates on sliding layers only)
+    "cohere2": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True, norms_per_layer=1,
+                      window="pattern", nope_global=True,
+                      defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4))),
     "dbrx": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
     "gemma": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh"),
     "gemma2": _GEMMA2,
