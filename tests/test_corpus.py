@@ -447,6 +447,20 @@ def test_command_r7b_reads_as_cohere2s_code_runs_it(tmp_path):
         assert {f: getattr(read_back, f) for f in STRUCTURAL_FIELDS} == {f: getattr(shape, f) for f in STRUCTURAL_FIELDS}
 
 
+def test_persimmon_reads_by_its_rules_without_a_guess():
+    # persimmon was read by guessing (each guess said, each right): PersimmonConfig's rules now, fields of
+    # Persimmon-8B (no verbatim file of it was found to cite)
+    config = {"architectures": ["PersimmonForCausalLM"], "model_type": "persimmon", "hidden_size": 4096,
+              "num_hidden_layers": 36, "num_attention_heads": 64, "intermediate_size": 16384, "vocab_size": 262144,
+              "hidden_act": "relu2", "max_position_embeddings": 16384, "qk_layernorm": True, "rope_theta": 25000.0}
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        shape = _shape_from_config(config, "x", "persimmon-8b")
+    assert warned(record) == ""
+    assert (shape.mlp, shape.norm, shape.bias, shape.qk_norm, shape.rotary_fraction, shape.tied_embeddings) == (
+        "relu", "layernorm", True, True, 0.5, False)  # half of each head rotated: PersimmonConfig's default
+
+
 def test_what_the_other_later_configs_read_as():
     assert not read("devstral-small-2-24b-instruct").tied_embeddings  # the wrapper says false, text_config nothing
     minicpm = read("minicpm3-4b")  # latent attention without v_head_dim: hidden / heads

@@ -235,6 +235,10 @@ FAMILIES: dict[str, Family] = {
                        rotary="partial_rotary_factor", defaults=(("partial_rotary_factor", 0.5),)),
     "starcoder2": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,
                          act="gelu_pytorch_tanh", window="all"),
+    # Persimmon (PersimmonConfig): a plain squared-ReLU MLP, LayerNorms, biases on every linear, QK-LayerNorm
+    # where qk_layernorm says, half of each head rotated
+    "persimmon": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=False, act="relu2",
+                        qk_norm=True, rotary="partial_rotary_factor", defaults=(("partial_rotary_factor", 0.5),)),
     **{t: _FALCON for t in ("falcon", "refinedwebmodel", "refinedweb")},
 }
 # A multimodal wrapper's text_config holds only the fields that differ from its type's configuration
