@@ -26,7 +26,8 @@ SEVENTH = CORPUS.parent / "hf-seventh"  # a seventh's
 EIGHTH = CORPUS.parent / "hf-eighth"  # an eighth's
 NINTH = CORPUS.parent / "hf-ninth"  # a ninth's
 TENTH = CORPUS.parent / "hf-tenth"  # a tenth's
-FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH)
+ELEVENTH = CORPUS.parent / "hf-eleventh"  # an eleventh's
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -109,6 +110,9 @@ PUBLISHED = {
     "codellama-34b": "34B", "gemma-2-2b": 2_614_636_800, "internlm2.5-7b": "7B", "olmo-2-0325-32b": "32B",
     "qwen1.5-32b-chat-gptq-int4": "32B", "qwen3-0.6b": "0.6B", "redpajama-incite-3b-v1": "3B",
     "tinyllama-1.1b-chat-v1.0": "1.1B", "yi-1.5-34b-chat-gptq-int4": "34B",
+    # the eleventh round's (Qwen3-1.7B's 1.4B without its tied embedding is held in test_eleventh_pass_…)
+    "phi-3.5-mini-instruct": "3.8B", "qwen3-1.7b": "1.7B", "smollm-1.7b": "1.7B",
+    "llama-3.1-70b-instruct-fp8": "70B", "yi-6b-chat-4bits": "6B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -124,7 +128,10 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 # Labels no count of the language model can be held to (Janus-1.3B: 1.65B with its two embeddings, 1.23B
 # without; Muse Glimmer's "30B" with a vision encoder of a size nowhere stated, its language model 26.4B):
 # their structure is checked instead (test_sixth_pass_reads, test_a_rotary_base_of_zero_by_layer_…).
-STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b"}
+# Qwen3-VL-2B's "2B" and InternLM-XComposer-7B's "7B" name language model and vision encoder together, the
+# encoder's size stated nowhere: their language models are held to Qwen3-1.7B's and InternLM-7B's
+# (test_eleventh_pass_…).
+STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
               "kimi-k2-thinking": 1e12}
 
@@ -1248,3 +1255,30 @@ def test_tenth_pass_reads_each_model_as_its_code_builds_it(capsys):
     for stem in ("yi-1.5-34b-chat-gptq-int4", "qwen1.5-32b-chat-gptq-int4"):
         with pytest.warns(ShapewiseWarning, match="its checkpoint is quantized \\(gptq, quantization_config\\)"):
             read(stem)
+
+
+def test_eleventh_pass_reads_each_model_as_its_code_builds_it():
+    # InternLM-XComposer (model type InternLMXComposer) was guessed, and its vision encoder and Q-Former, which
+    # its code builds and no key names, were left unsaid: it reads as InternLM-7B's language model and says so
+    with pytest.warns(ShapewiseWarning) as record:
+        xcomposer = read("internlm-xcomposer-7b-4bit")
+    err = warned(record)
+    assert err.count("\n") == 1 and "vision encoder and Q-Former (num_query_token" in err
+    assert "not one shapewise knows" not in err
+    internlm = read("internlm-7b")
+    assert (xcomposer.hidden, xcomposer.num_layers, xcomposer.kv_heads, xcomposer.bias) == (4096, 32, 32, True)
+    assert xcomposer.params - xcomposer.vocab * xcomposer.hidden * 2 == \
+        internlm.params - internlm.vocab * internlm.hidden * 2
+    # Qwen3-VL-2B's language model is Qwen3-1.7B's, 1.4B without its tied embedding (the Qwen3-1.7B card)
+    with pytest.warns(ShapewiseWarning, match="prices its language model \\(text_config\\) only"):
+        vl = read("qwen3-vl-2b-instruct")
+    with unwarned():
+        qwen = read("qwen3-1.7b")
+    assert vl.params == qwen.params and qwen.tied_embeddings and meets(qwen.params - qwen.vocab * qwen.hidden, "1.4B")
+    # Phi-3.5-mini's longrope and Llama 3.1's llama3 rope_scaling stretch positions, no matrix op: read without a word
+    with unwarned():
+        phi = read("phi-3.5-mini-instruct")
+        read("llama-3.1-70b-instruct-fp8")
+    assert (phi.num_heads, phi.kv_heads, phi.hidden, phi.context) == (32, 32, 3072, 131072)
+    with pytest.warns(ShapewiseWarning, match="its checkpoint is quantized \\(awq, quantization_config\\)"):
+        read("yi-6b-chat-4bits")

@@ -83,6 +83,9 @@ FAMILIES: dict[str, Family] = {
     # InternLM (1): Llama's, with biases on q, k, v and o where its bias key says (shapewise's bias puts one
     # on every linear: 0.01% of InternLM-7B)
     "deepseek": _LLAMA, "internlm": _LLAMA,
+    # InternLM-XComposer (its own InternLMXComposerConfig): InternLM-7B's language model, biases on q, k, v and o
+    # where its bias key says; hf says its vision encoder and Q-Former, which its code builds, are not priced
+    "internlmxcomposer": _LLAMA,
     # Ling (BailingMoeConfig): Llama's layout with DeepSeek-V2's MoE keys; biases on q, k and v where
     # use_qkv_bias says (its fused query_key_value), on its output projection where use_bias says
     "bailing_moe": replace(_LLAMA, qkv_bias="use_qkv_bias"),

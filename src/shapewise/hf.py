@@ -147,7 +147,9 @@ class _Reader:
 
 
 # Multimodal types whose encoder no config key names (their modeling code builds it)
-_CODE_ENCODERS = {"molmo": "vision backbone (built by its code, named by no config key)"}
+_CODE_ENCODERS = {"molmo": "vision backbone (built by its code, named by no config key)",
+                  "internlmxcomposer": "vision encoder and Q-Former (num_query_token; built by its code, named by "
+                                       "no config key)"}
 _NESTED = ("text_config", "language_config", "llm_config")  # Gemma 3, LLaVA; DeepSeek-VL2; InternVL
 _ENCODERS = {"vision_config": "vision encoder", "audio_config": "audio encoder", "vision_encoder": "vision encoder",
              "vision_tower": "vision encoder", "mm_vision_tower": "vision encoder",
