@@ -15,12 +15,12 @@ import tempfile
 from judge_figures import import_export
 
 from shapewise.bench import stored_rows
+from shapewise.cost import streams_weights
 from shapewise.hardware import get_gpu
 from shapewise.judges import judge, judge_set_cases
 from shapewise.profile import load
 from shapewise.store import Store
 
-STREAM_ROWS = 16
 FACTORS = (1.0, 1.03, 1.045, 1.06, 1.1, 1.2)
 
 
@@ -42,7 +42,7 @@ def main() -> int:
 
     def streams(case) -> bool:
         p = case.params
-        return p.get("kind") == "gemm" and p["batch"] == 1 and min(p["m"], p["n"]) <= STREAM_ROWS
+        return p.get("kind") == "gemm" and bool(streams_weights(p["m"], p["n"], p["batch"]))
 
     steps = [[(by_key[key], count) for key, count in step.ops] for step in drawn.steps
              if all(key in by_key for key, _ in step.ops)]

@@ -269,13 +269,20 @@ def _gemm_arrays(m, n, k, batch, layout, gpu: GPU, dtype: str, p: CostParams) ->
             # to too few ways along k, booked with the waves' (a cause the shape has, not the kernel's ceiling).
             losses["wave"] = np.where(longer, losses["wave"] + walk - time_ms, losses["wave"])
             time_ms, b_split = np.where(longer, walk, time_ms), np.where(longer, ways, b_split)
-    factor = np.where(batch > 1, p.machine_bmm, np.where(np.minimum(m, n) <= STREAM_ROWS, p.machine_stream, p.machine_gemm))
+    factor = np.where(batch > 1, p.machine_bmm, np.where(streams_weights(m, n, batch), p.machine_stream, p.machine_gemm))
     if np.any(factor != 1.0):
         time_ms, losses = _on_this_machine(time_ms, losses, t0 * s, factor, "kernel")
     if p.machine_launch_ms:
         time_ms, losses = time_ms + p.machine_launch_ms, {**losses, "launch": losses["launch"] + p.machine_launch_ms}
     return dict(time_ms=time_ms, flops=flops, bytes=nbytes, losses=losses, tile=tile, split_k=b_split,
                 peak_tflops=peak / 1e12, family=family)
+
+
+def streams_weights(m, n, batch):
+    """Whether GEMMs (arrays or scalars) stream their weights: unbatched, with STREAM_ROWS rows or columns or
+    fewer (a decoding step's, an expert's few tokens), bound by memory: this machine's machine_stream prices
+    them, and `calibrate --quick` times them as a family of their own (machine.family)."""
+    return (np.asarray(batch) == 1) & (np.minimum(m, n) <= STREAM_ROWS)
 
 
 def one_row_walk_ms(m, n, k, batch, layout, class_a, class_n, dtype_bytes: int, p: CostParams) -> tuple:

@@ -4,7 +4,7 @@ GPU's profile, so that a user's GPU lands where the one the profile was fitted o
 GPUs of one model differ by a few percent (clocks, power, memory); the shapes a profile was fitted
 on are where it is right on its own machine, so a sample of them, measured here, tells this
 machine's factor for each family: GEMMs, batched GEMMs, fused attention, memory-bound ops and the GEMMs
-of a few rows that stream their weights (params.STREAM_ROWS), bound by memory where the others are not.
+of a few rows that stream their weights (cost.streams_weights), bound by memory where the others are not.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ import dataclasses
 import numpy as np
 
 from .cases import Case
-from .cost import CostParams
+from .cost import CostParams, streams_weights
 from .hardware import GPU
-from .params import STREAM_ROWS
 from .profile import Profile
 
 FAMILIES = ("gemm", "bmm", "flash", "memory", "stream")
@@ -40,7 +39,7 @@ LIMITS = (0.7, 1.4)  # a factor past these says the profile is not this machine'
 
 def family(case: Case) -> str | None:
     kind = case.params.get("kind", case.bench) if case.bench == "op" else case.bench
-    if kind == "gemm" and case.params["batch"] == 1 and min(case.params["m"], case.params["n"]) <= STREAM_ROWS:
+    if kind == "gemm" and streams_weights(case.params["m"], case.params["n"], case.params["batch"]):
         return "stream"  # as cost.py prices it: by machine_stream
     return kind if kind in FAMILIES else None
 
