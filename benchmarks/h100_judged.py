@@ -51,7 +51,7 @@ def main() -> int:
     machine = args.machine or f"{args.folder}/h100-machine.json.gz"
     try:
         quick = with_machine_factors(borrowed, machine)
-    except OSError as err:
+    except (OSError, ShapewiseError) as err:
         print(f"h100_judged.py: {err} (benchmarks/h200_judges.sh with GPU=h100 QUICK_CALIBRATE=1 writes it)",
               file=sys.stderr)
         return 2

@@ -8,8 +8,6 @@ python benchmarks/judge_figures.py [--profile PATH] [--machine-factors JSON]
 
 import argparse
 import dataclasses
-import gzip
-import json
 import tempfile
 
 import numpy as np
@@ -42,9 +40,9 @@ def import_export(path: str, db: str) -> None:
 
 def with_machine_factors(profile, path: str):
     """`profile` with the machine factors of the profile `calibrate --quick` wrote at `path` (its
-    machine_* parameters only: the rest of that profile is the one it was fitted on top of)."""
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-        factors = {k: v for k, v in json.load(f)["params"].items() if k.startswith("machine_")}
+    machine_* parameters only, read as a profile is: the rest of that profile is the one it was fitted on top of)."""
+    machine = load(path).params
+    factors = {f.name: getattr(machine, f.name) for f in dataclasses.fields(machine) if f.name.startswith("machine_")}
     return dataclasses.replace(profile, params=dataclasses.replace(profile.params, **factors))
 
 

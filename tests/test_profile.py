@@ -873,3 +873,21 @@ def test_tiles_without_a_rate_each_or_of_no_size_are_refused(tiles, rates, needl
     params = dataclasses.replace(shipped.params, tiles=tiles, tile_rates=rates)
     with pytest.raises(ShapewiseError, match=needle):
         from_text(to_text(dataclasses.replace(shipped, params=params)))
+
+
+def test_a_quick_profile_from_before_the_stream_family_prices_few_row_gemms_by_its_gemm_factor(tmp_path):
+    # machine_stream's default is 1: a file written before it existed (its GEMMs' factor pricing every GEMM)
+    # would otherwise price its few-row GEMMs 1/machine_gemm off what it did; and one written since keeps a
+    # stream factor of 1 beside a GEMMs' factor that is not
+    profile = Profile(gpu="h200", params=dataclasses.replace(SPEC, machine_gemm=1.05), created_utc="2026-12-06T00:00:00+00:00")
+    written = to_json(profile)
+    assert written["params"]["machine_stream"] == 1.0
+    (tmp_path / "new.json").write_text(json.dumps(written))
+    assert load(tmp_path / "new.json").params.machine_stream == 1.0
+    del written["params"]["machine_stream"]
+    (tmp_path / "old.json").write_text(json.dumps(written))
+    old = load(tmp_path / "old.json").params
+    assert old.machine_stream == 1.05
+    gpu = get_gpu("h200")
+    one_row = predict_gemm(1, 8192, 8192, gpu=CostModel(gpu, old)).time_ms
+    assert one_row == pytest.approx(predict_gemm(1, 8192, 8192, gpu=CostModel(gpu, dataclasses.replace(old, machine_stream=1.0))).time_ms * 1.05)

@@ -1,6 +1,7 @@
 """A stream factor for `calibrate --quick`, tried on seen data (benchmarks/RESULTS.md, "a stream factor
 tried"): the `models` set's whole steps of an H100 run, priced with that H100's `calibrate --quick` profile,
-with every single GEMM of 1-16 rows or columns (a weight stream) priced again by a factor, either on its
+with every single GEMM of 1-16 rows or columns (a weight stream) priced again by a factor (the profile's own
+stream factor, where it has one, set to 1 first), either on its
 whole time or on its streaming part alone (its bytes at the GPU's bandwidth); how many steps come within 5%.
 
 python benchmarks/archive/h100_stream_factor.py benchmarks/results/h100-judges-26/judges.csv.gz --seed 26 \
@@ -10,6 +11,7 @@ python benchmarks/archive/h100_stream_factor.py benchmarks/results/h100-judges-2
 """
 
 import argparse
+import dataclasses
 import tempfile
 
 from judge_figures import import_export
@@ -38,7 +40,9 @@ def main() -> int:
         with Store(f"{tmp}/run.db") as store:
             rows = stored_rows(drawn.cases, store=store)
     ok = [(c, r) for c, r in rows if r.get("error") is None]
-    by_key = {c.key: (c, j) for (c, _), j in zip(ok, judge(ok, gpu=gpu, profile=load(args.profile)))}
+    profile = load(args.profile)  # its own stream factor (calibrate --quick's since it has one) set to 1: each tried
+    profile = dataclasses.replace(profile, params=dataclasses.replace(profile.params, machine_stream=1.0))
+    by_key = {c.key: (c, j) for (c, _), j in zip(ok, judge(ok, gpu=gpu, profile=profile))}
 
     def streams(case) -> bool:
         p = case.params

@@ -87,8 +87,11 @@ class Profile:
 
 
 def _params_to_json(params: CostParams) -> dict:
-    return {f.name: getattr(params, f.name) for f in dataclasses.fields(CostParams)
-            if getattr(params, f.name) != getattr(SPEC, f.name)}
+    out = {f.name: getattr(params, f.name) for f in dataclasses.fields(CostParams)
+           if getattr(params, f.name) != getattr(SPEC, f.name)}
+    if "machine_gemm" in out:  # written beside it even at 1: a file without it is read as before it was fitted
+        out["machine_stream"] = params.machine_stream
+    return out
 
 
 def _params_from_json(data: dict, where: str) -> CostParams:
@@ -155,6 +158,9 @@ def _params_from_json(data: dict, where: str) -> CostParams:
                              f"e^{TREE_REACH:.3g} (a millionfold) any measurement could: the file is damaged")
     if values.get("cutlass_chooser") and len(values["cutlass_chooser"]) != kernels:
         raise ShapewiseError(f"{where}: cutlass_chooser needs one row per row of cutlass_kernels")
+    if "machine_gemm" in values and "machine_stream" not in values:
+        # `calibrate --quick` before its stream family: its GEMMs' factor priced the few-row GEMMs too
+        values["machine_stream"] = values["machine_gemm"]
     return dataclasses.replace(SPEC, **values)
 
 
