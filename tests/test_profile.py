@@ -891,3 +891,14 @@ def test_a_quick_profile_from_before_the_stream_family_prices_few_row_gemms_by_i
     gpu = get_gpu("h200")
     one_row = predict_gemm(1, 8192, 8192, gpu=CostModel(gpu, old)).time_ms
     assert one_row == pytest.approx(predict_gemm(1, 8192, 8192, gpu=CostModel(gpu, dataclasses.replace(old, machine_stream=1.0))).time_ms * 1.05)
+
+
+@pytest.mark.parametrize("name", ["machine_gemm", "machine_bmm", "machine_flash", "machine_memory", "machine_stream"])
+def test_a_machine_factor_of_zero_is_refused_as_damage(tmp_path, name):
+    # 0 priced a whole op family free: check gpt2 ran with every GEMM at no time
+    written = to_json(Profile(gpu="h200", params=dataclasses.replace(SPEC, machine_gemm=1.02),
+                              created_utc="2026-12-06T00:00:00+00:00"))
+    written["params"][name] = 0
+    (tmp_path / "p.json").write_text(json.dumps(written))
+    with pytest.raises(ShapewiseError, match=f"parameter {name} is 0.0; it must be over 0 .*a machine's time factor"):
+        load(tmp_path / "p.json")

@@ -176,9 +176,11 @@ OCTAVES = (1 / 16, 16.0)
 # the time a machine's host adds to each call (less on a faster host). Every other one is a time, a
 # rate, a fraction or a count, and negative would make no sense of it.
 SIGNED = {"cutlass_chooser_vote", "cutlass_chooser_sharpness", "gemm_tree_base", "machine_launch_ms"}
-# Scalars that must be over 0: the bytes of a fill or a ramp, which the cost model divides by, and a
-# cut mask block's cost in whole ones (0 would price a window's edges free).
-POSITIVE = {"memory_ramp_mb", "memory_fill_mb", "memory_op_fill_mb", "flash_memory_fill_mb", "flash_window_partial"}
+# Scalars that must be over 0: the bytes of a fill or a ramp, which the cost model divides by, a cut
+# mask block's cost in whole ones (0 would price a window's edges free) and a machine's time factors
+# (0 would price an op family free).
+POSITIVE = {"memory_ramp_mb", "memory_fill_mb", "memory_op_fill_mb", "flash_memory_fill_mb", "flash_window_partial",
+            "machine_gemm", "machine_bmm", "machine_flash", "machine_memory", "machine_stream"}
 # A list parameter whose spec model holds none has no item to compare with: its declared type says
 # what an item is (a family's name and a number, for the per-family tables).
 NAMED_NUMBER = ("", 0.0)
@@ -211,7 +213,7 @@ def _check_numbers(values: dict, where: str) -> None:
             raise ShapewiseError(f"{where}: parameter {name} is {value}; it must be a finite number, 0 or more")
         elif name in POSITIVE and not value > 0:
             raise ShapewiseError(f"{where}: parameter {name} is {value}; it must be over 0 (a fill's or a ramp's bytes, "
-                                 f"a cut mask block's cost): the file is damaged")
+                                 f"a cut mask block's cost, a machine's time factor): the file is damaged")
 
 
 def _is_table(rows: tuple, width: int) -> bool:
