@@ -27,7 +27,8 @@ EIGHTH = CORPUS.parent / "hf-eighth"  # an eighth's
 NINTH = CORPUS.parent / "hf-ninth"  # a ninth's
 TENTH = CORPUS.parent / "hf-tenth"  # a tenth's
 ELEVENTH = CORPUS.parent / "hf-eleventh"  # an eleventh's
-FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH)
+TWELFTH = CORPUS.parent / "hf-twelfth"  # a twelfth's
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -51,7 +52,9 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "nemotron-h-56b-base-8k": "Mamba/attention hybrid", "rwkv5-3b": "RWKV recurrent model",
            "snowflake-arctic-embed-m": "an encoder-only model",
            "openelm-1.1b-instruct": "scales its layers one by one \\(num_query_heads, num_kv_heads, ffn_multipliers "
-                                    "differ by layer\\)"}
+                                    "differ by layer\\)",
+           "nemotron-3-super-120b-a12b-fp8": "Mamba/attention hybrid",
+           "laguna-s-2.1-fp8": "num_attention_heads_per_layer differs by layer \\(48, 72\\)"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -113,12 +116,18 @@ PUBLISHED = {
     # the eleventh round's (Qwen3-1.7B's 1.4B without its tied embedding is held in test_eleventh_pass_…)
     "phi-3.5-mini-instruct": "3.8B", "qwen3-1.7b": "1.7B", "smollm-1.7b": "1.7B",
     "llama-3.1-70b-instruct-fp8": "70B", "yi-6b-chat-4bits": "6B",
+    # the twelfth round's (Gemma 2B's count is the paper's, whose embedding has 256,128 rows to the file's 256,000:
+    # its non-embedding count is held to the paper's to the parameter in test_twelfth_pass_…; Qwen2-VL-2B's 1.5B is
+    # its language model's, beside a 675M vision encoder)
+    "olmoe-1b-7b-0125-instruct": ("6.9B", "1.3B"), "gemma-2b": 2_506_434_560, "qwen2.5-72b": "72.7B",
+    "qwen2-vl-2b-instruct": "1.5B", "skywork-reward-llama-3.1-8b-v0.2": "8B", "smollm-135m": "135M",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
 WITH_VISION = {"llama-4-scout-17b-16e": (109e9, "17B"), "llama-3.2-11b-vision": (10.6e9, None),
                "qwen2.5-vl-7b-instruct": (8.29e9, None), "llava-1.5-7b-hf": (7.06e9, None),
-               "phi-3-vision-128k-instruct": (4.2e9, None), "exaone-4.5-33b": (33e9, None)}
+               "phi-3-vision-128k-instruct": (4.2e9, None), "exaone-4.5-33b": (33e9, None),
+               "phi-3.5-vision-instruct": (4.2e9, None), "llama-3.2-90b-vision": (88.6e9, None)}
 # Publishers that give only a size class the model exceeds: Falcon-40B's card says "40B parameters"; its
 # structure (60 layers of 8192 wide, 4x MLP, 8 kv heads, tied 65024-row embedding) holds 41.3B. Checked
 # against the class, not to 1%.
@@ -1282,3 +1291,36 @@ def test_eleventh_pass_reads_each_model_as_its_code_builds_it():
     assert (phi.num_heads, phi.kv_heads, phi.hidden, phi.context) == (32, 32, 3072, 131072)
     with pytest.warns(ShapewiseWarning, match="its checkpoint is quantized \\(awq, quantization_config\\)"):
         read("yi-6b-chat-4bits")
+
+
+def test_twelfth_pass_reads_each_model_as_its_code_builds_it():
+    # OLMoE (olmoe) was guessed, and its QK-norm (OlmoeAttention's q_norm and k_norm), which no key names, was left
+    # out: it reads as Llama's layout with OLMo-2's QK-norm and experts of intermediate_size, nothing guessed
+    with unwarned():
+        olmoe = read("olmoe-1b-7b-0125-instruct")
+    assert (olmoe.qk_norm, olmoe.num_experts, olmoe.top_k, olmoe.expert_width, olmoe.tied_embeddings) == \
+        (True, 64, 8, 1024, False)
+    assert any(op.name == "attn/qk_norm" for op in model_ops(olmoe, Workload(batch=1, seq=2048)))
+    # Phi-3-vision and Phi-3.5-vision (phi3_v) were guessed: they read by Phi-3's rules, Phi-3.5-mini's language
+    # model to the parameter, and say only that their image encoder is not priced
+    for stem in ("phi-3.5-vision-instruct", "phi-3-vision-128k-instruct"):
+        with pytest.warns(ShapewiseWarning) as record:
+            vision = read(stem)
+        err = warned(record)
+        assert err.count("\n") == 1 and "not its image encoder (img_processor)" in err, err
+        assert vision.params == read("phi-3.5-mini-instruct").params
+    # Gemma 2B: one key/value head (multi-query attention) and the paper's 1,981,884,416 non-embedding parameters
+    gemma = read("gemma-2b")
+    assert (gemma.kv_heads, gemma.d_head, gemma.tied_embeddings) == (1, 256, True)
+    assert gemma.params - gemma.vocab * gemma.hidden == 1_981_884_416
+    # Qwen2-VL-2B ties its embeddings at the wrapper's top level, beside vision_config
+    with pytest.warns(ShapewiseWarning, match="not its vision encoder \\(vision_config\\)"):
+        assert read("qwen2-vl-2b-instruct").tied_embeddings
+    # Llama 3.2 90B Vision: 20 of its 100 text layers attend to the image
+    with pytest.warns(ShapewiseWarning, match="its 20 cross-attention layers"):
+        read("llama-3.2-90b-vision")
+    # a reward model's head is one score, not a vocabulary
+    with pytest.warns(ShapewiseWarning, match="LlamaForSequenceClassification"):
+        read("skywork-reward-llama-3.1-8b-v0.2")
+    with unwarned():
+        assert read("smollm-135m").tied_embeddings and read("qwen2.5-72b").kv_heads == 8

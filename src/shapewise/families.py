@@ -191,8 +191,17 @@ FAMILIES: dict[str, Family] = {
        for t in ("exaone4", "exaone4_5_text", "olmo3")},
     **{t: _QWEN3 for t in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text")},
     "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True),
+    # OLMoE (OlmoeConfig, OlmoeAttention, OlmoeSparseMoeBlock): Llama's layout, queries and keys normalized as
+    # OLMo-2's (one norm over each whole projection, counted as per-head norms: the same ops), and experts of
+    # intermediate_size with no dense MLP beside them
+    "olmoe": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
+                    experts_at_ffn=True),
     "phi3": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
                    rotary="partial_rotary_factor", window="all"),
+    # Phi-3-vision and Phi-3.5-vision (Phi3VConfig, the checkpoints' own modeling_phi3_v.py): Phi-3-mini's language
+    # model beside a CLIP image encoder that img_processor names (hf says it is not priced)
+    "phi3_v": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
+                     rotary="partial_rotary_factor", window="all"),
     "phimoe": Family(gated=True, norm="layernorm", bias=True, tied=False, parallel=False, window="all"),
     "stablelm": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False,
                        rotary="partial_rotary_factor", qkv_bias="use_qkv_bias"),
