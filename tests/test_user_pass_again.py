@@ -1,6 +1,8 @@
 """Another new user's pass over the command line: what a slip of the user's was met with, said in one
 line with exit code 2 and nothing left behind."""
 
+import pytest
+
 from helpers import run
 
 
@@ -13,3 +15,16 @@ def test_validate_from_a_store_that_is_not_there_says_so_and_makes_none(capsys, 
     code, _, err = run(capsys, "validate", "--from-db", "--db", str(missing))
     assert code == 2 and one_error(err) and "no results store at" in err
     assert not missing.exists()
+
+
+def test_a_figures_values_it_cannot_draw_are_said(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = str(tmp_path / "f.png")
+    code, _, err = run(capsys, "plot", "attention", "--hiddens", "768", "1000", "--heads", "12", "--out", out)
+    assert code == 0 and "warning: --hiddens 1000: not a multiple of 12 heads; left out of the figure (1 of 2)" in err
+    code, _, err = run(capsys, "plot", "layer", "--hiddens", "768", "--head-counts", "12", "5", "--out", out)
+    assert code == 0 and "warning: --head-counts 5:" in err and "(1 of 2)" in err
+    code, _, err = run(capsys, "plot", "layer", "--hiddens", "768", "1000", "--head-counts", "12", "--out", out)
+    assert code == 0 and "warning: --hiddens 1000:" in err
+    code, _, err = run(capsys, "plot", "layer", "--hiddens", "768", "--head-counts", "12", "6", "--out", out)
+    assert code == 0 and err == ""
