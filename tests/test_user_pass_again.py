@@ -28,3 +28,13 @@ def test_a_figures_values_it_cannot_draw_are_said(capsys, tmp_path):
     assert code == 0 and "warning: --hiddens 1000:" in err
     code, _, err = run(capsys, "plot", "layer", "--hiddens", "768", "--head-counts", "12", "6", "--out", out)
     assert code == 0 and err == ""
+
+
+def test_a_flag_is_read_only_by_its_full_name(capsys):
+    # search's and plan's --params, given to suggest, was read as its --params-tol without a word
+    code, _, err = run(capsys, "suggest", "gpt2", "--params", "0.3", "--top", "1")
+    assert code == 2 and one_error(err) and "unrecognized arguments: --params 0.3" in err
+    code, _, err = run(capsys, "check", "gpt2", "--se", "1024")
+    assert code == 2 and one_error(err) and "--se" in err
+    code, out, _ = run(capsys, "check", "gpt2", "-b8", "--seq=1024")
+    assert code == 0 and "b=8 s=1024" in out

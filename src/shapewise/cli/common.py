@@ -36,6 +36,9 @@ class HelpFormatter(argparse.HelpFormatter):
 class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
+        # a flag is read only by its full name: argparse's prefixes took suggest's `--params 0.3` (search's and
+        # plan's flag) as --params-tol 0.3 without a word
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         for name in (None, "store"):  # every flag of one value, unless it names another action
             self.register("action", name, Once)
