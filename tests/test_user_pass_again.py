@@ -38,3 +38,26 @@ def test_a_flag_is_read_only_by_its_full_name(capsys):
     assert code == 2 and one_error(err) and "--se" in err
     code, out, _ = run(capsys, "check", "gpt2", "-b8", "--seq=1024")
     assert code == 0 and "b=8 s=1024" in out
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama3-8b", "mixtral-8x7b", "tests/data/hf/deepseek-v3.json"])
+@pytest.mark.parametrize("mode", ["train", "decode"])
+@pytest.mark.parametrize("attention", ["flash", "unfused"])
+def test_an_fp8_step_runs_only_its_gemms_in_fp8(name, mode, attention):
+    # Its norms, activations, loss and attention run in bf16 (dtypes.activation_dtype), as its memory
+    # estimate has it: they were priced at one byte an element and attention at fp8's peak, twice as fast.
+    from shapewise.cost import predict_step
+    from shapewise.hub import resolve_model
+    from shapewise.ops import COMM, GEMM
+    from shapewise.shapes import Workload
+
+    shape = resolve_model(name)
+    steps = [predict_step(shape, Workload(batch=2, seq=1024, mode=mode, attention=attention, dtype=d), gpu="h100")
+             for d in ("fp8", "bf16")]
+    pairs = list(zip(*(step.costs for step in steps)))
+    assert [a.op.name for a, _ in pairs] == [b.op.name for _, b in pairs]
+    for fp8, bf16 in pairs:
+        if fp8.op.kind not in (GEMM, COMM):
+            assert (fp8.op.name, fp8.op.bytes, fp8.time_ms) == (bf16.op.name, bf16.op.bytes, bf16.time_ms)
+            assert fp8.fraction_of_peak == bf16.fraction_of_peak
+    assert steps[0].time_ms < steps[1].time_ms
