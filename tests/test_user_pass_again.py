@@ -61,3 +61,11 @@ def test_an_fp8_step_runs_only_its_gemms_in_fp8(name, mode, attention):
             assert (fp8.op.name, fp8.op.bytes, fp8.time_ms) == (bf16.op.name, bf16.op.bytes, bf16.time_ms)
             assert fp8.fraction_of_peak == bf16.fraction_of_peak
     assert steps[0].time_ms < steps[1].time_ms
+
+
+@pytest.mark.parametrize("argv", [("suggest", "gpt2", "--top", "1"),
+                                  ("plan", "gpt2", "--gpus", "8", "--global-batch", "8192", "--seq", "1024")])
+def test_emit_and_json_together_are_refused(capsys, argv):
+    # suggest printed the JSON and plan the flags, each dropping the other flag without a word
+    code, out, err = run(capsys, *argv, "--emit", "megatron", "--json")
+    assert code == 2 and out == "" and one_error(err) and "give one of them" in err

@@ -208,6 +208,13 @@ CAVEATS: list[str] = []
 SAID: list[str] = []
 
 
+def refuse_emit_with_json(args) -> None:
+    """--emit prints flags and --json prints JSON: given both, one of them was dropped without a word (suggest
+    printed the JSON, plan the flags, which a JSON reader then failed on)."""
+    if args.emit and args.json:
+        raise ShapewiseError(f"--emit {args.emit} prints Megatron-LM flags and --json prints JSON: give one of them")
+
+
 def with_warnings(out: dict) -> dict:
     """A command's JSON with every warning it said: check, suggest, search and plan --json carry them."""
     return {**out, "warnings": [*SAID, *(line for line in CAVEATS if line not in SAID)]}  # caveats: said after

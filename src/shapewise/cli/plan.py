@@ -6,7 +6,7 @@ import json
 
 from ..dtypes import DTYPE_BYTES
 from ..errors import ShapewiseError
-from .common import add_cost_args, console, cost_model, positive_int, top_int, with_warnings
+from .common import add_cost_args, console, cost_model, positive_int, refuse_emit_with_json, top_int, with_warnings
 
 
 def add_plan(sub) -> None:
@@ -59,6 +59,7 @@ def run_plan(args) -> int:
     from ..search import change_text, check_megatron, suggest
     from ..shapes import Workload
 
+    refuse_emit_with_json(args)
     gpu = get_gpu(args.gpu)
     cost = cost_model(args, gpu)
     shape = _shape(args, cost)
