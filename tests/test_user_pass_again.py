@@ -1,5 +1,7 @@
-"""Another new user's pass over the command line: what a slip of the user's was met with, said in one
-line with exit code 2 and nothing left behind."""
+"""Another new user's pass over the command line: a slip of the user's said in one line (an error with exit
+code 2, or a warning), nothing left behind, and no number priced on a rule the model does not follow."""
+
+import json
 
 import pytest
 
@@ -69,3 +71,17 @@ def test_emit_and_json_together_are_refused(capsys, argv):
     # suggest printed the JSON and plan the flags, each dropping the other flag without a word
     code, out, err = run(capsys, *argv, "--emit", "megatron", "--json")
     assert code == 2 and out == "" and one_error(err) and "give one of them" in err
+
+
+def test_bench_ops_at_t2_leaves_its_collectives_out_and_says_so(capsys, tmp_path):
+    # each collective was measured "alone" and recorded as failed: ShapewiseError: unknown benchmark 'op'
+    pytest.importorskip("torch")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+                                  "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+                                  "vocab_size": 256, "hidden_act": "silu"}))
+    code, out, err = run(capsys, "bench", "ops", "--config", str(config), "--batch", "1", "--seq", "16", "--tp", "2",
+                         "--mode", "prefill", "--db", str(tmp_path / "r.db"), "--device", "cpu", "--warmup-ms", "0",
+                         "--budget-ms", "1")
+    assert code == 0 and " 0 failed" in out and "unknown benchmark" not in out and "tp/all_gather" not in out
+    assert "warning: t=2: the tensor-parallel collectives (tp/all_gather" in err and "bench comm" in err
