@@ -236,14 +236,16 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
     ops = block("mlp", tokens, shape.ffn_width // t, dense) if dense else []
     if not moe:
         return ops
-    # Routed experts: with balanced routing each expert sees tokens·top_k / experts rows.
-    rows = math.ceil(tokens * shape.top_k / shape.num_experts)
+    # Routed experts: with balanced routing each expert sees tokens·top_k / experts rows; fewer routed rows
+    # than experts (a decoding step) run only as many experts, one row each: the others get no token.
+    active = min(shape.num_experts, tokens * shape.top_k)
+    rows = math.ceil(tokens * shape.top_k / active)
     width = shape.expert_width // t
     ops += linear("moe/router", tokens, shape.num_experts, h, train=train, count=moe, dtype_bytes=B)
     # Dispatch and combine copy each routed token's hidden vector out and back.
     ops += elementwise("moe/permute", tokens * shape.top_k, h, reads=2, writes=2, bwd_reads=2, bwd_writes=2,
                        train=train, count=moe, dtype_bytes=B, family="copy")
-    ops += block("moe/experts", rows, width, moe * shape.num_experts)
+    ops += block("moe/experts", rows, width, moe * active)
     if shape.num_shared_experts:
         ops += block("moe/shared", tokens, width, moe * shape.num_shared_experts)
     return ops
