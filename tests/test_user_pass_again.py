@@ -105,3 +105,10 @@ def test_a_decoding_step_runs_only_the_experts_its_tokens_are_routed_to(batch, n
     assert ups[0].count == shape.num_moe_layers * min(shape.num_experts, routed)
     assert ups[0].m * min(shape.num_experts, routed) >= routed
     assert (ups[0].m - 1) * min(shape.num_experts, routed) < routed
+
+
+def test_plan_says_a_sequence_past_the_models_positions_as_check_does(capsys):
+    code, _, err = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "32768", "--seq", "4096", "--top", "1")
+    assert code == 0 and "warning: sequence 4,096 is longer than the model's 1,024 learned positions" in err
+    code, _, err = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "8192", "--seq", "1024", "--top", "1")
+    assert code == 0 and err == ""

@@ -193,10 +193,16 @@ def model_and_workload(args):
     shape = load_config(args.config, strict=strict) if args.config else resolve_model(args.model, strict=strict)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode=args.mode,
                         attention=args.attention, overlap_comm=args.overlap_comm)
+    say_caveats(shape, workload)
+    return shape, workload
+
+
+def say_caveats(shape, workload) -> None:
+    """What the price of this model and workload assumes that the model does not give (rules.caveats), to be
+    said once the command has priced it."""
     from ..rules import caveats
 
     CAVEATS.extend(line for line in caveats(shape, workload) if line not in CAVEATS)
-    return shape, workload
 
 
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it
