@@ -112,3 +112,11 @@ def test_plan_says_a_sequence_past_the_models_positions_as_check_does(capsys):
     assert code == 0 and "warning: sequence 4,096 is longer than the model's 1,024 learned positions" in err
     code, _, err = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "8192", "--seq", "1024", "--top", "1")
     assert code == 0 and err == ""
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "tf32"])
+def test_fused_attention_in_a_dtype_the_fused_kernels_do_not_take_is_said(capsys, dtype):
+    code, _, err = run(capsys, "check", "gpt2", "--seq", "1024", "--dtype", dtype)
+    assert code == 0 and f"warning: --dtype {dtype}: FlashAttention and cuDNN take only fp16 and bf16" in err
+    code, _, err = run(capsys, "check", "gpt2", "--seq", "1024", "--dtype", dtype, "--attention", "unfused")
+    assert code == 0 and err == ""
