@@ -120,3 +120,13 @@ def test_fused_attention_in_a_dtype_the_fused_kernels_do_not_take_is_said(capsys
     assert code == 0 and f"warning: --dtype {dtype}: FlashAttention and cuDNN take only fp16 and bf16" in err
     code, _, err = run(capsys, "check", "gpt2", "--seq", "1024", "--dtype", dtype, "--attention", "unfused")
     assert code == 0 and err == ""
+
+
+def test_a_reading_command_given_a_file_that_is_no_store_is_not_told_to_start_one(capsys, tmp_path):
+    # results, report and plot only read a store: "or a new path to start a store" then led to another error
+    text = tmp_path / "notes.db"
+    text.write_text("not a database\n")
+    code, _, err = run(capsys, "results", "--db", str(text))
+    assert code == 2 and one_error(err) and "is not a results store" in err and "new path" not in err
+    code, _, err = run(capsys, "bench", "gemm", "-m", "8", "-n", "8", "-k", "8", "--device", "cpu", "--db", str(text))
+    assert code == 2 and one_error(err) and "or a new path to start a store" in err
