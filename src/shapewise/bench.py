@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from .cases import KERNELS, Case, census_key, is_gemm, refuse_fp8_layout
 from .distributed import distributed, gather
 from .dtypes import DTYPE_BYTES, torch_dtype
-from .errors import ShapewiseError, listed
+from .errors import ShapewiseError, listed, warn
 from .measure import device_memory_bytes, device_text, free_memory, import_torch, needs_text, settle_ms
-from .ops import BMM, FLASH, GEMM, MEMORY, attention_op
+from .ops import BMM, COMM, FLASH, GEMM, MEMORY, attention_op
 
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
                  "math": "MATH"}
@@ -659,6 +659,11 @@ def bench_ops(shape, workload, *, store, device: str = "cuda", gpu=None, params=
 
     check_measurable(workload.dtype, "bench ops")
     ops = model_ops(shape, workload)
+    collectives = sorted({op.label for op in ops if op.kind == COMM})
+    if collectives:  # no op alone: each was recorded as failed, "unknown benchmark 'op'"
+        warn(f"t={workload.tp}: the tensor-parallel collectives ({', '.join(collectives)}) are not measured op by op, "
+             "nor counted in the step below; `torchrun --nproc-per-node N -m shapewise bench comm` times them")
+        ops = [op for op in ops if op.kind != COMM]
     cases = [op_case(op, workload.dtype) for op in ops]
 
     def predict(model):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .corrections import correct, corrects, kernel_words, tree_factor
+from .dtypes import activation_dtype
 from .errors import ShapewiseError, check_name
 from .hardware import GPU
 from .limits import RATE
@@ -790,21 +791,25 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str,
     model = cost_model(gpu)
     gpu, params = model.gpu, model.params
     peak = gpu.peak_tflops(dtype)
+    # an fp8 step's GEMMs run in fp8, its attention and batched GEMMs in bf16 (dtypes.activation_dtype)
+    inner = activation_dtype(dtype)
     costs: list[OpCost | None] = [None] * len(ops)
     bandwidth = {**dict(SPEC.bandwidth), **dict(params.bandwidth)}  # a profile may predate a family
     memory_fixed, per_width = dict(params.memory_fixed_ms), dict(params.memory_fixed_per_width_ms)
     per_row, fill = dict(params.memory_fixed_per_row_ms), dict(params.memory_op_fill_ms)
-    mm = [i for i, op in enumerate(ops) if op.kind in (GEMM, BMM)]
-    if mm:
+    for kind, its_dtype in ((GEMM, dtype), (BMM, inner)):
+        mm = [i for i, op in enumerate(ops) if op.kind == kind]
+        if not mm:
+            continue
         m, n, k, batch, layout = (np.array([getattr(ops[i], a) for i in mm]) for a in ("m", "n", "k", "batch", "layout"))
-        pred = _gemm_arrays(m, n, k, batch, layout, gpu, dtype, params)
+        pred = _gemm_arrays(m, n, k, batch, layout, gpu, its_dtype, params)
         for j, i in enumerate(mm):
             losses = Losses(**{name: float(pred["losses"][name][j]) for name in LOSS_NAMES})
-            costs[i] = OpCost(ops[i], float(pred["time_ms"][j]), losses, peak, gpu.bytes_per_s,
+            costs[i] = OpCost(ops[i], float(pred["time_ms"][j]), losses, gpu.peak_tflops(its_dtype), gpu.bytes_per_s,
                               kernel_words(int(pred["family"][j]), pred["tile"][j], int(pred["split_k"][j])))
     for i, op in enumerate(ops):
         if op.kind == FLASH:
-            time_ms, losses = _flash_cost(op, gpu, dtype, params)
+            time_ms, losses = _flash_cost(op, gpu, inner, params)
         elif op.kind == COMM:
             gbs = _link_gbs(gpu, link_gbs)
             time_ms = comm_ms(op, gpu, params, link_gbs=gbs)
@@ -825,13 +830,13 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str,
         else:
             continue
         if op.kind == FLASH and params.machine_flash != 1.0:
-            time_ms, scaled = _on_this_machine(time_ms, losses.as_dict(), op.flops / (peak * 1e12) * 1e3,
+            time_ms, scaled = _on_this_machine(time_ms, losses.as_dict(), op.flops / (gpu.peak_tflops(inner) * 1e12) * 1e3,
                                                params.machine_flash, "kernel")
             losses = Losses(**scaled)
         if params.machine_launch_ms:
             time_ms, losses = time_ms + params.machine_launch_ms, dataclasses.replace(
                 losses, launch=losses.launch + params.machine_launch_ms)
-        costs[i] = OpCost(op, time_ms, losses, peak, gpu.bytes_per_s)
+        costs[i] = OpCost(op, time_ms, losses, gpu.peak_tflops(inner) if op.kind == FLASH else peak, gpu.bytes_per_s)
     assert all(c is not None for c in costs)
     return costs  # type: ignore[return-value]
 

@@ -33,3 +33,9 @@ ACTIVATION_MIN_BYTES = 2
 def activation_bytes(dtype_bytes):
     """Bytes of an activation element of a step in a dtype of dtype_bytes (ACTIVATION_MIN_BYTES at least)."""
     return max(dtype_bytes, ACTIVATION_MIN_BYTES)
+
+
+def activation_dtype(dtype: str) -> str:
+    """The dtype a step's attention and batched GEMMs run in: an fp8 step's in bf16 (torch's fp8 GEMM,
+    _scaled_mm, takes no batch, and its fused attention no fp8), any other step's in its own."""
+    return "bf16" if dtype == "fp8" else dtype

@@ -13,6 +13,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from .dtypes import activation_bytes
 from .shapes import ModelShape, Workload, check_parallel
 
 GEMM, BMM, FLASH, MEMORY, COMM = "gemm", "bmm", "flash", "memory", "comm"
@@ -67,9 +68,11 @@ class Op:
 
 def matmul(name: str, pass_: str, m: int, n: int, k: int, *, layout: str, count: int, dtype_bytes: int,
            batch: int = 1) -> Op:
-    """A GEMM (batch 1) or BMM: FLOPs and bytes of C[m×n] = A[m×k] · B[k×n], batch times."""
+    """A GEMM (batch 1) or BMM: FLOPs and bytes of C[m×n] = A[m×k] · B[k×n], batch times. A BMM's
+    operands are activations (an fp8 step's in bf16: dtypes.activation_dtype)."""
+    size = activation_bytes(dtype_bytes) if batch > 1 else dtype_bytes
     return Op(name, pass_, BMM if batch > 1 else GEMM, count=count, flops=2 * m * n * k * batch,
-              bytes=(m * k + k * n + m * n) * batch * dtype_bytes, m=m, n=n, k=k, batch=batch, layout=layout)
+              bytes=(m * k + k * n + m * n) * batch * size, m=m, n=n, k=k, batch=batch, layout=layout)
 
 
 def linear(name: str, tokens: int, out_features: int, in_features: int, *, train: bool, count: int,
@@ -92,8 +95,9 @@ def memory(name: str, pass_: str, num_bytes: int, *, rows: int, width: int, coun
 
 def elementwise(name: str, rows: int, width: int, *, reads: int, writes: int, bwd_reads: int, bwd_writes: int,
                 train: bool, count: int, dtype_bytes: int, family: str, head_dim: int = 0) -> list[Op]:
-    """A memory-bound op over rows × width values: forward, and in training its backward."""
-    size = rows * width * dtype_bytes
+    """A memory-bound op over rows × width activations (an fp8 step's in bf16): forward, and in training
+    its backward."""
+    size = rows * width * activation_bytes(dtype_bytes)
     ops = [memory(name, "fwd", (reads + writes) * size, rows=rows, width=width, count=count, family=family)]
     if train:
         ops.append(memory(name, "bwd", (bwd_reads + bwd_writes) * size, rows=rows, width=width, count=count,
@@ -109,6 +113,7 @@ def attention_op(pass_: str, *, seqs: int, heads: int, kv_heads: int, q_len: int
     have head_dim dims, values v_dim (latent attention: 192 and 128); with a window, each query sees
     only the last `window` keys (sliding-window layers), which bounds the work at long sequences."""
     v_dim = v_dim or head_dim
+    dtype_bytes = activation_bytes(dtype_bytes)  # an fp8 step's attention runs in bf16 (dtypes.activation_dtype)
     pairs = attended_pairs(q_len, kv_len, causal=causal, window=window)
     fwd_flops = 2 * seqs * heads * pairs * (head_dim + v_dim)  # QKᵀ and PV
     q_bytes = seqs * heads * q_len * head_dim * dtype_bytes
@@ -178,8 +183,8 @@ def _attention_core(shape: ModelShape, w: Workload, *, heads: int, q_len: int, k
         ops += [
             matmul("attn/over_v", "dp", q_len, kv_len, v, batch=bh, layout="nt", count=count, dtype_bytes=B),  # dO·Vᵀ
             matmul("attn/over_v", "dv", kv_len, v, q_len, batch=bh, layout="tn", count=count, dtype_bytes=B),  # Pᵀ·dO
-            memory("attn/softmax", "bwd", 3 * bh * q_len * kv_len * B, rows=bh * q_len, width=kv_len, count=count,
-                   family="softmax"),
+            memory("attn/softmax", "bwd", 3 * bh * q_len * kv_len * activation_bytes(B), rows=bh * q_len,
+                   width=kv_len, count=count, family="softmax"),
             matmul("attn/score", "dq", q_len, d, kv_len, batch=bh, layout="nn", count=count, dtype_bytes=B),  # dS·K
             matmul("attn/score", "dk", kv_len, d, q_len, batch=bh, layout="tn", count=count, dtype_bytes=B),  # dSᵀ·Q
         ]
@@ -231,14 +236,16 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
     ops = block("mlp", tokens, shape.ffn_width // t, dense) if dense else []
     if not moe:
         return ops
-    # Routed experts: with balanced routing each expert sees tokens·top_k / experts rows.
-    rows = math.ceil(tokens * shape.top_k / shape.num_experts)
+    # Routed experts: with balanced routing each expert sees tokens·top_k / experts rows; fewer routed rows
+    # than experts (a decoding step) run only as many experts, one row each: the others get no token.
+    active = min(shape.num_experts, tokens * shape.top_k)
+    rows = math.ceil(tokens * shape.top_k / active)
     width = shape.expert_width // t
     ops += linear("moe/router", tokens, shape.num_experts, h, train=train, count=moe, dtype_bytes=B)
     # Dispatch and combine copy each routed token's hidden vector out and back.
     ops += elementwise("moe/permute", tokens * shape.top_k, h, reads=2, writes=2, bwd_reads=2, bwd_writes=2,
                        train=train, count=moe, dtype_bytes=B, family="copy")
-    ops += block("moe/experts", rows, width, moe * shape.num_experts)
+    ops += block("moe/experts", rows, width, moe * active)
     if shape.num_shared_experts:
         ops += block("moe/shared", tokens, width, moe * shape.num_shared_experts)
     return ops
@@ -304,6 +311,7 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     """Every op of one step on one tensor-parallel rank, each forward op followed by its backward ops."""
     check_parallel(shape, workload)
     w, t, h, B = workload, workload.tp, shape.hidden, workload.dtype_bytes
+    A = activation_bytes(B)  # the embeddings' rows: an fp8 step keeps its activations in bf16
     train = w.mode == "train"
     L = shape.num_layers
     tokens = w.tokens  # rows of every projection GEMM (sequence parallelism gathers them back)
@@ -319,7 +327,7 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
                            count=count, dtype_bytes=B, family=shape.norm)
 
     # The embedding gathers token rows of the (vocab/t)×h table (k holds the table's rows).
-    ops = [Op("embed", "fwd", MEMORY, count=1, flops=0, bytes=2 * tokens * h * B, m=tokens, n=h, k=vocab,
+    ops = [Op("embed", "fwd", MEMORY, count=1, flops=0, bytes=2 * tokens * h * A, m=tokens, n=h, k=vocab,
               family="embed")]
     if shape.embed_norm:  # BLOOM normalizes the embeddings before the first layer
         ops += norm("embed/norm", 1)
@@ -357,7 +365,7 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
         ops += elementwise("loss", logit_rows, vocab, reads=1, writes=0, bwd_reads=1, bwd_writes=1, train=True,
                            count=1, dtype_bytes=B, family="loss")
         # The embedding gradient scatters into a dense (vocab/t)×h table, zeroed first.
-        ops.append(Op("embed", "bwd", MEMORY, count=1, flops=0, bytes=(2 * tokens * h + vocab * h) * B, m=tokens,
+        ops.append(Op("embed", "bwd", MEMORY, count=1, flops=0, bytes=(2 * tokens * h + vocab * h) * A, m=tokens,
                       n=h, k=vocab, family="embed"))
     return ops
 

@@ -75,6 +75,14 @@ def _whole_numbers(values, name: str) -> np.ndarray:
     return arr
 
 
+def _say_left_out(left: np.ndarray, num_given: int, flag: str, why: str) -> None:
+    """Values of `flag` that the figure cannot draw (`why`), said in one line with the first few named, where
+    they were left out without a word."""
+    if left.size:
+        named = ", ".join(str(v) for v in left[:5].tolist()) + (", …" if left.size > 5 else "")
+        warn(f"{flag} {named}: {why}; left out of the figure ({left.size:,} of {num_given:,})")
+
+
 def _same_gpu(row: dict, gpu: GPU) -> bool:
     """Rows of another GPU (or of a CPU run) must not be overlaid on this GPU's predictions;
     rows that do not say where they ran are taken as the caller's."""
@@ -353,10 +361,11 @@ def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int 
     model = _model(gpu)
     gpu = model.gpu
     _check_attention(kind, pass_)
-    x = _whole_numbers(hiddens, "hiddens")
-    x = x[x % heads == 0]
+    x_all = _whole_numbers(hiddens, "hiddens")
+    x = x_all[x_all % heads == 0]
     if x.size == 0:
         raise ShapewiseError(f"no hidden size of --hiddens is a multiple of {heads} heads")
+    _say_left_out(x_all[x_all % heads != 0], len(x_all), "--hiddens", f"not a multiple of {heads} heads")
     head_dims = x // heads
     _past_fused(head_dims, kind)
     y = _attention_tflops(kind, heads=np.full_like(x, heads), head_dims=head_dims, batch=batch, seq=seq, causal=causal,
@@ -482,6 +491,10 @@ def layer_data(*, gpu: GPU | str | CostModel, hiddens, head_counts, seq: int = 2
             ops += layer
     if not spans:
         raise ShapewiseError("no hidden size of --hiddens is a multiple of any head count of --head-counts")
+    _say_left_out(np.array([a for a in counts.tolist() if not np.any(x_all % a == 0)]), len(counts),
+                  "--head-counts", "a divisor of no hidden size of --hiddens")
+    _say_left_out(np.array([h for h in x_all.tolist() if not np.any(h % counts == 0)]), len(x_all),
+                  "--hiddens", "a multiple of no head count of --head-counts")
     _past_fused(np.array([h // a for a, h, _, _ in spans]), "flash")
     costs = predict_ops(ops, gpu=model, dtype=dtype)
     heads = np.array([s[0] for s in spans], dtype=np.int64)

@@ -28,6 +28,9 @@ GOOD_HEAD_DIMS = (128, 64, 256)  # what fused attention kernels serve best, most
 # `bench ops` of 8 heads of 512 over 4 × 2048 tokens the forward took 1.28 ms against 0.29 priced, the
 # backward 12.7 ms against 1.17)
 MAX_FUSED_HEAD_DIM = 256
+# The dtypes FlashAttention and cuDNN do not take (they take fp16 and bf16): torch's SDPA runs fp32 inputs,
+# tf32 mode or not, on its memory-efficient kernel
+FUSED_UNTAKEN_DTYPES = ("fp32", "tf32")
 
 
 def round_up(x: int, multiple: int) -> int:
@@ -152,6 +155,10 @@ def caveats(shape: ModelShape, w: Workload) -> list[str]:
     """What the prices of this model and workload assume that the model itself does not give: each a
     warning line for the user (the commands print them once they have priced: cli.main)."""
     out = [past_fused([shape.d_head]) if w.attention == "flash" else None]
+    if w.attention == "flash" and w.dtype in FUSED_UNTAKEN_DTYPES:
+        out.append(f"--dtype {w.dtype}: FlashAttention and cuDNN take only fp16 and bf16, so torch runs its "
+                   "memory-efficient kernel, which shapewise does not model; fused attention is priced at the "
+                   f"{w.dtype} peak by the fp16/bf16 kernels' efficiency: measure it with `shapewise bench ops`")
     if shape.learned_positions and w.seq > shape.learned_positions:
         out.append(f"sequence {w.seq:,} is longer than the model's {shape.learned_positions:,} learned positions: "
                    "priced as asked, but the model as configured cannot run it")

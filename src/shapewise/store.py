@@ -170,13 +170,14 @@ def fingerprint(env: dict) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _advice(path: Path, err: sqlite3.Error) -> str:
-    """One line for an SQLite error on the store at `path`: what went wrong and what to do."""
+def _advice(path: Path, err: sqlite3.Error, *, read_only: bool = False) -> str:
+    """One line for an SQLite error on the store at `path`: what went wrong and what to do (read_only: the
+    command only reads a store, so a new path is no way out)."""
     text = str(err)
     low = text.lower()
     other = "or use another store (--db PATH or $SHAPEWISE_DB)"
     if "malformed" in low or "not a database" in low or "corrupt" in low or "could not decode" in low:
-        return _damage(path, text)
+        return _damage(path, text, read_only=read_only)
     if "locked" in low or "busy" in low:
         return (f"the results store {path} is locked by another process ({text}): wait for it (a sweep still "
                 f"running?) {other}")
@@ -190,7 +191,7 @@ def _advice(path: Path, err: sqlite3.Error) -> str:
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 
 
-def _damage(path: Path, text: str) -> str:
+def _damage(path: Path, text: str, *, read_only: bool = False) -> str:
     """The advice for a file that SQLite cannot read: not a database at all, a database nothing of
     which reads (truncated), or one with damaged pages, whose other rows an export still saves."""
     if "could not decode" in text.lower():
@@ -201,8 +202,9 @@ def _damage(path: Path, text: str) -> str:
     except OSError:
         head = SQLITE_MAGIC
     if not head.startswith(SQLITE_MAGIC):
-        return f"{path} is not a results store: it is {_what_file(head)}, not a SQLite database; give --db the " \
-               f".db file that `shapewise bench` or `shapewise calibrate` wrote (or a new path to start a store)"
+        return (f"{path} is not a results store: it is {_what_file(head)}, not a SQLite database; give --db the "
+                f".db file that `shapewise bench` or `shapewise calibrate` wrote"
+                + ("" if read_only else " (or a new path to start a store)"))
     if not _any_table_reads(path):
         return (f"the results store {path} is damaged beyond reading ({text}; truncated or overwritten?): no row "
                 f"of it can be saved; restore it from a copy, or move it away and give --db a new path "
@@ -250,7 +252,7 @@ def _guarded(method):
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as err:
-            raise ShapewiseError(_advice(self.path, err)) from None
+            raise ShapewiseError(_advice(self.path, err, read_only=self.read_only)) from None
     return guarded
 
 
@@ -282,7 +284,7 @@ class Store:
             target = f"{self.path.resolve().as_uri()}?mode=ro" if read_only else str(self.path)
             self._conn = sqlite3.connect(target, timeout=30, isolation_level=None, uri=read_only)
         except sqlite3.Error as err:
-            raise ShapewiseError(_advice(self.path, err)) from None
+            raise ShapewiseError(_advice(self.path, err, read_only=self.read_only)) from None
         try:
             self._conn.row_factory = sqlite3.Row
             if read_only:
@@ -298,7 +300,7 @@ class Store:
         except sqlite3.Error as err:
             # "file is not a database" and the like come from the first statement, not connect()
             self._conn.close()
-            raise ShapewiseError(_advice(self.path, err)) from None
+            raise ShapewiseError(_advice(self.path, err, read_only=self.read_only)) from None
         except ShapewiseError:
             self._conn.close()
             raise

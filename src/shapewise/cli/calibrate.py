@@ -281,7 +281,10 @@ def run_validate(args) -> int:
         num_cases = len(judge_set_cases(args.set, seed=args.seed, dtype=args.dtype, configs=args.configs).cases)
         warn(f"--device cpu without --quick measures the {args.set} set's {num_cases:,} held-out cases: hours on a "
              "CPU, and CPU times judge no GPU's profile; `--quick` is the smoke test")
-    with open_store(args) as store:
+    from ..store import Store
+
+    # --from-db only reads: a path that names no store is refused, not made an empty one
+    with Store(args.db, read_only=True) if args.from_db else open_store(args) as store:
         done = validate(store=store, gpu=args.gpu, profile=load(args.profile) if args.profile else None,
                         judge_set=args.set, configs=args.configs, device=args.device, dtype=args.dtype,
                         quick=args.quick, seed=args.seed, from_store=args.from_db, warmup_ms=args.warmup_ms,

@@ -36,6 +36,9 @@ class HelpFormatter(argparse.HelpFormatter):
 class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
+        # a flag is read only by its full name: argparse's prefixes took suggest's `--params 0.3` (search's and
+        # plan's flag) as --params-tol 0.3 without a word
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         for name in (None, "store"):  # every flag of one value, unless it names another action
             self.register("action", name, Once)
@@ -190,10 +193,16 @@ def model_and_workload(args):
     shape = load_config(args.config, strict=strict) if args.config else resolve_model(args.model, strict=strict)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode=args.mode,
                         attention=args.attention, overlap_comm=args.overlap_comm)
+    say_caveats(shape, workload)
+    return shape, workload
+
+
+def say_caveats(shape, workload) -> None:
+    """What the price of this model and workload assumes that the model does not give (rules.caveats), to be
+    said once the command has priced it."""
     from ..rules import caveats
 
     CAVEATS.extend(line for line in caveats(shape, workload) if line not in CAVEATS)
-    return shape, workload
 
 
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it
@@ -203,6 +212,13 @@ CAVEATS: list[str] = []
 # carries them (with_warnings), so that
 # a reader of the JSON alone knows what the numbers were read or priced by guessing.
 SAID: list[str] = []
+
+
+def refuse_emit_with_json(args) -> None:
+    """--emit prints flags and --json prints JSON: given both, one of them was dropped without a word (suggest
+    printed the JSON, plan the flags, which a JSON reader then failed on)."""
+    if args.emit and args.json:
+        raise ShapewiseError(f"--emit {args.emit} prints Megatron-LM flags and --json prints JSON: give one of them")
 
 
 def with_warnings(out: dict) -> dict:

@@ -6,7 +6,16 @@ import json
 
 from ..dtypes import DTYPE_BYTES
 from ..errors import ShapewiseError
-from .common import add_cost_args, console, cost_model, positive_int, top_int, with_warnings
+from .common import (
+    add_cost_args,
+    console,
+    cost_model,
+    positive_int,
+    refuse_emit_with_json,
+    say_caveats,
+    top_int,
+    with_warnings,
+)
 
 
 def add_plan(sub) -> None:
@@ -59,9 +68,11 @@ def run_plan(args) -> int:
     from ..search import change_text, check_megatron, suggest
     from ..shapes import Workload
 
+    refuse_emit_with_json(args)
     gpu = get_gpu(args.gpu)
     cost = cost_model(args, gpu)
     shape = _shape(args, cost)
+    say_caveats(shape, Workload(seq=args.seq, dtype=args.dtype))  # a sequence past its positions, as check says
     if args.emit == "megatron":  # a model the flags cannot describe is refused before planning, not after it
         check_megatron(shape)
     shapes = ()

@@ -19,6 +19,7 @@ from .common import (
     console,
     cost_model,
     model_and_workload,
+    refuse_emit_with_json,
     top_int,
     with_warnings,
 )
@@ -165,6 +166,7 @@ def run_suggest(args) -> int:
     from ..report import rich_table, suggestion_table
     from ..search import flags_text, megatron_args
 
+    refuse_emit_with_json(args)
     if args.emit_config is not None:  # said before the search, not after it ("" too: it names no file)
         from ..outputs import output_file
 
