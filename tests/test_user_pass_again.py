@@ -111,10 +111,12 @@ def test_a_decoding_step_runs_only_the_experts_its_tokens_are_routed_to(batch, n
     shape = resolve_model(name)
     ups = [op for op in model_ops(shape, Workload(batch=batch, seq=512, mode="decode")) if op.name == "moe/experts/up"]
     assert len(ups) == 1
-    routed = batch * shape.top_k
-    assert ups[0].count == shape.num_moe_layers * min(shape.num_experts, routed)
-    assert ups[0].m * min(shape.num_experts, routed) >= routed
-    assert (ups[0].m - 1) * min(shape.num_experts, routed) < routed
+    routed, experts = batch * shape.top_k, shape.num_experts
+    reached = experts * (1 - (1 - shape.top_k / experts) ** batch)  # uniform routing's expected experts
+    active = ups[0].count // shape.num_moe_layers
+    assert ups[0].count == shape.num_moe_layers * active and abs(active - reached) <= 0.5
+    assert shape.top_k <= active <= min(experts, routed) and (batch > 1 or active == shape.top_k)
+    assert ups[0].m * active >= routed and (ups[0].m - 1) * active < routed  # every routed row, once
 
 
 def test_plan_says_a_sequence_past_the_models_positions_as_check_does(capsys):

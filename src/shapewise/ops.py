@@ -236,9 +236,9 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
     ops = block("mlp", tokens, shape.ffn_width // t, dense) if dense else []
     if not moe:
         return ops
-    # Routed experts: with balanced routing each expert sees tokens·top_k / experts rows; fewer routed rows
-    # than experts (a decoding step) run only as many experts, one row each: the others get no token.
-    active = min(shape.num_experts, tokens * shape.top_k)
+    # Routed experts: the experts some token is routed to run, each on its share of the routed rows. A
+    # decoding step's few tokens reach few of them (one token: its top_k), a training step's every one.
+    active = routed_experts(shape.num_experts, shape.top_k, tokens)
     rows = math.ceil(tokens * shape.top_k / active)
     width = shape.expert_width // t
     ops += linear("moe/router", tokens, shape.num_experts, h, train=train, count=moe, dtype_bytes=B)
@@ -249,6 +249,17 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
     if shape.num_shared_experts:
         ops += block("moe/shared", tokens, width, moe * shape.num_shared_experts)
     return ops
+
+
+def routed_experts(experts: int, top_k: int, tokens: int) -> int:
+    """How many of `experts` the `tokens` of a step reach, each routed to `top_k` of them, by uniform routing's
+    expectation: an expert no token picks, (1 - top_k / experts) ** tokens of them, runs no GEMM (one token
+    reaches its top_k, a few hundred every expert). Balanced routing instead (every expert running, most on
+    no row) streamed all of Mixtral's experts at one token, 3x the weights its step reads."""
+    if top_k >= experts:
+        return experts
+    reached = experts * -math.expm1(tokens * math.log1p(-top_k / experts))
+    return max(top_k, min(experts, round(reached)))
 
 
 def projections(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> list[Op]:
