@@ -142,3 +142,15 @@ def test_a_reading_command_given_a_file_that_is_no_store_is_not_told_to_start_on
     assert code == 2 and one_error(err) and "is not a results store" in err and "new path" not in err
     code, _, err = run(capsys, "bench", "gemm", "-m", "8", "-n", "8", "-k", "8", "--device", "cpu", "--db", str(text))
     assert code == 2 and one_error(err) and "or a new path to start a store" in err
+
+
+@pytest.mark.parametrize("tokens", ["0.5", "1e-3", "2.5"])
+def test_plan_refuses_a_fraction_of_a_token_to_train_on(capsys, tokens):
+    # --tokens 0.5 planned "0.0 h" of training: a count of tokens is whole and at least one
+    code, _, err = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "65536", "--seq", "1024", "--tokens", tokens)
+    assert code == 2 and one_error(err) and "the tokens to train on must be a whole number" in err
+
+
+def test_plan_reads_a_token_count_written_with_an_exponent(capsys):
+    code, out, _ = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "65536", "--seq", "1024", "--tokens", "2e9")
+    assert code == 0 and " h" in out

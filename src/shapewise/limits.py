@@ -145,7 +145,7 @@ TOP = Limit("how many to show", 1, 10_000, reason="more rows than anyone reads")
 # kept within a 32-bit int, the width cuBLAS and NCCL count elements in.
 COUNT = Limit("the count", 1, 2**31 - 1, reason="a 32-bit int")
 RATE = Limit("the rate", 0, 1e9, whole=False, low_open=True, reason="a billion per second or per step")
-TOKENS_TO_TRAIN = Limit("the tokens to train on", 0, 1e16, whole=False, low_open=True,
+TOKENS_TO_TRAIN = Limit("the tokens to train on", 1, 1e16,
                         reason="ten quadrillion; a larger count is a slip of the exponent")
 ROUNDS = Limit("the rounds", 1, 10_000, reason="each round measures every candidate once")
 SEED = Limit("the seed", 1, 2**31 - 1, reason="numpy seeds are 32-bit")
