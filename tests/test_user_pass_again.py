@@ -154,3 +154,10 @@ def test_plan_refuses_a_fraction_of_a_token_to_train_on(capsys, tokens):
 def test_plan_reads_a_token_count_written_with_an_exponent(capsys):
     code, out, _ = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "65536", "--seq", "1024", "--tokens", "2e9")
     assert code == 0 and " h" in out
+
+
+def test_calibrate_comm_without_torchrun_names_itself(capsys, tmp_path):
+    # it said "bench comm needs several ranks", a command the user had not typed
+    code, _, err = run(capsys, "calibrate", "--comm", "--device", "cpu", "--gpu", "h200", "--db", str(tmp_path / "c.db"))
+    assert code == 2 and one_error(err) and "calibrate --comm needs several ranks" in err
+    assert "-m shapewise calibrate --comm" in err

@@ -288,7 +288,7 @@ def calibrate_comm(*, store, gpu: GPU | str, device: str = "cuda", quick: bool =
 
     gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     rank, rows = bench_comm(parse_sizes(COMM_SIZES_QUICK if quick else COMM_SIZES),
-                            ["all_reduce", "all_gather", "reduce_scatter"], store=store, device=device)
+                            ["all_reduce", "all_gather", "reduce_scatter"], store=store, device=device, command="calibrate --comm")
     if rank != 0:
         return None, 0
     world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -59,11 +59,12 @@ def gather(records, lost, env, *, store, rank, world, result) -> None:
 
 
 def bench_comm(sizes: list[int], ops: list[str], *, store, device: str = "cuda", dtype: str = "bf16",
-               warmup: int = 5, iters: int = 20) -> tuple[int, list[dict]]:
+               warmup: int = 5, iters: int = 20, command: str = "bench comm") -> tuple[int, list[dict]]:
     """Time collectives across the ranks torchrun started; rank 0 stores and returns one row per case.
 
     Every rank runs the same fixed number of calls (a time budget would let ranks disagree and
-    hang); each call starts after a barrier, and the slowest rank's median is the result."""
+    hang); each call starts after a barrier, and the slowest rank's median is the result. `command`: the
+    command a run without torchrun is told to start under it."""
     from .measure import Timing, environment
     from .store import case_key
 
@@ -72,8 +73,8 @@ def bench_comm(sizes: list[int], ops: list[str], *, store, device: str = "cuda",
 
     ranks = distributed(device)
     if ranks is None:
-        raise ShapewiseError("bench comm needs several ranks: run it under torchrun, e.g. "
-                             "torchrun --nproc-per-node 2 -m shapewise bench comm …")
+        raise ShapewiseError(f"{command} needs several ranks: run it under torchrun, e.g. "
+                             f"torchrun --nproc-per-node 2 -m shapewise {command} …")
     rank, world, device = ranks
     unknown = sorted(set(ops) - set(COLLECTIVES))
     if unknown:
