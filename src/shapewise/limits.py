@@ -217,8 +217,8 @@ SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 def sizes(values: list[str], *, name: str = "--sizes") -> list[int]:
     """Bytes from the command line: 4096, 64K, 1M, and START:STOP ranges that double (1K:1G)."""
-    def one(text: str) -> int:
-        text = text.strip().upper().removesuffix("B")
+    def one(given: str) -> int:
+        text = given.strip().upper().removesuffix("B")
         unit = text[-1] if text and text[-1] in SIZE_UNITS else ""
         try:
             number = float(text[: len(text) - len(unit)].replace("_", "")) * SIZE_UNITS[unit]
@@ -228,8 +228,8 @@ def sizes(values: list[str], *, name: str = "--sizes") -> list[int]:
             number = int(number)
         try:
             return COMM_BYTES.check(number)
-        except ShapewiseError as err:
-            raise ShapewiseError(f"{name}: {err}") from None
+        except ShapewiseError as err:  # named as typed (0K, not the 0.0 it was read as)
+            raise ShapewiseError(f"{name}: {str(err).rsplit(', got ', 1)[0]}, got {given.strip()}") from None
 
     found: list[int] = []
     for value in values:
