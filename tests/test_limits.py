@@ -70,7 +70,7 @@ def test_sizes():
     for bad in ("nan", "infK", "-1", "0", "1e30", "2T:1K", "x"):
         with pytest.raises(ShapewiseError, match="--sizes"):
             limits.sizes([bad])
-    for bad in ("0", "0.5K", " 4T "):  # named as typed, not as the float it was read as ("got 0.0")
+    for bad in ("0", "0.5", " 4T "):  # named as typed, not as the float it was read as ("got 0.0")
         with pytest.raises(ShapewiseError, match=f"got {bad.strip()}$"):
             limits.sizes([bad])
 
