@@ -161,3 +161,14 @@ def test_calibrate_comm_without_torchrun_names_itself(capsys, tmp_path):
     code, _, err = run(capsys, "calibrate", "--comm", "--device", "cpu", "--gpu", "h200", "--db", str(tmp_path / "c.db"))
     assert code == 2 and one_error(err) and "calibrate --comm needs several ranks" in err
     assert "-m shapewise calibrate --comm" in err
+
+
+def test_fused_attention_on_a_v100_is_said_to_run_another_kernel(capsys):
+    # torch's FlashAttention and cuDNN kernels need Ampere or newer: a V100 runs the memory-efficient one
+    code, out, err = run(capsys, "check", "gpt2", "--gpu", "v100", "--dtype", "fp16", "--seq", "1024")
+    assert code == 0 and "warning: v100: FlashAttention and cuDNN's attention need Ampere or newer" in err
+    code, out, err = run(capsys, "check", "gpt2", "--gpu", "v100", "--dtype", "fp16", "--seq", "1024", "--json")
+    assert code == 0 and any("Ampere or newer" in line for line in json.loads(out)["caveats"])
+    for argv in (("--gpu", "v100", "--dtype", "fp16", "--attention", "unfused"), ("--gpu", "a100-80gb")):
+        code, _, err = run(capsys, "check", "gpt2", "--seq", "1024", *argv)
+        assert code == 0 and "Ampere" not in err

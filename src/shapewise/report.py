@@ -9,7 +9,7 @@ from .hardware import GPU
 from .memory import Memory, capacity_bytes, estimate
 from .ops import COMM, MEMORY
 from .profile import CostModel, Profile, cost_model
-from .rules import Finding, caveats, find, memory_finding
+from .rules import Finding, caveats, find, gpu_caveats, memory_finding
 from .shapes import ModelShape, Workload
 
 LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "wave quantization",
@@ -47,7 +47,8 @@ def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, 
     step = predict_step(shape, workload, gpu=cost_model(gpu, spec_only=spec_only, profile=profile))
     needed = estimate(shape, workload)
     findings = [f for f in (memory_finding(step, needed),) if f] + find(step)
-    return CheckResult(step, tuple(findings), memory=needed, caveats=tuple(caveats(shape, workload)))
+    said = caveats(shape, workload) + gpu_caveats(step.model.gpu, workload)
+    return CheckResult(step, tuple(findings), memory=needed, caveats=tuple(said))
 
 
 def to_json(result: CheckResult) -> dict:

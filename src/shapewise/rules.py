@@ -169,6 +169,17 @@ def caveats(shape: ModelShape, w: Workload) -> list[str]:
     return [line for line in out if line]
 
 
+def gpu_caveats(gpu, w: Workload) -> list[str]:
+    """What the price on this GPU assumes that the GPU does not run: torch's FlashAttention and cuDNN
+    attention kernels need Ampere or newer, so on a V100 (Volta) fused attention runs torch's
+    memory-efficient kernel, which the model does not price as itself."""
+    if w.attention == "flash" and gpu.vendor == "NVIDIA" and gpu.arch == "volta":
+        return [f"{gpu.key}: FlashAttention and cuDNN's attention need Ampere or newer, so torch runs its "
+                "memory-efficient kernel there, which shapewise does not model; fused attention is priced by the "
+                "newer kernels' efficiency: measure it with `shapewise bench ops`"]
+    return []
+
+
 def _tensor_parallel_caveats(w: Workload) -> list[str]:
     """Where --tp and --overlap-comm price something other than what was asked: collectives past one node
     still at NVLink's speed, or an overlap with no collective to hide."""

@@ -193,16 +193,18 @@ def model_and_workload(args):
     shape = load_config(args.config, strict=strict) if args.config else resolve_model(args.model, strict=strict)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode=args.mode,
                         attention=args.attention, overlap_comm=args.overlap_comm)
-    say_caveats(shape, workload)
+    say_caveats(shape, workload, gpu=getattr(args, "gpu", None))
     return shape, workload
 
 
-def say_caveats(shape, workload) -> None:
-    """What the price of this model and workload assumes that the model does not give (rules.caveats), to be
-    said once the command has priced it."""
-    from ..rules import caveats
+def say_caveats(shape, workload, *, gpu: str | None = None) -> None:
+    """What the price of this model and workload (on `gpu`, where it is named) assumes that the model does
+    not give (rules.caveats, rules.gpu_caveats), to be said once the command has priced it."""
+    from ..hardware import get_gpu
+    from ..rules import caveats, gpu_caveats
 
-    CAVEATS.extend(line for line in caveats(shape, workload) if line not in CAVEATS)
+    said = caveats(shape, workload) + (gpu_caveats(get_gpu(gpu), workload) if isinstance(gpu, str) else [])
+    CAVEATS.extend(line for line in said if line not in CAVEATS)
 
 
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it
