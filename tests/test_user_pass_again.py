@@ -172,3 +172,11 @@ def test_fused_attention_on_a_v100_is_said_to_run_another_kernel(capsys):
     for argv in (("--gpu", "v100", "--dtype", "fp16", "--attention", "unfused"), ("--gpu", "a100-80gb")):
         code, _, err = run(capsys, "check", "gpt2", "--seq", "1024", *argv)
         assert code == 0 and "Ampere" not in err
+
+
+def test_a_config_json_that_is_a_folder_is_said_to_be_one(capsys, tmp_path):
+    # it said "…/config.json: folder has no config.json", which reads as nonsense
+    folder = tmp_path / "snapshot" / "config.json"
+    folder.mkdir(parents=True)
+    code, _, err = run(capsys, "check", "--config", str(folder))
+    assert code == 2 and one_error(err) and "config.json: a folder, not a file" in err

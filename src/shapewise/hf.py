@@ -882,6 +882,8 @@ def load_config(path, *, strict: bool = False) -> ModelShape:
     file = Path(path)
     try:
         if file.is_dir():
+            if file.name == "config.json":  # a snapshot's config.json that is a folder: a broken download
+                raise ShapewiseError(f"{file}: a folder, not a file; give the config.json file or the folder holding it")
             if not (file / "config.json").is_file():
                 raise ShapewiseError(f"{file}: folder has no config.json; give the file itself or its folder")
             file = file / "config.json"
