@@ -84,3 +84,18 @@ def test_megatron_flags_say_what_they_cannot_describe():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ShapewiseWarning)
         megatron_args(load_config(ALIKE), w)  # a plain model: every feature said, no warning
+
+
+@pytest.mark.parametrize("path", ["tests/data/hf/mistral-7b-v0.1.json", UNLIKE[0], ALIKE])
+def test_selective_recompute_repeats_every_layers_attention_forward(path):
+    """Megatron's selective recomputation reruns core attention in every layer, windowed ones too: the plan's
+    repeated time is the step's attention forward over the layers (a window's kernel was left out, so
+    recomputing Mistral's attention, every layer windowed, cost nothing)."""
+    shape, w = load_config(path), Workload(batch=1, seq=8192)
+    model = cost_model("h200")
+    t = layer_times(shape, w, gpu=model.gpu, params=model.params)
+    step = check(shape, w, gpu="h200").step
+    forward = sum(c.total_ms for c in step.costs if c.op.name.startswith("attn/") and c.op.kind == "flash"
+                  and c.op.pass_ == "fwd")
+    assert forward > 0
+    assert shape.num_layers * t.core_fwd_ms == pytest.approx(forward, rel=1e-9)

@@ -17,11 +17,10 @@ from .cost import StepCost, predict_step
 from .errors import ShapewiseError
 from .hardware import GPU
 from .memory import GIB, capacity_bytes, estimate
+from .parallel import CORE_ATTENTION
 from .shapes import ModelShape, Workload
 
 ALIGN = 64  # the paper's power of two: dims that are multiples of 64 fill the tensor-core tiles
-# The attention core's ops, fused or not, in global and sliding-window layers (ops.attention).
-CORE_ATTENTION = ("attn/flash", "attn/window", "attn/score", "attn/softmax", "attn/over_v")
 GOOD_HEAD_DIMS = (128, 64, 256)  # what fused attention kernels serve best, most preferred first
 # FlashAttention's and cuDNN's largest head dim: past it torch 2.11's SDPA ran the memory-efficient kernel
 # on an H100 (d 320 and 512: 76-86 TFLOP/s against 163 at d 256, causal, 8 heads of 1024 tokens; in
