@@ -325,6 +325,14 @@ def _inference(shape: ModelShape, w: Workload, framework: Framework) -> Memory:
     width = shape.mlp_width
     widths = 3 if shape.gated else 2
     transient = rows * B * (2 * shape.hidden + widths * width / t) * (shape.top_k if shape.is_moe else 1)
+    if w.attention == "unfused":
+        # Without a fused kernel a layer's scores and their softmax are two b·(a/t)·q·k tensors alive at once
+        # (as ops.attention's attn/softmax reads and writes them; Hugging Face's eager attention upcasts the
+        # softmax to fp32 on top); a window masks scores but the matrix is whole, except a decode's cache.
+        q_len = 1 if w.mode == "decode" else w.seq
+        kv_len = min(w.seq, shape.window) if w.mode == "decode" and not shape.num_global_layers else w.seq
+        scores = 2 * w.batch * shape.num_heads / t * q_len * kv_len * activation_bytes(B)
+        transient = max(transient, scores)
     logits = w.batch * shape.vocab / t * 4  # fp32 logits of each sequence's last position
     parts = Memory(weights=shape.params * B / t, activations=transient, loss=logits, kv_cache=cache)
     return parts + Memory(allocator=ALLOCATOR_FRACTION * parts.total_bytes + CONTEXT_BYTES)
