@@ -110,13 +110,14 @@ def test_a_decoding_step_runs_only_the_experts_its_tokens_are_routed_to(batch, n
 
     shape = resolve_model(name)
     ups = [op for op in model_ops(shape, Workload(batch=batch, seq=512, mode="decode")) if op.name == "moe/experts/up"]
-    assert len(ups) == 1
+    assert 1 <= len(ups) <= 2 and all(op.count % shape.num_moe_layers == 0 for op in ups)
     routed, experts = batch * shape.top_k, shape.num_experts
     reached = experts * (1 - (1 - shape.top_k / experts) ** batch)  # uniform routing's expected experts
-    active = ups[0].count // shape.num_moe_layers
-    assert ups[0].count == shape.num_moe_layers * active and abs(active - reached) <= 0.5
+    active = sum(op.count for op in ups) // shape.num_moe_layers
+    assert abs(active - reached) <= 0.5
     assert shape.top_k <= active <= min(experts, routed) and (batch > 1 or active == shape.top_k)
-    assert ups[0].m * active >= routed and (ups[0].m - 1) * active < routed  # every routed row, once
+    assert sum(op.m * op.count for op in ups) == routed * shape.num_moe_layers  # every routed row, once
+    assert max(op.m for op in ups) - min(op.m for op in ups) <= 1  # as even as whole rows go
 
 
 def test_plan_says_a_sequence_past_the_models_positions_as_check_does(capsys):

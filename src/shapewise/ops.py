@@ -236,16 +236,19 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
     ops = block("mlp", tokens, shape.ffn_width // t, dense) if dense else []
     if not moe:
         return ops
-    # Routed experts: the experts some token is routed to run, each on its share of the routed rows. A
-    # decoding step's few tokens reach few of them (one token: its top_k), a training step's every one.
+    # Routed experts: the experts some token is routed to run, each on its share of the routed rows (as
+    # even as whole rows go: `more` of them take one row more). A decoding step's few tokens reach few of
+    # them (one token: its top_k), a training step's every one.
     active = routed_experts(shape.num_experts, shape.top_k, tokens)
-    rows = math.ceil(tokens * shape.top_k / active)
+    rows, more = divmod(tokens * shape.top_k, active)
     width = shape.expert_width // t
     ops += linear("moe/router", tokens, shape.num_experts, h, train=train, count=moe, dtype_bytes=B)
     # Dispatch and combine copy each routed token's hidden vector out and back.
     ops += elementwise("moe/permute", tokens * shape.top_k, h, reads=2, writes=2, bwd_reads=2, bwd_writes=2,
                        train=train, count=moe, dtype_bytes=B, family="copy")
-    ops += block("moe/experts", rows, width, moe * active)
+    ops += block("moe/experts", rows, width, moe * (active - more))
+    if more:  # every routed row once: ⌈rows⌉ for all of them counted 204 rows for DeepSeek-V3's 128 at b=16
+        ops += block("moe/experts", rows + 1, width, moe * more)
     if shape.num_shared_experts:
         ops += block("moe/shared", tokens, width, moe * shape.num_shared_experts)
     return ops
