@@ -7,17 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shapewise.cli import main
-
-
-def run(capsys, *argv):
-    """Exit code, stdout and stderr of one command; argparse's own exits count as exit codes."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from helpers import run
 
 
 def one_error(err: str) -> bool:

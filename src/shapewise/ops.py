@@ -257,8 +257,8 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
 def routed_experts(experts: int, top_k: int, tokens: int) -> int:
     """How many of `experts` the `tokens` of a step reach, each routed to `top_k` of them, by uniform routing's
     expectation: an expert no token picks, (1 - top_k / experts) ** tokens of them, runs no GEMM (one token
-    reaches its top_k, a few hundred every expert). Balanced routing instead (every expert running, most on
-    no row) streamed all of Mixtral's experts at one token, 3x the weights its step reads."""
+    reaches its top_k, a few hundred every expert). Every expert running, a row at least each, streamed all 8 of
+    Mixtral's experts at one token, 4x the expert weights its step reads."""
     if top_k >= experts:
         return experts
     reached = experts * -math.expm1(tokens * math.log1p(-top_k / experts))
