@@ -29,6 +29,26 @@ def test_collectives_per_layer_and_their_size():
     assert prefill == {"tp/all_gather", "tp/reduce_scatter", "tp/embed", "tp/logits"}
 
 
+@pytest.mark.parametrize("norms", [1, 2])
+def test_a_parallel_block_gathers_once_and_reduces_once(norms):
+    """x + attn(norm(x)) + mlp(norm(x)): the two branches' partial sums add before one reduce-scatter, and
+    both read one gather (of x itself where each branch has its own norm, every row normalized on each rank)."""
+    seq = LLAMA.replace(mlp="gelu", norm="layernorm", ffn=None)
+    par = seq.replace(parallel_attn=True, norms_per_layer=norms)
+    w = Workload(batch=2, seq=4096, tp=4)
+    for label in ("tp/all_gather", "tp/reduce_scatter", "tp/all_gather.bwd", "tp/reduce_scatter.bwd"):
+        count = {shape.parallel_attn: sum(op.count for op in model_ops(shape, w) if op.label == label)
+                 for shape in (seq, par)}
+        assert count == {False: 2 * LLAMA.num_layers, True: LLAMA.num_layers}
+    rows = {op.label: op.m for op in model_ops(par, w) if op.name.endswith("norm")}
+    local, gathered = 2 * 4096 // 4, 2 * 4096
+    assert rows["attn/norm"] == (local if norms == 1 else gathered) and rows["final/norm"] == local
+    assert ("mlp/norm" in rows) == (norms == 2)
+    # The branches' partial sums add on the gathered rows, the residual on this rank's own.
+    adds = sorted((op.m, op.count) for op in model_ops(par, w) if op.label == "residual")
+    assert adds == [(local, LLAMA.num_layers), (gathered, LLAMA.num_layers)]
+
+
 def test_ring_collective_time_follows_the_link():
     gpu = get_gpu("h200")
     op = next(op for op in model_ops(LLAMA, Workload(tp=8)) if op.kind == COMM)
@@ -75,7 +95,10 @@ def test_the_committed_two_gpu_layers_are_predicted_within_ten_percent():
     assert len(layers) == 10
     for row in layers:
         p = json.loads(row["key"])
-        ops = layer_ops(ModelShape(**p["shape"]), Workload(batch=p["batch"], seq=p["seq"], tp=p["tp"],
-                                                            mode="train" if p["pass"] == "fwdbwd" else "prefill"))
+        shape = ModelShape(**p["shape"])
+        # The run predates parallel blocks reducing once: its pythia layer gathered before each branch and
+        # reduce-scattered after each, its norms on its own rows, as a sequential block's ops are priced.
+        workload = Workload(batch=p["batch"], seq=p["seq"], tp=p["tp"], mode="train" if p["pass"] == "fwdbwd" else "prefill")
+        ops = layer_ops(shape.replace(parallel_attn=False), workload)
         predicted = sum(c.total_ms for c in predict_ops(ops, gpu=CostModel("h200", shipped), dtype="bf16"))
         assert abs(predicted / float(row["median_ms"]) - 1) <= 0.15, (p["model"], p["pass"])

@@ -4,21 +4,44 @@ import sys
 
 import torch
 import torch.distributed as dist
+import torch.distributed.nn.functional as dist_fn
 
 from shapewise.layers import build_layer, build_tp_layer, layer_inputs
-from shapewise.shapes import ModelShape
+from shapewise.ops import layer_ops
+from shapewise.shapes import ModelShape, Workload
 
 dist.init_process_group("gloo")
 rank, tp = dist.get_rank(), dist.get_world_size()
 results = []
+calls = {"all_gather": 0, "reduce_scatter": 0}
+
+
+def counted(name):
+    run = getattr(dist_fn, name)
+
+    def call(*args):
+        calls[name] += 1
+        return run(*args)
+    return call
+
+
 for shape in (ModelShape("llama", 64, 1, 4, 100, num_kv_heads=2, ffn=96, mlp="swiglu", norm="rmsnorm", bias=False),
               ModelShape("gpt", 64, 1, 4, 100, learned_positions=64),
-              ModelShape("neox", 64, 1, 8, 100, parallel_attn=True)):
+              ModelShape("neox", 64, 1, 8, 100, parallel_attn=True),
+              ModelShape("falcon", 64, 1, 8, 100, num_kv_heads=2, bias=False, parallel_attn=True, norms_per_layer=1)):
     full = build_layer(shape, dtype="fp32", seed=3)
     x = layer_inputs(shape, batch=2, seq=16, dtype="fp32", seed=5)
     want = full(x)
     layer = build_tp_layer(shape, tp=tp, rank=rank, dtype="fp32", seed=3)
+    # The layer's forward runs the collectives the cost model counts for one layer.
+    calls.update(all_gather=0, reduce_scatter=0)
+    gather, scatter = dist_fn.all_gather, dist_fn.reduce_scatter
+    dist_fn.all_gather, dist_fn.reduce_scatter = counted("all_gather"), counted("reduce_scatter")
     mine = layer(x.chunk(tp, dim=1)[rank].clone().requires_grad_(True))
+    dist_fn.all_gather, dist_fn.reduce_scatter = gather, scatter
+    priced = {op.family: op.count for op in layer_ops(shape, Workload(batch=2, seq=16, tp=tp, mode="prefill"))
+              if op.name in ("tp/all_gather", "tp/reduce_scatter")}
+    assert calls == priced, (shape.name, calls, priced)
     got = torch.cat(torch.distributed.nn.functional.all_gather(mine.contiguous()), dim=1)
     err = ((got - want).norm() / want.norm()).item()
     mine.sum().backward()

@@ -297,7 +297,8 @@ def projections(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: 
 def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, train: bool) -> list[Op]:
     """Megatron tensor parallelism with sequence parallelism: each layer all-gathers the sequence
     before attention and before the MLP, and reduce-scatters after each; backward does the reverse.
-    The vocab-parallel embedding reduce-scatters its output; the output layer gathers its input."""
+    A parallel block (parallel_attn) gathers once and reduce-scatters once. The vocab-parallel
+    embedding reduce-scatters its output; the output layer gathers its input."""
     t = w.tp
     if t == 1:
         return []
@@ -307,13 +308,18 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
         return Op(name, pass_, COMM, count=count, flops=0, bytes=message, m=tokens, n=shape.hidden, k=t,
                   family=family)
 
-    L = shape.num_layers
-    # In each layer: before attention and before the MLP, and after each; the reverse in backward.
-    ops = [collective("tp/all_gather", "all_gather", "fwd", 2 * L),
-           collective("tp/reduce_scatter", "reduce_scatter", "fwd", 2 * L)]
+    # In each layer: before attention and before the MLP, and after each; the reverse in backward. In a
+    # parallel block, x + attn(norm(x)) + mlp(norm(x)), both branches read the same gathered rows and
+    # their partial sums add before one reduce-scatter, as GPT-NeoX's gpt_j_residual and vLLM's Falcon
+    # and GPT-J reduce once; its backward is then one gather of the output's gradient and one
+    # reduce-scatter of the input's (model_ops: with two norms the gathered rows are x itself). NeMo's
+    # Falcon on Megatron core reduces after each branch still: four a layer, as a sequential block.
+    per_layer = shape.num_layers * (1 if shape.parallel_attn else 2)
+    ops = [collective("tp/all_gather", "all_gather", "fwd", per_layer),
+           collective("tp/reduce_scatter", "reduce_scatter", "fwd", per_layer)]
     if train:
-        ops += [collective("tp/all_gather", "all_gather", "bwd", 2 * L),
-                collective("tp/reduce_scatter", "reduce_scatter", "bwd", 2 * L)]
+        ops += [collective("tp/all_gather", "all_gather", "bwd", per_layer),
+                collective("tp/reduce_scatter", "reduce_scatter", "bwd", per_layer)]
     # Outside the layers: the vocab-parallel embedding's output, and the output layer's input.
     ops += [collective("tp/embed", "reduce_scatter", "fwd", 1), collective("tp/logits", "all_gather", "fwd", 1)]
     if train:
@@ -336,9 +342,13 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     logit_rows = tokens if train else w.batch
     vocab = math.ceil(shape.vocab / t)  # vocab-parallel output layer
 
-    def norm(name: str, count: int) -> list[Op]:
-        return elementwise(name, local, h, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=train,
+    def norm(name: str, count: int, *, rows: int = local) -> list[Op]:
+        return elementwise(name, rows, h, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=train,
                            count=count, dtype_bytes=B, family=shape.norm)
+
+    # A parallel block with two norms gathers x once, not each norm's output, so each rank normalizes
+    # every row twice: two passes over s·h rows cost less than a second gather of them over the link.
+    layer_norm_rows = tokens if shape.parallel_attn and shape.norms_per_layer == 2 else local
 
     # The embedding gathers token rows of the (vocab/t)×h table (k holds the table's rows).
     ops = [Op("embed", "fwd", MEMORY, count=1, flops=0, bytes=2 * tokens * h * A, m=tokens, n=h, k=vocab,
@@ -346,7 +356,7 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     if shape.embed_norm:  # BLOOM normalizes the embeddings before the first layer
         ops += norm("embed/norm", 1)
     post_norms = shape.norms_per_layer > 2  # Gemma-2/3 also normalize each sublayer's output
-    ops += norm("attn/norm", L)
+    ops += norm("attn/norm", L, rows=layer_norm_rows)
     ops += projections(shape, w, tokens=tokens, train=train, B=B)
     if shape.num_qk_norm_layers:  # each query and key head normalized before attention, NoPE layers aside
         ops += elementwise("attn/qk_norm", tokens, q_width + kv_width, reads=1, writes=1, bwd_reads=2, bwd_writes=1,
@@ -361,14 +371,17 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     if post_norms:
         ops += norm("attn/post_norm", L)
     if shape.norms_per_layer != 1:  # one norm shared by attention and the MLP (Falcon, GPT-J, Phi, Cohere): attn's
-        ops += norm("mlp/norm", L)
+        ops += norm("mlp/norm", L, rows=layer_norm_rows)
     ops += mlp(shape, w, tokens=tokens, train=train, B=B)
     if post_norms:
         ops += norm("mlp/post_norm", L)
     ops += tensor_parallel_collectives(shape, w, tokens=tokens, train=train)
-    # Two residual adds per layer, also with parallel attention (x + attn(…) + mlp(…)).
-    ops += elementwise("residual", local, h, reads=2, writes=1, bwd_reads=2, bwd_writes=1, train=train,
-                       count=2 * L, dtype_bytes=B, family="add")
+    # Two residual adds per layer, also with parallel attention (x + attn(…) + mlp(…)), whose branches'
+    # partial sums add on the gathered rows, before their one reduce-scatter.
+    branch_rows = tokens if shape.parallel_attn else local
+    for rows, count in ([(local, 2 * L)] if branch_rows == local else [(local, L), (branch_rows, L)]):
+        ops += elementwise("residual", rows, h, reads=2, writes=1, bwd_reads=2, bwd_writes=1, train=train,
+                           count=count, dtype_bytes=B, family="add")
     ops += norm("final/norm", 1)
     ops += linear("logits", logit_rows, vocab, h, train=train, count=1, dtype_bytes=B)
     if shape.logit_softcap:  # cap·tanh(logits / cap): one more pass over the logits
