@@ -110,6 +110,29 @@ def test_logits_loss_buffers_and_kv_cache():
     assert infer.weights == pytest.approx(shape.params)  # bf16 over two ranks
 
 
+@pytest.mark.parametrize("tp", [8, 16, 32])
+def test_kv_heads_fewer_than_t_are_replicated_not_split(tp):
+    """Llama-3-8B's 8 kv heads over t ranks: past t=8 each rank holds one whole kv head, so its k and v
+    weights (their gradients and optimizer state), the k/v columns of its QKV GEMM and its kv cache stop
+    shrinking at one head; the rest of a layer splits t ways."""
+    from shapewise.ops import model_ops
+
+    shape = get_model("llama3-8b")
+    d, h, L, kv = shape.d_head, shape.hidden, shape.num_layers, shape.kv_heads
+    rank_kv = max(1, kv // tp)
+    qkv = next(op for op in model_ops(shape, Workload(tp=tp)) if op.label == "attn/qkv")
+    assert qkv.n == (shape.num_heads // tp + 2 * rank_kv) * d
+    kv_params = 2 * d * h  # one kv head's k and v projections (no biases)
+    # Split t ways but the final norm, which every rank keeps whole, and the kv heads.
+    rank = (shape.params - h - L * kv * kv_params) / tp + h + L * rank_kv * kv_params
+    m = estimate(shape, Workload(batch=1, seq=1024, tp=tp), precision="mixed-fp32-grads")
+    assert (m.weights, m.grads) == (pytest.approx(2 * rank), pytest.approx(4 * rank))
+    assert m.optimizer == pytest.approx(12 * rank)
+    served = estimate(shape, Workload(batch=8, seq=4096, mode="decode", tp=tp))
+    assert served.weights == pytest.approx(2 * (shape.params / tp + L * (rank_kv - kv / tp) * kv_params))
+    assert served.kv_cache == pytest.approx(2 * L * rank_kv * d * 8 * 4096 * 2)
+
+
 def test_parts_add_and_allowance():
     a, b = Memory(weights=1, activations=2), Memory(grads=3, activations=4)
     assert (a + b).as_dict() == Memory(weights=1, grads=3, activations=6).as_dict()

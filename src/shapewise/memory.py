@@ -42,7 +42,7 @@ import numpy as np
 from .dtypes import activation_bytes
 from .errors import ShapewiseError
 from .hardware import GPU
-from .parallel import RECOMPUTE, Parallelism, expert_params, stage_ends
+from .parallel import RECOMPUTE, Parallelism, expert_params, replicated_kv_params, stage_ends
 from .shapes import NORM_KINDS, ModelShape, Workload
 
 GIB = 2 ** 30
@@ -237,7 +237,8 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
     h, V = shape.hidden, shape.vocab
     tokens = batch * seq
     experts = expert_params(shape)
-    dense_layer = shape.layer_params - experts
+    # A layer on one tensor-parallel rank, its routed experts apart (split t·ep ways).
+    rank_layer = (shape.layer_params - experts) / tp + replicated_kv_params(shape, tp)
     first_layers, heaviest, last_layers = stage_ends(shape.num_layers, pp)
     embed_norm = NORM_KINDS[shape.norm] * h * shape.embed_norm  # BLOOM's, on the first stage
     embed = V * h / tp + shape.learned_positions * h + embed_norm
@@ -253,7 +254,7 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
     working = layer_activation_bytes(shape, seq=seq, dtype_bytes=dtype_bytes, attention=attention, tp=tp,
                                      recompute=np.zeros_like(recompute), framework=framework)
     # FSDP gathers a layer's weights before it runs and prefetches the next: two layers unsharded.
-    gathered = np.where((zero >= 3) & (dp > 1), 2 * (dense_layer / tp + experts / (tp * ep)) * precision.weights, 0.0)
+    gathered = np.where((zero >= 3) & (dp > 1), 2 * (rank_layer + experts / (tp * ep)) * precision.weights, 0.0)
     # The fullest stage is the first (the embedding, the most micro-batches in flight), the last (the
     # head and the loss) or, where the first is a lighter one, the second: ⌈L/p⌉ layers and one
     # micro-batch fewer in flight than the first. The other middle stages hold no more layers and fewer
@@ -265,7 +266,7 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
             (1, heaviest, 0.0, False, pp >= 3),
             (pp - 1, last_layers, np.where(pp == 1, with_one_stage, head + final_norm), True, True)):
         layers_experts = layers * experts / (tp * ep)
-        dense = layers * dense_layer / tp + extra_params
+        dense = layers * rank_layer + extra_params
         w1, g1, o1 = _state(dense, precision, *(s[0] for s in (shard_w, shard_g, shard_o)))
         w2, g2, o2 = _state(layers_experts, precision, *(s[1] for s in (shard_w, shard_g, shard_o)))
         weights, grads, optimizer = w1 + w2 + gathered, g1 + g2, o1 + o2
@@ -334,7 +335,8 @@ def _inference(shape: ModelShape, w: Workload, framework: Framework) -> Memory:
         scores = 2 * w.batch * shape.num_heads / t * q_len * kv_len * activation_bytes(B)
         transient = max(transient, scores)
     logits = w.batch * shape.vocab / t * 4  # fp32 logits of each sequence's last position
-    parts = Memory(weights=shape.params * B / t, activations=transient, loss=logits, kv_cache=cache)
+    weights = shape.params / t + shape.num_layers * float(replicated_kv_params(shape, t))
+    parts = Memory(weights=weights * B, activations=transient, loss=logits, kv_cache=cache)
     return parts + Memory(allocator=ALLOCATOR_FRACTION * parts.total_bytes + CONTEXT_BYTES)
 
 

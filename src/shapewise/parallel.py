@@ -53,6 +53,15 @@ def expert_params(shape) -> int:
     return shape.num_experts * (mats * shape.hidden * f + ((mats - 1) * f + shape.hidden) * shape.bias)
 
 
+def replicated_kv_params(shape, tp):
+    """Parameters of one layer's key and value projections that each of tp tensor-parallel ranks holds
+    beyond its 1/tp share: past t = kv heads every rank keeps one whole head (vLLM's QKVParallelLinear
+    replicates them), so its k and v weights stop shrinking at one head. tp may be a numpy array."""
+    tp = np.asarray(tp, dtype=float)
+    per_head = 2 * shape.d_head * (shape.hidden + (shape.bias or shape.qkv_bias))
+    return per_head * (np.ceil(shape.kv_heads / tp) - shape.kv_heads / tp)
+
+
 @dataclass(frozen=True)
 class Parallelism:
     pp: int = 1  # pipeline stages
@@ -264,7 +273,8 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     experts = expert_params(shape)
 
     def stage_params(layers):
-        return layers * (shape.layer_params - experts) / t + shape.vocab * shape.hidden / t, layers * experts / (t * ep)
+        dense = (shape.layer_params - experts) / t + replicated_kv_params(shape, t)
+        return layers * dense + shape.vocab * shape.hidden / t, layers * experts / (t * ep)
 
     # The reduction is priced as that of an even pipeline at this one's pace: its stages hold the
     # lighter stages' layers and what the slowest stage takes beyond them, in layers (L/p where p
