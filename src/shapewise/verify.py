@@ -145,9 +145,12 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     head = table if shape.tied_embeddings else \
         (torch.randn(shape.vocab, shape.hidden, generator=generator) * shape.hidden ** -0.5).to(device, dtype).requires_grad_(True)
     norm = torch.ones(shape.hidden, device=device, dtype=dtype, requires_grad=True)
+    bias = torch.zeros(shape.vocab, device=device, dtype=dtype, requires_grad=True) if shape.lm_head_bias else None
     ids = torch.randint(0, shape.vocab, (workload.batch, workload.seq), generator=generator).to(device)
     target = torch.randint(0, shape.vocab, (workload.batch * workload.seq,), generator=generator).to(device)
     weights = [table, head, norm, *(p for layer in layers for p in layer.parameters())]
+    if bias is not None:  # Phi's output head adds one
+        weights.append(bias)
 
     def step():
         for w in weights:
@@ -156,7 +159,7 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
         for layer in layers:
             x = layer(x)
         x = F.rms_norm(x, (shape.hidden,), norm) if shape.norm == "rmsnorm" else F.layer_norm(x, (shape.hidden,), norm)
-        F.cross_entropy(F.linear(x, head).view(-1, shape.vocab), target).backward()
+        F.cross_entropy(F.linear(x, head, bias).view(-1, shape.vocab), target).backward()
 
     step.weights = weights  # for tests: every one has a gradient after a step
     return step
