@@ -279,6 +279,24 @@ def test_whole_model_step_trains_every_weight():
     assert all(w.grad is not None and torch.isfinite(w.grad).all() and w.grad.abs().sum() > 0 for w in step.weights)
 
 
+def test_whole_model_builds_its_nope_layers_without_rotary_embeddings():
+    """EXAONE 4's global layers, every 4th among sliding ones, rotate nothing (Exaone4Attention: "global NoPE
+    for hybrid attention model"), as the step verify predicts prices them."""
+    from shapewise.hf import load_config
+    from shapewise.shapes import Workload
+    from shapewise.verify import _model_fn, model_block
+
+    exaone = load_config(Path(__file__).parent / "data" / "hf-later" / "exaone-4.0-32b.json")
+    assert (exaone.global_every, exaone.nope_every) == (4, 4)
+    assert [build_layer(model_block(exaone, i), device="meta").attn.rope for i in range(8)] == [True] * 3 + [False] + \
+        [True] * 3 + [False]
+    tiny = ModelShape("tiny", 32, 8, 4, 64, ffn=64, mlp="swiglu", norm="rmsnorm", bias=False, window=16,
+                      global_every=4, nope_every=4)
+    step = _model_fn(tiny, Workload(batch=1, seq=16, dtype="fp32"), "cpu", seed=0)
+    assert sum(layer.attn.rope for layer in step.layers) == tiny.num_rope_layers == 6
+    step()
+
+
 def test_whole_model_step_has_phis_output_head_bias():
     from shapewise.shapes import Workload
     from shapewise.verify import _model_fn
