@@ -14,7 +14,7 @@ from shapewise.errors import ShapewiseError, ShapewiseWarning
 from shapewise.families import FAMILIES
 from shapewise.hf import GuessedFields, _shape_from_config, load_config, to_hf_config
 from shapewise.ops import BMM, FLASH, GEMM, model_ops
-from shapewise.shapes import STRUCTURAL_FIELDS, Workload, canonical
+from shapewise.shapes import STRUCTURAL_FIELDS, Workload, canonical, shape_record
 
 CORPUS = Path(__file__).parent / "data" / "hf"
 LATER = CORPUS.parent / "hf-later"  # read after the first round; apart, so the sets drawn over hf/ stay the same
@@ -830,8 +830,8 @@ def test_fourth_pass_says_what_it_prices_otherwise(tmp_path):
         read("minimax-m2.5")
     err = warned(record)
     assert "its 3 multi-token prediction modules (num_mtp_modules)" in err and "num_nextn_predict_layers" not in err
-    assert "qk_norm_type per_layer: 7,168 weights a layer" in err and "quantized (fp8, quantization_config)" in err
-    assert err.count("\n") == 3
+    assert "quantized (fp8, quantization_config)" in err and "qk_norm_type" not in err  # counted as written
+    assert err.count("\n") == 2
     # MiniMax-M2's hub file writes its rotary share twice: both are read, and must agree
     cfg = json.loads(FILES["minimax-m2.5"].read_text())
     with pytest.warns(ShapewiseWarning) as record:
@@ -1324,3 +1324,69 @@ def test_twelfth_pass_reads_each_model_as_its_code_builds_it():
         read("skywork-reward-llama-3.1-8b-v0.2")
     with unwarned():
         assert read("smollm-135m").tied_embeddings and read("qwen2.5-72b").kv_heads == 8
+
+
+# ---- weights the modeling code holds beside the matrices: counted as it builds them ----
+
+def test_olmo_qk_norms_weigh_each_whole_projection_and_qwen3s_each_head():
+    # Olmo2Attention, OlmoeAttention and Olmo3Attention: q_norm RMSNorm(heads × head_dim), k_norm RMSNorm(kv heads ×
+    # head_dim) over the whole projections; Qwen3's and EXAONE 4's RMSNorm(head_dim), shared by every head
+    olmoe, olmo2, olmo3 = read("olmoe-1b-7b-0125-instruct"), read("olmo-2-1124-7b"), read("olmo-3.1-32b-instruct")
+    assert (olmoe.qk_norm_params, olmo2.qk_norm_params, olmo3.qk_norm_params) == (2048 + 2048, 4096 + 4096, 5120 + 1024)
+    # OLMoE-1B-7B to the parameter: 16 layers of 4 × 2048² attention, 4,096 QK-norm weights, 64 experts of 3 × 2048 ×
+    # 1024, a 64-way router and two norms; two 50,304 × 2048 embeddings and the final norm
+    assert olmoe.params == 16 * (4 * 2048**2 + 4096 + 64 * 3 * 2048 * 1024 + 64 * 2048 + 2 * 2048) + \
+        2 * 50304 * 2048 + 2048 == 6_919_161_856
+    with pytest.warns(ShapewiseWarning):
+        exaone, minimax = read("exaone-4.0-32b"), read("minimax-m2.5")
+    assert (read("qwen3-8b").qk_norm_params, exaone.qk_norm_params) == (2 * 128, 2 * 128)
+    assert minimax.qk_norm_params == (48 + 8) * 128  # qk_norm_type per_layer: over all heads at once
+    # the elements normalized are the same whichever weights they have: the ops do not change
+    head = olmoe.replace(qk_norm_weights="head")
+    assert model_ops(head, Workload(batch=1, seq=512)) == model_ops(olmoe, Workload(batch=1, seq=512))
+    assert olmoe.params - head.params == 16 * (4096 - 256)
+
+
+def test_llama4_qk_norm_has_no_weights_and_nope_layers_no_norm(tmp_path):
+    scout = read("llama-4-scout-17b-16e")  # Llama4TextL2Norm: x · rsqrt(mean(x²) + eps), no weight
+    assert (scout.qk_norm_weights, scout.qk_norm_params) == ("none", 0)
+    assert scout.params == scout.replace(qk_norm=False).params
+    assert any(op.name == "attn/qk_norm" for op in model_ops(scout, Workload(batch=1, seq=1024)))  # still run
+    # a type of no rule with QK-norm on its rotary layers alone: per-head weights on those 6 layers, not all 8
+    cfg = {"model_type": "nopeish", "hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8,
+           "vocab_size": 1000, "intermediate_size": 1024, "use_qk_norm": True, "no_rope_layers": [1, 1, 1, 0] * 2}
+    with pytest.warns(ShapewiseWarning):
+        guessed = load_config(_write(tmp_path, cfg))
+    assert guessed.params - guessed.replace(qk_norm=False).params == 6 * 2 * 64
+
+
+def test_phi_and_gpt_j_output_heads_carry_a_bias():
+    # PhiForCausalLM's lm_head is nn.Linear(hidden, vocab, bias=True): the hub's counts to the parameter
+    assert (read("phi-2").params, read("phi-2-msft").params, read("phi-1_5").params) == \
+        (2_779_683_840, 2_779_683_840, 1_418_270_720)
+    assert read("phi-2").params - read("phi-2").replace(lm_head_bias=False).params == 51200
+    assert read("gpt-j-6b").lm_head_bias  # GPTJForCausalLM: nn.Linear(n_embd, vocab_size), its default bias
+    moe = json.loads(FILES["phi-3.5-moe-instruct"].read_text())  # PhimoeForCausalLM: where lm_head_bias says
+    assert _shape_from_config(moe, "x", "x").lm_head_bias
+    assert not _shape_from_config({**moe, "lm_head_bias": False}, "x", "x").lm_head_bias
+    assert not read("llama-3-8b").lm_head_bias
+    # no op or layer has it: a store keys Phi-2's layers as it did before the bias was counted
+    assert "lm_head_bias" not in shape_record(read("phi-2")) and shape_record(read("phi-2")) == \
+        shape_record(read("phi-2").replace(lm_head_bias=False))
+
+
+def test_qwen2_moe_gates_its_shared_expert(tmp_path):
+    # Qwen2MoeSparseMoeBlock: shared_expert_gate = nn.Linear(hidden, 1, bias=False) in each of its 24 MoE layers
+    qwen = read("qwen1.5-moe-a2.7b")
+    assert qwen.shared_expert_gate and not read("qwen3-30b-a3b").shared_expert_gate
+    # 24 layers of 4 × 2048² attention with q, k, v biases, 60 experts of 3 × 2048 × 1408, the 60-way router, the
+    # shared expert (3 × 2048 × 5632) and its gate, two norms; two 151,936 × 2048 embeddings and the final norm
+    layer = 4 * 2048**2 + 3 * 2048 + 60 * 3 * 2048 * 1408 + 60 * 2048 + 3 * 2048 * 5632 + 2048 + 2 * 2048
+    assert qwen.params == 24 * layer + 2 * 151936 * 2048 + 2048 == 14_315_784_192
+    assert qwen.active_params - qwen.replace(shared_expert_gate=False).active_params == 24 * 2048  # every token's
+    gate = [op for op in model_ops(qwen, Workload(batch=1, seq=512)) if op.name == "moe/shared_gate"]
+    assert [(op.pass_, op.m, op.n, op.k, op.count) for op in gate] == [
+        ("fwd", 512, 1, 2048, 24), ("dgrad", 512, 2048, 1, 24), ("wgrad", 1, 2048, 512, 24)]
+    assert load_config(_write(tmp_path, to_hf_config(qwen.replace(name="fresh")))).shared_expert_gate
+    with pytest.raises(ShapewiseError, match="shared_expert_gate needs shared experts"):
+        qwen.replace(num_shared_experts=0)

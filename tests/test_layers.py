@@ -41,6 +41,9 @@ VARIANTS = {
     "geglu": tiny("geglu", hidden=24, num_heads=4, head_dim=10, ffn=36, mlp="geglu", norm="rmsnorm", bias=True),
     "moe": tiny("moe", hidden=32, num_heads=4, num_kv_heads=2, mlp="swiglu", norm="rmsnorm", bias=True,
                 num_experts=4, top_k=2, expert_ffn=24, num_shared_experts=1),
+    # Qwen2-MoE's shared experts, their sum scaled by a sigmoid gate of the input
+    "moe-gated": tiny("moe-gated", hidden=32, num_heads=4, mlp="swiglu", norm="rmsnorm", bias=False,
+                      num_experts=4, top_k=2, expert_ffn=24, num_shared_experts=2, shared_expert_gate=True),
 }
 BATCH, SEQ = 2, 9
 
@@ -69,7 +72,8 @@ def test_params_is_layers_plus_embeddings_and_final_norm(name):
     s = PRESETS[name]
     embed = s.vocab * s.hidden * (1 if s.tied_embeddings else 2) + s.learned_positions * s.hidden
     norms = 1 + s.embed_norm  # the final norm, and BLOOM's over the embeddings
-    assert s.params == s.num_layers * s.layer_params + embed + norms * NORM_KINDS[s.norm] * s.hidden
+    head_bias = s.vocab * s.lm_head_bias  # Phi's output head adds a bias
+    assert s.params == s.num_layers * s.layer_params + embed + norms * NORM_KINDS[s.norm] * s.hidden + head_bias
 
 
 @st.composite
@@ -275,6 +279,35 @@ def test_whole_model_step_trains_every_weight():
     assert all(w.grad is not None and torch.isfinite(w.grad).all() and w.grad.abs().sum() > 0 for w in step.weights)
 
 
+def test_whole_model_builds_its_nope_layers_without_rotary_embeddings():
+    """EXAONE 4's global layers, every 4th among sliding ones, rotate nothing (Exaone4Attention: "global NoPE
+    for hybrid attention model"), as the step verify predicts prices them."""
+    from shapewise.hf import load_config
+    from shapewise.shapes import Workload
+    from shapewise.verify import _model_fn, model_block
+
+    exaone = load_config(Path(__file__).parent / "data" / "hf-later" / "exaone-4.0-32b.json")
+    assert (exaone.global_every, exaone.nope_every) == (4, 4)
+    assert [build_layer(model_block(exaone, i), device="meta").attn.rope for i in range(8)] == [True] * 3 + [False] + \
+        [True] * 3 + [False]
+    tiny = ModelShape("tiny", 32, 8, 4, 64, ffn=64, mlp="swiglu", norm="rmsnorm", bias=False, window=16,
+                      global_every=4, nope_every=4)
+    step = _model_fn(tiny, Workload(batch=1, seq=16, dtype="fp32"), "cpu", seed=0)
+    assert sum(layer.attn.rope for layer in step.layers) == tiny.num_rope_layers == 6
+    step()
+
+
+def test_whole_model_step_has_phis_output_head_bias():
+    from shapewise.shapes import Workload
+    from shapewise.verify import _model_fn
+
+    phi = ModelShape("tiny-phi", 32, 1, 4, 64, ffn=64, norm="rmsnorm", parallel_attn=True, norms_per_layer=1,
+                     tied_embeddings=False, lm_head_bias=True)
+    step = _model_fn(phi, Workload(batch=1, seq=16, dtype="fp32"), "cpu", seed=0)
+    step()
+    assert sum(w.numel() for w in step.weights) == phi.params and all(w.grad is not None for w in step.weights)
+
+
 # ---- what the layer does not build: refused, or built without it and said so ----
 
 CORPUS = Path(__file__).parent / "data" / "hf"
@@ -312,7 +345,7 @@ def test_corpus_layers_are_built_as_the_model_or_refused(shape):
     assert len(warned) == (1 if any(left_out) else 0), [str(w.message) for w in warned]
     # What is built is counted exactly; what is left out is norms' weights alone.
     norm_params = (2 if block.norm == "layernorm" else 1) * block.hidden
-    missing = max(block.norms_per_layer - 2, 0) * norm_params + 2 * block.d_head * block.qk_norm
+    missing = max(block.norms_per_layer - 2, 0) * norm_params + block.qk_norm_params
     assert count(layer) == block.layer_params - missing
     assert layer.attn.rot == block.rotary_width - block.rotary_width % 2  # partial rotary as the model's
 

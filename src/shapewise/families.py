@@ -24,6 +24,7 @@ class Family:
     rotary: str = "full"  # "full", or the key holding the rotated fraction or width ("partial_rotary_factor", ...)
     norms_per_layer: int = 2
     qk_norm: bool = False
+    qk_norm_weights: str = "head"  # what the QK-norm's weights span (shapes.QK_NORM_WEIGHTS)
     window: str = ""  # "all": every layer slides (Mistral); "alternate": every other one (Gemma-2); "pattern": Gemma-3
     softcap: bool = False  # reads final_logit_softcapping
     fused_mlp: bool = False  # intermediate_size holds both halves of the gated MLP (Qwen 1, Molmo)
@@ -35,6 +36,10 @@ class Family:
     # the model's code puts them there whatever the file says (Qwen2's and Qwen's attention)
     qkv_bias: str = ""
     embed_norm: bool = False  # a norm over the embeddings before the first layer (BLOOM)
+    # The key whose true puts a bias on the output head (PhiMoE's lm_head_bias), or "always" where the model's code
+    # puts one there whatever the file says (PhiForCausalLM's and GPTJForCausalLM's lm_head: nn.Linear's default bias)
+    lm_head_bias: str = ""
+    shared_expert_gate: bool = False  # a sigmoid gate, hidden → 1, on the shared experts' output (Qwen2-MoE)
     # Experts intermediate_size wide, no dense MLP beside them and no key of their own for the experts' width
     # (GptOssConfig): moe_intermediate_size is not theirs. (Mixtral's and PhiMoE's are alike, but a fresh
     # config of experts apart from the MLP width is written as a Mixtral one.)
@@ -76,9 +81,10 @@ FAMILIES: dict[str, Family] = {
     **{t: _LLAMA for t in ("llama", "mixtral", "internlm2", "granite", "deepseek_v2", "deepseek_v3", "deepseek_v32",
                            "kimi_k2", "glm4_moe_lite", "glm_moe_dsa", "xverse")},
     # Qwen2 (and its VL models' language model): Llama's layout with biases on q, k and v, which its code puts
-    # there whatever the file says; Qwen2-MoE's where its qkv_bias says (Qwen2MoeConfig: true)
+    # there whatever the file says; Qwen2-MoE's where its qkv_bias says (Qwen2MoeConfig: true), and its shared
+    # expert's output gated (Qwen2MoeSparseMoeBlock's shared_expert_gate)
     **{t: replace(_LLAMA, qkv_bias="always") for t in ("qwen2", "qwen2_vl", "qwen2_5_vl")},
-    "qwen2_moe": replace(_LLAMA, qkv_bias="qkv_bias", defaults=(("qkv_bias", True),)),
+    "qwen2_moe": replace(_LLAMA, qkv_bias="qkv_bias", shared_expert_gate=True, defaults=(("qkv_bias", True),)),
     # DeepSeek-MoE (its own DeepseekConfig): Llama's layout with DeepSeek-V2's MoE keys, multi-head attention;
     # InternLM (1): Llama's, with biases on q, k, v and o where its bias key says (shapewise's bias puts one
     # on every linear: 0.01% of InternLM-7B)
@@ -126,8 +132,10 @@ FAMILIES: dict[str, Family] = {
     "molmo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, fused_mlp=True,
                     qkv_bias="qkv_bias"),
     # Llama 4: experts of intermediate_size beside one shared expert, dense layers of intermediate_size_mlp;
-    # text_config of the "llama4" wrapper; no rotary embedding on every 4th layer (Llama4TextConfig)
+    # text_config of the "llama4" wrapper; no rotary embedding on every 4th layer (Llama4TextConfig); its QK-norm
+    # (Llama4TextL2Norm) has no weight
     "llama4_text": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
+                          qk_norm_weights="none",
                           ffn_key="intermediate_size_mlp", expert_ffn_key="intermediate_size", shared_experts=1,
                           nope_interval=4, qk_norm_rope_only=True, defaults=(("intermediate_size_mlp", 16384),)),
     # Hunyuan-A13B (Tencent's HunYuanConfig and modeling code): experts per token, expert widths and shared
@@ -183,26 +191,30 @@ FAMILIES: dict[str, Family] = {
     # layer_types name each layer's attention: sliding or full (gpt-oss alternates; EXAONE 4 and OLMo 3 run
     # three sliding layers to one full); EXAONE 4 and OLMo 3 normalize after each block, with QK-norm
     # (the configuration classes' window and pattern where a file leaves them out); EXAONE 4's full layers
-    # among sliding ones rotate nothing (Exaone4Attention: "global NoPE for hybrid attention model")
+    # among sliding ones rotate nothing (Exaone4Attention: "global NoPE for hybrid attention model"); EXAONE 4
+    # normalizes each head (RMSNorm(head_dim)), OLMo 3 each whole projection as OLMo-2 (Olmo3Attention)
     "gpt_oss": Family(gated=True, norm="rmsnorm", bias=True, tied=False, parallel=False, window="pattern",
                       experts_at_ffn=True, defaults=(("sliding_window", 128), ("sliding_window_pattern", 2))),
     **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True, window="pattern",
-                 nope_global=t != "olmo3", defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4)))
+                 qk_norm_weights="projection" if t == "olmo3" else "head", nope_global=t != "olmo3", defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4)))
        for t in ("exaone4", "exaone4_5_text", "olmo3")},
     **{t: _QWEN3 for t in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text")},
-    "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True),
+    # OLMo-2 (Olmo2Attention) normalizes the whole query projection and the whole key projection, a weight
+    # per element (RMSNorm(heads × head_dim), RMSNorm(kv heads × head_dim)), not each head
+    "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
+                    qk_norm_weights="projection"),
     # OLMoE (OlmoeConfig, OlmoeAttention, OlmoeSparseMoeBlock): Llama's layout, queries and keys normalized as
-    # OLMo-2's (one norm over each whole projection, counted as per-head norms: the same ops), and experts of
-    # intermediate_size with no dense MLP beside them
+    # OLMo-2's (one norm over each whole projection), and experts of intermediate_size with no dense MLP beside them
     "olmoe": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
-                    experts_at_ffn=True),
+                    qk_norm_weights="projection", experts_at_ffn=True),
     "phi3": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
                    rotary="partial_rotary_factor", window="all"),
     # Phi-3-vision and Phi-3.5-vision (Phi3VConfig, the checkpoints' own modeling_phi3_v.py): Phi-3-mini's language
     # model beside a CLIP image encoder that img_processor names (hf says it is not priced)
     "phi3_v": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
                      rotary="partial_rotary_factor", window="all"),
-    "phimoe": Family(gated=True, norm="layernorm", bias=True, tied=False, parallel=False, window="all"),
+    "phimoe": Family(gated=True, norm="layernorm", bias=True, tied=False, parallel=False, window="all",
+                     lm_head_bias="lm_head_bias"),
     "stablelm": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False,
                        rotary="partial_rotary_factor", qkv_bias="use_qkv_bias"),
     # Command-R: one LayerNorm (no bias) feeds attention and MLP in parallel; CohereConfig ties by default
@@ -233,10 +245,11 @@ FAMILIES: dict[str, Family] = {
     "btlm": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
                    positions="btlm"),
     "gptj": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
-                   rotary="rotary_dim", norms_per_layer=1),
+                   rotary="rotary_dim", norms_per_layer=1, lm_head_bias="always"),
     "gpt_neox": _NEOX,
     "phi": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
-                  rotary="partial_rotary_factor", norms_per_layer=1, defaults=(("partial_rotary_factor", 0.5),)),
+                  rotary="partial_rotary_factor", norms_per_layer=1, lm_head_bias="always",
+                  defaults=(("partial_rotary_factor", 0.5),)),
     "bloom": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
                     positions="alibi", embed_norm=True),
     "mpt": Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=False, act="gelu",

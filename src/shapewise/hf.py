@@ -529,16 +529,18 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         notes.append(f"its checkpoint is quantized ({stored}, quantization_config): shapewise prices its ops in the "
                      "dtype asked (--dtype, bf16 by default), not in the checkpoint's format")
     qk_norm = r.flag(("use_qk_norm", "qk_layernorm"), family.qk_norm if family else False)
+    qk_weights = (family.qk_norm_weights if family else "head") if qk_norm else "head"
     if qk_norm and r.text(("qk_norm_type",)) == "per_layer":  # MiniMax-M2: a norm over all query heads, one over keys
-        d = head_dim or hidden // heads
-        notes.append(f"its QK-norm over all heads at once (qk_norm_type per_layer: {(heads + (kv or heads)) * d:,} "
-                     f"weights a layer) is counted as one norm per head ({2 * d} weights a layer); its ops are "
-                     f"the same")
+        qk_weights = "projection"
+    head_key = family.lm_head_bias if family else "lm_head_bias"  # PhimoeConfig's key, where no rule says otherwise
+    lm_head_bias = head_key == "always" or bool(head_key) and r.flag((head_key,), False)
+    shared_gate = bool(family and family.shared_expert_gate and shared)
     rope_only = family.qk_norm_rope_only if family is not None else bool(qk_norm and nope_every)
     if rope_only and family is None:
         guesses.append("QK-norm on its rotary layers only, as Llama 4's code runs it")
     extra = dict(norms_per_layer=_norms_per_layer(r, family, model_type, parallel), qk_norm=qk_norm,
-                 qk_norm_nope=not rope_only,
+                 qk_norm_weights=qk_weights, qk_norm_nope=not rope_only, lm_head_bias=lm_head_bias,
+                 shared_expert_gate=shared_gate,
                  rotary_fraction=1.0 if rotary is None else rotary, window=window, global_every=global_every,
                  nope_every=nope_every, num_dense_layers=dense,
                  logit_softcap=bool(family and family.softcap and cfg.get("final_logit_softcapping")), **mla)
@@ -929,8 +931,11 @@ def _template(s: ModelShape) -> dict:
                 "layer_norm_epsilon": 1e-5, "tie_word_embeddings": s.tied_embeddings}
     if s.gated:
         # SmolLM3 is Llama's layout with NoPE layers (no_rope_layers, written by _fit); Mistral's, with a
-        # window on every layer (sliding_window); Qwen2's, with biases on q, k and v
-        arch, model_type = ("MixtralForCausalLM", "mixtral") if s.is_moe else \
+        # window on every layer (sliding_window); Qwen2's, with biases on q, k and v; Qwen2-MoE's, with its
+        # shared experts' gate; PhiMoE's, with a bias on its output head (lm_head_bias)
+        arch, model_type = ("Qwen2MoeForCausalLM", "qwen2_moe") if s.shared_expert_gate else \
+            ("PhimoeForCausalLM", "phimoe") if s.is_moe and s.lm_head_bias else \
+            ("MixtralForCausalLM", "mixtral") if s.is_moe else \
             ("Qwen2ForCausalLM", "qwen2") if s.qkv_bias else \
             ("SmolLM3ForCausalLM", "smollm3") if s.nope_every else \
             ("MistralForCausalLM", "mistral") if s.window and not s.global_every else ("LlamaForCausalLM", "llama")
@@ -1048,6 +1053,9 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
         cfg[family.qkv_bias] = s.qkv_bias  # (a type with no such key refuses it when the config is read back)
     if differs("tied_embeddings"):
         cfg["tie_word_embeddings"] = s.tied_embeddings
+    head_key = family.lm_head_bias if family is not None else "lm_head_bias"
+    if differs("lm_head_bias") and head_key not in ("", "always"):
+        cfg[head_key] = s.lm_head_bias  # (a type with no such key refuses it when the config is read back)
     if differs("parallel_attn"):
         _put(cfg, _PARALLEL, s.parallel_attn, "parallel_attn")
     if now is None or now.rotary_fraction != s.rotary_fraction or (now.d_head != s.d_head and not s.is_mla):

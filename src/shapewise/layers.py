@@ -14,7 +14,8 @@ structure follows the shape's fields, not its name:
   gelu_tanh(gate)·up with separate up and gate linears; then down;
 - MoE: router linear (hidden → experts, no bias), top-k softmax routing (softmax over the k chosen
   logits, i.e. Mixtral's renormalised top-k), experts as separate MLPs looped over, plus shared experts
-  that every token passes through with weight 1;
+  that every token passes through with weight 1 (with shape.shared_expert_gate, their sum scaled by
+  sigmoid of a hidden → 1 linear, as Qwen2-MoE's);
 - order: parallel_attn gives y = x + attn(norm1(x)) + mlp(norm2(x)) (two norms, GPT-NeoX style; one
   shared norm, norm2 = norm1, with norms_per_layer 1 as in Cohere), otherwise pre-norm
   h = x + attn(norm1(x)); y = h + mlp(norm2(h)).
@@ -221,6 +222,7 @@ def _classes() -> SimpleNamespace:
             self.experts = nn.ModuleList(MLP(shape, shape.expert_width, **factory) for _ in range(shape.num_experts))
             self.shared = nn.ModuleList(MLP(shape, shape.expert_width, **factory)
                                         for _ in range(shape.num_shared_experts))
+            self.shared_gate = nn.Linear(shape.hidden, 1, bias=False, **factory) if shape.shared_expert_gate else None
 
         def forward(self, x):
             shape = x.shape
@@ -232,8 +234,9 @@ def _classes() -> SimpleNamespace:
                 # Every expert runs, on no rows if none chose it, so each always has a gradient.
                 token, slot = (chosen == e).nonzero(as_tuple=True)
                 out = out.index_add(0, token, expert(xt[token]) * weights[token, slot, None])
-            for expert in self.shared:
-                out = out + expert(xt)
+            if self.shared:
+                shared = sum(expert(xt) for expert in self.shared)
+                out = out + (shared * torch.sigmoid(self.shared_gate(xt)) if self.shared_gate is not None else shared)
             return out.view(shape)
 
     class Block(nn.Module):
@@ -448,8 +451,10 @@ def reference_layer(layer, x):
                 gates = gates / gates.sum()
                 for gate, e in zip(gates, order):
                     out[i, t] += gate * mlp(f"mlp.experts.{e}", tok)
-                for e in range(shape.num_shared_experts):
-                    out[i, t] += mlp(f"mlp.shared.{e}", tok)
+                shared = sum(mlp(f"mlp.shared.{e}", tok) for e in range(shape.num_shared_experts))
+                if shape.shared_expert_gate:
+                    shared = shared / (1.0 + torch.exp(-(W["mlp.shared_gate.weight"] @ tok)))
+                out[i, t] += shared
         return out
 
     if shape.parallel_attn:

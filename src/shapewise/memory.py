@@ -243,6 +243,7 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
     embed_norm = NORM_KINDS[shape.norm] * h * shape.embed_norm  # BLOOM's, on the first stage
     embed = V * h / tp + shape.learned_positions * h + embed_norm
     head = np.where(pp > 1, V * h / tp, 0.0) if shape.tied_embeddings else V * h / tp  # Megatron keeps a copy
+    # the last stage's weights beside its head: the final norm (and Phi's head bias)
     final_norm = shape.params - shape.blocks_params - V * h * (1 if shape.tied_embeddings else 2) \
         - shape.learned_positions * h - embed_norm
     edp = np.maximum(dp // ep, 1)  # replicas of each expert

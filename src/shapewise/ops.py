@@ -251,6 +251,8 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
         ops += block("moe/experts", rows + 1, width, moe * more)
     if shape.num_shared_experts:
         ops += block("moe/shared", tokens, width, moe * shape.num_shared_experts)
+    if shape.shared_expert_gate:  # Qwen2-MoE scales the shared experts' output by a gate of its own, as the router runs
+        ops += linear("moe/shared_gate", tokens, 1, h, train=train, count=moe, dtype_bytes=B)
     return ops
 
 
@@ -358,7 +360,9 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     post_norms = shape.norms_per_layer > 2  # Gemma-2/3 also normalize each sublayer's output
     ops += norm("attn/norm", L, rows=layer_norm_rows)
     ops += projections(shape, w, tokens=tokens, train=train, B=B)
-    if shape.num_qk_norm_layers:  # each query and key head normalized before attention, NoPE layers aside
+    # Queries and keys normalized before attention, NoPE layers aside: each head (Qwen3) or each whole projection
+    # (OLMo-2), the same elements either way; the width is the projections' (cost reads it as the rows' width)
+    if shape.num_qk_norm_layers:
         ops += elementwise("attn/qk_norm", tokens, q_width + kv_width, reads=1, writes=1, bwd_reads=2, bwd_writes=1,
                            train=train, count=shape.num_qk_norm_layers, dtype_bytes=B, family=shape.norm)
     if shape.num_rope_layers:  # rotary embeddings: the rotated part of every query and key head, NoPE layers aside

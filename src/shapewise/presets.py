@@ -113,8 +113,8 @@ _TABLE = (
                mlp="gelu", norm="layernorm", bias=False, tied_embeddings=True, parallel_attn=True, norms_per_layer=1,
                source=_HF.format("tiiuae/falcon-7b"), published_params=7_000_000_000),
     ModelShape(name="phi-2", hidden=2560, num_layers=32, num_heads=32, ffn=10240, vocab=51200, **_NEOX,
-               rotary_fraction=0.4, norms_per_layer=1, source=_HF.format("microsoft/phi-2"),
-               published_params=2_779_683_840),  # hub (with its head's bias, which shapewise does not count); card: 2.7B
+               rotary_fraction=0.4, norms_per_layer=1, lm_head_bias=True, source=_HF.format("microsoft/phi-2"),
+               published_params=2_779_683_840),  # hub, its head's bias included; card: 2.7B
     ModelShape(name="opt-1.3b", hidden=2048, num_layers=24, num_heads=32, ffn=8192, vocab=50272,
                mlp="relu", norm="layernorm", bias=True, tied_embeddings=True,
                learned_positions=2050,  # OPT offsets positions by 2: 2048 + 2 rows

@@ -15,6 +15,11 @@ from .limits import FIELDS, SEQ, check_tokens
 # Matrices per MLP block: plain MLPs have up and down, gated ones (GLU family) add a gate.
 MLP_KINDS = {"gelu": 2, "relu": 2, "swiglu": 3, "geglu": 3}
 NORM_KINDS = {"layernorm": 2, "rmsnorm": 1}  # parameters per channel: LayerNorm has a bias
+# What a QK-norm's weights span: one head's dims, shared by every query head and by every key head (Qwen3's
+# RMSNorm(head_dim)); the whole query and key projections (OLMo-2's RMSNorm(heads × head_dim) and
+# RMSNorm(kv heads × head_dim)); or nothing (Llama 4's L2 norm has no weight). The elements normalized are
+# the same in each.
+QK_NORM_WEIGHTS = ("head", "projection", "none")
 MODES = ("train", "prefill", "decode")
 ATTENTION_KINDS = ("flash", "unfused")
 # The annotations of whole-number fields (flags are annotated "bool"): the one list of a dataclass's
@@ -89,9 +94,11 @@ class ModelShape:
     top_k: int = 0
     expert_ffn: int | None = None  # None: ffn
     num_shared_experts: int = 0
+    shared_expert_gate: bool = False  # the shared experts' output scaled by sigmoid(x · w), w hidden wide (Qwen2-MoE)
     # Beyond the plain pre-norm block (each default is the plain block):
     norms_per_layer: int = 2  # Gemma-2/3 wrap attention and MLP in pre- and post-norms: 4; one shared by parallel ones: 1
-    qk_norm: bool = False  # each query and key head normalized before attention (Qwen3, OLMo-2, Gemma-3)
+    qk_norm: bool = False  # queries and keys normalized before attention (Qwen3, OLMo-2, Gemma-3)
+    qk_norm_weights: str = "head"  # what its weights span (QK_NORM_WEIGHTS)
     # with NoPE layers, whether they normalize queries and keys too (EXAONE 4) or the rotary layers alone do
     # (Llama 4's code: use_qk_norm and use_rope)
     qk_norm_nope: bool = True
@@ -99,6 +106,7 @@ class ModelShape:
     embed_norm: bool = False  # a norm over the embeddings before the first layer (BLOOM's word_embeddings_layernorm)
     rotary_fraction: float = 1.0  # share of each head's dims rotated; 0: no rotary (ALiBi); NeoX 0.25
     logit_softcap: bool = False  # the output logits squashed by tanh (Gemma-2)
+    lm_head_bias: bool = False  # the output head adds a bias, vocab wide (Phi-1/1.5/2, GPT-J, Phi-3.5-MoE)
     window: int = 0  # sliding-window attention span in tokens; 0: every layer attends to all tokens
     global_every: int = 0  # with a window, every n-th layer attends globally (Gemma-2: 2, Gemma-3: 6)
     nope_every: int = 0  # every n-th layer has no rotary embedding (NoPE: SmolLM3 and Llama 4, 4); 0 none
@@ -148,10 +156,13 @@ class ModelShape:
                 f"use a divisor of {self.num_heads} (1 for multi-query attention)")
         check_name(self.mlp, MLP_KINDS, "MLP kind", owner=owner)
         check_name(self.norm, NORM_KINDS, "norm", owner=owner)
+        check_name(self.qk_norm_weights, QK_NORM_WEIGHTS, "QK-norm weights", owner=owner)
         if self.num_experts and not 1 <= self.top_k <= self.num_experts:
             raise ShapewiseError(f"{owner}: top_k must be between 1 and num_experts ({self.num_experts}), got {self.top_k}")
         if not self.num_experts and (self.top_k or self.num_shared_experts or self.expert_ffn is not None):
             raise ShapewiseError(f"{owner}: top_k, shared experts and expert_ffn need num_experts > 0")
+        if self.shared_expert_gate and not self.num_shared_experts:
+            raise ShapewiseError(f"{owner}: shared_expert_gate needs shared experts (num_shared_experts > 0)")
         if self.window > SEQ.high:
             SEQ.check(self.window, f"{owner}: window")
 
@@ -242,6 +253,14 @@ class ModelShape:
         return self.num_layers if self.qk_norm_nope or not self.nope_every else self.num_rope_layers
 
     @property
+    def qk_norm_params(self) -> int:
+        """Weights of one layer's query and key norms (none without QK-norm, or where it has no weights)."""
+        if not self.qk_norm or self.qk_norm_weights == "none":
+            return 0
+        heads = 2 if self.qk_norm_weights == "head" else self.num_heads + self.kv_heads
+        return heads * self.d_head
+
+    @property
     def attention_params(self) -> int:
         """Parameters of one layer's attention: projections, their biases and any query/key norms."""
         h, H = self.hidden, self.num_heads
@@ -255,7 +274,7 @@ class ModelShape:
         d = self.d_head
         q, kv = H * d, self.kv_heads * d
         attn = h * (q + 2 * kv) + q * h + (q + 2 * kv) * (self.bias or self.qkv_bias) + h * self.bias
-        return attn + 2 * d * self.qk_norm
+        return attn + self.qk_norm_params
 
     def _mlp_params(self, width: int) -> int:
         mats = MLP_KINDS[self.mlp]
@@ -266,8 +285,9 @@ class ModelShape:
         """Exact parameter count of one transformer block (an MoE block, in an MoE model): attention, MLP
         (or router and experts) and its norms."""
         h = self.hidden
-        if self.is_moe:
-            ffn = h * self.num_experts + (self.num_experts + self.num_shared_experts) * self._mlp_params(self.expert_width)
+        if self.is_moe:  # router (and the shared experts' gate), experts
+            ffn = h * (self.num_experts + self.shared_expert_gate) + \
+                (self.num_experts + self.num_shared_experts) * self._mlp_params(self.expert_width)
         else:
             ffn = self._mlp_params(self.ffn_width)
         return self.attention_params + ffn + self.norms_per_layer * NORM_KINDS[self.norm] * h
@@ -277,7 +297,8 @@ class ModelShape:
         """All transformer blocks together: the MoE ones and the dense ones (every block of a dense model)."""
         norms = self.norms_per_layer * NORM_KINDS[self.norm] * self.hidden
         dense_block = self.attention_params + self._mlp_params(self.ffn_width) + norms
-        return self.num_moe_layers * self.layer_params + (self.num_layers - self.num_moe_layers) * dense_block
+        unnormed = (self.num_layers - self.num_qk_norm_layers) * self.qk_norm_params  # NoPE layers without QK-norm
+        return self.num_moe_layers * self.layer_params + (self.num_layers - self.num_moe_layers) * dense_block - unnormed
 
     @property
     def params(self) -> int:
@@ -285,7 +306,7 @@ class ModelShape:
         h = self.hidden
         norm = NORM_KINDS[self.norm] * h * (1 + self.embed_norm)  # the final norm; BLOOM's over the embeddings
         embed = self.vocab * h * (1 if self.tied_embeddings else 2) + self.learned_positions * h
-        return self.blocks_params + embed + norm
+        return self.blocks_params + embed + norm + self.vocab * self.lm_head_bias
 
     def kv_cache_values(self, *, seq: int, tp: int = 1) -> int:
         """Values one sequence of seq tokens keeps cached on one tensor-parallel rank, over all layers:
@@ -404,6 +425,8 @@ def canonical(shape: ModelShape) -> ModelShape:
         changes["qkv_bias"] = False
     if not shape.qk_norm_nope and not (shape.qk_norm and shape.nope_every):  # no NoPE layers' QK-norm to skip
         changes["qk_norm_nope"] = True
+    if shape.qk_norm_weights != "head" and not shape.qk_norm:  # no QK-norm for weights to span
+        changes["qk_norm_weights"] = "head"
     return shape.replace(**changes) if changes else shape
 
 
@@ -415,14 +438,18 @@ STRUCTURAL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelShape)
 
 # Fields added for real configs (windows, latent attention, ...). A shape's record in a results store
 # leaves them out while they hold their defaults, so that measurements keyed before they existed match.
-_EXTENSIONS = ("norms_per_layer", "qk_norm", "qk_norm_nope", "qkv_bias", "embed_norm", "rotary_fraction", "logit_softcap", "window",
-               "global_every", "nope_every", "num_dense_layers", "kv_lora_rank", "q_lora_rank", "rope_head_dim",
-               "v_head_dim")
+_EXTENSIONS = ("norms_per_layer", "qk_norm", "qk_norm_weights", "qk_norm_nope", "qkv_bias", "embed_norm",
+               "rotary_fraction", "logit_softcap", "window", "global_every", "nope_every", "num_dense_layers",
+               "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim", "shared_expert_gate")
+# Structure that no op a store times has: the output head's bias (added in the logits GEMM, in no layer). A record
+# leaves it out, so that Phi-2's layers measured before it was counted keep their key.
+_UNTIMED = ("lm_head_bias",)
 
 
 def shape_record(shape: ModelShape) -> dict:
-    """The shape's fields as a results store keys them (ModelShape(**record) gives it back)."""
+    """The shape's fields as a results store keys them (ModelShape(**record) gives back its layers and ops)."""
     # a field not compared (context) changes no op: measurements of the same ops share a key without it
-    record = {f.name: getattr(shape, f.name) for f in dataclasses.fields(ModelShape) if f.compare}
+    record = {f.name: getattr(shape, f.name) for f in dataclasses.fields(ModelShape)
+              if f.compare and f.name not in _UNTIMED}
     defaults = {f.name: f.default for f in dataclasses.fields(ModelShape) if f.name in _EXTENSIONS}
     return {k: v for k, v in record.items() if k not in defaults or v != defaults[k]}

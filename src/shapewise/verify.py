@@ -130,6 +130,15 @@ def _part_names(fns: dict, shape: ModelShape, workload: Workload, *, whole: bool
     return tuple(wanted)
 
 
+def model_block(shape: ModelShape, index: int) -> ModelShape:
+    """Layer `index` (from 0) of a whole model as verify builds it: the block of shape.one_layer(), rotating
+    nothing where it is a NoPE layer (every nope_every-th: SmolLM3's and Llama 4's, EXAONE 4's global layers),
+    as the step it is measured against prices it."""
+    block = shape.one_layer()
+    nope = shape.nope_every and (index + 1) % shape.nope_every == 0
+    return block.replace(nope_every=1) if nope else block
+
+
 def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     """A whole training step's forward+backward: embedding, every layer, final norm, head and loss."""
     import torch
@@ -138,16 +147,19 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     from .layers import build_layer
 
     dtype = torch_dtype(workload.dtype)
-    layers = [build_layer(shape.one_layer(), device=device, dtype=workload.dtype,
+    layers = [build_layer(model_block(shape, i), device=device, dtype=workload.dtype,
                           attention=workload.attention, seed=seed + i) for i in range(shape.num_layers)]
     generator = torch.Generator(device="cpu").manual_seed(seed)
     table = (torch.randn(shape.vocab, shape.hidden, generator=generator) * 0.02).to(device, dtype).requires_grad_(True)
     head = table if shape.tied_embeddings else \
         (torch.randn(shape.vocab, shape.hidden, generator=generator) * shape.hidden ** -0.5).to(device, dtype).requires_grad_(True)
     norm = torch.ones(shape.hidden, device=device, dtype=dtype, requires_grad=True)
+    bias = torch.zeros(shape.vocab, device=device, dtype=dtype, requires_grad=True) if shape.lm_head_bias else None
     ids = torch.randint(0, shape.vocab, (workload.batch, workload.seq), generator=generator).to(device)
     target = torch.randint(0, shape.vocab, (workload.batch * workload.seq,), generator=generator).to(device)
     weights = [table, head, norm, *(p for layer in layers for p in layer.parameters())]
+    if bias is not None:  # Phi's output head adds one
+        weights.append(bias)
 
     def step():
         for w in weights:
@@ -156,9 +168,9 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
         for layer in layers:
             x = layer(x)
         x = F.rms_norm(x, (shape.hidden,), norm) if shape.norm == "rmsnorm" else F.layer_norm(x, (shape.hidden,), norm)
-        F.cross_entropy(F.linear(x, head).view(-1, shape.vocab), target).backward()
+        F.cross_entropy(F.linear(x, head, bias).view(-1, shape.vocab), target).backward()
 
-    step.weights = weights  # for tests: every one has a gradient after a step
+    step.weights, step.layers = weights, layers  # for tests: every weight has a gradient after a step
     return step
 
 
