@@ -55,7 +55,7 @@ def draw_factor(name: str, card: dict, launch_ms: float, card_params, ref_params
     ref = measured(REFERENCE[name])
     cases = [c for c in drawn_beside(**{name: 1}) if c.key in card and c.key in ref]
     if not cases:
-        raise SystemExit(f"quick_from_draws.py: no case of the {name} draw measured on both cards")
+        return 1.0, 0, 0.0
     on_card = predict_cases(cases, gpu=CostModel(get_gpu("h100"), card_params))
     on_ref = predict_cases(cases, gpu=CostModel(get_gpu("h200"), ref_params))
     logs = np.array([np.log((card[c.key] - launch_ms) / p) - np.log(ref[c.key] / q)
@@ -73,13 +73,19 @@ def main() -> int:
     ref_params = find(get_gpu("h200")).params
     factors = {}
     for name in ("prefill", "shards"):
-        factors[name], count, iqr = draw_factor(name, card, launch_ms, without_factors(borrowed.params), ref_params)
+        factor, count, iqr = draw_factor(name, card, launch_ms, without_factors(borrowed.params), ref_params)
+        if not count:  # a card that measured one draw only (the second card: the shards draw)
+            print(f"{name}: no case of the draw measured on both cards")
+            continue
+        factors[name] = factor
         now = getattr(machine.params, FACTOR[name])
         print(f"{name}: {factors[name] - 1:+.1%} over {count} cases (interquartile {iqr:.1%}); "
               f"calibrate --quick read {now - 1:+.1%}")
     with gzip.open(machine_path, "rt") as f:
         data = json.load(f)
     for label, names in (("prefill", ("prefill",)), ("shards", ("shards",)), ("both", ("prefill", "shards"))):
+        if not set(names) <= set(factors):
+            continue
         changed = json.loads(json.dumps(data))
         for name in names:
             changed["params"][FACTOR[name]] = round(factors[name], 4)
