@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -131,6 +132,37 @@ def test_kv_heads_fewer_than_t_are_replicated_not_split(tp):
     served = estimate(shape, Workload(batch=8, seq=4096, mode="decode", tp=tp))
     assert served.weights == pytest.approx(2 * (shape.params / tp + L * (rank_kv - kv / tp) * kv_params))
     assert served.kv_cache == pytest.approx(2 * L * rank_kv * d * 8 * 4096 * 2)
+
+
+@pytest.mark.parametrize("tp", [2, 8])
+def test_latent_attention_down_projections_are_whole_on_every_rank(tp):
+    """MiniCPM3-4B's latent attention over t ranks: q_a_proj and kv_a_proj_with_mqa, and their norms, are
+    replicated (vLLM's and SGLang's ReplicatedLinear), as their GEMMs are priced unsplit; the up
+    projections and o_proj split t ways. A rank's weights, gradients, optimizer state and its share of the
+    data-parallel sync and optimizer step hold the down projections whole."""
+    from shapewise.cost import SPEC
+    from shapewise.hf import load_config
+    from shapewise.parallel import LayerTimes, Network, step_arrays
+
+    shape = load_config(Path(__file__).parent / "data" / "hf-later" / "minicpm3-4b.json")
+    h, L, q, kv = shape.hidden, shape.num_layers, shape.q_lora_rank, shape.kv_lora_rank
+    down = L * (h * (q + kv + shape.rope_head_dim) + q + kv)  # weights and their latent norms
+    # Split t ways but the final norm and the down projections, which every rank keeps whole.
+    rank = (shape.params - h - down) / tp + h + down
+    m = estimate(shape, Workload(batch=1, seq=1024, tp=tp), precision="mixed-fp32-grads")
+    assert (m.weights, m.grads) == (pytest.approx(2 * rank), pytest.approx(4 * rank))
+    assert m.optimizer == pytest.approx(12 * rank)
+    served = estimate(shape, Workload(batch=8, seq=4096, mode="decode", tp=tp))
+    assert served.weights == pytest.approx(2 * (shape.params / tp + down * (1 - 1 / tp)))
+    # The optimizer step reads and writes what one rank holds (no final norm: step_arrays leaves it out).
+    times = LayerTimes(fwd_ms=1.0, bwd_ms=2.0, core_fwd_ms=0.25, tp_comm_ms=0.1, embed_ms=0.0, head_ms=0.0,
+                       layer_flops=1e12, outside_flops=0.0, bytes_per_s=4.8e12)
+    out = step_arrays(times, shape, Workload(batch=1, seq=1024, tp=tp), pp=1, vp=1, dp=1, ep=1, zero=0,
+                      recompute=0, micro_batches=1, network=Network(intra_gbs=450, inter_gbs=50), params=SPEC,
+                      precision=PRECISIONS["mixed"])
+    held = (shape.params - h - down) / tp + down
+    touched = held * (2 * 2 + 2 + 2 * 12)  # bf16 weights and grads, fp32 master weights and Adam's moments
+    assert float(out["optimizer_ms"]) == pytest.approx(touched / (SPEC.gemm_bandwidth * times.bytes_per_s) * 1e3)
 
 
 def test_parts_add_and_allowance():

@@ -42,7 +42,7 @@ import numpy as np
 from .dtypes import activation_bytes
 from .errors import ShapewiseError
 from .hardware import GPU
-from .parallel import RECOMPUTE, Parallelism, expert_params, replicated_kv_params, stage_ends
+from .parallel import RECOMPUTE, Parallelism, expert_params, replicated_params, stage_ends
 from .shapes import NORM_KINDS, ModelShape, Workload
 
 GIB = 2 ** 30
@@ -237,8 +237,8 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
     h, V = shape.hidden, shape.vocab
     tokens = batch * seq
     experts = expert_params(shape)
-    # A layer on one tensor-parallel rank, its routed experts apart (split t·ep ways).
-    rank_layer = (shape.layer_params - experts) / tp + replicated_kv_params(shape, tp)
+    # A layer on one tensor-parallel rank, its routed experts apart (split t·ep ways), with what it holds whole.
+    rank_layer = (shape.layer_params - experts) / tp + replicated_params(shape, tp)
     first_layers, heaviest, last_layers = stage_ends(shape.num_layers, pp)
     embed_norm = NORM_KINDS[shape.norm] * h * shape.embed_norm  # BLOOM's, on the first stage
     embed = V * h / tp + shape.learned_positions * h + embed_norm
@@ -336,7 +336,7 @@ def _inference(shape: ModelShape, w: Workload, framework: Framework) -> Memory:
         scores = 2 * w.batch * shape.num_heads / t * q_len * kv_len * activation_bytes(B)
         transient = max(transient, scores)
     logits = w.batch * shape.vocab / t * 4  # fp32 logits of each sequence's last position
-    weights = shape.params / t + shape.num_layers * float(replicated_kv_params(shape, t))
+    weights = shape.params / t + shape.num_layers * float(replicated_params(shape, t))
     parts = Memory(weights=weights * B, activations=transient, loss=logits, kv_cache=cache)
     return parts + Memory(allocator=ALLOCATOR_FRACTION * parts.total_bytes + CONTEXT_BYTES)
 

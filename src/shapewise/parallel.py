@@ -53,11 +53,19 @@ def expert_params(shape) -> int:
     return shape.num_experts * (mats * shape.hidden * f + ((mats - 1) * f + shape.hidden) * shape.bias)
 
 
-def replicated_kv_params(shape, tp):
-    """Parameters of one layer's key and value projections that each of tp tensor-parallel ranks holds
-    beyond its 1/tp share: past t = kv heads every rank keeps one whole head (vLLM's QKVParallelLinear
-    replicates them), so its k and v weights stop shrinking at one head. tp may be a numpy array."""
+def replicated_params(shape, tp):
+    """Parameters of one layer that each of tp tensor-parallel ranks holds beyond its 1/tp share, the one
+    place that says which weights a rank keeps whole. tp may be a numpy array.
+
+    Past t = kv heads every rank keeps one whole kv head (vLLM's QKVParallelLinear replicates them), so its
+    k and v weights stop shrinking at one head. Latent attention's down projections (q_a_proj,
+    kv_a_proj_with_mqa) and their norms are ReplicatedLinear in vLLM and SGLang: every rank holds them
+    whole, as ops.projections prices their GEMMs unsplit; only the up projections and o_proj are split."""
     tp = np.asarray(tp, dtype=float)
+    if shape.is_mla:
+        q_rank, kv_rank = shape.q_lora_rank, shape.kv_lora_rank
+        down = shape.hidden * (q_rank + kv_rank + shape.rope_head_dim) + q_rank + kv_rank
+        return down * (1 - 1 / tp)
     per_head = 2 * shape.d_head * (shape.hidden + (shape.bias or shape.qkv_bias))
     return per_head * (np.ceil(shape.kv_heads / tp) - shape.kv_heads / tp)
 
@@ -273,7 +281,7 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     experts = expert_params(shape)
 
     def stage_params(layers):
-        dense = (shape.layer_params - experts) / t + replicated_kv_params(shape, t)
+        dense = (shape.layer_params - experts) / t + replicated_params(shape, t)
         return layers * dense + shape.vocab * shape.hidden / t, layers * experts / (t * ep)
 
     # The reduction is priced as that of an even pipeline at this one's pace: its stages hold the
