@@ -1375,6 +1375,24 @@ def test_phi_and_gpt_j_output_heads_carry_a_bias():
         shape_record(read("phi-2").replace(lm_head_bias=False))
 
 
+def test_gpt_j_attention_and_phimoe_experts_carry_no_biases():
+    # GPTJAttention's q, k, v and out_proj are nn.Linear(..., bias=False), its MLP's fc_in and fc_out biased:
+    # GPTJForCausalLM holds 6,050,882,784 parameters (28 layers x 4 x 4096 attention biases fewer than all)
+    gptj = read("gpt-j-6b")
+    assert (gptj.bias, gptj.attn_bias, gptj.mlp_bias, gptj.params) == (True, False, True, 6_050_882_784)
+    assert gptj.replace(bias_scope="all").params - gptj.params == 28 * 4 * 4096
+    # PhiMoE's attention (attention_bias) and output head are biased, its experts (w1, w2, w3) are not
+    moe = read("phi-3.5-moe-instruct")
+    assert (moe.bias, moe.attn_bias, moe.mlp_bias) == (True, True, False)
+    assert (moe.params, moe.active_params) == (41_873_153_344, 6_640_999_744)
+    assert moe.replace(bias_scope="all").params - moe.params == 32 * 16 * (2 * 6400 + 4096)
+    # a fresh config of GPT-J's layout is a GPT-J one, and no bias leaves no scope to keep
+    written = to_hf_config(gptj)
+    back = canonical(_shape_from_config(written, "x", "x"))
+    assert written["model_type"] == "gptj" and all(getattr(back, f) == getattr(gptj, f) for f in STRUCTURAL_FIELDS)
+    assert canonical(moe.replace(bias=False)) == canonical(moe.replace(bias=False, bias_scope="all"))
+
+
 def test_qwen2_moe_gates_its_shared_expert(tmp_path):
     # Qwen2MoeSparseMoeBlock: shared_expert_gate = nn.Linear(hidden, 1, bias=False) in each of its 24 MoE layers
     qwen = read("qwen1.5-moe-a2.7b")

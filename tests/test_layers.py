@@ -44,6 +44,11 @@ VARIANTS = {
     # Qwen2-MoE's shared experts, their sum scaled by a sigmoid gate of the input
     "moe-gated": tiny("moe-gated", hidden=32, num_heads=4, mlp="swiglu", norm="rmsnorm", bias=False,
                       num_experts=4, top_k=2, expert_ffn=24, num_shared_experts=2, shared_expert_gate=True),
+    # GPT-J's biases on the MLP alone (its attention's are off), PhiMoE's on attention alone (its experts' off)
+    "gptj": tiny("gptj", hidden=32, num_heads=4, mlp="gelu", norm="layernorm", bias=True, bias_scope="mlp",
+                 parallel_attn=True, norms_per_layer=1),
+    "phimoe": tiny("phimoe", hidden=32, num_heads=4, num_kv_heads=2, mlp="swiglu", norm="layernorm", bias=True,
+                   bias_scope="attention", num_experts=4, top_k=2, expert_ffn=24),
 }
 BATCH, SEQ = 2, 9
 
@@ -87,7 +92,8 @@ def small_shapes(draw):
         name="drawn", hidden=hidden, num_layers=draw(st.integers(1, 3)), num_heads=heads, vocab=17,
         num_kv_heads=kv, head_dim=head_dim, ffn=draw(st.none() | st.integers(1, 40)),
         mlp=draw(st.sampled_from(sorted(MLP_KINDS))), norm=draw(st.sampled_from(sorted(NORM_KINDS))),
-        parallel_attn=draw(st.booleans()), bias=draw(st.booleans()), learned_positions=draw(st.sampled_from([0, 8])),
+        parallel_attn=draw(st.booleans()), bias=draw(st.booleans()),
+        bias_scope=draw(st.sampled_from(["all", "attention", "mlp"])), learned_positions=draw(st.sampled_from([0, 8])),
         num_experts=experts, top_k=draw(st.integers(1, experts)) if experts else 0,
         expert_ffn=draw(st.none() | st.integers(1, 24)) if experts else None,
         num_shared_experts=draw(st.integers(0, 2)) if experts else 0)
@@ -97,6 +103,14 @@ def small_shapes(draw):
 @given(small_shapes())
 def test_drawn_shape_layer_has_layer_params_parameters(shape):
     assert count(build_layer(shape, device="meta")) == shape.layer_params
+
+
+def test_bias_scope_builds_biases_on_one_side_alone():
+    gptj, phimoe = build_layer(VARIANTS["gptj"], device="meta"), build_layer(VARIANTS["phimoe"], device="meta")
+    assert (gptj.attn.qkv.bias, gptj.attn.out.bias) == (None, None)
+    assert gptj.mlp.up.bias is not None and gptj.mlp.down.bias is not None
+    assert phimoe.attn.qkv.bias is not None and phimoe.attn.out.bias is not None
+    assert all(e.up.bias is None and e.gate.bias is None and e.down.bias is None for e in phimoe.mlp.experts)
 
 
 # ---- the fast path against the float64 reference ----

@@ -28,7 +28,8 @@ def counted(name):
 for shape in (ModelShape("llama", 64, 1, 4, 100, num_kv_heads=2, ffn=96, mlp="swiglu", norm="rmsnorm", bias=False),
               ModelShape("gpt", 64, 1, 4, 100, learned_positions=64),
               ModelShape("neox", 64, 1, 8, 100, parallel_attn=True),
-              ModelShape("falcon", 64, 1, 8, 100, num_kv_heads=2, bias=False, parallel_attn=True, norms_per_layer=1)):
+              ModelShape("falcon", 64, 1, 8, 100, num_kv_heads=2, bias=False, parallel_attn=True, norms_per_layer=1),
+              ModelShape("gptj", 64, 1, 8, 100, bias_scope="mlp", parallel_attn=True, norms_per_layer=1)):
     full = build_layer(shape, dtype="fp32", seed=3)
     x = layer_inputs(shape, batch=2, seq=16, dtype="fp32", seed=5)
     want = full(x)

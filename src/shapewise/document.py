@@ -212,7 +212,8 @@ def _model_rows(s: ModelShape) -> list:
                                                                                   f"query heads per kv head)")),
              ("head dim", s.d_head), ("FFN width", s.ffn_width), ("MLP", s.mlp), ("vocab", f"{s.vocab:,}"),
              ("norm", s.norm), ("tied embeddings", "yes" if s.tied_embeddings else "no"),
-             ("biases", "yes" if s.bias else "on q, k and v only" if s.qkv_bias else "no"), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
+             ("biases", {"all": "yes", "attention": "on attention only", "mlp": "on the MLP only"}[s.bias_scope]
+                        if s.bias else "on q, k and v only" if s.qkv_bias else "no"), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
              ("positions", f"learned, {s.learned_positions:,} rows" if s.learned_positions else
                            f"RoPE on {s.num_rope_layers} of {s.num_layers} layers"
                            if s.mixed_rope else "RoPE or ALiBi" if s.rotary_fraction else "no rotary (ALiBi, or none)")]

@@ -39,6 +39,9 @@ class Family:
     # The key whose true puts a bias on the output head (PhiMoE's lm_head_bias), or "always" where the model's code
     # puts one there whatever the file says (PhiForCausalLM's and GPTJForCausalLM's lm_head: nn.Linear's default bias)
     lm_head_bias: str = ""
+    # Which linears the biases go on (shapes.BIAS_SCOPES): GPT-J's attention has none (GPTJAttention's q, k, v and
+    # out_proj: bias=False), PhiMoE's experts have none (PhimoeBlockSparseTop2MLP's w1, w2, w3: bias=False)
+    bias_scope: str = "all"
     shared_expert_gate: bool = False  # a sigmoid gate, hidden → 1, on the shared experts' output (Qwen2-MoE)
     # Experts intermediate_size wide, no dense MLP beside them and no key of their own for the experts' width
     # (GptOssConfig): moe_intermediate_size is not theirs. (Mixtral's and PhiMoE's are alike, but a fresh
@@ -214,7 +217,7 @@ FAMILIES: dict[str, Family] = {
     "phi3_v": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
                      rotary="partial_rotary_factor", window="all"),
     "phimoe": Family(gated=True, norm="layernorm", bias=True, tied=False, parallel=False, window="all",
-                     lm_head_bias="lm_head_bias"),
+                     lm_head_bias="lm_head_bias", bias_scope="attention"),
     "stablelm": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False,
                        rotary="partial_rotary_factor", qkv_bias="use_qkv_bias"),
     # Command-R: one LayerNorm (no bias) feeds attention and MLP in parallel; CohereConfig ties by default
@@ -245,7 +248,7 @@ FAMILIES: dict[str, Family] = {
     "btlm": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
                    positions="btlm"),
     "gptj": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
-                   rotary="rotary_dim", norms_per_layer=1, lm_head_bias="always"),
+                   rotary="rotary_dim", norms_per_layer=1, lm_head_bias="always", bias_scope="mlp"),
     "gpt_neox": _NEOX,
     "phi": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
                   rotary="partial_rotary_factor", norms_per_layer=1, lm_head_bias="always",

@@ -550,7 +550,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                      f"the model's ops; it prices the model without {'it' if len(unread) == 1 else 'them'}")
     return dict(hidden=hidden, num_layers=layers, num_heads=heads, vocab=vocab, num_kv_heads=kv,
                 head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
-                bias=bias, qkv_bias=qkv_bias, embed_norm=bool(family and family.embed_norm),
+                bias=bias, bias_scope=family.bias_scope if family is not None and bias else "all",
+                qkv_bias=qkv_bias, embed_norm=bool(family and family.embed_norm),
                 learned_positions=positions, num_experts=experts, top_k=top_k, expert_ffn=expert_ffn,
                 num_shared_experts=shared, context=0 if positions else _given_context(r),
                 **extra), guesses, notes
@@ -946,10 +947,15 @@ def _template(s: ModelShape) -> dict:
                "attention_bias": s.bias, "mlp_bias": s.bias, "tie_word_embeddings": s.tied_embeddings}
         return cfg
     if s.parallel_attn and s.norms_per_layer == 1:
-        # One norm feeding attention and the MLP: Phi's layout (biases, part of each head rotated) or Falcon's
-        # first design (no biases); GPT-NeoX norms each apart
+        # One norm feeding attention and the MLP: GPT-J's layout (biases on the MLP alone), Phi's (biases, part
+        # of each head rotated) or Falcon's first design (no biases); GPT-NeoX norms each apart
         common = {"hidden_size": s.hidden, "num_hidden_layers": s.num_layers, "num_attention_heads": s.num_heads,
                   "vocab_size": s.vocab, "tie_word_embeddings": s.tied_embeddings}
+        if s.bias and s.bias_scope == "mlp":  # GPT-J's: biases on the MLP alone
+            return {"architectures": ["GPTJForCausalLM"], "model_type": "gptj", "n_embd": s.hidden,
+                    "n_layer": s.num_layers, "n_head": s.num_heads, "n_inner": s.ffn, "vocab_size": s.vocab,
+                    "activation_function": _ACT_NAME[s.mlp], "rotary_dim": s.rotary_width,
+                    "layer_norm_epsilon": 1e-5, "tie_word_embeddings": s.tied_embeddings}
         if s.bias:
             return {"architectures": ["PhiForCausalLM"], "model_type": "phi", **common, "intermediate_size": s.ffn_width,
                     "num_key_value_heads": s.kv_heads, "hidden_act": _ACT_NAME[s.mlp], "layer_norm_eps": 1e-5,

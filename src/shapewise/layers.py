@@ -9,7 +9,8 @@ structure follows the shape's fields, not its name:
   positions or ALiBi; the Llama / GPT-NeoX "rotate half" pairing of dim i with i + rot/2, base 10000); causal attention through
   scaled_dot_product_attention ("flash") or score matmul → mask → softmax → matmul ("unfused");
   grouped kv heads shared by consecutive query heads (query head j reads kv head j // (heads/kv_heads));
-  an output projection; every linear has a bias when shape.bias, the QKV linear also when shape.qkv_bias;
+  an output projection; every linear has a bias when shape.bias (attention's or the MLP's alone as shape.bias_scope says),
+  the QKV linear also when shape.qkv_bias;
 - MLP: gelu (tanh approximation, GPT-2's gelu_new) or relu on up; swiglu silu(gate)·up and geglu
   gelu_tanh(gate)·up with separate up and gate linears; then down;
 - MoE: router linear (hidden → experts, no bias), top-k softmax routing (softmax over the k chosen
@@ -113,8 +114,8 @@ def _classes() -> SimpleNamespace:
             super().__init__()
             self.heads, self.kv_heads, self.d_head = shape.num_heads, shape.kv_heads, shape.d_head
             width = (self.heads + 2 * self.kv_heads) * self.d_head
-            self.qkv = nn.Linear(shape.hidden, width, bias=shape.bias or shape.qkv_bias, **factory)
-            self.out = nn.Linear(self.heads * self.d_head, shape.hidden, bias=shape.bias, **factory)
+            self.qkv = nn.Linear(shape.hidden, width, bias=shape.attn_bias or shape.qkv_bias, **factory)
+            self.out = nn.Linear(self.heads * self.d_head, shape.hidden, bias=shape.attn_bias, **factory)
             self.attention = attention
             self.rot = shape.rotary_width - shape.rotary_width % 2  # rotated dims of each head (an odd one passes)
             self.rope = self.rot > 0 and shape.one_layer().num_rope_layers > 0  # not a NoPE block (nope_every 1)
@@ -198,9 +199,9 @@ def _classes() -> SimpleNamespace:
         def __init__(self, shape: ModelShape, width: int, **factory):
             super().__init__()
             self.kind = shape.mlp
-            self.up = nn.Linear(shape.hidden, width, bias=shape.bias, **factory)
-            self.gate = nn.Linear(shape.hidden, width, bias=shape.bias, **factory) if shape.gated else None
-            self.down = nn.Linear(width, shape.hidden, bias=shape.bias, **factory)
+            self.up = nn.Linear(shape.hidden, width, bias=shape.mlp_bias, **factory)
+            self.gate = nn.Linear(shape.hidden, width, bias=shape.mlp_bias, **factory) if shape.gated else None
+            self.down = nn.Linear(width, shape.hidden, bias=shape.mlp_bias, **factory)
 
         def forward(self, x):
             up = self.up(x)
@@ -516,8 +517,8 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
                 p.zero_()  # added once, after the reduce-scatter
             else:
                 p.copy_(source)  # norms: replicated
-    out_bias = full_params["attn.out.bias"].detach().clone() if shape.bias else None
-    down_bias = full_params["mlp.down.bias"].detach().clone() if shape.bias else None
+    out_bias = full_params["attn.out.bias"].detach().clone() if shape.attn_bias else None
+    down_bias = full_params["mlp.down.bias"].detach().clone() if shape.mlp_bias else None
 
     def gather(x):  # (b, s/t, h) on each rank -> (b, s, h)
         return torch.cat(dist_fn.all_gather(x.contiguous()), dim=1)
@@ -551,7 +552,8 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
                 whole = gather(x)
                 a, m = self.part.norm1(whole), self.part.norm2(whole)
             y = scatter(self.part.attn(a) + self.part.mlp(m))
-            return y + self.out_bias + self.down_bias if self.out_bias.numel() else y
+            y = y + self.out_bias if self.out_bias.numel() else y
+            return y + self.down_bias if self.down_bias.numel() else y
 
         def forward(self, x):
             if shape.parallel_attn:

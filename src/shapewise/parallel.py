@@ -50,7 +50,7 @@ def expert_params(shape) -> int:
     if not shape.is_moe:
         return 0
     mats, f = MLP_KINDS[shape.mlp], shape.expert_width
-    return shape.num_experts * (mats * shape.hidden * f + ((mats - 1) * f + shape.hidden) * shape.bias)
+    return shape.num_experts * (mats * shape.hidden * f + ((mats - 1) * f + shape.hidden) * shape.mlp_bias)
 
 
 def replicated_params(shape, tp):
@@ -66,7 +66,7 @@ def replicated_params(shape, tp):
         q_rank, kv_rank = shape.q_lora_rank, shape.kv_lora_rank
         down = shape.hidden * (q_rank + kv_rank + shape.rope_head_dim) + q_rank + kv_rank
         return down * (1 - 1 / tp)
-    per_head = 2 * shape.d_head * (shape.hidden + (shape.bias or shape.qkv_bias))
+    per_head = 2 * shape.d_head * (shape.hidden + (shape.attn_bias or shape.qkv_bias))
     return per_head * (np.ceil(shape.kv_heads / tp) - shape.kv_heads / tp)
 
 

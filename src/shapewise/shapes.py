@@ -20,6 +20,9 @@ NORM_KINDS = {"layernorm": 2, "rmsnorm": 1}  # parameters per channel: LayerNorm
 # RMSNorm(kv heads × head_dim)); or nothing (Llama 4's L2 norm has no weight). The elements normalized are
 # the same in each.
 QK_NORM_WEIGHTS = ("head", "projection", "none")
+# Which linears `bias` puts biases on: every one; attention's alone (q, k, v and out: PhiMoE's experts are
+# bias-free); or the MLP's alone (GPT-J's q, k, v and out_proj are bias-free, its fc_in and fc_out not).
+BIAS_SCOPES = ("all", "attention", "mlp")
 MODES = ("train", "prefill", "decode")
 ATTENTION_KINDS = ("flash", "unfused")
 # The annotations of whole-number fields (flags are annotated "bool"): the one list of a dataclass's
@@ -89,6 +92,7 @@ class ModelShape:
     norm: str = "layernorm"
     parallel_attn: bool = False  # attention and MLP read the same input (GPT-J, NeoX, Falcon)
     bias: bool = True  # linear layers carry biases
+    bias_scope: str = "all"  # which of them do (BIAS_SCOPES): the attention and MLP ones, or one side alone
     learned_positions: int = 0  # rows of a learned position table; 0 for RoPE or ALiBi
     num_experts: int = 0  # 0: dense MLP
     top_k: int = 0
@@ -157,6 +161,7 @@ class ModelShape:
         check_name(self.mlp, MLP_KINDS, "MLP kind", owner=owner)
         check_name(self.norm, NORM_KINDS, "norm", owner=owner)
         check_name(self.qk_norm_weights, QK_NORM_WEIGHTS, "QK-norm weights", owner=owner)
+        check_name(self.bias_scope, BIAS_SCOPES, "bias scope", owner=owner)
         if self.num_experts and not 1 <= self.top_k <= self.num_experts:
             raise ShapewiseError(f"{owner}: top_k must be between 1 and num_experts ({self.num_experts}), got {self.top_k}")
         if not self.num_experts and (self.top_k or self.num_shared_experts or self.expert_ffn is not None):
@@ -191,6 +196,16 @@ class ModelShape:
     @property
     def gated(self) -> bool:
         return MLP_KINDS[self.mlp] == 3
+
+    @property
+    def attn_bias(self) -> bool:
+        """Attention's q, k, v and output projections carry biases (qkv_bias adds q, k and v's alone)."""
+        return self.bias and self.bias_scope != "mlp"
+
+    @property
+    def mlp_bias(self) -> bool:
+        """The MLP's linears (each expert's, in an MoE model) carry biases."""
+        return self.bias and self.bias_scope != "attention"
 
     @property
     def is_moe(self) -> bool:
@@ -273,12 +288,12 @@ class ModelShape:
             return q + kv + H * self.v_dim * h
         d = self.d_head
         q, kv = H * d, self.kv_heads * d
-        attn = h * (q + 2 * kv) + q * h + (q + 2 * kv) * (self.bias or self.qkv_bias) + h * self.bias
+        attn = h * (q + 2 * kv) + q * h + (q + 2 * kv) * (self.attn_bias or self.qkv_bias) + h * self.attn_bias
         return attn + self.qk_norm_params
 
     def _mlp_params(self, width: int) -> int:
         mats = MLP_KINDS[self.mlp]
-        return mats * self.hidden * width + ((mats - 1) * width + self.hidden) * self.bias
+        return mats * self.hidden * width + ((mats - 1) * width + self.hidden) * self.mlp_bias
 
     @property
     def layer_params(self) -> int:
@@ -421,8 +436,10 @@ def canonical(shape: ModelShape) -> ModelShape:
         changes["expert_ffn"] = None
     if shape.v_head_dim is not None and shape.v_head_dim == shape.d_head:
         changes["v_head_dim"] = None
-    if shape.qkv_bias and shape.bias:  # every linear's biases hold the query, key and value ones
+    if shape.qkv_bias and shape.attn_bias:  # attention's biases hold the query, key and value ones
         changes["qkv_bias"] = False
+    if shape.bias_scope != "all" and not shape.bias:  # no biases for a scope to restrict
+        changes["bias_scope"] = "all"
     if not shape.qk_norm_nope and not (shape.qk_norm and shape.nope_every):  # no NoPE layers' QK-norm to skip
         changes["qk_norm_nope"] = True
     if shape.qk_norm_weights != "head" and not shape.qk_norm:  # no QK-norm for weights to span
@@ -438,7 +455,7 @@ STRUCTURAL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelShape)
 
 # Fields added for real configs (windows, latent attention, ...). A shape's record in a results store
 # leaves them out while they hold their defaults, so that measurements keyed before they existed match.
-_EXTENSIONS = ("norms_per_layer", "qk_norm", "qk_norm_weights", "qk_norm_nope", "qkv_bias", "embed_norm",
+_EXTENSIONS = ("norms_per_layer", "qk_norm", "qk_norm_weights", "qk_norm_nope", "qkv_bias", "bias_scope", "embed_norm",
                "rotary_fraction", "logit_softcap", "window", "global_every", "nope_every", "num_dense_layers",
                "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim", "shared_expert_gate")
 # Structure that no op a store times has: the output head's bias (added in the logits GEMM, in no layer). A record
