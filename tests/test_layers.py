@@ -311,6 +311,31 @@ def test_whole_model_builds_its_nope_layers_without_rotary_embeddings():
     step()
 
 
+def test_whole_model_builds_its_sliding_window_layers_with_their_window():
+    """Gemma-2's local layers (every other one) and Mistral's (every one) attend within the window in a whole
+    model, as the step verify predicts prices them (attn/window); they were built as full causal attention."""
+    from shapewise.hf import load_config
+    from shapewise.shapes import Workload
+    from shapewise.verify import _model_fn, model_block
+
+    data = Path(__file__).parent / "data" / "hf"
+    gemma, mistral = load_config(data / "gemma-2-9b-it.json"), load_config(data / "mistral-7b-v0.1.json")
+    assert [build_layer(model_block(gemma, i), device="meta").attn.window for i in range(4)] == [4096, 0] * 2
+    assert {build_layer(model_block(mistral, i), device="meta").attn.window for i in range(4)} == {4096}
+    tiny = ModelShape("tiny", 32, 4, 4, 64, ffn=64, mlp="swiglu", norm="rmsnorm", bias=False, window=6,
+                      global_every=2)
+    w = Workload(batch=1, seq=16, dtype="fp32")
+    step = _model_fn(tiny, w, "cpu", seed=0)
+    assert [layer.attn.window for layer in step.layers] == [6, 0, 6, 0]
+    x = torch.randn(1, 16, 32)
+    local = step.layers[0]
+    causal = build_layer(tiny.one_layer(), dtype="fp32", seed=0)
+    causal.load_state_dict(local.state_dict())
+    assert rel_err(local(x), causal(x).double()) > 1e-3  # past the window it attends to fewer keys
+    step()
+    assert all(w.grad is not None for w in step.weights)
+
+
 def test_whole_model_step_has_phis_output_head_bias():
     from shapewise.shapes import Workload
     from shapewise.verify import _model_fn
@@ -375,17 +400,21 @@ def test_a_whole_model_warns_once():
     assert len([w for w in record if w.category is ShapewiseWarning]) == 1
 
 
-def test_sliding_window_is_refused_past_the_window_only():
-    windowed = VARIANTS["llama"].replace(window=SEQ)
-    layer = build_layer(windowed, dtype="fp32", seed=0)
+@pytest.mark.parametrize("attention", ["flash", "unfused"])
+def test_sliding_window_attends_within_the_window(attention):
+    windowed = VARIANTS["llama"].replace(window=SEQ - 3)
+    layer = build_layer(windowed, dtype="fp32", attention=attention, seed=0)
+    assert layer.attn.window == SEQ - 3
+    short = layer_inputs(windowed, batch=BATCH, seq=SEQ - 3, dtype="fp32")
+    full = build_layer(windowed.replace(window=0), dtype="fp32", attention=attention, seed=0)
+    assert rel_err(run_fwd(layer, short), run_fwd(full, short).double()) < 1e-6  # within the window: causal
     x = layer_inputs(windowed, batch=BATCH, seq=SEQ, dtype="fp32")
-    assert rel_err(run_fwd(layer, x), reference_layer(layer, x)) < 1e-4  # within the window: the same attention
-    longer = layer_inputs(windowed, batch=BATCH, seq=SEQ + 1, dtype="fp32")
-    with pytest.raises(ShapewiseError, match="sliding-window attention is not built"):
-        run_fwd(layer, longer)
+    assert rel_err(run_fwd(layer, x), reference_layer(layer, x)) < 1e-4  # past it: the last SEQ - 3 keys
+    assert rel_err(run_fwd(full, x), reference_layer(layer, x)) > 1e-3
+    fwd_bwd_call(layer, layer_inputs(windowed, batch=BATCH, seq=SEQ, dtype="fp32", requires_grad=True))()
     # Where windows alternate with global layers, the block is a global one (ModelShape.one_layer).
     alternating = windowed.replace(num_layers=2, global_every=2)
-    run_fwd(build_layer(alternating, dtype="fp32"), longer)
+    assert build_layer(alternating, dtype="fp32").attn.window == 0
 
 
 def test_partial_rotary_rotates_its_width_only():

@@ -23,9 +23,14 @@ structure follows the shape's fields, not its name:
 
 The module's parameter count is shape.layer_params exactly.
 
+A sliding-window block (every layer of its one-layer shape slides: ModelShape.one_layer keeps the window
+where no layer is global) lets each query see the last `window` keys up to itself: on CUDA through
+FlexAttention, compiled, which skips the blocks outside the band as the windowed flash kernels ops.attention
+prices do; elsewhere (the CPU, where FlexAttention has no backward) scaled_dot_product_attention with a
+band mask, the same values; "unfused" masks the band.
+
 What it does not build (check_buildable, called by build_layer): multi-head latent attention is
-refused, its projections being other GEMMs; a sliding window is refused at a sequence longer than the
-window, where its attention would do less work than the causal attention built; post-norms,
+refused, its projections being other GEMMs; post-norms,
 QK-norm and ALiBi's score bias change no matrix shape, so the block is built without them and one
 warning line says so. Partial rotary embeddings rotate the shape's rotary width.
 
@@ -93,6 +98,18 @@ def _classes() -> SimpleNamespace:
 
     sdpa_has_gqa = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
 
+    @functools.lru_cache(maxsize=None)
+    def compiled_flex():
+        # Uncompiled, flex_attention computes every score and masks it: the work the window saves. Each
+        # shape compiles its own kernel, and past dynamo's default cache of 8 a compiled function falls
+        # back to eager (as bench._window_attention says): the shapes verify times at once stay compiled.
+        import torch._dynamo
+        from torch.nn.attention.flex_attention import flex_attention
+
+        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 512)
+        torch._dynamo.config.accumulated_cache_size_limit = max(torch._dynamo.config.accumulated_cache_size_limit, 4096)
+        return torch.compile(flex_attention, dynamic=False)
+
     class RMSNorm(nn.Module):
         def __init__(self, width: int, eps: float, **factory):
             super().__init__()
@@ -119,8 +136,9 @@ def _classes() -> SimpleNamespace:
             self.attention = attention
             self.rot = shape.rotary_width - shape.rotary_width % 2  # rotated dims of each head (an odd one passes)
             self.rope = self.rot > 0 and shape.one_layer().num_rope_layers > 0  # not a NoPE block (nope_every 1)
-            # A block of a model whose every layer slides (global_every 0): the window this causal
-            # attention stands for only while the sequence fits in it.
+            # A block of a model whose every layer slides (global_every 0; verify.model_block builds a
+            # windowed layer of one whose windows alternate with global layers so): each query sees the
+            # last `window` keys up to itself.
             self.window = shape.window if shape.one_layer().num_global_layers == 0 else 0
             self.name = shape.name
             self.rope_theta = ROPE_THETA
@@ -144,12 +162,33 @@ def _classes() -> SimpleNamespace:
             return self._rope_cache[key]
 
         def future_mask(self, seq: int, device):
-            """(seq, seq) bool, True above the diagonal: the keys each query must not see."""
+            """(seq, seq) bool, True where a query must not see a key: above the diagonal, and with a window
+            shorter than seq, `window` or more positions before the query."""
             key = ("mask", seq, str(device))
             if key not in self._mask_cache:
                 with torch.inference_mode(False):
-                    self._mask_cache = {key: torch.ones(seq, seq, dtype=torch.bool, device=device).triu_(1)}
+                    hidden = torch.ones(seq, seq, dtype=torch.bool, device=device).triu_(1)
+                    if self.window and seq > self.window:
+                        hidden |= torch.ones(seq, seq, dtype=torch.bool, device=device).tril_(-self.window)
+                    self._mask_cache = {key: hidden}
             return self._mask_cache[key]
+
+        def windowed(self, q, k, v):
+            """Flash attention over the last `window` keys of each query (q: b, heads, s, d)."""
+            s, window = q.shape[2], self.window
+            if q.device.type != "cuda":  # FlexAttention has no backward on the CPU: the band as a mask
+                k, v = self.expand_kv(k), self.expand_kv(v)
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=~self.future_mask(s, q.device))
+            from torch.nn.attention.flex_attention import create_block_mask
+
+            key = ("band", s, str(q.device))
+            if key not in self._mask_cache:
+                def band(b, h, qi, ki):
+                    return (qi >= ki) & (qi - ki < window)
+                with torch.inference_mode(False):
+                    self._mask_cache = {key: create_block_mask(band, B=None, H=None, Q_LEN=s, KV_LEN=s,
+                                                               device=q.device)}
+            return compiled_flex()(q, k, v, block_mask=self._mask_cache[key], enable_gqa=self.kv_heads != self.heads)
 
         def apply_rope(self, x, cos, sin):
             """x: (batch, seq, heads, d). Rotates pairs (i, i + rot/2) by position · theta^(-2i/rot)."""
@@ -173,17 +212,15 @@ def _classes() -> SimpleNamespace:
 
         def forward(self, x):
             b, s, _ = x.shape
-            if self.window and s > self.window:
-                raise ShapewiseError(f"{self.name}: sliding-window attention is not built as a torch layer; at "
-                                     f"s={s} it attends to {self.window} tokens, not all: use --seq {self.window} "
-                                     f"or less, or measure its ops with `shapewise bench ops`")
             qkv = self.qkv(x).view(b, s, self.heads + 2 * self.kv_heads, self.d_head)
             q, k, v = qkv.split([self.heads, self.kv_heads, self.kv_heads], dim=2)
             if self.rope:
                 cos, sin = self.rope_tables(s, x.device, x.dtype)
                 q, k = self.apply_rope(q, cos, sin), self.apply_rope(k, cos, sin)
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (b, heads, s, d)
-            if self.attention == "flash":
+            if self.attention == "flash" and self.window and s > self.window:
+                o = self.windowed(q, k, v)
+            elif self.attention == "flash":
                 if self.use_native_gqa(q):
                     o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
                 else:
@@ -427,6 +464,8 @@ def reference_layer(layer, x):
             k = torch.stack([torch.stack([torch.stack([rope(k[i, t, j], t) for j in range(K)])
                                           for t in range(s)]) for i in range(b)])
         causal = torch.tril(torch.ones(s, s, dtype=torch.bool))
+        if layer.attn.window:  # each query sees the last `window` keys up to itself
+            causal &= torch.triu(torch.ones(s, s, dtype=torch.bool), diagonal=1 - layer.attn.window)
         o = torch.zeros(b, s, H, d, dtype=torch.float64)
         for i in range(b):
             for j in range(H):

@@ -132,10 +132,14 @@ def _part_names(fns: dict, shape: ModelShape, workload: Workload, *, whole: bool
 
 def model_block(shape: ModelShape, index: int) -> ModelShape:
     """Layer `index` (from 0) of a whole model as verify builds it: the block of shape.one_layer(), rotating
-    nothing where it is a NoPE layer (every nope_every-th: SmolLM3's and Llama 4's, EXAONE 4's global layers),
-    as the step it is measured against prices it."""
-    block = shape.one_layer()
+    nothing where it is a NoPE layer (every nope_every-th: SmolLM3's and Llama 4's, EXAONE 4's global layers)
+    and attending within the window where it is a sliding-window one (all but every global_every-th: Gemma-2's
+    and Gemma-3's local layers, EXAONE 4's), as the step it is measured against prices it."""
+    block = shape.one_layer()  # a global block where windows alternate with global layers
     nope = shape.nope_every and (index + 1) % shape.nope_every == 0
+    windowed = shape.window and not (shape.global_every and (index + 1) % shape.global_every == 0)
+    if windowed:
+        block = block.replace(global_every=0)  # its one layer slides
     return block.replace(nope_every=1) if nope else block
 
 
