@@ -336,6 +336,21 @@ def test_whole_model_builds_its_sliding_window_layers_with_their_window():
     assert all(w.grad is not None for w in step.weights)
 
 
+@pytest.mark.parametrize("embed_norm", [False, True])
+def test_whole_model_layernorms_have_their_bias(embed_norm):
+    """A LayerNorm model's final norm (and BLOOM's over the embeddings) has a bias, as its layers' norms do:
+    the whole model holds shape.params weights, each trained."""
+    from shapewise.shapes import Workload
+    from shapewise.verify import _model_fn
+
+    shape = ModelShape("tiny-ln", 32, 2, 4, 64, ffn=64, mlp="gelu", norm="layernorm", embed_norm=embed_norm,
+                       tied_embeddings=False)
+    step = _model_fn(shape, Workload(batch=1, seq=16, dtype="fp32"), "cpu", seed=0)
+    step()
+    assert sum(w.numel() for w in step.weights) == shape.params
+    assert all(w.grad is not None and w.grad.abs().sum() > 0 for w in step.weights)
+
+
 def test_whole_model_step_has_phis_output_head_bias():
     from shapewise.shapes import Workload
     from shapewise.verify import _model_fn

@@ -157,11 +157,24 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     table = (torch.randn(shape.vocab, shape.hidden, generator=generator) * 0.02).to(device, dtype).requires_grad_(True)
     head = table if shape.tied_embeddings else \
         (torch.randn(shape.vocab, shape.hidden, generator=generator) * shape.hidden ** -0.5).to(device, dtype).requires_grad_(True)
-    norm = torch.ones(shape.hidden, device=device, dtype=dtype, requires_grad=True)
+    def make_norm():
+        """A norm's weight and, for LayerNorm, its bias (as the layers' norms have; None for RMSNorm)."""
+        weight = torch.ones(shape.hidden, device=device, dtype=dtype, requires_grad=True)
+        shift = torch.zeros(shape.hidden, device=device, dtype=dtype, requires_grad=True) \
+            if shape.norm == "layernorm" else None
+        return weight, shift
+
+    def normalize(x, weight, shift):
+        return F.rms_norm(x, (shape.hidden,), weight) if shift is None else \
+            F.layer_norm(x, (shape.hidden,), weight, shift)
+
+    norm = make_norm()
+    embed_norm = make_norm() if shape.embed_norm else None  # BLOOM's over the embeddings
     bias = torch.zeros(shape.vocab, device=device, dtype=dtype, requires_grad=True) if shape.lm_head_bias else None
     ids = torch.randint(0, shape.vocab, (workload.batch, workload.seq), generator=generator).to(device)
     target = torch.randint(0, shape.vocab, (workload.batch * workload.seq,), generator=generator).to(device)
-    weights = [table, head, norm, *(p for layer in layers for p in layer.parameters())]
+    norms = [p for n in (norm, embed_norm) if n is not None for p in n if p is not None]
+    weights = [table, head, *norms, *(p for layer in layers for p in layer.parameters())]
     if bias is not None:  # Phi's output head adds one
         weights.append(bias)
 
@@ -169,9 +182,11 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
         for w in weights:
             w.grad = None
         x = F.embedding(ids, table)
+        if embed_norm is not None:
+            x = normalize(x, *embed_norm)
         for layer in layers:
             x = layer(x)
-        x = F.rms_norm(x, (shape.hidden,), norm) if shape.norm == "rmsnorm" else F.layer_norm(x, (shape.hidden,), norm)
+        x = normalize(x, *norm)
         F.cross_entropy(F.linear(x, head, bias).view(-1, shape.vocab), target).backward()
 
     step.weights, step.layers = weights, layers  # for tests: every weight has a gradient after a step
