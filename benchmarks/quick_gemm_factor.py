@@ -1,0 +1,77 @@
+"""Does `calibrate --quick`'s GEMM factor help an H100's whole steps? Each H100 that ran `calibrate --quick` beside
+a models set, judged three ways: with the profile it borrows (the H200's), with its `calibrate --quick` profile
+as fitted, and with that profile's GEMM factor alone set to 1 (benchmarks/RESULTS.md, "a lead in its GEMM
+factor"): steps off by more than 5% and the GEMMs' median |error|.
+
+The rule, written before the next card's data: on an H100 never used, with a models seed never drawn,
+`calibrate --quick` stops fitting a GEMM factor only if, without it, the steps within 5% rise and the GEMMs'
+median does not.
+
+python benchmarks/quick_gemm_factor.py [--card FOLDER:SEED:MACHINE:CONFIG[,CONFIG…] …]   (on the CPU; minutes)
+(default: the ten cards of results/h100-judges*; MACHINE relative to benchmarks/results, or "-" for FOLDER's
+h100-machine.json.gz; a new card: --card h100-judges-31:31:-:tests/data/hf)
+"""
+
+import argparse
+import dataclasses
+import tempfile
+
+import numpy as np
+from judge_figures import import_export, measured_rows, with_machine_factors
+
+from shapewise.calibrate import judge
+from shapewise.hardware import get_gpu
+from shapewise.profile import find
+
+R = "benchmarks/results"
+LATER = "tests/data/hf-later,tests/data/hf-third,tests/data/hf-fourth,tests/data/hf-fifth,tests/data/hf-sixth"
+CARDS = ["h100-judges:19:-:tests/data/hf", "h100-judges-later-2:20:-:tests/data/hf-later",
+         "h100-judges-21:21:-:tests/data/hf", "h100-judges-24:24:-:tests/data/hf", "h100-judges-25:25:-:tests/data/hf",
+         f"h100-judges-26:26:h100-variants-16-new/h100-machine.json.gz:{LATER}",
+         f"h100-judges-27:27:-:{LATER},tests/data/hf-seventh,tests/data/hf-eighth",
+         "h100-judges-28:28:-:tests/data/hf-later,tests/data/hf-seventh,tests/data/hf-eighth",
+         "h100-judges-29:29:-:tests/data/hf-ninth,tests/data/hf-tenth,tests/data/hf-eleventh,tests/data/hf-twelfth",
+         "h100-judges-30:30:-:tests/data/hf-later,tests/data/hf-fifth,tests/data/hf-sixth,tests/data/hf-seventh"]
+
+
+def judged(drawn, rows, profile, gpu) -> tuple[int, int, float]:
+    """Steps measured whole, those off by more than 5%, and the GEMMs' median |error|."""
+    by_key = {c.key: j for (c, _), j in zip(rows, judge(rows, gpu=gpu, profile=profile))}
+    kind = {c.key: c.params.get("kind", c.bench) for c, _ in rows}
+    whole = off = 0
+    for step in drawn.steps:
+        if all(key in by_key for key, _ in step.ops):
+            whole += 1
+            measured = sum(by_key[key].measured_ms * n for key, n in step.ops)
+            predicted = sum(by_key[key].predicted_ms["calibrated"] * n for key, n in step.ops)
+            off += abs(predicted / measured - 1) > 0.05
+    gemms = [abs(j.predicted_ms["calibrated"] / j.measured_ms - 1) for key, j in by_key.items() if kind[key] == "gemm"]
+    return whole, off, float(np.median(gemms))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--card", nargs="+", default=CARDS, help="FOLDER:SEED:MACHINE:CONFIGS (default: the ten H100s)")
+    args = ap.parse_args()
+    gpu = get_gpu("h100")
+    borrowed = find(gpu)
+    print(f"{'card (models seed)':34s} {'GEMM factor':>11s}   steps off by > 5%, GEMMs' median: borrowed | quick | quick without its GEMM factor")
+    totals = np.zeros(3, dtype=int)
+    for card in args.card:
+        folder, seed, machine, configs = card.split(":")
+        machine = f"{R}/{folder}/h100-machine.json.gz" if machine == "-" else f"{R}/{machine}"
+        quick = with_machine_factors(borrowed, machine)
+        profiles = (borrowed, quick, dataclasses.replace(quick, params=dataclasses.replace(quick.params, machine_gemm=1.0)))
+        with tempfile.TemporaryDirectory() as tmp:
+            import_export(f"{R}/{folder}/judges.csv.gz", f"{tmp}/run.db")
+            drawn, rows = measured_rows(f"{tmp}/run.db", "models", int(seed), configs.split(","))
+        got = [judged(drawn, rows, p, gpu) for p in profiles]
+        totals += [off for _, off, _ in got]
+        print(f"{folder + ' (' + seed + ')':34s} {quick.params.machine_gemm - 1:+10.1%}   "
+              + " | ".join(f"{off:3d} of {whole:4d}, {median:4.1%}" for whole, off, median in got))
+    print(f"{'all':34s} {'':11s}   " + " | ".join(f"{n:3d} off" for n in totals))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
