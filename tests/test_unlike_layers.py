@@ -77,13 +77,44 @@ def test_megatron_flags_say_what_they_cannot_describe():
     with pytest.warns(ShapewiseWarning, match="multi-head latent attention .* and which 3 layers are dense"):
         flags = megatron_args(deepseek, w)
     assert f"--moe-shared-expert-intermediate-size {deepseek.num_shared_experts * deepseek.expert_width}" in flags
-    with pytest.warns(ShapewiseWarning, match="falcon-7b's parallel attention and MLP, which the prices count"):
+    with pytest.warns(ShapewiseWarning, match=r"falcon-7b.s parallel attention and MLP \(one norm\), which the prices count"):
         megatron_args(load_config("tests/data/hf/falcon-7b.json"), w)
-    with pytest.warns(ShapewiseWarning, match="sliding-window layers, post-norms and logits' soft-capping"):
+    with pytest.warns(ShapewiseWarning, match="sliding-window layers, GEGLU .*, post-norms and logits' soft-capping"):
         megatron_args(load_config("tests/data/hf/gemma-2-9b-it.json"), w)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ShapewiseWarning)
         megatron_args(load_config(ALIKE), w)  # a plain model: every feature said, no warning
+
+
+def test_megatron_flags_express_or_name_every_feature():
+    """No feature is dropped in silence: Qwen2-MoE's shared-expert gate has a flag; GPT-J's MLP-only biases,
+    PhiMoE's attention-only ones, OLMo-2's QK-norm over the projection, OPT's ReLU and Gemma's GEGLU have none."""
+    import warnings
+
+    from shapewise.errors import ShapewiseWarning
+    from shapewise.search import megatron_args
+
+    w = Workload()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ShapewiseWarning)
+        qwen_moe = megatron_args(load_config("tests/data/hf/qwen1.5-moe-a2.7b.json"), w)
+    assert {"--moe-shared-expert-gate", "--disable-bias-linear", "--add-qkv-bias"} <= set(qwen_moe)
+    with pytest.warns(ShapewiseWarning, match=r"parallel attention and MLP \(one norm\), bias-free attention .* and "
+                                              r"bias on the output head"):
+        gptj = megatron_args(load_config("tests/data/hf/gpt-j-6b.json"), w)
+    assert "--disable-bias-linear" not in gptj  # the MLP's biases kept: attention's come with them
+    with pytest.warns(ShapewiseWarning, match="attention's output bias"):
+        phimoe = megatron_args(load_config("tests/data/hf/phi-3.5-moe-instruct.json"), w)
+    assert {"--disable-bias-linear", "--add-qkv-bias"} <= set(phimoe)
+    with pytest.warns(ShapewiseWarning, match="QK-norm weights over the whole projection"):
+        megatron_args(load_config("tests/data/hf/olmo-2-1124-7b.json"), w)
+    with pytest.warns(ShapewiseWarning, match="ReLU MLP"):
+        megatron_args(load_config("tests/data/hf/opt-1.3b.json"), w)
+    with pytest.warns(ShapewiseWarning, match="GEGLU"):
+        gemma = megatron_args(load_config("tests/data/hf/gemma-7b.json"), w)
+    assert "--quick-geglu" in gemma and "--geglu" not in gemma  # Megatron-LM has no --geglu
+    llama4 = load_config("tests/data/hf/llama-3.1-8b.json").replace(qk_norm=True, qk_norm_weights="none")
+    assert "--qk-l2-norm" in megatron_args(llama4, w)
 
 
 @pytest.mark.parametrize("path", ["tests/data/hf/mistral-7b-v0.1.json", UNLIKE[0], ALIKE])

@@ -492,37 +492,54 @@ def megatron_args(shape: ModelShape, workload: Workload) -> list[str]:
         args += ["--group-query-attention", f"--num-query-groups {shape.kv_heads}"]
     if shape.head_dim is not None and shape.head_dim * shape.num_heads != shape.hidden:
         args.append(f"--kv-channels {shape.head_dim}")
+    # Megatron-LM's activations: GELU by default, --swiglu, and --quick-geglu (a GLU gated by x·σ(1.702x)); it has
+    # no exact-GELU GLU and no plain ReLU, so a GEGLU model gets the nearest GLU and a ReLU one GELU, each said below.
     if shape.gated:
-        args.append("--swiglu" if shape.mlp == "swiglu" else "--geglu")
+        args.append("--swiglu" if shape.mlp == "swiglu" else "--quick-geglu")
     if shape.norm == "rmsnorm":
         args.append("--normalization RMSNorm")
     if not shape.tied_embeddings:
         args.append("--untie-embeddings-and-output-weights")
-    if not shape.bias:
+    # --disable-bias-linear drops every linear's bias and --add-qkv-bias puts back q, k and v's: attention's biases
+    # alone (PhiMoE) are these less the output projection's; the MLP's alone (GPT-J) keep them all, as the nearest.
+    if not shape.bias or shape.bias_scope == "attention":
         args.append("--disable-bias-linear")
-    if shape.qkv_bias:
+    if shape.qkv_bias or shape.bias_scope == "attention":
         args.append("--add-qkv-bias")
     args.append("--position-embedding-type " + ("learned_absolute" if shape.learned_positions else "rope"))
     if shape.learned_positions:
         args.append(f"--max-position-embeddings {shape.learned_positions}")
     elif shape.rotary_fraction < 1:
         args.append(f"--rotary-percent {shape.rotary_fraction:g}")
-    if shape.qk_norm:
-        args.append("--qk-layernorm")
+    if shape.qk_norm:  # Megatron's --qk-layernorm is one norm per head, head_dim wide; --qk-l2-norm has no weight
+        args.append("--qk-l2-norm" if shape.qk_norm_weights == "none" else "--qk-layernorm")
     if shape.is_moe:
         args += [f"--num-experts {shape.num_experts}", f"--moe-router-topk {shape.top_k}",
                  f"--moe-ffn-hidden-size {shape.expert_width}"]
         if shape.num_shared_experts:
             args.append(f"--moe-shared-expert-intermediate-size {shape.num_shared_experts * shape.expert_width}")
+        if shape.shared_expert_gate:  # Megatron-core's SharedExpertMLP: output × sigmoid(x · w), w hidden wide
+            args.append("--moe-shared-expert-gate")
     # Megatron pads the vocabulary itself, to a multiple of this times t.
     multiple = math.gcd(shape.vocab, 1 << 20)
     args.append(f"--make-vocab-size-divisible-by {max(1, multiple // workload.tp)}")
+    nope_qk = ", which skip the QK-norm" if shape.qk_norm and not shape.qk_norm_nope else ""
     left_out = [what for what, present in (
         ("multi-head latent attention (its ranks)", shape.is_mla),
         (f"which {shape.num_dense_layers} layers are dense, not MoE (--moe-layer-freq)", shape.num_dense_layers),
         ("sliding-window layers", shape.window),
-        (f"layers without rotary embeddings (1 in {shape.nope_every})", shape.mixed_rope),
-        ("parallel attention and MLP", shape.parallel_attn),
+        (f"layers without rotary embeddings (1 in {shape.nope_every}{nope_qk})", shape.mixed_rope),
+        (f"parallel attention and MLP ({'one norm' if shape.norms_per_layer == 1 else 'a norm each'})",
+         shape.parallel_attn),
+        ("GEGLU (its exact GELU: --quick-geglu gates with x·σ(1.702x))", shape.mlp == "geglu"),
+        ("ReLU MLP (Megatron-LM has GELU, not ReLU)", shape.mlp == "relu"),
+        ("bias-free attention (--disable-bias-linear is all or nothing: the flags keep attention's biases)",
+         shape.bias and shape.bias_scope == "mlp"),
+        ("attention's output bias (--add-qkv-bias puts back q, k and v's alone)",
+         shape.bias and shape.bias_scope == "attention"),
+        ("QK-norm weights over the whole projection, not one head (--qk-layernorm)",
+         shape.qk_norm and shape.qk_norm_weights == "projection"),
+        ("bias on the output head", shape.lm_head_bias),
         ("post-norms", shape.norms_per_layer == 4),
         ("the norm over the embeddings", shape.embed_norm),
         ("logits' soft-capping", shape.logit_softcap),
