@@ -336,19 +336,33 @@ def test_whole_model_builds_its_sliding_window_layers_with_their_window():
     assert all(w.grad is not None for w in step.weights)
 
 
-@pytest.mark.parametrize("embed_norm", [False, True])
-def test_whole_model_layernorms_have_their_bias(embed_norm):
-    """A LayerNorm model's final norm (and BLOOM's over the embeddings) has a bias, as its layers' norms do:
-    the whole model holds shape.params weights, each trained."""
+def _narrowed(path: str) -> ModelShape:
+    """A real config's shape, two layers of 32 wide: its tables (vocabulary, learned positions) and its kinds kept."""
+    from shapewise.hf import load_config
+
+    return load_config(Path(__file__).parent / "data" / "hf" / path).replace(hidden=32, num_layers=2, num_heads=4)
+
+
+@pytest.mark.parametrize("shape", [
+    ModelShape("tiny-ln", 32, 2, 4, 64, ffn=64, mlp="gelu", norm="layernorm", tied_embeddings=False),
+    ModelShape("tiny-bloom", 32, 2, 4, 64, ffn=64, mlp="gelu", norm="layernorm", embed_norm=True, tied_embeddings=False),
+    _narrowed("gpt2.json"),  # 1,024 learned positions, its head tied to the embeddings
+    _narrowed("opt-1.3b.json"),  # 2,050: OPT's 2,048 and its offset of 2
+], ids=lambda s: s.name)
+def test_whole_model_holds_every_weight(shape):
+    """The whole model holds shape.params weights, each trained: a LayerNorm model's final norm (and BLOOM's over
+    the embeddings) with its bias, as its layers' norms have; GPT-2's and OPT's learned positions, added to the
+    token embeddings (the step had none: learned_positions × hidden short)."""
     from shapewise.shapes import Workload
     from shapewise.verify import _model_fn
 
-    shape = ModelShape("tiny-ln", 32, 2, 4, 64, ffn=64, mlp="gelu", norm="layernorm", embed_norm=embed_norm,
-                       tied_embeddings=False)
     step = _model_fn(shape, Workload(batch=1, seq=16, dtype="fp32"), "cpu", seed=0)
     step()
     assert sum(w.numel() for w in step.weights) == shape.params
     assert all(w.grad is not None and w.grad.abs().sum() > 0 for w in step.weights)
+    if shape.learned_positions:  # the first 16 rows read, the rest untouched
+        rows = next(w for w in step.weights if w.shape == (shape.learned_positions, shape.hidden)).grad.abs().sum(1)
+        assert bool((rows[:16] > 0).all()) and not rows[16:].any()
 
 
 def test_whole_model_step_has_phis_output_head_bias():

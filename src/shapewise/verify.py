@@ -144,7 +144,8 @@ def model_block(shape: ModelShape, index: int) -> ModelShape:
 
 
 def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
-    """A whole training step's forward+backward: embedding, every layer, final norm, head and loss."""
+    """A whole training step's forward+backward: embedding (and learned positions), every layer, final norm, head
+    and loss."""
     import torch
     import torch.nn.functional as F
 
@@ -168,13 +169,22 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
         return F.rms_norm(x, (shape.hidden,), weight) if shift is None else \
             F.layer_norm(x, (shape.hidden,), weight, shift)
 
+    # GPT-2's and OPT's learned positions: a table of learned_positions rows, added to the token embeddings. OPT's
+    # rows hold its offset of 2 (it reads rows 2 … s+1); reading rows 0 … s-1 is the same gather from the same
+    # table. A sequence past the table (priced as asked, with a warning: rules.py) reads its rows again.
+    positions = (torch.randn(shape.learned_positions, shape.hidden, generator=generator) * 0.01).to(device, dtype) \
+        .requires_grad_(True) if shape.learned_positions else None
+    position_ids = torch.arange(workload.seq, device=device) % max(shape.learned_positions, 1)
     norm = make_norm()
     embed_norm = make_norm() if shape.embed_norm else None  # BLOOM's over the embeddings
     bias = torch.zeros(shape.vocab, device=device, dtype=dtype, requires_grad=True) if shape.lm_head_bias else None
     ids = torch.randint(0, shape.vocab, (workload.batch, workload.seq), generator=generator).to(device)
     target = torch.randint(0, shape.vocab, (workload.batch * workload.seq,), generator=generator).to(device)
     norms = [p for n in (norm, embed_norm) if n is not None for p in n if p is not None]
-    weights = [table, head, *norms, *(p for layer in layers for p in layer.parameters())]
+    tables = [table] if head is table else [table, head]  # a tied head is the embedding table, counted once
+    weights = [*tables, *norms, *(p for layer in layers for p in layer.parameters())]
+    if positions is not None:
+        weights.append(positions)
     if bias is not None:  # Phi's output head adds one
         weights.append(bias)
 
@@ -182,6 +192,8 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
         for w in weights:
             w.grad = None
         x = F.embedding(ids, table)
+        if positions is not None:
+            x = x + F.embedding(position_ids, positions)
         if embed_norm is not None:
             x = normalize(x, *embed_norm)
         for layer in layers:
