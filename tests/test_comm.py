@@ -30,23 +30,25 @@ def test_collectives_per_layer_and_their_size():
 
 
 @pytest.mark.parametrize("norms", [1, 2])
-def test_a_parallel_block_gathers_once_and_reduces_once(norms):
+def test_a_parallel_block_gathers_each_norms_output_and_reduces_once(norms):
     """x + attn(norm(x)) + mlp(norm(x)): the two branches' partial sums add before one reduce-scatter, and
-    both read one gather (of x itself where each branch has its own norm, every row normalized on each rank)."""
+    each norm's output is gathered (GPT-NeoX with two norms gathers twice); backward is the reverse."""
     seq = LLAMA.replace(mlp="gelu", norm="layernorm", ffn=None)
     par = seq.replace(parallel_attn=True, norms_per_layer=norms)
     w = Workload(batch=2, seq=4096, tp=4)
-    for label in ("tp/all_gather", "tp/reduce_scatter", "tp/all_gather.bwd", "tp/reduce_scatter.bwd"):
-        count = {shape.parallel_attn: sum(op.count for op in model_ops(shape, w) if op.label == label)
-                 for shape in (seq, par)}
-        assert count == {False: 2 * LLAMA.num_layers, True: LLAMA.num_layers}
-    rows = {op.label: op.m for op in model_ops(par, w) if op.name.endswith("norm")}
+    L = LLAMA.num_layers
+    counts = {shape.parallel_attn: {label: sum(op.count for op in model_ops(shape, w) if op.label == label)
+                                    for label in ("tp/all_gather", "tp/reduce_scatter", "tp/all_gather.bwd",
+                                                  "tp/reduce_scatter.bwd")} for shape in (seq, par)}
+    assert counts[False] == dict.fromkeys(counts[False], 2 * L)
+    assert counts[True] == {"tp/all_gather": norms * L, "tp/reduce_scatter": L, "tp/all_gather.bwd": L,
+                            "tp/reduce_scatter.bwd": norms * L}
     local, gathered = 2 * 4096 // 4, 2 * 4096
-    assert rows["attn/norm"] == (local if norms == 1 else gathered) and rows["final/norm"] == local
-    assert ("mlp/norm" in rows) == (norms == 2)
+    rows = {op.label: op.m for op in model_ops(par, w) if op.name.endswith("norm")}
+    assert set(rows.values()) == {local} and ("mlp/norm" in rows) == (norms == 2)
     # The branches' partial sums add on the gathered rows, the residual on this rank's own.
     adds = sorted((op.m, op.count) for op in model_ops(par, w) if op.label == "residual")
-    assert adds == [(local, LLAMA.num_layers), (gathered, LLAMA.num_layers)]
+    assert adds == [(local, L), (gathered, L)]
 
 
 def test_ring_collective_time_follows_the_link():

@@ -524,8 +524,8 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
     of the output. Before attention and before the MLP it all-gathers the sequence; the QKV, up and
     gate projections are split by columns (this rank's heads and FFN columns), the output and down
     projections by rows, and their partial sums are reduce-scattered back over the sequence, where
-    their biases are added. A parallel block gathers once and reduce-scatters the two branches'
-    summed partial sums once. Weights are rank `rank`'s slices of build_layer(shape, seed=seed), so the
+    their biases are added. A parallel block gathers each norm's output and reduce-scatters the
+    two branches' summed partial sums once. Weights are rank `rank`'s slices of build_layer(shape, seed=seed), so the
     gathered output equals that layer's (tested on the CPU with gloo). Runs inside an initialized
     torch.distributed process group of `tp` ranks."""
     import torch
@@ -583,13 +583,9 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
             return m + self.down_bias if self.down_bias.numel() else m
 
         def _parallel(self, x):
-            # One shared norm is gathered normalized; with two, x is gathered and each rank normalizes
-            # every row (ops.model_ops prices it so).
-            if shape.norms_per_layer == 1:
-                a = m = gather(self.part.norm1(x))
-            else:
-                whole = gather(x)
-                a, m = self.part.norm1(whole), self.part.norm2(whole)
+            # Each norm's output is gathered, one shared norm's once (GPT-NeoX; ops.model_ops prices it so).
+            a = gather(self.part.norm1(x))
+            m = a if shape.norms_per_layer == 1 else gather(self.part.norm2(x))
             y = scatter(self.part.attn(a) + self.part.mlp(m))
             y = y + self.out_bias if self.out_bias.numel() else y
             return y + self.down_bias if self.down_bias.numel() else y

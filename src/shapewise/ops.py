@@ -299,8 +299,8 @@ def projections(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: 
 def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, train: bool) -> list[Op]:
     """Megatron tensor parallelism with sequence parallelism: each layer all-gathers the sequence
     before attention and before the MLP, and reduce-scatters after each; backward does the reverse.
-    A parallel block (parallel_attn) gathers once and reduce-scatters once. The vocab-parallel
-    embedding reduce-scatters its output; the output layer gathers its input."""
+    A parallel block (parallel_attn) gathers each norm's output and reduce-scatters once. The
+    vocab-parallel embedding reduce-scatters its output; the output layer gathers its input."""
     t = w.tp
     if t == 1:
         return []
@@ -311,17 +311,18 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
                   family=family)
 
     # In each layer: before attention and before the MLP, and after each; the reverse in backward. In a
-    # parallel block, x + attn(norm(x)) + mlp(norm(x)), both branches read the same gathered rows and
-    # their partial sums add before one reduce-scatter, as GPT-NeoX's gpt_j_residual and vLLM's Falcon
-    # and GPT-J reduce once; its backward is then one gather of the output's gradient and one
-    # reduce-scatter of the input's (model_ops: with two norms the gathered rows are x itself). NeMo's
-    # Falcon on Megatron core reduces after each branch still: four a layer, as a sequential block.
-    per_layer = shape.num_layers * (1 if shape.parallel_attn else 2)
-    ops = [collective("tp/all_gather", "all_gather", "fwd", per_layer),
-           collective("tp/reduce_scatter", "reduce_scatter", "fwd", per_layer)]
+    # parallel block, x + attn(norm(x)) + mlp(norm(x)), the branches' partial sums add before one
+    # reduce-scatter, as GPT-NeoX's gpt_j_residual and vLLM's Falcon and GPT-J reduce once; each norm's
+    # output is gathered (GPT-NeoX with two norms: two gathers, its norms on this rank's own rows). Backward
+    # is the reverse: a gather for each forward reduce-scatter and the other way round. NeMo's Falcon on
+    # Megatron core reduces after each branch still: four a layer, as a sequential block.
+    L = shape.num_layers
+    gathers, scatters = (shape.norms_per_layer * L, L) if shape.parallel_attn else (2 * L, 2 * L)
+    ops = [collective("tp/all_gather", "all_gather", "fwd", gathers),
+           collective("tp/reduce_scatter", "reduce_scatter", "fwd", scatters)]
     if train:
-        ops += [collective("tp/all_gather", "all_gather", "bwd", per_layer),
-                collective("tp/reduce_scatter", "reduce_scatter", "bwd", per_layer)]
+        ops += [collective("tp/all_gather", "all_gather", "bwd", scatters),
+                collective("tp/reduce_scatter", "reduce_scatter", "bwd", gathers)]
     # Outside the layers: the vocab-parallel embedding's output, and the output layer's input.
     ops += [collective("tp/embed", "reduce_scatter", "fwd", 1), collective("tp/logits", "all_gather", "fwd", 1)]
     if train:
@@ -344,13 +345,9 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     logit_rows = tokens if train else w.batch
     vocab = math.ceil(shape.vocab / t)  # vocab-parallel output layer
 
-    def norm(name: str, count: int, *, rows: int = local) -> list[Op]:
-        return elementwise(name, rows, h, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=train,
+    def norm(name: str, count: int) -> list[Op]:
+        return elementwise(name, local, h, reads=1, writes=1, bwd_reads=2, bwd_writes=1, train=train,
                            count=count, dtype_bytes=B, family=shape.norm)
-
-    # A parallel block with two norms gathers x once, not each norm's output, so each rank normalizes
-    # every row twice: two passes over s·h rows cost less than a second gather of them over the link.
-    layer_norm_rows = tokens if shape.parallel_attn and shape.norms_per_layer == 2 else local
 
     # The embedding gathers token rows of the (vocab/t)×h table (k holds the table's rows).
     ops = [Op("embed", "fwd", MEMORY, count=1, flops=0, bytes=2 * tokens * h * A, m=tokens, n=h, k=vocab,
@@ -358,7 +355,7 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     if shape.embed_norm:  # BLOOM normalizes the embeddings before the first layer
         ops += norm("embed/norm", 1)
     post_norms = shape.norms_per_layer > 2  # Gemma-2/3 also normalize each sublayer's output
-    ops += norm("attn/norm", L, rows=layer_norm_rows)
+    ops += norm("attn/norm", L)
     ops += projections(shape, w, tokens=tokens, train=train, B=B)
     # Queries and keys normalized before attention, NoPE layers aside: each head (Qwen3) or each whole projection
     # (OLMo-2), the same elements either way; the width is the projections' (cost reads it as the rows' width)
@@ -375,7 +372,7 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     if post_norms:
         ops += norm("attn/post_norm", L)
     if shape.norms_per_layer != 1:  # one norm shared by attention and the MLP (Falcon, GPT-J, Phi, Cohere): attn's
-        ops += norm("mlp/norm", L, rows=layer_norm_rows)
+        ops += norm("mlp/norm", L)
     ops += mlp(shape, w, tokens=tokens, train=train, B=B)
     if post_norms:
         ops += norm("mlp/post_norm", L)
