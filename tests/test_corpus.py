@@ -28,7 +28,8 @@ NINTH = CORPUS.parent / "hf-ninth"  # a ninth's
 TENTH = CORPUS.parent / "hf-tenth"  # a tenth's
 ELEVENTH = CORPUS.parent / "hf-eleventh"  # an eleventh's
 TWELFTH = CORPUS.parent / "hf-twelfth"  # a twelfth's
-FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH)
+THIRTEENTH = CORPUS.parent / "hf-thirteenth"  # a thirteenth's
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -54,7 +55,8 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "openelm-1.1b-instruct": "scales its layers one by one \\(num_query_heads, num_kv_heads, ffn_multipliers "
                                     "differ by layer\\)",
            "nemotron-3-super-120b-a12b-fp8": "Mamba/attention hybrid",
-           "laguna-s-2.1-fp8": "num_attention_heads_per_layer differs by layer \\(48, 72\\)"}
+           "laguna-s-2.1-fp8": "num_attention_heads_per_layer differs by layer \\(48, 72\\)",
+           "nemotron-3.5-lightning-30b-a3b-nvfp4": "Mamba/attention hybrid", "bge-large-en": "an encoder-only model"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -121,6 +123,12 @@ PUBLISHED = {
     # its language model's, beside a 675M vision encoder)
     "olmoe-1b-7b-0125-instruct": ("6.9B", "1.3B"), "gemma-2b": 2_506_434_560, "qwen2.5-72b": "72.7B",
     "qwen2-vl-2b-instruct": "1.5B", "skywork-reward-llama-3.1-8b-v0.2": "8B", "smollm-135m": "135M",
+    # the thirteenth round's (Llama 2 70B's "70B" rounds its 68.98B up by 1.5%: the hub's "69B" is held; Qwen2-VL-7B's
+    # 7.6B is its language model's, beside a 675M vision encoder; the active counts of MiniMax-M2.7 and GLM-5.1, which
+    # leave the input embedding out, are held in test_thirteenth_pass_…)
+    "qwen3-embedding-8b": "8B", "llama-2-70b": "69B", "qwen2-vl-7b-instruct": "7.6B", "command-r-v01": "35B",
+    "qwen3-vl-4b-instruct": "4B", "qwen3-vl-32b-instruct": "32B", "minimax-m2.7": "230B", "glm-5.1": "744B",
+    "mistral-7b-instruct-v0.2": "7B", "seed-oss-36b-instruct-4bit": "36B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -1324,6 +1332,50 @@ def test_twelfth_pass_reads_each_model_as_its_code_builds_it():
         read("skywork-reward-llama-3.1-8b-v0.2")
     with unwarned():
         assert read("smollm-135m").tied_embeddings and read("qwen2.5-72b").kv_heads == 8
+
+
+def test_thirteenth_pass_reads_each_model_as_its_code_builds_it(tmp_path):
+    # Seed-OSS (seed_oss) was guessed, and its attention_bias read as a bias on every linear: SeedOssAttention
+    # biases q, k and v where attention_bias says and o_proj only where attention_out_bias does, its MLP where
+    # mlp_bias does (SeedOssConfig: true, false, false). 64 layers of 5120 + 2 × 1024 biases, none on o or the MLP
+    with pytest.warns(ShapewiseWarning) as record:
+        seed = read("seed-oss-36b-instruct-4bit")
+    err = warned(record)
+    assert "not one shapewise knows" not in err and (seed.bias, seed.qkv_bias, seed.d_head) == (False, True, 128)
+    assert seed.params == 36_151_104_512
+    # its file is mlx-community's 4-bit checkpoint's, whose quantization key is mlx's own
+    assert err.count("\n") == 1 and "quantized (4-bit weights, quantization)" in err
+    cfg = json.loads(FILES["seed-oss-36b-instruct-4bit"].read_text())
+    with pytest.raises(ShapewiseError, match="bias on the attention output alone \\(attention_out_bias\\)"):
+        load_config(_write(tmp_path, {**cfg, "attention_out_bias": True}))
+    # MiniMax-M2.7 writes attn_type_list, 1 a softmax-attention layer: all 62 are; a 0 (lightning attention, as
+    # MiniMax-Text-01's) is refused, not priced as softmax attention
+    with pytest.warns(ShapewiseWarning):
+        minimax, glm = read("minimax-m2.7"), read("glm-5.1")
+    assert (minimax.num_global_layers, minimax.num_experts, minimax.top_k, minimax.qk_norm) == (62, 256, 8, True)
+    cfg = json.loads(FILES["minimax-m2.7"].read_text())
+    with pytest.raises(ShapewiseError, match="lightning \\(linear\\) attention on 1 of its 62 layers"):
+        load_config(_write(tmp_path, {**cfg, "attn_type_list": [0] + [1] * 61}))
+    # their active counts leave the input embedding out: MiniMax-M2's "10 billion active", GLM-5's "40B active"
+    for s, active in ((minimax, "10B"), (glm, "40B")):
+        assert meets(s.active_params - s.vocab * s.hidden, active)
+    # Command R (v01): one LayerNorm feeds attention and MLP in parallel, 64 heads each its own key and value, tied
+    cohere = read("command-r-v01")
+    assert (cohere.parallel_attn, cohere.norms_per_layer, cohere.kv_heads, cohere.tied_embeddings) == (True, 1, 64, True)
+    # Qwen2-VL-7B's language model is Qwen2-7B's to the parameter, biases on q, k and v
+    with pytest.warns(ShapewiseWarning, match="not its vision encoder \\(vision_config\\)"):
+        vl = read("qwen2-vl-7b-instruct")
+    assert vl.qkv_bias and vl.params == read("qwen2-7b").params == 7_615_616_512
+    # Qwen3-VL-4B ties its embeddings, Qwen3-VL-32B does not; both normalize queries and keys
+    with pytest.warns(ShapewiseWarning):
+        small, large = read("qwen3-vl-4b-instruct"), read("qwen3-vl-32b-instruct")
+    assert (small.tied_embeddings, large.tied_embeddings, small.qk_norm, large.qk_norm) == (True, False, True, True)
+    with unwarned():
+        llama2, mistral, embed = read("llama-2-70b"), read("mistral-7b-instruct-v0.2"), read("qwen3-embedding-8b")
+    assert (llama2.kv_heads, llama2.params) == (8, 68_976_648_192)
+    assert (mistral.window, mistral.kv_heads) == (0, 8)  # v0.2: sliding_window null, no window
+    # Qwen3-Embedding-8B names Qwen3ForCausalLM, so its output head is priced as the file says
+    assert (embed.qk_norm, embed.tied_embeddings, embed.vocab) == (True, False, 151_665)
 
 
 # ---- weights the modeling code holds beside the matrices: counted as it builds them ----

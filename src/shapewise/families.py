@@ -115,6 +115,9 @@ FAMILIES: dict[str, Family] = {
     # puts them there; MiMo's files write it true and it is read so where they leave it out)
     "mimo": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qkv_bias="attention_bias",
                    defaults=(("attention_bias", True),)),
+    # Seed-OSS (SeedOssConfig): Llama's layout, biases on q, k and v where attention_bias says (true by default),
+    # none on the MLP unless mlp_bias; a bias on o_proj alone (attention_out_bias) is refused by hf
+    "seed_oss": replace(_LLAMA, qkv_bias="attention_bias", defaults=(("attention_bias", True),)),
     # Granite MoE and MiniMax-M2: experts of intermediate_size, no dense MLP (GraniteMoeConfig,
     # MiniMaxM2Config); MiniMax-M2 rotates rotary_dim of each head and normalizes queries and keys
     "granitemoe": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, experts_at_ffn=True),

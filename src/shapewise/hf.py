@@ -238,7 +238,8 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
 # the file, saying what the model computes (DeepSeek-V4's are the first such file).
 _UNMODELLED = {"o_lora_rank": "grouped low-rank output projection (o_lora_rank, o_groups)",
                "compress_ratios": "attention over compressed keys by layer (compress_ratios)",
-               "hc_mult": "hyper-connections, several residual streams a layer (hc_mult)"}
+               "hc_mult": "hyper-connections, several residual streams a layer (hc_mult)",
+               "attention_out_bias": "bias on the attention output alone (attention_out_bias)"}
 _UNMODELLED_NEUTRAL = {"hc_mult": 1}
 
 
@@ -250,6 +251,10 @@ def _refuse_unmodelled(r: _Reader) -> None:
     if found:
         r.fail(f"its {'; its '.join(found)}: shapewise has no ops for {'these' if len(found) > 1 else 'it'} "
                f"and cannot price the model")
+    kinds = r.get("attn_type_list")  # MiniMax: 1 a softmax-attention layer, 0 a lightning (linear) attention one
+    if isinstance(kinds, list) and 0 in kinds:
+        r.fail(f"its lightning (linear) attention on {kinds.count(0)} of its {len(kinds)} layers (attn_type_list 0): "
+               f"shapewise has no ops for it and cannot price the model")
     per_layer = r.get("num_attention_heads_per_layer")
     if per_layer not in (None, []):
         if not isinstance(per_layer, list):
@@ -524,9 +529,11 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if family is not None and family.nope_global and global_every and rotary != 0:
         nope_every = global_every  # EXAONE 4: a window on the other layers, no rotary embedding on the global ones
     notes += _priced_otherwise(r, vocab)
-    stored = _stored_as(cfg.get("quantization_config") or outer.get("quantization_config"))
+    # quantization: mlx's key (group_size, bits), as mlx-community's checkpoints write it
+    quant_key = next((k for k in ("quantization_config", "quantization") if cfg.get(k) or outer.get(k)), "")
+    stored = _stored_as(cfg.get(quant_key) or outer.get(quant_key)) if quant_key else ""
     if stored:  # DeepSeek-V3's FP8, gpt-oss's MXFP4, EXAONE's W4A16: the file is the checkpoint's, not the run's
-        notes.append(f"its checkpoint is quantized ({stored}, quantization_config): shapewise prices its ops in the "
+        notes.append(f"its checkpoint is quantized ({stored}, {quant_key}): shapewise prices its ops in the "
                      "dtype asked (--dtype, bf16 by default), not in the checkpoint's format")
     qk_norm = r.flag(("use_qk_norm", "qk_layernorm"), family.qk_norm if family else False)
     qk_weights = (family.qk_norm_weights if family else "head") if qk_norm else "head"
@@ -578,6 +585,8 @@ def _stored_as(quantization) -> str:
     groups = quantization.get("config_groups")
     weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
     bits = sorted({w["num_bits"] for w in weights if isinstance(w, dict) and isinstance(w.get("num_bits"), int)})
+    if not method and isinstance(quantization.get("bits"), int):  # mlx's quantization: group_size and bits alone
+        bits = [quantization["bits"]]
     what = ", ".join([method] * bool(method) + [f"{'/'.join(map(str, bits))}-bit weights"] * bool(bits))
     return what or ("quantized" if quantization else "")
 
