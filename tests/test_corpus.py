@@ -1460,3 +1460,26 @@ def test_qwen2_moe_gates_its_shared_expert(tmp_path):
     assert load_config(_write(tmp_path, to_hf_config(qwen.replace(name="fresh")))).shared_expert_gate
     with pytest.raises(ShapewiseError, match="shared_expert_gate needs shared experts"):
         qwen.replace(num_shared_experts=0)
+
+
+def test_llamas_attention_and_mlp_biases_are_read_apart():
+    # LlamaConfig writes attention_bias (q, k, v and o) and mlp_bias (gate, up, down) apart; the first one
+    # read had stood for both, an MLP counted biased where only the attention is.
+    base = json.loads((Path(__file__).parent / "data/hf/llama-2-7b.json").read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        shapes = {(a, m): _shape_from_config({**base, "attention_bias": a, "mlp_bias": m}, "x", "x")
+                  for a in (False, True) for m in (False, True)}
+    assert not shapes[False, False].bias
+    assert [(shapes[k].attn_bias, shapes[k].mlp_bias) for k in ((True, False), (False, True), (True, True))] == [
+        (True, False), (False, True), (True, True)]
+    h, ffn, L = base["hidden_size"], base["intermediate_size"], base["num_hidden_layers"]
+    plain = shapes[False, False].params
+    assert shapes[True, False].params - plain == L * 4 * h  # q, k, v and o: each h wide (no GQA in Llama-2-7B)
+    assert shapes[False, True].params - plain == L * (2 * ffn + h)
+    # And a fresh config written from each says the same of its biases.
+    for key in ((True, False), (True, True)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ShapewiseWarning)
+            again = _shape_from_config(to_hf_config(shapes[key]), "x", "x")
+        assert (again.attn_bias, again.mlp_bias) == key and again.params == shapes[key].params

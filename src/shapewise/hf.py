@@ -462,6 +462,13 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         bias = family.bias if family is not None else norm == "layernorm"
         if family is None:
             guesses.append("biases" if bias else "no biases")
+    bias_scope = family.bias_scope if family is not None and bias else "all"
+    keys = _bias_keys(family)
+    sides = [cfg.get(k) for k in ("attention_bias", "mlp_bias")]
+    if ("attention_bias" in keys and bias_scope == "all" and all(isinstance(v, bool) for v in sides)
+            and sides[0] != sides[1] and not any(k in cfg for k in keys[:keys.index("attention_bias")])):
+        # LlamaConfig's two keys, q, k, v and o's biases and the MLP's, apart: the first read stood for both
+        bias, bias_scope = True, "attention" if sides[0] else "mlp"
     qkv_bias = not bias and (qkv_key == "always" or bool(qkv_key) and r.flag((qkv_key,), False))
     tied = r.flag(("tie_word_embeddings",), family.tied if family is not None else None)
     if tied is None:
@@ -557,7 +564,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                      f"the model's ops; it prices the model without {'it' if len(unread) == 1 else 'them'}")
     return dict(hidden=hidden, num_layers=layers, num_heads=heads, vocab=vocab, num_kv_heads=kv,
                 head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
-                bias=bias, bias_scope=family.bias_scope if family is not None and bias else "all",
+                bias=bias, bias_scope=bias_scope,
                 qkv_bias=qkv_bias, embed_norm=bool(family and family.embed_norm),
                 learned_positions=positions, num_experts=experts, top_k=top_k, expert_ffn=expert_ffn,
                 num_shared_experts=shared, context=0 if positions else _given_context(r),
@@ -953,7 +960,7 @@ def _template(s: ModelShape) -> dict:
                "intermediate_size": s.ffn_width, "num_hidden_layers": s.num_layers,
                "num_attention_heads": s.num_heads, "num_key_value_heads": s.kv_heads, "head_dim": s.d_head,
                "vocab_size": s.vocab, "hidden_act": _ACT_NAME[s.mlp], "rms_norm_eps": 1e-5,
-               "attention_bias": s.bias, "mlp_bias": s.bias, "tie_word_embeddings": s.tied_embeddings}
+               "attention_bias": s.attn_bias, "mlp_bias": s.mlp_bias, "tie_word_embeddings": s.tied_embeddings}
         return cfg
     if s.parallel_attn and s.norms_per_layer == 1:
         # One norm feeding attention and the MLP: GPT-J's layout (biases on the MLP alone), Phi's (biases, part
