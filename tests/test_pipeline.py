@@ -176,3 +176,17 @@ def test_a_gloo_run_matches_one_process_and_idles_the_formulas_slots(gloo_runs, 
         assert makespan - row["slot_busy"] == layout.bubble_slots
     last = rows[layout.rank_of(layout.chunks - 1)]
     assert last["loss"] == pytest.approx(last["reference_loss"], rel=1e-5)
+
+
+@torch_needed
+def test_a_first_chunk_runs_a_sequence_past_its_position_table():
+    # GPT-2's 1,024 learned positions at 2,048 tokens: rules warn the model cannot run it; the measured
+    # chunk still runs the same work (rows wrap) instead of stopping on an index past the table.
+    import torch
+
+    from shapewise.pipeline import build_chunk
+
+    shape = TINY.replace(learned_positions=4)
+    chunk = build_chunk(shape, Layout(2, 1, 1), 0, seed=3)
+    out = chunk(torch.randint(0, shape.vocab, (BATCH, SEQ)))
+    assert out.shape == (BATCH, SEQ, shape.hidden)

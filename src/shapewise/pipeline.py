@@ -285,7 +285,9 @@ def _chunk_class():
             if self.embed is not None:
                 x = self.embed(x)
                 if self.positions is not None:
-                    x = x + self.positions(torch.arange(x.shape[1], device=x.device))
+                    # Past the table the rows wrap (verify.model_block's way): the same work, where an index past
+                    # it would stop the step (rules warn that the model cannot run such a sequence)
+                    x = x + self.positions(torch.arange(x.shape[1], device=x.device) % self.positions.num_embeddings)
             for block in self.blocks:
                 x = block(x)
             return self.head(self.norm(x)) if self.head is not None else x
