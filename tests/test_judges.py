@@ -248,3 +248,14 @@ def test_a_folder_of_configs_leaves_out_the_ones_it_cannot_read_by_name(tmp_path
     assert "not attention transformers: qwen3.5-27b.json" in err and "cannot read" in err and "gemma-4" in err
     with pytest.raises(ShapewiseError, match="global_head_dim"):  # named alone, it is an error
         read_configs([tmp_path / "gemma-4-26b-a4b.json"])
+
+
+def test_a_models_matrix_is_judged_as_a_matrix_not_as_attention():
+    # calibrate.judge named every op that was not memory-bound "attention …": a models set's GEMMs among them.
+    from shapewise.calibrate import judge
+    from shapewise.hardware import get_gpu
+    from shapewise.judges import judge_set_cases
+
+    drawn = judge_set_cases("models", seed=1, configs=["tests/data/hf/gpt2.json"])
+    gemm = next(c for c in drawn.cases if c.bench == "op" and c.params["kind"] == "gemm")
+    assert judge([(gemm, {"median_ms": 1.0})], gpu=get_gpu("h200"))[0].category == "gemm"

@@ -33,7 +33,7 @@ from .fit import (
     residual_rows,
 )
 from .hardware import GPU
-from .ops import FLASH, MEMORY, layer_ops
+from .ops import BMM, FLASH, GEMM, MEMORY, layer_ops
 from .profile import CostModel, Profile, cost_model
 from .shapes import ModelShape, Workload
 
@@ -139,6 +139,8 @@ def _category(case: Case) -> str:
     if case.bench == "op":
         if case.params["kind"] == MEMORY:
             return "memory, decoding"
+        if case.params["kind"] in (GEMM, BMM):  # a model's own matrices (the models set), not attention
+            return case.params["kind"]
         return "attention decode" if case.params["m"] == 1 else f"attention {case.params['pass_']}"
     return case.bench
 
