@@ -53,3 +53,13 @@ def test_a_llama_config_with_one_bias_key_has_biases_on_that_side_alone(capsys, 
     kv = base["num_key_value_heads"] * h // base["num_attention_heads"]
     assert counts["attn"] - counts["none"] == L * (2 * h + 2 * kv)  # q, o: h wide; k, v: the kv heads'
     assert counts["mlp"] - counts["none"] == L * (2 * ffn + h)
+
+
+def test_a_t_the_kv_heads_refuse_names_the_ones_that_work(capsys):
+    # Qwen2.5-7B's 28 heads take t=7, its 4 kv heads do not: the error said why and not what to give instead.
+    code, _, err = run(capsys, "check", "tests/data/hf/qwen2.5-7b.json", "--tp", "7")
+    assert code == 2 and one_error(err) and err.rstrip().endswith("use t = 1, 2 or 4")  # 28 does not divide its FFN
+    for t in (1, 2, 4):
+        assert run(capsys, "check", "tests/data/hf/qwen2.5-7b.json", "--tp", str(t), "--json")[0] == 0
+    code, _, err = run(capsys, "check", "tests/data/hf/qwen2.5-7b.json", "--tp", "28")
+    assert code == 2 and "FFN width 18944" in err
