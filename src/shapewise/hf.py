@@ -464,7 +464,10 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             guesses.append("biases" if bias else "no biases")
     bias_scope = family.bias_scope if family is not None and bias else "all"
     keys = _bias_keys(family)
-    sides = [cfg.get(k) for k in ("attention_bias", "mlp_bias")]
+    # LlamaConfig (and Granite's) default each side to false: a file from before mlp_bias existed (a "llamafied"
+    # Qwen's attention_bias alone) has none on its MLP, as LlamaMLP then had none.
+    side_default = False if model_type in ("llama", "granite") else None
+    sides = [cfg.get(k, side_default) for k in ("attention_bias", "mlp_bias")]
     if ("attention_bias" in keys and bias_scope == "all" and all(isinstance(v, bool) for v in sides)
             and sides[0] != sides[1] and not any(k in cfg for k in keys[:keys.index("attention_bias")])):
         # LlamaConfig's two keys, q, k, v and o's biases and the MLP's, apart: the first read stood for both

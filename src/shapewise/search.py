@@ -471,17 +471,25 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
                         capacity_bytes(model.gpu))
 
 
+# What to use where Megatron-LM's flags fall short: plan has no --emit-config, so it is named by its command.
+WRITE_CONFIG = "`shapewise suggest --emit-config`"
+
+
 def check_megatron(shape: ModelShape) -> None:
     """Refuses a model Megatron-LM's flags cannot describe; commands call it before their search, not after."""
     if not shape.learned_positions and not shape.rotary_fraction:
         raise ShapewiseError(f"{shape.name} has neither rotary nor learned positions (ALiBi), and Megatron-LM's "
-                             f"--position-embedding-type has no ALiBi: --emit megatron cannot describe it; use "
-                             f"--emit-config")
+                             f"--position-embedding-type has no ALiBi: --emit megatron cannot describe it; write its "
+                             f"config instead ({WRITE_CONFIG})")
 
 
 def megatron_args(shape: ModelShape, workload: Workload) -> list[str]:
     """The Megatron-LM / GPT-NeoX arguments of a shape and workload, a flag and its value an item."""
     check_megatron(shape)
+    if shape.kv_heads % workload.tp:  # Megatron-core splits the query groups over t ranks and asserts t divides them
+        raise ShapewiseError(f"t={workload.tp} does not divide {shape.name}'s {shape.kv_heads} kv heads: Megatron-LM "
+                             f"splits --num-query-groups over the tensor-parallel ranks and replicates none; use a t "
+                             f"that divides {shape.kv_heads}, or write the config ({WRITE_CONFIG})")
     args = [f"--num-layers {shape.num_layers}", f"--hidden-size {shape.hidden}",
             f"--num-attention-heads {shape.num_heads}", f"--ffn-hidden-size {shape.ffn_width}",
             f"--seq-length {workload.seq}", f"--micro-batch-size {workload.batch}",
@@ -546,7 +554,7 @@ def megatron_args(shape: ModelShape, workload: Workload) -> list[str]:
     ) if present]
     if left_out:  # priced, but not said by these flags: the user must add them, or the run differs
         warn(f"--emit megatron: the flags do not describe {shape.name}'s {listed(left_out, 'and')}, which the "
-             f"prices count; add them by hand or use --emit-config")
+             f"prices count; add them by hand or write the config ({WRITE_CONFIG})")
     return args
 
 

@@ -9,7 +9,7 @@ import numbers
 from dataclasses import dataclass
 
 from .dtypes import DTYPE_BYTES
-from .errors import ShapewiseError, check_name
+from .errors import ShapewiseError, check_name, listed
 from .limits import FIELDS, SEQ, check_tokens
 
 # Matrices per MLP block: plain MLPs have up and down, gated ones (GLU family) add a gate.
@@ -397,6 +397,12 @@ class Workload:
         return dataclasses.replace(self, **changes)
 
 
+def _even_kv_degrees(shape: ModelShape) -> list[int]:
+    """The t that check_parallel takes: dividing the heads and the FFN width, and the kv heads or a multiple of them."""
+    return [t for t in range(1, shape.num_heads + 1) if shape.num_heads % t == 0 and shape.mlp_width % t == 0
+            and (shape.kv_heads % t == 0 or t % shape.kv_heads == 0)]
+
+
 def check_parallel(shape: ModelShape, workload: Workload) -> None:
     """Raise if the tensor-parallel degree cannot split this model."""
     if not isinstance(shape, ModelShape):
@@ -412,7 +418,8 @@ def check_parallel(shape: ModelShape, workload: Workload) -> None:
     if shape.kv_heads % t and t % shape.kv_heads:
         raise ShapewiseError(
             f"tensor-parallel degree {t} and {shape.name}'s {shape.kv_heads} kv heads: neither divides "
-            f"the other, so kv heads cannot be split or replicated evenly")
+            f"the other, so kv heads cannot be split or replicated evenly; use t = "
+            f"{listed(map(str, _even_kv_degrees(shape)))}")
     width = shape.mlp_width
     if width % t:
         raise ShapewiseError(
