@@ -1483,3 +1483,17 @@ def test_llamas_attention_and_mlp_biases_are_read_apart():
             warnings.simplefilter("ignore", ShapewiseWarning)
             again = _shape_from_config(to_hf_config(shapes[key]), "x", "x")
         assert (again.attn_bias, again.mlp_bias) == key and again.params == shapes[key].params
+
+
+@pytest.mark.parametrize("name", ["gemma-2-9b-it", "qwen3-8b", "command-r-v01"])
+def test_attention_bias_biases_the_attention_alone_where_the_mlp_has_none(name):
+    # GemmaAttention's, Qwen3Attention's and CohereAttention's q, k, v and o take attention_bias; their MLPs
+    # have no bias whatever it says (bias=False in GemmaMLP, Qwen3MLP, CohereMLP).
+    cfg = json.loads(FILES[name].read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapewiseWarning)
+        plain = _shape_from_config({**cfg, "attention_bias": False}, "x", name)
+        biased = _shape_from_config({**cfg, "attention_bias": True}, "x", name)
+    assert (biased.attn_bias, biased.mlp_bias) == (True, False)
+    q, kv = plain.num_heads * plain.d_head, plain.kv_heads * plain.d_head
+    assert biased.params - plain.params == plain.num_layers * (q + 2 * kv + plain.hidden)

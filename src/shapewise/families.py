@@ -40,7 +40,8 @@ class Family:
     # puts one there whatever the file says (PhiForCausalLM's and GPTJForCausalLM's lm_head: nn.Linear's default bias)
     lm_head_bias: str = ""
     # Which linears the biases go on (shapes.BIAS_SCOPES): GPT-J's attention has none (GPTJAttention's q, k, v and
-    # out_proj: bias=False), PhiMoE's experts have none (PhimoeBlockSparseTop2MLP's w1, w2, w3: bias=False)
+    # out_proj: bias=False), PhiMoE's experts have none (PhimoeBlockSparseTop2MLP's w1, w2, w3: bias=False), nor
+    # have Gemma's, Qwen3's and Cohere's MLPs (their attention_bias is q, k, v and o's alone)
     bias_scope: str = "all"
     shared_expert_gate: bool = False  # a sigmoid gate, hidden → 1, on the shared experts' output (Qwen2-MoE)
     # Experts intermediate_size wide, no dense MLP beside them and no key of their own for the experts' width
@@ -66,7 +67,8 @@ class Family:
 
 
 _LLAMA = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False)
-_QWEN3 = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True)
+_QWEN3 = Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
+                bias_scope="attention")
 _NEOX = Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu",
                rotary="rotary_pct")
 # Falcon's first design, GPT-J, Phi-1/2 and Cohere feed attention and the MLP from one norm (norms_per_layer
@@ -74,7 +76,7 @@ _NEOX = Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=Tr
 # apart (hf reads Falcon's num_ln_in_parallel_attn)
 _FALCON = Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=True, act="gelu", norms_per_layer=1)
 _GEMMA2 = Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh",
-                 norms_per_layer=4, window="alternate", softcap=True)
+                 norms_per_layer=4, window="alternate", softcap=True, bias_scope="attention")
 
 FAMILIES: dict[str, Family] = {
     # Kimi K2 and GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3's layout (V3.2 and GLM-5's glm_moe_dsa add a
@@ -224,17 +226,19 @@ FAMILIES: dict[str, Family] = {
     "stablelm": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False,
                        rotary="partial_rotary_factor", qkv_bias="use_qkv_bias"),
     # Command-R: one LayerNorm (no bias) feeds attention and MLP in parallel; CohereConfig ties by default
-    "cohere": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True, norms_per_layer=1),
+    "cohere": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True, norms_per_layer=1,
+                     bias_scope="attention"),
     # Command R7B and Command A (Cohere2Config): Command R's parallel block, a window on three layers in four,
     # and the fourth, global, without rotary embeddings (Cohere2Attention rotates on sliding layers only)
     "cohere2": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True, norms_per_layer=1,
-                      window="pattern", nope_global=True,
+                      window="pattern", nope_global=True, bias_scope="attention",
                       defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4))),
     "dbrx": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
-    "gemma": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh"),
+    "gemma": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh",
+                    bias_scope="attention"),
     "gemma2": _GEMMA2,
     "gemma3_text": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="gelu_pytorch_tanh",
-                          norms_per_layer=4, qk_norm=True, window="pattern", softcap=True,
+                          norms_per_layer=4, qk_norm=True, window="pattern", softcap=True, bias_scope="attention",
                           # Gemma3TextConfig.__init__'s defaults (transformers, models/gemma3/configuration_gemma3.py)
                           defaults=(("vocab_size", 262_208), ("hidden_size", 2304), ("intermediate_size", 9216),
                                     ("num_hidden_layers", 26), ("num_attention_heads", 8),
