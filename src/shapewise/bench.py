@@ -133,15 +133,9 @@ def _window_attention(torch, device, *, heads, kv_heads, seq, head_dim, window, 
     k, v = (_randn(torch, device, 1, kv_heads, seq, head_dim, dtype=dtype, requires_grad=train) for _ in range(2))
     gqa = kv_heads != heads
     if str(device).startswith("cuda"):
-        import torch._dynamo
-        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        from .layers import compiled_flex, window_block_mask
 
-        # Each shape compiles its own kernel; past the default cache of 8 a compiled function falls
-        # back to eager FlexAttention, which materializes the scores: a sweep's dozens stay compiled.
-        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 512)
-        torch._dynamo.config.accumulated_cache_size_limit = max(torch._dynamo.config.accumulated_cache_size_limit, 4096)
-        band = create_block_mask(lambda b, h, i, j: (i >= j) & (i - j < window), None, None, seq, seq, device=device)
-        attend = torch.compile(flex_attention, dynamic=False)
+        band, attend = window_block_mask(seq=seq, window=window, device=device), compiled_flex()
 
         def forward():
             return attend(q, k, v, block_mask=band, enable_gqa=gqa)

@@ -90,6 +90,27 @@ def _layer_dtype(dtype):
 
 
 @functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
+def compiled_flex():
+    """torch's FlexAttention, compiled: uncompiled it computes every score and masks it, the work a window saves.
+    Each shape compiles its own kernel, and past dynamo's default cache of 8 a compiled function falls back to
+    eager: a sweep's dozens of shapes stay compiled."""
+    import torch
+    import torch._dynamo
+    from torch.nn.attention.flex_attention import flex_attention
+
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 512)
+    torch._dynamo.config.accumulated_cache_size_limit = max(torch._dynamo.config.accumulated_cache_size_limit, 4096)
+    return torch.compile(flex_attention, dynamic=False)
+
+
+def window_block_mask(*, seq: int, window: int, device):
+    """FlexAttention's block mask of causal attention in which each query sees the last `window` keys."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    return create_block_mask(lambda b, h, i, j: (i >= j) & (i - j < window), None, None, seq, seq, device=device)
+
+
 def _classes() -> SimpleNamespace:
     """The nn.Module classes, defined on first use so that importing this module needs no torch."""
     import torch
@@ -97,18 +118,6 @@ def _classes() -> SimpleNamespace:
     from torch import nn
 
     sdpa_has_gqa = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
-
-    @functools.lru_cache(maxsize=None)
-    def compiled_flex():
-        # Uncompiled, flex_attention computes every score and masks it: the work the window saves. Each
-        # shape compiles its own kernel, and past dynamo's default cache of 8 a compiled function falls
-        # back to eager (as bench._window_attention says): the shapes verify times at once stay compiled.
-        import torch._dynamo
-        from torch.nn.attention.flex_attention import flex_attention
-
-        torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 512)
-        torch._dynamo.config.accumulated_cache_size_limit = max(torch._dynamo.config.accumulated_cache_size_limit, 4096)
-        return torch.compile(flex_attention, dynamic=False)
 
     class RMSNorm(nn.Module):
         def __init__(self, width: int, eps: float, **factory):
@@ -179,15 +188,10 @@ def _classes() -> SimpleNamespace:
             if q.device.type != "cuda":  # FlexAttention has no backward on the CPU: the band as a mask
                 k, v = self.expand_kv(k), self.expand_kv(v)
                 return F.scaled_dot_product_attention(q, k, v, attn_mask=~self.future_mask(s, q.device))
-            from torch.nn.attention.flex_attention import create_block_mask
-
             key = ("band", s, str(q.device))
             if key not in self._mask_cache:
-                def band(b, h, qi, ki):
-                    return (qi >= ki) & (qi - ki < window)
                 with torch.inference_mode(False):
-                    self._mask_cache = {key: create_block_mask(band, B=None, H=None, Q_LEN=s, KV_LEN=s,
-                                                               device=q.device)}
+                    self._mask_cache = {key: window_block_mask(seq=s, window=window, device=q.device)}
             return compiled_flex()(q, k, v, block_mask=self._mask_cache[key], enable_gqa=self.kv_heads != self.heads)
 
         def apply_rope(self, x, cos, sin):

@@ -42,7 +42,7 @@ import numpy as np
 from .dtypes import activation_bytes
 from .errors import ShapewiseError
 from .hardware import GPU
-from .parallel import RECOMPUTE, Parallelism, expert_params, replicated_params, stage_ends
+from .parallel import RECOMPUTE, Parallelism, expert_params, rank_layer_params, replicated_params, stage_ends
 from .shapes import NORM_KINDS, ModelShape, Workload
 
 GIB = 2 ** 30
@@ -237,8 +237,7 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
     h, V = shape.hidden, shape.vocab
     tokens = batch * seq
     experts = expert_params(shape)
-    # A layer on one tensor-parallel rank, its routed experts apart (split t·ep ways), with what it holds whole.
-    rank_layer = (shape.layer_params - experts) / tp + replicated_params(shape, tp)
+    rank_layer = rank_layer_params(shape, tp)
     first_layers, heaviest, last_layers = stage_ends(shape.num_layers, pp)
     embed_norm = NORM_KINDS[shape.norm] * h * shape.embed_norm  # BLOOM's, on the first stage
     embed = V * h / tp + shape.learned_positions * h + embed_norm

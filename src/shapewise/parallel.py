@@ -70,6 +70,12 @@ def replicated_params(shape, tp):
     return per_head * (np.ceil(shape.kv_heads / tp) - shape.kv_heads / tp)
 
 
+def rank_layer_params(shape, tp):
+    """One layer's parameters on one of tp tensor-parallel ranks, its routed experts apart (split t·ep ways):
+    its 1/tp share and what it holds whole (replicated_params). tp may be a numpy array."""
+    return (shape.layer_params - expert_params(shape)) / tp + replicated_params(shape, tp)
+
+
 @dataclass(frozen=True)
 class Parallelism:
     pp: int = 1  # pipeline stages
@@ -281,8 +287,7 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     experts = expert_params(shape)
 
     def stage_params(layers):
-        dense = (shape.layer_params - experts) / t + replicated_params(shape, t)
-        return layers * dense + shape.vocab * shape.hidden / t, layers * experts / (t * ep)
+        return layers * rank_layer_params(shape, t) + shape.vocab * shape.hidden / t, layers * experts / (t * ep)
 
     # The reduction is priced as that of an even pipeline at this one's pace: its stages hold the
     # lighter stages' layers and what the slowest stage takes beyond them, in layers (L/p where p
