@@ -14,12 +14,14 @@ h100-machine.json.gz; a new card: --card h100-judges-31:31:-:tests/data/hf)
 
 import argparse
 import dataclasses
+import sys
 import tempfile
 
 import numpy as np
 from judge_figures import import_export, measured_rows, with_machine_factors
 
 from shapewise.calibrate import judge
+from shapewise.errors import ShapewiseError
 from shapewise.hardware import get_gpu
 from shapewise.profile import find
 
@@ -32,6 +34,15 @@ CARDS = ["h100-judges:19:-:tests/data/hf", "h100-judges-later-2:20:-:tests/data/
          "h100-judges-28:28:-:tests/data/hf-later,tests/data/hf-seventh,tests/data/hf-eighth",
          "h100-judges-29:29:-:tests/data/hf-ninth,tests/data/hf-tenth,tests/data/hf-eleventh,tests/data/hf-twelfth",
          "h100-judges-30:30:-:tests/data/hf-later,tests/data/hf-fifth,tests/data/hf-sixth,tests/data/hf-seventh"]
+
+
+def card_arg(text: str) -> tuple[str, int, str, list[str]]:
+    """FOLDER:SEED:MACHINE:CONFIG[,CONFIG…], for argparse: a malformed one is its one-line error, exit 2."""
+    parts = text.split(":")
+    if len(parts) != 4 or not parts[1].isdigit() or not parts[3]:
+        raise argparse.ArgumentTypeError(f"{text!r}: give FOLDER:SEED:MACHINE:CONFIGS (MACHINE - for FOLDER's own)")
+    folder, seed, machine, configs = parts
+    return folder, int(seed), machine, configs.split(",")
 
 
 def judged(drawn, rows, profile, gpu) -> tuple[int, int, float]:
@@ -51,23 +62,27 @@ def judged(drawn, rows, profile, gpu) -> tuple[int, int, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--card", nargs="+", default=CARDS, help="FOLDER:SEED:MACHINE:CONFIGS (default: the ten H100s)")
+    ap.add_argument("--card", nargs="+", type=card_arg, default=[card_arg(c) for c in CARDS],
+                    help="FOLDER:SEED:MACHINE:CONFIGS (default: the ten H100s)")
     args = ap.parse_args()
     gpu = get_gpu("h100")
     borrowed = find(gpu)
     print(f"{'card (models seed)':34s} {'GEMM factor':>11s}   steps off by > 5%, GEMMs' median: borrowed | quick | quick without its GEMM factor")
     totals = np.zeros(3, dtype=int)
-    for card in args.card:
-        folder, seed, machine, configs = card.split(":")
+    for folder, seed, machine, configs in args.card:
         machine = f"{R}/{folder}/h100-machine.json.gz" if machine == "-" else f"{R}/{machine}"
-        quick = with_machine_factors(borrowed, machine)
+        try:
+            quick = with_machine_factors(borrowed, machine)
+        except (OSError, ShapewiseError) as err:
+            print(f"quick_gemm_factor.py: {err}", file=sys.stderr)
+            return 2
         profiles = (borrowed, quick, dataclasses.replace(quick, params=dataclasses.replace(quick.params, machine_gemm=1.0)))
         with tempfile.TemporaryDirectory() as tmp:
             import_export(f"{R}/{folder}/judges.csv.gz", f"{tmp}/run.db")
-            drawn, rows = measured_rows(f"{tmp}/run.db", "models", int(seed), configs.split(","))
+            drawn, rows = measured_rows(f"{tmp}/run.db", "models", seed, configs)
         got = [judged(drawn, rows, p, gpu) for p in profiles]
         totals += [off for _, off, _ in got]
-        print(f"{folder + ' (' + seed + ')':34s} {quick.params.machine_gemm - 1:+10.1%}   "
+        print(f"{f'{folder} ({seed})':34s} {quick.params.machine_gemm - 1:+10.1%}   "
               + " | ".join(f"{off:3d} of {whole:4d}, {median:4.1%}" for whole, off, median in got))
     print(f"{'all':34s} {'':11s}   " + " | ".join(f"{n:3d} off" for n in totals))
     return 0
