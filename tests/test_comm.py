@@ -46,9 +46,12 @@ def test_a_parallel_block_gathers_each_norms_output_and_reduces_once(norms):
     local, gathered = 2 * 4096 // 4, 2 * 4096
     rows = {op.label: op.m for op in model_ops(par, w) if op.name.endswith("norm")}
     assert set(rows.values()) == {local} and ("mlp/norm" in rows) == (norms == 2)
-    # The branches' partial sums add on the gathered rows, the residual on this rank's own.
-    adds = sorted((op.m, op.count) for op in model_ops(par, w) if op.label == "residual")
-    assert adds == [(local, L), (gathered, L)]
+    # The branches' partial sums add on the gathered rows, the residual on this rank's own: two ops of
+    # two names (one name had given --json two ops alike but for their rows).
+    adds = sorted((op.m, op.count, op.label) for op in model_ops(par, w) if op.name.startswith("residual") and op.pass_ == "fwd")
+    assert adds == [(local, L, "residual"), (gathered, L, "residual/branches")]
+    labels = [(op.label, op.pass_) for op in model_ops(par, w)]
+    assert len(labels) == len(set(labels))
 
 
 def test_ring_collective_time_follows_the_link():

@@ -69,7 +69,9 @@ def test_data_parallel_reduction_overlaps_the_last_backward():
         backward = 32 * TIMES.bwd_ms
         assert float(over["dp_comm_ms"][0]) == pytest.approx(max(comm - backward, comm / 32))
         assert float(over["dp_comm_ms"][0] + over["dp_hidden_ms"][0]) == pytest.approx(comm)
-    grads = (SHAPE.layer_params * 32 + SHAPE.vocab * SHAPE.hidden) * 2  # bf16, the first stage's
+    # bf16, the one stage's: the embedding and, untied, the output layer (plan had left the second out)
+    grads = (SHAPE.layer_params * 32 + (1 if SHAPE.tied_embeddings else 2) * SHAPE.vocab * SHAPE.hidden) * 2
+    assert not SHAPE.tied_embeddings
     assert comm == pytest.approx(float(ring_ms(grads, 16, 0.5, SPEC, passes=2)))
     assert float(ring_ms(grads, 1, 0.5, SPEC)) == 0.0  # one replica: nothing to reduce
 
@@ -235,3 +237,28 @@ def test_zero2_reduces_each_micro_batchs_gradients_zero1_once_a_step(m):
     assert reduction > 0
     assert traffic(2, 2 * m) - traffic(2, m) == pytest.approx(m * reduction)
     assert traffic(1, 2 * m) == pytest.approx(traffic(1, m))
+
+
+@pytest.mark.parametrize("config", ["llama-3-8b.json", "gemma-7b.json", "gpt-j-6b.json"])
+def test_check_and_plan_give_one_step_and_one_memory_for_one_layout(capsys, config):
+    """check prices the forward and backward in PyTorch eager and says what plan adds: Adam's update and
+    Megatron-LM's memory. The two commands meet on one layout (t=4, one stage, one replica); plan had
+    left an untied model's output layer out of its optimizer's update (Llama-3-8B 259.19 ms for check's
+    260.13)."""
+    from shapewise.hf import load_config
+    path = f"tests/data/hf/{config}"
+    code, out, _ = run(capsys, "check", path, "--tp", "4", "--batch", "2", "--seq", "4096", "--json")
+    assert code == 0
+    checked = json.loads(out)
+    result = plan(load_config(path), gpus=4, gpu="h200", global_batch_tokens=8192, seq=4096, top=10**6)
+    same = [p for p in result.plans if (p.tp, p.pp, p.dp, p.batch, p.recompute, p.zero) == (4, 1, 1, 2, "none", 0)]
+    assert len(same) == 1
+    # plan's update leaves out the final norm and an output bias (GPT-J's 58,592 weights): 4e-6 of a step
+    assert checked["totals"]["with_optimizer_ms"] == pytest.approx(same[0].step_ms, rel=1e-5)
+    assert checked["totals"]["optimizer_ms"] == pytest.approx(same[0].times_ms["optimizer_ms"], rel=1e-4)
+    assert checked["memory"]["megatron_per_gpu_bytes"] == pytest.approx(same[0].memory.total_bytes, abs=1)
+    code, out, _ = run(capsys, "check", path, "--tp", "4", "--batch", "2", "--seq", "4096")
+    assert f"{same[0].step_ms:,.2f} ms in all" in out
+    said = f"{same[0].memory.total_bytes / 2**30:,.1f} GiB"
+    megatron_less = said != f"{checked['memory']['per_gpu_bytes'] / 2**30:,.1f} GiB"  # a peak at the optimizer: one
+    assert (f"{said}, as `plan`" in out) == megatron_less

@@ -380,8 +380,10 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     # Two residual adds per layer, also with parallel attention (x + attn(…) + mlp(…)), whose branches'
     # partial sums add on the gathered rows, before their one reduce-scatter.
     branch_rows = tokens if shape.parallel_attn else local
-    for rows, count in ([(local, 2 * L)] if branch_rows == local else [(local, L), (branch_rows, L)]):
-        ops += elementwise("residual", rows, h, reads=2, writes=1, bwd_reads=2, bwd_writes=1, train=train,
+    adds = [("residual", local, 2 * L)] if branch_rows == local else [("residual", local, L),
+                                                                       ("residual/branches", branch_rows, L)]
+    for name, rows, count in adds:
+        ops += elementwise(name, rows, h, reads=2, writes=1, bwd_reads=2, bwd_writes=1, train=train,
                            count=count, dtype_bytes=B, family="add")
     ops += norm("final/norm", 1)
     ops += linear("logits", logit_rows, vocab, h, train=train, count=1, dtype_bytes=B)

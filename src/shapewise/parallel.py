@@ -225,6 +225,13 @@ def layer_times(shape, workload, *, gpu, params, link_gbs: float | None = None) 
         bytes_per_s=step.gpu.bytes_per_s)
 
 
+def optimizer_ms(local_params, precision, params, bytes_per_s):
+    """The optimizer's update of a rank's local parameters: it reads weights, grads and its state and
+    writes weights and state back, at the GPU's memory bandwidth as the profile reaches it."""
+    touched = local_params * (2 * precision.weights + precision.grads + 2 * precision.optimizer)
+    return touched / (params.gemm_bandwidth * bytes_per_s) * 1e3
+
+
 def ring_ms(nbytes, ranks, gbs, params, *, passes: float = 1.0):
     """A ring collective over `ranks`: (ranks-1)/ranks of the message per pass (2 for an all-reduce)
     at the link's bus bandwidth (cost.CostParams.comm_bandwidth of the datasheet), plus its latency."""
@@ -283,11 +290,14 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     sends = np.where(pp > 1, 2 * vp * m, 0)
     pipeline_comm = np.where(sends > 0, sends * (message / (p2p_gbs * 1e9 * params.comm_bandwidth) * 1e3
                                                  + params.comm_latency_ms), 0.0)
-    # Data parallelism: the stage's parameters (the largest stage: the embedding's or the head's).
+    # Data parallelism: the stage's parameters (the largest stage: the embedding's or the head's; both
+    # where one stage holds the model and they are not tied).
     experts = expert_params(shape)
+    vocab_matrices = np.where(pp == 1, 1 if shape.tied_embeddings else 2, 1)
 
     def stage_params(layers):
-        return layers * rank_layer_params(shape, t) + shape.vocab * shape.hidden / t, layers * experts / (t * ep)
+        return (layers * rank_layer_params(shape, t) + vocab_matrices * shape.vocab * shape.hidden / t,
+                layers * experts / (t * ep))
 
     # The reduction is priced as that of an even pipeline at this one's pace: its stages hold the
     # lighter stages' layers and what the slowest stage takes beyond them, in layers (L/p where p
@@ -325,10 +335,8 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     routed = workload.batch * workload.seq * shape.top_k * shape.hidden * B
     ep_gbs = network.gbs(t * ep > gpn)
     ep_comm = m * pace * 4 * ring_ms(routed, ep, ep_gbs, params) if shape.is_moe else np.zeros_like(compute)
-    # The optimizer reads weights, grads and its state and writes weights and state back.
-    local = sum(stage_params(heaviest)) / np.where(zero >= 1, dp, 1)
-    touched = local * (2 * precision.weights + precision.grads + 2 * precision.optimizer)
-    optimizer = touched / (params.gemm_bandwidth * times.bytes_per_s) * 1e3
+    optimizer = optimizer_ms(sum(stage_params(heaviest)) / np.where(zero >= 1, dp, 1), precision, params,
+                             times.bytes_per_s)
     total = compute + bubble + pipeline_comm + exposed + ep_comm + optimizer
     return {"total_ms": total, "compute_ms": compute, "recompute_ms": recomputed, "bubble_ms": bubble,
             "pipeline_comm_ms": pipeline_comm, "dp_comm_ms": exposed, "dp_hidden_ms": hidden,

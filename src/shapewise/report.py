@@ -6,8 +6,9 @@ from dataclasses import dataclass, fields
 
 from .cost import StepCost, predict_step
 from .hardware import GPU
-from .memory import Memory, capacity_bytes, estimate
+from .memory import PRECISIONS, Memory, capacity_bytes, estimate
 from .ops import COMM, MEMORY
+from .parallel import optimizer_ms
 from .profile import CostModel, Profile, cost_model
 from .rules import Finding, caveats, find, gpu_caveats, memory_finding
 from .shapes import ModelShape, Workload
@@ -23,6 +24,9 @@ class CheckResult:
     findings: tuple[Finding, ...]
     memory: Memory | None = None  # per GPU: mixed-precision Adam, no pipeline, no ZeRO, no recompute
     caveats: tuple[str, ...] = ()  # what the price assumes that the model does not give (rules.caveats)
+    # Training only: what the step above leaves out and `plan` prices, so that the two agree in words.
+    optimizer_ms: float = 0.0  # Adam's update after the backward (the step's time is forward and backward)
+    megatron_memory: Memory | None = None  # the same layout as Megatron-LM holds it (`plan`'s framework)
 
     @property
     def model(self) -> CostModel:
@@ -48,7 +52,13 @@ def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, 
     needed = estimate(shape, workload)
     findings = [f for f in (memory_finding(step, needed),) if f] + find(step)
     said = caveats(shape, workload) + gpu_caveats(step.model.gpu, workload)
-    return CheckResult(step, tuple(findings), memory=needed, caveats=tuple(said))
+    extra = {}
+    if workload.mode == "train":
+        adam = PRECISIONS["mixed"]  # estimate's default, as the memory line says
+        extra = {"optimizer_ms": float(optimizer_ms(needed.weights / adam.weights, adam, step.model.params,
+                                                    step.gpu.bytes_per_s)),
+                 "megatron_memory": estimate(shape, workload, framework="megatron")}
+    return CheckResult(step, tuple(findings), memory=needed, caveats=tuple(said), **extra)
 
 
 def to_json(result: CheckResult) -> dict:
@@ -76,10 +86,14 @@ def to_json(result: CheckResult) -> dict:
                  **({"kernel": c.kernel} if c.kernel else {})} for c in step.costs],
         "totals": {"step_ms": step.time_ms, "tokens_per_s": step.tokens_per_s, "mfu": step.mfu,
                    "tokens_per_s_of": f"one {step.workload.tp}-GPU tensor-parallel group" if step.workload.tp > 1
-                   else "one GPU", "flops": step.flops, "losses_ms": step.losses.as_dict()},
+                   else "one GPU", "flops": step.flops, "losses_ms": step.losses.as_dict(),
+                   **({"optimizer_ms": result.optimizer_ms, "with_optimizer_ms": step.time_ms + result.optimizer_ms}
+                      if w.mode == "train" else {})},
         "memory": None if result.memory is None else {
             "per_gpu_bytes": round(result.memory.total_bytes), "gpu_bytes": capacity_bytes(gpu),
-            "fits": result.memory.fits(gpu), "parts_bytes": result.memory.as_dict()},
+            "fits": result.memory.fits(gpu), "parts_bytes": result.memory.as_dict(),
+            **({"megatron_per_gpu_bytes": round(result.megatron_memory.total_bytes)}
+               if result.megatron_memory is not None else {})},
         "findings": [{"rule": f.rule, "title": f.title, "fix": f.fix, "ops": list(f.ops), "cost_ms": f.cost_ms,
                       "share": f.share} for f in result.findings],
     }
@@ -174,9 +188,19 @@ def render(result: CheckResult, console) -> None:
     console.print(f"[bold]step {step.time_ms:,.2f} ms[/bold]  ·  {step.tokens_per_s:,.0f} tokens/s"
                   + (f" per {w.tp}-GPU group" if w.tp > 1 else "")
                   + f"  ·  MFU {step.mfu:.1%}  ·  {step.flops / 1e12:,.1f} TFLOP per step")
+    if w.mode == "train":  # what plan adds, so that the two commands' figures for one layout meet
+        console.print(f"the step is the forward and backward; Adam's update adds {result.optimizer_ms:,.2f} ms "
+                      f"({step.time_ms + result.optimizer_ms:,.2f} ms in all, as `shapewise plan` prices a step)",
+                      soft_wrap=True)
     if result.memory is not None:
+        megatron = result.megatron_memory
+        said = None if megatron is None else f"{megatron.total_bytes / 2**30:,.1f} GiB"
+        fused = "SwiGLU and cross-entropy" if shape.gated else "cross-entropy"
+        other = (f"; Megatron-LM keeps less, its {fused} fused: {said}, as `plan` prices it"
+                 if said and said != f"{result.memory.total_bytes / 2**30:,.1f} GiB" else "")
         console.print(f"memory per GPU {result.memory.text()} of {capacity_bytes(gpu) / 2**30:,.1f} GiB"
-                      + (" (mixed-precision Adam, no pipeline, no ZeRO, no recomputation)" if w.mode == "train" else ""),
+                      + (f" (mixed-precision Adam in PyTorch eager, no pipeline, no ZeRO, no recomputation{other})"
+                         if w.mode == "train" else ""),
                       soft_wrap=True)  # a line of text, not a table: left whole where it is piped (common.console)
     if not result.findings:
         console.print("[green]No findings: the shape follows every co-design rule that costs time here.[/green]")
