@@ -51,6 +51,15 @@ def test_a_parallel_block_gathers_each_norms_output_and_reduces_once(norms):
     assert adds == [(local, L), (gathered, L)]
 
 
+def test_fp8_gathers_in_fp8_and_reduces_in_bf16():
+    """Transformer Engine's fp8 all-gathers the column-parallel inputs in fp8, but reduce-scatters the
+    row-parallel outputs in bf16: 1 byte an element and 2."""
+    w = Workload(batch=2, seq=4096, tp=4, dtype="fp8")
+    sizes = {(op.family, op.bytes // (2 * 4096 * LLAMA.hidden)) for op in model_ops(LLAMA, w)
+             if op.kind == COMM and op.family != "all_reduce"}
+    assert sizes == {("all_gather", 1), ("reduce_scatter", 2)}
+
+
 @pytest.mark.parametrize("tp", [4, 16])
 def test_replicated_weights_gradients_are_all_reduced_once_a_step(tp):
     """What every rank holds whole (norms, under sequence parallelism) has partial gradients on each:

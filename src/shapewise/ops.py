@@ -304,11 +304,13 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
     t = w.tp
     if t == 1:
         return []
-    message = tokens * shape.hidden * w.dtype_bytes  # the gathered activation, as nccl-tests counts size
 
     def collective(name: str, family: str, pass_: str, count: int) -> Op:
-        return Op(name, pass_, COMM, count=count, flops=0, bytes=message, m=tokens, n=shape.hidden, k=t,
-                  family=family)
+        # The gathered activation, as nccl-tests counts size. Under fp8 Transformer Engine gathers the
+        # column-parallel inputs in fp8 but reduces the row-parallel outputs in bf16 (activation_bytes).
+        size = w.dtype_bytes if family == "all_gather" else activation_bytes(w.dtype_bytes)
+        return Op(name, pass_, COMM, count=count, flops=0, bytes=tokens * shape.hidden * size, m=tokens,
+                  n=shape.hidden, k=t, family=family)
 
     # In each layer: before attention and before the MLP, and after each; the reverse in backward. In a
     # parallel block, x + attn(norm(x)) + mlp(norm(x)), the branches' partial sums add before one
