@@ -19,7 +19,7 @@ def test_no_collectives_without_tensor_parallelism():
 
 def test_collectives_per_layer_and_their_size():
     w = Workload(batch=2, seq=4096, tp=4)
-    ops = {op.label: op for op in model_ops(LLAMA, w) if op.kind == COMM}
+    ops = {op.label: op for op in model_ops(LLAMA, w) if op.kind == COMM and op.family != "all_reduce"}
     layer = {"tp/all_gather", "tp/reduce_scatter", "tp/all_gather.bwd", "tp/reduce_scatter.bwd"}
     assert set(ops) == layer | {"tp/embed", "tp/logits", "tp/embed.bwd", "tp/logits.bwd"}
     for label, op in ops.items():
@@ -52,6 +52,37 @@ def test_a_parallel_block_gathers_each_norms_output_and_reduces_once(norms):
     assert adds == [(local, L, "residual"), (gathered, L, "residual/branches")]
     labels = [(op.label, op.pass_) for op in model_ops(par, w)]
     assert len(labels) == len(set(labels))
+
+
+def test_fp8_gathers_in_fp8_and_reduces_in_bf16():
+    """Transformer Engine's fp8 all-gathers the column-parallel inputs in fp8, but reduce-scatters the
+    row-parallel outputs in bf16: 1 byte an element and 2."""
+    w = Workload(batch=2, seq=4096, tp=4, dtype="fp8")
+    sizes = {(op.family, op.bytes // (2 * 4096 * LLAMA.hidden)) for op in model_ops(LLAMA, w)
+             if op.kind == COMM and op.family != "all_reduce"}
+    assert sizes == {("all_gather", 1), ("reduce_scatter", 2)}
+
+
+@pytest.mark.parametrize("tp", [4, 16])
+def test_replicated_weights_gradients_are_all_reduced_once_a_step(tp):
+    """What every rank holds whole (norms, under sequence parallelism) has partial gradients on each:
+    Megatron all-reduces them over the group once a step, after the last backward; past t = kv heads
+    each kv head's replicas (t/kv ranks) sum theirs too. In the weights' dtype; none serving."""
+    shape = get_model("llama3-8b")
+    h, L, d = shape.hidden, shape.num_layers, shape.d_head
+    w = Workload(batch=2, seq=4096, tp=tp)
+    ops = {op.name: op for op in model_ops(shape, w) if op.family == "all_reduce"}
+    replicas = ops.pop("tp/replica_grads")
+    assert (replicas.pass_, replicas.count, replicas.k) == ("bwd", 1, tp)
+    assert replicas.bytes == (L * 2 * h + h) * 2  # two RMSNorms a layer and the final one, bf16
+    kv = ops.pop("tp/kv_grads", None)
+    assert not ops and (kv is None) == (tp <= shape.kv_heads)
+    if kv:
+        assert (kv.k, kv.bytes) == (tp // shape.kv_heads, L * 2 * d * h * 2)  # one kv head's k and v
+    assert not [op for op in model_ops(shape, w.replace(mode="prefill")) if op.family == "all_reduce"]
+    # Once a step, exposed: overlapping the layers' collectives leaves it whole
+    step = predict_step(shape, w.replace(overlap_comm=True), gpu="h100")
+    assert step.by_name()["tp/replica_grads"] > 2 * SPEC.launch_ms
 
 
 def test_ring_collective_time_follows_the_link():

@@ -108,7 +108,7 @@ def test_logits_loss_buffers_and_kv_cache():
     assert m.loss == pytest.approx(2 * 1024 * (32000 * 12 + 2 * 2 * 4096))
     infer = estimate(shape, Workload(batch=8, seq=4096, mode="decode", tp=2))
     assert infer.kv_cache == pytest.approx(2 * 32 * (32 // 2) * 128 * 8 * 4096 * 2)
-    assert infer.weights == pytest.approx(shape.params)  # bf16 over two ranks
+    assert infer.weights == pytest.approx(shape.params + 32 * 2 * 4096)  # bf16 over two ranks, the norms whole
 
 
 @pytest.mark.parametrize("tp", [8, 16, 32])
@@ -124,13 +124,15 @@ def test_kv_heads_fewer_than_t_are_replicated_not_split(tp):
     qkv = next(op for op in model_ops(shape, Workload(tp=tp)) if op.label == "attn/qkv")
     assert qkv.n == (shape.num_heads // tp + 2 * rank_kv) * d
     kv_params = 2 * d * h  # one kv head's k and v projections (no biases)
-    # Split t ways but the final norm, which every rank keeps whole, and the kv heads.
-    rank = (shape.params - h - L * kv * kv_params) / tp + h + L * rank_kv * kv_params
+    norms = L * 2 * h + h  # two RMSNorms a layer and the final one, whole on every rank
+    # Split t ways but the norms, which every rank keeps whole, and the kv heads.
+    rank = (shape.params - norms - L * kv * kv_params) / tp + norms + L * rank_kv * kv_params
     m = estimate(shape, Workload(batch=1, seq=1024, tp=tp), precision="mixed-fp32-grads")
     assert (m.weights, m.grads) == (pytest.approx(2 * rank), pytest.approx(4 * rank))
     assert m.optimizer == pytest.approx(12 * rank)
     served = estimate(shape, Workload(batch=8, seq=4096, mode="decode", tp=tp))
-    assert served.weights == pytest.approx(2 * (shape.params / tp + L * (rank_kv - kv / tp) * kv_params))
+    assert served.weights == pytest.approx(2 * (shape.params / tp + L * ((rank_kv - kv / tp) * kv_params
+                                                                         + 2 * h * (1 - 1 / tp))))
     assert served.kv_cache == pytest.approx(2 * L * rank_kv * d * 8 * 4096 * 2)
 
 
@@ -147,22 +149,61 @@ def test_latent_attention_down_projections_are_whole_on_every_rank(tp):
     shape = load_config(Path(__file__).parent / "data" / "hf-later" / "minicpm3-4b.json")
     h, L, q, kv = shape.hidden, shape.num_layers, shape.q_lora_rank, shape.kv_lora_rank
     down = L * (h * (q + kv + shape.rope_head_dim) + q + kv)  # weights and their latent norms
-    # Split t ways but the final norm and the down projections, which every rank keeps whole.
-    rank = (shape.params - h - down) / tp + h + down
+    norms = L * 2 * h  # the layers' two RMSNorms
+    # Split t ways but the norms and the down projections, which every rank keeps whole.
+    rank = (shape.params - h - down - norms) / tp + h + down + norms
     m = estimate(shape, Workload(batch=1, seq=1024, tp=tp), precision="mixed-fp32-grads")
     assert (m.weights, m.grads) == (pytest.approx(2 * rank), pytest.approx(4 * rank))
     assert m.optimizer == pytest.approx(12 * rank)
     served = estimate(shape, Workload(batch=8, seq=4096, mode="decode", tp=tp))
-    assert served.weights == pytest.approx(2 * (shape.params / tp + down * (1 - 1 / tp)))
+    assert served.weights == pytest.approx(2 * (shape.params / tp + (down + norms) * (1 - 1 / tp)))
     # The optimizer step reads and writes what one rank holds (no final norm: step_arrays leaves it out).
     times = LayerTimes(fwd_ms=1.0, bwd_ms=2.0, core_fwd_ms=0.25, tp_comm_ms=0.1, embed_ms=0.0, head_ms=0.0,
                        layer_flops=1e12, outside_flops=0.0, bytes_per_s=4.8e12)
     out = step_arrays(times, shape, Workload(batch=1, seq=1024, tp=tp), pp=1, vp=1, dp=1, ep=1, zero=0,
                       recompute=0, micro_batches=1, network=Network(intra_gbs=450, inter_gbs=50), params=SPEC,
                       precision=PRECISIONS["mixed"])
-    held = (shape.params - h - down) / tp + down
+    held = (shape.params - h - down - norms) / tp + down + norms
     touched = held * (2 * 2 + 2 + 2 * 12)  # bf16 weights and grads, fp32 master weights and Adam's moments
     assert float(out["optimizer_ms"]) == pytest.approx(touched / (SPEC.gemm_bandwidth * times.bytes_per_s) * 1e3)
+
+
+@pytest.mark.parametrize("tp", [1, 2, 8])
+def test_norms_and_row_parallel_biases_are_whole_on_every_rank(tp):
+    """Pythia-1B's LayerNorms (weights and biases) and the output biases of its row-parallel linears
+    (attention's out, the MLP's down) are whole on every rank, as in Megatron-LM and PyTorch's tensor
+    parallelism: a rank's weights, gradients and optimizer state hold them whole; t=1 is the model."""
+    from shapewise.hf import load_config
+
+    shape = load_config(Path(__file__).parent / "data" / "hf" / "pythia-1b.json")
+    assert shape.norm == "layernorm" and shape.attn_bias and shape.mlp_bias
+    h, L = shape.hidden, shape.num_layers
+    whole = L * (shape.norms_per_layer * 2 * h + 2 * h) + 2 * h  # and the final LayerNorm
+    rank = (shape.params - whole) / tp + whole
+    m = estimate(shape, Workload(batch=1, seq=1024, tp=tp), precision="mixed-fp32-grads")
+    assert (m.weights, m.grads, m.optimizer) == (pytest.approx(2 * rank), pytest.approx(4 * rank),
+                                                 pytest.approx(12 * rank))
+    assert tp > 1 or m.weights == 2 * shape.params
+
+
+def test_replicated_gradients_all_reduce_once_a_step_in_a_plan():
+    """step_arrays all-reduces the norms' gradients over the t ranks once a step, after the last backward,
+    at the gradients' precision: part of tp_comm_ms and of the step, the same for 1 and 8 micro-batches."""
+    from shapewise.cost import SPEC
+    from shapewise.parallel import LayerTimes, Network, ring_ms, step_arrays
+
+    shape, tp = get_model("llama3-8b"), 4
+    times = LayerTimes(fwd_ms=1.0, bwd_ms=2.0, core_fwd_ms=0.25, tp_comm_ms=0.1, embed_ms=0.0, head_ms=0.0,
+                       layer_flops=1e12, outside_flops=0.0, bytes_per_s=4.8e12)
+    network = Network(intra_gbs=450, inter_gbs=50)
+    once = ring_ms(shape.num_layers * 2 * shape.hidden * 4, tp, 450, SPEC, passes=2)  # fp32 gradients
+    for m in (1, 8):
+        out = step_arrays(times, shape, Workload(batch=1, seq=1024, tp=tp), pp=1, vp=1, dp=1, ep=1, zero=0,
+                          recompute=0, micro_batches=m, network=network, params=SPEC,
+                          precision=PRECISIONS["mixed-fp32-grads"])
+        assert float(out["tp_comm_ms"]) == pytest.approx(m * shape.num_layers * 0.1 + once)
+        parts = ("compute_ms", "bubble_ms", "pipeline_comm_ms", "dp_comm_ms", "ep_comm_ms", "optimizer_ms")
+        assert float(out["total_ms"]) == pytest.approx(sum(float(out[k]) for k in parts) + once)
 
 
 def test_parts_add_and_allowance():

@@ -253,12 +253,13 @@ def test_check_and_plan_give_one_step_and_one_memory_for_one_layout(capsys, conf
     result = plan(load_config(path), gpus=4, gpu="h200", global_batch_tokens=8192, seq=4096, top=10**6)
     same = [p for p in result.plans if (p.tp, p.pp, p.dp, p.batch, p.recompute, p.zero) == (4, 1, 1, 2, "none", 0)]
     assert len(same) == 1
-    # plan's update leaves out the final norm and an output bias (GPT-J's 58,592 weights): 4e-6 of a step
-    assert checked["totals"]["with_optimizer_ms"] == pytest.approx(same[0].step_ms, rel=1e-5)
+    # plan's update and replicas' all-reduce leave out the final norm and an output bias (GPT-J's 58,592
+    # weights), and its ring one launch (5 µs): 3e-5 of a step
+    assert checked["totals"]["with_optimizer_ms"] == pytest.approx(same[0].step_ms, rel=1e-4)
     assert checked["totals"]["optimizer_ms"] == pytest.approx(same[0].times_ms["optimizer_ms"], rel=1e-4)
     assert checked["memory"]["megatron_per_gpu_bytes"] == pytest.approx(same[0].memory.total_bytes, abs=1)
     code, out, _ = run(capsys, "check", path, "--tp", "4", "--batch", "2", "--seq", "4096")
-    assert f"{same[0].step_ms:,.2f} ms in all" in out
+    assert f"{checked['totals']['with_optimizer_ms']:,.2f} ms in all" in out
     said = f"{same[0].memory.total_bytes / 2**30:,.1f} GiB"
     megatron_less = said != f"{checked['memory']['per_gpu_bytes'] / 2**30:,.1f} GiB"  # a peak at the optimizer: one
     assert (f"{said}, as `plan`" in out) == megatron_less

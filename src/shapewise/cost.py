@@ -33,7 +33,7 @@ from .dtypes import activation_dtype
 from .errors import ShapewiseError, check_name
 from .hardware import GPU
 from .limits import RATE
-from .ops import BMM, COMM, FLASH, GEMM, MEMORY, Op, attended_pairs, model_ops
+from .ops import BMM, COMM, FLASH, GEMM, MEMORY, REPLICA_GRADS, Op, attended_pairs, model_ops, replica_grad_ops
 from .params import (
     DECODE_KEYS,
     DECODE_OCCUPANCY,
@@ -897,8 +897,9 @@ def predict_step(shape: ModelShape, workload: Workload, *, gpu: GPU | str | Cost
     ops = model_ops(shape, workload)
     costs = predict_ops(ops, gpu=model, dtype=workload.dtype, link_gbs=link_gbs)
     if workload.overlap_comm:  # hidden behind compute: only the launch stays on the critical path
+        # (the replicas' gradients are all-reduced after the last backward, with nothing left to hide behind)
         costs = [dataclasses.replace(c, time_ms=params.launch_ms, losses=Losses(launch=params.launch_ms))
-                 if c.op.kind == COMM else c for c in costs]
+                 if c.op.kind == COMM and c.op.name not in REPLICA_GRADS else c for c in costs]
     return StepCost(shape, workload, model, tuple(costs))
 
 
@@ -920,7 +921,10 @@ def predict_layer_and_outside(shape: ModelShape, workload: Workload, *, gpu: GPU
     priced, layers = (shape.one_layer(), 1) if one_block else layers_priced(shape)
     step = predict_step(priced, workload, gpu=gpu)
     layer = sum(c.total_ms for c in step.costs if c.op.name not in OUTSIDE_LAYERS) / layers
-    return layer, [c for c in step.costs if c.op.name in OUTSIDE_LAYERS]
+    # the replicas' gradients of every layer, all-reduced once: the whole model's, not one block's
+    replicas = predict_ops(replica_grad_ops(shape, workload), gpu=step.model, dtype=workload.dtype) \
+        if workload.mode == "train" else []
+    return layer, [c for c in step.costs if c.op.name in OUTSIDE_LAYERS and c.op.name not in REPLICA_GRADS] + replicas
 
 
 def predict_attention(*, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int, causal: bool = True,

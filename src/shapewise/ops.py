@@ -304,11 +304,13 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
     t = w.tp
     if t == 1:
         return []
-    message = tokens * shape.hidden * w.dtype_bytes  # the gathered activation, as nccl-tests counts size
 
     def collective(name: str, family: str, pass_: str, count: int) -> Op:
-        return Op(name, pass_, COMM, count=count, flops=0, bytes=message, m=tokens, n=shape.hidden, k=t,
-                  family=family)
+        # The gathered activation, as nccl-tests counts size. Under fp8 Transformer Engine gathers the
+        # column-parallel inputs in fp8 but reduces the row-parallel outputs in bf16 (activation_bytes).
+        size = w.dtype_bytes if family == "all_gather" else activation_bytes(w.dtype_bytes)
+        return Op(name, pass_, COMM, count=count, flops=0, bytes=tokens * shape.hidden * size, m=tokens,
+                  n=shape.hidden, k=t, family=family)
 
     # In each layer: before attention and before the MLP, and after each; the reverse in backward. In a
     # parallel block, x + attn(norm(x)) + mlp(norm(x)), the branches' partial sums add before one
@@ -327,7 +329,25 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
     ops += [collective("tp/embed", "reduce_scatter", "fwd", 1), collective("tp/logits", "all_gather", "fwd", 1)]
     if train:
         ops += [collective("tp/embed", "all_gather", "bwd", 1), collective("tp/logits", "reduce_scatter", "bwd", 1)]
-    return ops
+    return ops + (replica_grad_ops(shape, w) if train else [])
+
+
+def replica_grad_ops(shape: ModelShape, w: Workload) -> list[Op]:
+    """Once a training step, the all-reduce of the gradients of what tensor-parallel ranks hold alike
+    (parallel.replica_grads_ms): every layer's whole_params and the norms outside the layers over the t
+    ranks, each replicated kv head's over the t/kv ranks that hold it; in the weights' dtype, bf16 under fp8."""
+    from .parallel import kv_head_params, kv_replicas, whole_params
+    from .shapes import NORM_KINDS
+
+    t, B = w.tp, activation_bytes(w.dtype_bytes)
+    if t == 1:
+        return []
+    outside = NORM_KINDS[shape.norm] * shape.hidden * (1 + shape.embed_norm)  # the final norm; BLOOM's first
+    whole = shape.num_layers * whole_params(shape) + outside
+    replicas = int(kv_replicas(shape, t))
+    kv = shape.num_layers * kv_head_params(shape) if replicas > 1 else 0
+    return [Op(name, "bwd", COMM, count=1, flops=0, bytes=n * B, m=n, n=1, k=ranks, family="all_reduce")
+            for name, n, ranks in (("tp/replica_grads", whole, t), ("tp/kv_grads", kv, replicas)) if n]
 
 
 def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
@@ -401,7 +421,9 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
 
 
 # Ops that run once per step, not once per layer: what "one layer" leaves out.
-OUTSIDE_LAYERS = ("embed", "embed/norm", "final/norm", "logits", "loss", "tp/embed", "tp/logits")
+# The replicas' gradient all-reduce runs once a step too (replica_grad_ops).
+REPLICA_GRADS = ("tp/replica_grads", "tp/kv_grads")
+OUTSIDE_LAYERS = ("embed", "embed/norm", "final/norm", "logits", "loss", "tp/embed", "tp/logits") + REPLICA_GRADS
 
 
 def layer_ops(shape: ModelShape, workload: Workload) -> list[Op]:

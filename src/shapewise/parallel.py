@@ -53,21 +53,57 @@ def expert_params(shape) -> int:
     return shape.num_experts * (mats * shape.hidden * f + ((mats - 1) * f + shape.hidden) * shape.mlp_bias)
 
 
-def replicated_params(shape, tp):
-    """Parameters of one layer that each of tp tensor-parallel ranks holds beyond its 1/tp share, the one
-    place that says which weights a rank keeps whole. tp may be a numpy array.
+def whole_params(shape) -> int:
+    """Parameters of one layer that every tensor-parallel rank holds whole, as Megatron-LM and PyTorch's
+    tensor parallelism do: its norms' weights and biases (per-head QK-norms' too), the row-parallel linears'
+    output biases (attention's out, a dense or shared expert's down), an MoE router, and latent attention's
+    down projections (q_a_proj, kv_a_proj_with_mqa: ReplicatedLinear in vLLM and SGLang, which
+    ops.projections prices unsplit) and their norms. Under sequence parallelism each rank's gradients
+    of them are partial sums, which finalize_model_grads all-reduces over the group (replica_grads)."""
+    from .shapes import NORM_KINDS
 
-    Past t = kv heads every rank keeps one whole kv head (vLLM's QKVParallelLinear replicates them), so its
-    k and v weights stop shrinking at one head. Latent attention's down projections (q_a_proj,
-    kv_a_proj_with_mqa) and their norms are ReplicatedLinear in vLLM and SGLang: every rank holds them
-    whole, as ops.projections prices their GEMMs unsplit; only the up projections and o_proj are split."""
-    tp = np.asarray(tp, dtype=float)
+    h = shape.hidden
+    norms = shape.norms_per_layer * NORM_KINDS[shape.norm] * h
+    qk_norms = shape.qk_norm_params if shape.qk_norm_weights == "head" else 0  # whole-projection ones split
+    downs = shape.num_shared_experts if shape.is_moe else 1
+    biases = h * shape.attn_bias + h * shape.mlp_bias * downs
+    router = h * (shape.num_experts + shape.shared_expert_gate) if shape.is_moe else 0
+    latent = 0
     if shape.is_mla:
         q_rank, kv_rank = shape.q_lora_rank, shape.kv_lora_rank
-        down = shape.hidden * (q_rank + kv_rank + shape.rope_head_dim) + q_rank + kv_rank
-        return down * (1 - 1 / tp)
-    per_head = 2 * shape.d_head * (shape.hidden + (shape.attn_bias or shape.qkv_bias))
-    return per_head * (np.ceil(shape.kv_heads / tp) - shape.kv_heads / tp)
+        latent = h * (q_rank + kv_rank + shape.rope_head_dim) + q_rank + kv_rank
+    return norms + qk_norms + biases + router + latent
+
+
+def kv_replicas(shape, tp):
+    """Ranks that hold each kv head (1 where t ≤ kv heads): past t = kv heads every rank keeps one whole kv
+    head (vLLM's QKVParallelLinear replicates them). tp may be a numpy array."""
+    tp = np.asarray(tp, dtype=float)
+    return 1.0 if shape.is_mla else np.maximum(tp / shape.kv_heads, 1.0)
+
+
+def kv_head_params(shape) -> int:
+    """One kv head's key and value weights (and biases)."""
+    return 2 * shape.d_head * (shape.hidden + (shape.attn_bias or shape.qkv_bias))
+
+
+def replicated_params(shape, tp):
+    """Parameters of one layer that each of tp tensor-parallel ranks holds beyond its 1/tp share, the one
+    place that says which weights a rank keeps whole (whole_params), and the kv heads past t = kv heads,
+    whose k and v weights stop shrinking at one head. tp may be a numpy array."""
+    tp = np.asarray(tp, dtype=float)
+    kv = 0.0 if shape.is_mla else kv_head_params(shape) * (np.ceil(shape.kv_heads / tp) - shape.kv_heads / tp)
+    return whole_params(shape) * (1 - 1 / tp) + kv
+
+
+def replica_grads_ms(shape, tp, layers, *, grad_bytes, gbs, params):
+    """All-reducing once a step, after the last micro-batch's backward, the gradients of what tensor-parallel
+    ranks hold alike in `layers` layers: whole_params over the t ranks (Megatron-LM's
+    _allreduce_layernorm_grads: every parameter marked sequence_parallel), and each kv head's over the
+    t/kv ranks that hold it. Ring all-reduces (two passes); arrays broadcast."""
+    kv = np.where(kv_replicas(shape, tp) > 1, kv_head_params(shape), 0.0)
+    return ring_ms(layers * whole_params(shape) * grad_bytes, tp, gbs, params, passes=2) + \
+        ring_ms(layers * kv * grad_bytes, kv_replicas(shape, tp), gbs, params, passes=2)
 
 
 def rank_layer_params(shape, tp):
@@ -204,7 +240,7 @@ def layer_times(shape, workload, *, gpu, params, link_gbs: float | None = None) 
     """One layer's times (and the embedding's and head's) on one tensor-parallel rank; its collectives over
     link_gbs GB/s per GPU where given (the network's within a node), else over the GPU's datasheet link."""
     from .cost import layers_priced, predict_step
-    from .ops import COMM
+    from .ops import COMM, REPLICA_GRADS
     from .profile import CostModel
 
     priced, layers = layers_priced(shape)  # a model of unlike layers: its mean layer
@@ -213,7 +249,7 @@ def layer_times(shape, workload, *, gpu, params, link_gbs: float | None = None) 
     def ms(keep) -> float:
         return sum(c.total_ms for c in step.costs if keep(c.op))
 
-    inside = lambda op: op.name not in EMBED_OPS + HEAD_OPS
+    inside = lambda op: op.name not in EMBED_OPS + HEAD_OPS + REPLICA_GRADS  # step_arrays prices those once a step
     return LayerTimes(
         fwd_ms=ms(lambda op: inside(op) and op.pass_ == "fwd") / layers,
         bwd_ms=ms(lambda op: inside(op) and op.pass_ != "fwd") / layers,
@@ -337,7 +373,9 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     ep_comm = m * pace * 4 * ring_ms(routed, ep, ep_gbs, params) if shape.is_moe else np.zeros_like(compute)
     optimizer = optimizer_ms(sum(stage_params(heaviest)) / np.where(zero >= 1, dp, 1), precision, params,
                              times.bytes_per_s)
-    total = compute + bubble + pipeline_comm + exposed + ep_comm + optimizer
+    # The replicas' gradients, all-reduced over the tensor-parallel group once a step, after the last backward.
+    replicas = replica_grads_ms(shape, t, pace, grad_bytes=precision.grads, gbs=network.gbs(t > gpn), params=params)
+    total = compute + bubble + pipeline_comm + exposed + ep_comm + optimizer + replicas
     return {"total_ms": total, "compute_ms": compute, "recompute_ms": recomputed, "bubble_ms": bubble,
             "pipeline_comm_ms": pipeline_comm, "dp_comm_ms": exposed, "dp_hidden_ms": hidden,
-            "ep_comm_ms": ep_comm, "optimizer_ms": optimizer, "tp_comm_ms": m * pace * times.tp_comm_ms}
+            "ep_comm_ms": ep_comm, "optimizer_ms": optimizer, "tp_comm_ms": m * pace * times.tp_comm_ms + replicas}

@@ -283,8 +283,8 @@ def _duration(seconds: float) -> str:
     return f"{days:,.1f} days" if days >= 1 else f"{seconds / 3600:,.1f} h"
 
 
-TIMES_NOTE = ("compute_ms includes recompute_ms and tp_comm_ms; total_ms is the step: the parts do not add "
-              "up to it where they overlap")
+TIMES_NOTE = ("compute_ms includes recompute_ms and tp_comm_ms, but for tp_comm_ms's once-a-step all-reduce of the "
+              "replicated weights' gradients; total_ms is the step: the parts do not add up to it where they overlap")
 
 
 def to_json(result: PlanResult, *, train_tokens: int | None = None) -> dict:
