@@ -1399,6 +1399,28 @@ def test_olmo_qk_norms_weigh_each_whole_projection_and_qwen3s_each_head():
     assert olmoe.params - head.params == 16 * (4096 - 256)
 
 
+def test_qk_layernorms_weigh_as_their_modules_hold_them():
+    # Persimmon's and Phi's q_layernorm and k_layernorm: nn.LayerNorm(head_dim), a weight and a bias shared by
+    # the heads; StableLM 2's StableLmLayerNormPerHead: a LayerNorm(head_dim, bias=False) for each query and each
+    # key head; Cohere's CohereLayerNorm((heads, head_dim)) and ((kv heads, head_dim)): a weight a head, no bias
+    base = {"hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1000,
+            "intermediate_size": 1024}
+    cases = {"persimmon": ({"qk_layernorm": True}, 2 * 2 * 64), "phi": ({"qk_layernorm": True}, 2 * 2 * 64),
+             "stablelm": ({"qk_layernorm": True, "num_key_value_heads": 2}, (8 + 2) * 64),
+             "cohere": ({"use_qk_norm": True, "num_key_value_heads": 2}, (8 + 2) * 64)}
+    for model_type, (keys, weights) in cases.items():
+        shape = _shape_from_config({**base, "model_type": model_type, **keys}, "x", "x")
+        assert shape.qk_norm_params == weights, model_type
+        assert shape.params - shape.replace(qk_norm=False).params == 2 * weights, model_type
+        # the same elements normalized, by the model's own norm (LayerNorm): the ops do not change with the weights
+        assert model_ops(shape, Workload(batch=1, seq=256)) == \
+            model_ops(shape.replace(qk_norm_weights="head"), Workload(batch=1, seq=256))
+        assert {op.family for op in model_ops(shape, Workload(batch=1, seq=256)) if op.name == "attn/qk_norm"} == \
+            {"layernorm"}
+    # qk_layernorm false: none (Phi-2's file says so)
+    assert read("phi-2").qk_norm_params == 0
+
+
 def test_llama4_qk_norm_has_no_weights_and_nope_layers_no_norm(tmp_path):
     scout = read("llama-4-scout-17b-16e")  # Llama4TextL2Norm: x · rsqrt(mean(x²) + eps), no weight
     assert (scout.qk_norm_weights, scout.qk_norm_params) == ("none", 0)

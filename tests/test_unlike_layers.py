@@ -115,6 +115,19 @@ def test_megatron_flags_express_or_name_every_feature():
     assert "--quick-geglu" in gemma and "--geglu" not in gemma  # Megatron-LM has no --geglu
     llama4 = load_config("tests/data/hf/llama-3.1-8b.json").replace(qk_norm=True, qk_norm_weights="none")
     assert "--qk-l2-norm" in megatron_args(llama4, w)
+    # --qk-layernorm under --normalization LayerNorm is Persimmon's and Phi's QK-norm: LayerNorm(head_dim), weight
+    # and bias shared by the heads; StableLM 2's and Cohere's hold a weight a head, which no flag says
+    phi = load_config("tests/data/hf/phi-2.json")
+    with pytest.warns(ShapewiseWarning) as record:
+        persimmon_like = megatron_args(phi.replace(qk_norm=True, qk_norm_weights="head_bias"), w)
+    assert "--qk-layernorm" in persimmon_like and "--normalization RMSNorm" not in persimmon_like
+    assert not any("QK-norm" in str(r.message) for r in record)
+    stablelm = load_config("tests/data/hf-eighth/stablelm-2-zephyr-1.6b.json").replace(qk_norm=True,
+                                                                                      qk_norm_weights="per_head")
+    with pytest.warns(ShapewiseWarning, match="QK-norm weights of each head its own, without a bias"):
+        assert "--qk-layernorm" in megatron_args(stablelm, w)
+    with pytest.warns(ShapewiseWarning, match="a QK-norm with a bias .--qk-layernorm's RMSNorm has none"):
+        megatron_args(load_config("tests/data/hf/qwen3-8b.json").replace(qk_norm_weights="head_bias"), w)
 
 
 @pytest.mark.parametrize("path", ["tests/data/hf/mistral-7b-v0.1.json", UNLIKE[0], ALIKE])

@@ -223,11 +223,14 @@ FAMILIES: dict[str, Family] = {
                      rotary="partial_rotary_factor", window="all"),
     "phimoe": Family(gated=True, norm="layernorm", bias=True, tied=False, parallel=False, window="all",
                      lm_head_bias="lm_head_bias", bias_scope="attention"),
+    # StableLM 2 (StableLmConfig): where qk_layernorm says, each query and key head its own LayerNorm(head_dim,
+    # bias=False) (StableLmLayerNormPerHead)
     "stablelm": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False,
-                       rotary="partial_rotary_factor", qkv_bias="use_qkv_bias"),
-    # Command-R: one LayerNorm (no bias) feeds attention and MLP in parallel; CohereConfig ties by default
+                       rotary="partial_rotary_factor", qkv_bias="use_qkv_bias", qk_norm_weights="per_head"),
+    # Command-R: one LayerNorm (no bias) feeds attention and MLP in parallel; CohereConfig ties by default; where
+    # use_qk_norm says, each query and key head its own weight (CohereLayerNorm((heads, head_dim)), no bias)
     "cohere": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True, norms_per_layer=1,
-                     bias_scope="attention"),
+                     bias_scope="attention", qk_norm_weights="per_head"),
     # Command R7B and Command A (Cohere2Config): Command R's parallel block, a window on three layers in four,
     # and the fourth, global, without rotary embeddings (Cohere2Attention rotates on sliding layers only)
     "cohere2": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True, norms_per_layer=1,
@@ -257,8 +260,9 @@ FAMILIES: dict[str, Family] = {
     "gptj": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
                    rotary="rotary_dim", norms_per_layer=1, lm_head_bias="always", bias_scope="mlp"),
     "gpt_neox": _NEOX,
+    # where qk_layernorm says, LayerNorm(head_dim) on queries and keys, weight and bias shared by the heads
     "phi": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
-                  rotary="partial_rotary_factor", norms_per_layer=1, lm_head_bias="always",
+                  rotary="partial_rotary_factor", norms_per_layer=1, lm_head_bias="always", qk_norm_weights="head_bias",
                   defaults=(("partial_rotary_factor", 0.5),)),
     "bloom": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
                     positions="alibi", embed_norm=True),
@@ -270,10 +274,11 @@ FAMILIES: dict[str, Family] = {
                        rotary="partial_rotary_factor", defaults=(("partial_rotary_factor", 0.5),)),
     "starcoder2": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,
                          act="gelu_pytorch_tanh", window="all"),
-    # Persimmon (PersimmonConfig): a plain squared-ReLU MLP, LayerNorms, biases on every linear, QK-LayerNorm
-    # where qk_layernorm says, half of each head rotated
+    # Persimmon (PersimmonConfig): a plain squared-ReLU MLP, LayerNorms, biases on every linear, half of each head
+    # rotated, and where qk_layernorm says LayerNorm(head_dim) on queries and keys, weight and bias shared by the heads
     "persimmon": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=False, act="relu2",
-                        qk_norm=True, rotary="partial_rotary_factor", defaults=(("partial_rotary_factor", 0.5),)),
+                        qk_norm=True, qk_norm_weights="head_bias", rotary="partial_rotary_factor",
+                        defaults=(("partial_rotary_factor", 0.5),)),
     **{t: _FALCON for t in ("falcon", "refinedwebmodel", "refinedweb")},
 }
 # A multimodal wrapper's text_config holds only the fields that differ from its type's configuration

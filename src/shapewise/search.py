@@ -519,7 +519,9 @@ def megatron_args(shape: ModelShape, workload: Workload) -> list[str]:
         args.append(f"--max-position-embeddings {shape.learned_positions}")
     elif shape.rotary_fraction < 1:
         args.append(f"--rotary-percent {shape.rotary_fraction:g}")
-    if shape.qk_norm:  # Megatron's --qk-layernorm is one norm per head, head_dim wide; --qk-l2-norm has no weight
+    # Megatron's --qk-layernorm is one norm of --normalization's kind, head_dim wide, shared by the heads (LayerNorm's
+    # weight and bias, RMSNorm's weight); --qk-l2-norm has no weight
+    if shape.qk_norm:
         args.append("--qk-l2-norm" if shape.qk_norm_weights == "none" else "--qk-layernorm")
     if shape.is_moe:
         args += [f"--num-experts {shape.num_experts}", f"--moe-router-topk {shape.top_k}",
@@ -547,6 +549,12 @@ def megatron_args(shape: ModelShape, workload: Workload) -> list[str]:
          shape.bias and shape.bias_scope == "attention"),
         ("QK-norm weights over the whole projection, not one head (--qk-layernorm)",
          shape.qk_norm and shape.qk_norm_weights == "projection"),
+        ("QK-norm weights of each head its own, without a bias (--qk-layernorm shares one head's norm across heads)",
+         shape.qk_norm and shape.qk_norm_weights == "per_head"),
+        (f"a QK-norm {'without' if shape.norm == 'layernorm' else 'with'} a bias (--qk-layernorm's "
+         f"{'LayerNorm has one' if shape.norm == 'layernorm' else 'RMSNorm has none'})",
+         shape.qk_norm and shape.qk_norm_weights in ("head", "head_bias")
+         and (shape.qk_norm_weights == "head_bias") != (shape.norm == "layernorm")),
         ("bias on the output head", shape.lm_head_bias),
         ("post-norms", shape.norms_per_layer == 4),
         ("the norm over the embeddings", shape.embed_norm),

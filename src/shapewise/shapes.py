@@ -16,10 +16,12 @@ from .limits import FIELDS, SEQ, check_tokens
 MLP_KINDS = {"gelu": 2, "relu": 2, "swiglu": 3, "geglu": 3}
 NORM_KINDS = {"layernorm": 2, "rmsnorm": 1}  # parameters per channel: LayerNorm has a bias
 # What a QK-norm's weights span: one head's dims, shared by every query head and by every key head (Qwen3's
-# RMSNorm(head_dim)); the whole query and key projections (OLMo-2's RMSNorm(heads × head_dim) and
-# RMSNorm(kv heads × head_dim)); or nothing (Llama 4's L2 norm has no weight). The elements normalized are
-# the same in each.
-QK_NORM_WEIGHTS = ("head", "projection", "none")
+# RMSNorm(head_dim)); one head's weight and bias, shared alike (Persimmon's and Phi's LayerNorm(head_dim));
+# each head its own weight, no bias (StableLM 2's StableLmLayerNormPerHead, a LayerNorm(head_dim, bias=False) a
+# head; Cohere's CohereLayerNorm((heads, head_dim))); the whole query and key projections (OLMo-2's
+# RMSNorm(heads × head_dim) and RMSNorm(kv heads × head_dim)); or nothing (Llama 4's L2 norm has no weight). The
+# elements normalized are the same in each.
+QK_NORM_WEIGHTS = ("head", "head_bias", "per_head", "projection", "none")
 # Which linears `bias` puts biases on: every one; attention's alone (q, k, v and out: PhiMoE's experts are
 # bias-free); or the MLP's alone (GPT-J's q, k, v and out_proj are bias-free, its fc_in and fc_out not).
 BIAS_SCOPES = ("all", "attention", "mlp")
@@ -272,8 +274,9 @@ class ModelShape:
         """Weights of one layer's query and key norms (none without QK-norm, or where it has no weights)."""
         if not self.qk_norm or self.qk_norm_weights == "none":
             return 0
-        heads = 2 if self.qk_norm_weights == "head" else self.num_heads + self.kv_heads
-        return heads * self.d_head
+        if self.qk_norm_weights in ("head", "head_bias"):  # one norm for the queries, one for the keys
+            return 2 * self.d_head * (2 if self.qk_norm_weights == "head_bias" else 1)
+        return (self.num_heads + self.kv_heads) * self.d_head
 
     @property
     def attention_params(self) -> int:
