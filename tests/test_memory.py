@@ -287,3 +287,16 @@ def test_unfused_inference_holds_a_layers_scores_and_softmax(name, mode, batch, 
     unfused = estimate(shape, w).activations
     assert unfused >= softmax * (1 - 1e-9)
     assert unfused >= estimate(shape, w.replace(attention="flash")).activations
+
+
+@pytest.mark.parametrize("weights, whole", [("head", True), ("head_bias", True), ("per_head", False),
+                                            ("projection", False)])
+def test_a_qk_norm_shared_by_the_heads_is_whole_on_every_rank(weights, whole):
+    """Qwen3's RMSNorm(head_dim) and Persimmon's LayerNorm(head_dim) serve every head: each rank holds them
+    whole. StableLM 2's norm a head and OLMo-2's over the projection split with the heads."""
+    from shapewise.parallel import whole_params
+
+    shape = get_model("llama3-8b").replace(qk_norm=True, qk_norm_weights=weights)
+    plain = get_model("llama3-8b")
+    assert shape.qk_norm_params > 0
+    assert whole_params(shape) - whole_params(plain) == (shape.qk_norm_params if whole else 0)

@@ -64,7 +64,8 @@ def whole_params(shape) -> int:
 
     h = shape.hidden
     norms = shape.norms_per_layer * NORM_KINDS[shape.norm] * h
-    qk_norms = shape.qk_norm_params if shape.qk_norm_weights == "head" else 0  # whole-projection ones split
+    # shared by the heads (one head's weights, a bias too): whole on each rank; per head or per projection: split
+    qk_norms = shape.qk_norm_params if shape.qk_norm_weights in ("head", "head_bias") else 0
     downs = shape.num_shared_experts if shape.is_moe else 1
     biases = h * shape.attn_bias + h * shape.mlp_bias * downs
     router = h * (shape.num_experts + shape.shared_expert_gate) if shape.is_moe else 0
