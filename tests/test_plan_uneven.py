@@ -19,7 +19,7 @@ from shapewise.memory import (
     layer_activation_bytes,
     training_arrays,
 )
-from shapewise.parallel import RECOMPUTE, layer_times, network_for, step_arrays
+from shapewise.parallel import RECOMPUTE, layer_times, network_for, replica_grads_ms, step_arrays
 from shapewise.plan import layouts, megatron_flags, plan, stage_layers, stages_text
 from shapewise.presets import get_model
 from shapewise.profile import cost_model
@@ -215,7 +215,10 @@ def test_recomputation_and_collectives_are_counted_with_the_stage_that_sets_the_
     assert stages[last] > middle * layer  # the premise: the output layer's stage is the slowest
     assert float(got["compute_ms"]) == pytest.approx(8 * stages[last])
     assert float(got["recompute_ms"]) == pytest.approx(8 * last * times.fwd_ms)
-    assert float(got["tp_comm_ms"]) == pytest.approx(8 * last * times.tp_comm_ms)
+    # and once a step the all-reduce of its 10 layers' replicated gradients (norms whole on each rank)
+    replicas = replica_grads_ms(shape, 2, last, grad_bytes=PRECISIONS["mixed"].grads,
+                                gbs=network_for(model.gpu).gbs(False), params=model.params)
+    assert float(got["tp_comm_ms"]) == pytest.approx(8 * last * times.tp_comm_ms + replicas)
 
 
 def test_megatron_flags_refuse_uneven_stages_with_virtual_ones():
