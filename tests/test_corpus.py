@@ -29,7 +29,9 @@ TENTH = CORPUS.parent / "hf-tenth"  # a tenth's
 ELEVENTH = CORPUS.parent / "hf-eleventh"  # an eleventh's
 TWELFTH = CORPUS.parent / "hf-twelfth"  # a twelfth's
 THIRTEENTH = CORPUS.parent / "hf-thirteenth"  # a thirteenth's
-FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH)
+FOURTEENTH = CORPUS.parent / "hf-fourteenth"  # a fourteenth's
+FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
+           FOURTEENTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -56,7 +58,8 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
                                     "differ by layer\\)",
            "nemotron-3-super-120b-a12b-fp8": "Mamba/attention hybrid",
            "laguna-s-2.1-fp8": "num_attention_heads_per_layer differs by layer \\(48, 72\\)",
-           "nemotron-3.5-lightning-30b-a3b-nvfp4": "Mamba/attention hybrid", "bge-large-en": "an encoder-only model"}
+           "nemotron-3.5-lightning-30b-a3b-nvfp4": "Mamba/attention hybrid", "bge-large-en": "an encoder-only model",
+           "qwen3.6-35b-a3b-nvfp4": "a linear-attention hybrid"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -129,6 +132,10 @@ PUBLISHED = {
     "qwen3-embedding-8b": "8B", "llama-2-70b": "69B", "qwen2-vl-7b-instruct": "7.6B", "command-r-v01": "35B",
     "qwen3-vl-4b-instruct": "4B", "qwen3-vl-32b-instruct": "32B", "minimax-m2.7": "230B", "glm-5.1": "744B",
     "mistral-7b-instruct-v0.2": "7B", "seed-oss-36b-instruct-4bit": "36B",
+    # the fourteenth round's (Kimi K2.6's 1T is a size class, below; its active count is K2.5's, held in
+    # test_fourteenth_pass_…)
+    "qwen3-8b-fp8": "8.2B", "phi-3-mini-128k-instruct": "3.8B", "llama-2-13b": "13B", "qwen2-1.5b-instruct": "1.5B",
+    "qwen2.5-0.5b": "0.49B", "smollm2-135m": "135M", "gpt2-medium": "355M",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -150,7 +157,7 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 # (test_eleventh_pass_…).
 STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
-              "kimi-k2-thinking": 1e12}
+              "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12}
 
 
 def meets(count: int, published) -> bool:
@@ -1376,6 +1383,33 @@ def test_thirteenth_pass_reads_each_model_as_its_code_builds_it(tmp_path):
     assert (mistral.window, mistral.kv_heads) == (0, 8)  # v0.2: sliding_window null, no window
     # Qwen3-Embedding-8B names Qwen3ForCausalLM, so its output head is priced as the file says
     assert (embed.qk_norm, embed.tied_embeddings, embed.vocab) == (True, False, 151_665)
+
+
+def test_fourteenth_pass_reads_each_model_as_its_code_builds_it():
+    # Qwen3-8B-FP8 is Qwen3-8B's file with an fp8 quantization_config: the same model, said to be priced in bf16
+    with pytest.warns(ShapewiseWarning) as record:
+        fp8 = read("qwen3-8b-fp8")
+    err = warned(record)
+    assert err.count("\n") == 1 and "quantized (fp8, quantization_config)" in err
+    assert fp8.qk_norm and fp8.params == read("qwen3-8b").params == 8_190_735_360
+    # Kimi K2.6's text_config names deepseek_v3 where K2.5's names kimi_k2: the same MLA MoE, 32.86B active
+    with pytest.warns(ShapewiseWarning, match="not its vision encoder \\(vision_config\\)"):
+        k26, k25 = read("kimi-k2.6-nvfp4"), read("kimi-k2.5")
+    assert (k26.params, k26.active_params) == (k25.params, k25.active_params)
+    assert meets(k26.active_params, 32_860_000_000) and (k26.num_experts, k26.top_k) == (384, 8)
+    with unwarned():
+        phi, llama2, qwen2, qwen25, smol, gpt2 = (read(s) for s in (
+            "phi-3-mini-128k-instruct", "llama-2-13b", "qwen2-1.5b-instruct", "qwen2.5-0.5b", "smollm2-135m",
+            "gpt2-medium"))
+    # Phi-3-mini-128k: a sliding_window of 262,144 past its 131,072 positions is no window; longrope changes no op
+    assert (phi.window, phi.params) == (0, read("phi-3-mini-4k-instruct").params)
+    assert (llama2.kv_heads, llama2.params) == (40, 13_015_864_320)
+    # Qwen2's small sizes: biases on q, k and v, tied embeddings
+    assert all(s.qkv_bias and not s.bias and s.tied_embeddings for s in (qwen2, qwen25))
+    assert (qwen2.params, qwen25.params) == (1_543_714_304, 494_032_768)
+    assert smol.tied_embeddings and smol.params == read("smollm-135m").params
+    # GPT-2 Medium: biases on every linear, learned positions, tied
+    assert gpt2.bias and gpt2.tied_embeddings and gpt2.params == 354_823_168
 
 
 # ---- weights the modeling code holds beside the matrices: counted as it builds them ----
