@@ -106,3 +106,17 @@ def test_check_json_warnings_hold_the_caveats_said_after_it(capsys):
     code, out, err = run(capsys, "check", "gpt2", "--seq", "4096", "--overlap-comm", "--json")
     said = [line.removeprefix("shapewise: warning: ") for line in err.splitlines()]
     assert code == 0 and len(said) == 2 and json.loads(out)["warnings"] == said
+
+
+def test_an_embedding_model_whose_file_names_a_causal_head_is_said(tmp_path):
+    """Qwen3-Embedding-8B's config.json names Qwen3ForCausalLM: its name alone says that the 0.62B head is
+    not run. Said once; a Qwen3 file of another name is read without a word."""
+    file = Path(__file__).parent / "data" / "hf-thirteenth" / "qwen3-embedding-8b.json"
+    with pytest.warns(ShapewiseWarning, match=r"qwen3-embedding-8b\) says an embedding model") as record:
+        shape = load_config(file)
+    assert len(record) == 1 and shape.vocab == 151_665
+    other = tmp_path / "qwen3-8b.json"
+    other.write_text(file.read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_config(other) == shape.replace(name="qwen3-8b", source=str(other))

@@ -6,6 +6,7 @@ import copy
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 from .errors import ShapewiseError, warn
@@ -852,6 +853,11 @@ class GuessedFields(ShapewiseError):
 
 def _shape_from_config(cfg: dict, where: str, name: str, source: str = "", *, strict: bool = False) -> ModelShape:
     fields, guesses, notes = _fields_from_config(cfg, where)
+    # Qwen3-Embedding's file names Qwen3ForCausalLM: only its name says that the head is not run
+    if re.search(r"embedding", name, re.I) and not any("output head" in note for note in notes):
+        notes.append(f"its name ({name}) says an embedding model, but its architectures name a language model's "
+                     f"head: shapewise prices a {fields['vocab']:,}-row output head and its loss, which an embedding "
+                     f"model, pooling the last hidden state, does not run")
     for note in notes:
         warn(f"{where}: {note}")
     found, model_type = _inner(cfg), _unwrap(cfg).get("model_type")
