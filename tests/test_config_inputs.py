@@ -284,3 +284,26 @@ def test_a_rotary_model_past_its_trained_context_is_said(capsys):
 def test_a_presets_context_is_its_checkpoints(preset, config):
     read = load_config(Path(__file__).parent / "data" / "hf" / f"{config}.json")
     assert PRESETS[preset].context == read.context > 0
+
+
+def test_hunyuan_dense_is_read_by_its_own_rule(tmp_path):
+    """transformers' HunYuanDenseV1 (model_type hunyuan_v1_dense) was guessed: Llama's layer with a QK RMSNorm
+    over head_dim, untied. The fields below are those its configuration class documents (Hunyuan-7B's)."""
+    import json
+    import warnings
+
+    from shapewise.hf import load_config
+
+    cfg = {"architectures": ["HunYuanDenseV1ForCausalLM"], "model_type": "hunyuan_v1_dense", "vocab_size": 290943,
+           "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "head_dim": 128, "hidden_act": "silu", "rms_norm_eps": 1e-5,
+           "attention_bias": False, "tie_word_embeddings": False}
+    file = tmp_path / "config.json"
+    file.write_text(json.dumps(cfg))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing guessed
+        shape = load_config(file)
+    assert (shape.qk_norm, shape.qk_norm_weights, shape.tied_embeddings, shape.attn_bias) == (True, "head", False, False)
+    h, f, L, V, kv = 4096, 11008, 32, 290943, 8 * 128
+    layer = h * (h + 2 * kv) + h * h + 3 * h * f + 2 * h + 2 * 128
+    assert shape.params == L * layer + 2 * V * h + h

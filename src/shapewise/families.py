@@ -207,6 +207,9 @@ FAMILIES: dict[str, Family] = {
                  qk_norm_weights="projection" if t == "olmo3" else "head", nope_global=t != "olmo3", defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4)))
        for t in ("exaone4", "exaone4_5_text", "olmo3")},
     **{t: _QWEN3 for t in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text")},
+    # Hunyuan-7B and its dense sizes in transformers (HunYuanDenseV1): Llama's layer with an RMSNorm(head_dim) on
+    # queries and keys (after the rotation: the same ops), attention_bias on q, k, v and o alone, untied by default
+    "hunyuan_v1_dense": _QWEN3,
     # OLMo-2 (Olmo2Attention) normalizes the whole query projection and the whole key projection, a weight
     # per element (RMSNorm(heads × head_dim), RMSNorm(kv heads × head_dim)), not each head
     "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
