@@ -118,18 +118,20 @@ def test_fit_comm_recovers_a_known_link():
     assert fitted.comm_bandwidth == pytest.approx(0.7, rel=1e-3) and fitted.comm_latency_ms == pytest.approx(0.02, abs=1e-4)
 
 
-def test_tensor_parallel_layers_compute_the_full_layer():
+@pytest.mark.parametrize("ranks", [2, 4])  # at t=4 the 2-kv-head models replicate theirs, as the 1-kv-head one does at 2
+def test_tensor_parallel_layers_compute_the_full_layer(ranks):
     script = str(Path(__file__).parent / "tp_layer_check.py")
     done = subprocess.run([sys.executable, "-W", "ignore", "-m", "torch.distributed.run", "--standalone",
-                           "--nproc-per-node=2", script], capture_output=True, text=True, timeout=240)
+                           f"--nproc-per-node={ranks}", script], capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "errors" in done.stdout
 
 
-def test_a_tensor_parallel_layer_is_benchmarked_against_its_prediction(tmp_path):
+@pytest.mark.parametrize("kv_heads", [2, 1])  # 1: each rank keeps a copy of the one kv head
+def test_a_tensor_parallel_layer_is_benchmarked_against_its_prediction(tmp_path, kv_heads):
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
-                                  "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+                                  "num_attention_heads": 4, "num_key_value_heads": kv_heads, "intermediate_size": 128,
                                   "vocab_size": 256, "hidden_act": "silu"}))
     done = torchrun("bench", "layer", "--config", str(config), "--tp", "2", "--batch", "1", "--seq", "32",
                     "--device", "cpu", "--gpu", "h200", "--db", str(tmp_path / "l.db"), "--json")

@@ -15,6 +15,7 @@ from hypothesis import strategies as st  # noqa: E402
 from shapewise.errors import ShapewiseError, ShapewiseWarning  # noqa: E402
 from shapewise.layers import (  # noqa: E402
     build_layer,
+    build_tp_layer,
     fwd_bwd_call,
     fwd_call,
     layer_inputs,
@@ -256,6 +257,30 @@ def test_bad_arguments():
         build_layer(VARIANTS["gpt2"], device="meta", attention="sparse")
     with pytest.raises(ShapewiseError, match="dtype"):
         build_layer(VARIANTS["gpt2"], device="meta", dtype="fp8")
+
+
+def test_a_tensor_parallel_rank_past_the_kv_heads_holds_the_kv_head_its_queries_read():
+    # 8 query heads in 2 groups of 4 over t=4 ranks: ranks 2 and 3 hold query heads 4-7 and copies of kv head 1
+    shape = tiny("gqa", hidden=64, num_heads=8, num_kv_heads=2, ffn=96, mlp="swiglu", norm="rmsnorm", qkv_bias=True)
+    full = build_layer(shape, dtype="fp32", seed=1).attn.qkv
+    d = shape.d_head
+    k1, v1 = slice((8 + 1) * d, (8 + 2) * d), slice((8 + 2 + 1) * d, (8 + 2 + 2) * d)
+    for rank in (2, 3):
+        qkv = build_tp_layer(shape, tp=4, rank=rank, dtype="fp32", seed=1).part.attn.qkv
+        assert qkv.weight.shape == ((2 + 1 + 1) * d, 64)
+        for p, q in ((qkv.weight, full.weight), (qkv.bias, full.bias)):
+            assert torch.equal(p[:2 * d], q[rank * 2 * d:(rank + 1) * 2 * d])
+            assert torch.equal(p[2 * d:3 * d], q[k1]) and torch.equal(p[3 * d:], q[v1])
+
+
+def test_tensor_parallel_degrees_that_split_no_heads_evenly_are_refused():
+    gqa = tiny("gqa", hidden=96, num_heads=12, num_kv_heads=6, ffn=96)
+    with pytest.raises(ShapewiseError, match=r"t=4 must divide .* kv heads \(6\) or be a multiple of them"):
+        build_tp_layer(gqa, tp=4, rank=0)
+    with pytest.raises(ShapewiseError, match=r"heads \(12\) and FFN width \(96\)"):
+        build_tp_layer(gqa, tp=8, rank=0)
+    with pytest.raises(ShapewiseError, match="FFN width"):
+        build_tp_layer(tiny("w", hidden=64, num_heads=4, ffn=90), tp=4, rank=0)
 
 
 def test_importing_shapewise_layers_does_not_import_torch():

@@ -25,15 +25,22 @@ def counted(name):
     return call
 
 
-for shape in (ModelShape("llama", 64, 1, 4, 100, num_kv_heads=2, ffn=96, mlp="swiglu", norm="rmsnorm", bias=False),
-              ModelShape("gpt", 64, 1, 4, 100, learned_positions=64),
-              ModelShape("neox", 64, 1, 8, 100, parallel_attn=True),
-              ModelShape("falcon", 64, 1, 8, 100, num_kv_heads=2, bias=False, parallel_attn=True, norms_per_layer=1),
-              ModelShape("gptj", 64, 1, 8, 100, bias_scope="mlp", parallel_attn=True, norms_per_layer=1)):
+shapes = (ModelShape("llama", 64, 1, 4, 100, num_kv_heads=2, ffn=96, mlp="swiglu", norm="rmsnorm", bias=False),
+          ModelShape("gpt", 64, 1, 4, 100, learned_positions=64),
+          ModelShape("neox", 64, 1, 8, 100, parallel_attn=True),
+          ModelShape("falcon", 64, 1, 8, 100, num_kv_heads=2, bias=False, parallel_attn=True, norms_per_layer=1),
+          ModelShape("gptj", 64, 1, 8, 100, bias_scope="mlp", parallel_attn=True, norms_per_layer=1),
+          # one kv head, held by every rank: multi-query attention with QKV biases
+          ModelShape("mqa", 64, 1, 4, 100, num_kv_heads=1, ffn=128, mlp="swiglu", norm="rmsnorm", bias=False,
+                     qkv_bias=True))
+for shape in shapes:
     full = build_layer(shape, dtype="fp32", seed=3)
     x = layer_inputs(shape, batch=2, seq=16, dtype="fp32", seed=5)
     want = full(x)
     layer = build_tp_layer(shape, tp=tp, rank=rank, dtype="fp32", seed=3)
+    train = Workload(batch=2, seq=16, tp=tp, mode="train")
+    qkv_width = next(op.n for op in layer_ops(shape, train) if op.name == "attn/qkv")
+    assert layer.part.attn.qkv.weight.shape[0] == qkv_width, (shape.name, layer.part.attn.qkv.weight.shape, qkv_width)
     # The layer's forward runs the collectives the cost model counts for one layer.
     calls.update(all_gather=0, reduce_scatter=0)
     gather, scatter = dist_fn.all_gather, dist_fn.reduce_scatter

@@ -510,14 +510,16 @@ def reference_layer(layer, x):
 # ---- tensor parallelism ----
 
 def _local_shape(shape: ModelShape, tp: int) -> ModelShape:
-    """The part of a block one of `tp` ranks holds: its heads, kv heads and MLP columns."""
+    """The part of a block one of `tp` ranks holds: its heads, kv heads and MLP columns. Past t = kv heads
+    each rank keeps one whole kv head, the one its query heads read (vLLM's QKVParallelLinear replicates them)."""
     if shape.is_moe:
         raise ShapewiseError("tensor-parallel layers are built for dense MLPs only")
-    if shape.num_heads % tp or shape.kv_heads % tp or shape.ffn_width % tp:
-        raise ShapewiseError(f"t={tp} must divide the heads ({shape.num_heads}), kv heads ({shape.kv_heads}) "
-                             f"and FFN width ({shape.ffn_width}) of {shape.name}")
-    return shape.replace(num_heads=shape.num_heads // tp, num_kv_heads=shape.kv_heads // tp,
-                         head_dim=shape.d_head, ffn=shape.ffn_width // tp, num_layers=1)
+    heads, kv, width = shape.num_heads, shape.kv_heads, shape.ffn_width
+    if heads % tp or width % tp or (kv % tp and tp % kv):
+        raise ShapewiseError(f"t={tp} must divide the heads ({heads}) and FFN width ({width}) of {shape.name}, "
+                             f"and divide its kv heads ({kv}) or be a multiple of them")
+    return shape.replace(num_heads=heads // tp, num_kv_heads=max(kv // tp, 1), head_dim=shape.d_head,
+                         ffn=width // tp, num_layers=1)
 
 
 def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype="bf16", attention: str = "flash",
@@ -529,9 +531,10 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
     gate projections are split by columns (this rank's heads and FFN columns), the output and down
     projections by rows, and their partial sums are reduce-scattered back over the sequence, where
     their biases are added. A parallel block gathers each norm's output and reduce-scatters the
-    two branches' summed partial sums once. Weights are rank `rank`'s slices of build_layer(shape, seed=seed), so the
-    gathered output equals that layer's (tested on the CPU with gloo). Runs inside an initialized
-    torch.distributed process group of `tp` ranks."""
+    two branches' summed partial sums once. Past t = kv heads a rank holds the one kv head its query heads
+    read, a copy of it on each of the t/kv ranks beside it. Weights are rank `rank`'s slices of
+    build_layer(shape, seed=seed), so the gathered output equals that layer's (tested on the CPU with gloo).
+    Runs inside an initialized torch.distributed process group of `tp` ranks."""
     import torch
     import torch.distributed.nn.functional as dist_fn
     from torch import nn
@@ -540,7 +543,8 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
     full = build_layer(shape, device="cpu", dtype="fp32", attention=attention, seed=seed)
     part = build_layer(local, device="cpu", dtype="fp32", attention=attention, seed=seed)
     d, heads, kv = shape.d_head, local.num_heads, local.kv_heads
-    q0, k0, v0 = rank * heads * d, shape.num_heads * d + rank * kv * d, (shape.num_heads + shape.kv_heads) * d + rank * kv * d
+    first_kv = rank * shape.kv_heads // tp  # the kv head of this rank's first query head
+    q0, k0, v0 = rank * heads * d, (shape.num_heads + first_kv) * d, (shape.num_heads + shape.kv_heads + first_kv) * d
     rows = torch.cat([torch.arange(q0, q0 + heads * d), torch.arange(k0, k0 + kv * d), torch.arange(v0, v0 + kv * d)])
     width = local.ffn_width
     cols = slice(rank * width, (rank + 1) * width)
@@ -601,3 +605,4 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
             return h + self._mlp(h)
 
     return TensorParallelBlock().to(device=device, dtype=_layer_dtype(dtype))
+
