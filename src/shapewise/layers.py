@@ -534,6 +534,7 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
     two branches' summed partial sums once. Past t = kv heads a rank holds the one kv head its query heads
     read, a copy of it on each of the t/kv ranks beside it. Weights are rank `rank`'s slices of
     build_layer(shape, seed=seed), so the gathered output equals that layer's (tested on the CPU with gloo).
+    Backward leaves the gradients of what ranks hold alike as partial sums; sync_replica_grads sums them.
     Runs inside an initialized torch.distributed process group of `tp` ranks."""
     import torch
     import torch.distributed.nn.functional as dist_fn
@@ -549,6 +550,7 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
     width = local.ffn_width
     cols = slice(rank * width, (rank + 1) * width)
     full_params = dict(full.named_parameters())
+    whole = []  # names of the parameters every rank holds whole
     with torch.no_grad():
         for name, p in part.named_parameters():
             source = full_params[name]
@@ -564,6 +566,7 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
                 p.zero_()  # added once, after the reduce-scatter
             else:
                 p.copy_(source)  # norms: replicated
+                whole.append(name)
     out_bias = full_params["attn.out.bias"].detach().clone() if shape.attn_bias else None
     down_bias = full_params["mlp.down.bias"].detach().clone() if shape.mlp_bias else None
 
@@ -579,6 +582,7 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
             super().__init__()
             self.part = part
             self.shape, self.tp, self.rank = shape, tp, rank
+            self.whole, self.kv_replicas, self.kv_groups = whole, max(tp // shape.kv_heads, 1), None
             self.register_buffer("out_bias", out_bias if out_bias is not None else torch.zeros(0))
             self.register_buffer("down_bias", down_bias if down_bias is not None else torch.zeros(0))
 
@@ -606,3 +610,30 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
 
     return TensorParallelBlock().to(device=device, dtype=_layer_dtype(dtype))
 
+
+def sync_replica_grads(layer) -> None:
+    """Sum the gradients of what the ranks of a build_tp_layer block hold alike, as a training step does
+    once, after its last backward (Megatron-LM's finalize_model_grads; ops.replica_grad_ops prices it as
+    tp/replica_grads and tp/kv_grads): the norms' over the t ranks, each of which normed its own slice of
+    the sequence, and a replicated kv head's key and value rows over the t/kv ranks that hold it. One
+    all-reduce each. Every rank calls it; the first call makes the kv heads' process groups."""
+    import torch
+    import torch.distributed as dist
+
+    def all_reduce(grads, group=None):
+        flat = torch.cat([g.flatten() for g in grads])
+        dist.all_reduce(flat, group=group)
+        for g, summed in zip(grads, flat.split([g.numel() for g in grads])):
+            g.copy_(summed.view_as(g))
+
+    params = dict(layer.part.named_parameters())
+    all_reduce([params[name].grad for name in layer.whole])
+    if layer.kv_replicas == 1:
+        return
+    if layer.kv_groups is None:  # new_group is collective: every rank makes every group, in one order
+        r = layer.kv_replicas
+        layer.kv_groups = [dist.new_group(list(range(g * r, (g + 1) * r))) for g in range(layer.tp // r)]
+    qkv = layer.part.attn.qkv
+    q_rows = layer.part.attn.heads * layer.part.attn.d_head  # the rows after them are this rank's k and v
+    kv = [qkv.weight.grad[q_rows:]] + ([qkv.bias.grad[q_rows:]] if qkv.bias is not None else [])
+    all_reduce(kv, layer.kv_groups[layer.rank // layer.kv_replicas])
