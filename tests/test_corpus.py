@@ -1556,3 +1556,17 @@ def test_attention_bias_biases_the_attention_alone_where_the_mlp_has_none(name):
     assert (biased.attn_bias, biased.mlp_bias) == (True, False)
     q, kv = plain.num_heads * plain.d_head, plain.kv_heads * plain.d_head
     assert biased.params - plain.params == plain.num_layers * (q + 2 * kv + plain.hidden)
+
+
+def test_stablelm_with_a_parallel_residual_has_one_norm_a_layer():
+    # StableLmDecoderLayer builds post_attention_layernorm only without use_parallel_residual: StableLM 2 12B's
+    # layer is x + attn(norm(x)) + mlp(norm(x)) over one LayerNorm (it had been read as two)
+    base = {"model_type": "stablelm", "hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8,
+            "vocab_size": 1000, "intermediate_size": 1024}
+    parallel = _shape_from_config({**base, "use_parallel_residual": True}, "x", "x")
+    serial = _shape_from_config(base, "x", "x")
+    assert (parallel.parallel_attn, parallel.norms_per_layer) == (True, 1)
+    assert (serial.parallel_attn, serial.norms_per_layer) == (False, 2)
+    assert serial.params - parallel.params == 2 * 2 * 512  # one LayerNorm (weight and bias) a layer
+    assert "mlp/norm" not in {op.name for op in model_ops(parallel, Workload(batch=1, seq=256))}
+    assert read("stablelm-3b-4e1t").norms_per_layer == 2  # StableLM 3B: serial, two norms

@@ -228,8 +228,11 @@ FAMILIES: dict[str, Family] = {
                      lm_head_bias="lm_head_bias", bias_scope="attention"),
     # StableLM 2 (StableLmConfig): where qk_layernorm says, each query and key head its own LayerNorm(head_dim,
     # bias=False) (StableLmLayerNormPerHead)
+    # With use_parallel_residual (StableLM 2 12B) one LayerNorm feeds attention and the MLP: StableLmDecoderLayer
+    # builds post_attention_layernorm only without it
     "stablelm": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False,
-                       rotary="partial_rotary_factor", qkv_bias="use_qkv_bias", qk_norm_weights="per_head"),
+                       rotary="partial_rotary_factor", qkv_bias="use_qkv_bias", qk_norm_weights="per_head",
+                       norms_per_layer=1),
     # Command-R: one LayerNorm (no bias) feeds attention and MLP in parallel; CohereConfig ties by default; where
     # use_qk_norm says, each query and key head its own weight (CohereLayerNorm((heads, head_dim)), no bias)
     "cohere": Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=True, norms_per_layer=1,
