@@ -307,3 +307,30 @@ def test_hunyuan_dense_is_read_by_its_own_rule(tmp_path):
     h, f, L, V, kv = 4096, 11008, 32, 290943, 8 * 128
     layer = h * (h + 2 * kv) + h * h + 3 * h * f + 2 * h + 2 * 128
     assert shape.params == L * layer + 2 * V * h + h
+
+
+def test_hunyuan_moe_in_transformers_reads_as_tencents_own_file(tmp_path):
+    """Hunyuan-A13B's file for Tencent's own code (model_type hunyuan: moe_intermediate_size and
+    num_shared_expert per layer) and for transformers' HunYuanMoEV1 (hunyuan_v1_moe: a shared MLP and 64
+    experts, all intermediate_size wide) are one model; the second was guessed."""
+    import json
+    import warnings
+
+    from shapewise.hf import load_config
+
+    own = Path(__file__).parent / "data" / "hf-third" / "hunyuan-a13b-instruct.json"
+    cfg = json.loads(own.read_text())
+    for key in ("moe_intermediate_size", "num_shared_expert", "use_mixed_mlp_moe", "auto_map"):
+        cfg.pop(key)
+    cfg["model_type"] = "hunyuan_v1_moe"
+    native = tmp_path / "config.json"
+    native.write_text(json.dumps(cfg))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the multimodal keys Tencent's file carries are said for both
+        a, b = load_config(own), load_config(native)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        load_config(native)
+    assert not any("guessed" in str(w.message) for w in said)
+    assert (b.params, b.active_params, b.num_experts, b.top_k, b.num_shared_experts, b.qk_norm) == \
+        (a.params, a.active_params, 64, 8, 1, True)

@@ -210,6 +210,11 @@ FAMILIES: dict[str, Family] = {
     # Hunyuan-7B and its dense sizes in transformers (HunYuanDenseV1): Llama's layer with an RMSNorm(head_dim) on
     # queries and keys (after the rotation: the same ops), attention_bias on q, k, v and o alone, untied by default
     "hunyuan_v1_dense": _QWEN3,
+    # and the MoE ones (HunYuanMoEV1): the same attention; every layer a shared MLP and the routed experts, all
+    # intermediate_size wide (HunYuanMoEV1MLP(config)), moe_topk of num_experts a token, either per layer
+    "hunyuan_v1_moe": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
+                             bias_scope="attention", experts_at_ffn=True, shared_experts=1, top_k_key="moe_topk",
+                             per_layer=("moe_topk", "num_experts")),
     # OLMo-2 (Olmo2Attention) normalizes the whole query projection and the whole key projection, a weight
     # per element (RMSNorm(heads × head_dim), RMSNorm(kv heads × head_dim)), not each head
     "olmo2": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, qk_norm=True,
