@@ -189,14 +189,29 @@ def test_calibrate_quick_says_and_writes_this_machines_factors_and_time_per_call
         assert main(["calibrate", "--quick", "--device", "cuda", "--db", str(tmp_path / "s.db"), "--no-install",
                      "--out", str(out)]) == 0
         said = capsys.readouterr().out
-        params = json.loads(out.read_text())["params"]
+        written = json.loads(out.read_text())
+        params, gemm = written["params"], written["fit"]["machine"]["factors"]["gemm"]
+        # An H100 borrows the H200's profile: its GEMMs' factor is measured and said, not applied
+        assert "gemm: this machine runs +3.0% against the profile" in said or lost
+        assert "not applied: on a GPU that borrows the h200's profile" in said
+        assert gemm["applied"] is False and params.get("machine_gemm", 1.0) == 1.0
         if not lost:
             assert "launch: this machine's calls take +0.30 µs each against the profile (29 calls measured under 15 µs" in said  # one of the 30 is 21 µs on an H100
             assert params["machine_launch_ms"] == pytest.approx(0.0003, abs=2e-6)
-            assert params["machine_gemm"] == pytest.approx(1.03, abs=1e-4)
+            assert gemm["factor"] == pytest.approx(1.03, abs=1e-4)
         else:  # the GEMMs' factor then takes in what the calls add
             assert "launch: too few of its calls of a few µs" in said and params.get("machine_launch_ms", 0.0) == 0.0
-            assert params["machine_gemm"] > 1.031
+            assert gemm["factor"] > 1.031
+    # On the GPU the profile was fitted on (an H200), the GEMMs' factor is applied
+    gpu, lost = get_gpu("h200"), None
+    model = CostModel(gpu, find(gpu).params)
+    monkeypatch.setattr(shapewise.bench, "sweep", lambda cases, **kw: SweepResult(
+        sweep(cases, **kw).rows, measured=len(cases), environment={"gpu_name": "NVIDIA H200"}))
+    out = tmp_path / "machine-h200.json"
+    assert main(["calibrate", "--quick", "--device", "cuda", "--db", str(tmp_path / "s2.db"), "--no-install",
+                 "--out", str(out)]) == 0
+    assert "not applied" not in capsys.readouterr().out
+    assert json.loads(out.read_text())["params"]["machine_gemm"] == pytest.approx(1.03, abs=1e-4)
 
 
 def test_a_profile_measured_elsewhere_is_never_installed_as_a_gpus(tmp_path, monkeypatch, capsys):

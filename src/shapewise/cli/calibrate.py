@@ -205,7 +205,10 @@ def _calibrate_machine(args) -> int:
                       f"{f['iqr'] * 1e3:.2f} µs); was {done.base.params.machine_launch_ms * 1e3:+.2f} µs")
             continue
         out.print(f"{name}: this machine runs {f['factor'] - 1:+.1%} against the profile ({f['cases']} cases, "
-                  f"interquartile range {f['iqr']:.1%}); was {getattr(done.base.params, 'machine_' + name) - 1:+.1%}")
+                  f"interquartile range {f['iqr']:.1%}); was {getattr(done.base.params, 'machine_' + name) - 1:+.1%}"
+                  + ("" if f.get("applied", True) else
+                     f"; not applied: on a GPU that borrows the {done.base.gpu}'s profile, this factor put more whole "
+                     "steps off than it mended (eleven H100s)"), soft_wrap=True)
     _install_profile(done.profile, args, out, done.sweep.environment)
     return 0
 
