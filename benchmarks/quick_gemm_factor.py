@@ -10,7 +10,11 @@ more than 5%, 7 with the factor and 5 without; the GEMMs' median 3.4% and 2.5%. 
 that borrows another's profile has its GEMM factor measured and said but not applied (machine.py). On an
 H200's own profile the factor stays (results/h200-judges-fresh17, seen: 2 steps off with it, 4 without).
 
-python benchmarks/quick_gemm_factor.py [--card FOLDER:SEED:MACHINE:CONFIG[,CONFIG…] …]   (on the CPU; minutes)
+The same for another family's factor, `--family bmm`; and over wide sets, the family's median and p90
+|error| instead of steps (`--wide FOLDER:SEED:MACHINE:-`, e.g. h100-judges-24:39:-:-).
+
+python benchmarks/quick_gemm_factor.py [--family gemm|bmm] [--card FOLDER:SEED:MACHINE:CONFIG[,CONFIG…] …]
+    [--wide FOLDER:SEED:MACHINE:- …]   (on the CPU; minutes)
 (default: the eleven cards of results/h100-judges*; MACHINE relative to benchmarks/results, or "-" for FOLDER's
 h100-machine.json.gz; a new card: --card h100-judges-31:31:-:tests/data/hf; an H200's run, whose "borrowed"
 column is then the shipped profile itself: --gpu h200 --card h200-judges-fresh17:22:-:tests/data/hf)
@@ -50,8 +54,8 @@ def card_arg(text: str) -> tuple[str, int, str, list[str]]:
     return folder, int(seed), machine, configs.split(",")
 
 
-def judged(drawn, rows, profile, gpu) -> tuple[int, int, float]:
-    """Steps measured whole, those off by more than 5%, and the GEMMs' median |error|."""
+def judged(drawn, rows, profile, gpu, family: str = "gemm") -> tuple[int, int, float]:
+    """Steps measured whole, those off by more than 5%, and the family's ops' median |error|."""
     by_key = {c.key: j for (c, _), j in zip(rows, judge(rows, gpu=gpu, profile=profile))}
     kind = {c.key: c.params.get("kind", c.bench) for c, _ in rows}
     whole = off = 0
@@ -61,37 +65,58 @@ def judged(drawn, rows, profile, gpu) -> tuple[int, int, float]:
             measured = sum(by_key[key].measured_ms * n for key, n in step.ops)
             predicted = sum(by_key[key].predicted_ms["calibrated"] * n for key, n in step.ops)
             off += abs(predicted / measured - 1) > 0.05
-    gemms = [abs(j.predicted_ms["calibrated"] / j.measured_ms - 1) for key, j in by_key.items() if kind[key] == "gemm"]
-    return whole, off, float(np.median(gemms))
+    ops = [abs(j.predicted_ms["calibrated"] / j.measured_ms - 1) for key, j in by_key.items() if kind[key] == family]
+    return whole, off, float(np.median(ops)) if ops else float("nan")
+
+
+def judged_wide(rows, profile, gpu, family: str) -> tuple[int, float, float]:
+    """A wide set's cases of the family (gemm, bmm) and their median and p90 |error|."""
+    errors = [abs(j.predicted_ms["calibrated"] / j.measured_ms - 1) for (c, _), j in
+              zip(rows, judge(rows, gpu=gpu, profile=profile)) if c.params.get("kind", c.bench) == family]
+    return len(errors), float(np.median(errors)), float(np.percentile(errors, 90))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--card", nargs="+", type=card_arg, default=[card_arg(c) for c in CARDS],
                     help="FOLDER:SEED:MACHINE:CONFIGS (default: the eleven H100s)")
+    ap.add_argument("--family", choices=("gemm", "bmm"), default="gemm",
+                    help="the factor set to 1 in the third column (default: gemm)")
+    ap.add_argument("--wide", nargs="+", type=card_arg, default=[],
+                    help="FOLDER:SEED:MACHINE:- wide sets judged instead: the family's median and p90 |error|")
     ap.add_argument("--gpu", choices=("h100", "h200"), default="h100",
                     help="the cards' GPU: h200 judges an H200's run against the shipped profile, its own (default: h100)")
     args = ap.parse_args()
     gpu = get_gpu(args.gpu)
     borrowed = find(gpu)
-    print(f"{'card (models seed)':34s} {'GEMM factor':>11s}   steps off by > 5%, GEMMs' median: borrowed | quick | quick without its GEMM factor")
+    factor, name = f"machine_{args.family}", {"gemm": "GEMMs", "bmm": "batched GEMMs"}[args.family]
+    wide = bool(args.wide)
+    print(f"{'card (wide seed)' if wide else 'card (models seed)':34s} {args.family + ' factor':>11s}   "
+          + (f"{name}' median / p90" if wide else f"steps off by > 5%, {name}' median")
+          + f": borrowed | quick | quick without its {args.family} factor")
     totals = np.zeros(3, dtype=int)
-    for folder, seed, machine, configs in args.card:
+    for folder, seed, machine, configs in args.wide or args.card:
         machine = f"{R}/{folder}/{args.gpu}-machine.json.gz" if machine == "-" else f"{R}/{machine}"
         try:
             quick = with_machine_factors(borrowed, machine)
         except (OSError, ShapewiseError) as err:
             print(f"quick_gemm_factor.py: {err}", file=sys.stderr)
             return 2
-        profiles = (borrowed, quick, dataclasses.replace(quick, params=dataclasses.replace(quick.params, machine_gemm=1.0)))
+        profiles = (borrowed, quick, dataclasses.replace(quick, params=dataclasses.replace(quick.params, **{factor: 1.0})))
         with tempfile.TemporaryDirectory() as tmp:
             import_export(f"{R}/{folder}/judges.csv.gz", f"{tmp}/run.db")
-            drawn, rows = measured_rows(f"{tmp}/run.db", "models", seed, configs)
-        got = [judged(drawn, rows, p, gpu) for p in profiles]
+            drawn, rows = measured_rows(f"{tmp}/run.db", "wide" if wide else "models", seed,
+                                        None if wide else configs)
+        head = f"{f'{folder} ({seed})':34s} {getattr(quick.params, factor) - 1:+10.1%}   "
+        if wide:
+            got = [judged_wide(rows, p, gpu, args.family) for p in profiles]
+            print(head + " | ".join(f"{median:4.1%} / {p90:4.1%} of {n}" for n, median, p90 in got))
+            continue
+        got = [judged(drawn, rows, p, gpu, args.family) for p in profiles]
         totals += [off for _, off, _ in got]
-        print(f"{f'{folder} ({seed})':34s} {quick.params.machine_gemm - 1:+10.1%}   "
-              + " | ".join(f"{off:3d} of {whole:4d}, {median:4.1%}" for whole, off, median in got))
-    print(f"{'all':34s} {'':11s}   " + " | ".join(f"{n:3d} off" for n in totals))
+        print(head + " | ".join(f"{off:3d} of {whole:4d}, {median:4.1%}" for whole, off, median in got))
+    if not wide:
+        print(f"{'all':34s} {'':11s}   " + " | ".join(f"{n:3d} off" for n in totals))
     return 0
 
 

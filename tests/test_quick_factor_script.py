@@ -1,0 +1,35 @@
+"""benchmarks/quick_gemm_factor.py: the rule that took calibrate --quick's GEMM factor off a borrowed profile
+reads as it was judged, on the committed fifteenth H100's run; a malformed card ends in its error, exit 2."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+SCRIPT = [sys.executable, "benchmarks/quick_gemm_factor.py"]
+ENV = {"PYTHONPATH": "src:benchmarks", "PATH": "/usr/bin:/bin"}
+
+
+def run(*args):
+    return subprocess.run([*SCRIPT, *args], cwd=ROOT, capture_output=True, text=True, env=ENV, timeout=300)
+
+
+def test_the_fifteenth_h100s_judgement_is_what_results_says():
+    out = run("--card", "h100-judges-31:31:-:tests/data/hf")
+    assert out.returncode == 0, out.stderr
+    line = next(line for line in out.stdout.splitlines() if line.startswith("h100-judges-31 (31)"))
+    assert line.split()[2:] == ["+2.0%", "8", "of", "66,", "3.0%", "|", "7", "of", "66,", "3.4%", "|", "5", "of", "66,",
+                                "2.5%"]
+
+
+def test_the_batched_factor_over_a_wide_set():
+    out = run("--family", "bmm", "--wide", "h100-judges-24:39:-:-")
+    assert out.returncode == 0, out.stderr
+    assert "h100-judges-24 (39)" in out.stdout and "of 250" in out.stdout
+
+
+def test_a_malformed_card_or_a_missing_folder_ends_in_its_error_and_exit_2():
+    for args in (("--card", "h100-judges-31:x:-:tests/data/hf"), ("--wide", "nowhere:1:-:-")):
+        out = run(*args)
+        last = out.stderr.strip().splitlines()[-1]
+        assert out.returncode == 2 and last.startswith("quick_gemm_factor.py: ") and "Traceback" not in out.stderr
