@@ -135,6 +135,9 @@ def test_content_and_order(gpt2, page):
     assert len(ops) == len(result.step.costs)
     assert [(r[0], r[1], r[2]) for r in ops] == [(c.op.label, c.op.shape_text, str(c.op.count)) for c in result.step.costs]
     assert f"{result.step.time_ms:,.2f}" in words and f"{result.step.mfu:.1%}" in words
+    # what check says beside its step and memory: Adam's update (plan's step) and Megatron-LM's memory
+    assert f"{result.step.time_ms + result.optimizer_ms:,.2f}" in words and "with Adam's update ms" in words
+    assert f"{result.megatron_memory.total_bytes / 2**30:,.1f} GiB" in words
     for value in ("768", "50,257", "gelu", "layernorm", "flash", "bf16"):  # model and workload fields
         assert value in words
     assert parsed.tables["suggestions-table"] and "measured" not in parsed.ids

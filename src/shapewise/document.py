@@ -169,8 +169,12 @@ def _gather(shape, workload, *, model: CostModel, store, top, model_arg, out, fm
     totals = {"step ms": f"{step.time_ms:,.2f}",
               "tokens/s" + (f" per {w.tp}-GPU group" if w.tp > 1 else ""): f"{step.tokens_per_s:,.0f}",
               "MFU": f"{step.mfu:.1%}", "TFLOP per step": f"{step.flops / 1e12:,.1f}"}
+    if w.mode == "train":  # as check says it: the step is forward and backward; plan's adds Adam's update
+        totals["with Adam's update ms"] = f"{step.time_ms + result.optimizer_ms:,.2f}"
     if result.memory is not None:  # as check prints it: the parts, and of what the GPU holds
         totals["memory per GPU"] = f"{result.memory.text()} of {capacity_bytes(gpu) / 2**30:,.1f} GiB"
+    if result.megatron_memory is not None:
+        totals["memory per GPU as Megatron-LM holds it"] = f"{result.megatron_memory.total_bytes / 2**30:,.1f} GiB"
     for i, caveat in enumerate(result.caveats, 1):
         totals[f"caveat {i}" if len(result.caveats) > 1 else "caveat"] = caveat
 
