@@ -102,7 +102,7 @@ def _suggestions(args):
 GIB = 2 ** 30
 WITHIN_ERROR = "within the model's error — verify it"
 # What memory.estimate assumes of a training step: said wherever its figure is printed.
-TRAINING_MEMORY = "mixed-precision Adam, no ZeRO, no recomputation"
+TRAINING_MEMORY = "mixed-precision Adam in PyTorch eager, no ZeRO, no recomputation"  # as check holds it
 
 
 def nothing_faster_text(result, params_tol: float) -> str:
