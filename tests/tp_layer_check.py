@@ -9,7 +9,7 @@ import torch.distributed.nn.functional as dist_fn
 
 from shapewise.layers import build_layer, build_tp_layer, layer_inputs, sync_replica_grads
 from shapewise.ops import layer_ops, replica_grad_ops
-from shapewise.parallel import kv_head_params
+from shapewise.parallel import kv_head_params, whole_params
 from shapewise.shapes import ModelShape, Workload
 
 dist.init_process_group("gloo")
@@ -91,15 +91,25 @@ for shape in shapes:
     dist.all_reduce = plain_all_reduce
     ops = {op.name: op for op in replica_grad_ops(shape.one_layer(), train)}
     assert sorted(n for n, _ in reduced) == sorted(op.k for op in ops.values()), (shape.name, reduced, ops)
+    # what every rank holds whole, as the memory and the priced all-reduce count it (parallel.whole_params)
+    assert reduced[0] == (tp, whole_params(shape)), (shape.name, reduced, whole_params(shape))
     if "tp/kv_grads" in ops:
         assert reduced[-1] == (ops["tp/kv_grads"].k, kv_head_params(shape)), (shape.name, reduced)
     full_grads = dict(full.named_parameters())
     for name, p in layer.part.named_parameters():
         if name in ("attn.out.bias", "mlp.down.bias"):
-            continue  # zero here: the block adds the whole bias after the reduce-scatter
+            assert not p.requires_grad and not p.any()  # zero, untrained: the block's own bias is added whole
+            continue
         ref = full_rows(shape, name, full_grads[name].grad)
         grad_err = ((p.grad - ref).norm() / ref.norm()).item()
         assert grad_err < 1e-4, (shape.name, name, grad_err)
+    # the row-parallel outputs' biases, whole on each rank: after the sum, the full layer's gradients
+    for bias, name in ((layer.out_bias, "attn.out.bias"), (layer.down_bias, "mlp.down.bias")):
+        assert (bias is None) == (name not in full_grads), (shape.name, name)
+        if bias is not None:
+            ref = full_grads[name].grad
+            grad_err = ((bias.grad - ref).norm() / ref.norm()).item()
+            assert grad_err < 1e-4, (shape.name, name, grad_err)
     results.append(err)
 if rank == 0:
     print("errors", results)

@@ -563,7 +563,7 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
             elif name == "mlp.down.weight":
                 p.copy_(source[:, cols])
             elif name in ("attn.out.bias", "mlp.down.bias"):
-                p.zero_()  # added once, after the reduce-scatter
+                p.zero_().requires_grad_(False)  # the block's own, whole, is added once after the reduce-scatter
             else:
                 p.copy_(source)  # norms: replicated
                 whole.append(name)
@@ -583,24 +583,26 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
             self.part = part
             self.shape, self.tp, self.rank = shape, tp, rank
             self.whole, self.kv_replicas, self.kv_groups = whole, max(tp // shape.kv_heads, 1), None
-            self.register_buffer("out_bias", out_bias if out_bias is not None else torch.zeros(0))
-            self.register_buffer("down_bias", down_bias if down_bias is not None else torch.zeros(0))
+            # Row-parallel outputs' biases, whole on every rank and trained there (their gradients partial
+            # sums over the rank's rows, which sync_replica_grads sums)
+            self.out_bias = nn.Parameter(out_bias) if out_bias is not None else None
+            self.down_bias = nn.Parameter(down_bias) if down_bias is not None else None
 
         def _attn(self, x):
             a = scatter(self.part.attn(gather(self.part.norm1(x))))
-            return a + self.out_bias if self.out_bias.numel() else a
+            return a + self.out_bias if self.out_bias is not None else a
 
         def _mlp(self, x):
             m = scatter(self.part.mlp(gather(self.part.norm2(x))))
-            return m + self.down_bias if self.down_bias.numel() else m
+            return m + self.down_bias if self.down_bias is not None else m
 
         def _parallel(self, x):
             # Each norm's output is gathered, one shared norm's once (GPT-NeoX; ops.model_ops prices it so).
             a = gather(self.part.norm1(x))
             m = a if shape.norms_per_layer == 1 else gather(self.part.norm2(x))
             y = scatter(self.part.attn(a) + self.part.mlp(m))
-            y = y + self.out_bias if self.out_bias.numel() else y
-            return y + self.down_bias if self.down_bias.numel() else y
+            y = y + self.out_bias if self.out_bias is not None else y
+            return y + self.down_bias if self.down_bias is not None else y
 
         def forward(self, x):
             if shape.parallel_attn:
@@ -614,8 +616,9 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
 def sync_replica_grads(layer) -> None:
     """Sum the gradients of what the ranks of a build_tp_layer block hold alike, as a training step does
     once, after its last backward (Megatron-LM's finalize_model_grads; ops.replica_grad_ops prices it as
-    tp/replica_grads and tp/kv_grads): the norms' over the t ranks, each of which normed its own slice of
-    the sequence, and a replicated kv head's key and value rows over the t/kv ranks that hold it. One
+    tp/replica_grads and tp/kv_grads): the norms' and the row-parallel outputs' biases' over the t ranks, each
+    of which ran its own slice of the sequence, and a replicated kv head's key and value rows over the t/kv
+    ranks that hold it. One
     all-reduce each. Every rank calls it; the first call makes the kv heads' process groups."""
     import torch
     import torch.distributed as dist
@@ -627,7 +630,8 @@ def sync_replica_grads(layer) -> None:
             g.copy_(summed.view_as(g))
 
     params = dict(layer.part.named_parameters())
-    all_reduce([params[name].grad for name in layer.whole])
+    biases = [b.grad for b in (layer.out_bias, layer.down_bias) if b is not None]
+    all_reduce([params[name].grad for name in layer.whole] + biases)
     if layer.kv_replicas == 1:
         return
     if layer.kv_groups is None:  # new_group is collective: every rank makes every group, in one order
