@@ -498,3 +498,14 @@ def test_parallel_layers_with_one_shared_norm():
     assert rel_err(run_fwd(layer, x), reference_layer(layer, x)) < 1e-4
     with pytest.raises(ShapewiseError, match="1 norms a layer is not built"):
         build_layer(VARIANTS["llama"].replace(norms_per_layer=1), device="meta")
+
+
+def test_two_layers_built_are_of_one_class():
+    """The module classes are defined once (layers._classes, cached): every block built is an instance of
+    the same Block, and a second build does not define them again."""
+    from shapewise.layers import _classes, build_layer
+
+    shape = ModelShape("tiny", 64, 1, 4, 100)
+    first, second = build_layer(shape, dtype="fp32"), build_layer(shape, dtype="fp32")
+    assert type(first) is type(second) is _classes().Block
+    assert _classes() is _classes()

@@ -6,7 +6,6 @@ import copy
 import json
 import math
 import os
-import re
 from pathlib import Path
 
 from .errors import ShapewiseError, warn
@@ -854,7 +853,7 @@ class GuessedFields(ShapewiseError):
 def _shape_from_config(cfg: dict, where: str, name: str, source: str = "", *, strict: bool = False) -> ModelShape:
     fields, guesses, notes = _fields_from_config(cfg, where)
     # Qwen3-Embedding's file names Qwen3ForCausalLM: only its name says that the head is not run
-    if re.search(r"embedding", name, re.I) and not any("output head" in note for note in notes):
+    if "embedding" in name.lower() and not any("output head" in note for note in notes):
         notes.append(f"its name ({name}) says an embedding model, but its architectures name a language model's "
                      f"head: shapewise prices a {fields['vocab']:,}-row output head and its loss, which an embedding "
                      f"model, pooling the last hidden state, does not run")

@@ -90,7 +90,6 @@ def _layer_dtype(dtype):
 
 
 @functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=None)
 def compiled_flex():
     """torch's FlexAttention, compiled: uncompiled it computes every score and masks it, the work a window saves.
     Each shape compiles its own kernel, and past dynamo's default cache of 8 a compiled function falls back to
@@ -111,6 +110,7 @@ def window_block_mask(*, seq: int, window: int, device):
     return create_block_mask(lambda b, h, i, j: (i >= j) & (i - j < window), None, None, seq, seq, device=device)
 
 
+@functools.lru_cache(maxsize=None)
 def _classes() -> SimpleNamespace:
     """The nn.Module classes, defined on first use so that importing this module needs no torch."""
     import torch
@@ -131,6 +131,7 @@ def _classes() -> SimpleNamespace:
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
     def make_norm(shape: ModelShape, **factory) -> nn.Module:
+        """The shape's norm over its hidden width, as every block (and a model's embedding and final norms) has it."""
         if shape.norm == "layernorm":
             return nn.LayerNorm(shape.hidden, eps=NORM_EPS, **factory)
         return RMSNorm(shape.hidden, NORM_EPS, **factory)
@@ -301,7 +302,7 @@ def _classes() -> SimpleNamespace:
         def extra_repr(self) -> str:
             return f"shape={self.shape.name!r}, parallel={self.parallel}"
 
-    return SimpleNamespace(Block=Block, Attention=Attention, MLP=MLP, MoE=MoE, RMSNorm=RMSNorm)
+    return SimpleNamespace(Block=Block, Attention=Attention, MLP=MLP, MoE=MoE, RMSNorm=RMSNorm, make_norm=make_norm)
 
 
 def _init_(layer, seed: int) -> None:

@@ -333,21 +333,20 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
 
 
 def replica_grad_ops(shape: ModelShape, w: Workload) -> list[Op]:
-    """Once a training step, the all-reduce of the gradients of what tensor-parallel ranks hold alike
-    (parallel.replica_grads_ms): every layer's whole_params and the norms outside the layers over the t
-    ranks, each replicated kv head's over the t/kv ranks that hold it; in the weights' dtype, bf16 under fp8."""
-    from .parallel import kv_head_params, kv_replicas, whole_params
+    """Once a training step, the all-reduces of the gradients of what tensor-parallel ranks hold alike
+    (parallel.replica_groups) in every layer, the norms outside the layers with the first; in the weights'
+    dtype, bf16 under fp8."""
+    from .parallel import replica_groups
     from .shapes import NORM_KINDS
 
     t, B = w.tp, activation_bytes(w.dtype_bytes)
     if t == 1:
         return []
     outside = NORM_KINDS[shape.norm] * shape.hidden * (1 + shape.embed_norm)  # the final norm; BLOOM's first
-    whole = shape.num_layers * whole_params(shape) + outside
-    replicas = int(kv_replicas(shape, t))
-    kv = shape.num_layers * kv_head_params(shape) if replicas > 1 else 0
+    groups = [(name, int(count) + outside * (name == "tp/replica_grads"), int(ranks))
+              for name, count, ranks in replica_groups(shape, t, shape.num_layers)]
     return [Op(name, "bwd", COMM, count=1, flops=0, bytes=n * B, m=n, n=1, k=ranks, family="all_reduce")
-            for name, n, ranks in (("tp/replica_grads", whole, t), ("tp/kv_grads", kv, replicas)) if n]
+            for name, n, ranks in groups if n]
 
 
 def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:

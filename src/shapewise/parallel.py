@@ -55,8 +55,8 @@ def expert_params(shape) -> int:
 
 def whole_params(shape) -> int:
     """Parameters of one layer that every tensor-parallel rank holds whole, as Megatron-LM and PyTorch's
-    tensor parallelism do: its norms' weights and biases (per-head QK-norms' too), the row-parallel linears'
-    output biases (attention's out, a dense or shared expert's down), an MoE router, and latent attention's
+    tensor parallelism do: its norms' weights and biases (a QK norm's shared by the heads too), the row-parallel
+    linears' output biases (attention's out, a dense or shared expert's down), an MoE router, and latent attention's
     down projections (q_a_proj, kv_a_proj_with_mqa: ReplicatedLinear in vLLM and SGLang, which
     ops.projections prices unsplit) and their norms. Under sequence parallelism each rank's gradients
     of them are partial sums, which finalize_model_grads all-reduces over the group (replica_grads)."""
@@ -97,14 +97,20 @@ def replicated_params(shape, tp):
     return whole_params(shape) * (1 - 1 / tp) + kv
 
 
+def replica_groups(shape, tp, layers):
+    """What tensor-parallel ranks hold alike in `layers` layers, whose gradients a training step all-reduces
+    once (Megatron-LM's _allreduce_layernorm_grads: every parameter marked sequence_parallel), as (op name,
+    parameters, ranks): whole_params over the t ranks, and each replicated kv head's over the t/kv ranks
+    holding it (none where t ≤ kv heads). Arrays broadcast."""
+    replicas = kv_replicas(shape, tp)
+    kv = np.where(replicas > 1, kv_head_params(shape), 0)
+    return (("tp/replica_grads", layers * whole_params(shape), tp), ("tp/kv_grads", layers * kv, replicas))
+
+
 def replica_grads_ms(shape, tp, layers, *, grad_bytes, gbs, params):
-    """All-reducing once a step, after the last micro-batch's backward, the gradients of what tensor-parallel
-    ranks hold alike in `layers` layers: whole_params over the t ranks (Megatron-LM's
-    _allreduce_layernorm_grads: every parameter marked sequence_parallel), and each kv head's over the
-    t/kv ranks that hold it. Ring all-reduces (two passes); arrays broadcast."""
-    kv = np.where(kv_replicas(shape, tp) > 1, kv_head_params(shape), 0.0)
-    return ring_ms(layers * whole_params(shape) * grad_bytes, tp, gbs, params, passes=2) + \
-        ring_ms(layers * kv * grad_bytes, kv_replicas(shape, tp), gbs, params, passes=2)
+    """The all-reduces of replica_groups, once a step after the last micro-batch's backward: ring, two passes."""
+    return sum(ring_ms(count * grad_bytes, ranks, gbs, params, passes=2)
+               for _, count, ranks in replica_groups(shape, tp, layers))
 
 
 def rank_layer_params(shape, tp):

@@ -263,7 +263,7 @@ def _chunk_class():
     import torch
     from torch import nn
 
-    from .layers import NORM_EPS, _classes
+    from .layers import _classes
 
     class Chunk(nn.Module):
         """Consecutive decoder blocks; the first chunk embeds tokens, the last adds the final norm and
@@ -276,9 +276,7 @@ def _chunk_class():
             self.positions = nn.Embedding(shape.learned_positions, h, **factory) \
                 if first and shape.learned_positions else None
             self.blocks = nn.ModuleList(blocks)
-            norm = nn.LayerNorm(h, eps=NORM_EPS, **factory) if shape.norm == "layernorm" \
-                else _classes().RMSNorm(h, NORM_EPS, **factory)
-            self.norm = norm if last else None
+            self.norm = _classes().make_norm(shape, **factory) if last else None
             self.head = nn.Linear(h, shape.vocab, bias=False, **factory) if last else None
 
         def forward(self, x):

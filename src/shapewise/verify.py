@@ -149,7 +149,7 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     import torch
     import torch.nn.functional as F
 
-    from .layers import build_layer
+    from .layers import _classes, build_layer
 
     dtype = torch_dtype(workload.dtype)
     layers = [build_layer(model_block(shape, i), device=device, dtype=workload.dtype,
@@ -158,29 +158,18 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     table = (torch.randn(shape.vocab, shape.hidden, generator=generator) * 0.02).to(device, dtype).requires_grad_(True)
     head = table if shape.tied_embeddings else \
         (torch.randn(shape.vocab, shape.hidden, generator=generator) * shape.hidden ** -0.5).to(device, dtype).requires_grad_(True)
-    def make_norm():
-        """A norm's weight and, for LayerNorm, its bias (as the layers' norms have; None for RMSNorm)."""
-        weight = torch.ones(shape.hidden, device=device, dtype=dtype, requires_grad=True)
-        shift = torch.zeros(shape.hidden, device=device, dtype=dtype, requires_grad=True) \
-            if shape.norm == "layernorm" else None
-        return weight, shift
-
-    def normalize(x, weight, shift):
-        return F.rms_norm(x, (shape.hidden,), weight) if shift is None else \
-            F.layer_norm(x, (shape.hidden,), weight, shift)
-
     # GPT-2's and OPT's learned positions: a table of learned_positions rows, added to the token embeddings. OPT's
     # rows hold its offset of 2 (it reads rows 2 … s+1); reading rows 0 … s-1 is the same gather from the same
     # table. A sequence past the table (priced as asked, with a warning: rules.py) reads its rows again.
     positions = (torch.randn(shape.learned_positions, shape.hidden, generator=generator) * 0.01).to(device, dtype) \
         .requires_grad_(True) if shape.learned_positions else None
     position_ids = torch.arange(workload.seq, device=device) % max(shape.learned_positions, 1)
-    norm = make_norm()
-    embed_norm = make_norm() if shape.embed_norm else None  # BLOOM's over the embeddings
+    norm = _classes().make_norm(shape, device=device, dtype=dtype)  # the layers' own norm, weight (and bias)
+    embed_norm = _classes().make_norm(shape, device=device, dtype=dtype) if shape.embed_norm else None  # BLOOM's
     bias = torch.zeros(shape.vocab, device=device, dtype=dtype, requires_grad=True) if shape.lm_head_bias else None
     ids = torch.randint(0, shape.vocab, (workload.batch, workload.seq), generator=generator).to(device)
     target = torch.randint(0, shape.vocab, (workload.batch * workload.seq,), generator=generator).to(device)
-    norms = [p for n in (norm, embed_norm) if n is not None for p in n if p is not None]
+    norms = [p for n in (norm, embed_norm) if n is not None for p in n.parameters()]
     tables = [table] if head is table else [table, head]  # a tied head is the embedding table, counted once
     weights = [*tables, *norms, *(p for layer in layers for p in layer.parameters())]
     if positions is not None:
@@ -195,10 +184,10 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
         if positions is not None:
             x = x + F.embedding(position_ids, positions)
         if embed_norm is not None:
-            x = normalize(x, *embed_norm)
+            x = embed_norm(x)
         for layer in layers:
             x = layer(x)
-        x = normalize(x, *norm)
+        x = norm(x)
         F.cross_entropy(F.linear(x, head, bias).view(-1, shape.vocab), target).backward()
 
     step.weights, step.layers = weights, layers  # for tests: every weight has a gradient after a step
