@@ -78,6 +78,7 @@ def judged_wide(rows, profile, gpu, family: str) -> tuple[int, float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
+    ap.error = lambda message: sys.exit(print(f"quick_gemm_factor.py: {message}", file=sys.stderr) or 2)  # one line
     ap.add_argument("--card", nargs="+", type=card_arg, default=[card_arg(c) for c in CARDS],
                     help="FOLDER:SEED:MACHINE:CONFIGS (default: the eleven H100s)")
     ap.add_argument("--family", choices=("gemm", "bmm"), default="gemm",
