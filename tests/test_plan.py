@@ -253,10 +253,10 @@ def test_check_and_plan_give_one_step_and_one_memory_for_one_layout(capsys, conf
     result = plan(load_config(path), gpus=4, gpu="h200", global_batch_tokens=8192, seq=4096, top=10**6)
     same = [p for p in result.plans if (p.tp, p.pp, p.dp, p.batch, p.recompute, p.zero) == (4, 1, 1, 2, "none", 0)]
     assert len(same) == 1
-    # plan's update and replicas' all-reduce leave out the final norm and an output bias (GPT-J's 58,592
-    # weights), and its ring one launch (5 µs): 3e-5 of a step
-    assert checked["totals"]["with_optimizer_ms"] == pytest.approx(same[0].step_ms, rel=1e-4)
-    assert checked["totals"]["optimizer_ms"] == pytest.approx(same[0].times_ms["optimizer_ms"], rel=1e-4)
+    # one parameter count: the final norm whole on each rank, GPT-J's output bias split with the vocabulary;
+    # plan's ring of the replicas' gradients leaves out the kernel's launch (5 µs): 3e-5 of a step
+    assert checked["totals"]["with_optimizer_ms"] == pytest.approx(same[0].step_ms, rel=5e-5)
+    assert checked["totals"]["optimizer_ms"] == pytest.approx(same[0].times_ms["optimizer_ms"], rel=1e-9)
     assert checked["memory"]["megatron_per_gpu_bytes"] == pytest.approx(same[0].memory.total_bytes, abs=1)
     code, out, _ = run(capsys, "check", path, "--tp", "4", "--batch", "2", "--seq", "4096")
     assert f"{checked['totals']['with_optimizer_ms']:,.2f} ms in all" in out

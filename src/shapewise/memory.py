@@ -42,7 +42,8 @@ import numpy as np
 from .dtypes import activation_bytes
 from .errors import ShapewiseError
 from .hardware import GPU
-from .parallel import RECOMPUTE, Parallelism, expert_params, rank_layer_params, replicated_params, stage_ends
+from .parallel import (RECOMPUTE, Parallelism, expert_params, outside_norms, rank_layer_params,
+                       replicated_params, stage_ends)
 from .shapes import NORM_KINDS, ModelShape, Workload
 
 GIB = 2 ** 30
@@ -242,9 +243,8 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
     embed_norm = NORM_KINDS[shape.norm] * h * shape.embed_norm  # BLOOM's, on the first stage
     embed = V * h / tp + shape.learned_positions * h + embed_norm
     head = np.where(pp > 1, V * h / tp, 0.0) if shape.tied_embeddings else V * h / tp  # Megatron keeps a copy
-    # the last stage's weights beside its head: the final norm (and Phi's head bias)
-    final_norm = shape.params - shape.blocks_params - V * h * (1 if shape.tied_embeddings else 2) \
-        - shape.learned_positions * h - embed_norm
+    head = head + V * shape.lm_head_bias / tp  # Phi's output bias, split with the vocabulary
+    final_norm = NORM_KINDS[shape.norm] * h  # the last stage's, whole on each rank
     edp = np.maximum(dp // ep, 1)  # replicas of each expert
     shard_w = np.where(zero >= 3, dp, 1), np.where(zero >= 3, edp, 1)
     shard_g = np.where(zero >= 2, dp, 1), np.where(zero >= 2, edp, 1)
@@ -335,7 +335,8 @@ def _inference(shape: ModelShape, w: Workload, framework: Framework) -> Memory:
         scores = 2 * w.batch * shape.num_heads / t * q_len * kv_len * activation_bytes(B)
         transient = max(transient, scores)
     logits = w.batch * shape.vocab / t * 4  # fp32 logits of each sequence's last position
-    weights = shape.params / t + shape.num_layers * float(replicated_params(shape, t))
+    whole = float(outside_norms(shape))  # the final norm (BLOOM's over the embeddings too) on every rank
+    weights = (shape.params - whole) / t + whole + shape.num_layers * float(replicated_params(shape, t))
     parts = Memory(weights=weights * B, activations=transient, loss=logits, kv_cache=cache)
     return parts + Memory(allocator=ALLOCATOR_FRACTION * parts.total_bytes + CONTEXT_BYTES)
 

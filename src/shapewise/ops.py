@@ -336,15 +336,13 @@ def replica_grad_ops(shape: ModelShape, w: Workload) -> list[Op]:
     """Once a training step, the all-reduces of the gradients of what tensor-parallel ranks hold alike
     (parallel.replica_groups) in every layer, the norms outside the layers with the first; in the weights'
     dtype, bf16 under fp8."""
-    from .parallel import replica_groups
-    from .shapes import NORM_KINDS
+    from .parallel import outside_norms, replica_groups
 
     t, B = w.tp, activation_bytes(w.dtype_bytes)
     if t == 1:
         return []
-    outside = NORM_KINDS[shape.norm] * shape.hidden * (1 + shape.embed_norm)  # the final norm; BLOOM's first
-    groups = [(name, int(count) + outside * (name == "tp/replica_grads"), int(ranks))
-              for name, count, ranks in replica_groups(shape, t, shape.num_layers)]
+    groups = [(name, int(count), int(ranks))
+              for name, count, ranks in replica_groups(shape, t, shape.num_layers, outside_norms(shape))]
     return [Op(name, "bwd", COMM, count=1, flops=0, bytes=n * B, m=n, n=1, k=ranks, family="all_reduce")
             for name, n, ranks in groups if n]
 

@@ -97,20 +97,29 @@ def replicated_params(shape, tp):
     return whole_params(shape) * (1 - 1 / tp) + kv
 
 
-def replica_groups(shape, tp, layers):
-    """What tensor-parallel ranks hold alike in `layers` layers, whose gradients a training step all-reduces
-    once (Megatron-LM's _allreduce_layernorm_grads: every parameter marked sequence_parallel), as (op name,
-    parameters, ranks): whole_params over the t ranks, and each replicated kv head's over the t/kv ranks
-    holding it (none where t ≤ kv heads). Arrays broadcast."""
+def outside_norms(shape, pp=1):
+    """The norms' weights outside the layers on the rank that holds them: the final norm, and BLOOM's over
+    the embeddings where one stage holds both ends (pp == 1); a pipeline's end stage holds one. Whole on
+    every tensor-parallel rank. pp may be a numpy array."""
+    from .shapes import NORM_KINDS
+
+    return NORM_KINDS[shape.norm] * shape.hidden * np.where(np.asarray(pp) == 1, 1 + shape.embed_norm, 1)
+
+
+def replica_groups(shape, tp, layers, outside=0):
+    """What tensor-parallel ranks hold alike in `layers` layers and `outside` them (outside_norms), whose
+    gradients a training step all-reduces once (Megatron-LM's _allreduce_layernorm_grads: every parameter
+    marked sequence_parallel), as (op name, parameters, ranks): whole_params over the t ranks, and each
+    replicated kv head's over the t/kv ranks holding it (none where t ≤ kv heads). Arrays broadcast."""
     replicas = kv_replicas(shape, tp)
     kv = np.where(replicas > 1, kv_head_params(shape), 0)
-    return (("tp/replica_grads", layers * whole_params(shape), tp), ("tp/kv_grads", layers * kv, replicas))
+    return (("tp/replica_grads", layers * whole_params(shape) + outside, tp), ("tp/kv_grads", layers * kv, replicas))
 
 
-def replica_grads_ms(shape, tp, layers, *, grad_bytes, gbs, params):
+def replica_grads_ms(shape, tp, layers, *, grad_bytes, gbs, params, outside=0):
     """The all-reduces of replica_groups, once a step after the last micro-batch's backward: ring, two passes."""
     return sum(ring_ms(count * grad_bytes, ranks, gbs, params, passes=2)
-               for _, count, ranks in replica_groups(shape, tp, layers))
+               for _, count, ranks in replica_groups(shape, tp, layers, outside))
 
 
 def rank_layer_params(shape, tp):
@@ -338,8 +347,11 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     experts = expert_params(shape)
     vocab_matrices = np.where(pp == 1, 1 if shape.tied_embeddings else 2, 1)
 
+    norms = outside_norms(shape, pp)  # beside the vocab matrices, whole on each rank
+
     def stage_params(layers):
-        return (layers * rank_layer_params(shape, t) + vocab_matrices * shape.vocab * shape.hidden / t,
+        vocab = shape.vocab * (vocab_matrices * shape.hidden + shape.lm_head_bias) / t  # an output bias on the head's
+        return (layers * rank_layer_params(shape, t) + vocab + norms,
                 layers * experts / (t * ep))
 
     # The reduction is priced as that of an even pipeline at this one's pace: its stages hold the
@@ -381,7 +393,8 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     optimizer = optimizer_ms(sum(stage_params(heaviest)) / np.where(zero >= 1, dp, 1), precision, params,
                              times.bytes_per_s)
     # The replicas' gradients, all-reduced over the tensor-parallel group once a step, after the last backward.
-    replicas = replica_grads_ms(shape, t, pace, grad_bytes=precision.grads, gbs=network.gbs(t > gpn), params=params)
+    replicas = replica_grads_ms(shape, t, pace, grad_bytes=precision.grads, gbs=network.gbs(t > gpn), params=params,
+                                outside=norms)
     total = compute + bubble + pipeline_comm + exposed + ep_comm + optimizer + replicas
     return {"total_ms": total, "compute_ms": compute, "recompute_ms": recomputed, "bubble_ms": bubble,
             "pipeline_comm_ms": pipeline_comm, "dp_comm_ms": exposed, "dp_hidden_ms": hidden,
