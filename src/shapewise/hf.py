@@ -442,6 +442,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         mlp = kind
     else:
         mlp = "relu" if kind == "relu" else "gelu"
+    if kind == "xielu":  # Apertus's: said, as the summary line names the MLP by the op it is priced as
+        notes.append(f"its activation {act} is priced as GELU's, one elementwise op of the same reads and "
+                     "writes; its two learned scalars a layer are not counted")
 
     norm_type = (r.text(("norm_type", "normalization_type", "layer_norm_type")) or "").lower()
     rms = r.flag(("rmsnorm",), None)  # ChatGLM
