@@ -30,8 +30,9 @@ ELEVENTH = CORPUS.parent / "hf-eleventh"  # an eleventh's
 TWELFTH = CORPUS.parent / "hf-twelfth"  # a twelfth's
 THIRTEENTH = CORPUS.parent / "hf-thirteenth"  # a thirteenth's
 FOURTEENTH = CORPUS.parent / "hf-fourteenth"  # a fourteenth's
+FIFTEENTH = CORPUS.parent / "hf-fifteenth"  # a fifteenth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
-           FOURTEENTH)
+           FOURTEENTH, FIFTEENTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -59,7 +60,8 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "nemotron-3-super-120b-a12b-fp8": "Mamba/attention hybrid",
            "laguna-s-2.1-fp8": "num_attention_heads_per_layer differs by layer \\(48, 72\\)",
            "nemotron-3.5-lightning-30b-a3b-nvfp4": "Mamba/attention hybrid", "bge-large-en": "an encoder-only model",
-           "qwen3.6-35b-a3b-nvfp4": "a linear-attention hybrid"}
+           "qwen3.6-35b-a3b-nvfp4": "a linear-attention hybrid", "qwen3.8-2.4t-a95b": "a linear-attention hybrid",
+           "plamo-2-1b": "not an attention-only transformer \\(its config has mamba_d_state\\)"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -136,6 +138,10 @@ PUBLISHED = {
     # test_fourteenth_pass_…)
     "qwen3-8b-fp8": "8.2B", "phi-3-mini-128k-instruct": "3.8B", "llama-2-13b": "13B", "qwen2-1.5b-instruct": "1.5B",
     "qwen2.5-0.5b": "0.49B", "smollm2-135m": "135M", "gpt2-medium": "355M",
+    # the fifteenth round's
+    "apertus-8b-instruct-2509-4bit": "8B", "dots.llm1.inst-mixed-4-6bit": ("142B", "14B"),
+    "granite-3.3-2b-instruct-4bit": "2B", "qwen3-32b-fp8-static-pertensor": "32.8B",
+    "deepseek-v3.1-nvfp4": ("671B", "37B"), "qwen3-235b-a22b-nvfp4": ("235B", "22B"), "qwen2.5-32b": "32.5B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -1413,6 +1419,55 @@ def test_fourteenth_pass_reads_each_model_as_its_code_builds_it():
     assert smol.tied_embeddings and smol.params == read("smollm-135m").params
     # GPT-2 Medium: biases on every linear, learned positions, tied
     assert gpt2.bias and gpt2.tied_embeddings and gpt2.params == 354_823_168
+
+
+def test_fifteenth_pass_reads_each_model_as_its_code_builds_it():
+    # mlx's trimmed 4-bit files: each said priced in bf16, and nothing guessed
+    for stem in ("apertus-8b-instruct-2509-4bit", "dots.llm1.inst-mixed-4-6bit", "granite-3.3-2b-instruct-4bit"):
+        with pytest.warns(ShapewiseWarning) as record:
+            load_config(FILES[stem], strict=True)
+        err = warned(record)
+        xielu = stem.startswith("apertus")  # and its activation said priced as GELU's
+        assert err.count("\n") == 1 + xielu and "quantized (4-bit weights, quantization)" in err, stem
+        assert ("its activation xielu is priced as GELU's" in err) == xielu, stem
+    apertus, dots, granite = (read(s) for s in (
+        "apertus-8b-instruct-2509-4bit", "dots.llm1.inst-mixed-4-6bit", "granite-3.3-2b-instruct-4bit"))
+    # dots.llm1: Qwen3's attention (a norm over each query and key head) over DeepSeek-V3's MoE: the first layer dense,
+    # 128 experts of 1408 and two shared a layer, 6 a token
+    assert (dots.qk_norm, dots.qk_norm_params, dots.num_dense_layers, dots.num_shared_experts) == (True, 2 * 128, 1, 2)
+    assert (dots.num_experts, dots.top_k, dots.expert_width, dots.kv_heads) == (128, 6, 1408, 32)
+    assert (dots.params, dots.active_params) == (142_774_373_888, 14_016_581_120)
+    # Granite 3.3 2B: a 49,159-row vocabulary, tied; its multipliers scale activations, no op
+    assert (granite.vocab, granite.tied_embeddings, granite.kv_heads, granite.params) == (49_159, True, 8, 2_533_539_840)
+    assert apertus.params == 8_053_338_112
+    with unwarned():
+        q32, q32fp8, q235 = (read(s) for s in ("qwen2.5-32b", "qwen3-32b", "qwen3-235b-a22b-nvfp4"))
+    with pytest.warns(ShapewiseWarning, match="multi-token prediction layer"):  # as DeepSeek-V3's
+        dsv31 = read("deepseek-v3.1-nvfp4")
+    # a static per-tensor FP8 checkpoint of Qwen3-32B (modelopt's quantization_config): Qwen3-32B, said priced in bf16
+    with pytest.warns(ShapewiseWarning, match="quantized \\(8-bit weights, quantization_config\\)"):
+        assert read("qwen3-32b-fp8-static-pertensor").params == q32fp8.params == 32_762_123_264
+    # NVIDIA's NVFP4 files of DeepSeek-V3.1 and Qwen3-235B-A22B write no quantization_config: the models as published
+    assert (dsv31.params, dsv31.active_params, dsv31.num_dense_layers) == (671_026_404_352, 37_552_282_624, 3)
+    assert (dsv31.params, dsv31.active_params) == (read("deepseek-v3").params, read("deepseek-v3").active_params)
+    assert (q235.params, q235.active_params) == (read("qwen3-235b-a22b").params, read("qwen3-235b-a22b").active_params)
+    assert q32.qkv_bias and not q32.tied_embeddings and q32.params == 32_763_876_352
+
+
+def test_apertus_runs_a_plain_xielu_mlp_and_normalizes_each_query_and_key_head():
+    # ApertusMLP (Nemotron's): up_proj, xIELU, down_proj, no gate; ApertusAttention: RMSNorm(head_dim) on queries and
+    # keys. Read as a type of no rule it was guessed a SwiGLU of three matrices and no QK-norm: 10,871,902,208
+    apertus = read("apertus-8b-instruct-2509-4bit")
+    assert (apertus.mlp, apertus.gated, apertus.qk_norm, apertus.qk_norm_params) == ("gelu", False, True, 2 * 128)
+    assert (apertus.tied_embeddings, apertus.norms_per_layer, apertus.kv_heads) == (False, 2, 8)
+    # 32 layers of 4096² + 2 × 4096 × 1024 + 4096² attention, 2 × 4096 × 21504 MLP, two norms and the QK-norms;
+    # two 131,072 × 4096 embeddings and the final norm (xIELU's two scalars a layer left out)
+    layer = 2 * 4096**2 + 2 * 4096 * 1024 + 2 * 4096 * 21504 + 2 * 4096 + 2 * 128
+    assert apertus.params == 32 * layer + 2 * 131072 * 4096 + 4096 == 8_053_338_112
+    # the file leaves hidden_act out (ApertusConfig's xielu); a gated MLP of it is refused, not priced as another
+    cfg = json.loads(FILES["apertus-8b-instruct-2509-4bit"].read_text())
+    with pytest.raises(ShapewiseError, match="a gated MLP with xielu is not one shapewise models"):
+        _shape_from_config({**cfg, "model_type": "llama", "hidden_act": "xielu"}, "x", "x")
 
 
 # ---- weights the modeling code holds beside the matrices: counted as it builds them ----

@@ -207,6 +207,14 @@ FAMILIES: dict[str, Family] = {
                  qk_norm_weights="projection" if t == "olmo3" else "head", nope_global=t != "olmo3", defaults=(("sliding_window", 4096), ("sliding_window_pattern", 4)))
        for t in ("exaone4", "exaone4_5_text", "olmo3")},
     **{t: _QWEN3 for t in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text")},
+    # dots.llm1 (Dots1Config, modular_dots1.py): Qwen3's attention (QK-norm, attention_bias on q, k, v and o alone)
+    # over DeepSeek-V3's MoE, whose keys (first_k_dense_replace, n_shared_experts, ...) hf reads for every type
+    "dots1": _QWEN3,
+    # Apertus (ApertusConfig, modular_apertus.py): Llama's attention with an RMSNorm(head_dim) on queries and keys
+    # whatever the file says, and Nemotron's plain MLP (up_proj, down_proj, no bias) of xIELU, untied; xIELU's
+    # two learned scalars a layer (alpha_p, alpha_n) are not counted
+    "apertus": Family(gated=False, norm="rmsnorm", bias=False, tied=False, parallel=False, act="xielu", qk_norm=True,
+                      bias_scope="attention"),
     # Hunyuan-7B and its dense sizes in transformers (HunYuanDenseV1): Llama's layer with an RMSNorm(head_dim) on
     # queries and keys (after the rotation: the same ops), attention_bias on q, k, v and o alone, untied by default
     "hunyuan_v1_dense": _QWEN3,
@@ -332,13 +340,14 @@ NOT_ATTENTION_KEYS = ("mamba_d_state", "ssm_cfg", "state_size", "attn_layer_peri
                       "linear_attn_config")
 
 # Activations by the MLP they make: a gated family's activation picks SwiGLU or GeGLU; a plain one GELU
-# or ReLU. Anything else is refused rather than guessed.
+# or ReLU (xIELU is priced as GELU). Anything else is refused rather than guessed.
 ACTIVATIONS = {
     "silu": "swiglu", "swish": "swiglu", "swiglu": "swiglu",
     "swigluoai": "swiglu",  # OpenAI's clamped SwiGLU ((up + 1) · gate · σ(α · gate)): the same three matrices
     "gelu": "geglu", "gelu_new": "geglu", "gelu_pytorch_tanh": "geglu", "gelu_fast": "geglu",
     "gelu_python": "geglu", "gelu_accurate": "geglu", "geglu": "geglu",
     "relu": "relu", "relu2": "relu",
+    "xielu": "xielu",  # Apertus's (quadratic above zero, expm1 below): one elementwise op, as GELU's; no gated kind
 }
 
 

@@ -434,14 +434,17 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if not gated and ACTIVATIONS[act] == "swiglu":  # (a gated MLP's SiLU makes the SwiGLU it does model)
         why = f"its mlp_type {mlp_type!r} says so" if mlp_type else f"{model_type} models have none"
         r.fail(f"activation {act!r} in an MLP without a gate ({why}) is not one shapewise models: it prices "
-               f"{act} only in a gated MLP (SwiGLU), and an MLP without a gate only with GELU or ReLU")
+               f"{act} only in a gated MLP (SwiGLU), and an MLP without a gate only with GELU, ReLU or xIELU")
     kind = ACTIVATIONS[act]
     if gated:
-        if kind == "relu":
-            r.fail(f"a gated MLP with {act} (ReGLU) is not one shapewise models")
+        if kind not in ("swiglu", "geglu"):
+            r.fail(f"a gated MLP with {act}{' (ReGLU)' if kind == 'relu' else ''} is not one shapewise models")
         mlp = kind
     else:
         mlp = "relu" if kind == "relu" else "gelu"
+    if kind == "xielu":  # Apertus's: said, as the summary line names the MLP by the op it is priced as
+        notes.append(f"its activation {act} is priced as GELU's, one elementwise op of the same reads and "
+                     "writes; its two learned scalars a layer are not counted")
 
     norm_type = (r.text(("norm_type", "normalization_type", "layer_norm_type")) or "").lower()
     rms = r.flag(("rmsnorm",), None)  # ChatGLM
