@@ -61,7 +61,7 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "laguna-s-2.1-fp8": "num_attention_heads_per_layer differs by layer \\(48, 72\\)",
            "nemotron-3.5-lightning-30b-a3b-nvfp4": "Mamba/attention hybrid", "bge-large-en": "an encoder-only model",
            "qwen3.6-35b-a3b-nvfp4": "a linear-attention hybrid", "qwen3.8-2.4t-a95b": "a linear-attention hybrid",
-           "plamo-2-1b": "not an attention-only transformer \\(its config has mamba_d_state\\)"}
+           "plamo-2-1b": "plamo2 is a Mamba/attention hybrid"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -1402,8 +1402,10 @@ def test_fourteenth_pass_reads_each_model_as_its_code_builds_it():
     assert err.count("\n") == 1 and "quantized (fp8, quantization_config)" in err
     assert fp8.qk_norm and fp8.params == read("qwen3-8b").params == 8_190_735_360
     # Kimi K2.6's text_config names deepseek_v3 where K2.5's names kimi_k2: the same MLA MoE, 32.86B active
-    with pytest.warns(ShapewiseWarning, match="not its vision encoder \\(vision_config\\)"):
+    with pytest.warns(ShapewiseWarning, match="not its vision encoder \\(vision_config\\)") as record:
         k26, k25 = read("kimi-k2.6-nvfp4"), read("kimi-k2.5")
+    # Model Optimizer's file names its algorithm beside the method: the warning says NVFP4, not "modelopt" alone
+    assert "quantized (modelopt NVFP4, 4-bit weights, quantization_config)" in warned(record)
     assert (k26.params, k26.active_params) == (k25.params, k25.active_params)
     assert meets(k26.active_params, 32_860_000_000) and (k26.num_experts, k26.top_k) == (384, 8)
     with unwarned():
@@ -1445,7 +1447,7 @@ def test_fifteenth_pass_reads_each_model_as_its_code_builds_it():
     with pytest.warns(ShapewiseWarning, match="multi-token prediction layer"):  # as DeepSeek-V3's
         dsv31 = read("deepseek-v3.1-nvfp4")
     # a static per-tensor FP8 checkpoint of Qwen3-32B (modelopt's quantization_config): Qwen3-32B, said priced in bf16
-    with pytest.warns(ShapewiseWarning, match="quantized \\(8-bit weights, quantization_config\\)"):
+    with pytest.warns(ShapewiseWarning, match="quantized \\(FP8, 8-bit weights, quantization_config\\)"):
         assert read("qwen3-32b-fp8-static-pertensor").params == q32fp8.params == 32_762_123_264
     # NVIDIA's NVFP4 files of DeepSeek-V3.1 and Qwen3-235B-A22B write no quantization_config: the models as published
     assert (dsv31.params, dsv31.active_params, dsv31.num_dense_layers) == (671_026_404_352, 37_552_282_624, 3)

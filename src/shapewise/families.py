@@ -318,7 +318,7 @@ NOT_ATTENTION = {
     "falcon_mamba": "a Mamba state-space model", "jamba": "a Mamba/attention hybrid",
     "zamba": "a Mamba/attention hybrid", "zamba2": "a Mamba/attention hybrid", "bamba": "a Mamba/attention hybrid",
     "falcon_h1": "a Mamba/attention hybrid", "nemotron_h": "a Mamba/attention hybrid",
-    "granitemoehybrid": "a Mamba/attention hybrid", "recurrent_gemma": "a recurrent (Griffin) model",
+    "granitemoehybrid": "a Mamba/attention hybrid", "plamo2": "a Mamba/attention hybrid", "recurrent_gemma": "a recurrent (Griffin) model",
     "rwkv": "an RWKV recurrent model", "rwkv5": "an RWKV recurrent model", "rwkv6": "an RWKV recurrent model",
     "rwkv7": "an RWKV recurrent model", "xlstm": "an xLSTM recurrent model", "lfm2": "a convolution/attention hybrid",
     "qwen3_next": "a linear-attention hybrid", "minimax_text_01": "a linear-attention hybrid",

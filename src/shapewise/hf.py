@@ -591,10 +591,14 @@ def _norms_per_layer(r: _Reader, family, model_type: str, parallel: bool) -> int
 
 def _stored_as(quantization) -> str:
     """How a checkpoint's weights are stored, as its quantization_config names it ("" when it names nothing):
-    the method (fp8, mxfp4, compressed-tensors, ...) and, where its groups say, the weights' bits."""
+    the method (fp8, mxfp4, compressed-tensors, ...), NVIDIA Model Optimizer's algorithm (NVFP4, FP8) and,
+    where its groups say, the weights' bits."""
     if not isinstance(quantization, dict):
         return ""
     method = next((quantization[k] for k in ("quant_method", "fmt", "format") if isinstance(quantization.get(k), str)), "")
+    algorithm = quantization.get("quant_algo")
+    if isinstance(algorithm, str) and algorithm.lower() != method.lower():
+        method = f"{method} {algorithm}".strip()
     groups = quantization.get("config_groups")
     weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
     bits = sorted({w["num_bits"] for w in weights if isinstance(w, dict) and isinstance(w.get("num_bits"), int)})
