@@ -3,8 +3,10 @@ candidate found again in its model's neighbourhood by its label (the neighbourho
 depend on the cost model, only their order does), its predicted speedup recomputed, and the set's
 figures (share within 3%, Spearman per model) given beside those the run recorded.
 
-python benchmarks/variants_repriced.py [--gpu h100] [--profile PATH] [--power op|none|part] RUN.json[.gz] ...
-(the runs: results/h200-variants-*/variants.json*, each drawn at b=4, s=2048 over tests/data/hf; or
+python benchmarks/variants_repriced.py [--gpu h100] [--profile PATH] [--power op|none|part] [--configs FOLDER]
+    RUN.json[.gz] ...
+(the runs: results/h200-variants-*/variants.json*, each drawn at b=4, s=2048 over tests/data/hf, or over
+--configs where the run's models came from another folder; or
 verify proofs, results/h200-verify-real*/verify-real.json: each model's top 10 priced again, and the
 measured speedup of the one now predicted fastest over the best measured)
 
@@ -22,6 +24,7 @@ import gzip
 import json
 import math
 import sys
+import warnings
 
 from shapewise.calibrate import spearman
 from shapewise.errors import ShapewiseError
@@ -34,6 +37,26 @@ from shapewise.verify import HEAD_OPS, predicted_step_ms
 
 CONFIGS = {"EleutherAI/gpt-j-6B": "gpt-j-6b", "facebook/opt-1.3b": "opt-1.3b", "meta-llama/Llama-2-7b-hf": "llama-2-7b",
            "microsoft/phi-2": "phi-2", "mistralai/Mistral-7B-v0.1": "mistral-7b-v0.1"}
+
+
+def model_file(folder: str, model: str) -> str:
+    """The config a run's model came from: a run names each model as its config does (the hub id where the
+    file has one), so the file of that stem, or the file in `folder` whose model carries that name."""
+    from pathlib import Path
+
+    stem = Path(folder) / f"{CONFIGS.get(model, model)}.json"
+    if stem.exists():
+        return str(stem)
+    for path in sorted(Path(folder).glob("*.json")):
+        try:
+            with warnings.catch_warnings():  # the files' own notes are not this lookup's
+                warnings.simplefilter("ignore")
+                if load_config(path).name == model:
+                    return str(path)
+        except ShapewiseError:
+            continue
+    raise ShapewiseError(f"{folder}: no config of the run's model {model!r}; give the folder its configs came from "
+                         "(--configs)")
 
 
 def as_built(shape, run: dict):
@@ -124,6 +147,7 @@ def main() -> int:
     ap.add_argument("--gpu", default="h200", help="the GPU the runs measured (h100: priced with the profile it "
                     "borrows, or with --profile, its `calibrate --quick` profile)")
     ap.add_argument("--profile", help="the profile to price with (default: the shipped H200 profile)")
+    ap.add_argument("--configs", default="tests/data/hf", help="the folder the runs' models came from (tests/data/hf)")
     ap.add_argument("--power", choices=("op", "none", "part"), default="op",
                     help="where the power cap's onset counts from (default op: the cost model's own)")
     args = ap.parse_args()
@@ -148,7 +172,10 @@ def main() -> int:
         for m in run["models"]:
             if m.get("error"):
                 continue
-            shape = as_built(load_config(f"tests/data/hf/{CONFIGS.get(m['model'], m['model'])}.json"), run)
+            try:
+                shape = as_built(load_config(model_file(args.configs, m["model"])), run)
+            except ShapewiseError as e:
+                return fail(str(e))
             workload = Workload(batch=m["batch"], seq=m["seq"])
             labels = by_label(shape, workload, model, {"tp"})
             base = per_token(shape, workload, model, args.power, capped)

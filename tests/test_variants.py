@@ -259,3 +259,17 @@ def test_seed_12_priced_both_ways_gives_the_figures_that_reverted_the_rankings()
     assert "within 3%: 181 → 181 of 190" in own and "Spearman ≥ 0.9: 12 of 14" in own
     check = _script("variants_repriced.py", "--power", "op", run)
     assert "within 3%: 181 → 183 of 190" in check and "Spearman ≥ 0.9: 13 of 14" in check
+
+
+def test_a_run_over_another_folder_finds_its_models_by_the_names_their_configs_give():
+    """Variants seed 19 was drawn over tests/data/hf-fourteenth, whose files are named otherwise than the models
+    (meta-llama/Llama-2-13b-hf is llama-2-13b.json): --configs finds each by the name its config gives, and the
+    run priced again as drawn, with the profile an H100 borrows, gives its own figures; without --configs the
+    missing model is one line naming the flag, exit 2."""
+    run = str(ROOT / "benchmarks/results/h100-variants-19/variants.json.gz")
+    text = _script("variants_repriced.py", "--gpu", "h100", "--configs", str(ROOT / "tests/data/hf-fourteenth"), run)
+    assert "within 3%: 65 → 65 of 66" in text and "Spearman ≥ 0.9: 5 of 6" in text
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks/variants_repriced.py"), "--gpu", "h100", run],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+                          timeout=300)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "(--configs)" in done.stderr
