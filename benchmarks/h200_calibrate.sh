@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One calibration run for the H200 profile, and its validation. The shipped profile averages six
 # runs' exports, two of them extended (benchmarks/h200_extended.sh; all in
-# benchmarks/results/h200-calibration/calibration*.csv, refitted by benchmarks/refit_profile.py:
+# benchmarks/results/h200-calibration/calibration*.csv.gz, refitted by benchmarks/refit_profile.py:
 # benchmarks/RESULTS.md has the command). Run from the repository root on the GPU:
 #   OUT=some/folder bash benchmarks/h200_calibrate.sh
 # Writes OUT/h200.json (the profile), OUT/calibration.csv and OUT/validation.csv (the measurements),

@@ -12,7 +12,7 @@ from shapewise.machine import machine_cases, machine_factors
 from shapewise.profile import find
 from shapewise.store import Store
 
-EXPORTS = ("benchmarks/results/h200-calibration/calibration.csv",
+EXPORTS = ("benchmarks/results/h200-calibration/calibration.csv.gz",
            "benchmarks/results/h200-streams/calibration-streams-1.csv.gz")
 
 

@@ -16,10 +16,11 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from shapewise.cost import _align_class, predict_gemm
+from shapewise.exports import open_export
 from shapewise.profile import CostModel, find
 
 RESULTS = "benchmarks/results/h200-kernels/"
-CALIBRATION = "benchmarks/results/h200-calibration/calibration.csv"
+CALIBRATION = "benchmarks/results/h200-calibration/calibration.csv.gz"
 TILE = re.compile(r"_(\d+)x(\d+)(?:_\d+x\d+)?_(?:nn|nt|tn)_align(\d)|tst_(\d+)x(\d+)_")
 
 
@@ -38,7 +39,7 @@ def family(name: str) -> str:
 
 
 def read(path: str) -> list[dict]:
-    with open(path, newline="") as f:
+    with open_export(path)  # the export, gzipped as it is kept as f:
         return list(csv.DictReader(f))
 
 

@@ -2,7 +2,7 @@
 can be told from the shape.
 
 Reads the committed calibration and held-out sets (benchmarks/results/h200-calibration/) and the
-kernel each case ran (benchmarks/results/h200-kernels/kernels.csv, from benchmarks/kernel_names.py).
+kernel each case ran (benchmarks/results/h200-kernels/kernels.csv.gz, from benchmarks/kernel_names.py).
 A misaligned GEMM runs a CUTLASS kernel of one configuration: family (Turing align1, Ampere align2,
 Ampere WMMA, Turing WMMA, or Hopper's xmma), tile, output type (fp32 partials for a split-K
 reduction, or bf16) and operand layout.
@@ -34,6 +34,7 @@ from refit_profile import kernels_from_csv, rows_from_export  # beside this scri
 
 from shapewise.corrections import cutlass_terms, kernel_times as _kernel_times
 from shapewise.cost import align_classes, predict_gemm
+from shapewise.exports import open_export
 from shapewise.fit import CUTLASS_OCCUPANCIES, cutlass_config, nonnegative_lstsq
 from shapewise.profile import CostModel, find
 
@@ -70,7 +71,7 @@ def read_cases(path: str, kernels: dict) -> list[dict]:
     """GEMM and BMM rows of a results export (model ops that are GEMMs too), each with its kernel
     configuration and split where recorded."""
     cases = []
-    with open(path, newline="") as f:
+    with open_export(path)  # the export, gzipped as it is kept as f:
         for row in csv.DictReader(f):
             p = json.loads(row["key"])
             if not (row["bench"] in ("gemm", "bmm") or p.get("kind") in ("gemm", "bmm")) or not row["median_ms"]:
@@ -194,8 +195,8 @@ def in_sample(model: KernelModel) -> dict:
 
 
 def main() -> int:
-    kernels = kernels_from_csv(RESULTS + "h200-kernels/kernels.csv")
-    calibration = read_cases(RESULTS + "h200-calibration/calibration.csv", kernels)
+    kernels = kernels_from_csv(RESULTS + "h200-kernels/kernels.csv.gz")
+    calibration = read_cases(RESULTS + "h200-calibration/calibration.csv.gz", kernels)
     held_out = read_cases(RESULTS + "h200-calibration/validation.csv", kernels)
     model = KernelModel(calibration)
 
@@ -283,7 +284,7 @@ def main() -> int:
 
     print("the chooser fitted from the first calibration run alone, with configurations fitted from 4, 6, 8 and "
           "10 cases up: the choices it learned from, and the share it tells right in-sample:")
-    rows = rows_from_export(RESULTS + "h200-calibration/calibration.csv")
+    rows = rows_from_export(RESULTS + "h200-calibration/calibration.csv.gz")
     for least in (4, 6, 8, 10):
         found = chooser_fit(least, rows, kernels)
         print(f"  {least:2d} cases — {found['chooser_cases']} choices, {found['chooser_right']:.1%} right")

@@ -25,8 +25,8 @@ from shapewise.exports import open_export
 from shapewise.machine import MIN_MS
 from shapewise.profile import cost_model
 
-REFERENCE = ("benchmarks/results/h200-calibration/calibration.csv", "benchmarks/results/h200-calibration/calibration-2.csv",
-             "benchmarks/results/h200-calibration/calibration-3.csv", "benchmarks/results/h200-calibration/calibration-4.csv",
+REFERENCE = ("benchmarks/results/h200-calibration/calibration.csv.gz", "benchmarks/results/h200-calibration/calibration-2.csv.gz",
+             "benchmarks/results/h200-calibration/calibration-3.csv.gz", "benchmarks/results/h200-calibration/calibration-4.csv.gz",
              "benchmarks/results/h200-settled/settled-designed.csv.gz")
 
 
