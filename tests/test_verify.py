@@ -138,3 +138,29 @@ def test_a_binary_file_for_verified_is_refused_in_words(capsys, tmp_path, conten
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "is not the output of `shapewise verify --json`: not a text file (not UTF-8)" in err
     assert "codec" not in err and "0x" not in err
+
+
+WINDOWED = {"model_type": "gemma3_text", "hidden_size": 64, "head_dim": 16, "num_attention_heads": 4,
+            "num_key_value_heads": 1, "num_hidden_layers": 6, "intermediate_size": 128, "vocab_size": 256,
+            "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 16, "sliding_window_pattern": 6}
+
+
+@pytest.mark.parametrize("measure", ["model", "layer"])
+def test_layer_mode_says_it_times_a_global_layer_where_windows_alternate(capsys, tmp_path, measure):
+    """A user verified Gemma 3 (five of every six layers in a window) in layer mode and read steps timed and
+    priced as six global layers, without a word: layer mode now says so in one line, naming `--measure
+    model`, which times the windows and says nothing."""
+    pytest.importorskip("torch")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(WINDOWED))
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**WINDOWED, "vocab_size": 320}))
+    code, _, err = run(capsys, "verify", str(path), "--config", str(other), *CPU, "--rounds", "1",
+                       "--measure", measure, "--json")
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "layer mode times one global rotary layer" in line]
+    if measure == "layer":
+        assert len(said) == 1 and "each of its 6 layers" in said[0] and "5 of them attend within a 16-token window" \
+            in said[0] and "`--measure model`" in said[0]
+    else:
+        assert not said

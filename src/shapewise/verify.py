@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .cost import predict_layer_and_outside, predict_step
 from .dtypes import torch_dtype
-from .errors import ShapewiseError
+from .errors import ShapewiseError, warn
 from .hardware import GPU
 from .limits import BUDGET_MS, ROUNDS, WARMUP_MS, flag
 from .measure import device_text, free_memory, needs_text
@@ -227,6 +227,18 @@ def _no_fit_text(shape: ModelShape, workload: Workload, *, whole: bool, device: 
             + (f"it ran out of memory; {sizes}" if ran_out else sizes) + f"; {instead}")
 
 
+def _say_layer_mode(shape: ModelShape) -> None:
+    """Layer mode times one block (ModelShape.one_layer: a global, rotary one) for every layer, as its prediction
+    prices them: where a model's layers are not alike, say in one line that its steps are not the model's."""
+    L = shape.num_layers
+    counts = ((f"attend within a {shape.window:,}-token window", L - shape.num_global_layers if shape.global_every > 1 else 0),
+              ("have no rotary embedding", L // shape.nope_every if shape.nope_every > 1 else 0))
+    unlike = [f"{count} of them {what}" for what, count in counts if count]
+    if unlike:
+        warn(f"{shape.name}: layer mode times one global rotary layer for each of its {L} layers, and prices it so, "
+             f"where {' and '.join(unlike)}; `--measure model` times whole steps as the model runs them")
+
+
 def _checked_shapes(original, candidates, mode: str) -> list[tuple[str, ModelShape, Workload]]:
     """verify's shapes, ("original", shape, workload) first, each a training step of one GPU; or a
     ShapewiseError saying what is wrong with the arguments, before anything is built."""
@@ -283,6 +295,8 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     check_device(device)
     memory = device_memory_bytes(device)
     whole = mode == "model" or (mode == "auto" and _whole_models_fit(shapes, memory))
+    if not whole:
+        _say_layer_mode(shapes[0][1])
     fns, parts, failed = {}, [], {}
 
     def fail(i: int, exc: BaseException | None) -> None:
