@@ -231,7 +231,8 @@ def _say_layer_mode(shape: ModelShape) -> None:
     """Layer mode times one block (ModelShape.one_layer: a global, rotary one) for every layer, as its prediction
     prices them: where a model's layers are not alike, say in one line that its steps are not the model's."""
     L = shape.num_layers
-    counts = ((f"attend within a {shape.window:,}-token window", L - shape.num_global_layers if shape.global_every > 1 else 0),
+    windowed = L - shape.num_global_layers if shape.global_every > 1 else 0
+    counts = ((f"attend within a {shape.window:,}-token window", windowed),
               ("have no rotary embedding", L // shape.nope_every if shape.nope_every > 1 else 0))
     unlike = [f"{count} of them {what}" for what, count in counts if count]
     if unlike:
