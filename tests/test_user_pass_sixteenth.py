@@ -1,5 +1,6 @@
-"""What a new user's sixteenth pass found: plan --params's refusals named flags only search has, and a CPU-fitted
-profile given for another GPU was first refused for its GPU, sending the user to a --gpu refused in turn."""
+"""What a new user's sixteenth pass found: plan --params's refusals named flags only search has, a CPU-fitted
+profile given for another GPU was first refused for its GPU, sending the user to a --gpu refused in turn, and
+an export of a store none of whose rows could be found wrote an empty file without a word."""
 
 from __future__ import annotations
 
@@ -39,3 +40,23 @@ def test_a_cpu_fitted_profile_for_another_gpu_is_refused_for_its_cpu_times_first
     foreign = save(dataclasses.replace(shipped, gpu="h100", path="", environment=h100), tmp_path / "h100.json")
     err = _one_line_error(capsys, "check", "gpt2", "--seq", "1024", "--profile", str(foreign))
     assert "give --gpu h100, or add --borrow-profile" in err, err
+
+
+def test_an_export_of_a_store_whose_rows_cannot_be_found_is_refused_not_written_empty(capsys, tmp_path):
+    """`results --check` told the user to save what still reads with `results --export rows.csv`; on a store whose
+    pages past the schema were overwritten the export said "wrote 0 rows" and exit 0, not a word of the damage."""
+    from shapewise.measure import Timing
+    from shapewise.store import Store, case_key
+
+    db = tmp_path / "m.db"
+    with Store(db) as store:
+        env = store.environment_id({"device": "cpu", "gpu_name": "AMD EPYC", "torch": "2.5.1"})
+        for n in (64, 128, 192):
+            params = {"m": 256, "n": n, "k": 256, "batch": 1, "layout": "nn", "dtype": "bf16"}
+            store.record(env_id=env, bench="gemm", key=case_key({"bench": "gemm", **params}), params=params,
+                         timing=Timing(samples_ms=(0.02, 0.021, 0.022)), flops=2 * 256 * n * 256, bytes=1)
+    raw = db.read_bytes()
+    db.write_bytes(raw[:4096] + bytes(len(raw) - 4096))  # the schema's page kept, every table's page zeroed
+    code, out, err = run(capsys, "results", "--db", str(db), "--export", str(tmp_path / "rows.csv"))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "beyond reading" in err, (code, out, err)
+    assert not (tmp_path / "rows.csv").exists()
