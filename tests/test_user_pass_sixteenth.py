@@ -1,6 +1,7 @@
 """What a new user's sixteenth pass found: plan --params's refusals named flags only search has, a CPU-fitted
 profile given for another GPU was first refused for its GPU, sending the user to a --gpu refused in turn, and
-an export of a store none of whose rows could be found wrote an empty file without a word."""
+an export of a store none of whose rows could be found wrote an empty file without a word, and validate
+--from-db called a store holding the --quick set's measurements one holding none."""
 
 from __future__ import annotations
 
@@ -60,3 +61,27 @@ def test_an_export_of_a_store_whose_rows_cannot_be_found_is_refused_not_written_
     code, out, err = run(capsys, "results", "--db", str(db), "--export", str(tmp_path / "rows.csv"))
     assert code == 2 and out == "" and err.count("\n") == 1 and "beyond reading" in err, (code, out, err)
     assert not (tmp_path / "rows.csv").exists()
+
+
+def test_validate_from_the_store_says_it_holds_the_quick_set_only(capsys, tmp_path):
+    """The user ran `validate --quick`, then `validate --from-db` as the README shows it, and was told the store
+    held no validation measurements at all: it held the quick set's, which --from-db judges with --quick."""
+    from shapewise.judges import judge_set_cases
+    from shapewise.measure import Timing
+    from shapewise.store import Store
+
+    db = tmp_path / "v.db"
+    with Store(db) as store:
+        env = store.environment_id({"device": "cuda", "gpu_name": "NVIDIA H200"})
+        for case in judge_set_cases("default", seed=2, quick=True).cases:
+            store.record(env_id=env, bench=case.bench, key=case.key, params=case.params,
+                         timing=Timing(samples_ms=(1.0,)))
+    err = _one_line_error(capsys, "validate", "--from-db", "--db", str(db), "--gpu", "h200")
+    assert "only of its --quick set: add --quick" in err and "on a GPU first" not in err, err
+    code, _, err = run(capsys, "validate", "--from-db", "--quick", "--db", str(db), "--gpu", "h200")
+    assert code == 0, err
+    empty = tmp_path / "e.db"
+    with Store(empty) as store:
+        store.environment_id({"device": "cuda", "gpu_name": "NVIDIA H200"})
+    err = _one_line_error(capsys, "validate", "--from-db", "--db", str(empty), "--gpu", "h200")
+    assert "run `shapewise validate` on a GPU first" in err, err
