@@ -1,7 +1,8 @@
 """What a new user's sixteenth pass found: plan --params's refusals named flags only search has, a CPU-fitted
 profile given for another GPU was first refused for its GPU, sending the user to a --gpu refused in turn, and
 an export of a store none of whose rows could be found wrote an empty file without a word, and validate
---from-db called a store holding the --quick set's measurements one holding none."""
+--from-db called a store holding the --quick set's measurements one holding none, and a hub id cached in
+several snapshots without refs/main was said not to be cached at all."""
 
 from __future__ import annotations
 
@@ -85,3 +86,19 @@ def test_validate_from_the_store_says_it_holds_the_quick_set_only(capsys, tmp_pa
         store.environment_id({"device": "cuda", "gpu_name": "NVIDIA H200"})
     err = _one_line_error(capsys, "validate", "--from-db", "--db", str(empty), "--gpu", "h200")
     assert "run `shapewise validate` on a GPU first" in err, err
+
+
+def test_a_hub_id_cached_in_several_snapshots_without_refs_main_is_said_to_be_cached(capsys, tmp_path, monkeypatch):
+    """The user's cache held two snapshots of acme/tiny (fetched by revision, so no refs/main): `check acme/tiny`
+    said it "is not in the Hugging Face cache", which the user could see it was."""
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = open("tests/data/hf/llama-3.2-1b-instruct.json").read()
+    for revision in ("aaa111", "bbb222"):
+        snapshot = tmp_path / "hub" / "models--acme--tiny" / "snapshots" / revision
+        snapshot.mkdir(parents=True)
+        (snapshot / "config.json").write_text(config)
+    err = _one_line_error(capsys, "check", "acme/tiny")
+    assert "not in the Hugging Face cache" not in err and "2 snapshots of it (aaa111, bbb222)" in err, err
+    assert "no refs/main" in err and "--config PATH" in err
