@@ -2,7 +2,8 @@
 profile given for another GPU was first refused for its GPU, sending the user to a --gpu refused in turn, and
 an export of a store none of whose rows could be found wrote an empty file without a word, and validate
 --from-db called a store holding the --quick set's measurements one holding none, and a hub id cached in
-several snapshots without refs/main was said not to be cached at all."""
+several snapshots without refs/main was said not to be cached at all; calibrate dropped a draw given beside
+--quick on a GPU or --comm without a word."""
 
 from __future__ import annotations
 
@@ -102,3 +103,26 @@ def test_a_hub_id_cached_in_several_snapshots_without_refs_main_is_said_to_be_ca
     err = _one_line_error(capsys, "check", "acme/tiny")
     assert "not in the Hugging Face cache" not in err and "2 snapshots of it (aaa111, bbb222)" in err, err
     assert "no refs/main" in err and "--config PATH" in err
+
+
+def test_a_draw_given_to_calibrate_quick_on_a_gpu_or_to_comm_is_refused_not_dropped(capsys, monkeypatch):
+    """The user ran `calibrate --quick --extended` on a GPU to have the quick refit learn more shapes: --quick there
+    refits this machine's factors alone, and --extended was dropped without a word (so was a draw beside --comm)."""
+    import shapewise.calibrate
+
+    class Refit(Exception):
+        pass
+
+    def refit(**_):
+        raise Refit
+
+    monkeypatch.setattr(shapewise.calibrate, "calibrate_machine", refit)
+    err = _one_line_error(capsys, "calibrate", "--quick", "--device", "cuda", "--extended", "--edges", "2")
+    assert "--extended and --edges: --quick on a GPU refits this machine's factors alone" in err, err
+    err = _one_line_error(capsys, "calibrate", "--comm", "--gpu", "h100", "--skinny")
+    assert "--skinny: --comm times the collectives alone" in err, err
+    try:  # without a draw, --quick on a GPU goes to the machine's refit as before
+        run(capsys, "calibrate", "--quick", "--device", "cuda")
+        raise AssertionError("calibrate --quick on a GPU did not refit the machine's factors")
+    except Refit:
+        pass

@@ -107,9 +107,15 @@ def add_calibrate(sub) -> None:
 def run_calibrate(args) -> int:
     from ..calibrate import calibrate
 
+    drawn = [f"--{draw}" for draw in DRAW_HELP if getattr(args, draw) is not None]
+    machine = args.quick and args.device.startswith("cuda")
+    if drawn and (args.comm or machine):  # neither measures a draw: refused, not dropped without a word
+        raise ShapewiseError(f"{listed(drawn, 'and')}: " + ("--comm times the collectives alone" if args.comm else
+                             "--quick on a GPU refits this machine's factors alone") + "; the draws are measured by a "
+                             f"full calibrate: leave out {'--comm' if args.comm else '--quick'} or the draws")
     if args.comm:
         return _calibrate_comm(args)
-    if args.quick and args.device.startswith("cuda"):
+    if machine:
         return _calibrate_machine(args)
     if args.out and args.device == "cpu" and not args.gpu:  # no profile to write: refused now, not after measuring
         raise ShapewiseError(f"--out {args.out}: on the CPU without --gpu nothing is fitted, so there is no profile to "
