@@ -3,7 +3,7 @@ profile given for another GPU was first refused for its GPU, sending the user to
 an export of a store none of whose rows could be found wrote an empty file without a word, and validate
 --from-db called a store holding the --quick set's measurements one holding none, and a hub id cached in
 several snapshots without refs/main was said not to be cached at all; calibrate dropped a draw given beside
---quick on a GPU or --comm without a word."""
+--quick on a GPU or --comm without a word, and validate --from-db ignored --force, --cuda-graph and --mkdir."""
 
 from __future__ import annotations
 
@@ -126,3 +126,12 @@ def test_a_draw_given_to_calibrate_quick_on_a_gpu_or_to_comm_is_refused_not_drop
         raise AssertionError("calibrate --quick on a GPU did not refit the machine's factors")
     except Refit:
         pass
+
+
+def test_validate_from_the_store_refuses_the_flags_of_how_to_measure(capsys, tmp_path):
+    """The user ran `validate --from-db --force` to have the store's cases measured again: --from-db measures
+    nothing, and --force (like --cuda-graph and --mkdir) was ignored without a word."""
+    db = str(tmp_path / "none.db")
+    for flags, named in ((("--force",), "--force: "), (("--cuda-graph", "--mkdir"), "--cuda-graph and --mkdir: ")):
+        err = _one_line_error(capsys, "validate", "--from-db", "--quick", "--gpu", "h200", "--db", db, *flags)
+        assert named in err and "--from-db measures nothing" in err, err

@@ -281,6 +281,11 @@ def run_validate(args) -> int:
     from ..profile import load
 
     _refuse_unused_set_flags(args)
+    measuring = [flag for flag, given in (("--force", args.force), ("--cuda-graph", args.cuda_graph),
+                                          ("--mkdir", args.mkdir)) if given]
+    if args.from_db and measuring:  # it reads what was measured: how to measure is refused, not ignored
+        raise ShapewiseError(f"{listed(measuring, 'and')}: --from-db measures nothing, it reads the store; leave "
+                             f"{'it' if len(measuring) == 1 else 'them'} out, or --from-db to measure")
     args.seed = VALIDATE_SEED if args.seed is None else args.seed
     if args.set == "variants":
         return _validate_variants(args)
