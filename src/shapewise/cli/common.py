@@ -262,8 +262,8 @@ def cost_model(args, gpu: GPU | None) -> CostModel | None:
 
         profile = load(path)
         if profile.gpu != gpu.key:  # a profile measured on one GPU prices another only when asked, and says so
-            # CPU times price no GPU, its own included: said first, not a --gpu that is refused in turn
-            check_measured_on(profile, profile.gpu, path, device=getattr(args, "device", None))
+            if profile.environment.get("device") == "cpu":  # CPU times price no GPU: said first, not a --gpu
+                check_measured_on(profile, gpu.key, path, device=getattr(args, "device", None))  # refused in turn
             if not getattr(args, "borrow_profile", False):
                 raise ShapewiseError(f"{path} was measured on {profile.gpu}, not {gpu.key}: give --gpu {profile.gpu}, "
                                      f"or add --borrow-profile to price {gpu.key} with it")
