@@ -3,7 +3,8 @@ profile given for another GPU was first refused for its GPU, sending the user to
 an export of a store none of whose rows could be found wrote an empty file without a word, and validate
 --from-db called a store holding the --quick set's measurements one holding none, and a hub id cached in
 several snapshots without refs/main was said not to be cached at all; calibrate dropped a draw given beside
---quick on a GPU or --comm without a word, and validate --from-db ignored --force, --cuda-graph and --mkdir."""
+--quick on a GPU or --comm without a word, validate --from-db ignored --force, --cuda-graph and --mkdir, and suggest said no tensor-parallel degree fits
+a model where it had tried none larger than the one given."""
 
 from __future__ import annotations
 
@@ -135,3 +136,13 @@ def test_validate_from_the_store_refuses_the_flags_of_how_to_measure(capsys, tmp
     for flags, named in ((("--force",), "--force: "), (("--cuda-graph", "--mkdir"), "--cuda-graph and --mkdir: ")):
         err = _one_line_error(capsys, "validate", "--from-db", "--quick", "--gpu", "h200", "--db", db, *flags)
         assert named in err and "--from-db measures nothing" in err, err
+
+
+def test_suggest_on_a_model_that_does_not_fit_says_it_tried_no_larger_t(capsys):
+    """`suggest llama3-8b` (195 GiB at b=4 t=1 on an H200) said no tensor-parallel degree fits and pointed to plan's
+    pipeline, ZeRO and recomputation; `check llama3-8b --tp 2` fits in 97.9 GiB: suggest had tried no t above 1."""
+    code, out, _ = run(capsys, "suggest", "llama3-8b", "--top", "1")
+    flat = " ".join(out.split())
+    assert code == 0 and "(t=1 at most: suggest tries no larger)" in flat and "a larger --tp may" in flat, flat
+    code, out, _ = run(capsys, "check", "llama3-8b", "--tp", "2")
+    assert code == 0 and "memory per GPU 97.9 GiB" in out and "of 131.3 GiB" in out
