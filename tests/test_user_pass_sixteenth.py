@@ -4,7 +4,8 @@ an export of a store none of whose rows could be found wrote an empty file witho
 --from-db called a store holding the --quick set's measurements one holding none, and a hub id cached in
 several snapshots without refs/main was said not to be cached at all; calibrate dropped a draw given beside
 --quick on a GPU or --comm without a word, validate --from-db ignored --force, --cuda-graph and --mkdir, and suggest said no tensor-parallel degree fits
-a model where it had tried none larger than the one given."""
+a model where it had tried none larger than the one given; an fp8 bench bmm was told to give no -b, which it
+requires."""
 
 from __future__ import annotations
 
@@ -146,3 +147,14 @@ def test_suggest_on_a_model_that_does_not_fit_says_it_tried_no_larger_t(capsys):
     assert code == 0 and "(t=1 at most: suggest tries no larger)" in flat and "a larger --tp may" in flat, flat
     code, out, _ = run(capsys, "check", "llama3-8b", "--tp", "2")
     assert code == 0 and "memory per GPU 97.9 GiB" in out and "of 131.3 GiB" in out
+
+
+def test_an_fp8_bmm_is_told_to_give_one_batch_not_none(capsys, tmp_path):
+    """`bench bmm -b 2 ... --dtype fp8 --layout nt` said "give --layout nt and no -b"; bench bmm requires -b, and
+    without it the user was refused for leaving it out. -b 1 runs (unbatched), and bench gemm has no -b at all."""
+    db = ("--device", "cpu", "--db", str(tmp_path / "x.db"))
+    err = _one_line_error(capsys, "bench", "bmm", "-b", "2", "-m", "64", "-n", "64", "-k", "64", "--dtype", "fp8",
+                          "--layout", "nt", *db)
+    assert "give --layout nt and -b 1 (or `shapewise bench gemm`)" in err and "no -b" not in err, err
+    err = _one_line_error(capsys, "bench", "gemm", "-m", "64", "-n", "64", "-k", "64", "--dtype", "fp8", *db)
+    assert err.rstrip().endswith("give --layout nt") and "-b" not in err, err
