@@ -5,7 +5,7 @@ an export of a store none of whose rows could be found wrote an empty file witho
 several snapshots without refs/main was said not to be cached at all; calibrate dropped a draw given beside
 --quick on a GPU or --comm without a word, validate --from-db ignored --force, --cuda-graph and --mkdir, and suggest said no tensor-parallel degree fits
 a model where it had tried none larger than the one given; an fp8 bench bmm was told to give no -b, which it
-requires."""
+requires; calibrate --no-install without --out fitted a profile and kept it nowhere without a word."""
 
 from __future__ import annotations
 
@@ -158,3 +158,24 @@ def test_an_fp8_bmm_is_told_to_give_one_batch_not_none(capsys, tmp_path):
     assert "give --layout nt and -b 1 (or `shapewise bench gemm`)" in err and "no -b" not in err, err
     err = _one_line_error(capsys, "bench", "gemm", "-m", "64", "-n", "64", "-k", "64", "--dtype", "fp8", *db)
     assert err.rstrip().endswith("give --layout nt") and "-b" not in err, err
+
+
+def test_calibrate_no_install_without_out_says_the_profile_is_kept_nowhere(capsys, monkeypatch):
+    """`calibrate --no-install` (no --out) measured and fitted a profile, printed its fit and kept it nowhere: minutes
+    of a GPU's time whose profile was lost without a word. Said before measuring, and not where nothing is fitted."""
+    import shapewise.calibrate
+
+    class Measured(Exception):
+        pass
+
+    def measure(**_):
+        raise Measured
+
+    monkeypatch.setattr(shapewise.calibrate, "calibrate", measure)
+    for argv, said in ((("--gpu", "h200"), True), (("--gpu", "h200", "--out", "p.json"), False), ((), False)):
+        try:
+            run(capsys, "calibrate", "--quick", "--device", "cpu", "--no-install", *argv)
+        except Measured:
+            pass
+        err = capsys.readouterr().err
+        assert ("--no-install without --out: the profile this run fits is written nowhere" in err) == said, (argv, err)

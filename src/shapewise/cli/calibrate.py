@@ -113,6 +113,8 @@ def run_calibrate(args) -> int:
         raise ShapewiseError(f"{listed(drawn, 'and')}: " + ("--comm times the collectives alone" if args.comm else
                              "--quick on a GPU refits this machine's factors alone") + "; the draws are measured by a "
                              f"full calibrate: leave out {'--comm' if args.comm else '--quick'} or the draws")
+    if args.no_install and not args.out and (args.gpu or args.device != "cpu"):  # said now, not after the fit
+        warn("--no-install without --out: the profile this run fits is written nowhere (--out PATH keeps it)")
     if args.comm:
         return _calibrate_comm(args)
     if machine:
