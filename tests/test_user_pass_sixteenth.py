@@ -1,15 +1,17 @@
-"""What a new user's sixteenth pass found: plan --params's refusals named flags only search has, a CPU-fitted
-profile given for another GPU was first refused for its GPU, sending the user to a --gpu refused in turn, and
-an export of a store none of whose rows could be found wrote an empty file without a word, and validate
---from-db called a store holding the --quick set's measurements one holding none, and a hub id cached in
-several snapshots without refs/main was said not to be cached at all; calibrate dropped a draw given beside
---quick on a GPU or --comm without a word, validate --from-db ignored --force, --cuda-graph and --mkdir, and suggest said no tensor-parallel degree fits
-a model where it had tried none larger than the one given; an fp8 bench bmm was told to give no -b, which it
-requires; calibrate --no-install without --out fitted a profile and kept it nowhere without a word."""
+"""What a new user's sixteenth pass found: plan --params's refusals named flags only search has; a CPU-fitted
+profile given for another GPU was refused for its GPU first, sending the user to a --gpu refused in turn; an
+export of a store none of whose rows could be found wrote an empty file without a word; validate --from-db
+called a store holding the --quick set's measurements one holding none, and ignored --force, --cuda-graph and
+--mkdir; a hub id cached in several snapshots without refs/main was said not to be cached; calibrate dropped a
+draw given beside --quick on a GPU or --comm, and kept a --no-install fit nowhere, without a word; suggest said
+no tensor-parallel degree fits where it had tried none larger; an fp8 bench bmm was told to give no -b, which
+it requires; a Markdown report's figure that could not be written was blamed on the report."""
 
 from __future__ import annotations
 
 import dataclasses
+
+import pytest
 
 from helpers import run
 from shapewise.profile import _shipped, save
@@ -179,3 +181,12 @@ def test_calibrate_no_install_without_out_says_the_profile_is_kept_nowhere(capsy
             pass
         err = capsys.readouterr().err
         assert ("--no-install without --out: the profile this run fits is written nowhere" in err) == said, (argv, err)
+
+
+def test_a_markdown_reports_figure_that_cannot_be_written_is_named(capsys, tmp_path):
+    """`report gpt2 --out y.md` where y-breakdown.png was a folder said "cannot write the report to y.md: Is a
+    directory": y.md was no folder, and the user looked for the fault in the wrong place."""
+    pytest.importorskip("matplotlib")
+    (tmp_path / "y-breakdown.png").mkdir()
+    err = _one_line_error(capsys, "report", "gpt2", "--seq", "1024", "--out", str(tmp_path / "y.md"))
+    assert f"cannot write the report's figure {tmp_path / 'y-breakdown.png'}: Is a directory" in err, err
