@@ -5,7 +5,8 @@ called a store holding the --quick set's measurements one holding none, and igno
 --mkdir; a hub id cached in several snapshots without refs/main was said not to be cached; calibrate dropped a
 draw given beside --quick on a GPU or --comm, and kept a --no-install fit nowhere, without a word; suggest said
 no tensor-parallel degree fits where it had tried none larger; an fp8 bench bmm was told to give no -b, which
-it requires; a Markdown report's figure that could not be written was blamed on the report."""
+it requires; a Markdown report's figure that could not be written was blamed on the report; an output path
+that is a folder was given an example file in another format than its name asked for."""
 
 from __future__ import annotations
 
@@ -190,3 +191,13 @@ def test_a_markdown_reports_figure_that_cannot_be_written_is_named(capsys, tmp_p
     (tmp_path / "y-breakdown.png").mkdir()
     err = _one_line_error(capsys, "report", "gpt2", "--seq", "1024", "--out", str(tmp_path / "y.md"))
     assert f"cannot write the report's figure {tmp_path / 'y-breakdown.png'}: Is a directory" in err, err
+
+
+def test_an_output_that_is_a_folder_is_given_an_example_in_the_format_asked(capsys, tmp_path):
+    """`report gpt2 --out notes.md`, notes.md being a folder, was told "e.g. notes.md/out.html": the user had asked
+    for Markdown. The example keeps the extension the folder's name asked for, where it is one of the formats."""
+    for name, command in (("notes.md", ("report", "gpt2")), ("rows.json", ("results",))):
+        (tmp_path / name).mkdir()
+        flag = "--export" if command == ("results",) else "--out"
+        err = _one_line_error(capsys, *command, flag, str(tmp_path / name), "--db", str(tmp_path / "none.db"))
+        assert f"e.g. {tmp_path / name / ('out' + name[name.index('.'):])}" in err, err
