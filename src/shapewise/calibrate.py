@@ -358,7 +358,11 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
     if from_store:
         rows = stored_rows(drawn.cases, store=store)
         if not rows:
-            raise ShapewiseError("the store holds no validation measurements: run `shapewise validate` on a GPU first")
+            quick_held = not quick and stored_rows(judge_set_cases(judge_set, seed=seed, dtype=dtype, quick=True,
+                                                                   configs=configs).cases, store=store)
+            raise ShapewiseError("the store holds no validation measurements" + (
+                f" of the whole {judge_set} set, only of its --quick set: add --quick" if quick_held
+                else ": run `shapewise validate` on a GPU first"))
         _check_stored(drawn, rows, store=store, seed=seed, dtype=dtype, quick=quick, configs=configs)
         # Any CPU's rows among them (their gpu_name is the processor's) make the set a CPU's smoke test.
         env = {"gpu_name": None if any(measured_on_cpu(row) for _, row in rows) else rows[0][1].get("gpu_name")}

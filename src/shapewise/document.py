@@ -142,8 +142,10 @@ def write_report(shape: ModelShape, workload: Workload, *, out: str | os.PathLik
                 path = out.parent / _figure_file(out.stem, name)
                 path.write_bytes(png)
                 written.append(path)
-    except OSError as err:
-        raise ShapewiseError(f"cannot write the report to {out}: {err.strerror or err}") from None
+    except OSError as err:  # the report, or a figure beside it: the file that failed is the one named
+        failed = Path(err.filename) if err.filename else out
+        what = "the report to" if failed == out else "the report's figure"
+        raise ShapewiseError(f"cannot write {what} {failed}: {err.strerror or err}") from None
     return written
 
 

@@ -26,7 +26,7 @@ def cache_dir() -> Path:
 
 def cached_config(repo_id: str) -> Path | None:
     """The cached config.json of the revision refs/main names (models--org--name/snapshots/<rev>/), or
-    None. Without refs/main, a single cached snapshot is taken; several are ambiguous, so none is."""
+    None. Without refs/main, a single cached snapshot is taken; several are ambiguous, and refused."""
     repo = cache_dir() / ("models--" + repo_id.replace("/", "--"))
     ref = repo / "refs" / "main"
     try:
@@ -38,7 +38,11 @@ def cached_config(repo_id: str) -> Path | None:
     except (OSError, UnicodeDecodeError) as err:  # a cache folder without permission, a refs/main not text
         raise ShapewiseError(f"{repo}: cannot read this Hugging Face cache entry "
                              f"({getattr(err, 'strerror', None) or 'not text'})") from None
-    return found[0] if len(found) == 1 else None
+    if len(found) > 1:  # several revisions and no refs/main to name the current one: said, not guessed
+        raise ShapewiseError(f"{repo_id}: the Hugging Face cache ({cache_dir()}) holds {len(found)} snapshots of it "
+                             f"({', '.join(f.parent.name for f in found)}) and no refs/main to tell which is current; "
+                             "give --config PATH with the one meant")
+    return found[0] if found else None
 
 
 def download_config(repo_id: str) -> Path:
@@ -71,8 +75,13 @@ def _local_config(name: str) -> Path | None:
 def _shadowed(name: str) -> str:
     """What a model argument read as a local path would have named otherwise: a cached hub model or a
     preset ("" for nothing)."""
-    if HUB_ID.match(name) and cached_config(name) is not None:
-        return f"the hub model {name} in the local Hugging Face cache"
+    if HUB_ID.match(name):
+        try:
+            cached = cached_config(name)
+        except ShapewiseError:  # there, if not to be read: the local path is read all the same
+            cached = True
+        if cached is not None:
+            return f"the hub model {name} in the local Hugging Face cache"
     key = preset_key(name)
     return f"the preset {key}" if key else ""
 

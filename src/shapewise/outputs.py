@@ -20,8 +20,9 @@ def output_file(path, *, formats: dict[str, str], fmt: str | None = None, mkdir:
         raise ShapewiseError(f"give a file to write the {what} to")
     target = Path(path).expanduser()
     names = listed(formats)  # in the caller's order, the usual first: ".png or .svg"
-    if target.is_dir():
-        raise ShapewiseError(f"{target} is a folder: give a file in it, e.g. {target / ('out' + next(iter(formats)))}")
+    if target.is_dir():  # the example keeps the format the folder's name asked for (report.md/ -> out.md)
+        ext = target.suffix.lower() if target.suffix.lower() in formats else next(iter(formats))
+        raise ShapewiseError(f"{target} is a folder: give a file in it, e.g. {target / ('out' + ext)}")
     # the longest extension the name ends with: ".csv.gz" before ".gz"
     from_name = next((formats[ext] for ext in sorted(formats, key=len, reverse=True)
                       if target.name.lower().endswith(ext)), None)

@@ -648,9 +648,11 @@ class Store:
         and how many could not be read."""
         try:
             return self.rows(bench=bench), 0
-        except ShapewiseError:
-            pass
+        except ShapewiseError as err:
+            damaged = err
         ids = self._row_ids()
+        if not ids:  # not even the rows' ids read: nothing to save, said as rows() says it, not as an empty store
+            raise damaged
         rows, lost = [], 0
         for row_id in ids:
             try:

@@ -112,7 +112,8 @@ def run_bench_gemm(args) -> int:
     if args.kernels and not args.device.startswith("cuda"):
         raise ShapewiseError("--kernels names GPU kernels: measure on a CUDA device")
     if args.dtype == "fp8":
-        refuse_fp8_layout(args.layout, batches, hint=": give --layout nt and no -b")
+        refuse_fp8_layout(args.layout, batches, hint=": give --layout nt" + (  # bmm's -b is required: 1, not none
+            " and -b 1 (or `shapewise bench gemm`)" if getattr(args, "b", None) else ""))
     with open_store(args) as store:
         bench = bench_cases(cases, store=store, gpu=args.gpu, kernels=args.kernels, **_timing(args))
     rank0_only(bench.sweep)

@@ -107,9 +107,17 @@ def add_calibrate(sub) -> None:
 def run_calibrate(args) -> int:
     from ..calibrate import calibrate
 
+    drawn = [f"--{draw}" for draw in DRAW_HELP if getattr(args, draw) is not None]
+    machine = args.quick and args.device.startswith("cuda")
+    if drawn and (args.comm or machine):  # neither measures a draw: refused, not dropped without a word
+        raise ShapewiseError(f"{listed(drawn, 'and')}: " + ("--comm times the collectives alone" if args.comm else
+                             "--quick on a GPU refits this machine's factors alone") + "; the draws are measured by a "
+                             f"full calibrate: leave out {'--comm' if args.comm else '--quick'} or the draws")
+    if args.no_install and not args.out and (args.gpu or args.device != "cpu"):  # said now, not after the fit
+        warn("--no-install without --out: the profile this run fits is written nowhere (--out PATH keeps it)")
     if args.comm:
         return _calibrate_comm(args)
-    if args.quick and args.device.startswith("cuda"):
+    if machine:
         return _calibrate_machine(args)
     if args.out and args.device == "cpu" and not args.gpu:  # no profile to write: refused now, not after measuring
         raise ShapewiseError(f"--out {args.out}: on the CPU without --gpu nothing is fitted, so there is no profile to "
@@ -275,6 +283,11 @@ def run_validate(args) -> int:
     from ..profile import load
 
     _refuse_unused_set_flags(args)
+    measuring = [flag for flag, given in (("--force", args.force), ("--cuda-graph", args.cuda_graph),
+                                          ("--mkdir", args.mkdir)) if given]
+    if args.from_db and measuring:  # it reads what was measured: how to measure is refused, not ignored
+        raise ShapewiseError(f"{listed(measuring, 'and')}: --from-db measures nothing, it reads the store; leave "
+                             f"{'it' if len(measuring) == 1 else 'them'} out, or --from-db to measure")
     args.seed = VALIDATE_SEED if args.seed is None else args.seed
     if args.set == "variants":
         return _validate_variants(args)

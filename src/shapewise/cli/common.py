@@ -258,10 +258,12 @@ def cost_model(args, gpu: GPU | None) -> CostModel | None:
                                 else "give --profile PATH too, or leave --borrow-profile out"))
     profile = None
     if path and gpu is not None:
-        from ..profile import lent, load
+        from ..profile import check_measured_on, lent, load
 
         profile = load(path)
         if profile.gpu != gpu.key:  # a profile measured on one GPU prices another only when asked, and says so
+            if profile.environment.get("device") == "cpu":  # CPU times price no GPU: said first, not a --gpu
+                check_measured_on(profile, gpu.key, path, device=getattr(args, "device", None))  # refused in turn
             if not getattr(args, "borrow_profile", False):
                 raise ShapewiseError(f"{path} was measured on {profile.gpu}, not {gpu.key}: give --gpu {profile.gpu}, "
                                      f"or add --borrow-profile to price {gpu.key} with it")

@@ -55,8 +55,13 @@ def _shape(args, cost):
         raise ShapewiseError("give one of: a model (a preset name, hub id or config.json path), --config PATH or --params N")
     if args.params is None:
         return load_config(args.config) if args.config else resolve_model(args.model)
-    found = search(params_target=int(args.params), gpu=cost, workload=Workload(batch=1, seq=args.seq, dtype=args.dtype),
-                   top=1)  # the fastest shape of that size on this GPU
+    try:
+        found = search(params_target=int(args.params), gpu=cost, workload=Workload(batch=1, seq=args.seq,
+                                                                                     dtype=args.dtype),
+                       top=1)  # the fastest shape of that size on this GPU
+    except ShapewiseError as err:  # its advice names search's --vocab and --params-tol, which plan has not
+        raise ShapewiseError(f"{err} (--vocab and --params-tol are `shapewise search`'s: plan --params takes their "
+                             "defaults, a vocab of 32,000 and 5%)") from None
     if not found.top:
         raise ShapewiseError(f"no shape within the tolerance of {args.params:g} parameters; try another size")
     return found.top[0].shape

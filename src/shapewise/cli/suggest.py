@@ -233,8 +233,9 @@ def run_suggest(args) -> int:
                              title_justify="left", title="run settings (micro-batch b, tensor parallelism t) that fit, "
                              "alone and with the best shape; rank them with the shapes: --vary batch,tp"))
     elif result.original_memory_bytes > result.gpu_memory_bytes:
-        out.print("No micro-batch or tensor-parallel degree tried fits either: spread the model with "
-                  "`shapewise plan` (pipeline, ZeRO, recomputation).")
+        out.print(f"No micro-batch or tensor-parallel degree tried (t={args.tp} at most: suggest tries no larger) "
+                  "fits either: a larger --tp may, and `shapewise plan` spreads the model over more GPUs (tensor and "
+                  "pipeline parallelism, ZeRO, recomputation).")
     out.print(f"intervals: 90%, from the {result.errors.source}")
     if args.emit_config:
         out.print(f"suggestion {pick} written to {args.emit_config}")
