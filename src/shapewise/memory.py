@@ -42,8 +42,15 @@ import numpy as np
 from .dtypes import activation_bytes
 from .errors import ShapewiseError
 from .hardware import GPU
-from .parallel import (RECOMPUTE, Parallelism, expert_params, outside_norms, rank_layer_params,
-                       replicated_params, stage_ends)
+from .parallel import (
+    RECOMPUTE,
+    Parallelism,
+    expert_params,
+    outside_norms,
+    rank_layer_params,
+    replicated_params,
+    stage_ends,
+)
 from .shapes import NORM_KINDS, ModelShape, Workload
 
 GIB = 2 ** 30
