@@ -6,16 +6,21 @@ called a store holding the --quick set's measurements one holding none, and igno
 draw given beside --quick on a GPU or --comm, and kept a --no-install fit nowhere, without a word; suggest said
 no tensor-parallel degree fits where it had tried none larger; an fp8 bench bmm was told to give no -b, which
 it requires; a Markdown report's figure that could not be written was blamed on the report; an output path
-that is a folder was given an example file in another format than its name asked for."""
+that is a folder was given an example file in another format than its name asked for. And configs read without a
+word: a router over no experts priced as a dense model, a null activation as the type's default, a nested
+text_config of another model ignored."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
 from helpers import run
 from shapewise.profile import _shipped, save
+
+HF = Path(__file__).parent / "data" / "hf"
 
 
 def _one_line_error(capsys, *argv) -> str:
@@ -100,7 +105,7 @@ def test_a_hub_id_cached_in_several_snapshots_without_refs_main_is_said_to_be_ca
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    config = open("tests/data/hf/llama-3.2-1b-instruct.json").read()
+    config = (HF / "llama-3.2-1b-instruct.json").read_text()
     for revision in ("aaa111", "bbb222"):
         snapshot = tmp_path / "hub" / "models--acme--tiny" / "snapshots" / revision
         snapshot.mkdir(parents=True)
@@ -201,3 +206,45 @@ def test_an_output_that_is_a_folder_is_given_an_example_in_the_format_asked(caps
         flag = "--export" if command == ("results",) else "--out"
         err = _one_line_error(capsys, *command, flag, str(tmp_path / name), "--db", str(tmp_path / "none.db"))
         assert f"e.g. {tmp_path / name / ('out' + name[name.index('.'):])}" in err, err
+
+
+# ---- configs it read without a word ----
+
+def _llama(tmp_path, name: str, **changes) -> str:
+    import json
+
+    cfg = json.loads((HF / "llama-3-8b.json").read_text())
+    path = tmp_path / name
+    path.write_text(json.dumps({**cfg, **changes}))
+    return str(path)
+
+
+def test_a_router_over_no_experts_is_refused_not_priced_dense(capsys, tmp_path):
+    """The user set Mixtral's num_local_experts to 0 (its num_experts_per_tok 2 left) and read a 7.24B dense model's
+    step: a plausible wrong number. Now one line, naming both keys."""
+    import json
+
+    cfg = json.loads((HF / "mixtral-8x7b.json").read_text())
+    path = tmp_path / "mixtral.json"
+    path.write_text(json.dumps({**cfg, "num_local_experts": 0}))
+    err = _one_line_error(capsys, "check", str(path))
+    assert "num_local_experts 0 but num_experts_per_tok 2" in err
+    code, _, err = run(capsys, "check", _llama(tmp_path, "dense.json", num_local_experts=0))  # no router: dense
+    assert code == 0 and "experts" not in err
+
+
+def test_a_null_activation_is_said_priced_with_the_types_default(capsys, tmp_path):
+    """hidden_act null (which its model class cannot build) was read as Llama's SiLU without a word."""
+    code, _, err = run(capsys, "check", _llama(tmp_path, "null.json", hidden_act=None))
+    assert code == 0 and "its hidden_act is null: priced with llama's default activation, silu" in err
+    code, _, err = run(capsys, "check", _llama(tmp_path, "named.json"))
+    assert code == 0 and "null" not in err
+
+
+def test_a_nested_text_config_that_disagrees_with_the_top_level_is_said(capsys, tmp_path):
+    """A Llama file with a text_config of another model beside its whole top level: the top level was read and
+    the text_config ignored without a word. Now said, naming what differs; one that agrees says nothing."""
+    code, _, err = run(capsys, "check", _llama(tmp_path, "other.json", text_config={"hidden_size": 64}))
+    assert code == 0 and "its text_config describes another model (hidden_size 64 where the top level says 4096)" in err
+    code, _, err = run(capsys, "check", _llama(tmp_path, "same.json", text_config={"hidden_size": 4096}))
+    assert code == 0 and "text_config" not in err

@@ -364,6 +364,13 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     _refuse_unmodelled(r)
     guesses: list[str] = []
     notes: list[str] = []
+    if not nested:  # a nested language config beside a whole top level: the top level is read; a conflict said
+        for key in (k for k in _NESTED if isinstance(outer.get(k), dict)):
+            apart = [f"{k} {outer[key][k]} where the top level says {outer[k]}" for k in (*_HIDDEN, *_LAYERS)
+                     if outer[key].get(k) is not None and outer.get(k) is not None and outer[key][k] != outer[k]]
+            if apart:
+                notes.append(f"its {key} describes another model ({', '.join(apart)}): shapewise prices the top "
+                             "level's")
 
     hidden = r.whole(_HIDDEN, "hidden size", required=True)
     layers = r.whole(_LAYERS, "layer count", required=True)
@@ -413,6 +420,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         ffn = int((4 if ratio is None else ratio) * hidden)
 
     act = (r.text(_ACT) or (family.act if family else "")).lower()
+    nulled = [k for k in _ACT if k in cfg and cfg[k] is None]
+    if nulled and not r.text(_ACT) and family is not None:  # the type's default stands in for it: said
+        notes.append(f"its {nulled[0]} is null: priced with {model_type}'s default activation, {act}")
     mlp_type = (r.text(("mlp_type",)) or "").lower()  # StarCoder2 writes "default" for a plain MLP
     if "glu" in act or "glu" in mlp_type or "gated" in mlp_type:
         gated = True  # BTLM (swiglu), MiniMax-M3 (swigluoai) name their gated MLP by the activation
@@ -508,6 +518,13 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         rotary = _rotary_share(r, family.rotary if family is not None else "", head_dim or hidden // heads)
 
     experts = r.whole((*_EXPERTS, "ffn_moe_num_experts"), "expert count", minimum=0) or 0
+    said = [k for k in (*_EXPERTS, "ffn_moe_num_experts") if type(cfg.get(k)) is int and cfg[k] == 0]
+    if said and any(isinstance(cfg.get(k), int) and cfg[k] > 0 for k in _top_k_keys(family)):
+        # a router over no experts: priced as a dense model it would be a plausible wrong number
+        key = said[0]
+        picks = next(f"{k} {cfg[k]}" for k in _top_k_keys(family) if isinstance(cfg.get(k), int) and cfg[k] > 0)
+        r.fail(f"{key} {_json_words(cfg[key])} but {picks}: a model that routes each token to experts has some; "
+               "give their count")
     top_k = shared = dense = 0
     expert_ffn = None
     if experts:
