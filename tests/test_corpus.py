@@ -31,8 +31,9 @@ TWELFTH = CORPUS.parent / "hf-twelfth"  # a twelfth's
 THIRTEENTH = CORPUS.parent / "hf-thirteenth"  # a thirteenth's
 FOURTEENTH = CORPUS.parent / "hf-fourteenth"  # a fourteenth's
 FIFTEENTH = CORPUS.parent / "hf-fifteenth"  # a fifteenth's
+SIXTEENTH = CORPUS.parent / "hf-sixteenth"  # a sixteenth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
-           FOURTEENTH, FIFTEENTH)
+           FOURTEENTH, FIFTEENTH, SIXTEENTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -61,7 +62,10 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "laguna-s-2.1-fp8": "num_attention_heads_per_layer differs by layer \\(48, 72\\)",
            "nemotron-3.5-lightning-30b-a3b-nvfp4": "Mamba/attention hybrid", "bge-large-en": "an encoder-only model",
            "qwen3.6-35b-a3b-nvfp4": "a linear-attention hybrid", "qwen3.8-2.4t-a95b": "a linear-attention hybrid",
-           "plamo-2-1b": "plamo2 is a Mamba/attention hybrid"}
+           "plamo-2-1b": "plamo2 is a Mamba/attention hybrid",
+           "ring-mini-linear-2.0-4bit": "bailing_moe_linear \\(BailingMoeLinearV2ForCausalLM\\) is a linear-attention "
+                                        "hybrid",
+           "nemotron-3-ultra-550b-a55b": "Mamba/attention hybrid"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -142,6 +146,9 @@ PUBLISHED = {
     "apertus-8b-instruct-2509-4bit": "8B", "dots.llm1.inst-mixed-4-6bit": ("142B", "14B"),
     "granite-3.3-2b-instruct-4bit": "2B", "qwen3-32b-fp8-static-pertensor": "32.8B",
     "deepseek-v3.1-nvfp4": ("671B", "37B"), "qwen3-235b-a22b-nvfp4": ("235B", "22B"), "qwen2.5-32b": "32.5B",
+    # the sixteenth round's
+    "internlm3-8b-instruct-4bit": "8B", "ling-lite-1.5": ("16.8B", "2.75B"),
+    "klear-46b-a2.5b-instruct-4bit": ("46B", "2.5B"),
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -161,7 +168,9 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 # Qwen3-VL-2B's "2B" and InternLM-XComposer-7B's "7B" name language model and vision encoder together, the
 # encoder's size stated nowhere: their language models are held to Qwen3-1.7B's and InternLM-7B's
 # (test_eleventh_pass_…).
-STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit"}
+# phixtral-4x2_8's label names four Phi-2s (2.8B) as experts, no count: it is held to Phi-2's (test_sixteenth_pass_…).
+STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit",
+                  "phixtral-4x2_8-4bit"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
               "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12}
 
@@ -1454,6 +1463,44 @@ def test_fifteenth_pass_reads_each_model_as_its_code_builds_it():
     assert (dsv31.params, dsv31.active_params) == (read("deepseek-v3").params, read("deepseek-v3").active_params)
     assert (q235.params, q235.active_params) == (read("qwen3-235b-a22b").params, read("qwen3-235b-a22b").active_params)
     assert q32.qkv_bias and not q32.tied_embeddings and q32.params == 32_763_876_352
+
+
+def test_sixteenth_pass_reads_each_model_as_its_code_builds_it():
+    # mlx's 4-bit files: each said priced in bf16, and nothing guessed (InternLM3 and Klear were types of no rule)
+    for stem in ("internlm3-8b-instruct-4bit", "klear-46b-a2.5b-instruct-4bit", "phixtral-4x2_8-4bit"):
+        with pytest.warns(ShapewiseWarning) as record:
+            load_config(FILES[stem], strict=True)
+        err = warned(record)
+        assert err.count("\n") == 1 and "quantized (4-bit weights, quantization" in err, stem
+    internlm3, klear, phixtral = (read(s) for s in (
+        "internlm3-8b-instruct-4bit", "klear-46b-a2.5b-instruct-4bit", "phixtral-4x2_8-4bit"))
+    # InternLM3-8B: Llama's layout, 32 heads of 128 over 2 kv heads, untied, no bias
+    assert (internlm3.kv_heads, internlm3.tied_embeddings, internlm3.bias, internlm3.qk_norm) == (2, False, False, False)
+    assert internlm3.params == 8_804_241_408
+    # phixtral-4x2_8: Phi-2 (phi-msft) with its MLP made four experts, 2 a token, each a router column: Phi-2's
+    # count and three more MLPs of 2 × 2560 × 10240 and their biases and a 4-way router a layer
+    phi2, mlp = read("phi-2-msft"), 2 * 2560 * 10240 + 10240 + 2560
+    assert (phixtral.num_experts, phixtral.top_k, phixtral.mlp, phixtral.rotary_fraction) == (4, 2, "gelu", 32 / 80)
+    assert phixtral.params == phi2.params + 32 * (3 * mlp + 4 * 2560) == 7_814_405_120
+    assert phixtral.active_params == phi2.params + 32 * (mlp + 4 * 2560)
+    # Ling-lite-1.5 as the publisher ships it: every layer 64 experts of 1408, 6 a token, and two shared
+    with unwarned():
+        ling = read("ling-lite-1.5")
+    assert (ling.num_experts, ling.top_k, ling.num_shared_experts, ling.num_dense_layers) == (64, 6, 2, 0)
+    assert (ling.params, ling.active_params) == (16_801_974_272, 2_753_153_024)
+    assert klear.params == 46_214_551_552
+
+
+def test_klear_normalizes_each_query_and_key_head():
+    # Klear (model_type "Klear"): Qwen3-MoE's attention, an RMSNorm(64) on each query and key head, over 256
+    # experts of 896 and one shared, every layer sparse. Read as a type of no rule it was guessed no QK-norm:
+    # 46,214,547,456, 2,526,676,992 active
+    assert FAMILIES["klear"].qk_norm
+    klear = read("klear-46b-a2.5b-instruct-4bit")
+    assert (klear.qk_norm, klear.qk_norm_params, klear.d_head, klear.kv_heads) == (True, 2 * 64, 64, 4)
+    assert (klear.num_experts, klear.top_k, klear.expert_width, klear.num_shared_experts) == (256, 8, 896, 1)
+    assert klear.num_dense_layers == 0  # decoder_sparse_step 1, no mlp_only_layers: its 8064 is no layer's width
+    assert (klear.params, klear.active_params) == (46_214_551_552, 2_526_681_088)
 
 
 def test_apertus_runs_a_plain_xielu_mlp_and_normalizes_each_query_and_key_head():

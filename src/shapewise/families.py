@@ -100,6 +100,9 @@ FAMILIES: dict[str, Family] = {
     # Ling (BailingMoeConfig): Llama's layout with DeepSeek-V2's MoE keys; biases on q, k and v where
     # use_qkv_bias says (its fused query_key_value), on its output projection where use_bias says
     "bailing_moe": replace(_LLAMA, qkv_bias="use_qkv_bias"),
+    # InternLM3 (its own InternLM3Config and modeling code): Llama's layout, biases on q, k and v where qkv_bias
+    # says, on the other linears where bias says (both false by default), untied
+    "internlm3": replace(_LLAMA, qkv_bias="qkv_bias"),
     # ERNIE 4.5 (Ernie4_5Config, Ernie4_5_MoeConfig): Llama's layout, tied by default; its MoE keys
     # (moe_num_experts, moe_k, moe_layer_start_index, ...) are read by hf
     **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False)
@@ -210,6 +213,10 @@ FAMILIES: dict[str, Family] = {
     # dots.llm1 (Dots1Config, modular_dots1.py): Qwen3's attention (QK-norm, attention_bias on q, k, v and o alone)
     # over DeepSeek-V3's MoE, whose keys (first_k_dense_replace, n_shared_experts, ...) hf reads for every type
     "dots1": _QWEN3,
+    # Klear (its own KlearConfig and modeling code, model_type "Klear"): Qwen3-MoE's layer, an RMSNorm(head_dim) on
+    # queries and keys, sigmoid-routed experts beside n_shared_experts of moe_intermediate_size; its coefficient
+    # head (hidden → 2, a bias) that blends the shared and the routed output is left out (4,098 weights a layer)
+    "klear": _QWEN3,
     # Apertus (ApertusConfig, modular_apertus.py): Llama's attention with an RMSNorm(head_dim) on queries and keys
     # whatever the file says, and Nemotron's plain MLP (up_proj, down_proj, no bias) of xIELU, untied; xIELU's
     # two learned scalars a layer (alpha_p, alpha_n) are not counted
@@ -325,6 +332,9 @@ NOT_ATTENTION = {
     # Qwen3.5: refused by its type too, for a file that leaves out the layer_types that name its linear layers
     **{t: "a linear-attention hybrid" for t in ("qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")},
     "kimi_linear": "a linear-attention (Kimi Delta Attention) hybrid",
+    # Ring-linear 2.0 (BailingMoeLinearV2): softmax attention on every layer_group_size-th layer, linear
+    # attention on the others, named by no layer_types
+    "bailing_moe_linear": "a linear-attention hybrid",
 }
 # Encoder-only models (BERT and its kin): every token attends to every other, after a learned position table
 # and token types, with no causal language-model head; shapewise prices decoder-only transformers.
