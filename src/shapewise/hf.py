@@ -150,6 +150,9 @@ class _Reader:
 _CODE_ENCODERS = {"molmo": "vision backbone (built by its code, named by no config key)",
                   "internlmxcomposer": "vision encoder and Q-Former (num_query_token; built by its code, named by "
                                        "no config key)"}
+# What a known type's code builds beside what shapewise prices, said in one line
+_UNPRICED = {"klear": "its coefficient layer (hidden → 2 and a bias, each layer: 4,098 weights blending the shared "
+                      "and the routed experts' outputs) is neither counted nor priced"}
 _NESTED = ("text_config", "language_config", "llm_config")  # Gemma 3, LLaVA; DeepSeek-VL2; InternVL
 _ENCODERS = {"vision_config": "vision encoder", "audio_config": "audio encoder", "vision_encoder": "vision encoder",
              "vision_tower": "vision encoder", "mm_vision_tower": "vision encoder",
@@ -452,6 +455,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         mlp = kind
     else:
         mlp = "relu" if kind == "relu" else "gelu"
+    if model_type in _UNPRICED:
+        notes.append(_UNPRICED[model_type])
     if kind == "xielu":  # Apertus's: said, as the summary line names the MLP by the op it is priced as
         notes.append(f"its activation {act} is priced as GELU's, one elementwise op of the same reads and "
                      "writes; its two learned scalars a layer are not counted")
