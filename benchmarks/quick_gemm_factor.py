@@ -9,7 +9,7 @@ median does not. Judged on a fifteenth H100 (results/h100-judges-31, models seed
 more than 5%, 7 with the factor and 5 without; the GEMMs' median 3.4% and 2.5%. It passed: since then a GPU
 that borrows another's profile has its GEMM factor measured and said but not applied (machine.py). On an
 H200's own profile the factor stays (results/h200-judges-fresh17, seen: 2 steps off with it, 4 without). The
-sixteenth to eighteenth H100s (results/h100-judges-32, -33, -34) ran `calibrate --quick` after that: their profiles
+later H100s (results/h100-judges-32 to -35) ran `calibrate --quick` after that: their profiles
 hold the factor unapplied, so their columns two and three agree.
 
 The same for another family's factor, `--family bmm`; and over wide sets, the family's median and p90
@@ -17,7 +17,7 @@ The same for another family's factor, `--family bmm`; and over wide sets, the fa
 
 python benchmarks/quick_gemm_factor.py [--family gemm|bmm] [--card FOLDER:SEED:MACHINE:CONFIG[,CONFIG…] …]
     [--wide FOLDER:SEED:MACHINE:- …]   (on the CPU; minutes)
-(default: the fourteen cards of results/h100-judges*; MACHINE relative to benchmarks/results, or "-" for FOLDER's
+(default: the fifteen cards of results/h100-judges*; MACHINE relative to benchmarks/results, or "-" for FOLDER's
 h100-machine.json.gz; a new card: --card h100-judges-31:31:-:tests/data/hf; an H200's run, whose "borrowed"
 column is then the shipped profile itself: --gpu h200 --card h200-judges-fresh17:22:-:tests/data/hf)
 """
@@ -46,7 +46,8 @@ CARDS = ["h100-judges:19:-:tests/data/hf", "h100-judges-later-2:20:-:tests/data/
          "h100-judges-30:30:-:tests/data/hf-later,tests/data/hf-fifth,tests/data/hf-sixth,tests/data/hf-seventh",
          "h100-judges-31:31:-:tests/data/hf", "h100-judges-32:32:-:tests/data/hf",
          "h100-judges-33:33:-:tests/data/hf-ninth,tests/data/hf-tenth,tests/data/hf-eleventh,tests/data/hf-twelfth,"
-         "tests/data/hf-thirteenth,tests/data/hf-fourteenth", "h100-judges-34:34:-:tests/data/hf-fifteenth"]
+         "tests/data/hf-thirteenth,tests/data/hf-fourteenth", "h100-judges-34:34:-:tests/data/hf-fifteenth",
+         "h100-judges-35:35:-:tests/data/hf-sixteenth"]
 
 
 def card_arg(text: str) -> tuple[str, int, str, list[str]]:
