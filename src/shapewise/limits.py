@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import numbers
 from dataclasses import dataclass
 
 from .errors import ShapewiseError
@@ -75,11 +76,14 @@ def _shown(value) -> str:
 
 
 def _read(value, kind: str, what: str, where: str) -> float | int:
-    """An int or float from a JSON value or a flag's text; bool, None and other types refused."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+    """An int or float from a JSON value, a flag's text or a caller's number (numpy's np.int64(4) and
+    np.float32(0.5) as Python's); bool, None and other types refused."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)) or type(value).__name__ in ("bool", "bool_"):
         raise ShapewiseError(f"{where}{what} must be {kind}, got {_shown(value)!s} ({type(value).__name__})")
-    if isinstance(value, (int, float)):
-        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
     text = value.strip().replace("_", "")
     try:
         return int(text)  # exact, however long: the range check refuses what is too large

@@ -141,8 +141,9 @@ class ModelShape:
             value = getattr(self, name)
             if not (value is None and default is None):
                 _require_positive_int(owner, name, value, allow_zero=default == 0)
-        if isinstance(self.rotary_fraction, bool) or not isinstance(self.rotary_fraction, (int, float)) or \
-                not 0 <= self.rotary_fraction <= 1:
+        if isinstance(self.rotary_fraction, numbers.Real) and not isinstance(self.rotary_fraction, bool):
+            object.__setattr__(self, "rotary_fraction", float(self.rotary_fraction))  # np.float32(0.5) as 0.5
+        if not isinstance(self.rotary_fraction, float) or not 0 <= self.rotary_fraction <= 1:
             raise ShapewiseError(f"{owner}: rotary_fraction must be between 0 and 1, got {self.rotary_fraction!r}")
         if self.num_dense_layers and not (self.num_experts and self.num_dense_layers < self.num_layers):
             raise ShapewiseError(f"{owner}: num_dense_layers ({self.num_dense_layers}) needs experts and fewer "
