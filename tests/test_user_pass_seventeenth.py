@@ -1,4 +1,5 @@
-"""A seventeenth user pass: the public Python API given numpy numbers, as arrays and sweeps hand them over."""
+"""A seventeenth user pass: the public Python API given numpy numbers, as arrays and sweeps hand them over; suggest
+naming the dtype it priced, as check does."""
 
 import numpy as np
 import pytest
@@ -29,3 +30,14 @@ def test_model_shape_takes_a_numpy_float_rotary_fraction():
     assert shape == ModelShape("x", 768, 12, 12, 50257, rotary_fraction=0.5)
     with pytest.raises(ShapewiseError, match="between 0 and 1"):
         ModelShape("x", 768, 12, 12, 50257, rotary_fraction=np.float64(1.5))
+
+
+def test_suggest_names_the_dtype_it_priced(capsys):
+    """`suggest gpt2 --dtype fp8` headed its table "(train, b=4 s=2048 t=1)", where `check` says "t=1 fp8": a user
+    comparing the two could not tell which precision the speedups were priced in. It names it as check does."""
+    from helpers import run
+
+    for dtype in ("fp8", "bf16"):
+        code, out, err = run(capsys, "suggest", "gpt2", "--dtype", dtype, "--gpu", "h100")
+        assert code == 0, err
+        assert f"(train, b=4 s=2048 t=1 {dtype}); cost model" in out.splitlines()[0]

@@ -208,7 +208,7 @@ def run_suggest(args) -> int:
     o = result.original
     out.print(f"[bold]{shape.name}[/bold]: {shape.params / 1e9:.3f}B params, predicted "
               f"{1000 / o.gpu_ms_per_token:,.0f} tokens/s per GPU on {gpu.name} ({workload.mode}, b={workload.batch} "
-              f"s={workload.seq} t={workload.tp}); cost model: {source}")
+              f"s={workload.seq} t={workload.tp} {workload.dtype}); cost model: {source}")  # as check names it
     if result.original_fits:
         what = f" ({TRAINING_MEMORY})" if workload.mode == "train" else ""
         out.print(f"memory per GPU {result.original_memory_bytes / GIB:,.1f} GiB of {result.gpu_memory_bytes / GIB:,.1f}"
