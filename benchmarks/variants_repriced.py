@@ -20,11 +20,13 @@ part's GEMMs pay the slowdown at their share of peak rate, over the share of the
 """
 
 import argparse
+import functools
 import gzip
 import json
 import math
 import sys
 import warnings
+from pathlib import Path
 
 from shapewise.calibrate import spearman
 from shapewise.errors import ShapewiseError
@@ -42,21 +44,28 @@ CONFIGS = {"EleutherAI/gpt-j-6B": "gpt-j-6b", "facebook/opt-1.3b": "opt-1.3b", "
 def model_file(folder: str, model: str) -> str:
     """The config a run's model came from: a run names each model as its config does (the hub id where the
     file has one), so the file of that stem, or the file in `folder` whose model carries that name."""
-    from pathlib import Path
-
     stem = Path(folder) / f"{CONFIGS.get(model, model)}.json"
     if stem.exists():
         return str(stem)
+    found = _names(folder).get(model)
+    if found is None:
+        raise ShapewiseError(f"{folder}: no config of the run's model {model!r}; give the folder its configs came "
+                             "from (--configs)")
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _names(folder: str) -> dict[str, str]:
+    """Each readable config of `folder` by the model name it gives, read once."""
+    names = {}
     for path in sorted(Path(folder).glob("*.json")):
         try:
             with warnings.catch_warnings():  # the files' own notes are not this lookup's
                 warnings.simplefilter("ignore")
-                if load_config(path).name == model:
-                    return str(path)
+                names.setdefault(load_config(path).name, str(path))
         except ShapewiseError:
             continue
-    raise ShapewiseError(f"{folder}: no config of the run's model {model!r}; give the folder its configs came from "
-                         "(--configs)")
+    return names
 
 
 def as_built(shape, run: dict):

@@ -444,7 +444,7 @@ def calibrate_machine(*, store, gpu: GPU | str | None = None, device: str = "cud
     if off:
         raise ShapewiseError(f"this machine's {off[0]} times are {factors[off[0]]['factor']:.2f}x the profile's: not "
                              f"the same kind of GPU or software; run `shapewise calibrate` for a whole profile")
-    if base.borrowed_for and "gemm" in factors:  # measured and kept, not applied (machine.BORROWED_UNAPPLIED)
+    if base.borrowed_for and "gemm" in factors:  # measured and kept, not applied (why: machine.py, LIMITS)
         factors["gemm"] = {**factors["gemm"], "applied": False}
     return MachineFit(len(cases), result, base, factors, machine_profile(base, gpu, factors, result.environment))
 

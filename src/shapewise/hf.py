@@ -522,14 +522,12 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if rotary is None and not positions and (family is None or family.rotary != "full"):
         rotary = _rotary_share(r, family.rotary if family is not None else "", head_dim or hidden // heads)
 
-    experts = r.whole((*_EXPERTS, "ffn_moe_num_experts"), "expert count", minimum=0) or 0
-    said = [k for k in (*_EXPERTS, "ffn_moe_num_experts") if type(cfg.get(k)) is int and cfg[k] == 0]
-    if said and any(isinstance(cfg.get(k), int) and cfg[k] > 0 for k in _top_k_keys(family)):
-        # a router over no experts: priced as a dense model it would be a plausible wrong number
-        key = said[0]
-        picks = next(f"{k} {cfg[k]}" for k in _top_k_keys(family) if isinstance(cfg.get(k), int) and cfg[k] > 0)
-        r.fail(f"{key} {_json_words(cfg[key])} but {picks}: a model that routes each token to experts has some; "
-               "give their count")
+    expert_keys = (*_EXPERTS, "ffn_moe_num_experts")
+    experts = r.whole(expert_keys, "expert count", minimum=0) or 0
+    none = [k for k in expert_keys if type(cfg.get(k)) is int and cfg[k] == 0]
+    picks = [f"{k} {cfg[k]}" for k in _top_k_keys(family) if type(cfg.get(k)) is int and cfg[k] > 0]
+    if none and picks:  # a router over no experts: priced as a dense model it would be a plausible wrong number
+        r.fail(f"{none[0]} 0 but {picks[0]}: a model that routes each token to experts has some; give their count")
     top_k = shared = dense = 0
     expert_ffn = None
     if experts:

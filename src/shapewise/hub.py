@@ -77,10 +77,10 @@ def _shadowed(name: str) -> str:
     preset ("" for nothing)."""
     if HUB_ID.match(name):
         try:
-            cached = cached_config(name)
+            cached = cached_config(name) is not None
         except ShapewiseError:  # there, if not to be read: the local path is read all the same
             cached = True
-        if cached is not None:
+        if cached:
             return f"the hub model {name} in the local Hugging Face cache"
     key = preset_key(name)
     return f"the preset {key}" if key else ""

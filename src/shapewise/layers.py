@@ -330,6 +330,12 @@ def _init_(layer, seed: int) -> None:
             p.copy_(w)
 
 
+def make_norm(shape: ModelShape, **factory):
+    """The shape's norm over its hidden width (an nn.Module), as every block has it: a model's embedding and final
+    norms are built with it too (verify's whole model, the pipeline's chunks)."""
+    return _classes().make_norm(shape, **factory)
+
+
 def build_layer(shape: ModelShape, *, device="cpu", dtype="bf16", attention: str = "flash", seed: int = 0):
     """One decoder block of `shape` (tensor-parallel degree 1) as a torch.nn.Module, its weights drawn
     from `seed` (none drawn on the meta device, which allocates nothing: use it to count parameters).
@@ -619,8 +625,7 @@ def sync_replica_grads(layer) -> None:
     once, after its last backward (Megatron-LM's finalize_model_grads; ops.replica_grad_ops prices it as
     tp/replica_grads and tp/kv_grads): the norms' and the row-parallel outputs' biases' over the t ranks, each
     of which ran its own slice of the sequence, and a replicated kv head's key and value rows over the t/kv
-    ranks that hold it. One
-    all-reduce each. Every rank calls it; the first call makes the kv heads' process groups."""
+    ranks that hold it. One all-reduce each. Every rank calls it; the first call makes the kv heads' process groups."""
     import torch
     import torch.distributed as dist
 

@@ -78,7 +78,7 @@ def _shown(value) -> str:
 def _read(value, kind: str, what: str, where: str) -> float | int:
     """An int or float from a JSON value, a flag's text or a caller's number (numpy's np.int64(4) and
     np.float32(0.5) as Python's); bool, None and other types refused."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)) or type(value).__name__ in ("bool", "bool_"):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):  # numpy's bool is no numbers.Real
         raise ShapewiseError(f"{where}{what} must be {kind}, got {_shown(value)!s} ({type(value).__name__})")
     if isinstance(value, numbers.Integral):
         return int(value)

@@ -263,7 +263,7 @@ def _chunk_class():
     import torch
     from torch import nn
 
-    from .layers import _classes
+    from .layers import make_norm
 
     class Chunk(nn.Module):
         """Consecutive decoder blocks; the first chunk embeds tokens, the last adds the final norm and
@@ -276,7 +276,7 @@ def _chunk_class():
             self.positions = nn.Embedding(shape.learned_positions, h, **factory) \
                 if first and shape.learned_positions else None
             self.blocks = nn.ModuleList(blocks)
-            self.norm = _classes().make_norm(shape, **factory) if last else None
+            self.norm = make_norm(shape, **factory) if last else None
             self.head = nn.Linear(h, shape.vocab, bias=False, **factory) if last else None
 
         def forward(self, x):

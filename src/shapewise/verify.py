@@ -149,7 +149,7 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     import torch
     import torch.nn.functional as F
 
-    from .layers import _classes, build_layer
+    from .layers import build_layer, make_norm
 
     dtype = torch_dtype(workload.dtype)
     layers = [build_layer(model_block(shape, i), device=device, dtype=workload.dtype,
@@ -164,8 +164,8 @@ def _model_fn(shape: ModelShape, workload: Workload, device: str, seed: int):
     positions = (torch.randn(shape.learned_positions, shape.hidden, generator=generator) * 0.01).to(device, dtype) \
         .requires_grad_(True) if shape.learned_positions else None
     position_ids = torch.arange(workload.seq, device=device) % max(shape.learned_positions, 1)
-    norm = _classes().make_norm(shape, device=device, dtype=dtype)  # the layers' own norm, weight (and bias)
-    embed_norm = _classes().make_norm(shape, device=device, dtype=dtype) if shape.embed_norm else None  # BLOOM's
+    norm = make_norm(shape, device=device, dtype=dtype)  # the layers' own norm, weight (and bias)
+    embed_norm = make_norm(shape, device=device, dtype=dtype) if shape.embed_norm else None  # BLOOM's
     bias = torch.zeros(shape.vocab, device=device, dtype=dtype, requires_grad=True) if shape.lm_head_bias else None
     ids = torch.randint(0, shape.vocab, (workload.batch, workload.seq), generator=generator).to(device)
     target = torch.randint(0, shape.vocab, (workload.batch * workload.seq,), generator=generator).to(device)
