@@ -32,8 +32,9 @@ THIRTEENTH = CORPUS.parent / "hf-thirteenth"  # a thirteenth's
 FOURTEENTH = CORPUS.parent / "hf-fourteenth"  # a fourteenth's
 FIFTEENTH = CORPUS.parent / "hf-fifteenth"  # a fifteenth's
 SIXTEENTH = CORPUS.parent / "hf-sixteenth"  # a sixteenth's
+SEVENTEENTH = CORPUS.parent / "hf-seventeenth"  # a seventeenth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
-           FOURTEENTH, FIFTEENTH, SIXTEENTH)
+           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -65,7 +66,15 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "plamo-2-1b": "plamo2 is a Mamba/attention hybrid",
            "ring-mini-linear-2.0-4bit": "bailing_moe_linear \\(BailingMoeLinearV2ForCausalLM\\) is a linear-attention "
                                         "hybrid",
-           "nemotron-3-ultra-550b-a55b": "Mamba/attention hybrid"}
+           "nemotron-3-ultra-550b-a55b": "Mamba/attention hybrid",
+           "lfm2-8b-a1b-4bit": "lfm2_moe is not an attention-only transformer \\(its config has layer_types of conv\\)",
+           "granite-4.0-h-350m-4bit": "granitemoehybrid is a Mamba/attention hybrid",
+           "deepseek-v4-pro": "grouped low-rank output projection \\(o_lora_rank, o_groups\\); its attention over "
+                              "compressed keys by layer \\(compress_ratios\\); its hyper-connections",
+           "iquest-coder-v1-40b-loop-instruct-4bit": "its second pass through every layer a token, gated per head "
+                                                     "against attention over a local window \\(loop_num, "
+                                                     "loop_window_size\\)",
+           "trinity-nano-preview-4bit": "its sigmoid gate on every attention output \\(AfmoeAttention's gate_proj"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -149,6 +158,8 @@ PUBLISHED = {
     # the sixteenth round's
     "internlm3-8b-instruct-4bit": "8B", "ling-lite-1.5": ("16.8B", "2.75B"),
     "klear-46b-a2.5b-instruct-4bit": ("46B", "2.5B"),
+    # the seventeenth round's
+    "helium-1-preview-2b-4bit": "2B", "telechat3-36b-thinking-4bit": "36B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -1491,6 +1502,51 @@ def test_sixteenth_pass_reads_each_model_as_its_code_builds_it():
     assert (ling.num_experts, ling.top_k, ling.num_shared_experts, ling.num_dense_layers) == (64, 6, 2, 0)
     assert (ling.params, ling.active_params) == (16_801_974_272, 2_753_153_024)
     assert klear.params == 46_214_551_552
+
+
+def test_seventeenth_pass_reads_each_model_as_its_code_builds_it():
+    # Helium and TeleChat3 are Llama's layer under types of no rule: each guessed, and each guess what its code builds
+    # (HeliumForCausalLM: q, k, v, o, a SwiGLU, two RMSNorms a layer, no bias, untied; TeleChat3 the same)
+    for stem in ("helium-1-preview-2b-4bit", "telechat3-36b-thinking-4bit"):
+        with pytest.warns(ShapewiseWarning) as record:
+            read(stem)
+        err = warned(record)
+        assert err.count("\n") == 2 and "quantized (4-bit weights, quantization" in err, stem
+        assert "it guessed gated MLP, rmsnorm, sequential attention and MLP" in err, stem
+    helium, telechat = read("helium-1-preview-2b-4bit"), read("telechat3-36b-thinking-4bit")
+    for shape, (h, layers, kv, ffn, vocab) in ((helium, (2560, 24, 20, 7040, 48000)),
+                                               (telechat, (6144, 64, 8, 24576, 131072))):
+        assert (shape.mlp, shape.norm, shape.bias, shape.tied_embeddings, shape.kv_heads) == (
+            "swiglu", "rmsnorm", False, False, kv)
+        layer = 2 * h * h + 2 * h * kv * 128 + 3 * h * ffn + 2 * h
+        assert shape.params == layers * layer + 2 * vocab * h + h
+    assert (helium.params, telechat.params) == (2_172_643_840, 36_239_579_136)
+
+
+def test_a_looped_model_is_refused_and_one_pass_is_read():
+    # IQuest-Coder-V1-40B-Loop runs its 80 layers twice a token, the second pass gated per head between attention
+    # over the first pass's keys and over a local window; read as an unknown type it was priced one pass
+    # (39,794,283,520 params, 2,800.94 ms a train step on h200) without a word
+    cfg = json.loads(FILES["iquest-coder-v1-40b-loop-instruct-4bit"].read_text())
+    with pytest.raises(ShapewiseError, match=r"its second pass through every layer a token.*\(loop_num, "
+                                             r"loop_window_size\): shapewise has no ops for it"):
+        _shape_from_config(cfg, "x", "x")
+    with pytest.warns(ShapewiseWarning, match="not one shapewise knows"):  # one pass: a Llama, nothing more
+        assert _shape_from_config({**cfg, "loop_num": 1}, "x", "x").params == 39_794_283_520
+
+
+def test_afmoe_is_refused_by_its_gated_attention_and_num_dense_layers_is_read():
+    # Trinity (AfmoeAttention) multiplies each attention output by sigmoid(gate_proj(x)) before o_proj, whatever its
+    # file says; read as an unknown type it was priced without the gate and with every layer MoE (its
+    # num_dense_layers unread): 1,243,628,544 for the 8-layer file, where its code builds 1,067,749,120
+    cfg = json.loads(FILES["trinity-nano-preview-4bit"].read_text())
+    with pytest.raises(ShapewiseError, match="AfmoeAttention's gate_proj"):
+        _shape_from_config(cfg, "x", "x")
+    # num_dense_layers (LFM2-MoE's and AFMoE's): the first layers dense, the rest MoE, whatever the type
+    qwen = json.loads(FILES["qwen3-30b-a3b"].read_text())
+    assert _shape_from_config(qwen, "x", "x").num_dense_layers == 0
+    shape = _shape_from_config({**qwen, "num_dense_layers": 2}, "x", "x")
+    assert (shape.num_dense_layers, shape.num_experts) == (2, 128)
 
 
 def test_klear_normalizes_each_query_and_key_head():

@@ -337,6 +337,11 @@ NOT_ATTENTION = {
     # attention on the others, named by no layer_types
     "bailing_moe_linear": "a linear-attention hybrid",
 }
+# Types whose code builds what shapewise has no ops for, whatever the file says: refused, saying what it is.
+UNMODELLED_TYPES = {
+    # Trinity (AfmoeAttention): o_proj(attention · sigmoid(gate_proj(x))), gate_proj hidden → heads × head_dim
+    "afmoe": "sigmoid gate on every attention output (AfmoeAttention's gate_proj, hidden → heads × head_dim)",
+}
 # Encoder-only models (BERT and its kin): every token attends to every other, after a learned position table
 # and token types, with no causal language-model head; shapewise prices decoder-only transformers.
 ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "albert", "electra", "deberta",
@@ -364,7 +369,8 @@ ACTIVATIONS = {
 
 def families_text() -> str:
     """What `shapewise models` says about config.json files beside its presets."""
-    refused = "; ".join(f"{name}: {what}" for name, family in sorted(FAMILIES.items()) for _, what in family.refused)
+    refused = "; ".join([*(f"{name}: {what}" for name, family in sorted(FAMILIES.items()) for _, what in family.refused),
+                         *(f"{name}: {what}" for name, what in sorted(UNMODELLED_TYPES.items()))])
     return (f"Hugging Face config.json (--config PATH, or a hub id from the local cache) is read by its own "
             f"rules for model types {', '.join(sorted(FAMILIES))} (refusing, with the reason, what it cannot "
             f"price: {refused}); a multimodal wrapper (gemma3, ...) by its "

@@ -17,6 +17,7 @@ from .families import (
     NESTED_DEFAULTS,
     NOT_ATTENTION,
     NOT_ATTENTION_KEYS,
+    UNMODELLED_TYPES,
     VISION_ONLY,
 )
 from .limits import LAYERS, flag, json_int
@@ -242,8 +243,12 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
 _UNMODELLED = {"o_lora_rank": "grouped low-rank output projection (o_lora_rank, o_groups)",
                "compress_ratios": "attention over compressed keys by layer (compress_ratios)",
                "hc_mult": "hyper-connections, several residual streams a layer (hc_mult)",
-               "attention_out_bias": "bias on the attention output alone (attention_out_bias)"}
-_UNMODELLED_NEUTRAL = {"hc_mult": 1}
+               "attention_out_bias": "bias on the attention output alone (attention_out_bias)",
+               # IQuest-Coder Loop: each token runs the layers loop_num times, the second pass gated per head
+               # between attention over the first pass's keys and over a local window (loop_window_size)
+               "loop_num": "second pass through every layer a token, gated per head against attention over a "
+                           "local window (loop_num, loop_window_size)"}
+_UNMODELLED_NEUTRAL = {"hc_mult": 1, "loop_num": 1}
 
 
 def _refuse_unmodelled(r: _Reader) -> None:
@@ -251,6 +256,9 @@ def _refuse_unmodelled(r: _Reader) -> None:
     whose layers differ in head count (num_attention_heads_per_layer: Laguna's full and sliding layers)."""
     found = [what for key, what in _UNMODELLED.items()
              if r.get(key) not in (None, False, 0, [], {}, "", _UNMODELLED_NEUTRAL.get(key))]
+    by_type = UNMODELLED_TYPES.get(str(r.cfg.get("model_type", "")).lower())
+    if by_type:  # what the type's code builds whatever the file says (AFMoE's attention gate)
+        found.append(by_type)
     if found:
         r.fail(f"its {'; its '.join(found)}: shapewise has no ops for {'these' if len(found) > 1 else 'it'} "
                f"and cannot price the model")
@@ -293,7 +301,9 @@ def _moe_dense_layers(r: _Reader, layers: int) -> int:
     config carries (whatever its type: Kimi K2 writes DeepSeek-V3's)."""
     present = set(r._present(("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers",
                               "interleave_moe_layer_step", "moe_layers", "moe_layer_start_index",
-                              "moe_layer_end_index", "moe_layer_interval")))
+                              "moe_layer_end_index", "moe_layer_interval", "num_dense_layers")))
+    if "num_dense_layers" in present:  # LFM2-MoE, AFMoE: a layer is MoE when idx >= num_dense_layers
+        return min(r.whole(("num_dense_layers",), "dense layer count", minimum=0) or 0, layers)
     if r.get("mlp_layer_types") is not None:  # Laguna: "dense" or "sparse", one a layer
         kinds = _layer_entries(r, "mlp_layer_types", layers, is_entry=_is_mlp_kind, entry='"dense" or "sparse"')
         return kinds.count("dense")
@@ -689,7 +699,7 @@ _WATCHED = ("layer_types", "sliding_window", "sliding_window_pattern", "attentio
             "num_local_experts", "n_routed_experts", "head_dim", "kv_channels", "use_qk_norm", "qk_layernorm",
             "no_rope_layers", "no_rope_layer_interval", "layer_rope_theta", "gating", "attention_output_gate",
             "use_sparse_attention", "moe_num_experts", "moe_k", "moe_num_shared_experts", "moe_layer_start_index",
-            "moe_layer_end_index", "moe_layer_interval")
+            "moe_layer_end_index", "moe_layer_interval", "num_dense_layers")
 
 
 # Architectures whose head is not the vocabulary's (a reward model's score, a tagger's labels)
