@@ -1506,7 +1506,8 @@ def test_sixteenth_pass_reads_each_model_as_its_code_builds_it():
 
 def test_seventeenth_pass_reads_each_model_as_its_code_builds_it():
     # Helium and TeleChat3 are Llama's layer under types of no rule: each guessed, and each guess what its code builds
-    # (HeliumForCausalLM: q, k, v, o, a SwiGLU, two RMSNorms a layer, no bias, untied; TeleChat3 the same)
+    # (HeliumForCausalLM: q, k, v, o, a SwiGLU, two RMSNorms a layer, no bias, untied; TeleChat3 the same, as the port
+    # its file comes from reads it)
     for stem in ("helium-1-preview-2b-4bit", "telechat3-36b-thinking-4bit"):
         with pytest.warns(ShapewiseWarning) as record:
             read(stem)

@@ -699,7 +699,7 @@ _WATCHED = ("layer_types", "sliding_window", "sliding_window_pattern", "attentio
             "num_local_experts", "n_routed_experts", "head_dim", "kv_channels", "use_qk_norm", "qk_layernorm",
             "no_rope_layers", "no_rope_layer_interval", "layer_rope_theta", "gating", "attention_output_gate",
             "use_sparse_attention", "moe_num_experts", "moe_k", "moe_num_shared_experts", "moe_layer_start_index",
-            "moe_layer_end_index", "moe_layer_interval", "num_dense_layers")
+            "moe_layer_end_index", "moe_layer_interval")
 
 
 # Architectures whose head is not the vocabulary's (a reward model's score, a tagger's labels)
