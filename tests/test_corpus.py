@@ -1505,15 +1505,18 @@ def test_sixteenth_pass_reads_each_model_as_its_code_builds_it():
 
 
 def test_seventeenth_pass_reads_each_model_as_its_code_builds_it():
-    # Helium and TeleChat3 are Llama's layer under types of no rule: each guessed, and each guess what its code builds
-    # (HeliumForCausalLM: q, k, v, o, a SwiGLU, two RMSNorms a layer, no bias, untied; TeleChat3 the same, as the port
-    # its file comes from reads it)
-    for stem in ("helium-1-preview-2b-4bit", "telechat3-36b-thinking-4bit"):
-        with pytest.warns(ShapewiseWarning) as record:
-            read(stem)
-        err = warned(record)
-        assert err.count("\n") == 2 and "quantized (4-bit weights, quantization" in err, stem
-        assert "it guessed gated MLP, rmsnorm, sequential attention and MLP" in err, stem
+    # Helium (HeliumForCausalLM) and TeleChat3 are Llama's layer: q, k, v, o, a SwiGLU, two RMSNorms a layer, no bias,
+    # untied. Helium is read by its own rule, nothing guessed; TeleChat3, a type of no rule, is guessed, each guess
+    # what the port its file comes from builds
+    with pytest.warns(ShapewiseWarning) as record:
+        load_config(FILES["helium-1-preview-2b-4bit"], strict=True)
+    err = warned(record)
+    assert err.count("\n") == 1 and "quantized (4-bit weights, quantization_config)" in err
+    with pytest.warns(ShapewiseWarning) as record:
+        read("telechat3-36b-thinking-4bit")
+    err = warned(record)
+    assert err.count("\n") == 2 and "quantized (4-bit weights, quantization)" in err
+    assert "it guessed gated MLP, rmsnorm, sequential attention and MLP" in err
     helium, telechat = read("helium-1-preview-2b-4bit"), read("telechat3-36b-thinking-4bit")
     for shape, (h, layers, kv, ffn, vocab) in ((helium, (2560, 24, 20, 7040, 48000)),
                                                (telechat, (6144, 64, 8, 24576, 131072))):
@@ -1522,6 +1525,17 @@ def test_seventeenth_pass_reads_each_model_as_its_code_builds_it():
         layer = 2 * h * h + 2 * h * kv * 128 + 3 * h * ffn + 2 * h
         assert shape.params == layers * layer + 2 * vocab * h + h
     assert (helium.params, telechat.params) == (2_172_643_840, 36_239_579_136)
+
+
+def test_helium_puts_its_attention_biases_on_q_k_and_v_alone():
+    # HeliumAttention: q_proj, k_proj and v_proj biased by attention_bias, o_proj never; read as a type of no rule,
+    # Helium-1 Preview was guessed (right: its file says no bias), and a file with attention_bias true would have put
+    # one on o_proj too
+    cfg = json.loads(FILES["helium-1-preview-2b-4bit"].read_text())
+    plain = _shape_from_config(cfg, "x", "x")
+    biased = _shape_from_config({**cfg, "attention_bias": True}, "x", "x")
+    assert (biased.qkv_bias, biased.bias, plain.qkv_bias) == (True, False, False)
+    assert biased.params - plain.params == 24 * 3 * 20 * 128
 
 
 def test_a_looped_model_is_refused_and_one_pass_is_read():

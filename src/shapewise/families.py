@@ -103,6 +103,9 @@ FAMILIES: dict[str, Family] = {
     # InternLM3 (its own InternLM3Config and modeling code): Llama's layout, biases on q, k and v where qkv_bias
     # says, on the other linears where bias says (both false by default), untied
     "internlm3": replace(_LLAMA, qkv_bias="qkv_bias"),
+    # Helium (HeliumConfig, HeliumAttention): Llama's layout, biases on q, k and v where attention_bias says (o_proj
+    # has none whatever it says), on the MLP where mlp_bias says, untied by default
+    "helium": replace(_LLAMA, qkv_bias="attention_bias"),
     # ERNIE 4.5 (Ernie4_5Config, Ernie4_5_MoeConfig): Llama's layout, tied by default; its MoE keys
     # (moe_num_experts, moe_k, moe_layer_start_index, ...) are read by hf
     **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False)
