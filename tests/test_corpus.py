@@ -33,8 +33,9 @@ FOURTEENTH = CORPUS.parent / "hf-fourteenth"  # a fourteenth's
 FIFTEENTH = CORPUS.parent / "hf-fifteenth"  # a fifteenth's
 SIXTEENTH = CORPUS.parent / "hf-sixteenth"  # a sixteenth's
 SEVENTEENTH = CORPUS.parent / "hf-seventeenth"  # a seventeenth's
+EIGHTEENTH = CORPUS.parent / "hf-eighteenth"  # an eighteenth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
-           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH)
+           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -74,7 +75,10 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "iquest-coder-v1-40b-loop-instruct-4bit": "its second pass through every layer a token, gated per head "
                                                      "against attention over a local window \\(loop_num, "
                                                      "loop_window_size\\)",
-           "trinity-nano-preview-4bit": "its sigmoid gate on every attention output \\(AfmoeAttention's gate_proj"}
+           "trinity-nano-preview-4bit": "its sigmoid gate on every attention output \\(AfmoeAttention's gate_proj",
+           "falcon-h1-tiny-90m-instruct-4bit": "falcon_h1 is a Mamba/attention hybrid",
+           "jetmoe-8b-ultrainteract-sft-v4": "its mixture of attention heads: queries and output projection from top-k "
+                                             "attention experts a token \\(JetMoeMoA\\)"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -160,6 +164,8 @@ PUBLISHED = {
     "klear-46b-a2.5b-instruct-4bit": ("46B", "2.5B"),
     # the seventeenth round's
     "helium-1-preview-2b-4bit": "2B", "telechat3-36b-thinking-4bit": "36B",
+    # the eighteenth round's
+    "glm-4-9b-chat-hf": "9B", "glm-v2-lora": "32B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -1536,6 +1542,36 @@ def test_helium_puts_its_attention_biases_on_q_k_and_v_alone():
     biased = _shape_from_config({**cfg, "attention_bias": True}, "x", "x")
     assert (biased.qkv_bias, biased.bias, plain.qkv_bias) == (True, False, False)
     assert biased.params - plain.params == 24 * 3 * 20 * 128
+
+
+def test_eighteenth_pass_reads_each_model_as_its_code_builds_it():
+    # GLM-4-9B-Chat (GlmForCausalLM) and a GLM-4-32B-0414 fine-tune (Glm4ForCausalLM): Llama's layer, biases on q, k
+    # and v alone where attention_bias says, half of each head rotated (GlmConfig's and Glm4Config's default), untied;
+    # GLM-4-0414's layer normalizes each block's output too (post_self_attn_layernorm, post_mlp_layernorm)
+    with unwarned():
+        glm, glm4 = read("glm-4-9b-chat-hf"), read("glm-v2-lora")
+    for shape, (h, layers, kv, ffn, qkv_bias, norms) in ((glm, (4096, 40, 2, 13696, True, 2)),
+                                                          (glm4, (6144, 61, 2, 23040, False, 4))):
+        assert (shape.mlp, shape.bias, shape.qkv_bias, shape.tied_embeddings, shape.rotary_fraction) == (
+            "swiglu", False, qkv_bias, False, 0.5)
+        assert (shape.norms_per_layer, shape.kv_heads) == (norms, kv)
+        layer = 2 * h * h + 2 * h * kv * 128 + qkv_bias * (h + 2 * kv * 128) + 3 * h * ffn + norms * h
+        assert shape.params == layers * layer + 2 * 151552 * h + h
+    assert (glm.params, glm4.params) == (9_399_951_360, 32_566_081_536)
+
+
+def test_glm_biases_q_k_and_v_alone_and_glm4_normalizes_each_blocks_output():
+    # Read as types of no rule, GLM-4-9B-Chat's attention_bias put a bias on o_proj and on the MLP too (1,423,360
+    # weights GlmAttention and GlmMLP do not have) and rotated whole heads; GLM-4-0414 was priced two norms a layer
+    # short (attn/post_norm and mlp/post_norm, forward and backward)
+    glm = read("glm-4-9b-chat-hf")
+    assert glm.params == 9_401_374_720 - 40 * (4096 + 2 * 13696 + 4096)
+    ops = {op.name for op in model_ops(read("glm-v2-lora"), Workload(batch=1, seq=128))}
+    assert {"attn/post_norm", "mlp/post_norm"} <= ops
+    cfg = json.loads(FILES["glm-4-9b-chat-hf"].read_text())
+    plain = _shape_from_config({**cfg, "attention_bias": False}, "x", "x")
+    assert glm.params - plain.params == 40 * (4096 + 2 * 256)
+    assert _shape_from_config({k: v for k, v in cfg.items() if k != "attention_bias"}, "x", "x").qkv_bias
 
 
 def test_a_looped_model_is_refused_and_one_pass_is_read():
