@@ -165,7 +165,7 @@ PUBLISHED = {
     # the seventeenth round's
     "helium-1-preview-2b-4bit": "2B", "telechat3-36b-thinking-4bit": "36B",
     # the eighteenth round's
-    "glm-4-9b-chat-hf": "9B", "glm-v2-lora": "32B",
+    "glm-4-9b-chat-hf": "9B", "glm-v2-lora": "32B", "bitnet_b1_58-3b": "3B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -186,8 +186,10 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 # encoder's size stated nowhere: their language models are held to Qwen3-1.7B's and InternLM-7B's
 # (test_eleventh_pass_…).
 # phixtral-4x2_8's label names four Phi-2s (2.8B) as experts, no count: it is held to Phi-2's (test_sixteenth_pass_…).
+# GLM-Edge-V-5B's "5B" names its language model and a SigLIP encoder together, the whole stated nowhere: its language
+# model is held to what GlmForCausalLM builds (test_eighteenth_pass_…).
 STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit",
-                  "phixtral-4x2_8-4bit"}
+                  "phixtral-4x2_8-4bit", "glm-edge-v-5b"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
               "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12}
 
@@ -1558,6 +1560,24 @@ def test_eighteenth_pass_reads_each_model_as_its_code_builds_it():
         layer = 2 * h * h + 2 * h * kv * 128 + qkv_bias * (h + 2 * kv * 128) + 3 * h * ffn + norms * h
         assert shape.params == layers * layer + 2 * 151552 * h + h
     assert (glm.params, glm4.params) == (9_399_951_360, 32_566_081_536)
+    # GLM-Edge-V-5B: GLM's layer, whole heads rotated and no bias as its file says, beside a SigLIP encoder said unpriced
+    with pytest.warns(ShapewiseWarning) as record:
+        edge = read("glm-edge-v-5b")
+    err = warned(record)
+    assert err.count("\n") == 1 and "not its vision encoder (vision_config)" in err
+    assert (edge.rotary_fraction, edge.qkv_bias, edge.bias, edge.norms_per_layer) == (1.0, False, False, 2)
+    assert edge.params == 40 * (2 * 3072**2 + 2 * 3072 * 768 + 3 * 3072 * 8192 + 2 * 3072) + 2 * 59264 * 3072 + 3072
+
+
+def test_bitnet_layers_say_the_norms_before_their_output_projections():
+    # 1bitLLM's BitNet b1.58 3B writes model_type llama, but BitnetForCausalLM's attention normalizes its output before
+    # o_proj (inner_attn_ln) and its MLP its product before down_proj (ffn_layernorm, 8640 wide): read as a Llama it was
+    # priced without them, and its ternary weights in bf16, without a word
+    with pytest.warns(ShapewiseWarning) as record:
+        shape = read("bitnet_b1_58-3b")
+    err = warned(record)
+    assert err.count("\n") == 1 and "its BitNet layers (BitnetForCausalLM)" in err
+    assert shape.params == 26 * (4 * 3200**2 + 3 * 3200 * 8640 + 2 * 3200) + 32002 * 3200 + 3200
 
 
 def test_glm_biases_q_k_and_v_alone_and_glm4_normalizes_each_blocks_output():
