@@ -1594,6 +1594,17 @@ def test_glm_biases_q_k_and_v_alone_and_glm4_normalizes_each_blocks_output():
     assert _shape_from_config({k: v for k, v in cfg.items() if k != "attention_bias"}, "x", "x").qkv_bias
 
 
+def test_transformers_bitnet_is_refused_by_its_gated_relu2_mlp():
+    # transformers' BitNet (BitNetMLP, Gemma's gate_proj, up_proj and down_proj of relu2): read as a type of no rule,
+    # BitNet b1.58 2B4T's sizes (as a copy of its config on the hub lists them) were guessed a plain MLP, two matrices
+    # of three; a gated relu2 MLP is not one shapewise models, so it is refused, saying what
+    cfg = {"architectures": ["BitNetForCausalLM"], "model_type": "bitnet", "hidden_act": "relu2", "hidden_size": 2560,
+           "intermediate_size": 6912, "num_attention_heads": 20, "num_hidden_layers": 30, "num_key_value_heads": 5,
+           "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "tie_word_embeddings": True, "vocab_size": 128256}
+    with pytest.raises(ShapewiseError, match="a gated MLP with relu2 \\(ReGLU\\) is not one shapewise models"):
+        _shape_from_config(cfg, "x", "x")
+
+
 def test_a_looped_model_is_refused_and_one_pass_is_read():
     # IQuest-Coder-V1-40B-Loop runs its 80 layers twice a token, the second pass gated per head between attention
     # over the first pass's keys and over a local window; read as an unknown type it was priced one pass

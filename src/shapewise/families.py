@@ -202,6 +202,10 @@ FAMILIES: dict[str, Family] = {
     # default; its one gate_up_proj (hidden → 2 × intermediate_size) is priced as its two halves, as Phi-3's
     "glm": replace(_LLAMA, rotary="partial_rotary_factor", qkv_bias="attention_bias",
                    defaults=(("partial_rotary_factor", 0.5), ("attention_bias", True))),
+    # BitNet b1.58 2B4T (BitNetConfig, modular_bitnet.py): Llama's attention and Gemma's gated MLP (gate_proj,
+    # up_proj, down_proj) of squared ReLU: a gated MLP of relu2, which shapewise has no op for, so refused in one line
+    # rather than guessed a plain one
+    "bitnet": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, act="relu2"),
     # OLMo (1) normalizes with a LayerNorm that has no weight or bias (OlmoLayerNorm), so shapewise's count
     # runs 2 × hidden per norm high (0.01% of OLMo-7B); the op is a LayerNorm's, not an RMSNorm's.
     "olmo": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
