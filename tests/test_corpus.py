@@ -33,8 +33,9 @@ FOURTEENTH = CORPUS.parent / "hf-fourteenth"  # a fourteenth's
 FIFTEENTH = CORPUS.parent / "hf-fifteenth"  # a fifteenth's
 SIXTEENTH = CORPUS.parent / "hf-sixteenth"  # a sixteenth's
 SEVENTEENTH = CORPUS.parent / "hf-seventeenth"  # a seventeenth's
+EIGHTEENTH = CORPUS.parent / "hf-eighteenth"  # an eighteenth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
-           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH)
+           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -74,7 +75,10 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "iquest-coder-v1-40b-loop-instruct-4bit": "its second pass through every layer a token, gated per head "
                                                      "against attention over a local window \\(loop_num, "
                                                      "loop_window_size\\)",
-           "trinity-nano-preview-4bit": "its sigmoid gate on every attention output \\(AfmoeAttention's gate_proj"}
+           "trinity-nano-preview-4bit": "its sigmoid gate on every attention output \\(AfmoeAttention's gate_proj",
+           "falcon-h1-tiny-90m-instruct-4bit": "falcon_h1 is a Mamba/attention hybrid",
+           "jetmoe-8b-ultrainteract-sft-v4": "its mixture of attention heads: queries and output projection from top-k "
+                                             "attention experts a token \\(JetMoeMoA\\)"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -160,6 +164,8 @@ PUBLISHED = {
     "klear-46b-a2.5b-instruct-4bit": ("46B", "2.5B"),
     # the seventeenth round's
     "helium-1-preview-2b-4bit": "2B", "telechat3-36b-thinking-4bit": "36B",
+    # the eighteenth round's
+    "glm-4-9b-chat-hf": "9B", "glm-v2-lora": "32B", "bitnet_b1_58-3b": "3B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -180,8 +186,10 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 # encoder's size stated nowhere: their language models are held to Qwen3-1.7B's and InternLM-7B's
 # (test_eleventh_pass_…).
 # phixtral-4x2_8's label names four Phi-2s (2.8B) as experts, no count: it is held to Phi-2's (test_sixteenth_pass_…).
+# GLM-Edge-V-5B's "5B" names its language model and a SigLIP encoder together, the whole stated nowhere: its language
+# model is held to what GlmForCausalLM builds (test_eighteenth_pass_…).
 STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit",
-                  "phixtral-4x2_8-4bit"}
+                  "phixtral-4x2_8-4bit", "glm-edge-v-5b"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
               "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12}
 
@@ -1536,6 +1544,65 @@ def test_helium_puts_its_attention_biases_on_q_k_and_v_alone():
     biased = _shape_from_config({**cfg, "attention_bias": True}, "x", "x")
     assert (biased.qkv_bias, biased.bias, plain.qkv_bias) == (True, False, False)
     assert biased.params - plain.params == 24 * 3 * 20 * 128
+
+
+def test_eighteenth_pass_reads_each_model_as_its_code_builds_it():
+    # GLM-4-9B-Chat (GlmForCausalLM) and a GLM-4-32B-0414 fine-tune (Glm4ForCausalLM): Llama's layer, biases on q, k
+    # and v alone where attention_bias says, half of each head rotated (GlmConfig's and Glm4Config's default), untied;
+    # GLM-4-0414's layer normalizes each block's output too (post_self_attn_layernorm, post_mlp_layernorm)
+    with unwarned():
+        glm, glm4 = read("glm-4-9b-chat-hf"), read("glm-v2-lora")
+    for shape, (h, layers, kv, ffn, qkv_bias, norms) in ((glm, (4096, 40, 2, 13696, True, 2)),
+                                                          (glm4, (6144, 61, 2, 23040, False, 4))):
+        assert (shape.mlp, shape.bias, shape.qkv_bias, shape.tied_embeddings, shape.rotary_fraction) == (
+            "swiglu", False, qkv_bias, False, 0.5)
+        assert (shape.norms_per_layer, shape.kv_heads) == (norms, kv)
+        layer = 2 * h * h + 2 * h * kv * 128 + qkv_bias * (h + 2 * kv * 128) + 3 * h * ffn + norms * h
+        assert shape.params == layers * layer + 2 * 151552 * h + h
+    assert (glm.params, glm4.params) == (9_399_951_360, 32_566_081_536)
+    # GLM-Edge-V-5B: GLM's layer, whole heads rotated and no bias as its file says, beside a SigLIP encoder said unpriced
+    with pytest.warns(ShapewiseWarning) as record:
+        edge = read("glm-edge-v-5b")
+    err = warned(record)
+    assert err.count("\n") == 1 and "not its vision encoder (vision_config)" in err
+    assert (edge.rotary_fraction, edge.qkv_bias, edge.bias, edge.norms_per_layer) == (1.0, False, False, 2)
+    assert edge.params == 40 * (2 * 3072**2 + 2 * 3072 * 768 + 3 * 3072 * 8192 + 2 * 3072) + 2 * 59264 * 3072 + 3072
+
+
+def test_bitnet_layers_say_the_norms_before_their_output_projections():
+    # 1bitLLM's BitNet b1.58 3B writes model_type llama, but BitnetForCausalLM's attention normalizes its output before
+    # o_proj (inner_attn_ln) and its MLP its product before down_proj (ffn_layernorm, 8640 wide): read as a Llama it was
+    # priced without them, and its ternary weights in bf16, without a word
+    with pytest.warns(ShapewiseWarning) as record:
+        shape = read("bitnet_b1_58-3b")
+    err = warned(record)
+    assert err.count("\n") == 1 and "its BitNet layers (BitnetForCausalLM)" in err
+    assert shape.params == 26 * (4 * 3200**2 + 3 * 3200 * 8640 + 2 * 3200) + 32002 * 3200 + 3200
+
+
+def test_glm_biases_q_k_and_v_alone_and_glm4_normalizes_each_blocks_output():
+    # Read as types of no rule, GLM-4-9B-Chat's attention_bias put a bias on o_proj and on the MLP too (1,423,360
+    # weights GlmAttention and GlmMLP do not have) and rotated whole heads; GLM-4-0414 was priced two norms a layer
+    # short (attn/post_norm and mlp/post_norm, forward and backward)
+    glm = read("glm-4-9b-chat-hf")
+    assert glm.params == 9_401_374_720 - 40 * (4096 + 2 * 13696 + 4096)
+    ops = {op.name for op in model_ops(read("glm-v2-lora"), Workload(batch=1, seq=128))}
+    assert {"attn/post_norm", "mlp/post_norm"} <= ops
+    cfg = json.loads(FILES["glm-4-9b-chat-hf"].read_text())
+    plain = _shape_from_config({**cfg, "attention_bias": False}, "x", "x")
+    assert glm.params - plain.params == 40 * (4096 + 2 * 256)
+    assert _shape_from_config({k: v for k, v in cfg.items() if k != "attention_bias"}, "x", "x").qkv_bias
+
+
+def test_transformers_bitnet_is_refused_by_its_gated_relu2_mlp():
+    # transformers' BitNet (BitNetMLP, Gemma's gate_proj, up_proj and down_proj of relu2): read as a type of no rule,
+    # BitNet b1.58 2B4T's sizes (as a copy of its config on the hub lists them) were guessed a plain MLP, two matrices
+    # of three; a gated relu2 MLP is not one shapewise models, so it is refused, saying what
+    cfg = {"architectures": ["BitNetForCausalLM"], "model_type": "bitnet", "hidden_act": "relu2", "hidden_size": 2560,
+           "intermediate_size": 6912, "num_attention_heads": 20, "num_hidden_layers": 30, "num_key_value_heads": 5,
+           "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "tie_word_embeddings": True, "vocab_size": 128256}
+    with pytest.raises(ShapewiseError, match="a gated MLP with relu2 \\(ReGLU\\) is not one shapewise models"):
+        _shape_from_config(cfg, "x", "x")
 
 
 def test_a_looped_model_is_refused_and_one_pass_is_read():

@@ -197,6 +197,15 @@ FAMILIES: dict[str, Family] = {
     "chatglm": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False,
                       rotary="partial_rotary_factor", qkv_bias="add_qkv_bias",
                       defaults=(("partial_rotary_factor", 0.5),)),
+    # GLM-4-9B-Chat as transformers builds it (GlmConfig, modular_glm.py): Llama's layer, biases on q, k and v where
+    # attention_bias says (true by default; GlmAttention's o_proj and the MLP have none), half of each head rotated by
+    # default; its one gate_up_proj (hidden → 2 × intermediate_size) is priced as its two halves, as Phi-3's
+    "glm": replace(_LLAMA, rotary="partial_rotary_factor", qkv_bias="attention_bias",
+                   defaults=(("partial_rotary_factor", 0.5), ("attention_bias", True))),
+    # BitNet b1.58 2B4T (BitNetConfig, modular_bitnet.py): Llama's attention and Gemma's gated MLP (gate_proj,
+    # up_proj, down_proj) of squared ReLU: a gated MLP of relu2, which shapewise has no op for, so refused in one line
+    # rather than guessed a plain one
+    "bitnet": Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, act="relu2"),
     # OLMo (1) normalizes with a LayerNorm that has no weight or bias (OlmoLayerNorm), so shapewise's count
     # runs 2 × hidden per norm high (0.01% of OLMo-7B); the op is a LayerNorm's, not an RMSNorm's.
     "olmo": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
@@ -319,6 +328,9 @@ NESTED_DEFAULTS = {"llama": (("vocab_size", 32000), ("hidden_size", 4096), ("int
 # Phi-1.5's and Phi-2's first configs (Microsoft's own modeling code): Phi's layout, each head rotating its
 # rotary_dim dims (PhiConfig's partial_rotary_factor is not theirs)
 FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"], rotary="rotary_dim", defaults=())
+# GLM-4-0414 and GLM-Z1 (Glm4Config, modular_glm4.py): GLM's layer with a norm on each block's output besides
+# the two before them (post_self_attn_layernorm, post_mlp_layernorm): four RMSNorms a layer, as Gemma 2's
+FAMILIES["glm4"] = replace(FAMILIES["glm"], norms_per_layer=4)
 FALCON_TYPES = ("falcon", "refinedwebmodel", "refinedweb")
 
 # Architectures whose layers are not (all) attention blocks: shapewise has no ops for their state-space
@@ -344,6 +356,10 @@ NOT_ATTENTION = {
 UNMODELLED_TYPES = {
     # Trinity (AfmoeAttention): o_proj(attention · sigmoid(gate_proj(x))), gate_proj hidden → heads × head_dim
     "afmoe": "sigmoid gate on every attention output (AfmoeAttention's gate_proj, hidden → heads × head_dim)",
+    # JetMoE (JetMoeAttention, JetMoeMoA): a token's queries come from, and its attention output goes through, the
+    # top-k of num_local_experts attention experts (input_linear, output_linear), keys and values from one kv_proj
+    "jetmoe": "mixture of attention heads: queries and output projection from top-k attention experts a token "
+              "(JetMoeMoA)",
 }
 # Encoder-only models (BERT and its kin): every token attends to every other, after a learned position table
 # and token types, with no causal language-model head; shapewise prices decoder-only transformers.

@@ -678,6 +678,14 @@ def _priced_otherwise(r: _Reader, vocab: int) -> list[str]:
     if bare and not head:
         notes.append(f"its architecture is a model without a head ({bare}: an embedding model's, as E5-Mistral's): "
                      f"shapewise prices a {vocab:,}-row output head and its loss, which such a model does not run")
+    bitnet = next((a for a in names if a.lower() == "bitnetforcausallm"), None)
+    if bitnet:
+        # BitNet b1.58 (1bitLLM's BitnetForCausalLM under model_type llama; transformers' BitNetForCausalLM): an
+        # RMSNorm on the attention output before o_proj (inner_attn_ln, attn_sub_norm) and one on the MLP's product
+        # before down_proj (ffn_layernorm, ffn_sub_norm), intermediate_size wide
+        notes.append(f"its BitNet layers ({bitnet}) normalize the attention output before o_proj and the "
+                     "MLP's product before down_proj, two RMSNorms a layer (one intermediate_size wide) that shapewise "
+                     "does not price, and its ternary weights are priced in the dtype asked")
     if r.flag(("is_causal",), True) is False:  # gte-Qwen2: an embedding model whose every query sees every key
         notes.append("its bidirectional attention (is_causal false: every query attends to every key) is priced "
                      "as causal attention, which computes about half its scores")
