@@ -52,7 +52,7 @@ class Candidate:
 
     @cached_property
     def memory_bytes(self) -> int:
-        """Per GPU, memory.estimate's (mixed-precision Adam in training): what suggest and search fit by."""
+        """Per GPU, memory.estimate's (Adam in training, as memory.adam_text says): what suggest and search fit by."""
         return round(estimate(self.shape, self.workload).total_bytes)
 
     def fits(self, capacity_bytes: int) -> bool:
@@ -85,7 +85,7 @@ class Suggestions:
     model: CostModel  # the cost model that ranked them
     run_changes: tuple[Suggestion, ...]  # changed micro-batch or t, alone and with the best shape, that fit
     alternatives: tuple[Suggestion, ...]  # no faster shape: the nearest ones, when no shape is beyond error
-    original_memory_bytes: int  # per GPU, memory.estimate's (mixed-precision Adam in training)
+    original_memory_bytes: int  # per GPU, memory.estimate's (Adam in training, as memory.adam_text says)
     gpu_memory_bytes: int
     errors: OpErrors  # the measured errors the intervals come from
     vary: tuple[str, ...]  # run settings ranked with the shapes

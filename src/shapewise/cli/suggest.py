@@ -101,8 +101,13 @@ def _suggestions(args):
 
 GIB = 2 ** 30
 WITHIN_ERROR = "within the model's error — verify it"
-# What memory.estimate assumes of a training step: said wherever its figure is printed.
-TRAINING_MEMORY = "mixed-precision Adam in PyTorch eager, no ZeRO, no recomputation"  # as check holds it
+
+
+def training_memory_text(workload) -> str:
+    """What memory.estimate assumes of a training step, as check says it: said wherever its figure is printed."""
+    from ..memory import adam_text
+
+    return f" ({adam_text(workload.dtype)} in PyTorch eager, no ZeRO, no recomputation)" if workload.mode == "train" else ""
 
 
 def nothing_faster_text(result, params_tol: float) -> str:
@@ -113,7 +118,7 @@ def nothing_faster_text(result, params_tol: float) -> str:
 
 def not_fitting_text(result, workload) -> str:
     """The one line said when the original does not fit in the GPU's memory."""
-    what = f" ({TRAINING_MEMORY})" if workload.mode == "train" else ""
+    what = training_memory_text(workload)
     return (f"The original does not fit: it needs {result.original_memory_bytes / GIB:,.1f} GiB per GPU at "
             f"b={workload.batch} t={workload.tp}{what}, the GPU has {result.gpu_memory_bytes / GIB:,.1f} GiB; "
             f"shapes are ranked at these settings all the same, and only settings that fit are proposed.")
@@ -210,7 +215,7 @@ def run_suggest(args) -> int:
               f"{1000 / o.gpu_ms_per_token:,.0f} tokens/s per GPU on {gpu.name} ({workload.mode}, b={workload.batch} "
               f"s={workload.seq} t={workload.tp} {workload.dtype}); cost model: {source}")  # as check names it
     if result.original_fits:
-        what = f" ({TRAINING_MEMORY})" if workload.mode == "train" else ""
+        what = training_memory_text(workload)
         out.print(f"memory per GPU {result.original_memory_bytes / GIB:,.1f} GiB of {result.gpu_memory_bytes / GIB:,.1f}"
                   f" GiB{what}")
     else:
@@ -291,7 +296,7 @@ def run_search(args) -> int:
     listed = {c.shape.name: c for c in (*result.pareto, *result.top)}.values()
     too_big = sum(not result.fits(c) for c in listed)
     if too_big:
-        what = f" ({TRAINING_MEMORY})" if workload.mode == "train" else ""
+        what = training_memory_text(workload)
         both = len(result.pareto) + len(result.top) - len(listed)
         warn(f"{too_big} of the {len(listed)} shapes listed (the Pareto front's {len(result.pareto)} and the "
              f"{len(result.top)} fastest{f', {both} in both' if both else ''}) do not fit in {gpu.name}'s "
