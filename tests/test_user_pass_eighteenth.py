@@ -1,10 +1,12 @@
 """What a new user's eighteenth pass found: check and suggest at --dtype fp32 called their memory mixed-precision
 Adam (16-bit weights and fp32 master copies), its parts so split, where an fp32 step keeps fp32 weights and no
-master copy."""
+master copy. verify --json recorded no batch or sequence length, so a plot of it could not check them."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from helpers import run
 
@@ -27,3 +29,38 @@ def test_an_fp32_step_s_memory_says_it_is_fp32_adam(capsys):
     code, out, err = run(capsys, "suggest", "gpt2", "--dtype", "fp32", "--gpu", "h100")
     assert code == 0, err
     assert "GiB (fp32 Adam (no master copies) in PyTorch eager, no ZeRO" in out.splitlines()[1], out
+
+
+def _tiny(tmp_path, name: str, **changes) -> str:
+    config = {"model_type": "llama", "hidden_size": 80, "num_hidden_layers": 4, "num_attention_heads": 4,
+              "intermediate_size": 213, "vocab_size": 250, "hidden_act": "silu", **changes}
+    path = tmp_path / name
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+def test_a_verify_run_records_where_it_measured_and_the_plot_checks_it(capsys, tmp_path):
+    """`verify --json` gave no batch or sequence length, so `plot suggestions --verified FILE` drew a run measured
+    at b=1 s=32 beside the default b=4 s=2048 without a word. The rows record the run's batch and seq; the plot
+    refuses a file measured at others in one line, and draws an older file without them with a one-line warning."""
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    tiny, other = _tiny(tmp_path, "tiny.json"), _tiny(tmp_path, "other.json", vocab_size=256)
+    at = ("--batch", "1", "--seq", "32")
+    code, out, err = run(capsys, "verify", tiny, "--config", other, "--device", "cpu", *at, "--rounds", "1", "--json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert (row["batch"], row["seq"]) == (1, 32)
+    verified = tmp_path / "verify.json"
+    verified.write_text(out)
+    plot = ("plot", "suggestions", tiny, "--verified", str(verified), "--out")
+    code, out, err = run(capsys, *plot, str(tmp_path / "a.png"), *at)
+    assert code == 0 and err == "", err
+    code, out, err = run(capsys, *plot, str(tmp_path / "b.png"))  # the defaults, b=4 s=2048
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert "measured at b=1 s=32, not at the b=4 s=2048" in err and "give --batch 1 --seq 32" in err, err
+    assert not (tmp_path / "b.png").exists()
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps([{k: v for k, v in row.items() if k not in ("batch", "seq")}]))
+    code, out, err = run(capsys, "plot", "suggestions", tiny, "--verified", str(older), "--out", str(tmp_path / "c.png"))
+    assert code == 0 and len(err.splitlines()) == 1 and "records no batch or sequence length" in err, err

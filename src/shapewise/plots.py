@@ -650,18 +650,36 @@ def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = 
     for number, row in enumerate(rows, 1):
         _check_verified(row, number)
     gpu = _gpu(gpu)
+    at = verified_at(rows)
 
     def column(values) -> np.ndarray:
         return np.array([1.0, *(math.nan if v is None else float(v) for v in values)])
 
     return {
         "figure": "suggestions", "gpu": gpu.name, "dtype": dtype, "source": _source(len(rows)), "model": model,
+        **({"workload": f"train, b = {at[0]}, s = {at[1]}"} if at else {}),
         "labels": ["original", *(str(r["candidate"]) for r in rows)],
         "predicted_speedup": column(r["predicted_speedup"] for r in rows),
         "measured_speedup": column(r["measured_speedup"] for r in rows),
         "ci_low": column(r["ci"][0] for r in rows),
         "ci_high": column(r["ci"][1] for r in rows),
     }
+
+
+def verified_at(rows: list[dict]) -> tuple[int, int] | None:
+    """The micro-batch and sequence length a verify run measured at, as its rows record them; None for
+    a file written before verify --json gave them."""
+    found = {(row.get("batch"), row.get("seq")) for row in rows}
+    if found == {(None, None)}:
+        return None
+    if len(found) > 1:
+        raise ShapewiseError("its candidates give different batch and seq: " + ", ".join(
+            f"b={b} s={s}" for b, s in sorted(found, key=str)))
+    (at,) = found
+    for name, value in zip(("batch", "seq"), at):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ShapewiseError(f"{name} is {str(value)[:40]}, not a positive whole number")
+    return at
 
 
 def _check_verified(row, number: int) -> None:

@@ -263,11 +263,19 @@ def run_plot(args) -> int:
             try:
                 data = plots.verified_data(rows, model=shape.name, gpu=gpu, dtype=workload.dtype)
                 mismatch = plots.verified_model_mismatch(rows, shape)
+                at = plots.verified_at(rows)
             except ShapewiseError as err:
                 raise ShapewiseError(f"{args.verified} is not the output of `shapewise verify --json`: {err}") from None
             if mismatch:
                 raise ShapewiseError(f"{args.verified} is a verify run of another model: {mismatch}; give the model "
                                      "it verified")
+            drawn = f"b={workload.batch} s={workload.seq}"
+            if at is None:
+                warn(f"{args.verified} records no batch or sequence length (written before `verify --json` gave "
+                     f"them): not checked against the {drawn} given here")
+            elif at != (workload.batch, workload.seq):
+                raise ShapewiseError(f"{args.verified} was measured at b={at[0]} s={at[1]}, not at the {drawn} it "
+                                     f"would be drawn with; give --batch {at[0]} --seq {at[1]}")
             fig = plots.suggestions_figure(data)
         else:
             from ..search import suggest

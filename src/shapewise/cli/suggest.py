@@ -406,7 +406,8 @@ def run_verify(args) -> int:
                          rounds=args.rounds, mode=args.measure, keep_going=True,
                          on_round=lambda done: advance(f"{len(candidates) + 1} shapes"))
     if args.json:  # changes: what the label says, for `plot suggestions --verified` to read; no interval: null
-        print(json.dumps(finite_json([v.to_json(what, changes) for v, (*_, changes) in zip(results, candidates)]),
+        print(json.dumps(finite_json([v.to_json(what, changes, original=workload)
+                                            for v, (*_, changes) in zip(results, candidates)]),
                          indent=2, allow_nan=False))
         return 0
     whole = results[0].mode == "model"
