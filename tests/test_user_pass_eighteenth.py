@@ -1,14 +1,20 @@
 """What a new user's eighteenth pass found: check and suggest at --dtype fp32 called their memory mixed-precision
 Adam (16-bit weights and fp32 master copies), its parts so split, where an fp32 step keeps fp32 weights and no
-master copy. verify --json recorded no batch or sequence length, so a plot of it could not check them."""
+master copy. verify --json recorded no batch or sequence length, so a plot of it could not check them. validate judged another
+GPU's profile without --borrow-profile, which check and the rest require."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
 from helpers import run
+from shapewise.profile import _shipped, save
+
+HF = Path(__file__).parent / "data" / "hf"
 
 
 def test_an_fp32_step_s_memory_says_it_is_fp32_adam(capsys):
@@ -64,3 +70,26 @@ def test_a_verify_run_records_where_it_measured_and_the_plot_checks_it(capsys, t
     older.write_text(json.dumps([{k: v for k, v in row.items() if k not in ("batch", "seq")}]))
     code, out, err = run(capsys, "plot", "suggestions", tiny, "--verified", str(older), "--out", str(tmp_path / "c.png"))
     assert code == 0 and len(err.splitlines()) == 1 and "records no batch or sequence length" in err, err
+
+
+def test_validate_takes_another_gpu_s_profile_only_when_borrowed(capsys, tmp_path):
+    """`validate --profile p.json --device cpu --quick --gpu h100`, p.json fitted (on CPU times) for the h200,
+    judged the h200's profile as the h100's without a word, where check refuses it without --borrow-profile.
+    validate refuses it in the same words, before a store is made, and takes it lent with --borrow-profile."""
+    pytest.importorskip("torch")
+    shipped = _shipped("h200")
+    cpu = save(dataclasses.replace(shipped, path="", environment={**shipped.environment, "device": "cpu"}),
+               tmp_path / "cpu-h200.json")
+    db = tmp_path / "r.db"
+    argv = ("validate", "--profile", str(cpu), "--device", "cpu", "--quick", "--gpu", "h100", "--db", str(db))
+    for extra in ((), ("--set", "variants", "--configs", str(HF / "gpt2.json"))):
+        code, out, err = run(capsys, *argv[:-2], *extra) if extra else run(capsys, *argv)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert "a profile of the h200, not the h100: give --gpu h200, or add --borrow-profile" in err, err
+    assert not db.exists()
+    code, out, err = run(capsys, *argv, "--borrow-profile")
+    assert code == 0, err
+    assert "judged as NVIDIA H100 SXM5 80GB's; profile: profile for h200 fitted on CPU times" in out
+    assert "(borrowed for h100" in out
+    code, out, err = run(capsys, "validate", "--device", "cpu", "--quick", "--borrow-profile", "--db", str(db))
+    assert code == 2 and "give --profile PATH too" in err, err

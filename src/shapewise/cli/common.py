@@ -231,15 +231,17 @@ def with_warnings(out: dict) -> dict:
 # ---- the cost model ---------------------------------------------------------------------------
 
 def add_cost_args(p: argparse.ArgumentParser, *, judged: bool = False) -> None:
-    """--profile and --spec-only: which cost model a command predicts with (see cost_model); for a
-    command that judges a profile (validate), --profile alone: which one."""
+    """--profile, --borrow-profile and --spec-only: which cost model a command predicts with (see
+    cost_model); for a command that judges a profile (validate), no --spec-only."""
     if judged:
         p.add_argument("--profile", metavar="PATH", help="the profile to judge (default: the one predictions use)")
-        return
-    p.add_argument("--profile", metavar="PATH",
-                   help="use this calibrated profile (default: the GPU's own, else the shipped one)")
+    else:
+        p.add_argument("--profile", metavar="PATH",
+                       help="use this calibrated profile (default: the GPU's own, else the shipped one)")
     p.add_argument("--borrow-profile", action="store_true",
                    help="use --profile even though it was measured on another GPU than --gpu (the output says so)")
+    if judged:
+        return
     p.add_argument("--spec-only", action="store_true", help="ignore profiles: the spec model alone")
 
 
@@ -257,17 +259,11 @@ def cost_model(args, gpu: GPU | None) -> CostModel | None:
                              + ("--spec-only uses no profile; leave --borrow-profile out" if spec_only
                                 else "give --profile PATH too, or leave --borrow-profile out"))
     profile = None
-    if path and gpu is not None:
-        from ..profile import check_measured_on, lent, load
+    if path and gpu is not None:  # a profile measured on one GPU prices another only when asked, and says so
+        from ..profile import for_gpu, load
 
-        profile = load(path)
-        if profile.gpu != gpu.key:  # a profile measured on one GPU prices another only when asked, and says so
-            if profile.environment.get("device") == "cpu":  # CPU times price no GPU: said first, not a --gpu
-                check_measured_on(profile, gpu.key, path, device=getattr(args, "device", None))  # refused in turn
-            if not getattr(args, "borrow_profile", False):
-                raise ShapewiseError(f"{path} was measured on {profile.gpu}, not {gpu.key}: give --gpu {profile.gpu}, "
-                                     f"or add --borrow-profile to price {gpu.key} with it")
-            profile = lent(profile, gpu.key)
+        profile = for_gpu(load(path), gpu.key, borrow=getattr(args, "borrow_profile", False),
+                          device=getattr(args, "device", None))
     return choose(gpu, spec_only=spec_only, profile=profile) if gpu is not None else None
 
 
