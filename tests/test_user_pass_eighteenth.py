@@ -1,7 +1,8 @@
 """What a new user's eighteenth pass found: check and suggest at --dtype fp32 called their memory mixed-precision
 Adam (16-bit weights and fp32 master copies), its parts so split, where an fp32 step keeps fp32 weights and no
 master copy. verify --json recorded no batch or sequence length, so a plot of it could not check them. validate judged another
-GPU's profile without --borrow-profile, which check and the rest require."""
+GPU's profile without --borrow-profile, which check and the rest require. A nope_every or global_every longer than
+the model was taken without a word."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from helpers import run
+from shapewise import ModelShape
+from shapewise.errors import ShapewiseWarning
 from shapewise.profile import _shipped, save
 
 HF = Path(__file__).parent / "data" / "hf"
@@ -93,3 +96,25 @@ def test_validate_takes_another_gpu_s_profile_only_when_borrowed(capsys, tmp_pat
     assert "(borrowed for h100" in out
     code, out, err = run(capsys, "validate", "--device", "cpu", "--quick", "--borrow-profile", "--db", str(db))
     assert code == 2 and "give --profile PATH too" in err, err
+
+
+def test_a_layer_pattern_longer_than_the_model_is_said_once(capsys, tmp_path, recwarn):
+    """ModelShape(..., num_layers=12, nope_every=13), or a config.json of 4 layers with Gemma-3's
+    sliding_window_pattern 6, was taken without a word, though no layer is then NoPE (global): the same model as
+    with 0. It is still taken, with one warning naming the field, its value and the layer count, said once of the
+    shape the user made and not again of every shape a search derives from it."""
+    shape = ModelShape("x", 768, 12, 12, 50257, nope_every=13, window=512, global_every=12)
+    assert [str(w.message) for w in recwarn.list if w.category is ShapewiseWarning] == [
+        "model 'x': nope_every 13 is more than its 12 layers, so every layer is rotary, as with nope_every 0"]
+    assert recwarn.list[0].filename == __file__  # the user's line, not the dataclass's __init__
+    recwarn.clear()
+    shape.replace(hidden=1536)
+    assert not recwarn.list
+    with pytest.warns(ShapewiseWarning, match="global_every 13 is more than its 12 layers, so no layer attends"):
+        ModelShape("x", 768, 12, 12, 50257, window=512, global_every=13)
+    config = json.loads((HF / "gemma-3-1b-it.json").read_text())
+    path = tmp_path / "gemma-4-layers.json"
+    path.write_text(json.dumps({**config, "num_hidden_layers": 4}))
+    code, out, err = run(capsys, "suggest", "--config", str(path), "--gpu", "h100")
+    assert code == 0 and err.count("warning") == 1, err
+    assert "global_every 6 is more than its 4 layers" in err
