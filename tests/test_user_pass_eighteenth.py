@@ -2,7 +2,7 @@
 Adam (16-bit weights and fp32 master copies), its parts so split, where an fp32 step keeps fp32 weights and no
 master copy. verify --json recorded no batch or sequence length, so a plot of it could not check them. validate judged another
 GPU's profile without --borrow-profile, which check and the rest require. A nope_every or global_every longer than
-the model was taken without a word."""
+the model was taken without a word, and so was a global batch of billions of tokens."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from helpers import run
-from shapewise import ModelShape
+from shapewise import ModelShape, ShapewiseError
 from shapewise.errors import ShapewiseWarning
+from shapewise.parallel import Parallelism
 from shapewise.profile import _shipped, save
 
 HF = Path(__file__).parent / "data" / "hf"
@@ -118,3 +119,18 @@ def test_a_layer_pattern_longer_than_the_model_is_said_once(capsys, tmp_path, re
     code, out, err = run(capsys, "suggest", "--config", str(path), "--gpu", "h100")
     assert code == 0 and err.count("warning") == 1, err
     assert "global_every 6 is more than its 4 layers" in err
+
+
+def test_an_absurd_global_batch_is_said_and_micro_batches_past_a_32_bit_count_refused(capsys):
+    """`plan gpt2 --gpus 1 --global-batch 2147483647 --seq 1` priced a step of 2,147,483,647 micro-batches (57 days)
+    without a word, and Parallelism(micro_batches=2**31) was taken as any other. A global batch past sixteen times the
+    largest published is priced with one warning; micro-batches past plan's bound on the tokens are refused."""
+    for argv in (("--global-batch", "2147483647", "--seq", "1"), ("--global-batch", "536870912", "--seq", "1024")):
+        code, out, err = run(capsys, "plan", "gpt2", "--gpus", "1", "--gpu", "h100", *argv)
+        assert code == 0 and out and len(err.splitlines()) == 1, err
+        assert "is more than sixteen times the largest published" in err and "--global-batch counts tokens" in err
+    code, out, err = run(capsys, "plan", "gpt2", "--gpus", "8", "--gpu", "h100", "--global-batch", "16777216",
+                         "--seq", "1024")  # Llama 3 405B's 16M tokens: nothing to say
+    assert code == 0 and err == "", err
+    with pytest.raises(ShapewiseError, match="micro_batches: .* at most|micro_batches: .*2,147,483,647"):
+        Parallelism(pp=2, micro_batches=2**31)

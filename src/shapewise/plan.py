@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ShapewiseError, check_name
+from .errors import ShapewiseError, check_name, warn
 from .hardware import GPU
-from .limits import COUNT, RATE, SEQ, flag
+from .limits import COUNT, RATE, SANE_BATCH_SEQUENCES, SANE_BATCH_TOKENS, SEQ, flag
 from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays
 from .parallel import RECOMPUTE, Network, layer_times, network_for, stage_layers, step_arrays
 from .profile import CostModel, cost_model
@@ -167,6 +167,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
     if global_batch_tokens % seq:
         raise ShapewiseError(f"the global batch of {global_batch_tokens:,} tokens is not a whole number of "
                              f"sequences of {seq:,}; give a multiple of {seq:,}")
+    _say_absurd_batch(global_batch_tokens, seq)
     if gpus > gpus_per_node and gpus % gpus_per_node:
         raise ShapewiseError(f"{gpus} GPUs do not fill whole nodes of {gpus_per_node}; give a multiple of {gpus_per_node}")
     network = network_for(gpu, gpus=gpus, gpus_per_node=gpus_per_node, inter_gbs=inter_gbs, intra_gbs=intra_gbs)
@@ -217,6 +218,16 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
                   for step_ms, s, lay, times, mem, flops in found[:top])
     return PlanResult(plans, considered, fitting, time.perf_counter() - start, gpus, global_batch_tokens, seq,
                       network, model.source)
+
+
+def _say_absurd_batch(tokens: int, seq: int) -> None:
+    """One warning for a global batch past any published one (limits.SANE_BATCH_TOKENS, SANE_BATCH_SEQUENCES):
+    priced all the same, each micro-batch a forward and backward run in turn."""
+    sequences = tokens // seq
+    if tokens > SANE_BATCH_TOKENS or sequences > SANE_BATCH_SEQUENCES:
+        warn(f"a global batch of {tokens:,} tokens ({sequences:,} sequences of {seq:,}) is more than sixteen times "
+             f"the largest published ({SANE_BATCH_TOKENS // 16:,} tokens; {SANE_BATCH_SEQUENCES // 16:,} sequences): "
+             f"priced as given, a step of micro-batches run one after another; --global-batch counts tokens")
 
 
 def _no_layout(shape: ModelShape, *, gpus: int, sequences: int, seq: int, gpus_per_node: int) -> str:
