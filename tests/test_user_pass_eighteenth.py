@@ -1,8 +1,9 @@
-"""What a new user's eighteenth pass found: check and suggest at --dtype fp32 called their memory mixed-precision
-Adam (16-bit weights and fp32 master copies), its parts so split, where an fp32 step keeps fp32 weights and no
-master copy. verify --json recorded no batch or sequence length, so a plot of it could not check them. validate judged another
-GPU's profile without --borrow-profile, which check and the rest require. A nope_every or global_every longer than
-the model was taken without a word, and so was a global batch of billions of tokens."""
+"""What a new user's eighteenth pass found: check and suggest at --dtype fp32 called their memory mixed-precision Adam
+(16-bit weights and fp32 master copies), its parts so split, where an fp32 step keeps fp32 weights and no master
+copy. verify --json recorded no batch or sequence length, so a plot of it could not check them. validate judged
+another GPU's profile without --borrow-profile, which check and the rest require. A nope_every or global_every
+longer than the model was taken without a word, and so was a global batch of billions of tokens. search's help
+promised 8 query heads per kv head where it grouped 20 heads over 2."""
 
 from __future__ import annotations
 
@@ -134,3 +135,17 @@ def test_an_absurd_global_batch_is_said_and_micro_batches_past_a_32_bit_count_re
     assert code == 0 and err == "", err
     with pytest.raises(ShapewiseError, match="micro_batches: .* at most|micro_batches: .*2,147,483,647"):
         Parallelism(pp=2, micro_batches=2**31)
+
+
+def test_search_says_how_it_groups_query_heads(capsys):
+    """`search --help` said "gqa: 8 query heads per kv head", and `search --params 1e9` listed 20 heads over 2 kv
+    heads (10 each) and 22 over 2 (11). The help says the rule the search follows: heads // 8 kv heads, at least 1."""
+    code, out, err = run(capsys, "search", "--help")
+    assert code == 0 and "8 query heads per kv head" not in out
+    assert "a kv head per 8 query heads, rounded down (20 heads share 2 kv heads, 10 each; under 16 heads, 1)" in \
+        " ".join(out.split())
+    code, out, err = run(capsys, "search", "--params", "1e9", "--gpu", "h100", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["pareto"]
+    assert all(r["kv_heads"] == max(1, r["heads"] // 8) for r in rows)
+    assert any(r["heads"] % 8 for r in rows)  # where "8 per kv head" was not what ran

@@ -385,7 +385,7 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
            mlp: str = "swiglu", attention: str = "gqa", params_tol: float = 0.05,
            aspect: tuple[float, float] = (32.0, 256.0), top: int = 10) -> SearchResult:
     """Shapes from scratch within params_tol of params_target: hidden (multiples of 256), head dim
-    (64, 128), kv heads (per `attention`: mha, gqa with 8 groups or mqa), FFN width (4h, or 8h/3 for
+    (64, 128), kv heads (per `attention`: mha, gqa with heads // 8 of them, at least 1, or mqa), FFN width (4h, or 8h/3 for
     gated MLPs, rounded to 256 and two neighbours), and the layer count that meets the budget. gpu:
     as suggest's."""
     model = cost_model(gpu)  # (reading a profile is not screening: it is done before the clock starts)

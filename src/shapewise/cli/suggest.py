@@ -263,7 +263,8 @@ def add_search(sub) -> None:
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16", help="the data type of every op")
     p.add_argument("--vocab", type=SEARCH_VOCAB.arg, default=32000, help="vocab size, padded to a multiple of 64·t")
     p.add_argument("--mlp", choices=("swiglu", "geglu", "gelu", "relu"), default="swiglu", help="the MLP's kind")
-    p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa", help="gqa: 8 query heads per kv head")
+    p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa", help="gqa: a kv head per 8 query heads, rounded down (20 heads share 2 kv heads, 10 each; "
+                        "under 16 heads, 1)")
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.05,
                    help="relative tolerance on the budget (suggest's default differs: 0.02)")
     p.add_argument("--top", type=top_int, default=10,
