@@ -3,7 +3,8 @@
 copy. verify --json recorded no batch or sequence length, so a plot of it could not check them. validate judged
 another GPU's profile without --borrow-profile, which check and the rest require. A nope_every or global_every
 longer than the model was taken without a word, and so was a global batch of billions of tokens. search's help
-promised 8 query heads per kv head where it grouped 20 heads over 2."""
+promised 8 query heads per kv head where it grouped 20 heads over 2. search sent a budget past its grid to widen
+--params-tol, which cannot reach it."""
 
 from __future__ import annotations
 
@@ -149,3 +150,13 @@ def test_search_says_how_it_groups_query_heads(capsys):
     rows = json.loads(out)["pareto"]
     assert all(r["kv_heads"] == max(1, r["heads"] // 8) for r in rows)
     assert any(r["heads"] % 8 for r in rows)  # where "8 per kv head" was not what ran
+
+
+def test_a_budget_past_the_grid_is_not_sent_to_widen_the_tolerance(capsys):
+    """`search --params 1e14` said "widen --params-tol or change --params", but the grid's largest shape has 2.8e12
+    parameters and --params-tol stops at 0.5: no tolerance reaches it. It says the largest there is."""
+    code, out, err = run(capsys, "search", "--params", "1e14")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert "its largest has 2.82e+12 parameters; give a smaller --params" in err and "widen" not in err, err
+    code, out, err = run(capsys, "search", "--params", "4e12")  # --params-tol 0.3 reaches 2.8e12: said as before
+    assert code == 2 and "widen --params-tol" in err, err

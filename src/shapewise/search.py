@@ -448,7 +448,10 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
         within = budget & (ratio >= aspect[0]) & (ratio <= aspect[1])
         tables = (f"; a vocabulary of {vocab:,} takes {smallest:,.0f} of them at hidden {hidden[0]}: give a smaller "
                   "--vocab" if smallest > params_target / 2 else "")
-        advice = tables or ": widen --params-tol or change --params"
+        in_band = total[(ratio >= aspect[0]) & (ratio <= aspect[1])]
+        largest = float(in_band.max()) if in_band.size else math.inf  # no --params-tol reaches past it
+        advice = tables or (f": its largest has {largest:.3g} parameters; give a smaller --params"
+                            if params_target * (1 - PARAMS_TOL.high) > largest else ": widen --params-tol or change --params")
         if budget.any() and not within.any():
             raise ShapewiseError(f"{grid} is within {params_tol:g} of {params_target:g} parameters: those that are "
                                  f"have hidden/layers outside {aspect[0]:g}-{aspect[1]:g}{advice}")
