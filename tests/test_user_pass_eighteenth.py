@@ -4,7 +4,8 @@ copy. verify --json recorded no batch or sequence length, so a plot of it could 
 another GPU's profile without --borrow-profile, which check and the rest require. A nope_every or global_every
 longer than the model was taken without a word, and so was a global batch of billions of tokens. search's help
 promised 8 query heads per kv head where it grouped 20 heads over 2. search sent a budget past its grid to widen
---params-tol, which cannot reach it."""
+--params-tol, which cannot reach it. verify's help offered a decode it lacks and any --tp, and a hub id not cached
+was sent to a --config that in verify names the candidates."""
 
 from __future__ import annotations
 
@@ -160,3 +161,19 @@ def test_a_budget_past_the_grid_is_not_sent_to_widen_the_tolerance(capsys):
     assert "its largest has 2.82e+12 parameters; give a smaller --params" in err and "widen" not in err, err
     code, out, err = run(capsys, "search", "--params", "4e12")  # --params-tol 0.3 reaches 2.8e12: said as before
     assert code == 2 and "widen --params-tol" in err, err
+
+
+def test_verify_s_help_and_advice_speak_of_verify(capsys, tmp_path, monkeypatch):
+    """`verify --help` offered --seq as "KV-cache length in decode" (verify has no --mode) and --tp as any
+    tensor-parallel degree (it refuses all but 1), and named no hub id for the model it takes; `verify org/name`
+    not cached said "give --config PATH", which in verify names the candidates, not the model."""
+    code, out, err = run(capsys, "verify", "--help")
+    text = " ".join(out.split())
+    assert code == 0 and "KV-cache" not in text and "--seq SEQ, -s SEQ sequence length (a training step)" in text
+    assert "1 alone, as verify measures one GPU's step" in text and "a Hugging Face hub id" in text
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, out, err = run(capsys, "verify", "acme/none", "--device", "cpu")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert "--config" not in err and "or give the path of a config.json" in err, err

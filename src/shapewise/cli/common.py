@@ -160,7 +160,7 @@ def add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> No
 
 
 def add_workload_args(p: argparse.ArgumentParser, *, batch: int = 4, seq: int = 2048, note: str = "",
-                      modes: bool = True) -> None:
+                      modes: bool = True, tp_help: str = "tensor-parallel degree") -> None:
     """--batch, --seq and --tp, each bounded (limits.py says why); `note` follows each default
     that differs from check's; modes: the command takes --mode (decode's --seq is the cache's length)."""
     from ..limits import BATCH, SEQ, TP
@@ -168,7 +168,7 @@ def add_workload_args(p: argparse.ArgumentParser, *, batch: int = 4, seq: int = 
     seq_help = "sequence length, or KV-cache length in decode" if modes else "sequence length (a training step)"
     p.add_argument("--batch", "-b", type=BATCH.arg, default=batch, help="micro-batch, sequences per step" + note)
     p.add_argument("--seq", "-s", type=SEQ.arg, default=seq, help=seq_help + note)
-    p.add_argument("--tp", "-t", type=TP.arg, default=1, help="tensor-parallel degree")
+    p.add_argument("--tp", "-t", type=TP.arg, default=1, help=tp_help)
 
 
 def check_tokens(batch: int, seq: int) -> None:

@@ -336,13 +336,14 @@ def add_verify(sub) -> None:
     from ..limits import ROUNDS
 
     p = sub.add_parser("verify", help="measure a model against its suggestions (or other configs) on the GPU")
-    p.add_argument("model", help="a preset name or a config.json: the original")
+    p.add_argument("model", help="the original: a preset name, a Hugging Face hub id (org/name, read from the local "
+                                 "cache) or a config.json path")
     p.add_argument("--config", metavar="OTHER", action="append",
                    help="verify against this config.json instead of the suggestions (repeat for several)")
     p.add_argument("--suggestion", type=_which("suggestion to verify"), metavar="N",
                    help="verify only suggestion N (default: all of --top)")
     p.add_argument("--gpu", default="h200", help="GPU whose cost model gives the predicted speedups")
-    add_workload_args(p)
+    add_workload_args(p, modes=False, tp_help="tensor-parallel degree: 1 alone, as verify measures one GPU's step")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="the data type of the models")
     p.add_argument("--attention", choices=("flash", "unfused"), default="flash", help="fused or unfused attention")
     add_device_arg(p)
