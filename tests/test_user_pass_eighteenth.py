@@ -5,7 +5,8 @@ another GPU's profile without --borrow-profile, which check and the rest require
 longer than the model was taken without a word, and so was a global batch of billions of tokens. search's help
 promised 8 query heads per kv head where it grouped 20 heads over 2. search sent a budget past its grid to widen
 --params-tol, which cannot reach it. verify's help offered a decode it lacks and any --tp, and a hub id not cached
-was sent to a --config that in verify names the candidates."""
+was sent to a --config that in verify names the candidates. suggest sent decode alternatives to verify, which
+measures training steps alone."""
 
 from __future__ import annotations
 
@@ -177,3 +178,14 @@ def test_verify_s_help_and_advice_speak_of_verify(capsys, tmp_path, monkeypatch)
     code, out, err = run(capsys, "verify", "acme/none", "--device", "cpu")
     assert code == 2 and out == "" and len(err.splitlines()) == 1, err
     assert "--config" not in err and "or give the path of a config.json" in err, err
+
+
+def test_a_decode_suggestion_within_the_error_is_not_sent_to_verify(capsys):
+    """`suggest llama-3-8b --mode decode` noted each nearest alternative "within the model's error — verify it", but
+    verify measures training steps alone (it has no --mode): a decode or prefill one is to be measured, not verified."""
+    code, out, err = run(capsys, "suggest", "llama-3-8b", "--gpu", "h100", "--mode", "decode", "--seq", "4096",
+                         "--batch", "16")
+    assert code == 0, err
+    assert "within the model's error — measure it" in out and "verify it" not in out
+    code, out, err = run(capsys, "suggest", "llama-2-7b", "--gpu", "h100")  # a training step's: verify measures it
+    assert code == 0 and "within the model's error — verify it" in out, err

@@ -139,6 +139,12 @@ def finding_table(findings) -> Table:
     return Table(("cost ms", "of step", "rule", "finding", "fix", "ops"), rows, frozenset({0, 1}))
 
 
+def _within_error_note(s) -> str:
+    """What to do with a suggestion the model cannot tell from the original: `shapewise verify` measures
+    training steps alone, so a prefill or decode one is to be measured otherwise (bench ops --mode)."""
+    return "within the model's error — " + ("verify it" if s.candidate.workload.mode == "train" else "measure it")
+
+
 def suggestion_table(suggestions, *, memory_of: float | None = None) -> Table:
     """One row per search.Suggestion, ranked from 1: its predicted speedup with the 90% interval, and
     with memory_of (the GPU's bytes) each one's memory per GPU."""
@@ -150,7 +156,7 @@ def suggestion_table(suggestions, *, memory_of: float | None = None) -> Table:
         memory = [f"{s.memory_bytes / 2**30:,.1f} of {memory_of / 2**30:,.1f}"] if memory_of else []
         rows.append([f"{i}", change_text(s.changes), f"{s.candidate.params / 1e9:.3f}B", f"{s.params_delta:+.2%}",
                      f"{s.speedup:.3f}×", f"{lo:.3f}–{hi:.3f}", *memory,
-                     "within the model's error — verify it" if s.within_error else "", ", ".join(s.fixes)])
+                     _within_error_note(s) if s.within_error else "", ", ".join(s.fixes)])
     head = ("#", "changes", "params", "Δ params", "predicted speedup", "90% interval",
             *(("memory GiB",) if memory_of else ()), "note", "fixes")
     return Table(head, rows, frozenset({0, 2, 3, 4, 5, 6} if memory_of else {0, 2, 3, 4, 5}))

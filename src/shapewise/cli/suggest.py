@@ -100,7 +100,6 @@ def _suggestions(args):
 
 
 GIB = 2 ** 30
-WITHIN_ERROR = "within the model's error — verify it"
 
 
 def training_memory_text(workload) -> str:
