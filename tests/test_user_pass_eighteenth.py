@@ -6,7 +6,7 @@ longer than the model was taken without a word, and so was a global batch of bil
 promised 8 query heads per kv head where it grouped 20 heads over 2. search sent a budget past its grid to widen
 --params-tol, which cannot reach it. verify's help offered a decode it lacks and any --tp, and a hub id not cached
 was sent to a --config that in verify names the candidates. suggest sent decode alternatives to verify, which
-measures training steps alone."""
+measures training steps alone. suggest --json did not say the sequence length, dtype or mode it priced."""
 
 from __future__ import annotations
 
@@ -189,3 +189,12 @@ def test_a_decode_suggestion_within_the_error_is_not_sent_to_verify(capsys):
     assert "within the model's error — measure it" in out and "verify it" not in out
     code, out, err = run(capsys, "suggest", "llama-2-7b", "--gpu", "h100")  # a training step's: verify measures it
     assert code == 0 and "within the model's error — verify it" in out, err
+
+
+def test_suggest_json_says_what_the_original_was_priced_at(capsys):
+    """`suggest gpt2 --dtype fp8 --seq 1024 --json` gave each suggestion's batch and tp but not the sequence length,
+    the dtype or the mode the speedups were priced at, which check --json and search --json give."""
+    code, out, err = run(capsys, "suggest", "gpt2", "--gpu", "h100", "--dtype", "fp8", "--seq", "1024", "--json")
+    assert code == 0, err
+    assert json.loads(out)["workload"] == {"batch": 4, "seq": 1024, "tp": 1, "dtype": "fp8", "mode": "train",
+                                           "attention": "flash"}

@@ -134,6 +134,9 @@ def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -
     """suggest --json: the three tables, the memory and the intervals' source."""
     errors = result.errors
     return {"model": shape.name, "params": shape.params, "gpu": gpu.key, "cost_model": source,
+            # what the original was priced at, as check --json and search --json say theirs
+            "workload": {"batch": workload.batch, "seq": workload.seq, "tp": workload.tp, "dtype": workload.dtype,
+                         "mode": workload.mode, "attention": workload.attention},
             "original_ms_per_token": result.original.gpu_ms_per_token,
             "original_memory_bytes": result.original_memory_bytes, "gpu_memory_bytes": result.gpu_memory_bytes,
             "original_fits": result.original_fits, "vary": list(result.vary),
