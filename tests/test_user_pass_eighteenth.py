@@ -55,8 +55,9 @@ def _tiny(tmp_path, name: str, **changes) -> str:
 
 def test_a_verify_run_records_where_it_measured_and_the_plot_checks_it(capsys, tmp_path):
     """`verify --json` gave no batch or sequence length, so `plot suggestions --verified FILE` drew a run measured
-    at b=1 s=32 beside the default b=4 s=2048 without a word. The rows record the run's batch and seq; the plot
-    refuses a file measured at others in one line, and draws an older file without them with a one-line warning."""
+    at b=1 s=32 beside the default b=4 s=2048 without a word. The rows record the run's batch, seq and dtype; the
+    plot refuses a file measured at others in one line, and draws an older file without them with a one-line
+    warning."""
     pytest.importorskip("torch")
     pytest.importorskip("matplotlib")
     tiny, other = _tiny(tmp_path, "tiny.json"), _tiny(tmp_path, "other.json", vocab_size=256)
@@ -64,7 +65,7 @@ def test_a_verify_run_records_where_it_measured_and_the_plot_checks_it(capsys, t
     code, out, err = run(capsys, "verify", tiny, "--config", other, "--device", "cpu", *at, "--rounds", "1", "--json")
     assert code == 0, err
     (row,) = json.loads(out)
-    assert (row["batch"], row["seq"]) == (1, 32)
+    assert (row["batch"], row["seq"], row["dtype"]) == (1, 32, "bf16")
     verified = tmp_path / "verify.json"
     verified.write_text(out)
     plot = ("plot", "suggestions", tiny, "--verified", str(verified), "--out")
@@ -72,12 +73,14 @@ def test_a_verify_run_records_where_it_measured_and_the_plot_checks_it(capsys, t
     assert code == 0 and err == "", err
     code, out, err = run(capsys, *plot, str(tmp_path / "b.png"))  # the defaults, b=4 s=2048
     assert code == 2 and out == "" and len(err.splitlines()) == 1, err
-    assert "measured at b=1 s=32, not at the b=4 s=2048" in err and "give --batch 1 --seq 32" in err, err
-    assert not (tmp_path / "b.png").exists()
+    assert "measured at b=1 s=32 bf16, not at the b=4 s=2048 bf16" in err, err
+    assert "give --batch 1 --seq 32 --dtype bf16" in err and not (tmp_path / "b.png").exists()
+    code, out, err = run(capsys, *plot, str(tmp_path / "b.png"), *at, "--dtype", "fp16")
+    assert code == 2 and "measured at b=1 s=32 bf16, not at the b=1 s=32 fp16" in err, err
     older = tmp_path / "older.json"
-    older.write_text(json.dumps([{k: v for k, v in row.items() if k not in ("batch", "seq")}]))
+    older.write_text(json.dumps([{k: v for k, v in row.items() if k not in ("batch", "seq", "dtype")}]))
     code, out, err = run(capsys, "plot", "suggestions", tiny, "--verified", str(older), "--out", str(tmp_path / "c.png"))
-    assert code == 0 and len(err.splitlines()) == 1 and "records no batch or sequence length" in err, err
+    assert code == 0 and len(err.splitlines()) == 1 and "records no batch, sequence length or dtype" in err, err
 
 
 def test_validate_takes_another_gpu_s_profile_only_when_borrowed(capsys, tmp_path):

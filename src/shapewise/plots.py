@@ -657,7 +657,7 @@ def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = 
 
     return {
         "figure": "suggestions", "gpu": gpu.name, "dtype": dtype, "source": _source(len(rows)), "model": model,
-        **({"workload": f"train, b = {at[0]}, s = {at[1]}"} if at else {}),
+        **({"workload": f"train, b = {at['batch']}, s = {at['seq']}"} if "batch" in at and "seq" in at else {}),
         "labels": ["original", *(str(r["candidate"]) for r in rows)],
         "predicted_speedup": column(r["predicted_speedup"] for r in rows),
         "measured_speedup": column(r["measured_speedup"] for r in rows),
@@ -666,19 +666,24 @@ def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = 
     }
 
 
-def verified_at(rows: list[dict]) -> tuple[int, int] | None:
-    """The micro-batch and sequence length a verify run measured at, as its rows record them; None for
-    a file written before verify --json gave them."""
-    found = {(row.get("batch"), row.get("seq")) for row in rows}
-    if found == {(None, None)}:
-        return None
+# What a verify run records of where it measured (verify.Verification.to_json), as the plot's flags name them.
+VERIFIED_AT = {"batch": "--batch", "seq": "--seq", "dtype": "--dtype"}
+
+
+def verified_at(rows: list[dict]) -> dict:
+    """The micro-batch, sequence length and dtype a verify run measured at, as its rows record them; empty
+    for a file written before verify --json gave them."""
+    found = {tuple(row.get(name) for name in VERIFIED_AT) for row in rows}
     if len(found) > 1:
-        raise ShapewiseError("its candidates give different batch and seq: " + ", ".join(
-            f"b={b} s={s}" for b, s in sorted(found, key=str)))
-    (at,) = found
-    for name, value in zip(("batch", "seq"), at):
+        raise ShapewiseError("its candidates give different batch, seq and dtype: " + ", ".join(
+            map(str, sorted(found, key=str))))
+    at = {name: value for name, value in zip(VERIFIED_AT, found.pop()) if value is not None}
+    for name in ("batch", "seq"):
+        value = at.get(name, 1)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ShapewiseError(f"{name} is {str(value)[:40]}, not a positive whole number")
+    if not isinstance(at.get("dtype", ""), str):
+        raise ShapewiseError(f"dtype is {str(at['dtype'])[:40]}, not a dtype's name")
     return at
 
 

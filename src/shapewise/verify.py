@@ -62,11 +62,11 @@ class Verification:
         """One candidate of verify --json: what the search said of it and its changes beside the speedups.
         The step times are the step as the mode timed it (a whole step, or layers × layer + head), the
         original's beside the candidate's; a layer run adds its two medians. Files written before these
-        fields gave "layer_ms" alone, the whole step's in "model" mode. batch and seq are the original's,
+        fields gave "layer_ms" alone, the whole step's in "model" mode. batch, seq and dtype are the original's,
         the run's (a candidate that changes the batch says so in its changes); older files lack them."""
         parts = {"layer_ms": self.layer_ms, "head_ms": self.head_ms} if self.mode == "layer" else {}
         return {"candidate": self.label, "what": what, "changes": changes, "mode": self.mode,
-                "batch": original.batch, "seq": original.seq,
+                "batch": original.batch, "seq": original.seq, "dtype": original.dtype,
                 "predicted_speedup": self.predicted_speedup, "predicted_interval": list(self.predicted_interval),
                 "measured_speedup": self.measured_speedup, "ci": [self.ci_low, self.ci_high],
                 "predicted_step_ms": self.predicted_step_ms, "measured_step_ms": self.measured_step_ms,

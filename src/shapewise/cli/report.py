@@ -269,13 +269,14 @@ def run_plot(args) -> int:
             if mismatch:
                 raise ShapewiseError(f"{args.verified} is a verify run of another model: {mismatch}; give the model "
                                      "it verified")
-            drawn = f"b={workload.batch} s={workload.seq}"
-            if at is None:
-                warn(f"{args.verified} records no batch or sequence length (written before `verify --json` gave "
-                     f"them): not checked against the {drawn} given here")
-            elif at != (workload.batch, workload.seq):
-                raise ShapewiseError(f"{args.verified} was measured at b={at[0]} s={at[1]}, not at the {drawn} it "
-                                     f"would be drawn with; give --batch {at[0]} --seq {at[1]}")
+            given = {"batch": workload.batch, "seq": workload.seq, "dtype": workload.dtype}
+            if not at:
+                warn(f"{args.verified} records no batch, sequence length or dtype (written before `verify --json` "
+                     f"gave them): not checked against the {_at_text(given)} given here")
+            elif any(given[name] != value for name, value in at.items()):
+                raise ShapewiseError(f"{args.verified} was measured at {_at_text(at)}, not at the "
+                                     f"{_at_text({k: given[k] for k in at})} it would be drawn with; give "
+                                     + " ".join(f"{plots.VERIFIED_AT[k]} {v}" for k, v in at.items()))
             fig = plots.suggestions_figure(data)
         else:
             from ..search import suggest
@@ -287,6 +288,11 @@ def run_plot(args) -> int:
     path = plots.save(fig, out)
     print(f"wrote {path}")
     return 0
+
+
+def _at_text(at: dict) -> str:
+    """"b=4 s=2048 bf16": where a verify run measured, or what a plot of it is given."""
+    return " ".join(f"{'b=' if k == 'batch' else 's=' if k == 'seq' else ''}{v}" for k, v in at.items())
 
 
 def _verify_json(path: str):
