@@ -347,9 +347,10 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
     newest measurements from the store: no GPU needed) and judge `profile` (default: the one
     predictions for the GPU use) against the spec model and a flat roofline. Ctrl-C returns what was
     measured (kept in the store), judged on nothing. CPU times are judged as `gpu`'s only as a smoke
-    test, said in a warning; a GPU's by a profile measured elsewhere, never. A profile for another GPU than
-    `gpu` is refused unless borrow_profile lends it, as check's --borrow-profile does. From the store, the cases
-    it lacks are said, and a store holding none of those `seed` draws (only those every seed draws) is refused."""
+    test, said in a warning; a GPU's by a profile measured elsewhere only where borrow_profile lends it, as
+    check's --borrow-profile prices with it (the profile then says it is borrowed); else refused. From the store,
+    the cases it lacks are said, and a store holding none of those `seed` draws (only those every seed draws) is
+    refused."""
     from .bench import stored_rows, sweep
     from .judges import judge_set_cases, judge_sets
     from .measure import measured_gpu, warn_measured_elsewhere
