@@ -201,3 +201,14 @@ def test_suggest_json_says_what_the_original_was_priced_at(capsys):
     assert code == 0, err
     assert json.loads(out)["workload"] == {"batch": 4, "seq": 1024, "tp": 1, "dtype": "fp8", "mode": "train",
                                            "attention": "flash"}
+
+
+def test_validate_on_a_gpu_is_not_sent_to_another_gpu_for_another_gpu_s_profile(capsys):
+    """A validate run on a GPU measures that GPU's times: "give --gpu h200" for the h200's profile would have set
+    the h100's times beside the h200's predictions. It is offered --borrow-profile or a calibration of its own."""
+    from shapewise.profile import for_gpu
+
+    with pytest.raises(ShapewiseError, match="not of the h100 whose times it would judge: add --borrow-profile") as err:
+        for_gpu(_shipped("h200"), "h100", device="cuda", gpu_times=True)
+    assert "--gpu" not in str(err.value)
+    assert for_gpu(_shipped("h200"), "h100", gpu_times=True, borrow=True).borrowed_for == "h100"

@@ -357,7 +357,7 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
 
     drawn = judge_set_cases(judge_set, seed=seed, dtype=dtype, quick=quick, configs=configs)
     if profile is not None and gpu is not None and not from_store:  # refused before the set is measured, not after
-        for_gpu(profile, get_gpu(gpu).key, borrow=borrow_profile, device=device)
+        for_gpu(profile, get_gpu(gpu).key, borrow=borrow_profile, device=device, gpu_times=device != "cpu")
     result = None
     if from_store:
         rows = stored_rows(drawn.cases, store=store)
@@ -387,7 +387,8 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
     # smoke-test a profile fitted on CPU times or on the GPU itself; a GPU's times judge only that GPU's own.
     run_on = "cpu" if env.get("gpu_name") is None else None if from_store else device
     if profile is not None:
-        profile = for_gpu(profile, gpu.key, borrow=borrow_profile, device=run_on)
+        profile = for_gpu(profile, gpu.key, borrow=borrow_profile, device=run_on,
+                          gpu_times=env.get("gpu_name") is not None)
     model = cost_model(gpu, profile=profile, device=run_on)
     warn_measured_elsewhere(env, gpu, what=f"these {len(rows)} held-out cases")  # once the profile may judge them
     return Validation(gpu, model.profile, judge_sets(drawn, rows, gpu=model), len(rows), result, len(drawn.cases),

@@ -307,7 +307,8 @@ def run_validate(args) -> int:
         from ..hardware import get_gpu
         from ..profile import for_gpu
 
-        for_gpu(profile, get_gpu(args.gpu).key, borrow=args.borrow_profile, device=args.device)
+        for_gpu(profile, get_gpu(args.gpu).key, borrow=args.borrow_profile, device=args.device,
+                gpu_times=args.device != "cpu")
     # --from-db only reads: a path that names no store is refused, not made an empty one
     with Store(args.db, read_only=True) if args.from_db else open_store(args) as store:
         done = validate(store=store, gpu=args.gpu, profile=profile,
@@ -369,7 +370,8 @@ def _validate_variants(args) -> int:
     else:
         gpu = measured_gpu(environment(args.device), device=args.device)
     if profile is not None:
-        profile = for_gpu(profile, gpu.key, borrow=args.borrow_profile, device=args.device)
+        profile = for_gpu(profile, gpu.key, borrow=args.borrow_profile, device=args.device,
+                          gpu_times=args.device != "cpu")
     model = cost_model(gpu, profile=profile, device=args.device)
     shapes = read_configs(args.configs)
     batch, seq = args.batch or (2 if args.quick else 4), args.seq or (32 if args.quick else 2048)
