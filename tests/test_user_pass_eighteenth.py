@@ -6,7 +6,8 @@ longer than the model was taken without a word, and so was a global batch of bil
 promised 8 query heads per kv head where it grouped 20 heads over 2. search sent a budget past its grid to widen
 --params-tol, which cannot reach it. verify's help offered a decode it lacks and any --tp, and a hub id not cached
 was sent to a --config that in verify names the candidates. suggest sent decode alternatives to verify, which
-measures training steps alone. suggest --json did not say the sequence length, dtype or mode it priced."""
+measures training steps alone. suggest --json did not say the sequence length, dtype or mode it priced. suggest
+pointed to the nearest shapes below where none were listed."""
 
 from __future__ import annotations
 
@@ -212,3 +213,17 @@ def test_validate_on_a_gpu_is_not_sent_to_another_gpu_for_another_gpu_s_profile(
         for_gpu(_shipped("h200"), "h100", device="cuda", gpu_times=True)
     assert "--gpu" not in str(err.value)
     assert for_gpu(_shipped("h200"), "h100", gpu_times=True, borrow=True).borrowed_for == "h100"
+
+
+def test_nothing_faster_points_below_only_where_something_is_listed(capsys):
+    """`suggest gpt2 --keep hidden,layers,heads,kv_heads,head_dim,ffn,vocab,batch,tp` said "keep the shape, or measure
+    the nearest below" above nothing at all: with every field kept no other shape is within reach."""
+    code, out, err = run(capsys, "suggest", "gpt2", "--gpu", "h100", "--keep",
+                         "hidden,layers,heads,kv_heads,head_dim,ffn,vocab,batch,tp")
+    assert code == 0, err
+    line = next(t for t in out.splitlines() if t.startswith("No shape within"))
+    assert "nearest below" not in line and "no other shape is within reach" in line, line
+    assert "┃" not in out  # no table below it
+    code, out, err = run(capsys, "suggest", "llama-3-8b", "--gpu", "h100", "--mode", "decode", "--seq", "4096",
+                         "--batch", "16")
+    assert code == 0 and "keep the shape, or measure the nearest below." in out, err

@@ -110,9 +110,12 @@ def training_memory_text(workload) -> str:
 
 
 def nothing_faster_text(result, params_tol: float) -> str:
-    """The one line said when no shape beats the original by more than the model's error."""
+    """The one line said when no shape beats the original by more than the model's error; the nearest are
+    listed below it where there are any."""
+    then = ", or measure the nearest below" if result.alternatives else \
+        " (no other shape is within reach: widen --params-tol or --aspect-band, or --keep fewer fields)"
     return (f"No shape within {params_tol:.0%} of the parameters is predicted faster than the original by more than "
-            f"the model's error ({result.considered} considered): keep the shape, or measure the nearest below.")
+            f"the model's error ({result.considered} considered): keep the shape{then}.")
 
 
 def not_fitting_text(result, workload) -> str:
