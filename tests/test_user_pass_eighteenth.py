@@ -7,7 +7,7 @@ promised 8 query heads per kv head where it grouped 20 heads over 2. search sent
 --params-tol, which cannot reach it. verify's help offered a decode it lacks and any --tp, and a hub id not cached
 was sent to a --config that in verify names the candidates. suggest sent decode alternatives to verify, which
 measures training steps alone. suggest --json did not say the sequence length, dtype or mode it priced. suggest
-pointed to the nearest shapes below where none were listed."""
+pointed to the nearest shapes below where none were listed. verify counted an fp32 model's weights at 2 bytes."""
 
 from __future__ import annotations
 
@@ -227,3 +227,17 @@ def test_nothing_faster_points_below_only_where_something_is_listed(capsys):
     code, out, err = run(capsys, "suggest", "llama-3-8b", "--gpu", "h100", "--mode", "decode", "--seq", "4096",
                          "--batch", "16")
     assert code == 0 and "keep the shape, or measure the nearest below." in out, err
+
+
+def test_verify_counts_an_fp32_model_s_weights_at_4_bytes(capsys):
+    """`verify MODEL --dtype fp32` decided whether the whole models fit at once by 2-byte weights and gradients and a
+    16-bit loss's 6 bytes a logit: half of what an fp32 model holds, so it could build more than fits."""
+    from shapewise import Workload, get_model
+    from shapewise.memory import estimate
+    from shapewise.verify import _need_bytes
+
+    gpt2, w = get_model("gpt2"), Workload(dtype="fp32", batch=1, seq=128)
+    assert _need_bytes(gpt2, w, whole=True) >= 8 * gpt2.params + 12 * w.tokens * gpt2.vocab
+    bf16 = w.replace(dtype="bf16")  # a 16-bit one's: as before
+    assert _need_bytes(gpt2, bf16, whole=True) == \
+        estimate(gpt2, bf16, precision="no-optimizer", framework="torch-bf16-loss").allocated_bytes

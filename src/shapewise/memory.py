@@ -83,8 +83,9 @@ PRECISIONS = {p.name: p for p in (
     # fp32 weights and AdamW in fp32: no master copy to keep, 4 + 4 + 8 = 16 bytes a parameter as in
     # mixed precision, in other parts; foreach AdamW's sqrt(v) for every parameter at the step.
     Precision("fp32", weights=4, grads=4, master=0, moments=8, step_temp=4),
-    # Forward and backward only (verify's measurement): no optimizer.
+    # Forward and backward only (verify's measurement): no optimizer; in a 16-bit dtype, or in fp32.
     Precision("no-optimizer", weights=2, grads=2, master=0, moments=0, step_temp=0),
+    Precision("no-optimizer-fp32", weights=4, grads=4, master=0, moments=0, step_temp=0),
 )}
 
 

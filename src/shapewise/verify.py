@@ -204,7 +204,11 @@ def _need_bytes(shape: ModelShape, workload: Workload, *, whole: bool) -> float:
     from .memory import estimate
 
     one = shape if whole else shape.one_layer()
-    return estimate(one, workload, precision="no-optimizer", framework="torch-bf16-loss").allocated_bytes
+    # An fp32 model's weights and gradients are 4 bytes, and its loss keeps fp32 logits, log-softmax and
+    # gradient (the torch framework's 12 bytes a logit); a 16-bit one's 2, and 6 bytes a logit.
+    wide = workload.dtype_bytes == 4
+    return estimate(one, workload, precision="no-optimizer-fp32" if wide else "no-optimizer",
+                    framework="torch" if wide else "torch-bf16-loss").allocated_bytes
 
 
 def _whole_models_fit(shapes, memory: int | None, headroom: float = 0.6) -> bool:
