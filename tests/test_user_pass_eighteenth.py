@@ -7,7 +7,8 @@ promised 8 query heads per kv head where it grouped 20 heads over 2. search sent
 --params-tol, which cannot reach it. verify's help offered a decode it lacks and any --tp, and a hub id not cached
 was sent to a --config that in verify names the candidates. suggest sent decode alternatives to verify, which
 measures training steps alone. suggest --json did not say the sequence length, dtype or mode it priced. suggest
-pointed to the nearest shapes below where none were listed. verify counted an fp32 model's weights at 2 bytes."""
+pointed to the nearest shapes below where none were listed. verify counted an fp32 model's weights at 2 bytes. plan
+split an fp32 step's memory as mixed precision's."""
 
 from __future__ import annotations
 
@@ -241,3 +242,13 @@ def test_verify_counts_an_fp32_model_s_weights_at_4_bytes(capsys):
     bf16 = w.replace(dtype="bf16")  # a 16-bit one's: as before
     assert _need_bytes(gpt2, bf16, whole=True) == \
         estimate(gpt2, bf16, precision="no-optimizer", framework="torch-bf16-loss").allocated_bytes
+
+
+def test_plan_keeps_an_fp32_step_s_state_in_fp32(capsys):
+    """`plan gpt2 --dtype fp32` split its memory column as mixed precision's (weights 0.2 GiB, an fp32 master copy
+    in the optimizer's), as check did: an fp32 step's weights and gradients are 4 bytes a parameter, no master."""
+    code, out, err = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "524288", "--seq", "1024",
+                         "--dtype", "fp32", "--gpu", "h100", "--json")
+    assert code == 0, err
+    whole = [p for p in json.loads(out)["plans"] if p["tp"] == p["pp"] == 1 and p["zero"] <= 1]  # unsharded
+    assert whole and all(p["memory_bytes"]["weights"] == p["memory_bytes"]["grads"] == 4 * p["params"] for p in whole)

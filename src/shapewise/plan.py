@@ -19,7 +19,7 @@ import numpy as np
 from .errors import ShapewiseError, check_name, warn
 from .hardware import GPU
 from .limits import COUNT, RATE, SANE_BATCH_SEQUENCES, SANE_BATCH_TOKENS, SEQ, flag
-from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays
+from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays, training_precision
 from .parallel import RECOMPUTE, Network, layer_times, network_for, stage_layers, step_arrays
 from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload
@@ -141,7 +141,7 @@ def layouts(shape: ModelShape, *, gpus: int, global_batch: int, gpus_per_node: i
 
 def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_batch_tokens: int, seq: int,
          gpus_per_node: int = GPUS_PER_NODE, inter_gbs: float | None = None, intra_gbs: float | None = None,
-         precision: str = "mixed", framework: str = "megatron", dtype: str = "bf16", attention: str = "flash",
+         precision: str | None = None, framework: str = "megatron", dtype: str = "bf16", attention: str = "flash",
          top: int = 5, overlap_dp: bool = True, shapes: tuple[ModelShape, ...] = ()) -> PlanResult:
     """The fastest layouts of `shape` (and of each of `shapes`, alternatives of about its size) on
     `gpus` GPUs that fit in memory; a step is global_batch_tokens tokens of sequences of `seq`.
@@ -158,6 +158,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
     seq, top = SEQ.check(seq, "--seq (seq)"), COUNT.check(top, "--top (top)")  # a caller may ask for every layout
     inter_gbs, intra_gbs = (None if gbs is None else RATE.check(gbs, name) for gbs, name in (
         (inter_gbs, "--inter-node-gbs (inter_gbs)"), (intra_gbs, "--intra-node-gbs (intra_gbs)")))
+    precision = training_precision(dtype) if precision is None else precision  # fp32's state for an fp32 step
     check_name(precision, PRECISIONS, "precision")
     check_name(framework, FRAMEWORKS, "framework")
     overlap_dp = flag(overlap_dp, "overlap_dp")
