@@ -673,17 +673,17 @@ VERIFIED_AT = {"batch": "--batch", "seq": "--seq", "dtype": "--dtype"}
 def verified_at(rows: list[dict]) -> dict:
     """The micro-batch, sequence length and dtype a verify run measured at, as its rows record them; empty
     for a file written before verify --json gave them."""
-    found = {tuple(row.get(name) for name in VERIFIED_AT) for row in rows}
-    if len(found) > 1:
-        raise ShapewiseError("its candidates give different batch, seq and dtype: " + ", ".join(
-            map(str, sorted(found, key=str))))
-    at = {name: value for name, value in zip(VERIFIED_AT, found.pop()) if value is not None}
+    found = [tuple(row.get(name) for name in VERIFIED_AT) for row in rows]
+    if any(at != found[0] for at in found):
+        raise ShapewiseError("its candidates give different batch, seq and dtype: "
+                             + ", ".join(str(at)[:60] for at in found[:3]))
+    at = {name: value for name, value in zip(VERIFIED_AT, found[0]) if value is not None}
     for name in ("batch", "seq"):
         value = at.get(name, 1)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ShapewiseError(f"{name} is {str(value)[:40]}, not a positive whole number")
-    if not isinstance(at.get("dtype", ""), str):
-        raise ShapewiseError(f"dtype is {str(at['dtype'])[:40]}, not a dtype's name")
+    if not isinstance(at.get("dtype", "bf16"), str) or at.get("dtype", "bf16") not in DTYPE_BYTES:
+        raise ShapewiseError(f"dtype is {str(at['dtype'])[:40]}, not one of {', '.join(DTYPE_BYTES)}")
     return at
 
 

@@ -106,7 +106,9 @@ def training_memory_text(workload) -> str:
     """What memory.estimate assumes of a training step, as check says it: said wherever its figure is printed."""
     from ..memory import adam_text
 
-    return f" ({adam_text(workload.dtype)} in PyTorch eager, no ZeRO, no recomputation)" if workload.mode == "train" else ""
+    if workload.mode != "train":
+        return ""
+    return f" ({adam_text(workload.dtype)} in PyTorch eager, no ZeRO, no recomputation)"
 
 
 def nothing_faster_text(result, params_tol: float) -> str:
@@ -268,8 +270,9 @@ def add_search(sub) -> None:
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16", help="the data type of every op")
     p.add_argument("--vocab", type=SEARCH_VOCAB.arg, default=32000, help="vocab size, padded to a multiple of 64·t")
     p.add_argument("--mlp", choices=("swiglu", "geglu", "gelu", "relu"), default="swiglu", help="the MLP's kind")
-    p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa", help="gqa: a kv head per 8 query heads, rounded down (20 heads share 2 kv heads, 10 each; "
-                        "under 16 heads, 1)")
+    p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa",
+                   help="gqa: a kv head per 8 query heads, rounded down (20 heads share 2 kv heads, 10 each; under "
+                        "16 heads, 1)")
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.05,
                    help="relative tolerance on the budget (suggest's default differs: 0.02)")
     p.add_argument("--top", type=top_int, default=10,
@@ -413,9 +416,8 @@ def run_verify(args) -> int:
                          rounds=args.rounds, mode=args.measure, keep_going=True,
                          on_round=lambda done: advance(f"{len(candidates) + 1} shapes"))
     if args.json:  # changes: what the label says, for `plot suggestions --verified` to read; no interval: null
-        print(json.dumps(finite_json([v.to_json(what, changes, original=workload)
-                                            for v, (*_, changes) in zip(results, candidates)]),
-                         indent=2, allow_nan=False))
+        rows = [v.to_json(what, changes, original=workload) for v, (*_, changes) in zip(results, candidates)]
+        print(json.dumps(finite_json(rows), indent=2, allow_nan=False))
         return 0
     whole = results[0].mode == "model"
     why = "as asked: --measure layer" if args.measure == "layer" else "the whole models do not fit at once"
