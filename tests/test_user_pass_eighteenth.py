@@ -81,10 +81,10 @@ def test_a_verify_run_records_where_it_measured_and_the_plot_checks_it(capsys, t
     assert code == 2 and "measured at b=1 s=32 bf16, not at the b=1 s=32 fp16" in err, err
     older = tmp_path / "older.json"
     older.write_text(json.dumps([{k: v for k, v in row.items() if k not in ("batch", "seq", "dtype")}]))
-    code, out, err = run(capsys, "plot", "suggestions", tiny, "--verified", str(older), "--out", str(tmp_path / "c.png"))
+    code, out, err = run(capsys, *plot[:4], str(older), "--out", str(tmp_path / "c.png"))
     assert code == 0 and len(err.splitlines()) == 1 and "records no batch, sequence length or dtype" in err, err
     older.write_text(json.dumps([{**row, "dtype": ["bf16"]}]))  # no name: refused in a line, not a TypeError
-    code, out, err = run(capsys, "plot", "suggestions", tiny, "--verified", str(older), "--out", str(tmp_path / "d.png"))
+    code, out, err = run(capsys, *plot[:4], str(older), "--out", str(tmp_path / "d.png"))
     assert code == 2 and len(err.splitlines()) == 1 and "dtype is ['bf16'], not one of" in err, err
 
 

@@ -49,4 +49,5 @@ def _outside_level() -> int:
 def _inside(frame) -> bool:
     """A frame of the package's code: its files', or a dataclass's __init__, made by exec in its module."""
     module = frame.f_globals.get("__name__") or ""
-    return frame.f_code.co_filename.startswith(_PACKAGE) or module == __package__ or module.startswith(__package__ + ".")
+    return (frame.f_code.co_filename.startswith(_PACKAGE) or module == __package__
+            or module.startswith(__package__ + "."))

@@ -52,7 +52,8 @@ def download_config(repo_id: str) -> Path:
         from huggingface_hub import hf_hub_download
     except ImportError:
         raise ShapewiseError(f"{repo_id} is not in the Hugging Face cache ({cache_dir()}) and huggingface_hub is "
-                             f"not installed to fetch it; pip install huggingface_hub, or give the path of a config.json") from None
+                             f"not installed to fetch it; pip install huggingface_hub, or give the path of a "
+                             f"config.json") from None
     try:
         return Path(hf_hub_download(repo_id, "config.json"))
     except Exception as err:  # offline, gated, missing: huggingface_hub raises many kinds; say which, in one line

@@ -80,8 +80,8 @@ PRECISIONS = {p.name: p for p in (
     Precision("mixed-fp32-grads", weights=2, grads=4, master=4, moments=8, step_temp=0),
     # bf16 weights and AdamW in bf16: torch's foreach AdamW makes sqrt(v) for every parameter at once.
     Precision("bf16", weights=2, grads=2, master=0, moments=4, step_temp=2),
-    # fp32 weights and AdamW in fp32: no master copy to keep, 4 + 4 + 8 = 16 bytes a parameter as in
-    # mixed precision, in other parts; foreach AdamW's sqrt(v) for every parameter at the step.
+    # fp32 weights, gradients and AdamW moments: 4 + 4 + 8 = 16 bytes a parameter, mixed precision's total
+    # split otherwise (no master copy); foreach AdamW makes sqrt(v) for every parameter at the step.
     Precision("fp32", weights=4, grads=4, master=0, moments=8, step_temp=4),
     # Forward and backward only (verify's measurement): no optimizer; in a 16-bit dtype, or in fp32.
     Precision("no-optimizer", weights=2, grads=2, master=0, moments=0, step_temp=0),

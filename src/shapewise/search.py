@@ -385,9 +385,9 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
            mlp: str = "swiglu", attention: str = "gqa", params_tol: float = 0.05,
            aspect: tuple[float, float] = (32.0, 256.0), top: int = 10) -> SearchResult:
     """Shapes from scratch within params_tol of params_target: hidden (multiples of 256), head dim
-    (64, 128), kv heads (per `attention`: mha, gqa with heads // 8 of them, at least 1, or mqa), FFN width (4h, or 8h/3 for
-    gated MLPs, rounded to 256 and two neighbours), and the layer count that meets the budget. gpu:
-    as suggest's."""
+    (64, 128), kv heads (per `attention`: mha, gqa with heads // 8 of them, at least 1, or mqa), FFN
+    width (4h, or 8h/3 for gated MLPs, rounded to 256 and two neighbours), and the layer count that meets
+    the budget. gpu: as suggest's."""
     model = cost_model(gpu)  # (reading a profile is not screening: it is done before the clock starts)
     start = time.perf_counter()
     # The flags' own checks, for the library's callers (the command line refuses these first).
@@ -450,8 +450,9 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
                   "--vocab" if smallest > params_target / 2 else "")
         in_band = total[(ratio >= aspect[0]) & (ratio <= aspect[1])]
         largest = float(in_band.max()) if in_band.size else math.inf  # no --params-tol reaches past it
-        advice = tables or (f": its largest has {largest:.3g} parameters; give a smaller --params"
-                            if params_target * (1 - PARAMS_TOL.high) > largest else ": widen --params-tol or change --params")
+        past = params_target * (1 - PARAMS_TOL.high) > largest
+        advice = tables or (f": its largest has {largest:.3g} parameters; give a smaller --params" if past
+                            else ": widen --params-tol or change --params")
         if budget.any() and not within.any():
             raise ShapewiseError(f"{grid} is within {params_tol:g} of {params_target:g} parameters: those that are "
                                  f"have hidden/layers outside {aspect[0]:g}-{aspect[1]:g}{advice}")
