@@ -8,7 +8,7 @@ promised 8 query heads per kv head where it grouped 20 heads over 2. search sent
 was sent to a --config that in verify names the candidates. suggest sent decode alternatives to verify, which
 measures training steps alone. suggest --json did not say the sequence length, dtype or mode it priced. suggest
 pointed to the nearest shapes below where none were listed. verify counted an fp32 model's weights at 2 bytes. plan
-split an fp32 step's memory as mixed precision's."""
+split an fp32 step's memory as mixed precision's. suggest's help cut a field of --keep in two."""
 
 from __future__ import annotations
 
@@ -255,3 +255,14 @@ def test_plan_keeps_an_fp32_step_s_state_in_fp32(capsys):
     assert code == 0, err
     whole = [p for p in json.loads(out)["plans"] if p["tp"] == p["pp"] == 1 and p["zero"] <= 1]  # unsharded
     assert whole and all(p["memory_bytes"]["weights"] == p["memory_bytes"]["grads"] == 4 * p["params"] for p in whole)
+
+
+@pytest.mark.parametrize("command", ["suggest", "verify"])
+def test_the_keep_help_names_every_field_whole(capsys, monkeypatch, command):
+    """`suggest --help` on an 80-column terminal listed the fields of --keep as "hidden,layers,heads,kv_heads,hea" and
+    "d_dim,ffn,…": argparse cut the one long word where the line ended, and "hea d_dim" reads as no field at all."""
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = run(capsys, command, "--help")
+    keep = out[out.index("  --keep"):out.index("  --vary")]
+    words = {w.strip(",()") for w in keep.split()}
+    assert code == 0 and {"hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "batch", "tp"} <= words

@@ -35,8 +35,8 @@ def _add_shape_search_args(p) -> None:
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.02, help="relative tolerance on the parameter count")
     p.add_argument("--top", type=top_int, default=5, help="how many suggestions")
     p.add_argument("--keep", metavar="FIELDS", action=Repeated,
-                   help="fields not to change: hidden,layers,heads,kv_heads,head_dim,ffn,vocab,batch,tp "
-                        "(repeat it to add more)")
+                   help="fields not to change, comma-separated (--keep heads,vocab): hidden, layers, heads, "
+                        "kv_heads, head_dim, ffn, vocab, batch, tp (repeat it to add more)")
     p.add_argument("--vary", metavar="FIELDS", action=Repeated,
                    help="run settings ranked with the shapes: batch,tp (by default they form a table of their own)")
     p.add_argument("--aspect-band", type=ASPECT_BAND.arg, default=1.5,
