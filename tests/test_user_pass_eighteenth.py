@@ -8,7 +8,8 @@ promised 8 query heads per kv head where it grouped 20 heads over 2. search sent
 was sent to a --config that in verify names the candidates. suggest sent decode alternatives to verify, which
 measures training steps alone. suggest --json did not say the sequence length, dtype or mode it priced. suggest
 pointed to the nearest shapes below where none were listed. verify counted an fp32 model's weights at 2 bytes. plan
-split an fp32 step's memory as mixed precision's. suggest's help cut a field of --keep in two."""
+split an fp32 step's memory as mixed precision's. suggest's help cut a field of --keep in two. search did not say
+the step it priced."""
 
 from __future__ import annotations
 
@@ -266,3 +267,13 @@ def test_the_keep_help_names_every_field_whole(capsys, monkeypatch, command):
     keep = out[out.index("  --keep"):out.index("  --vary")]
     words = {w.strip(",()") for w in keep.split()}
     assert code == 0 and {"hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", "batch", "tp"} <= words
+
+
+def test_search_names_the_step_it_priced(capsys):
+    """`search --params 1e9 --dtype fp8 --seq 2048` headed its tables "predicted on NVIDIA H100 SXM5 80GB": its
+    defaults (b=1 s=4096) differ from check's, and neither they nor the dtype were said, as suggest and check say
+    theirs."""
+    code, out, err = run(capsys, "search", "--params", "1e9", "--gpu", "h100", "--dtype", "fp8", "--seq", "2048",
+                         "--top", "1")
+    assert code == 0, err
+    assert "predicted on NVIDIA H100 SXM5 80GB (train, b=1 s=2048 t=1 fp8) in" in out.splitlines()[0]

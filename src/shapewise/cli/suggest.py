@@ -320,8 +320,9 @@ def run_search(args) -> int:
         return 0
     out = console()
     out.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted} "
-                  f"within {args.params_tol:.0%} of {args.params / 1e9:g}B params predicted on {gpu.name} in "
-                  f"{result.seconds:.2f} s; cost model: {source}")
+              f"within {args.params_tol:.0%} of {args.params / 1e9:g}B params predicted on {gpu.name} "
+              f"({workload.mode}, b={workload.batch} s={workload.seq} t={workload.tp} {workload.dtype}) in "
+              f"{result.seconds:.2f} s; cost model: {source}")  # the step priced, as check and suggest name it
     front = f"all {len(result.pareto)} shapes" if len(result.pareto) != 1 else "its one shape"
     for title, cands in ((f"Pareto front, {front} (--top limits the list below): more parameters cost speed",
                           result.pareto),
