@@ -112,7 +112,7 @@ def test_a_hub_id_cached_in_several_snapshots_without_refs_main_is_said_to_be_ca
         (snapshot / "config.json").write_text(config)
     err = _one_line_error(capsys, "check", "acme/tiny")
     assert "not in the Hugging Face cache" not in err and "2 snapshots of it (aaa111, bbb222)" in err, err
-    assert "no refs/main" in err and "--config PATH" in err
+    assert "no refs/main" in err and "give the path of the one meant" in err and "snapshots/REVISION" in err
 
 
 def test_a_draw_given_to_calibrate_quick_on_a_gpu_or_to_comm_is_refused_not_dropped(capsys, monkeypatch):

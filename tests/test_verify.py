@@ -73,12 +73,14 @@ def test_a_verify_run_is_drawn_for_its_model_and_refused_for_another(capsys, tmp
     assert row["changes"] and row["candidate"] == f"#1 {change_text(row['changes'])}" and row["ci"] == [None, None]
     verified = tmp_path / "verify.json"
     verified.write_text(out)
-    code, _, err = run(capsys, "plot", "suggestions", tiny, "--verified", str(verified), "--out", str(tmp_path / "v.png"))
+    code, _, err = run(capsys, "plot", "suggestions", tiny, "--verified", str(verified), *CPU[2:],
+                       "--out", str(tmp_path / "v.png"))
     assert code == 0, err  # drawn without an interval
     (name, (old, _)), = row["changes"].items()
     assert name == "vocab"  # the tiny model's only neighbours change its vocabulary
     other = _config(tmp_path, "other.json", vocab_size=old + 50)
-    code, _, err = run(capsys, "plot", "suggestions", other, "--verified", str(verified), "--out", str(tmp_path / "w.png"))
+    code, _, err = run(capsys, "plot", "suggestions", other, "--verified", str(verified), *CPU[2:],
+                       "--out", str(tmp_path / "w.png"))
     assert code == 2 and "another model" in err and f"vocab {old}→" in err and not (tmp_path / "w.png").exists()
 
 
@@ -100,7 +102,8 @@ def test_the_json_names_the_step_it_timed_and_gives_the_originals(capsys, tmp_pa
         assert row["measured_step_ms"] == pytest.approx(4 * row["layer_ms"] + row["head_ms"])
     verified = tmp_path / "verify.json"
     verified.write_text(out)
-    code, _, err = run(capsys, "plot", "suggestions", tiny, "--verified", str(verified), "--out", str(tmp_path / "v.png"))
+    code, _, err = run(capsys, "plot", "suggestions", tiny, "--verified", str(verified), *CPU[2:],
+                       "--out", str(tmp_path / "v.png"))
     assert code == 0, err
 
 

@@ -32,9 +32,9 @@ from .fit import (
     residual_kernel,
     residual_rows,
 )
-from .hardware import GPU
+from .hardware import GPU, get_gpu
 from .ops import BMM, FLASH, GEMM, MEMORY, layer_ops
-from .profile import CostModel, Profile, cost_model
+from .profile import CostModel, Profile, cost_model, for_gpu
 from .shapes import ModelShape, Workload
 
 # ---- fitting a profile from stored rows ------------------------------------------------------
@@ -342,18 +342,22 @@ class Validation:
 def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = None, judge_set: str = "default",
              configs=None, device: str = "cuda", dtype: str = "bf16", quick: bool = False, seed: int = 2,
              from_store: bool = False, warmup_ms: float = 3, budget_ms: float = 10, force: bool = False,
-             progress: bool = True) -> Validation:
+             progress: bool = True, borrow_profile: bool = False) -> Validation:
     """Measure a held-out set (judges.SETS: `judge_set` drawn with `seed`; or, `from_store`, read its
     newest measurements from the store: no GPU needed) and judge `profile` (default: the one
     predictions for the GPU use) against the spec model and a flat roofline. Ctrl-C returns what was
     measured (kept in the store), judged on nothing. CPU times are judged as `gpu`'s only as a smoke
-    test, said in a warning; a GPU's by a profile measured elsewhere, never. From the store, the cases it
-    lacks are said, and a store holding none of those `seed` draws (only those every seed draws) is refused."""
+    test, said in a warning; a GPU's by a profile measured elsewhere only where borrow_profile lends it, as
+    check's --borrow-profile prices with it (the profile then says it is borrowed); else refused. From the store,
+    the cases it lacks are said, and a store holding none of those `seed` draws (only those every seed draws) is
+    refused."""
     from .bench import stored_rows, sweep
     from .judges import judge_set_cases, judge_sets
     from .measure import measured_gpu, warn_measured_elsewhere
 
     drawn = judge_set_cases(judge_set, seed=seed, dtype=dtype, quick=quick, configs=configs)
+    if profile is not None and gpu is not None and not from_store:  # refused before the set is measured, not after
+        for_gpu(profile, get_gpu(gpu).key, borrow=borrow_profile, device=device, gpu_times=device != "cpu")
     result = None
     if from_store:
         rows = stored_rows(drawn.cases, store=store)
@@ -381,8 +385,11 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
     gpu = measured_gpu(env, gpu=gpu, device=device)
     # The one check of where a given profile was measured (check_measured_on, in cost_model): CPU times may
     # smoke-test a profile fitted on CPU times or on the GPU itself; a GPU's times judge only that GPU's own.
-    model = cost_model(gpu, profile=profile,
-                       device="cpu" if env.get("gpu_name") is None else None if from_store else device)
+    run_on = "cpu" if env.get("gpu_name") is None else None if from_store else device
+    if profile is not None:
+        profile = for_gpu(profile, gpu.key, borrow=borrow_profile, device=run_on,
+                          gpu_times=env.get("gpu_name") is not None)
+    model = cost_model(gpu, profile=profile, device=run_on)
     warn_measured_elsewhere(env, gpu, what=f"these {len(rows)} held-out cases")  # once the profile may judge them
     return Validation(gpu, model.profile, judge_sets(drawn, rows, gpu=model), len(rows), result, len(drawn.cases),
                       measured_on)

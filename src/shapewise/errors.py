@@ -41,6 +41,13 @@ def _outside_level() -> int:
     """warnings.warn's stacklevel of the first frame outside the package, counted from warn's caller
     (2); 2 when every frame is inside it."""
     frame, level = sys._getframe(2), 2
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None and _inside(frame):
         frame, level = frame.f_back, level + 1
     return level if frame is not None else 2
+
+
+def _inside(frame) -> bool:
+    """A frame of the package's code: its files', or a dataclass's __init__, made by exec in its module."""
+    module = frame.f_globals.get("__name__") or ""
+    return (frame.f_code.co_filename.startswith(_PACKAGE) or module == __package__
+            or module.startswith(__package__ + "."))

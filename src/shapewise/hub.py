@@ -41,7 +41,7 @@ def cached_config(repo_id: str) -> Path | None:
     if len(found) > 1:  # several revisions and no refs/main to name the current one: said, not guessed
         raise ShapewiseError(f"{repo_id}: the Hugging Face cache ({cache_dir()}) holds {len(found)} snapshots of it "
                              f"({', '.join(f.parent.name for f in found)}) and no refs/main to tell which is current; "
-                             "give --config PATH with the one meant")
+                             f"give the path of the one meant ({repo / 'snapshots' / 'REVISION' / 'config.json'})")
     return found[0] if found else None
 
 
@@ -52,7 +52,8 @@ def download_config(repo_id: str) -> Path:
         from huggingface_hub import hf_hub_download
     except ImportError:
         raise ShapewiseError(f"{repo_id} is not in the Hugging Face cache ({cache_dir()}) and huggingface_hub is "
-                             f"not installed to fetch it; pip install huggingface_hub, or give --config PATH") from None
+                             f"not installed to fetch it; pip install huggingface_hub, or give the path of a "
+                             f"config.json") from None
     try:
         return Path(hf_hub_download(repo_id, "config.json"))
     except Exception as err:  # offline, gated, missing: huggingface_hub raises many kinds; say which, in one line
@@ -130,8 +131,8 @@ def resolve_model(name: str, *, strict: bool = False) -> ModelShape:
         hint = f" (the preset {like} has {checkpoint}'s shape, which {name} need not share)" if checkpoint else ""
         if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
             raise ShapewiseError(f"{name} is not a local path and not in the Hugging Face cache ({cache_dir()}), and "
-                                 f"HF_HUB_OFFLINE is set; download it once with the network on, or give --config "
-                                 f"PATH{hint}")
+                                 f"HF_HUB_OFFLINE is set; download it once with the network on, or give the path "
+                                 f"of a config.json{hint}")
         return load_config(download_config(name), strict=strict).replace(name=name)
     if "/" in name or os.sep in name:
         raise ShapewiseError(f"{name}: no such file or folder; give a config.json, the folder holding one, a hub "

@@ -148,6 +148,12 @@ TOP = Limit("how many to show", 1, 10_000, reason="more rows than anyone reads")
 # A count a flag gives that no bound above says more about (GPUs in a cluster, tokens in a batch):
 # kept within a 32-bit int, the width cuBLAS and NCCL count elements in.
 COUNT = Limit("the count", 1, 2**31 - 1, reason="a 32-bit int")
+# A step's global batch (plan's --global-batch). The largest published run a few million to tens of millions of
+# tokens (GPT-3's 3.2M, Brown et al. 2020, Table 2.1; Llama 3 405B's 16M, Dubey et al. 2024, section 3.4.1) and
+# tens of thousands of sequences (BERT in 76 minutes: 65,536 of 128, You et al. 2019). Sixteen times either is
+# still priced, as arithmetic it is, but with a warning: a slip of the exponent, or sequences given as tokens.
+SANE_BATCH_TOKENS = 2**28
+SANE_BATCH_SEQUENCES = 2**20
 RATE = Limit("the rate", 0, 1e9, whole=False, low_open=True, reason="a billion per second or per step")
 TOKENS_TO_TRAIN = Limit("the tokens to train on", 1, 1e16,
                         reason="ten quadrillion; a larger count is a slip of the exponent")

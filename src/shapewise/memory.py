@@ -39,7 +39,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .dtypes import activation_bytes
+from .dtypes import DTYPE_BYTES, activation_bytes
 from .errors import ShapewiseError
 from .hardware import GPU
 from .parallel import (
@@ -80,9 +80,24 @@ PRECISIONS = {p.name: p for p in (
     Precision("mixed-fp32-grads", weights=2, grads=4, master=4, moments=8, step_temp=0),
     # bf16 weights and AdamW in bf16: torch's foreach AdamW makes sqrt(v) for every parameter at once.
     Precision("bf16", weights=2, grads=2, master=0, moments=4, step_temp=2),
-    # Forward and backward only (verify's measurement): no optimizer.
+    # fp32 weights, gradients and AdamW moments: 4 + 4 + 8 = 16 bytes a parameter, mixed precision's total
+    # split otherwise (no master copy); foreach AdamW makes sqrt(v) for every parameter at the step.
+    Precision("fp32", weights=4, grads=4, master=0, moments=8, step_temp=4),
+    # Forward and backward only (verify's measurement): no optimizer; in a 16-bit dtype, or in fp32.
     Precision("no-optimizer", weights=2, grads=2, master=0, moments=0, step_temp=0),
+    Precision("no-optimizer-fp32", weights=4, grads=4, master=0, moments=0, step_temp=0),
 )}
+
+
+def training_precision(dtype: str) -> str:
+    """The precision a training step in dtype keeps its state in, as estimate assumes by default: a
+    4-byte dtype's in fp32, any narrower one's as mixed precision (16-bit weights, fp32 master copies)."""
+    return "fp32" if DTYPE_BYTES.get(dtype) == 4 else "mixed"
+
+
+def adam_text(dtype: str) -> str:
+    """How the output names the optimizer state estimate prices for a training step in dtype."""
+    return "fp32 Adam (no master copies)" if training_precision(dtype) == "fp32" else "mixed-precision Adam"
 
 
 @dataclass(frozen=True)
@@ -308,9 +323,10 @@ def training_arrays(shape: ModelShape, *, seq: int, dtype_bytes: int, attention:
 
 
 def estimate(shape: ModelShape, workload: Workload, parallel: Parallelism = Parallelism(), *,
-             precision: str | Precision = "mixed", framework: str | Framework = "torch") -> Memory:
-    """The peak bytes per GPU of one step (training) or of serving (prefill, decode), by part."""
-    precision = _lookup(PRECISIONS, precision, "precision")
+             precision: str | Precision | None = None, framework: str | Framework = "torch") -> Memory:
+    """The peak bytes per GPU of one step (training) or of serving (prefill, decode), by part; a training
+    step's state by default as training_precision(workload.dtype) keeps it."""
+    precision = _lookup(PRECISIONS, precision or training_precision(workload.dtype), "precision")
     framework = _lookup(FRAMEWORKS, framework, "framework")
     if workload.mode != "train":
         return _inference(shape, workload, framework)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .dtypes import activation_bytes
 from .errors import ShapewiseError, warn
+from .limits import COUNT
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -143,6 +144,7 @@ class Parallelism:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ShapewiseError(f"parallelism: {name} must be a positive whole number, got {value!r}")
+            COUNT.check(value, f"parallelism: {name}")  # no more than plan's --global-batch has tokens
         if self.zero not in (0, 1, 2, 3):
             raise ShapewiseError(f"parallelism: ZeRO stage must be 0, 1, 2 or 3, got {self.zero!r}")
         if self.recompute not in RECOMPUTE:

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ShapewiseError, check_name
+from .errors import ShapewiseError, check_name, warn
 from .hardware import GPU
-from .limits import COUNT, RATE, SEQ, flag
-from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays
+from .limits import COUNT, RATE, SANE_BATCH_SEQUENCES, SANE_BATCH_TOKENS, SEQ, flag
+from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays, training_precision
 from .parallel import RECOMPUTE, Network, layer_times, network_for, stage_layers, step_arrays
 from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload
@@ -141,7 +141,7 @@ def layouts(shape: ModelShape, *, gpus: int, global_batch: int, gpus_per_node: i
 
 def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_batch_tokens: int, seq: int,
          gpus_per_node: int = GPUS_PER_NODE, inter_gbs: float | None = None, intra_gbs: float | None = None,
-         precision: str = "mixed", framework: str = "megatron", dtype: str = "bf16", attention: str = "flash",
+         precision: str | None = None, framework: str = "megatron", dtype: str = "bf16", attention: str = "flash",
          top: int = 5, overlap_dp: bool = True, shapes: tuple[ModelShape, ...] = ()) -> PlanResult:
     """The fastest layouts of `shape` (and of each of `shapes`, alternatives of about its size) on
     `gpus` GPUs that fit in memory; a step is global_batch_tokens tokens of sequences of `seq`.
@@ -158,6 +158,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
     seq, top = SEQ.check(seq, "--seq (seq)"), COUNT.check(top, "--top (top)")  # a caller may ask for every layout
     inter_gbs, intra_gbs = (None if gbs is None else RATE.check(gbs, name) for gbs, name in (
         (inter_gbs, "--inter-node-gbs (inter_gbs)"), (intra_gbs, "--intra-node-gbs (intra_gbs)")))
+    precision = training_precision(dtype) if precision is None else precision  # fp32's state for an fp32 step
     check_name(precision, PRECISIONS, "precision")
     check_name(framework, FRAMEWORKS, "framework")
     overlap_dp = flag(overlap_dp, "overlap_dp")
@@ -167,6 +168,7 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
     if global_batch_tokens % seq:
         raise ShapewiseError(f"the global batch of {global_batch_tokens:,} tokens is not a whole number of "
                              f"sequences of {seq:,}; give a multiple of {seq:,}")
+    _say_absurd_batch(global_batch_tokens, seq)
     if gpus > gpus_per_node and gpus % gpus_per_node:
         raise ShapewiseError(f"{gpus} GPUs do not fill whole nodes of {gpus_per_node}; give a multiple of {gpus_per_node}")
     network = network_for(gpu, gpus=gpus, gpus_per_node=gpus_per_node, inter_gbs=inter_gbs, intra_gbs=intra_gbs)
@@ -217,6 +219,16 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
                   for step_ms, s, lay, times, mem, flops in found[:top])
     return PlanResult(plans, considered, fitting, time.perf_counter() - start, gpus, global_batch_tokens, seq,
                       network, model.source)
+
+
+def _say_absurd_batch(tokens: int, seq: int) -> None:
+    """One warning for a global batch past any published one (limits.SANE_BATCH_TOKENS, SANE_BATCH_SEQUENCES):
+    priced all the same, each micro-batch a forward and backward run in turn."""
+    sequences = tokens // seq
+    if tokens > SANE_BATCH_TOKENS or sequences > SANE_BATCH_SEQUENCES:
+        warn(f"a global batch of {tokens:,} tokens ({sequences:,} sequences of {seq:,}) is more than sixteen times "
+             f"the largest published ({SANE_BATCH_TOKENS // 16:,} tokens; {SANE_BATCH_SEQUENCES // 16:,} sequences): "
+             f"priced as given, a step of micro-batches run one after another; --global-batch counts tokens")
 
 
 def _no_layout(shape: ModelShape, *, gpus: int, sequences: int, seq: int, gpus_per_node: int) -> str:

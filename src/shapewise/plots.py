@@ -650,18 +650,41 @@ def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = 
     for number, row in enumerate(rows, 1):
         _check_verified(row, number)
     gpu = _gpu(gpu)
+    at = verified_at(rows)
 
     def column(values) -> np.ndarray:
         return np.array([1.0, *(math.nan if v is None else float(v) for v in values)])
 
     return {
         "figure": "suggestions", "gpu": gpu.name, "dtype": dtype, "source": _source(len(rows)), "model": model,
+        **({"workload": f"train, b = {at['batch']}, s = {at['seq']}"} if "batch" in at and "seq" in at else {}),
         "labels": ["original", *(str(r["candidate"]) for r in rows)],
         "predicted_speedup": column(r["predicted_speedup"] for r in rows),
         "measured_speedup": column(r["measured_speedup"] for r in rows),
         "ci_low": column(r["ci"][0] for r in rows),
         "ci_high": column(r["ci"][1] for r in rows),
     }
+
+
+# What a verify run records of where it measured (verify.Verification.to_json), as the plot's flags name them.
+VERIFIED_AT = {"batch": "--batch", "seq": "--seq", "dtype": "--dtype"}
+
+
+def verified_at(rows: list[dict]) -> dict:
+    """The micro-batch, sequence length and dtype a verify run measured at, as its rows record them; empty
+    for a file written before verify --json gave them."""
+    found = [tuple(row.get(name) for name in VERIFIED_AT) for row in rows]
+    if any(at != found[0] for at in found):
+        raise ShapewiseError("its candidates give different batch, seq and dtype: "
+                             + ", ".join(str(at)[:60] for at in found[:3]))
+    at = {name: value for name, value in zip(VERIFIED_AT, found[0]) if value is not None}
+    for name in ("batch", "seq"):
+        value = at.get(name, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ShapewiseError(f"{name} is {str(value)[:40]}, not a positive whole number")
+    if not isinstance(at.get("dtype", "bf16"), str) or at.get("dtype", "bf16") not in DTYPE_BYTES:
+        raise ShapewiseError(f"dtype is {str(at['dtype'])[:40]}, not one of {', '.join(DTYPE_BYTES)}")
+    return at
 
 
 def _check_verified(row, number: int) -> None:

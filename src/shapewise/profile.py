@@ -463,6 +463,27 @@ def _find(key: str, stamps: tuple) -> Profile | None:
     return None
 
 
+def for_gpu(profile: Profile, gpu: str, *, borrow: bool = False, device: str | None = None,
+            gpu_times: bool = False) -> Profile:
+    """A given profile to price GPU `gpu` with (or be judged as its): itself where it is that GPU's; another
+    GPU's only where borrowed (lent), else refused in one line. One fitted on CPU times is refused for them
+    first (check_measured_on, `device` as there), not sent to a --gpu that would be refused in turn.
+    gpu_times: it is to judge times measured on `gpu` itself, which another --gpu would not make its."""
+    if profile.gpu == gpu:
+        return profile
+    where = profile.path or "the profile"
+    if profile.environment.get("device") == "cpu":
+        check_measured_on(profile, gpu, where, device=device)
+    if not borrow:
+        if gpu_times:
+            raise ShapewiseError(f"{where} is a profile of the {profile.gpu}, not of the {gpu} whose times it would "
+                                 f"judge: add --borrow-profile to judge it as the {gpu}'s, or run `shapewise "
+                                 f"calibrate` on the {gpu} for its own")
+        raise ShapewiseError(f"{where} is a profile of the {profile.gpu}, not the {gpu}: give --gpu {profile.gpu}, "
+                             f"or add --borrow-profile to price {gpu} with it")
+    return lent(profile, gpu)
+
+
 def lent(profile: Profile, to: str) -> Profile:
     """A profile as another GPU borrows it: marked so, less its one-row walk (params.WALK_*), a choice of
     kernels that cuBLAS makes on the lending GPU alone (an H100 runs another kernel there)."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 
 from .cost import StepCost, predict_step
 from .hardware import GPU
-from .memory import PRECISIONS, Memory, capacity_bytes, estimate
+from .memory import PRECISIONS, Memory, adam_text, capacity_bytes, estimate, training_precision
 from .ops import COMM, MEMORY
 from .parallel import optimizer_ms
 from .profile import CostModel, Profile, cost_model
@@ -22,7 +22,7 @@ LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "
 class CheckResult:
     step: StepCost
     findings: tuple[Finding, ...]
-    memory: Memory | None = None  # per GPU: mixed-precision Adam, no pipeline, no ZeRO, no recompute
+    memory: Memory | None = None  # per GPU: Adam (memory.adam_text), no pipeline, no ZeRO, no recompute
     caveats: tuple[str, ...] = ()  # what the price assumes that the model does not give (rules.caveats)
     # Training only: what the step above leaves out and `plan` prices, so that the two agree in words.
     optimizer_ms: float = 0.0  # Adam's update after the backward (the step's time is forward and backward)
@@ -54,7 +54,7 @@ def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, 
     said = caveats(shape, workload) + gpu_caveats(step.model.gpu, workload)
     extra = {}
     if workload.mode == "train":
-        adam = PRECISIONS["mixed"]  # estimate's default, as the memory line says
+        adam = PRECISIONS[training_precision(workload.dtype)]  # estimate's default, as the memory line says
         extra = {"optimizer_ms": float(optimizer_ms(needed.weights / adam.weights, adam, step.model.params,
                                                     step.gpu.bytes_per_s)),
                  "megatron_memory": estimate(shape, workload, framework="megatron")}
@@ -139,6 +139,12 @@ def finding_table(findings) -> Table:
     return Table(("cost ms", "of step", "rule", "finding", "fix", "ops"), rows, frozenset({0, 1}))
 
 
+def _within_error_note(s) -> str:
+    """What to do with a suggestion the model cannot tell from the original: `shapewise verify` measures
+    training steps alone, so a prefill or decode one is to be measured otherwise (bench ops --mode)."""
+    return "within the model's error — " + ("verify it" if s.candidate.workload.mode == "train" else "measure it")
+
+
 def suggestion_table(suggestions, *, memory_of: float | None = None) -> Table:
     """One row per search.Suggestion, ranked from 1: its predicted speedup with the 90% interval, and
     with memory_of (the GPU's bytes) each one's memory per GPU."""
@@ -150,7 +156,7 @@ def suggestion_table(suggestions, *, memory_of: float | None = None) -> Table:
         memory = [f"{s.memory_bytes / 2**30:,.1f} of {memory_of / 2**30:,.1f}"] if memory_of else []
         rows.append([f"{i}", change_text(s.changes), f"{s.candidate.params / 1e9:.3f}B", f"{s.params_delta:+.2%}",
                      f"{s.speedup:.3f}×", f"{lo:.3f}–{hi:.3f}", *memory,
-                     "within the model's error — verify it" if s.within_error else "", ", ".join(s.fixes)])
+                     _within_error_note(s) if s.within_error else "", ", ".join(s.fixes)])
     head = ("#", "changes", "params", "Δ params", "predicted speedup", "90% interval",
             *(("memory GiB",) if memory_of else ()), "note", "fixes")
     return Table(head, rows, frozenset({0, 2, 3, 4, 5, 6} if memory_of else {0, 2, 3, 4, 5}))
@@ -199,7 +205,7 @@ def render(result: CheckResult, console) -> None:
         other = (f"; Megatron-LM keeps less, its {fused} fused: {said}, as `plan` prices it"
                  if said and said != f"{result.memory.total_bytes / 2**30:,.1f} GiB" else "")
         console.print(f"memory per GPU {result.memory.text()} of {capacity_bytes(gpu) / 2**30:,.1f} GiB"
-                      + (f" (mixed-precision Adam in PyTorch eager, no pipeline, no ZeRO, no recomputation{other})"
+                      + (f" ({adam_text(w.dtype)} in PyTorch eager, no pipeline, no ZeRO, no recomputation{other})"
                          if w.mode == "train" else ""),
                       soft_wrap=True)  # a line of text, not a table: left whole where it is piped (common.console)
     if not result.findings:

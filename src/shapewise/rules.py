@@ -195,7 +195,7 @@ def _tensor_parallel_caveats(w: Workload) -> list[str]:
 
 
 def fits_in_memory(shape: ModelShape, workload: Workload, gpu: GPU, *, headroom: float = 1.0) -> bool:
-    """One tensor-parallel rank's step within the GPU's memory (memory.estimate: mixed-precision Adam,
+    """One tensor-parallel rank's step within the GPU's memory (memory.estimate: Adam as memory.adam_text says,
     no pipeline, no ZeRO, no recomputation; the allocator's allowance is part of the estimate)."""
     return estimate(shape, workload).total_bytes <= capacity_bytes(gpu) * headroom
 

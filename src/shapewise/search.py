@@ -52,7 +52,7 @@ class Candidate:
 
     @cached_property
     def memory_bytes(self) -> int:
-        """Per GPU, memory.estimate's (mixed-precision Adam in training): what suggest and search fit by."""
+        """Per GPU, memory.estimate's (Adam in training, as memory.adam_text says): what suggest and search fit by."""
         return round(estimate(self.shape, self.workload).total_bytes)
 
     def fits(self, capacity_bytes: int) -> bool:
@@ -85,7 +85,7 @@ class Suggestions:
     model: CostModel  # the cost model that ranked them
     run_changes: tuple[Suggestion, ...]  # changed micro-batch or t, alone and with the best shape, that fit
     alternatives: tuple[Suggestion, ...]  # no faster shape: the nearest ones, when no shape is beyond error
-    original_memory_bytes: int  # per GPU, memory.estimate's (mixed-precision Adam in training)
+    original_memory_bytes: int  # per GPU, memory.estimate's (Adam in training, as memory.adam_text says)
     gpu_memory_bytes: int
     errors: OpErrors  # the measured errors the intervals come from
     vary: tuple[str, ...]  # run settings ranked with the shapes
@@ -385,9 +385,9 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
            mlp: str = "swiglu", attention: str = "gqa", params_tol: float = 0.05,
            aspect: tuple[float, float] = (32.0, 256.0), top: int = 10) -> SearchResult:
     """Shapes from scratch within params_tol of params_target: hidden (multiples of 256), head dim
-    (64, 128), kv heads (per `attention`: mha, gqa with 8 groups or mqa), FFN width (4h, or 8h/3 for
-    gated MLPs, rounded to 256 and two neighbours), and the layer count that meets the budget. gpu:
-    as suggest's."""
+    (64, 128), kv heads (per `attention`: mha, gqa with heads // 8 of them, at least 1, or mqa), FFN
+    width (4h, or 8h/3 for gated MLPs, rounded to 256 and two neighbours), and the layer count that meets
+    the budget. gpu: as suggest's."""
     model = cost_model(gpu)  # (reading a profile is not screening: it is done before the clock starts)
     start = time.perf_counter()
     # The flags' own checks, for the library's callers (the command line refuses these first).
@@ -448,7 +448,11 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
         within = budget & (ratio >= aspect[0]) & (ratio <= aspect[1])
         tables = (f"; a vocabulary of {vocab:,} takes {smallest:,.0f} of them at hidden {hidden[0]}: give a smaller "
                   "--vocab" if smallest > params_target / 2 else "")
-        advice = tables or ": widen --params-tol or change --params"
+        in_band = total[(ratio >= aspect[0]) & (ratio <= aspect[1])]
+        largest = float(in_band.max()) if in_band.size else math.inf  # no --params-tol reaches past it
+        past = params_target * (1 - PARAMS_TOL.high) > largest
+        advice = tables or (f": its largest has {largest:.3g} parameters; give a smaller --params" if past
+                            else ": widen --params-tol or change --params")
         if budget.any() and not within.any():
             raise ShapewiseError(f"{grid} is within {params_tol:g} of {params_target:g} parameters: those that are "
                                  f"have hidden/layers outside {aspect[0]:g}-{aspect[1]:g}{advice}")

@@ -3,13 +3,14 @@ published models live in presets.py; Hugging Face config.json reading and writin
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import numbers
 from dataclasses import dataclass
 
 from .dtypes import DTYPE_BYTES
-from .errors import ShapewiseError, check_name, listed
+from .errors import ShapewiseError, check_name, listed, warn
 from .limits import FIELDS, SEQ, check_tokens
 
 # Matrices per MLP block: plain MLPs have up and down, gated ones (GLU family) add a gate.
@@ -75,6 +76,12 @@ def _require_positive_int(owner: str, field: str, value, *, allow_zero: bool = F
         raise ShapewiseError(f"{owner}: {field} must be {low}, got {value}")
     if field in FIELDS and value > FIELDS[field].high:  # bounded: limits.py says why
         FIELDS[field].check(value, f"{owner}: {field}")
+
+
+# Set while ModelShape.replace makes a shape from another: the notes said of a shape as it is made (a
+# pattern longer than the model) are said of the one the user made, not again of each one derived from it
+# (a search's hundreds of candidates, a one-layer block).
+_DERIVING = contextvars.ContextVar("deriving", default=False)
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,12 @@ class ModelShape:
             raise ShapewiseError(f"{owner}: shared_expert_gate needs shared experts (num_shared_experts > 0)")
         if self.window > SEQ.high:
             SEQ.check(self.window, f"{owner}: window")
+        if not _DERIVING.get():  # a shape made from another (replace) was said of when that one was made
+            for name, none in (("global_every", "no layer attends globally"),
+                               ("nope_every", "every layer is rotary")):
+                if getattr(self, name) > self.num_layers:
+                    warn(f"{owner}: {name} {getattr(self, name)} is more than its {self.num_layers} layers, so "
+                         f"{none}, as with {name} 0")
 
     # Derived values: properties, never stored, so dataclasses.replace keeps them consistent.
     @property
@@ -345,7 +358,11 @@ class ModelShape:
         return self.params - self.num_moe_layers * idle * self._mlp_params(self.expert_width)
 
     def replace(self, **changes) -> "ModelShape":
-        return dataclasses.replace(self, **changes)
+        token = _DERIVING.set(True)
+        try:
+            return dataclasses.replace(self, **changes)
+        finally:
+            _DERIVING.reset(token)
 
     @property
     def layers_alike(self) -> bool:

@@ -58,13 +58,15 @@ class Verification:
     original_measured_step_ms: float = math.nan
     original_predicted_step_ms: float = math.nan
 
-    def to_json(self, what: str, changes: dict | None) -> dict:
+    def to_json(self, what: str, changes: dict | None, *, original: Workload) -> dict:
         """One candidate of verify --json: what the search said of it and its changes beside the speedups.
         The step times are the step as the mode timed it (a whole step, or layers × layer + head), the
         original's beside the candidate's; a layer run adds its two medians. Files written before these
-        fields gave "layer_ms" alone, the whole step's in "model" mode."""
+        fields gave "layer_ms" alone, the whole step's in "model" mode. batch, seq and dtype are the original's,
+        the run's (a candidate that changes the batch says so in its changes); older files lack them."""
         parts = {"layer_ms": self.layer_ms, "head_ms": self.head_ms} if self.mode == "layer" else {}
         return {"candidate": self.label, "what": what, "changes": changes, "mode": self.mode,
+                "batch": original.batch, "seq": original.seq, "dtype": original.dtype,
                 "predicted_speedup": self.predicted_speedup, "predicted_interval": list(self.predicted_interval),
                 "measured_speedup": self.measured_speedup, "ci": [self.ci_low, self.ci_high],
                 "predicted_step_ms": self.predicted_step_ms, "measured_step_ms": self.measured_step_ms,
@@ -202,7 +204,11 @@ def _need_bytes(shape: ModelShape, workload: Workload, *, whole: bool) -> float:
     from .memory import estimate
 
     one = shape if whole else shape.one_layer()
-    return estimate(one, workload, precision="no-optimizer", framework="torch-bf16-loss").allocated_bytes
+    # An fp32 model's weights and gradients are 4 bytes, and its loss keeps fp32 logits, log-softmax and
+    # gradient (the torch framework's 12 bytes a logit); a 16-bit one's 2, and 6 bytes a logit.
+    wide = workload.dtype_bytes == 4
+    return estimate(one, workload, precision="no-optimizer-fp32" if wide else "no-optimizer",
+                    framework="torch" if wide else "torch-bf16-loss").allocated_bytes
 
 
 def _whole_models_fit(shapes, memory: int | None, headroom: float = 0.6) -> bool:

@@ -289,6 +289,9 @@ def run_validate(args) -> int:
         raise ShapewiseError(f"{listed(measuring, 'and')}: --from-db measures nothing, it reads the store; leave "
                              f"{'it' if len(measuring) == 1 else 'them'} out, or --from-db to measure")
     args.seed = VALIDATE_SEED if args.seed is None else args.seed
+    if args.borrow_profile and not args.profile:
+        raise ShapewiseError("--borrow-profile lends the profile at --profile to another GPU: give --profile PATH "
+                             "too, or leave --borrow-profile out")
     if args.set == "variants":
         return _validate_variants(args)
     if args.device == "cpu" and not args.quick and not args.from_db:
@@ -299,12 +302,19 @@ def run_validate(args) -> int:
              "CPU, and CPU times judge no GPU's profile; `--quick` is the smoke test")
     from ..store import Store
 
+    profile = load(args.profile) if args.profile else None
+    if profile is not None and args.gpu and not args.from_db:  # refused before a store is made for the run
+        from ..hardware import get_gpu
+        from ..profile import for_gpu
+
+        for_gpu(profile, get_gpu(args.gpu).key, borrow=args.borrow_profile, device=args.device,
+                gpu_times=args.device != "cpu")
     # --from-db only reads: a path that names no store is refused, not made an empty one
     with Store(args.db, read_only=True) if args.from_db else open_store(args) as store:
-        done = validate(store=store, gpu=args.gpu, profile=load(args.profile) if args.profile else None,
+        done = validate(store=store, gpu=args.gpu, profile=profile,
                         judge_set=args.set, configs=args.configs, device=args.device, dtype=args.dtype,
                         quick=args.quick, seed=args.seed, from_store=args.from_db, warmup_ms=args.warmup_ms,
-                        budget_ms=args.budget_ms, force=args.force)
+                        budget_ms=args.budget_ms, force=args.force, borrow_profile=args.borrow_profile)
     if done.sweep is not None:
         rank0_only(done.sweep)
     if done.interrupted:  # judged on nothing: a part of the set is no verdict on it
@@ -346,7 +356,7 @@ def _validate_variants(args) -> int:
     from ..hardware import get_gpu
     from ..judges import read_configs
     from ..measure import check_device, environment, measured_gpu
-    from ..profile import cost_model, load
+    from ..profile import cost_model, for_gpu, load
     from ..shapes import Workload
     from ..variants import draw, measure, toy
     from .common import check_tokens
@@ -359,6 +369,9 @@ def _validate_variants(args) -> int:
         gpu = get_gpu(profile.gpu)
     else:
         gpu = measured_gpu(environment(args.device), device=args.device)
+    if profile is not None:
+        profile = for_gpu(profile, gpu.key, borrow=args.borrow_profile, device=args.device,
+                          gpu_times=args.device != "cpu")
     model = cost_model(gpu, profile=profile, device=args.device)
     shapes = read_configs(args.configs)
     batch, seq = args.batch or (2 if args.quick else 4), args.seq or (32 if args.quick else 2048)

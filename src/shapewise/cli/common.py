@@ -160,7 +160,7 @@ def add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> No
 
 
 def add_workload_args(p: argparse.ArgumentParser, *, batch: int = 4, seq: int = 2048, note: str = "",
-                      modes: bool = True) -> None:
+                      modes: bool = True, tp_help: str = "tensor-parallel degree") -> None:
     """--batch, --seq and --tp, each bounded (limits.py says why); `note` follows each default
     that differs from check's; modes: the command takes --mode (decode's --seq is the cache's length)."""
     from ..limits import BATCH, SEQ, TP
@@ -168,7 +168,7 @@ def add_workload_args(p: argparse.ArgumentParser, *, batch: int = 4, seq: int = 
     seq_help = "sequence length, or KV-cache length in decode" if modes else "sequence length (a training step)"
     p.add_argument("--batch", "-b", type=BATCH.arg, default=batch, help="micro-batch, sequences per step" + note)
     p.add_argument("--seq", "-s", type=SEQ.arg, default=seq, help=seq_help + note)
-    p.add_argument("--tp", "-t", type=TP.arg, default=1, help="tensor-parallel degree")
+    p.add_argument("--tp", "-t", type=TP.arg, default=1, help=tp_help)
 
 
 def check_tokens(batch: int, seq: int) -> None:
@@ -231,15 +231,17 @@ def with_warnings(out: dict) -> dict:
 # ---- the cost model ---------------------------------------------------------------------------
 
 def add_cost_args(p: argparse.ArgumentParser, *, judged: bool = False) -> None:
-    """--profile and --spec-only: which cost model a command predicts with (see cost_model); for a
-    command that judges a profile (validate), --profile alone: which one."""
+    """--profile, --borrow-profile and --spec-only: which cost model a command predicts with (see
+    cost_model); for a command that judges a profile (validate), no --spec-only."""
     if judged:
         p.add_argument("--profile", metavar="PATH", help="the profile to judge (default: the one predictions use)")
-        return
-    p.add_argument("--profile", metavar="PATH",
-                   help="use this calibrated profile (default: the GPU's own, else the shipped one)")
+    else:
+        p.add_argument("--profile", metavar="PATH",
+                       help="use this calibrated profile (default: the GPU's own, else the shipped one)")
     p.add_argument("--borrow-profile", action="store_true",
                    help="use --profile even though it was measured on another GPU than --gpu (the output says so)")
+    if judged:
+        return
     p.add_argument("--spec-only", action="store_true", help="ignore profiles: the spec model alone")
 
 
@@ -257,17 +259,11 @@ def cost_model(args, gpu: GPU | None) -> CostModel | None:
                              + ("--spec-only uses no profile; leave --borrow-profile out" if spec_only
                                 else "give --profile PATH too, or leave --borrow-profile out"))
     profile = None
-    if path and gpu is not None:
-        from ..profile import check_measured_on, lent, load
+    if path and gpu is not None:  # a profile measured on one GPU prices another only when asked, and says so
+        from ..profile import for_gpu, load
 
-        profile = load(path)
-        if profile.gpu != gpu.key:  # a profile measured on one GPU prices another only when asked, and says so
-            if profile.environment.get("device") == "cpu":  # CPU times price no GPU: said first, not a --gpu
-                check_measured_on(profile, gpu.key, path, device=getattr(args, "device", None))  # refused in turn
-            if not getattr(args, "borrow_profile", False):
-                raise ShapewiseError(f"{path} was measured on {profile.gpu}, not {gpu.key}: give --gpu {profile.gpu}, "
-                                     f"or add --borrow-profile to price {gpu.key} with it")
-            profile = lent(profile, gpu.key)
+        profile = for_gpu(load(path), gpu.key, borrow=getattr(args, "borrow_profile", False),
+                          device=getattr(args, "device", None))
     return choose(gpu, spec_only=spec_only, profile=profile) if gpu is not None else None
 
 

@@ -263,11 +263,20 @@ def run_plot(args) -> int:
             try:
                 data = plots.verified_data(rows, model=shape.name, gpu=gpu, dtype=workload.dtype)
                 mismatch = plots.verified_model_mismatch(rows, shape)
+                at = plots.verified_at(rows)
             except ShapewiseError as err:
                 raise ShapewiseError(f"{args.verified} is not the output of `shapewise verify --json`: {err}") from None
             if mismatch:
                 raise ShapewiseError(f"{args.verified} is a verify run of another model: {mismatch}; give the model "
                                      "it verified")
+            given = {"batch": workload.batch, "seq": workload.seq, "dtype": workload.dtype}
+            if not at:
+                warn(f"{args.verified} records no batch, sequence length or dtype (written before `verify --json` "
+                     f"gave them): not checked against the {_at_text(given)} given here")
+            elif any(given[name] != value for name, value in at.items()):
+                raise ShapewiseError(f"{args.verified} was measured at {_at_text(at)}, not at the "
+                                     f"{_at_text({k: given[k] for k in at})} it would be drawn with; give "
+                                     + " ".join(f"{plots.VERIFIED_AT[k]} {v}" for k, v in at.items()))
             fig = plots.suggestions_figure(data)
         else:
             from ..search import suggest
@@ -279,6 +288,11 @@ def run_plot(args) -> int:
     path = plots.save(fig, out)
     print(f"wrote {path}")
     return 0
+
+
+def _at_text(at: dict) -> str:
+    """"b=4 s=2048 bf16": where a verify run measured, or what a plot of it is given."""
+    return " ".join(f"{'b=' if k == 'batch' else 's=' if k == 'seq' else ''}{v}" for k, v in at.items())
 
 
 def _verify_json(path: str):

@@ -35,8 +35,8 @@ def _add_shape_search_args(p) -> None:
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.02, help="relative tolerance on the parameter count")
     p.add_argument("--top", type=top_int, default=5, help="how many suggestions")
     p.add_argument("--keep", metavar="FIELDS", action=Repeated,
-                   help="fields not to change: hidden,layers,heads,kv_heads,head_dim,ffn,vocab,batch,tp "
-                        "(repeat it to add more)")
+                   help="fields not to change, comma-separated (--keep heads,vocab): hidden, layers, heads, "
+                        "kv_heads, head_dim, ffn, vocab, batch, tp (repeat it to add more)")
     p.add_argument("--vary", metavar="FIELDS", action=Repeated,
                    help="run settings ranked with the shapes: batch,tp (by default they form a table of their own)")
     p.add_argument("--aspect-band", type=ASPECT_BAND.arg, default=1.5,
@@ -100,20 +100,29 @@ def _suggestions(args):
 
 
 GIB = 2 ** 30
-WITHIN_ERROR = "within the model's error — verify it"
-# What memory.estimate assumes of a training step: said wherever its figure is printed.
-TRAINING_MEMORY = "mixed-precision Adam in PyTorch eager, no ZeRO, no recomputation"  # as check holds it
+
+
+def training_memory_text(workload) -> str:
+    """What memory.estimate assumes of a training step, as check says it: said wherever its figure is printed."""
+    from ..memory import adam_text
+
+    if workload.mode != "train":
+        return ""
+    return f" ({adam_text(workload.dtype)} in PyTorch eager, no ZeRO, no recomputation)"
 
 
 def nothing_faster_text(result, params_tol: float) -> str:
-    """The one line said when no shape beats the original by more than the model's error."""
+    """The one line said when no shape beats the original by more than the model's error; the nearest are
+    listed below it where there are any."""
+    then = ", or measure the nearest below" if result.alternatives else \
+        " (no other shape is within reach: widen --params-tol or --aspect-band, or --keep fewer fields)"
     return (f"No shape within {params_tol:.0%} of the parameters is predicted faster than the original by more than "
-            f"the model's error ({result.considered} considered): keep the shape, or measure the nearest below.")
+            f"the model's error ({result.considered} considered): keep the shape{then}.")
 
 
 def not_fitting_text(result, workload) -> str:
     """The one line said when the original does not fit in the GPU's memory."""
-    what = f" ({TRAINING_MEMORY})" if workload.mode == "train" else ""
+    what = training_memory_text(workload)
     return (f"The original does not fit: it needs {result.original_memory_bytes / GIB:,.1f} GiB per GPU at "
             f"b={workload.batch} t={workload.tp}{what}, the GPU has {result.gpu_memory_bytes / GIB:,.1f} GiB; "
             f"shapes are ranked at these settings all the same, and only settings that fit are proposed.")
@@ -130,6 +139,9 @@ def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -
     """suggest --json: the three tables, the memory and the intervals' source."""
     errors = result.errors
     return {"model": shape.name, "params": shape.params, "gpu": gpu.key, "cost_model": source,
+            # what the original was priced at, as check --json and search --json say theirs
+            "workload": {"batch": workload.batch, "seq": workload.seq, "tp": workload.tp, "dtype": workload.dtype,
+                         "mode": workload.mode, "attention": workload.attention},
             "original_ms_per_token": result.original.gpu_ms_per_token,
             "original_memory_bytes": result.original_memory_bytes, "gpu_memory_bytes": result.gpu_memory_bytes,
             "original_fits": result.original_fits, "vary": list(result.vary),
@@ -210,7 +222,7 @@ def run_suggest(args) -> int:
               f"{1000 / o.gpu_ms_per_token:,.0f} tokens/s per GPU on {gpu.name} ({workload.mode}, b={workload.batch} "
               f"s={workload.seq} t={workload.tp} {workload.dtype}); cost model: {source}")  # as check names it
     if result.original_fits:
-        what = f" ({TRAINING_MEMORY})" if workload.mode == "train" else ""
+        what = training_memory_text(workload)
         out.print(f"memory per GPU {result.original_memory_bytes / GIB:,.1f} GiB of {result.gpu_memory_bytes / GIB:,.1f}"
                   f" GiB{what}")
     else:
@@ -258,7 +270,9 @@ def add_search(sub) -> None:
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16", help="the data type of every op")
     p.add_argument("--vocab", type=SEARCH_VOCAB.arg, default=32000, help="vocab size, padded to a multiple of 64·t")
     p.add_argument("--mlp", choices=("swiglu", "geglu", "gelu", "relu"), default="swiglu", help="the MLP's kind")
-    p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa", help="gqa: 8 query heads per kv head")
+    p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa",
+                   help="gqa: a kv head per 8 query heads, rounded down (20 heads share 2 kv heads, 10 each; under "
+                        "16 heads, 1)")
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.05,
                    help="relative tolerance on the budget (suggest's default differs: 0.02)")
     p.add_argument("--top", type=top_int, default=10,
@@ -291,7 +305,7 @@ def run_search(args) -> int:
     listed = {c.shape.name: c for c in (*result.pareto, *result.top)}.values()
     too_big = sum(not result.fits(c) for c in listed)
     if too_big:
-        what = f" ({TRAINING_MEMORY})" if workload.mode == "train" else ""
+        what = training_memory_text(workload)
         both = len(result.pareto) + len(result.top) - len(listed)
         warn(f"{too_big} of the {len(listed)} shapes listed (the Pareto front's {len(result.pareto)} and the "
              f"{len(result.top)} fastest{f', {both} in both' if both else ''}) do not fit in {gpu.name}'s "
@@ -306,8 +320,9 @@ def run_search(args) -> int:
         return 0
     out = console()
     out.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted} "
-                  f"within {args.params_tol:.0%} of {args.params / 1e9:g}B params predicted on {gpu.name} in "
-                  f"{result.seconds:.2f} s; cost model: {source}")
+              f"within {args.params_tol:.0%} of {args.params / 1e9:g}B params predicted on {gpu.name} "
+              f"({workload.mode}, b={workload.batch} s={workload.seq} t={workload.tp} {workload.dtype}) in "
+              f"{result.seconds:.2f} s; cost model: {source}")  # the step priced, as check and suggest name it
     front = f"all {len(result.pareto)} shapes" if len(result.pareto) != 1 else "its one shape"
     for title, cands in ((f"Pareto front, {front} (--top limits the list below): more parameters cost speed",
                           result.pareto),
@@ -330,13 +345,14 @@ def add_verify(sub) -> None:
     from ..limits import ROUNDS
 
     p = sub.add_parser("verify", help="measure a model against its suggestions (or other configs) on the GPU")
-    p.add_argument("model", help="a preset name or a config.json: the original")
+    p.add_argument("model", help="the original: a preset name, a Hugging Face hub id (org/name, read from the local "
+                                 "cache) or a config.json path")
     p.add_argument("--config", metavar="OTHER", action="append",
                    help="verify against this config.json instead of the suggestions (repeat for several)")
     p.add_argument("--suggestion", type=_which("suggestion to verify"), metavar="N",
                    help="verify only suggestion N (default: all of --top)")
     p.add_argument("--gpu", default="h200", help="GPU whose cost model gives the predicted speedups")
-    add_workload_args(p)
+    add_workload_args(p, modes=False, tp_help="tensor-parallel degree: 1 alone, as verify measures one GPU's step")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default="bf16", help="the data type of the models")
     p.add_argument("--attention", choices=("flash", "unfused"), default="flash", help="fused or unfused attention")
     add_device_arg(p)
@@ -401,8 +417,8 @@ def run_verify(args) -> int:
                          rounds=args.rounds, mode=args.measure, keep_going=True,
                          on_round=lambda done: advance(f"{len(candidates) + 1} shapes"))
     if args.json:  # changes: what the label says, for `plot suggestions --verified` to read; no interval: null
-        print(json.dumps(finite_json([v.to_json(what, changes) for v, (*_, changes) in zip(results, candidates)]),
-                         indent=2, allow_nan=False))
+        rows = [v.to_json(what, changes, original=workload) for v, (*_, changes) in zip(results, candidates)]
+        print(json.dumps(finite_json(rows), indent=2, allow_nan=False))
         return 0
     whole = results[0].mode == "model"
     why = "as asked: --measure layer" if args.measure == "layer" else "the whole models do not fit at once"
