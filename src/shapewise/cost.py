@@ -46,6 +46,7 @@ from .params import (
     FLEX_FWD,
     FLEX_FWD_OTHER,
     FLEX_MASK,
+    PADDED_SDPA,
     SPEC,
     STREAM_ROWS,
     WALK_BANDS,
@@ -704,16 +705,26 @@ def _flash_cost(op: Op, gpu: GPU, dtype: str, p: CostParams) -> tuple[float, Los
     busy = decode_busy_ms(stream, walk)  # ms
     s = 1e3
     if busy / s > t4:  # bound by streaming the cache (decoding), not by the multiplies
-        return busy + fixed, Losses(memory=stream - t0 * s, kernel=busy - stream + fixed - p.launch_ms,
-                                    launch=p.launch_ms)
+        return padded_sdpa(op, "decode", busy + fixed, Losses(
+            memory=stream - t0 * s, kernel=busy - stream + fixed - p.launch_ms, launch=p.launch_ms))
     # Grouped-query backward: each query head's dK and dV are accumulated in fp32 and then summed over
     # its group, one more pass over 8 bytes per element of every query head's K and V. On the H200
     # (cuDNN) the grouped backwards of the independent attention set ran 5-6% over the model without
     # it, 0.55 of twice these bytes at full bandwidth; the MHA ones 1% (benchmarks/RESULTS.md).
     t_groups = 8 * op.batch * op.n * op.k / gpu.bytes_per_s if not fwd and op.groups > 1 else 0.0
-    return (t4 + t_groups) * s + latency, Losses(
+    return padded_sdpa(op, op.pass_, (t4 + t_groups) * s + latency, Losses(
         kernel=(t1 - t0 + t3 - t2) * s + latency - p.launch_ms, tile=(t2 - t1) * s, wave=(t4 - t3) * s,
-        memory=t_groups * s, launch=p.launch_ms)
+        memory=t_groups * s, launch=p.launch_ms))
+
+
+def padded_sdpa(op: Op, regime: str, time_ms: float, losses: Losses) -> tuple[float, Losses]:
+    """A fused attention call at a head dim that is not a multiple of 8, as torch's SDPA runs it: FlashAttention-2
+    on padded copies, not cuDNN's kernel, priced as cuDNN's times params.PADDED_SDPA[regime] (fwd, bwd, or decode),
+    its excess booked to the head dim's misalignment; any other call as priced."""
+    factor = PADDED_SDPA[regime] if op.k % 8 else 1.0
+    if factor == 1.0:
+        return time_ms, losses
+    return time_ms * factor, losses + Losses(misalign=time_ms * (factor - 1))
 
 
 def _window_cost(op: Op, gpu: GPU, p: CostParams, t0: float, t1: float, latency: float) -> tuple[float, Losses]:

@@ -10,6 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 WINDOW_HEAD_DIMS = (64, 128, 256)  # the head dims of the window factors' buckets
+# Head dims that are not multiples of 8 (16 bytes of bf16): cuDNN's attention and torch's memory-efficient kernel
+# refuse them, and SDPA runs FlashAttention-2 on copies of q, k and v padded to the next multiple of 8, a slower
+# kernel after three copies. Such a call is priced as cuDNN's kernel at its head dim times these factors, by pass
+# (decode: one query against a cache, the memory-bound branch), measured on an H100 with torch 2.11 at seven such
+# head dims from 36 to 250, each factor the median of measured over priced there over the same ratio at ten head
+# dims cuDNN takes (benchmarks/odd_head_dims.py over benchmarks/results/h100-odd-head-dims/).
+PADDED_SDPA = {"fwd": 2.92, "bwd": 1.98, "decode": 5.77}
 # A sliding window's kernel (FlexAttention, compiled, with a block mask) tiles the score matrix in
 # mask blocks of FLEX_MASK rows × FLEX_MASK keys and runs every block the band touches whole. Its
 # programs, by head dim (torch's defaults for 16-bit inputs on sm90, the H100 and H200, in its inductor's

@@ -18,6 +18,7 @@ from .errors import ShapewiseError
 from .hardware import GPU
 from .memory import GIB, capacity_bytes, estimate
 from .parallel import CORE_ATTENTION
+from .params import PADDED_SDPA
 from .shapes import ModelShape, Workload
 
 ALIGN = 64  # the paper's power of two: dims that are multiples of 64 fill the tensor-core tiles
@@ -106,6 +107,8 @@ def _head_dim(shape: ModelShape, w: Workload):
     if d % ALIGN == 0:
         return
     title = f"head dim {d} is not a multiple of {ALIGN}" + (" (too small to fill the tensor cores)" if d < ALIGN else "")
+    if d % 8:  # a price many times its padded neighbour's: cost.padded_sdpa
+        title += " nor of 8 (SDPA runs FlashAttention-2 on padded copies)"
     options = list(_head_options(shape, w))
     for fixed in options:
         yield Proposal("head-dim", title, f"use {fixed.num_heads} heads (head dim {fixed.d_head}"
@@ -150,10 +153,26 @@ def past_fused(head_dims) -> str | None:
             "price): measure it with `shapewise bench ops`")
 
 
+def padded_fused(head_dims) -> str | None:
+    """The caveat of fused attention at head dims that are not multiples of 8 (None where none is): torch runs
+    another kernel there, priced by factors measured on one GPU (params.PADDED_SDPA)."""
+    odd = sorted({int(d) for d in head_dims if d % 8 and d <= MAX_FUSED_HEAD_DIM})
+    if not odd:
+        return None
+    dims = ", ".join(map(str, odd[:4])) + (" …" if len(odd) > 4 else "")
+    return (f"head dim{'s' if len(odd) > 1 else ''} {dims} {'are' if len(odd) > 1 else 'is'} not a multiple of 8: "
+            "cuDNN's attention and torch's memory-efficient kernel refuse it, so SDPA runs FlashAttention-2 on copies "
+            f"padded to {', '.join(str(-(-d // 8) * 8) for d in odd[:4])}, priced at cuDNN's rate there times the "
+            f"slowdown measured on an H100 (forward {PADDED_SDPA['fwd']:.1f}×, backward {PADDED_SDPA['bwd']:.1f}×, "
+            f"decoding {PADDED_SDPA['decode']:.1f}×; within about 30% of calls it was not fitted on): a head dim that "
+            "is a multiple of 8 runs cuDNN's kernel; measure it with `shapewise bench ops`")
+
+
 def caveats(shape: ModelShape, w: Workload) -> list[str]:
     """What the prices of this model and workload assume that the model itself does not give: each a
     warning line for the user (the commands print them once they have priced: cli.main)."""
-    out = [past_fused([shape.d_head]) if w.attention == "flash" else None]
+    out = [past_fused([shape.d_head]) if w.attention == "flash" else None,
+           padded_fused([shape.d_head]) if w.attention == "flash" else None]
     if w.attention == "flash" and w.dtype in FUSED_UNTAKEN_DTYPES:
         out.append(f"--dtype {w.dtype}: FlashAttention and cuDNN take only fp16 and bf16, so torch runs its "
                    "memory-efficient kernel, which shapewise does not model; fused attention is priced at the "
