@@ -5,7 +5,11 @@ that head dim, over the same ratio where cuDNN runs, the median of each), then j
 they were not fitted on: every measured call at such a head dim in the models sets' exports given (the models
 seed 37 run over tests/data/hf-eighteenth on an H100, by default), priced with and without them.
 
-python benchmarks/odd_head_dims.py [--probe JSON] [--judge FOLDER:SEED:CONFIGS ...]   (on the CPU; seconds)
+--fresh EXPORT judges them on a results export of `bench attention` and `bench ops` runs at head dims off 8 and beside
+them (benchmarks/results/h100-odd-head-dims-fresh/, drawn after the factors were fixed): each call's error with and
+without the factors, by head dim class and regime.
+
+python benchmarks/odd_head_dims.py [--probe JSON] [--judge FOLDER:SEED:CONFIGS ...] [--fresh EXPORT]   (on the CPU; seconds)
 """
 
 import argparse
@@ -100,10 +104,52 @@ def judge(spec: str, model) -> None:
               f"{a:.4f} ({a / ms - 1:+.1%}), with the factor {b:.4f} ({b / ms - 1:+.1%})")
 
 
+def fresh(path: str, gpu) -> None:
+    """Every attention call of a results export priced with and without the factors: errors by regime and class."""
+    import csv
+    import gzip
+
+    from shapewise.cases import Case, predict_case
+
+    model = cost_model(gpu, profile=find(gpu))
+    with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as f:
+        rows = [r for r in csv.DictReader(f) if not r["error"] and r["median_ms"]]
+    cases = []
+    for r in rows:
+        p = json.loads(r["key"])
+        bench = p.pop("bench")
+        case = Case(bench, p, flops=float(r["flops"]) if r["flops"] else None,
+                    bytes=float(r["bytes"]) if r["bytes"] else None)
+        if bench == "attention":
+            d, regime = p["head_dim"], p["pass"]
+        elif bench == "op" and p["kind"] == "flash":
+            d, regime = p["k"], "decode" if p["m"] == 1 else p["pass_"]
+        else:
+            continue
+        cases.append((case, float(r["median_ms"]), d, regime))
+    shipped = [predict_case(c, gpu=model) for c, *_ in cases]
+    saved = unpadded(model)
+    try:
+        plain = [predict_case(c, gpu=model) for c, *_ in cases]
+    finally:
+        params.PADDED_SDPA.update(saved)
+    print(f"\nfresh: {path}: {len(cases)} attention calls (`bench attention`: fwd, fwdbwd; `bench ops`: fwd, bwd, "
+          "decode), median / p90 |error| (median signed) with the factors | without")
+    groups = {}
+    for (case, ms, d, regime), a, b in zip(cases, shipped, plain):
+        groups.setdefault((regime, "off 8" if d % 8 else "a multiple of 8"), []).append((a / ms - 1, b / ms - 1))
+    for (regime, kind), errs in sorted(groups.items()):
+        e = np.array(errs)
+        print(f"  {regime:6s} head dims {kind:15s} {len(e):3d}: "
+              + " | ".join(f"{np.median(np.abs(e[:, i])):6.1%} / {np.quantile(np.abs(e[:, i]), 0.9):6.1%} "
+                           f"({np.median(e[:, i]):+6.1%})" for i in (0, 1)))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--probe", default=PROBE)
     ap.add_argument("--judge", nargs="*", default=list(JUDGED), metavar="FOLDER:SEED:CONFIGS")
+    ap.add_argument("--fresh", metavar="EXPORT", help="a results export of attention calls to judge the factors on")
     args = ap.parse_args()
     gpu = get_gpu("h100")
     model = cost_model(gpu, profile=find(gpu))  # the profile an H100 borrows, as the probe's calls were priced
@@ -116,6 +162,8 @@ def main() -> int:
           + "; fitted now: " + ", ".join(f"{k} {v:.2f}" for k, v in fitted.items()))
     for spec in args.judge:
         judge(spec, model)
+    if args.fresh:
+        fresh(args.fresh, gpu)
     return 0
 
 
