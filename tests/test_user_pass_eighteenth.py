@@ -49,7 +49,7 @@ def test_an_fp32_step_s_memory_says_it_is_fp32_adam(capsys):
 
 
 def _tiny(tmp_path, name: str, **changes) -> str:
-    config = {"model_type": "llama", "hidden_size": 80, "num_hidden_layers": 4, "num_attention_heads": 4,
+    config = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
               "intermediate_size": 213, "vocab_size": 250, "hidden_act": "silu", **changes}
     path = tmp_path / name
     path.write_text(json.dumps(config))
