@@ -1642,6 +1642,20 @@ def test_a_visual_expert_is_refused_by_its_architecture():
         _shape_from_config({**cfg, "architectures": ["CogVLMForCausalLM"], "model_type": "llama"}, "x", "x")
 
 
+def test_gemma_3n_is_refused_by_its_type():
+    # Gemma 3n E2B's text sizes, as public test fixtures of its config list them: read as a type of no rule it was
+    # guessed Llama's layer (a LayerNorm with biases, a 512-token window on every layer), its guesses said but not its
+    # AltUp streams, LAuReL branch and per-layer input embeddings; refused now in one line, wrapped or not
+    text = {"model_type": "gemma3n_text", "hidden_size": 2048, "hidden_size_per_layer_input": 256,
+            "vocab_size_per_layer_input": 262144, "vocab_size": 262400, "intermediate_size": 8192,
+            "num_attention_heads": 8, "num_key_value_heads": 2, "num_hidden_layers": 30, "num_kv_shared_layers": 10,
+            "head_dim": 256, "sliding_window": 512, "altup_num_inputs": 4, "laurel_rank": 64}
+    for cfg in (text, {"model_type": "gemma3n", "architectures": ["Gemma3nForConditionalGeneration"],
+                       "text_config": text}):
+        with pytest.raises(ShapewiseError, match="AltUp residual streams, LAuReL branch and per-layer input"):
+            _shape_from_config(cfg, "x", "x")
+
+
 def test_glm_biases_q_k_and_v_alone_and_glm4_normalizes_each_blocks_output():
     # Read as types of no rule, GLM-4-9B-Chat's attention_bias put a bias on o_proj and on the MLP too (1,423,360
     # weights GlmAttention and GlmMLP do not have) and rotated whole heads; GLM-4-0414 was priced two norms a layer

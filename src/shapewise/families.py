@@ -363,6 +363,11 @@ UNMODELLED_TYPES = {
     # top-k of num_local_experts attention experts (input_linear, output_linear), keys and values from one kv_proj
     "jetmoe": "mixture of attention heads: queries and output projection from top-k attention experts a token "
               "(JetMoeMoA)",
+    # Gemma 3n (Gemma3nTextDecoderLayer): AltUp's altup_num_inputs predicted residual streams, a LAuReL low-rank
+    # branch beside attention (laurel_rank) and a per-layer input embedding gated into every layer
+    # (hidden_size_per_layer_input): read as a type of no rule, it was guessed Llama's layer with none of them
+    "gemma3n_text": "AltUp residual streams, LAuReL branch and per-layer input embeddings every layer "
+                    "(Gemma3nTextDecoderLayer)",
 }
 # Architectures (by the start of their name, lowercased) whose code builds what shapewise has no ops for, where the
 # file names no model type to refuse by (CogVLM's remote code writes none).
