@@ -1656,6 +1656,21 @@ def test_gemma_3n_is_refused_by_its_type():
             _shape_from_config(cfg, "x", "x")
 
 
+def test_arcee_reads_llamas_layer_with_a_plain_squared_relu_mlp():
+    # ArceeConfig's defaults, "similar to that of the AFM-4.5B-Base" (its docstring): read as a type of no rule, it was
+    # guessed a LayerNorm model with biases on every linear and tied embeddings, which ArceeForCausalLM (Llama's
+    # attention and RMSNorm, NemotronMLP's up_proj and down_proj of relu2, untied by default) does not build
+    cfg = {"architectures": ["ArceeForCausalLM"], "model_type": "arcee", "hidden_size": 2560,
+           "intermediate_size": 18432, "num_hidden_layers": 32, "num_attention_heads": 32, "hidden_act": "relu2",
+           "rms_norm_eps": 1e-05, "vocab_size": 32000}
+    with unwarned():
+        shape = _shape_from_config(cfg, "x", "x")
+    assert (shape.mlp, shape.norm, shape.bias, shape.tied_embeddings) == ("relu", "rmsnorm", False, False)
+    h = 2560
+    assert shape.params == 32 * (4 * h * h + 2 * h * 18432 + 2 * h) + 2 * 32000 * h + h == 4_022_766_080
+    assert _shape_from_config({**cfg, "mlp_bias": True}, "x", "x").params - shape.params == 32 * (18432 + h)
+
+
 def test_glm_biases_q_k_and_v_alone_and_glm4_normalizes_each_blocks_output():
     # Read as types of no rule, GLM-4-9B-Chat's attention_bias put a bias on o_proj and on the MLP too (1,423,360
     # weights GlmAttention and GlmMLP do not have) and rotated whole heads; GLM-4-0414 was priced two norms a layer

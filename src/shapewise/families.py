@@ -313,6 +313,9 @@ FAMILIES: dict[str, Family] = {
     # bias (LayerNorm1P), no biases on the linears, half of each head rotated
     "nemotron": Family(gated=False, norm="layernorm", bias=False, tied=False, parallel=False, act="relu2",
                        rotary="partial_rotary_factor", defaults=(("partial_rotary_factor", 0.5),)),
+    # Arcee AFM (ArceeConfig, modular_arcee.py): Llama's attention and RMSNorms with Nemotron's plain MLP of squared
+    # ReLU (up_proj, down_proj), biases where attention_bias and mlp_bias say (false by default), untied by default
+    "arcee": replace(_LLAMA, gated=False, act="relu2"),
     "starcoder2": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,
                          act="gelu_pytorch_tanh", window="all"),
     # Persimmon (PersimmonConfig): a plain squared-ReLU MLP, LayerNorms, biases on every linear, half of each head

@@ -499,9 +499,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             guesses.append("biases" if bias else "no biases")
     bias_scope = family.bias_scope if family is not None and bias else "all"
     keys = _bias_keys(family)
-    # LlamaConfig (and Granite's) default each side to false: a file from before mlp_bias existed (a "llamafied"
+    # LlamaConfig (and Granite's and Arcee's) default each side to false: a file from before mlp_bias existed (a "llamafied"
     # Qwen's attention_bias alone) has none on its MLP, as LlamaMLP then had none.
-    side_default = False if model_type in ("llama", "granite") else None
+    side_default = False if model_type in ("llama", "granite", "arcee") else None
     sides = [cfg.get(k, side_default) for k in ("attention_bias", "mlp_bias")]
     if ("attention_bias" in keys and bias_scope == "all" and all(isinstance(v, bool) for v in sides)
             and sides[0] != sides[1] and not any(k in cfg for k in keys[:keys.index("attention_bias")])):
