@@ -43,6 +43,9 @@ class Family:
     # out_proj: bias=False), PhiMoE's experts have none (PhimoeBlockSparseTop2MLP's w1, w2, w3: bias=False), nor
     # have Gemma's, Qwen3's and Cohere's MLPs (their attention_bias is q, k, v and o's alone)
     bias_scope: str = "all"
+    # The type's code sets its biases whatever bias keys the file writes (PhiAttention's q, k, v and dense:
+    # bias=True; PhiConfig reads no attention_bias, which phi-1's file writes false): those keys are not read
+    bias_fixed: bool = False
     shared_expert_gate: bool = False  # a sigmoid gate, hidden → 1, on the shared experts' output (Qwen2-MoE)
     # Experts intermediate_size wide, no dense MLP beside them and no key of their own for the experts' width
     # (GptOssConfig): moe_intermediate_size is not theirs. (Mixtral's and PhiMoE's are alike, but a fresh
@@ -301,7 +304,7 @@ FAMILIES: dict[str, Family] = {
     # where qk_layernorm says, LayerNorm(head_dim) on queries and keys, weight and bias shared by the heads
     "phi": Family(gated=False, norm="layernorm", bias=True, tied=False, parallel=True, act="gelu_new",
                   rotary="partial_rotary_factor", norms_per_layer=1, lm_head_bias="always", qk_norm_weights="head_bias",
-                  defaults=(("partial_rotary_factor", 0.5),)),
+                  bias_fixed=True, defaults=(("partial_rotary_factor", 0.5),)),
     "bloom": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
                     positions="alibi", embed_norm=True),
     "mpt": Family(gated=False, norm="layernorm", bias=False, tied=True, parallel=False, act="gelu",
@@ -310,6 +313,9 @@ FAMILIES: dict[str, Family] = {
     # bias (LayerNorm1P), no biases on the linears, half of each head rotated
     "nemotron": Family(gated=False, norm="layernorm", bias=False, tied=False, parallel=False, act="relu2",
                        rotary="partial_rotary_factor", defaults=(("partial_rotary_factor", 0.5),)),
+    # Arcee AFM (ArceeConfig, modular_arcee.py): Llama's attention and RMSNorms with Nemotron's plain MLP of squared
+    # ReLU (up_proj, down_proj), biases where attention_bias and mlp_bias say (false by default), untied by default
+    "arcee": replace(_LLAMA, gated=False, act="relu2"),
     "starcoder2": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,
                          act="gelu_pytorch_tanh", window="all"),
     # Persimmon (PersimmonConfig): a plain squared-ReLU MLP, LayerNorms, biases on every linear, half of each head
@@ -360,6 +366,20 @@ UNMODELLED_TYPES = {
     # top-k of num_local_experts attention experts (input_linear, output_linear), keys and values from one kv_proj
     "jetmoe": "mixture of attention heads: queries and output projection from top-k attention experts a token "
               "(JetMoeMoA)",
+    # Gemma 3n (Gemma3nTextDecoderLayer): AltUp's altup_num_inputs predicted residual streams, a LAuReL low-rank
+    # branch beside attention (laurel_rank) and a per-layer input embedding gated into every layer
+    # (hidden_size_per_layer_input): read as a type of no rule, it was guessed Llama's layer with none of them
+    "gemma3n_text": "AltUp residual streams, LAuReL branch and per-layer input embeddings every layer "
+                    "(Gemma3nTextDecoderLayer)",
+}
+# Architectures (by the start of their name, lowercased) whose code builds what shapewise has no ops for, where the
+# file names no model type to refuse by (CogVLM's remote code writes none).
+UNMODELLED_ARCHITECTURES = {
+    # CogVLM and CogVLM2 (VisionExpertAttention, VisionExpertMLP): every layer holds a second query/key/value
+    # projection, output projection and MLP for image tokens beside the language ones, each token run through the
+    # set of its kind: read as one Llama layer, the count was half the layers' weights
+    "cogvlm": "visual expert: a second set of attention and MLP weights a layer for image tokens (CogVLM's "
+              "VisionExpertAttention and VisionExpertMLP)",
 }
 # Encoder-only models (BERT and its kin): every token attends to every other, after a learned position table
 # and token types, with no causal language-model head; shapewise prices decoder-only transformers.
@@ -389,7 +409,8 @@ ACTIVATIONS = {
 def families_text() -> str:
     """What `shapewise models` says about config.json files beside its presets."""
     refused = "; ".join([*(f"{name}: {what}" for name, family in sorted(FAMILIES.items()) for _, what in family.refused),
-                         *(f"{name}: {what}" for name, what in sorted(UNMODELLED_TYPES.items()))])
+                         *(f"{name}: {what}" for name, what in sorted(UNMODELLED_TYPES.items())),
+                         *(f"architectures {name}…: {what}" for name, what in sorted(UNMODELLED_ARCHITECTURES.items()))])
     return (f"Hugging Face config.json (--config PATH, or a hub id from the local cache) is read by its own "
             f"rules for model types {', '.join(sorted(FAMILIES))} (refusing, with the reason, what it cannot "
             f"price: {refused}); a multimodal wrapper (gemma3, ...) by its "

@@ -17,6 +17,7 @@ from .families import (
     NESTED_DEFAULTS,
     NOT_ATTENTION,
     NOT_ATTENTION_KEYS,
+    UNMODELLED_ARCHITECTURES,
     UNMODELLED_TYPES,
     VISION_ONLY,
 )
@@ -49,7 +50,10 @@ def _ffn_keys(family) -> tuple:
 
 
 def _bias_keys(family) -> tuple:
-    """Where a config of this family says every linear has a bias: not the key of its q, k and v biases alone."""
+    """Where a config of this family says every linear has a bias: not the key of its q, k and v biases alone,
+    and no key where the type's code fixes its biases (Phi)."""
+    if family is not None and family.bias_fixed:
+        return ()
     return tuple(k for k in _BIAS if not (family and k == family.qkv_bias))
 
 
@@ -259,6 +263,9 @@ def _refuse_unmodelled(r: _Reader) -> None:
     by_type = UNMODELLED_TYPES.get(str(r.cfg.get("model_type", "")).lower())
     if by_type:  # what the type's code builds whatever the file says (AFMoE's attention gate)
         found.append(by_type)
+    names = r.cfg.get("architectures")
+    names = [a.lower() for a in names if isinstance(a, str)] if isinstance(names, list) else []
+    found += [what for start, what in UNMODELLED_ARCHITECTURES.items() if any(a.startswith(start) for a in names)]
     if found:
         r.fail(f"its {'; its '.join(found)}: shapewise has no ops for {'these' if len(found) > 1 else 'it'} "
                f"and cannot price the model")
@@ -492,9 +499,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             guesses.append("biases" if bias else "no biases")
     bias_scope = family.bias_scope if family is not None and bias else "all"
     keys = _bias_keys(family)
-    # LlamaConfig (and Granite's) default each side to false: a file from before mlp_bias existed (a "llamafied"
+    # LlamaConfig (and Granite's and Arcee's) default each side to false: a file from before mlp_bias existed (a "llamafied"
     # Qwen's attention_bias alone) has none on its MLP, as LlamaMLP then had none.
-    side_default = False if model_type in ("llama", "granite") else None
+    side_default = False if model_type in ("llama", "granite", "arcee") else None
     sides = [cfg.get(k, side_default) for k in ("attention_bias", "mlp_bias")]
     if ("attention_bias" in keys and bias_scope == "all" and all(isinstance(v, bool) for v in sides)
             and sides[0] != sides[1] and not any(k in cfg for k in keys[:keys.index("attention_bias")])):
