@@ -72,7 +72,7 @@ def gemm_cases(ms, ns, ks, *, batches=(1,), layouts=("nn",), dtype="bf16") -> li
     bench = "bmm" if any(b > 1 for b in batches) else "gemm"
     return [Case(bench, dict(m=m, n=n, k=k, batch=b, layout=layout, dtype=dtype),
                  flops=2.0 * m * n * k * b, bytes=float((m * k + k * n + m * n) * b * size))
-            for b in batches for layout in layouts for m in ms for n in ns for k in ks]
+            for b in batches for layout in dict.fromkeys(layouts) for m in ms for n in ns for k in ks]  # once each
 
 
 def attention_flops(batch: int, heads: int, seq: int, head_dim: int, *, causal: bool, pass_: str) -> float:
@@ -91,8 +91,8 @@ def attention_cases(*, batches, heads, kv_heads, head_dims, seqs, causal=True, b
                     raise ShapewiseError(f"--kv-heads {kv} does not divide --heads {h}")
                 for d in head_dims:
                     for s in seqs:
-                        for backend in backends:
-                            for pass_ in passes:
+                        for backend in dict.fromkeys(backends):  # a value given twice is one case, as dims'
+                            for pass_ in dict.fromkeys(passes):
                                 params = dict(batch=b, heads=h, kv_heads=kv, head_dim=d, seq=s, causal=causal,
                                               backend=backend, dtype=dtype, **{"pass": pass_})
                                 cases.append(Case("attention", params,
