@@ -100,7 +100,9 @@ def add_calibrate(sub) -> None:
     _add_set_args(p)
     p.add_argument("--comm", action="store_true",
                    help="under torchrun: time the collectives and fit the GPU link's parameters into the profile")
-    add_measure_args(p)
+    # No --cuda-graph: a profile prices calls as the timer times each one; no --json: calibrate prints no rows.
+    add_measure_args(p, gpu="the GPU to fit the profile for (default: the one measured; on the CPU, none: the "
+                            "set is measured and stored only)", graph=False, rows=False)
     p.set_defaults(run=run_calibrate)
 
 
@@ -242,7 +244,8 @@ def add_validate(sub) -> None:
     p.add_argument("--rounds", type=ROUNDS.arg, help=f"variants: interleaved rounds (default {VARIANT_ROUNDS}); "
                                                       "--budget-ms is then each part's timed share of a round")
     _add_set_args(p)
-    add_measure_args(p, mkdir=True)
+    add_measure_args(p, mkdir=True, gpu="the GPU whose models are judged (default: the one measured; on the CPU, "
+                                        "none: the set is measured and stored only)")
     p.set_defaults(run=run_validate)
 
 
@@ -314,7 +317,8 @@ def run_validate(args) -> int:
         done = validate(store=store, gpu=args.gpu, profile=profile,
                         judge_set=args.set, configs=args.configs, device=args.device, dtype=args.dtype,
                         quick=args.quick, seed=args.seed, from_store=args.from_db, warmup_ms=args.warmup_ms,
-                        budget_ms=args.budget_ms, force=args.force, borrow_profile=args.borrow_profile)
+                        budget_ms=args.budget_ms, force=args.force, cuda_graph=args.cuda_graph,
+                        borrow_profile=args.borrow_profile)
     if done.sweep is not None:
         rank0_only(done.sweep)
     if done.interrupted:  # judged on nothing: a part of the set is no verdict on it
