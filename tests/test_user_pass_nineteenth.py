@@ -2,7 +2,9 @@
 twice was measured, listed and counted twice, where a dim given twice is one case. A command whose output was piped
 into a reader that stops early (`| head`) ended in a traceback. calibrate took --json and --cuda-graph and did nothing
 with either, and validate took --cuda-graph and timed each call as without it; calibrate's and validate's --gpu were
-helped as bench's "GPU to predict for beside each measurement"."""
+helped as bench's "GPU to predict for beside each measurement". bench layer said nothing of spreads past 10% (bench gemm
+and ops warn), nor, with --json, that it was interrupted; and it measured each forward op twice, once for each pass, and
+counted 40 cases measured where the store held 29."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run
+from helpers import interrupt_after, run
 
 SRC = Path(__file__).parents[1] / "src"
 FAST = ["--device", "cpu", "--warmup-ms", "0", "--budget-ms", "1"]
@@ -70,3 +72,59 @@ def test_calibrate_and_validate_take_only_the_flags_they_use(capsys, tmp_path):
     code, out, err = run(capsys, "validate", "--quick", "--gpu", "h100", "--db", str(tmp_path / "v.db"), "--cuda-graph",
                          *FAST)
     assert code == 2 and out == "" and err == "shapewise: error: --cuda-graph needs a CUDA device\n", err
+
+
+def _tiny(tmp_path) -> str:
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+                                "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 256,
+                                "hidden_act": "silu"}))
+    return str(path)
+
+
+def test_bench_layer_says_wide_spreads_and_an_interruption(capsys, tmp_path, monkeypatch):
+    """`bench layer tiny.json --device cpu` showed the whole layer's fwdbwd at 22 ms beside its fwd at 48 ms, the
+    fwdbwd's spread (IQR) 600% of its median, without a word: bench gemm and bench ops say such spreads in one
+    warning, and the layer's table has no IQR column. And `bench layer --json`, stopped by Ctrl-C, exited 130 with
+    nothing said, where bench gemm --json says it on stderr. bench layer warns of both as the sweeps do."""
+    pytest.importorskip("torch")
+    from shapewise.measure import Timing
+
+    monkeypatch.setattr("shapewise.measure.time_fn", lambda fn, **timing: Timing((1.0,) * 5 + (2.0,) * 5))
+    argv = ("bench", "layer", _tiny(tmp_path), "--batch", "1", "--seq", "32", *FAST)
+    for extra in ((), ("--json",)):
+        code, out, err = run(capsys, *argv, "--db", str(tmp_path / f"r{len(extra)}.db"), *extra)
+        assert code == 0 and len(err.splitlines()) == 1, err
+        assert "29 of 29 cases measured with a spread (IQR) over 10% of their median (up to 67%)" in err, err
+    interrupt_after(monkeypatch, 3)
+    code, out, err = run(capsys, *argv, "--db", str(tmp_path / "i.db"), "--json")
+    assert code == 130 and len(json.loads(out)) == 3, out
+    assert "interrupted: 3 measured, 0 already in the store, 0 failed" in err and "kept in the store" in err, err
+
+
+def test_bench_layer_measures_an_op_of_both_passes_once(capsys, tmp_path, monkeypatch):
+    """`bench layer tiny.json --device cpu` said "40 measured" and `results` then counted 2 layer and 27 op rows: each
+    forward op is a case of both passes (fwdbwd's and fwd's), and the sweep measured it twice, the second time over
+    the first. Each key is measured once; both passes still sum it; the JSON lists it once."""
+    pytest.importorskip("torch")
+    from shapewise.measure import Timing
+
+    timed = []
+
+    def time_fn(fn, **timing):
+        timed.append(1)
+        return Timing((1.0,) * 10)
+
+    monkeypatch.setattr("shapewise.measure.time_fn", time_fn)
+    db = str(tmp_path / "r.db")
+    argv = ("bench", "layer", _tiny(tmp_path), "--batch", "1", "--seq", "32", "--db", db, *FAST)
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and "29 measured, 0 already in the store, 0 failed" in out and len(timed) == 29, out
+    passes = {line.split()[0]: [c.strip() for c in line.split("│")] for line in out.splitlines()
+              if line.split()[:1] in (["fwdbwd"], ["fwd"])}
+    assert float(passes["fwd"][2]) == 12.0 and float(passes["fwdbwd"][2]) == 29.0, passes  # 1 ms × each op's count
+    code, out, err = run(capsys, "results", "--db", db, "--json")
+    assert json.loads(out)["benches"] == {"layer": {"ok": 2, "failed": 0}, "op": {"ok": 27, "failed": 0}}
+    code, out, err = run(capsys, *argv, "--json")
+    rows = json.loads(out)
+    assert len(rows) == len({r["id"] for r in rows}) == 29, [r["label"] for r in rows]

@@ -373,9 +373,11 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     else:  # every rank reads the same store, so every rank computes the same list of cases to do
         reader_env = store.environment_id(env) if env_id is None else env_id
         done = set().union(*(store.done_keys(reader_env, b) for b in {c.bench for c in cases}))
-    todo = [c for c in cases if keys[id(c)] not in done]
+    # One measurement a key: a layer's forward ops are cases of both its passes, and are measured once.
+    unique = list({keys[id(c)]: c for c in cases}.values())  # cases of one key are one case
+    todo = [c for c in unique if keys[id(c)] not in done]
     mine = todo[rank::world]
-    result = SweepResult([], skipped=len(cases) - len(todo), environment=env, rank=rank, world=world)
+    result = SweepResult([], skipped=len(unique) - len(todo), environment=env, rank=rank, world=world)
     timing = dict(warmup_ms=warmup_ms, budget_ms=budget_ms, min_reps=MIN_REPS, cuda_graph=cuda_graph)
     records, lost = [], []
     try:

@@ -241,8 +241,12 @@ def _render_layer(args, shape, workload, layer) -> int:
     from rich.table import Table
 
     result = layer.sweep
+    rows = {row["id"]: (case, row) for case, row in result.rows}.values()  # an op of both passes: one row
     if args.json:
-        print(json.dumps([{**row, "label": case.label} for case, row in result.rows], indent=2, default=str))
+        print(json.dumps([{**row, "label": case.label} for case, row in rows], indent=2, default=str))
+        _warn_wide(row for _, row in rows)
+        if result.interrupted:  # as _render_sweep: the JSON holds rows only
+            warn(f"interrupted: {result.summary()}")
         return 130 if result.interrupted else 0
     table = Table(show_edge=False, pad_edge=False, header_style="bold",
                   title=f"one {shape.name} layer, b={workload.batch} s={workload.seq} {workload.dtype}", title_justify="left")
@@ -258,6 +262,7 @@ def _render_layer(args, shape, workload, layer) -> int:
     out = console()
     out.print(table)
     out.print(result.summary())
+    _warn_wide(row for _, row in rows)  # the layer's and its ops' spreads, which the table does not show
     return 130 if result.interrupted else 0
 
 
