@@ -4,12 +4,14 @@ into a reader that stops early (`| head`) ended in a traceback. calibrate took -
 with either, and validate took --cuda-graph and timed each call as without it; calibrate's and validate's --gpu were
 helped as bench's "GPU to predict for beside each measurement". bench layer said nothing of spreads past 10% (bench gemm
 and ops warn), nor, with --json, that it was interrupted; and it measured each forward op twice, once for each pass, and
-counted 40 cases measured where the store held 29."""
+counted 40 cases measured where the store held 29. `results --import ""` said "cannot read .: Is a directory", a
+folder "cannot read DIR: Is a directory", and another results store "not a text file (not UTF-8)"."""
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +130,20 @@ def test_bench_layer_measures_an_op_of_both_passes_once(capsys, tmp_path, monkey
     code, out, err = run(capsys, *argv, "--json")
     rows = json.loads(out)
     assert len(rows) == len({r["id"] for r in rows}) == 29, [r["label"] for r in rows]
+
+
+def test_import_says_what_to_give_for_no_file_a_folder_or_a_store(capsys, tmp_path):
+    """`results --import ""` said "cannot read .: Is a directory" (the empty path read as the working folder),
+    `--import DIR` "cannot read DIR: Is a directory", and `--import other.db`, another results store the user meant to
+    merge, "not a text file (not UTF-8)". Each says what to give: a file, the export in the folder, or the store
+    exported first. None leaves a new store behind."""
+    db = tmp_path / "new.db"
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    for given, said in (("", "give the export to import: --import FILE (a .csv, .json, .csv.gz or .json.gz"),
+                        (str(tmp_path), f"{tmp_path} is a folder: give the export in it to import"),
+                        (str(other), f"{other} is a SQLite database (a results store?), not an export: export it "
+                                     f"first, `shapewise results --db {other} --export FILE.json`, and import that")):
+        code, out, err = run(capsys, "results", "--db", str(db), "--import", given)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1 and said in err, err
+    assert not db.exists()
