@@ -5,7 +5,8 @@ with either, and validate took --cuda-graph and timed each call as without it; c
 helped as bench's "GPU to predict for beside each measurement". bench layer said nothing of spreads past 10% (bench gemm
 and ops warn), nor, with --json, that it was interrupted; and it measured each forward op twice, once for each pass, and
 counted 40 cases measured where the store held 29. `results --import ""` said "cannot read .: Is a directory", a
-folder "cannot read DIR: Is a directory", and another results store "not a text file (not UTF-8)"."""
+folder "cannot read DIR: Is a directory", and another results store "not a text file (not UTF-8)". A bench refused
+before it measured anything (--cuda-graph on the CPU, no case that fits, no GPU) left a new empty store behind."""
 
 from __future__ import annotations
 
@@ -147,3 +148,24 @@ def test_import_says_what_to_give_for_no_file_a_folder_or_a_store(capsys, tmp_pa
         code, out, err = run(capsys, "results", "--db", str(db), "--import", given)
         assert code == 2 and out == "" and len(err.splitlines()) == 1 and said in err, err
     assert not db.exists()
+
+
+def test_a_refused_bench_leaves_no_new_store_behind(capsys, tmp_path):
+    """`bench gemm -m 8 -n 8 -k 8 --device cpu --cuda-graph --db new.db` was refused ("--cuda-graph needs a CUDA
+    device") and left new.db behind, empty, which `results --db new.db` then called "an empty results store: nothing
+    measured yet"; so did a sweep none of whose cases fits, and validate --cuda-graph on the CPU. A store the
+    refused command made is taken back; one that was there, or that a run measured into, stays."""
+    pytest.importorskip("torch")
+    gemm = ("bench", "gemm", "-m", "8", "-n", "8", "-k", "8")
+    for argv in ((*gemm, "--cuda-graph"), ("bench", "gemm", "-m", "1000000000", "-n", "64", "-k", "64"),
+                 ("validate", "--quick", "--gpu", "h100", "--cuda-graph")):
+        db = tmp_path / "new.db"
+        code, out, err = run(capsys, *argv, "--db", str(db), *FAST)
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert not list(tmp_path.glob("new.db*")), err
+    code, out, err = run(capsys, *gemm, "--db", str(db), *FAST)
+    assert code == 0 and db.exists(), err
+    code, out, err = run(capsys, *gemm, "--cuda-graph", "--db", str(db), *FAST)
+    assert code == 2 and db.exists()
+    code, out, err = run(capsys, "results", "--db", str(db), "--json")
+    assert json.loads(out)["benches"] == {"gemm": {"ok": 1, "failed": 0}}, out
