@@ -6,7 +6,8 @@ helped as bench's "GPU to predict for beside each measurement". bench layer said
 and ops warn), nor, with --json, that it was interrupted; and it measured each forward op twice, once for each pass, and
 counted 40 cases measured where the store held 29. `results --import ""` said "cannot read .: Is a directory", a
 folder "cannot read DIR: Is a directory", and another results store "not a text file (not UTF-8)". A bench refused
-before it measured anything (--cuda-graph on the CPU, no case that fits, no GPU) left a new empty store behind."""
+before it measured anything (--cuda-graph on the CPU, no case that fits, no GPU) left a new empty store behind. bench
+comm measured and listed a collective given twice twice, and two sizes made the same one."""
 
 from __future__ import annotations
 
@@ -169,3 +170,19 @@ def test_a_refused_bench_leaves_no_new_store_behind(capsys, tmp_path):
     assert code == 2 and db.exists()
     code, out, err = run(capsys, "results", "--db", str(db), "--json")
     assert json.loads(out)["benches"] == {"gemm": {"ok": 1, "failed": 0}}, out
+
+
+@pytest.mark.slow
+def test_bench_comm_measures_a_collective_given_twice_once(tmp_path):
+    """`torchrun --nproc-per-node 2 -m shapewise bench comm --device cpu --ops all_reduce all_reduce --sizes 1K 1001`
+    listed all_reduce 1 KiB twice and 1000 B twice (1001 B made whole bf16 elements, 1000 B), each measured again over
+    the first. Each op and size is one case."""
+    pytest.importorskip("torch")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "shapewise",
+               "bench", "comm", "--device", "cpu", "--ops", "all_reduce", "all_reduce", "--sizes", "1K", "1000", "1001",
+               "--iters", "3", "--db", str(tmp_path / "comm.db"), "--json"]
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads(done.stdout[done.stdout.index("["):])
+    assert [(r["op"], r["bytes"]) for r in rows] == [("all_reduce", 1024), ("all_reduce", 1000)], rows
