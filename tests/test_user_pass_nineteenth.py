@@ -7,7 +7,8 @@ and ops warn), nor, with --json, that it was interrupted; and it measured each f
 counted 40 cases measured where the store held 29. `results --import ""` said "cannot read .: Is a directory", a
 folder "cannot read DIR: Is a directory", and another results store "not a text file (not UTF-8)". A bench refused
 before it measured anything (--cuda-graph on the CPU, no case that fits, no GPU) left a new empty store behind. bench
-comm measured and listed a collective given twice twice, and two sizes made the same one."""
+comm measured and listed a collective given twice twice, and two sizes made the same one. `bench gemm -m 1:4000 -n
+1:4000 -k 1:4000` set out to make 64 billion cases and was not heard of again."""
 
 from __future__ import annotations
 
@@ -186,3 +187,22 @@ def test_bench_comm_measures_a_collective_given_twice_once(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads(done.stdout[done.stdout.index("["):])
     assert [(r["op"], r["bytes"]) for r in rows] == [("all_reduce", 1024), ("all_reduce", 1000)], rows
+
+
+def test_a_sweep_of_billions_of_cases_is_refused_before_any_is_made(capsys, tmp_path):
+    """`bench gemm -m 1:4000 -n 1:4000 -k 1:4000 --device cpu` (each flag within its 65,536 values) ran for minutes
+    making 64,000,000,000 cases, never to measure one; `bench attention --heads 1:4000 --head-dim 1:4000 --seq 1:4000`
+    the same. A sweep of more than 2^20 cases, each flag's values with every other's, is refused in one line."""
+    db = tmp_path / "r.db"
+    code, out, err = run(capsys, "bench", "gemm", "-m", "1:1025", "-n", "1:1024", "-k", "8", "--device", "cuda",
+                         "--db", str(db))  # one row past the bound: refused before the device is asked for
+    assert code == 2 and "a sweep of 1,049,600 cases" in err, err
+    for argv in (("gemm", "-m", "1:4000", "-n", "1:4000", "-k", "1:4000"),
+                 ("bmm", "-b", "1:2", "-m", "1:1024", "-n", "1:1024", "-k", "8"),
+                 ("attention", "--heads", "1:4000", "--head-dim", "1:4000", "--seq", "1:4000")):
+        code, out, err = run(capsys, "bench", *argv, "--db", str(db), *FAST)
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert "cases (each flag's values with every other's): the cases of one sweep must be at most 1,048,576" in err
+    assert "a sweep of 64,000,000,000 cases" in run(capsys, "bench", "gemm", "-m", "1:4000", "-n", "1:4000", "-k",
+                                                    "1:4000", *FAST)[2]
+    assert not db.exists()
