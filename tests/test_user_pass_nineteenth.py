@@ -8,7 +8,8 @@ counted 40 cases measured where the store held 29. `results --import ""` said "c
 folder "cannot read DIR: Is a directory", and another results store "not a text file (not UTF-8)". A bench refused
 before it measured anything (--cuda-graph on the CPU, no case that fits, no GPU) left a new empty store behind. bench
 comm measured and listed a collective given twice twice, and two sizes made the same one. `bench gemm -m 1:4000 -n
-1:4000 -k 1:4000` set out to make 64 billion cases and was not heard of again."""
+1:4000 -k 1:4000` set out to make 64 billion cases and was not heard of again. An unknown --gpu was refused by bench
+gemm, bench attention, calibrate and validate only once every case was measured."""
 
 from __future__ import annotations
 
@@ -206,3 +207,19 @@ def test_a_sweep_of_billions_of_cases_is_refused_before_any_is_made(capsys, tmp_
     assert "a sweep of 64,000,000,000 cases" in run(capsys, "bench", "gemm", "-m", "1:4000", "-n", "1:4000", "-k",
                                                     "1:4000", *FAST)[2]
     assert not db.exists()
+
+
+def test_an_unknown_gpu_is_refused_before_anything_is_measured(capsys, tmp_path, monkeypatch):
+    """`calibrate --quick --device cpu --gpu nope` measured the 42 cases of its set, then said "unknown GPU 'nope'"
+    (a full calibrate on a GPU: minutes), and so did validate, bench gemm and bench attention, leaving a store of what
+    they measured for nothing. Each refuses it first, measuring nothing."""
+    pytest.importorskip("torch")
+    import shapewise.bench as bench
+
+    measured = []
+    monkeypatch.setattr(bench, "_measure_one", lambda *args, **kwargs: measured.append(1))
+    for argv in (("calibrate", "--quick"), ("validate", "--quick"), ("bench", "gemm", "-m", "8", "-n", "8", "-k", "8"),
+                 ("bench", "attention", "--heads", "2", "--head-dim", "16", "--seq", "32")):
+        code, out, err = run(capsys, *argv, "--gpu", "nope", "--db", str(tmp_path / "r.db"), *FAST)
+        assert code == 2 and out == "" and err == "shapewise: error: unknown GPU 'nope' (`shapewise gpus` lists them)\n"
+        assert measured == [] and not (tmp_path / "r.db").exists(), argv

@@ -8,7 +8,16 @@ import math
 import sys
 
 from ..errors import ShapewiseError, listed, warn
-from .common import Repeated, add_cost_args, add_measure_args, add_mkdir_arg, console, open_store, rank0_only
+from .common import (
+    Repeated,
+    add_cost_args,
+    add_measure_args,
+    add_mkdir_arg,
+    console,
+    known_gpu,
+    open_store,
+    rank0_only,
+)
 
 # Where calibrate installs a profile, as profile.profile_dir() finds it.
 VARIANT_ROUNDS = 20  # the variants set's target is judged on at least 20 interleaved rounds
@@ -109,6 +118,7 @@ def add_calibrate(sub) -> None:
 def run_calibrate(args) -> int:
     from ..calibrate import calibrate
 
+    known_gpu(args)
     drawn = [f"--{draw}" for draw in DRAW_HELP if getattr(args, draw) is not None]
     machine = args.quick and args.device.startswith("cuda")
     if drawn and (args.comm or machine):  # neither measures a draw: refused, not dropped without a word
@@ -286,6 +296,7 @@ def run_validate(args) -> int:
     from ..profile import load
 
     _refuse_unused_set_flags(args)
+    known_gpu(args)
     measuring = [flag for flag, given in (("--force", args.force), ("--cuda-graph", args.cuda_graph),
                                           ("--mkdir", args.mkdir)) if given]
     if args.from_db and measuring:  # it reads what was measured: how to measure is refused, not ignored

@@ -305,6 +305,15 @@ def add_db_arg(p: argparse.ArgumentParser, text: str = "results store (default: 
         add_mkdir_arg(p, "make the folder of a new results store (--db) if it does not exist")
 
 
+def known_gpu(args) -> None:
+    """Refuse an unknown --gpu before a sweep: the GPU is looked up only to predict or fit once every case is
+    measured, and so was refused after minutes of measuring."""
+    if getattr(args, "gpu", None) is not None:
+        from ..hardware import get_gpu
+
+        get_gpu(args.gpu)
+
+
 def open_store(args):
     """The results store at --db, opened to write: a new one's folder must be there, or --mkdir makes it
     (shapewise makes the default store's itself). Said as every output's missing folder is, where
