@@ -9,7 +9,8 @@ folder "cannot read DIR: Is a directory", and another results store "not a text 
 before it measured anything (--cuda-graph on the CPU, no case that fits, no GPU) left a new empty store behind. bench
 comm measured and listed a collective given twice twice, and two sizes made the same one. `bench gemm -m 1:4000 -n
 1:4000 -k 1:4000` set out to make 64 billion cases and was not heard of again. An unknown --gpu was refused by bench
-gemm, bench attention, calibrate and validate only once every case was measured."""
+gemm, bench attention, calibrate and validate only once every case was measured. Unfused attention's score matrices
+were left out of what a case needs, so a sequence whose scores outgrow the machine was allocated, not refused."""
 
 from __future__ import annotations
 
@@ -223,3 +224,26 @@ def test_an_unknown_gpu_is_refused_before_anything_is_measured(capsys, tmp_path,
         code, out, err = run(capsys, *argv, "--gpu", "nope", "--db", str(tmp_path / "r.db"), *FAST)
         assert code == 2 and out == "" and err == "shapewise: error: unknown GPU 'nope' (`shapewise gpus` lists them)\n"
         assert measured == [] and not (tmp_path / "r.db").exists(), argv
+
+
+def test_unfused_attention_counts_its_scores_in_what_it_needs(capsys, tmp_path, monkeypatch):
+    """`bench attention --heads 1 --head-dim 16 --seq 131072 --backend unfused --device cpu` was let through as
+    needing a few MB (q, k, v and the output), then asked the CPU for its 34 GB score matrices, twice over, on a
+    machine of 25 GB: at best a failed allocation, at worst a machine swapped to a halt. What an unfused case needs
+    counts its scores (batch × heads × seq², two going forward, four with the backward), so it is refused up front,
+    and the fused one beside it is not."""
+    pytest.importorskip("torch")
+    import shapewise.bench as bench
+    from shapewise.cases import attention_cases
+
+    monkeypatch.setattr(bench, "device_memory_bytes", lambda device: 2**30)  # a 1 GiB device
+    built = []
+    monkeypatch.setattr(bench, "build", lambda case, device: built.append(case.label))
+    unfused, fused = attention_cases(batches=[1], heads=[1], kv_heads=None, head_dims=[16], seqs=[16384],
+                                     backends=["unfused", "default"], passes=["fwd"])
+    assert bench.footprint(unfused) == bench.footprint(fused) + 2 * 16384**2 * 2
+    code, out, err = run(capsys, "bench", "attention", "--heads", "1", "--head-dim", "16", "--seq", "16384", "--batch",
+                         "1", "--backend", "unfused", "--db", str(tmp_path / "r.db"), *FAST)
+    assert code == 2 and len(err.splitlines()) == 1 and built == [], err
+    assert "none of the 2 cases fits the memory of the CPU: the largest, attention b1 h1/1 d16 s16384 unfused fwdbwd, " \
+           "needs 2.2 GB for its tensors, the device has 1.1 GB" in err, err
