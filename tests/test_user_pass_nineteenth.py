@@ -10,7 +10,8 @@ before it measured anything (--cuda-graph on the CPU, no case that fits, no GPU)
 comm measured and listed a collective given twice twice, and two sizes made the same one. `bench gemm -m 1:4000 -n
 1:4000 -k 1:4000` set out to make 64 billion cases and was not heard of again. An unknown --gpu was refused by bench
 gemm, bench attention, calibrate and validate only once every case was measured. Unfused attention's score matrices
-were left out of what a case needs, so a sequence whose scores outgrow the machine was allocated, not refused."""
+were left out of what a case needs, so a sequence whose scores outgrow the machine was allocated, not refused.
+`validate --quick --device cpu --json` printed a sentence where a script reads JSON."""
 
 from __future__ import annotations
 
@@ -247,3 +248,16 @@ def test_unfused_attention_counts_its_scores_in_what_it_needs(capsys, tmp_path, 
     assert code == 2 and len(err.splitlines()) == 1 and built == [], err
     assert "none of the 2 cases fits the memory of the CPU: the largest, attention b1 h1/1 d16 s16384 unfused fwdbwd, " \
            "needs 2.2 GB for its tensors, the device has 1.1 GB" in err, err
+
+
+def test_validate_json_on_the_cpu_without_a_gpu_prints_no_text_as_json(capsys, tmp_path):
+    """`validate --quick --device cpu --json | python -c 'import json, sys; json.load(sys.stdin)'` failed: with no
+    --gpu nothing is judged, and the sentence saying so went to stdout, where --json promises JSON. Under --json it
+    goes to stderr, as an interruption's line does, and stdout holds nothing to misread."""
+    pytest.importorskip("torch")
+    argv = ("validate", "--quick", "--db", str(tmp_path / "r.db"), *FAST)
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0 and out == "", out
+    assert "10 held-out cases measured on the CPU into the results store" in " ".join(err.split()), err
+    code, out, err = run(capsys, *argv)  # the table's output: said on stdout, as before
+    assert code == 0 and "nothing is judged without --gpu" in " ".join(out.split()) and err == "", err

@@ -290,6 +290,7 @@ def _only(sets: tuple, flags: list) -> str:
 
 
 def run_validate(args) -> int:
+    from rich.console import Console
     from rich.table import Table
 
     from ..calibrate import summarize, validate
@@ -340,8 +341,9 @@ def run_validate(args) -> int:
         else:
             console().print(line)
         return 130
-    if done.gpu is None and args.device == "cpu":
-        _measured_on_cpu(args, console(), "held-out cases", done.num_cases)
+    if done.gpu is None and args.device == "cpu":  # no verdict: under --json said on stderr, as an interruption is
+        _measured_on_cpu(args, Console(stderr=True, highlight=False, soft_wrap=True) if args.json else console(),
+                         "held-out cases", done.num_cases)
         return 0
     if args.json:
         print(json.dumps(done.to_json(), indent=2))
