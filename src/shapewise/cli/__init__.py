@@ -40,9 +40,12 @@ def _reader_gone() -> int:
     """stdout's reader closed the pipe: end quietly with 1, as rich's console does for the tables, with stdout
     sent to /dev/null so that Python's own flush at exit does not fail on it again."""
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        fd = sys.stdout.fileno()
     except (OSError, ValueError, AttributeError):  # a stdout with no file behind it (a test's capture)
-        pass
+        return 1
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
     return 1
 
 
