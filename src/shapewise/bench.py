@@ -297,15 +297,23 @@ class SweepResult:
 def footprint(case: Case) -> float | None:
     """The bytes a case's tensors take on the device, as far as they are known: a GEMM's or an op's
     operands and output (case.bytes); an attention call's q, k, v and output, and their gradients when
-    the backward runs. None for a layer (its tensors depend on the model's build)."""
+    the backward runs; unfused, its score matrices too. None for a layer (its tensors depend on the model's
+    build)."""
     if case.bytes is not None:
         return case.bytes
     if case.bench != "attention":
         return None
     p = case.params
-    return attention_op("fwd" if p["pass"] == "fwd" else "bwd", seqs=p["batch"], heads=p["heads"],
+    size = DTYPE_BYTES[p["dtype"]]
+    qkvo = attention_op("fwd" if p["pass"] == "fwd" else "bwd", seqs=p["batch"], heads=p["heads"],
                         kv_heads=p["kv_heads"], q_len=p["seq"], kv_len=p["seq"], head_dim=p["head_dim"],
-                        causal=p["causal"], dtype_bytes=DTYPE_BYTES[p["dtype"]]).bytes
+                        causal=p["causal"], dtype_bytes=size).bytes
+    if p["backend"] != "unfused":
+        return qkvo
+    # Unfused, the scores are whole (batch × heads × seq × seq): two of them live at once going forward (the
+    # scores and their softmax), and the backward keeps them and makes their gradients.
+    scores = p["batch"] * p["heads"] * p["seq"] ** 2 * size
+    return qkvo + scores * (2 if p["pass"] == "fwd" else 4)
 
 
 def too_big(case: Case, memory: int | None) -> str | None:
@@ -373,9 +381,11 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     else:  # every rank reads the same store, so every rank computes the same list of cases to do
         reader_env = store.environment_id(env) if env_id is None else env_id
         done = set().union(*(store.done_keys(reader_env, b) for b in {c.bench for c in cases}))
-    todo = [c for c in cases if keys[id(c)] not in done]
+    # One measurement a key: a layer's forward ops are cases of both its passes, and are measured once.
+    unique = list({keys[id(c)]: c for c in cases}.values())  # cases of one key are one case
+    todo = [c for c in unique if keys[id(c)] not in done]
     mine = todo[rank::world]
-    result = SweepResult([], skipped=len(cases) - len(todo), environment=env, rank=rank, world=world)
+    result = SweepResult([], skipped=len(unique) - len(todo), environment=env, rank=rank, world=world)
     timing = dict(warmup_ms=warmup_ms, budget_ms=budget_ms, min_reps=MIN_REPS, cuda_graph=cuda_graph)
     records, lost = [], []
     try:

@@ -342,10 +342,11 @@ class Validation:
 def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = None, judge_set: str = "default",
              configs=None, device: str = "cuda", dtype: str = "bf16", quick: bool = False, seed: int = 2,
              from_store: bool = False, warmup_ms: float = 3, budget_ms: float = 10, force: bool = False,
-             progress: bool = True, borrow_profile: bool = False) -> Validation:
+             cuda_graph: bool = False, progress: bool = True, borrow_profile: bool = False) -> Validation:
     """Measure a held-out set (judges.SETS: `judge_set` drawn with `seed`; or, `from_store`, read its
     newest measurements from the store: no GPU needed) and judge `profile` (default: the one
-    predictions for the GPU use) against the spec model and a flat roofline. Ctrl-C returns what was
+    predictions for the GPU use) against the spec model and a flat roofline; `cuda_graph` times replays of
+    a CUDA graph of each case, as bench's --cuda-graph does. Ctrl-C returns what was
     measured (kept in the store), judged on nothing. CPU times are judged as `gpu`'s only as a smoke
     test, said in a warning; a GPU's by a profile measured elsewhere only where borrow_profile lends it, as
     check's --borrow-profile prices with it (the profile then says it is borrowed); else refused. From the store,
@@ -372,7 +373,7 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
         env = {"gpu_name": None if any(measured_on_cpu(row) for _, row in rows) else rows[0][1].get("gpu_name")}
     else:
         result = sweep(drawn.cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
-                       progress=progress)
+                       cuda_graph=cuda_graph, progress=progress)
         if result.rank != 0:
             return Validation(None, None, [], sweep=result)
         rows, env = result.rows, result.environment

@@ -67,7 +67,21 @@ def refuse_fp8_layout(layouts, batches, *, hint: str = "") -> None:
                              f"second operand){hint}")
 
 
+def check_sweep(*values) -> None:
+    """Refuse, before any is made, a sweep of more cases than limits.SWEEP_CASES: the product of its lists."""
+    from math import prod
+
+    from .limits import SWEEP_CASES, _number
+
+    count = prod(len(v) for v in values)
+    if count > SWEEP_CASES.high:
+        raise ShapewiseError(f"a sweep of {count:,} cases (each flag's values with every other's): {SWEEP_CASES.what} "
+                             f"must be at most {_number(SWEEP_CASES.high)} ({SWEEP_CASES.reason}); split it")
+
+
 def gemm_cases(ms, ns, ks, *, batches=(1,), layouts=("nn",), dtype="bf16") -> list[Case]:
+    layouts = list(dict.fromkeys(layouts))  # once each
+    check_sweep(ms, ns, ks, batches, layouts)
     size = DTYPE_BYTES[dtype]
     bench = "bmm" if any(b > 1 for b in batches) else "gemm"
     return [Case(bench, dict(m=m, n=n, k=k, batch=b, layout=layout, dtype=dtype),
@@ -83,6 +97,8 @@ def attention_flops(batch: int, heads: int, seq: int, head_dim: int, *, causal: 
 
 def attention_cases(*, batches, heads, kv_heads, head_dims, seqs, causal=True, backends=("default",),
                     passes=PASSES, dtype="bf16") -> list[Case]:
+    backends, passes = list(dict.fromkeys(backends)), list(dict.fromkeys(passes))  # a value given twice is one case
+    check_sweep(batches, heads, kv_heads or [1], head_dims, seqs, backends, passes)
     cases = []
     for b in batches:
         for h in heads:

@@ -83,11 +83,14 @@ def bench_comm(sizes: list[int], ops: list[str], *, store, device: str = "cuda",
     env_id = store.environment_id(env) if rank == 0 else None
     dt = torch_dtype(dtype)
     size_of = torch.tensor([], dtype=dt).element_size()
-    rows = []
+    rows, done = [], set()
     for op in ops:
         for size in sizes:
             elements = max(world, size // size_of // world * world)  # divisible among the ranks
             nbytes = elements * size_of
+            if (op, nbytes) in done:  # an op given twice, or two sizes made the same one: one case
+                continue
+            done.add((op, nbytes))
             params = dict(op=op, bytes=nbytes, world=world, dtype=dtype, backend=dist.get_backend())
             try:  # a size past the memory fails on some ranks: all must agree to skip it, or they hang
                 whole = torch.empty(elements, device=device, dtype=dt).normal_()

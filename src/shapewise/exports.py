@@ -97,16 +97,33 @@ class Imported:
     metrics: dict | None = None
 
 
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 def read_export(path) -> list[Imported]:
     """The rows of an export (CSV, CSV gzipped, or the JSON export), each checked: a row no
     measurement can have (row_problem) is refused, naming its line, and so is the whole file."""
+    if not str(path).strip():  # Path("") is the working folder: not what was meant
+        raise ShapewiseError("give the export to import: --import FILE (a .csv, .json, .csv.gz or .json.gz that "
+                             "`shapewise results --export` wrote)")
     path = Path(path).expanduser()
+    if path.is_dir():
+        raise ShapewiseError(f"{path} is a folder: give the export in it to import (a .csv, .json, .csv.gz or "
+                             ".json.gz that `shapewise results --export` wrote)")
     try:
         with open_export(path) as f:
             text = f.read()
     except (gzip.BadGzipFile, EOFError) as err:  # BadGzipFile is an OSError
         raise ShapewiseError(f"{path} is not a CSV export of the results store, gzipped ({err})") from None
     except UnicodeDecodeError:
+        if _is_sqlite(path):  # another store, to merge: it is exported first
+            raise ShapewiseError(f"{path} is a SQLite database (a results store?), not an export: export it first, "
+                                 f"`shapewise results --db {path} --export FILE.json`, and import that") from None
         raise ShapewiseError(f"{path} is not an export of the results store (the CSV or JSON that `shapewise "
                              "results --export` writes): not a text file (not UTF-8)") from None
     except OSError as err:

@@ -132,6 +132,9 @@ GEMM_DIM = Limit("a GEMM dim", 1, 2**31 - 1, reason="a GEMM dim is a 32-bit int 
 # A sweep's values are priced (or measured) all at once: 65,536 are a few MB to price, and at ~13 ms
 # a case already 15 minutes of a GPU.
 SWEEP_VALUES = Limit("the values of one sweep", 1, 2**16, reason="priced at once; split a longer sweep")
+# And its cases, every value of each flag with every other's (-m × -n × -k × layouts): 2^20 at ~13 ms a case
+# are four hours of a GPU, and are made in seconds; 4000 values of each of three flags would be days to make.
+SWEEP_CASES = Limit("the cases of one sweep", 1, 2**20, reason="at about 13 ms a case, four hours of a GPU")
 # Collective sizes: 2^40 bytes (1 TiB) is beyond the memory of every GPU in the table.
 COMM_BYTES = Limit("a collective's size in bytes", 1, 2**40, reason="1 TiB, beyond every GPU's memory")
 

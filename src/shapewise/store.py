@@ -277,6 +277,7 @@ class Store:
             raise ShapewiseError(f"no results store at {self.path}: measure first (`shapewise bench`), or give --db PATH")
         if not read_only:
             self._folder()
+        self._new = not read_only and not self.path.exists()  # made by this Store: taken back if refused (__exit__)
         try:
             # isolation_level=None: no implicit transactions; each statement commits on its own
             # unless we open one explicitly. timeout: wait for another process's write, as when
@@ -400,8 +401,23 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, *exc) -> None:
         self.close()
+        if self._new and kind is not None and issubclass(kind, ShapewiseError):
+            self._take_back()
+
+    def _take_back(self) -> None:
+        """Remove the store this Store made where the command was refused before anything was stored in it: a
+        refusal leaves no new empty store behind (which `shapewise results` would then call one)."""
+        try:
+            with sqlite3.connect(self.path) as conn:
+                held = conn.execute("SELECT (SELECT COUNT(*) FROM environments) + (SELECT COUNT(*) FROM results)")
+                if held.fetchone()[0]:
+                    return
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        except (sqlite3.Error, OSError):  # kept where it cannot be read or removed: nothing is lost by keeping it
+            pass
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"

@@ -5,6 +5,7 @@ they share (the model and measurement flags, the one choice of cost model, the c
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
@@ -27,7 +28,25 @@ def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings():  # the caller's filters and hook are back once the command is done
         warnings.simplefilter("always", ShapewiseWarning)  # each one said as often as raised, wherever from
         warnings.showwarning = _one_line(warnings.showwarning)
-        return _run(argv)
+        try:
+            code = _run(argv)
+            sys.stdout.flush()  # a reader that left early (`| head`) is met here, not at exit as a traceback
+            return code
+        except BrokenPipeError:
+            return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """stdout's reader closed the pipe: end quietly with 1, as rich's console does for the tables, with stdout
+    sent to /dev/null so that Python's own flush at exit does not fail on it again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):  # a stdout with no file behind it (a test's capture)
+        return 1
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+    return 1
 
 
 def _one_line(show):

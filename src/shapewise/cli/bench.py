@@ -15,6 +15,7 @@ from .common import (
     add_measure_args,
     add_model_args,
     console,
+    known_gpu,
     model_and_workload,
     open_store,
     rank0_only,
@@ -106,6 +107,7 @@ def run_bench_gemm(args) -> int:
     from ..bench import bench_cases
     from ..cases import gemm_cases, parse_dims, refuse_fp8_layout
 
+    known_gpu(args)
     batches = parse_dims(args.b, name="-b") if getattr(args, "b", None) else [1]
     cases = gemm_cases(parse_dims(args.m, name="-m"), parse_dims(args.n, name="-n"), parse_dims(args.k, name="-k"),
                        batches=batches, layouts=args.layout, dtype=args.dtype)
@@ -143,6 +145,7 @@ def run_bench_attention(args) -> int:
     from ..bench import bench_cases
     from ..cases import attention_cases, parse_dims
 
+    known_gpu(args)
     cases = attention_cases(batches=parse_dims(args.batch, name="--batch"), heads=parse_dims(args.heads, name="--heads"),
                             kv_heads=parse_dims(args.kv_heads, name="--kv-heads") if args.kv_heads else None,
                             head_dims=parse_dims(args.head_dim, name="--head-dim"), seqs=parse_dims(args.seq, name="--seq"),
@@ -241,8 +244,12 @@ def _render_layer(args, shape, workload, layer) -> int:
     from rich.table import Table
 
     result = layer.sweep
+    rows = {row["id"]: (case, row) for case, row in result.rows}.values()  # an op of both passes: one row
     if args.json:
-        print(json.dumps([{**row, "label": case.label} for case, row in result.rows], indent=2, default=str))
+        print(json.dumps([{**row, "label": case.label} for case, row in rows], indent=2, default=str))
+        _warn_wide(row for _, row in rows)
+        if result.interrupted:  # as _render_sweep: the JSON holds rows only
+            warn(f"interrupted: {result.summary()}")
         return 130 if result.interrupted else 0
     table = Table(show_edge=False, pad_edge=False, header_style="bold",
                   title=f"one {shape.name} layer, b={workload.batch} s={workload.seq} {workload.dtype}", title_justify="left")
@@ -258,6 +265,7 @@ def _render_layer(args, shape, workload, layer) -> int:
     out = console()
     out.print(table)
     out.print(result.summary())
+    _warn_wide(row for _, row in rows)  # the layer's and its ops' spreads, which the table does not show
     return 130 if result.interrupted else 0
 
 

@@ -8,7 +8,16 @@ import math
 import sys
 
 from ..errors import ShapewiseError, listed, warn
-from .common import Repeated, add_cost_args, add_measure_args, add_mkdir_arg, console, open_store, rank0_only
+from .common import (
+    Repeated,
+    add_cost_args,
+    add_measure_args,
+    add_mkdir_arg,
+    console,
+    known_gpu,
+    open_store,
+    rank0_only,
+)
 
 # Where calibrate installs a profile, as profile.profile_dir() finds it.
 VARIANT_ROUNDS = 20  # the variants set's target is judged on at least 20 interleaved rounds
@@ -100,13 +109,16 @@ def add_calibrate(sub) -> None:
     _add_set_args(p)
     p.add_argument("--comm", action="store_true",
                    help="under torchrun: time the collectives and fit the GPU link's parameters into the profile")
-    add_measure_args(p)
+    # No --cuda-graph: a profile prices calls as the timer times each one; no --json: calibrate prints no rows.
+    add_measure_args(p, gpu="the GPU to fit the profile for (default: the one measured; on the CPU, none: the "
+                            "set is measured and stored only)", graph=False, rows=False)
     p.set_defaults(run=run_calibrate)
 
 
 def run_calibrate(args) -> int:
     from ..calibrate import calibrate
 
+    known_gpu(args)
     drawn = [f"--{draw}" for draw in DRAW_HELP if getattr(args, draw) is not None]
     machine = args.quick and args.device.startswith("cuda")
     if drawn and (args.comm or machine):  # neither measures a draw: refused, not dropped without a word
@@ -242,7 +254,8 @@ def add_validate(sub) -> None:
     p.add_argument("--rounds", type=ROUNDS.arg, help=f"variants: interleaved rounds (default {VARIANT_ROUNDS}); "
                                                       "--budget-ms is then each part's timed share of a round")
     _add_set_args(p)
-    add_measure_args(p, mkdir=True)
+    add_measure_args(p, mkdir=True, gpu="the GPU whose models are judged (default: the one measured; on the CPU, "
+                                        "none: the set is measured and stored only)")
     p.set_defaults(run=run_validate)
 
 
@@ -277,12 +290,14 @@ def _only(sets: tuple, flags: list) -> str:
 
 
 def run_validate(args) -> int:
+    from rich.console import Console
     from rich.table import Table
 
     from ..calibrate import summarize, validate
     from ..profile import load
 
     _refuse_unused_set_flags(args)
+    known_gpu(args)
     measuring = [flag for flag, given in (("--force", args.force), ("--cuda-graph", args.cuda_graph),
                                           ("--mkdir", args.mkdir)) if given]
     if args.from_db and measuring:  # it reads what was measured: how to measure is refused, not ignored
@@ -314,7 +329,8 @@ def run_validate(args) -> int:
         done = validate(store=store, gpu=args.gpu, profile=profile,
                         judge_set=args.set, configs=args.configs, device=args.device, dtype=args.dtype,
                         quick=args.quick, seed=args.seed, from_store=args.from_db, warmup_ms=args.warmup_ms,
-                        budget_ms=args.budget_ms, force=args.force, borrow_profile=args.borrow_profile)
+                        budget_ms=args.budget_ms, force=args.force, cuda_graph=args.cuda_graph,
+                        borrow_profile=args.borrow_profile)
     if done.sweep is not None:
         rank0_only(done.sweep)
     if done.interrupted:  # judged on nothing: a part of the set is no verdict on it
@@ -325,8 +341,9 @@ def run_validate(args) -> int:
         else:
             console().print(line)
         return 130
-    if done.gpu is None and args.device == "cpu":
-        _measured_on_cpu(args, console(), "held-out cases", done.num_cases)
+    if done.gpu is None and args.device == "cpu":  # no verdict: under --json said on stderr, as an interruption is
+        _measured_on_cpu(args, Console(stderr=True, highlight=False, soft_wrap=True) if args.json else console(),
+                         "held-out cases", done.num_cases)
         return 0
     if args.json:
         print(json.dumps(done.to_json(), indent=2))

@@ -269,10 +269,12 @@ def cost_model(args, gpu: GPU | None) -> CostModel | None:
 
 # ---- measuring --------------------------------------------------------------------------------
 
-def add_measure_args(p: argparse.ArgumentParser, *, gpu: bool = True, mkdir: bool = False) -> None:
-    """The flags of a sweep; mkdir: --mkdir, for a new store's folder (open_store)."""
+def add_measure_args(p: argparse.ArgumentParser, *, gpu: bool | str = True, mkdir: bool = False,
+                     graph: bool = True, rows: bool = True) -> None:
+    """The flags of a sweep; gpu: --gpu, with its help where it is not GPU_TO_PREDICT; mkdir: --mkdir, for a new
+    store's folder (open_store); graph: --cuda-graph; rows: --json, for a command that prints rows."""
     if gpu:
-        p.add_argument("--gpu", help=GPU_TO_PREDICT)
+        p.add_argument("--gpu", help=GPU_TO_PREDICT if gpu is True else gpu)
     from ..limits import BUDGET_MS, WARMUP_MS
 
     add_device_arg(p)
@@ -283,9 +285,11 @@ def add_measure_args(p: argparse.ArgumentParser, *, gpu: bool = True, mkdir: boo
     p.add_argument("--warmup-ms", type=WARMUP_MS.arg, default=3.0, help="warm-up time per case, in ms")
     p.add_argument("--budget-ms", type=BUDGET_MS.arg, default=10.0,
                    help="time for the timed repetitions per case, in ms (at least 10 repetitions)")
-    p.add_argument("--cuda-graph", action="store_true",
-                   help="time replays of a CUDA graph of 20 calls: for ops of a few microseconds")
-    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    if graph:
+        p.add_argument("--cuda-graph", action="store_true",
+                       help="time replays of a CUDA graph of 20 calls: for ops of a few microseconds")
+    if rows:
+        p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
 
 
 def add_device_arg(p: argparse.ArgumentParser, text: str = "cuda, cuda:N or cpu") -> None:
@@ -299,6 +303,15 @@ def add_db_arg(p: argparse.ArgumentParser, text: str = "results store (default: 
     p.add_argument("--db", metavar="PATH", help=text)
     if mkdir:
         add_mkdir_arg(p, "make the folder of a new results store (--db) if it does not exist")
+
+
+def known_gpu(args) -> None:
+    """Refuse an unknown --gpu before a sweep: the GPU is looked up only to predict or fit once every case is
+    measured, and so was refused after minutes of measuring."""
+    if getattr(args, "gpu", None) is not None:
+        from ..hardware import get_gpu
+
+        get_gpu(args.gpu)
 
 
 def open_store(args):
