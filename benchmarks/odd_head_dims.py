@@ -9,7 +9,7 @@ seed 37 run over tests/data/hf-eighteenth on an H100, by default), priced with a
 them (benchmarks/results/h100-odd-head-dims-fresh/, drawn after the factors were fixed): each call's error with and
 without the factors, by head dim class and regime.
 
-python benchmarks/odd_head_dims.py [--probe JSON] [--judge FOLDER:SEED:CONFIGS ...] [--fresh EXPORT]   (on the CPU; seconds)
+python benchmarks/odd_head_dims.py [--probe JSON] [--judge FOLDER:SEED:CONFIGS ...] [--fresh EXPORT [--gpu GPU]]   (on the CPU; seconds)
 """
 
 import argparse
@@ -150,6 +150,8 @@ def main() -> int:
     ap.add_argument("--probe", default=PROBE)
     ap.add_argument("--judge", nargs="*", default=list(JUDGED), metavar="FOLDER:SEED:CONFIGS")
     ap.add_argument("--fresh", metavar="EXPORT", help="a results export of attention calls to judge the factors on")
+    ap.add_argument("--gpu", default="h100", help="the GPU the --fresh export was measured on, priced with the profile "
+                                                  "it finds (default h100: the H200's, borrowed)")
     args = ap.parse_args()
     gpu = get_gpu("h100")
     model = cost_model(gpu, profile=find(gpu))  # the profile an H100 borrows, as the probe's calls were priced
@@ -163,7 +165,7 @@ def main() -> int:
     for spec in args.judge:
         judge(spec, model)
     if args.fresh:
-        fresh(args.fresh, gpu)
+        fresh(args.fresh, get_gpu(args.gpu))
     return 0
 
 
