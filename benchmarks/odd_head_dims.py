@@ -45,7 +45,7 @@ def probe_calls(d: int, calls: dict) -> dict:
     return {"fwd": op("fwd", t), "bwd": op("bwd", t), "decode": op("fwd", c)}
 
 
-def unpadded(model):
+def unpadded():
     """The same cost model with every padded-SDPA factor 1: the price of cuDNN's kernel at any head dim."""
     saved = dict(params.PADDED_SDPA)
     params.PADDED_SDPA.update({k: 1.0 for k in saved})
@@ -93,7 +93,7 @@ def judge(spec: str, model) -> None:
           "multiple of 8")
     ops = [op_from_case(case.params, flops=case.flops, nbytes=case.bytes) for case, _ in odd]
     shipped = [c.time_ms for c in predict_ops(ops, gpu=model, dtype="bf16")]
-    saved = unpadded(model)
+    saved = unpadded()
     try:
         before = [c.time_ms for c in predict_ops(ops, gpu=model, dtype="bf16")]
     finally:
@@ -128,7 +128,7 @@ def fresh(path: str, gpu) -> None:
             continue
         cases.append((case, float(r["median_ms"]), d, regime))
     shipped = [predict_case(c, gpu=model) for c, *_ in cases]
-    saved = unpadded(model)
+    saved = unpadded()
     try:
         plain = [predict_case(c, gpu=model) for c, *_ in cases]
     finally:
@@ -155,7 +155,7 @@ def main() -> int:
     args = ap.parse_args()
     gpu = get_gpu("h100")
     model = cost_model(gpu, profile=find(gpu))  # the profile an H100 borrows, as the probe's calls were priced
-    saved = unpadded(model)
+    saved = unpadded()
     try:
         fitted = fit(args.probe, model)
     finally:

@@ -162,7 +162,7 @@ def padded_fused(head_dims) -> str | None:
     dims = ", ".join(map(str, odd[:4])) + (" …" if len(odd) > 4 else "")
     return (f"head dim{'s' if len(odd) > 1 else ''} {dims} {'are' if len(odd) > 1 else 'is'} not a multiple of 8: "
             "cuDNN's attention and torch's memory-efficient kernel refuse it, so SDPA runs FlashAttention-2 on copies "
-            f"padded to {', '.join(str(-(-d // 8) * 8) for d in odd[:4])}, priced at cuDNN's rate there times the "
+            f"padded to {', '.join(str(round_up(d, 8)) for d in odd[:4])}, priced at cuDNN's rate there times the "
             f"slowdown measured on an H100 (forward {PADDED_SDPA['fwd']:.1f}×, backward {PADDED_SDPA['bwd']:.1f}×, "
             f"decoding {PADDED_SDPA['decode']:.1f}×; on 116 calls it was not fitted on, 14% off at the median and 48% at "
             "the 90th percentile): a head dim that "

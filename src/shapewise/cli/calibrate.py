@@ -318,13 +318,8 @@ def run_validate(args) -> int:
     from ..store import Store
 
     profile = load(args.profile) if args.profile else None
-    if profile is not None and args.gpu and not args.from_db:  # refused before a store is made for the run
-        from ..hardware import get_gpu
-        from ..profile import for_gpu
-
-        for_gpu(profile, get_gpu(args.gpu).key, borrow=args.borrow_profile, device=args.device,
-                gpu_times=args.device != "cpu")
-    # --from-db only reads: a path that names no store is refused, not made an empty one
+    # another GPU's profile is refused by validate before it measures, and a store made for the run is then taken
+    # back (Store.__exit__); --from-db only reads: a path that names no store is refused, not made an empty one
     with Store(args.db, read_only=True) if args.from_db else open_store(args) as store:
         done = validate(store=store, gpu=args.gpu, profile=profile,
                         judge_set=args.set, configs=args.configs, device=args.device, dtype=args.dtype,
