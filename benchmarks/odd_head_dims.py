@@ -145,6 +145,35 @@ def fresh(path: str, gpu) -> None:
                            f"({np.median(e[:, i]):+6.1%})" for i in (0, 1)))
 
 
+def verified_bitnet() -> None:
+    """verify's prediction of BitNet b1.58 3B's top suggestion (head dim 128) as it priced it on that H100 (layers and
+    head, b=4, s=2048, the H100's calibrate --quick profile), with and without the factors; measured there 1.312x
+    (benchmarks/results/h100-verify-eighteenth/)."""
+    from shapewise.hf import load_config
+    from shapewise.profile import load
+    from shapewise.shapes import Workload
+    from shapewise.verify import predicted_step_ms
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shape = load_config("tests/data/hf-eighteenth/bitnet_b1_58-3b.json")
+    top = shape.replace(hidden=3584, num_layers=21, num_heads=28, ffn=9472, vocab=32064)  # its changes, head dim 128
+    model = cost_model("h100", profile=load("benchmarks/results/h100-judges-37/h100-machine.json.gz"))
+    w = Workload(batch=4, seq=2048)
+
+    def speedup() -> float:
+        return predicted_step_ms(shape, w, gpu=model) / predicted_step_ms(top, w, gpu=model)
+
+    with_factors = speedup()
+    saved = unpadded()
+    try:
+        without = speedup()
+    finally:
+        params.PADDED_SDPA.update(saved)
+    print(f"\nverify's BitNet 3B top suggestion (head dim {top.d_head}): predicted {with_factors:.3f}x with the "
+          f"factors, {without:.3f}x without; measured 1.312x")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--probe", default=PROBE)
@@ -164,6 +193,8 @@ def main() -> int:
           + "; fitted now: " + ", ".join(f"{k} {v:.2f}" for k, v in fitted.items()))
     for spec in args.judge:
         judge(spec, model)
+    if args.judge:
+        verified_bitnet()
     if args.fresh:
         fresh(args.fresh, get_gpu(args.gpu))
     return 0
