@@ -45,7 +45,7 @@ def test_an_fp32_step_s_memory_says_it_is_fp32_adam(capsys):
     assert "(mixed-precision Adam in PyTorch eager" in out
     code, out, err = run(capsys, "suggest", "gpt2", "--dtype", "fp32", "--gpu", "h100")
     assert code == 0, err
-    assert "GiB (fp32 Adam (no master copies) in PyTorch eager, no ZeRO" in out.splitlines()[1], out
+    assert "GiB (fp32 Adam (no master copies) in PyTorch eager, no pipeline, no ZeRO" in out.splitlines()[1], out
 
 
 def _tiny(tmp_path, name: str, **changes) -> str:

@@ -71,12 +71,12 @@ def check_sweep(*values) -> None:
     """Refuse, before any is made, a sweep of more cases than limits.SWEEP_CASES: the product of its lists."""
     from math import prod
 
-    from .limits import SWEEP_CASES, _number
+    from .limits import SWEEP_CASES
 
     count = prod(len(v) for v in values)
     if count > SWEEP_CASES.high:
         raise ShapewiseError(f"a sweep of {count:,} cases (each flag's values with every other's): {SWEEP_CASES.what} "
-                             f"must be at most {_number(SWEEP_CASES.high)} ({SWEEP_CASES.reason}); split it")
+                             f"must be at most {SWEEP_CASES.high_text()} ({SWEEP_CASES.reason}); split it")
 
 
 def gemm_cases(ms, ns, ks, *, batches=(1,), layouts=("nn",), dtype="bf16") -> list[Case]:

@@ -33,6 +33,10 @@ class Limit:
         return f"{'above' if self.low_open else 'from'} {_number(self.low)} {'and at most' if self.low_open else 'to'} " \
                f"{_number(self.high)}"
 
+    def high_text(self) -> str:
+        """The upper bound as messages write it: "1,048,576 = 2^20"."""
+        return _number(self.high)
+
     def check(self, value, name: str = "") -> int | float:
         """The value as an int (whole) or float, or a ShapewiseError naming `name` (a flag or a
         field) and the bound. Text is read as a number: "7e9" is 7,000,000,000."""
@@ -209,7 +213,7 @@ def dims(values: list[str], *, name: str, limit: Limit = GEMM_DIM) -> list[int]:
             span = range(start, stop + 1, step)
         count += len(span)  # len of a range is known without making it
         if count > SWEEP_VALUES.high:
-            raise ShapewiseError(f"{name}: {SWEEP_VALUES.what} must be at most {_number(SWEEP_VALUES.high)} "
+            raise ShapewiseError(f"{name}: {SWEEP_VALUES.what} must be at most {SWEEP_VALUES.high_text()} "
                                  f"({SWEEP_VALUES.reason}), got {count:,} or more")
         found.extend(span)
     if not found:

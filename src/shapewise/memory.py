@@ -100,6 +100,11 @@ def adam_text(dtype: str) -> str:
     return "fp32 Adam (no master copies)" if training_precision(dtype) == "fp32" else "mixed-precision Adam"
 
 
+def assumption_text(dtype: str) -> str:
+    """All that estimate assumes of a training step in dtype by default, as every command says it beside a figure."""
+    return f"{adam_text(dtype)} in PyTorch eager, no pipeline, no ZeRO, no recomputation"
+
+
 @dataclass(frozen=True)
 class Framework:
     """What an implementation keeps for backward where implementations differ."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 
 from .cost import StepCost, predict_step
 from .hardware import GPU
-from .memory import PRECISIONS, Memory, adam_text, capacity_bytes, estimate, training_precision
+from .memory import PRECISIONS, Memory, assumption_text, capacity_bytes, estimate, training_precision
 from .ops import COMM, MEMORY
 from .parallel import optimizer_ms
 from .profile import CostModel, Profile, cost_model
@@ -22,7 +22,7 @@ LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "
 class CheckResult:
     step: StepCost
     findings: tuple[Finding, ...]
-    memory: Memory | None = None  # per GPU: Adam (memory.adam_text), no pipeline, no ZeRO, no recompute
+    memory: Memory | None = None  # per GPU: as memory.assumption_text says
     caveats: tuple[str, ...] = ()  # what the price assumes that the model does not give (rules.caveats)
     # Training only: what the step above leaves out and `plan` prices, so that the two agree in words.
     optimizer_ms: float = 0.0  # Adam's update after the backward (the step's time is forward and backward)
@@ -205,7 +205,7 @@ def render(result: CheckResult, console) -> None:
         other = (f"; Megatron-LM keeps less, its {fused} fused: {said}, as `plan` prices it"
                  if said and said != f"{result.memory.total_bytes / 2**30:,.1f} GiB" else "")
         console.print(f"memory per GPU {result.memory.text()} of {capacity_bytes(gpu) / 2**30:,.1f} GiB"
-                      + (f" ({adam_text(w.dtype)} in PyTorch eager, no pipeline, no ZeRO, no recomputation{other})"
+                      + (f" ({assumption_text(w.dtype)}{other})"
                          if w.mode == "train" else ""),
                       soft_wrap=True)  # a line of text, not a table: left whole where it is piped (common.console)
     if not result.findings:

@@ -201,12 +201,12 @@ def _need_bytes(shape: ModelShape, workload: Workload, *, whole: bool) -> float:
     """About the bytes one shape's parts take while timed, as memory.estimate counts a forward+backward
     without an optimizer (weights, grads, activations, and the logits' buffers of a loss in the model's
     own dtype): the whole model's, or one layer's with the output head's."""
-    from .memory import estimate
+    from .memory import estimate, training_precision
 
     one = shape if whole else shape.one_layer()
     # An fp32 model's weights and gradients are 4 bytes, and its loss keeps fp32 logits, log-softmax and
     # gradient (the torch framework's 12 bytes a logit); a 16-bit one's 2, and 6 bytes a logit.
-    wide = workload.dtype_bytes == 4
+    wide = training_precision(workload.dtype) == "fp32"
     return estimate(one, workload, precision="no-optimizer-fp32" if wide else "no-optimizer",
                     framework="torch" if wide else "torch-bf16-loss").allocated_bytes
 

@@ -104,11 +104,11 @@ GIB = 2 ** 30
 
 def training_memory_text(workload) -> str:
     """What memory.estimate assumes of a training step, as check says it: said wherever its figure is printed."""
-    from ..memory import adam_text
+    from ..memory import assumption_text
 
     if workload.mode != "train":
         return ""
-    return f" ({adam_text(workload.dtype)} in PyTorch eager, no ZeRO, no recomputation)"
+    return f" ({assumption_text(workload.dtype)})"
 
 
 def nothing_faster_text(result, params_tol: float) -> str:
