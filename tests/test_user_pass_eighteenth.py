@@ -89,6 +89,41 @@ def test_a_verify_run_records_where_it_measured_and_the_plot_checks_it(capsys, t
     assert code == 2 and len(err.splitlines()) == 1 and "dtype is ['bf16'], not one of" in err, err
 
 
+def test_a_verify_run_records_the_gpu_it_predicted_for_and_the_device_it_measured(capsys, tmp_path):
+    """`verify --json` named neither the GPU whose cost model predicted its speedups nor the device that timed them,
+    so a run predicted for an H100 was drawn as an H200's. The rows say both ("gpu": its key, "measured_on": the
+    device's name); the plot refuses another --gpu in one line, says the device in the figure's title, and warns
+    once for a file written before the rows said the GPU."""
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    from shapewise import plots
+
+    tiny, other = _tiny(tmp_path, "tiny.json"), _tiny(tmp_path, "other.json", vocab_size=256)
+    at = ("--batch", "1", "--seq", "32")
+    code, out, err = run(capsys, "verify", tiny, "--config", other, "--device", "cpu", *at, "--rounds", "1", "--json",
+                         "--gpu", "h100")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert (row["gpu"], row["measured_on"]) == ("h100", "CPU"), row
+    assert "measured on CPU" in plots.verified_data([row], model="tiny", gpu="h100")["source"]
+    verified = tmp_path / "verify.json"
+    verified.write_text(out)
+    plot = ("plot", "suggestions", tiny, "--verified", str(verified), *at, "--out")
+    code, out, err = run(capsys, *plot, str(tmp_path / "a.png"), "--gpu", "h100")
+    assert code == 0 and err == "", err
+    code, out, err = run(capsys, *plot, str(tmp_path / "b.png"))  # the default GPU, h200
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "measured at b=1 s=32 bf16 for h100, not at the b=1 s=32 bf16 for h200" in err, err
+    assert err.rstrip().endswith("--gpu h100") and not (tmp_path / "b.png").exists(), err
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps([{k: v for k, v in row.items() if k != "gpu"}]))
+    code, out, err = run(capsys, *plot[:4], str(older), *at, "--out", str(tmp_path / "c.png"))
+    assert code == 0 and len(err.splitlines()) == 1 and "records no GPU its speedups were predicted for" in err, err
+    older.write_text(json.dumps([{**row, "gpu": "h9000"}]))
+    code, out, err = run(capsys, *plot[:4], str(older), *at, "--out", str(tmp_path / "d.png"))
+    assert code == 2 and "gpu is h9000, not a GPU of the table" in err, err
+
+
 def test_validate_takes_another_gpu_s_profile_only_when_borrowed(capsys, tmp_path):
     """`validate --profile p.json --device cpu --quick --gpu h100`, p.json fitted (on CPU times) for the h200,
     judged the h200's profile as the h100's without a word, where check refuses it without --borrow-profile.

@@ -651,12 +651,15 @@ def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = 
         _check_verified(row, number)
     gpu = _gpu(gpu)
     at = verified_at(rows)
+    places = {row.get("measured_on") for row in rows}
+    on = places.pop() if len(places) == 1 else None  # one device's name, as verify --json records it
+    source = _source(len(rows)) if not isinstance(on, str) or not on else f"measured on {on[:40]} and predicted"
 
     def column(values) -> np.ndarray:
         return np.array([1.0, *(math.nan if v is None else float(v) for v in values)])
 
     return {
-        "figure": "suggestions", "gpu": gpu.name, "dtype": dtype, "source": _source(len(rows)), "model": model,
+        "figure": "suggestions", "gpu": gpu.name, "dtype": dtype, "source": source, "model": model,
         **({"workload": f"train, b = {at['batch']}, s = {at['seq']}"} if "batch" in at and "seq" in at else {}),
         "labels": ["original", *(str(r["candidate"]) for r in rows)],
         "predicted_speedup": column(r["predicted_speedup"] for r in rows),
@@ -666,13 +669,14 @@ def verified_data(rows: list[dict], *, model: str, gpu: GPU | str, dtype: str = 
     }
 
 
-# What a verify run records of where it measured (verify.Verification.to_json), as the plot's flags name them.
-VERIFIED_AT = {"batch": "--batch", "seq": "--seq", "dtype": "--dtype"}
+# What a verify run records of where it measured and what it predicted for (verify.Verification.to_json), as
+# the plot's flags name them.
+VERIFIED_AT = {"batch": "--batch", "seq": "--seq", "dtype": "--dtype", "gpu": "--gpu"}
 
 
 def verified_at(rows: list[dict]) -> dict:
-    """The micro-batch, sequence length and dtype a verify run measured at, as its rows record them; empty
-    for a file written before verify --json gave them."""
+    """The micro-batch, sequence length and dtype a verify run measured at, and the GPU it predicted for, as
+    its rows record them; empty for a file written before verify --json gave them."""
     found = [tuple(row.get(name) for name in VERIFIED_AT) for row in rows]
     if any(at != found[0] for at in found):
         raise ShapewiseError("its candidates give different batch, seq and dtype: "
@@ -684,6 +688,11 @@ def verified_at(rows: list[dict]) -> dict:
             raise ShapewiseError(f"{name} is {str(value)[:40]}, not a positive whole number")
     if not isinstance(at.get("dtype", "bf16"), str) or at.get("dtype", "bf16") not in DTYPE_BYTES:
         raise ShapewiseError(f"dtype is {str(at['dtype'])[:40]}, not one of {', '.join(DTYPE_BYTES)}")
+    if "gpu" in at:
+        from .hardware import GPUS
+
+        if not isinstance(at["gpu"], str) or at["gpu"] not in {g.key for g in GPUS}:
+            raise ShapewiseError(f"gpu is {str(at['gpu'])[:40]}, not a GPU of the table (`shapewise gpus`)")
     return at
 
 

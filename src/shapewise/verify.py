@@ -57,16 +57,22 @@ class Verification:
     predicted_step_ms: float = math.nan
     original_measured_step_ms: float = math.nan
     original_predicted_step_ms: float = math.nan
+    # Where: the GPU whose cost model predicted (its key, "h200"), and the device that measured (its name, or
+    # "CPU"): a plot of the run is drawn for the one and says the other.
+    predicted_for: str = ""
+    measured_on: str = ""
 
     def to_json(self, what: str, changes: dict | None, *, original: Workload) -> dict:
         """One candidate of verify --json: what the search said of it and its changes beside the speedups.
         The step times are the step as the mode timed it (a whole step, or layers × layer + head), the
         original's beside the candidate's; a layer run adds its two medians. Files written before these
         fields gave "layer_ms" alone, the whole step's in "model" mode. batch, seq and dtype are the original's,
-        the run's (a candidate that changes the batch says so in its changes); older files lack them."""
+        the run's (a candidate that changes the batch says so in its changes); gpu is the GPU predicted for and
+        measured_on the device timed; older files lack them."""
         parts = {"layer_ms": self.layer_ms, "head_ms": self.head_ms} if self.mode == "layer" else {}
         return {"candidate": self.label, "what": what, "changes": changes, "mode": self.mode,
                 "batch": original.batch, "seq": original.seq, "dtype": original.dtype,
+                "gpu": self.predicted_for or None, "measured_on": self.measured_on or None,
                 "predicted_speedup": self.predicted_speedup, "predicted_interval": list(self.predicted_interval),
                 "measured_speedup": self.measured_speedup, "ci": [self.ci_low, self.ci_high],
                 "predicted_step_ms": self.predicted_step_ms, "measured_step_ms": self.measured_step_ms,
@@ -363,7 +369,8 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
             per_token.append([(shape.num_layers * a + b) / workload.tokens for a, b in zip(layer, head)])
     model = cost_model(gpu)
     # The predicted speedups are the model's GPU's (h200 unless named): said where the measured ones are not.
-    warn_measured_elsewhere(environment(device), model.gpu, what="these measured speedups")
+    env = environment(device)
+    warn_measured_elsewhere(env, model.gpu, what="these measured speedups")
     # A whole model's predicted time is its step's; a layer run's, its layers and head (predicted_step_ms).
     timed = (lambda s, w, step: step.time_ms) if whole else (lambda s, w, step: predicted_step_ms(s, w, gpu=model))
 
@@ -374,7 +381,8 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
 
     errors, base_step = op_errors(model), predict_step(*original, gpu=model)
     base_ms = timed(*original, base_step)
-    originals = {"original_measured_step_ms": measured_ms(0), "original_predicted_step_ms": base_ms}
+    originals = {"original_measured_step_ms": measured_ms(0), "original_predicted_step_ms": base_ms,
+                 "predicted_for": model.gpu.key, "measured_on": env.get("gpu_name") or "CPU"}
     kind = "model" if whole else "layer"
     rng = random.Random(seed)
     out = []

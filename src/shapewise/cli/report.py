@@ -269,14 +269,20 @@ def run_plot(args) -> int:
             if mismatch:
                 raise ShapewiseError(f"{args.verified} is a verify run of another model: {mismatch}; give the model "
                                      "it verified")
-            given = {"batch": workload.batch, "seq": workload.seq, "dtype": workload.dtype}
-            if not at:
-                warn(f"{args.verified} records no batch, sequence length or dtype (written before `verify --json` "
-                     f"gave them): not checked against the {_at_text(given)} given here")
-            elif any(given[name] != value for name, value in at.items()):
-                raise ShapewiseError(f"{args.verified} was measured at {_at_text(at)}, not at the "
-                                     f"{_at_text({k: given[k] for k in at})} it would be drawn with; give "
-                                     + " ".join(f"{plots.VERIFIED_AT[k]} {v}" for k, v in at.items()))
+            given = {"batch": workload.batch, "seq": workload.seq, "dtype": workload.dtype, "gpu": gpu.key}
+            # batch, seq and dtype said together where any differs; the GPU where it does
+            shown = [k for k in at if k != "gpu" or at[k] != given[k]]
+            if any(given[name] != value for name, value in at.items()):
+                raise ShapewiseError(f"{args.verified} was measured at {_at_text({k: at[k] for k in shown})}, not at "
+                                     f"the {_at_text({k: given[k] for k in shown})} it would be drawn with; give "
+                                     + " ".join(f"{plots.VERIFIED_AT[k]} {at[k]}" for k in shown))
+            unsaid = [what for what, names in (("batch, sequence length or dtype", ("batch", "seq", "dtype")),
+                                               ("GPU its speedups were predicted for", ("gpu",)))
+                      if not any(name in at for name in names)]
+            if unsaid:
+                warn(f"{args.verified} records no {' and no '.join(unsaid)} (written before `verify --json` gave "
+                     f"them): not checked against the {_at_text({k: given[k] for k in given if k not in at})} "
+                     "given here")
             fig = plots.suggestions_figure(data)
         else:
             from ..search import suggest
@@ -291,8 +297,10 @@ def run_plot(args) -> int:
 
 
 def _at_text(at: dict) -> str:
-    """"b=4 s=2048 bf16": where a verify run measured, or what a plot of it is given."""
-    return " ".join(f"{'b=' if k == 'batch' else 's=' if k == 'seq' else ''}{v}" for k, v in at.items())
+    """"b=4 s=2048 bf16 for h200": where a verify run measured and the GPU it predicted for, or what a plot of it
+    is given."""
+    prefix = {"batch": "b=", "seq": "s=", "gpu": "for "}
+    return " ".join(f"{prefix.get(k, '')}{v}" for k, v in at.items())
 
 
 def _verify_json(path: str):
