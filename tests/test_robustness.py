@@ -155,6 +155,24 @@ def test_report_writes_into_a_new_folder_when_asked(files):
     assert code == 0 and target.is_file() and str(target) in out
 
 
+def test_a_refused_command_takes_back_the_folders_mkdir_made_for_it(tmp_path):
+    """--mkdir made the output's folders while the flags were read; a command refused after that (here a --verified
+    file that is not there) left them behind, empty. They are taken back, the folder that was already there kept,
+    and a folder the command wrote into before its refusal stays."""
+    (tmp_path / "kept").mkdir()
+    target = tmp_path / "kept" / "new" / "deeper" / "x.png"
+    code, out, err = run_explained("plot", "suggestions", "gpt2", "--verified", str(tmp_path / "none.json"),
+                                   "--out", str(target), "--mkdir")
+    assert code == 2 and "no such file" in err, err
+    assert (tmp_path / "kept").is_dir() and not (tmp_path / "kept" / "new").exists()
+    from shapewise.outputs import MADE, take_back_folders, writable_folder
+
+    folder = writable_folder(tmp_path / "a" / "b", mkdir=True)
+    (folder / "written.txt").write_text("kept")
+    take_back_folders()
+    assert (folder / "written.txt").is_file() and not MADE
+
+
 def test_version_and_results_as_a_table(files, tmp_path):
     code, out, _ = run_explained("--version")
     assert code == 0 and out.startswith("shapewise ")

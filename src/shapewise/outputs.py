@@ -38,6 +38,21 @@ def output_file(path, *, formats: dict[str, str], fmt: str | None = None, mkdir:
     return target, from_name
 
 
+# The folders --mkdir made during a command, deepest first: taken back (take_back_folders) where the command is
+# refused after making them, so that a refusal leaves nothing behind.
+MADE: list[Path] = []
+
+
+def take_back_folders() -> None:
+    """Remove the folders --mkdir made for a command that was then refused, where they are still empty."""
+    for folder in MADE:
+        try:
+            folder.rmdir()  # only an empty folder: what the command wrote before its refusal stays
+        except OSError:
+            break  # not empty (or gone): its parents are not empty either
+    MADE.clear()
+
+
 def writable_folder(folder: Path, *, mkdir: bool = False, what: str = "output") -> Path:
     """`folder`, made when asked; an error when it is missing, lies under a file, or takes no files."""
     for parent in (folder, *folder.parents):
@@ -48,10 +63,12 @@ def writable_folder(folder: Path, *, mkdir: bool = False, what: str = "output") 
     if not folder.exists():
         if not mkdir:
             raise ShapewiseError(f"the folder {folder} does not exist: create it, or add --mkdir to have it made")
+        missing = [p for p in (folder, *folder.parents) if not p.exists()]
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ShapewiseError(f"cannot make the folder {folder}: {err.strerror or err}") from None
+        MADE.extend(missing)  # deepest first, as take_back_folders removes them
     try:  # the one sure test, root included: can a file be made here?
         with tempfile.TemporaryFile(dir=folder):
             pass

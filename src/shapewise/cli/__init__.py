@@ -11,6 +11,7 @@ import warnings
 
 from .. import __version__
 from ..errors import ShapewiseError, ShapewiseWarning, warn
+from ..outputs import MADE, take_back_folders
 from . import bench, calibrate, check, plan, report, suggest
 from .common import CAVEATS, SAID, Parser, leave_process_group
 
@@ -65,12 +66,14 @@ def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     CAVEATS.clear()
     SAID.clear()
+    MADE.clear()
     try:
         code = args.run(args)
         for line in CAVEATS:
             warn(line)
         return leave_process_group(code)
     except ShapewiseError as err:
+        take_back_folders()  # a refusal leaves no folder --mkdir made for it
         print(f"shapewise: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, whatever it quotes
         return getattr(err, "exit_code", 2)  # a config read only by guessing, under --strict: 1
     except KeyboardInterrupt:
