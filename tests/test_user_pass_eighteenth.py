@@ -124,6 +124,21 @@ def test_a_verify_run_records_the_gpu_it_predicted_for_and_the_device_it_measure
     assert code == 2 and "gpu is h9000, not a GPU of the table" in err, err
 
 
+def test_verify_refuses_to_vary_tp_and_says_keep_tp_does_nothing(capsys, tmp_path):
+    """verify measures one GPU's step, tp 1, yet took `--vary tp` and `--keep tp` and dropped both without a
+    word (its help offered them). --vary tp is refused in one line before anything is measured; --keep tp is said
+    to have no effect; verify's help no longer offers tp."""
+    code, out, err = run(capsys, "verify", "gpt2", "--vary", "batch,tp", "--device", "cpu")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "cannot measure --vary tp" in err, err
+    help_text = " ".join(run(capsys, "verify", "--help")[1].split())
+    assert "batch,tp" not in help_text and "ffn, vocab, batch (repeat" in help_text, help_text
+    pytest.importorskip("torch")
+    tiny = _tiny(tmp_path, "tiny.json")
+    code, out, err = run(capsys, "verify", tiny, "--keep", "tp", "--device", "cpu", "--batch", "1", "--seq", "32",
+                         "--rounds", "1", "--top", "1", "--json")
+    assert code == 0 and "--keep tp has no effect here" in err, err
+
+
 def test_validate_takes_another_gpu_s_profile_only_when_borrowed(capsys, tmp_path):
     """`validate --profile p.json --device cpu --quick --gpu h100`, p.json fitted (on CPU times) for the h200,
     judged the h200's profile as the h100's without a word, where check refuses it without --borrow-profile.

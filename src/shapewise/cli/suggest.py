@@ -28,17 +28,18 @@ from .common import (
 DIFFERS = " (check's default differs: it prices a training step at b=4 s=2048)"
 
 
-def _add_shape_search_args(p) -> None:
-    """The selection flags suggest and verify share."""
+def _add_shape_search_args(p, *, one_gpu: bool = False) -> None:
+    """The selection flags suggest and verify share; one_gpu (verify's): tp is never changed, so not offered."""
     from ..limits import ASPECT_BAND, PARAMS_TOL
 
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.02, help="relative tolerance on the parameter count")
     p.add_argument("--top", type=top_int, default=5, help="how many suggestions")
     p.add_argument("--keep", metavar="FIELDS", action=Repeated,
                    help="fields not to change, comma-separated (--keep heads,vocab): hidden, layers, heads, "
-                        "kv_heads, head_dim, ffn, vocab, batch, tp (repeat it to add more)")
+                        f"kv_heads, head_dim, ffn, vocab, batch{'' if one_gpu else ', tp'} (repeat it to add more)")
     p.add_argument("--vary", metavar="FIELDS", action=Repeated,
-                   help="run settings ranked with the shapes: batch,tp (by default they form a table of their own)")
+                   help="the micro-batch ranked with the shapes: batch (verify measures one GPU, tp 1)" if one_gpu else
+                        "run settings ranked with the shapes: batch,tp (by default they form a table of their own)")
     p.add_argument("--aspect-band", type=ASPECT_BAND.arg, default=1.5,
                    help="hidden/layers may differ from the original's by at most this factor")
 
@@ -361,7 +362,7 @@ def add_verify(sub) -> None:
                         "round, the GPU left idle after each for 1.5x the time it kept it busy")
     p.add_argument("--measure", choices=("auto", "model", "layer"), default="auto",
                    help="whole training steps, or layers × layer + head (auto: whole steps where all fit at once)")
-    _add_shape_search_args(p)
+    _add_shape_search_args(p, one_gpu=True)
     add_cost_args(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=run_verify)
@@ -378,6 +379,12 @@ def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
         if args.suggestion or args.keep or args.vary:
             raise ShapewiseError("--config names the candidates itself: leave out --suggestion, --keep and --vary")
         return [(f"config {Path(path).name}", load_config(path), workload, None) for path in args.config], "config"
+    # verify times one GPU's step (tp 1 alone): a tensor-parallel candidate cannot be measured here
+    if "tp" in _fields(args.vary, "--vary"):
+        raise ShapewiseError("verify measures one GPU's step, so it cannot measure --vary tp's candidates: vary "
+                             "batch alone, or rank tp with `shapewise suggest --vary tp`")
+    if "tp" in _fields(args.keep, "--keep"):
+        warn("--keep tp has no effect here: verify measures one GPU's step, tp 1, and never changes it")
     result = _suggest(args, shape, workload, model)
     what = "suggestion" if result.suggestions else "no faster shape"
     picked = list(enumerate(result.suggestions or result.alternatives, 1))
