@@ -35,8 +35,9 @@ SIXTEENTH = CORPUS.parent / "hf-sixteenth"  # a sixteenth's
 SEVENTEENTH = CORPUS.parent / "hf-seventeenth"  # a seventeenth's
 EIGHTEENTH = CORPUS.parent / "hf-eighteenth"  # an eighteenth's
 NINETEENTH = CORPUS.parent / "hf-nineteenth"  # a nineteenth's
+TWENTIETH = CORPUS.parent / "hf-twentieth"  # a twentieth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
-           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH)
+           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -83,7 +84,8 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "gemma-4-e4b": "per-layer input embeddings \\(hidden_size_per_layer_input\\)",
            "qwen3.5-9b": "a linear-attention hybrid",
            "cogvlm2-llama3-caption": "its visual expert: a second set of attention and MLP weights a layer for image "
-                                     "tokens"}
+                                     "tokens",
+           "afm-4.5b-params": "its MLP width is given only by ffn_dim_multiplier and multiple_of"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -173,6 +175,10 @@ PUBLISHED = {
     "glm-4-9b-chat-hf": "9B", "glm-v2-lora": "32B", "bitnet_b1_58-3b": "3B",
     # the nineteenth round's
     "gemma-2-9b": "9.24B", "qwen3-0.6b-base-think-sft": "0.6B", "cogito-v1-preview-qwen-14b": "14B",
+    # the twentieth round's
+    "qwen-14b-chat-int4": "14B", "yi-34b-chat-4bits": "34B", "smollm2-1.7b-cosmo-1b": "1.7B",
+    "command-r-v01-weight-tie": "35B", "exaone-4.0-1.2b-omniquant-fp8": "1.2B", "stablelm-3b-4e1t-ome": 2_795_443_200,
+    "mistral-7b-no-architectures": "7B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -198,8 +204,10 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 # model is held to what GlmForCausalLM builds (test_eighteenth_pass_…).
 # Phi-1's "1.3B" (its card) is not what PhiForCausalLM builds of its sizes (1.41B, as Phi-1.5's 1.3B is 1.42B), and
 # its file's vocab_size (50,295) is not the hub's: it is held to what its code builds (test_nineteenth_pass_…).
+# tiny-random-PhiModel, a test model of transformers' own, has no published count: it is held to what PhiModel builds
+# and the head shapewise prices beside it (test_twentieth_pass_…).
 STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit",
-                  "phixtral-4x2_8-4bit", "glm-edge-v-5b", "phi-1"}
+                  "phixtral-4x2_8-4bit", "glm-edge-v-5b", "phi-1", "tiny-random-phimodel"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
               "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12}
 
@@ -1618,6 +1626,66 @@ def test_nineteenth_pass_reads_each_model_as_its_code_builds_it():
     h, ffn, vocab = 2048, 8192, 50295
     layer = 4 * (h * h + h) + (h * ffn + ffn) + (ffn * h + h) + 2 * h
     assert phi.params == 24 * layer + 2 * vocab * h + vocab + 2 * h == 1_414_562_935
+
+
+def test_twentieth_pass_reads_each_model_as_its_code_builds_it():
+    # Files of known models as other tools wrote them, each read as its base: ome's StableLM-3B-4E1T (an
+    # architectures key the hub's older file lacks) to the card's 2,795,443,200; ome's Mistral 7B with no
+    # architectures key, every layer sliding over 4096 keys; a Command R v01 file with every key (CohereConfig's
+    # max_position_embeddings 8192 beside model_max_length 131072) as ome's ten-key copy; an OmniQuant FP8 EXAONE
+    # 4.0 1.2B (compressed-tensors, its lm_head left out of the quantization and tied) as the base file, the
+    # quantization said
+    structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}
+    with unwarned():
+        stablelm, mistral = read("stablelm-3b-4e1t-ome"), read("mistral-7b-no-architectures")
+        command_r, smollm2 = read("command-r-v01-weight-tie"), read("smollm2-1.7b-cosmo-1b")
+    assert structure(stablelm) == structure(read("stablelm-3b-4e1t")) and stablelm.params == 2_795_443_200
+    assert structure(mistral) == structure(read("mistral-7b-v0.1")) and mistral.window == 4096
+    assert structure(command_r) == structure(read("command-r-v01")) and command_r.context == 8192
+    with pytest.warns(ShapewiseWarning, match=r"quantized \(compressed-tensors, 8-bit weights"):
+        exaone = read("exaone-4.0-1.2b-omniquant-fp8")
+    assert structure(exaone) == structure(read("exaone-4.0-1.2b"))
+    # SmolLM2-1.7B's layout pretrained afresh (rope_theta 130000, tied): 24 layers of 2048, 32 heads of 64, SwiGLU
+    # of 8192
+    h = 2048
+    assert smollm2.params == 24 * (4 * h * h + 3 * h * 8192 + 2 * h) + 49152 * h + h == 1_711_376_384
+    # Qwen-14B-Chat-Int4 (QWenLMHeadModel, GPTQ): c_attn biased whatever no_bias says, c_proj and the MLP's w1, w2
+    # and c_proj not; intermediate_size 27392 is both halves of the gated MLP
+    with pytest.warns(ShapewiseWarning, match=r"quantized \(gptq"):
+        qwen = read("qwen-14b-chat-int4")
+    h, ffn, vocab = 5120, 13696, 152064
+    assert (qwen.ffn_width, qwen.qkv_bias, qwen.bias) == (ffn, True, False)
+    assert qwen.params == 40 * (4 * h * h + 3 * h + 3 * h * ffn + 2 * h) + 2 * vocab * h + h == 14_167_290_880
+    with pytest.warns(ShapewiseWarning, match=r"quantized \(awq"):
+        yi = read("yi-34b-chat-4bits")
+    assert (yi.num_layers, yi.hidden, yi.kv_heads, yi.ffn_width, yi.params) == (60, 7168, 8, 20480, 34_388_917_248)
+    # tiny-random-PhiModel: PhiModel, no head (said), 2 layers of 32, 4 heads of 8 half rotated, a GELU MLP of 37,
+    # biases on every linear: 46,282 weights, and the 1,024-row head with its bias that shapewise prices beside them
+    with pytest.warns(ShapewiseWarning, match=r"a model without a head \(PhiModel"):
+        phi = read("tiny-random-phimodel")
+    h, ffn, vocab = 32, 37, 1024
+    layer = 4 * (h * h + h) + (h * ffn + ffn) + (ffn * h + h) + 2 * h
+    assert phi.params == 2 * layer + vocab * h + 2 * h + (vocab * h + vocab) == 46_282 + 33_792
+    assert (phi.d_head, phi.rotary_fraction) == (8, 0.5)
+
+
+def test_an_mlp_width_left_out_is_said_and_a_meta_params_file_is_refused():
+    # tt-metal keeps AFM-4.5B's Meta-style params.json (dim, n_layers, n_heads, n_kv_heads, model_type arcee), whose
+    # MLP width is the rule ffn_dim_multiplier 1.3 and multiple_of 1024 leave to the code reading it. Read, dim and
+    # n_layers were taken for hidden_size and num_hidden_layers and the width was 4 × hidden without a word: 3.11B
+    # for AFM-4.5B's 4.5B (ArceeConfig: intermediate_size 18432). Now refused in one line
+    with pytest.raises(ShapewiseError, match="ffn_dim_multiplier and multiple_of"):
+        read("afm-4.5b-params")
+    # A known type whose file gives no MLP width is priced 4 × hidden, a guess said, where transformers would build
+    # its configuration class's default; the types whose code makes the MLP 4 × hidden say nothing
+    cfg = {"model_type": "arcee", "hidden_size": 2560, "num_hidden_layers": 36, "num_attention_heads": 20,
+           "num_key_value_heads": 4, "vocab_size": 128004}
+    with pytest.warns(ShapewiseWarning, match=r"MLP width is not given \(intermediate_size\): priced as 4 × hidden "
+                                              r"\(10,240\), a guess"):
+        assert _shape_from_config(cfg, "x", "x").ffn_width == 10240
+    with unwarned():
+        for stem in ("gpt2", "gpt-j-6b", "bloom-7b1", "falcon-7b"):
+            read(stem)
 
 
 def test_phi_biases_are_its_codes_whatever_attention_bias_says():

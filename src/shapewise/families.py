@@ -338,6 +338,12 @@ FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"
 # the two before them (post_self_attn_layernorm, post_mlp_layernorm): four RMSNorms a layer, as Gemma 2's
 FAMILIES["glm4"] = replace(FAMILIES["glm"], norms_per_layer=4)
 FALCON_TYPES = ("falcon", "refinedwebmodel", "refinedweb")
+# Types whose code makes the MLP 4 × hidden wide where the file gives no width (GPT2MLP's n_inner None, GPT-J's,
+# GPTBigCode's and Phi-2's first code alike; GPTNeoConfig's intermediate_size None; BloomMLP and FalconMLP always
+# unless ffn_hidden_size; MPT's expansion_ratio 4). Any other type's configuration class fills in a width of its own
+# (ArceeConfig 18432, LlamaConfig 11008): a file of such a type that gives none is priced 4 × hidden, and says so.
+FFN_FOUR_TIMES_HIDDEN = frozenset({"gpt2", "gptj", "gpt_bigcode", "gpt_neo", "btlm", "bloom", "mpt", "phi-msft",
+                                   "mixformer-sequential", *FALCON_TYPES})
 
 # Architectures whose layers are not (all) attention blocks: shapewise has no ops for their state-space
 # or recurrent layers, so it refuses them rather than price them as transformers.

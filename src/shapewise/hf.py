@@ -14,6 +14,7 @@ from .families import (
     ENCODER_ONLY,
     FALCON_TYPES,
     FAMILIES,
+    FFN_FOUR_TIMES_HIDDEN,
     NESTED_DEFAULTS,
     NOT_ATTENTION,
     NOT_ATTENTION_KEYS,
@@ -433,6 +434,14 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         ffn //= 2  # both halves of the gated MLP in one width
     if ffn is None and family is None:
         guesses.append(f"MLP width {4 * hidden} (4 × hidden)")
+    elif ffn is None and model_type not in FFN_FOUR_TIMES_HIDDEN and not r.get("moe_intermediate_size"):
+        meta = r._present(("ffn_dim_multiplier", "multiple_of"))
+        if meta:  # Meta's params.json (tt-metal keeps AFM-4.5B's so): a rule of the code that reads it, not a width
+            r.fail(f"its MLP width is given only by {' and '.join(meta)}, the rule a Meta-style params.json leaves "
+                   f"to the code that reads it, not a width; shapewise reads a Hugging Face config.json "
+                   f"(intermediate_size)")
+        notes.append(f"its MLP width is not given ({_ffn_keys(family)[0]}): priced as 4 × hidden ({4 * hidden:,}), "
+                     f"a guess; transformers would build the default of {model_type}'s configuration class")
     if kv is None and family is None and not mla:
         guesses.append("as many key/value heads as heads")
     if ffn is None and model_type == "mpt":
