@@ -440,8 +440,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             r.fail(f"its MLP width is given only by {' and '.join(meta)}, the rule a Meta-style params.json leaves "
                    f"to the code that reads it, not a width; shapewise reads a Hugging Face config.json "
                    f"(intermediate_size)")
-        notes.append(f"its MLP width is not given ({_ffn_keys(family)[0]}): priced as 4 × hidden ({4 * hidden:,}), "
-                     f"a guess; transformers would build the default of {model_type}'s configuration class")
+        guesses.append(f"MLP width {4 * hidden} (4 × hidden: the file gives no {_ffn_keys(family)[0]}, where "
+                       f"transformers would build the default of {model_type}'s configuration class)")
     if kv is None and family is None and not mla:
         guesses.append("as many key/value heads as heads")
     if ffn is None and model_type == "mpt":
@@ -928,9 +928,11 @@ def _shape_from_config(cfg: dict, where: str, name: str, source: str = "", *, st
         warn(f"{where}: {cfg.get('model_type') or 'this model'} is multimodal; shapewise prices its language model "
              f"{f'({found[0]}) ' if found else ''}only, not {' or '.join(encoders)}")
     if guesses:
-        message = (f"{where}: model type {model_type!r} is not one shapewise knows; it guessed "
-                   f"{', '.join(guesses)}" if model_type else
-                   f"{where}: no model_type, so shapewise guessed {', '.join(guesses)}")
+        known = str(model_type).lower() in FAMILIES  # a known type's file can still leave out what its code fills in
+        message = (f"{where}: no model_type, so shapewise guessed {', '.join(guesses)}" if not model_type else
+                   f"{where}: model type {model_type!r} is known, but its file leaves out what shapewise reads; it "
+                   f"guessed {', '.join(guesses)}" if known else
+                   f"{where}: model type {model_type!r} is not one shapewise knows; it guessed {', '.join(guesses)}")
         if strict:
             raise GuessedFields(f"{message} (--strict refuses guesses; `shapewise models` lists the known types)")
         warn(message)
