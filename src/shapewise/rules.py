@@ -225,9 +225,14 @@ def memory_finding(step: StepCost, memory) -> Finding | None:
     if memory.fits(step.gpu):
         return None
     need, have = memory.total_bytes / 2**30, capacity_bytes(step.gpu) / 2**30
-    return Finding("memory", f"needs {need:,.1f} GiB per GPU; the {step.gpu.key} has {have:,.1f} GiB",
-                   "use more tensor parallelism, recomputation or ZeRO (`shapewise plan` searches them), "
-                   "or a smaller micro-batch", (), step.time_ms, 1.0)
+    # Recomputation and ZeRO shed training state (activations kept for the backward, gradients, Adam's moments),
+    # and plan plans training: an inference step keeps weights and its KV cache alone.
+    fix = ("use more tensor parallelism, recomputation or ZeRO (`shapewise plan` searches them), or a smaller "
+           "micro-batch" if step.workload.mode == "train" else
+           "use more tensor parallelism, fewer sequences or a shorter KV cache"
+           + (", or fp8 weights (--dtype fp8)" if step.workload.dtype != "fp8" and "fp8" in step.gpu.tflops else ""))
+    return Finding("memory", f"needs {need:,.1f} GiB per GPU; the {step.gpu.key} has {have:,.1f} GiB", fix, (),
+                   step.time_ms, 1.0)
 
 
 def _tp(shape: ModelShape, w: Workload, gpu: GPU):
@@ -238,7 +243,8 @@ def _tp(shape: ModelShape, w: Workload, gpu: GPU):
     if smaller:
         t = min(smaller)
         yield Proposal("tp", f"t={w.tp} splits every GEMM {w.tp} ways, but the model fits with t={t}",
-                       f"use t={t} (and data parallelism for the other {w.tp // t}× GPUs)", shape, w.replace(tp=t))
+                       f"use t={t} (and {w.tp // t} {'data-parallel ranks' if w.mode == 'train' else 'replicas'} "
+                       f"on the {w.tp} GPUs)", shape, w.replace(tp=t))
 
 
 def _comm(shape: ModelShape, w: Workload):

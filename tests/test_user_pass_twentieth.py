@@ -1,0 +1,33 @@
+"""What a new user's twentieth pass over plan, search, report, plot, results, suggest --json, check's findings and the
+Python API found: DOCSTRING."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import run
+
+
+def test_an_inference_step_that_does_not_fit_is_told_inference_remedies(capsys):
+    """`check llama3-70b --mode decode -b 1 --gpu h100` (147 GiB of weights and cache on a 75 GiB card) was told to
+    "use more tensor parallelism, recomputation or ZeRO (`shapewise plan` searches them)": recomputation and ZeRO
+    shed training state an inference step does not keep, and plan plans training. It is told what shrinks an
+    inference step, and fp8 only where the GPU runs it. The tp finding's "data parallelism for the other 4× GPUs"
+    (of t=4 → 1) said the four GPUs were others; it names the ranks on the same GPUs, replicas when inferring."""
+    fixes = {}
+    for gpu in ("h100", "a100-80gb"):
+        code, out, err = run(capsys, "check", "llama3-70b", "--mode", "decode", "-b", "1", "--gpu", gpu, "--json")
+        assert code == 0, err
+        memory = json.loads(out)["findings"][0]
+        assert memory["rule"] == "memory", memory
+        fixes[gpu] = memory["fix"]
+    for fix in fixes.values():
+        assert "recomputation" not in fix and "ZeRO" not in fix and "plan" not in fix, fix
+        assert "tensor parallelism" in fix and "KV cache" in fix, fix
+    assert "--dtype fp8" in fixes["h100"] and "fp8" not in fixes["a100-80gb"], fixes
+    code, out, err = run(capsys, "check", "llama3-8b", "--gpu", "h200", "--json")
+    assert "recomputation or ZeRO" in json.loads(out)["findings"][0]["fix"]  # training keeps its advice
+    for mode, ranks in (("train", "4 data-parallel ranks on the 4 GPUs"), ("decode", "4 replicas on the 4 GPUs")):
+        code, out, err = run(capsys, "check", "gpt2", "--tp", "4", "-s", "1024", "--mode", mode, "--json")
+        tp = [f for f in json.loads(out)["findings"] if f["rule"] == "tp"]
+        assert tp and tp[0]["fix"] == f"use t=1 (and {ranks})", tp
