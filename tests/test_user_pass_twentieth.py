@@ -31,3 +31,26 @@ def test_an_inference_step_that_does_not_fit_is_told_inference_remedies(capsys):
         code, out, err = run(capsys, "check", "gpt2", "--tp", "4", "-s", "1024", "--mode", mode, "--json")
         tp = [f for f in json.loads(out)["findings"] if f["rule"] == "tp"]
         assert tp and tp[0]["fix"] == f"use t=1 (and {ranks})", tp
+
+
+def _plan_row(capsys, model, *, gpus, batch, seq, tp):
+    code, out, err = run(capsys, "plan", model, "--gpus", str(gpus), "--global-batch", str(batch * seq), "--seq",
+                         str(seq), "--top", "400", "--json")
+    assert code == 0, err
+    return next(p for p in json.loads(out)["plans"] if p["tp"] == tp and p["pp"] == 1 and p["micro_batch"] == batch
+                and p["recompute"] == "none" and p["zero"] == 0)
+
+
+def test_plan_counts_a_learned_position_table_in_adams_update(capsys):
+    """`check gpt2 --gpu h100 -b 8 -s 1024` said "Adam's update adds 1.27 ms (31.83 ms in all, as `shapewise plan`
+    prices a step)"; plan's one-GPU row priced 31.82 ms: its optimizer and data-parallel reduction counted the
+    parameters of the layers, the vocabulary and the norms, and left out GPT-2's 1,024 × 768 position table, which
+    its memory held. Both now update the same parameters, at t=1 and t=4."""
+    for tp in (1, 4):
+        code, out, err = run(capsys, "check", "gpt2", "--gpu", "h100", "-b", "8", "-s", "1024", "--tp", str(tp), "--json")
+        assert code == 0, err
+        totals = json.loads(out)["totals"]
+        row = _plan_row(capsys, "gpt2", gpus=tp, batch=8, seq=1024, tp=tp)
+        assert abs(row["times_ms"]["optimizer_ms"] / totals["optimizer_ms"] - 1) < 1e-9, (row, totals)
+        if tp == 1:
+            assert abs(row["step_ms"] / totals["with_optimizer_ms"] - 1) < 1e-9, (row, totals)
