@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from helpers import run
 
 
@@ -54,3 +56,18 @@ def test_plan_counts_a_learned_position_table_in_adams_update(capsys):
         assert abs(row["times_ms"]["optimizer_ms"] / totals["optimizer_ms"] - 1) < 1e-9, (row, totals)
         if tp == 1:
             assert abs(row["step_ms"] / totals["with_optimizer_ms"] - 1) < 1e-9, (row, totals)
+
+
+def test_the_report_says_what_its_prices_assume(capsys, tmp_path):
+    """`report gpt2 --out r.md` priced a sequence of 2,048 on a model of 1,024 learned positions and said so on the
+    terminal alone: the file, made to be read by others, said nothing, where `check gpt2 --json` carries the line.
+    The report now carries every warning check --json does (what reading guessed and what the prices assume)."""
+    pytest.importorskip("matplotlib")
+    code, out, err = run(capsys, "check", "gpt2", "--json")
+    said = json.loads(out)["warnings"]
+    assert any("learned positions" in line for line in said), said
+    code, out, err = run(capsys, "report", "gpt2", "--out", str(tmp_path / "r.md"))
+    assert code == 0, err
+    text = (tmp_path / "r.md").read_text()
+    for line in said:
+        assert f"Warning: {line}" in text, line

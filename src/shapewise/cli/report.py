@@ -10,7 +10,6 @@ from ..errors import ShapewiseError, warn
 from ..exports import BENCHES
 from ..limits import HEADS, HIDDEN
 from .common import (
-    SAID,
     Parser,
     Repeated,
     add_cost_args,
@@ -22,6 +21,7 @@ from .common import (
     model_and_workload,
     open_store,
     top_int,
+    with_warnings,
 )
 
 
@@ -355,7 +355,8 @@ def run_report(args) -> int:
     store = Store(db, read_only=True) if db is not None else None
     try:
         written = write_report(shape, workload, out=out, gpu=model, fmt=fmt, top=args.top, store=store,
-                               model_arg=args.model or ["--config", args.config], warnings=tuple(SAID))
+                               model_arg=args.model or ["--config", args.config],
+                               warnings=tuple(with_warnings({})["warnings"]))  # check --json's, caveats too
     finally:
         if store:
             store.close()
