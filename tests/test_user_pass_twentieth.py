@@ -71,3 +71,22 @@ def test_the_report_says_what_its_prices_assume(capsys, tmp_path):
     text = (tmp_path / "r.md").read_text()
     for line in said:
         assert f"Warning: {line}" in text, line
+
+
+def test_the_attention_figures_say_what_check_says_of_fused_attention(capsys, tmp_path):
+    """`plot attention-heads --head-dim 100`, `plot layer --hiddens 2000 --head-counts 20` (head dim 100), `plot
+    attention --dtype fp32` and `plot layer --gpu v100 --dtype fp16` drew fused attention where its kernels do not
+    run as priced (padded copies, torch's memory-efficient kernel) without a word; check warns of each, and the
+    figures said only of head dims past 256. They say what check says, from one rule (rules.fused_caveats)."""
+    pytest.importorskip("matplotlib")
+    out = ["--out", str(tmp_path / "f.png")]
+    for argv, said in ((["attention-heads", "--head-dim", "100", "--head-counts", "8", "16"], "head dim 100 is not"),
+                       (["layer", "--hiddens", "2000", "--head-counts", "20"], "head dim 100 is not"),
+                       (["attention", "--hiddens", "1024", "--heads", "16", "--dtype", "fp32"], "--dtype fp32: Flash"),
+                       (["layer", "--hiddens", "2048", "--head-counts", "16", "--gpu", "v100", "--dtype", "fp16"],
+                        "v100: FlashAttention and cuDNN's attention need Ampere")):
+        code, _, err = run(capsys, "plot", *argv, *out)
+        assert code == 0 and said in err, (argv, err)
+    code, _, err = run(capsys, "plot", "attention", "--hiddens", "1024", "--heads", "16", "--dtype", "fp32", "--kind",
+                       "bmm", *out)
+    assert code == 0 and "warning" not in err, err  # the score BMM runs no fused kernel

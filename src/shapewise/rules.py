@@ -169,15 +169,21 @@ def padded_fused(head_dims) -> str | None:
             "is a multiple of 8 runs cuDNN's kernel; measure it with `shapewise bench ops`")
 
 
+def fused_caveats(head_dims, dtype: str) -> list[str]:
+    """What fused attention at these head dims and this dtype is priced by that its kernels do not run: past
+    their head dims, at head dims not multiples of 8, in a dtype they do not take (check's and the figures')."""
+    out = [past_fused(head_dims), padded_fused(head_dims)]
+    if dtype in FUSED_UNTAKEN_DTYPES:
+        out.append(f"--dtype {dtype}: FlashAttention and cuDNN take only fp16 and bf16, so torch runs its "
+                   "memory-efficient kernel, which shapewise does not model; fused attention is priced at the "
+                   f"{dtype} peak by the fp16/bf16 kernels' efficiency: measure it with `shapewise bench ops`")
+    return [line for line in out if line]
+
+
 def caveats(shape: ModelShape, w: Workload) -> list[str]:
     """What the prices of this model and workload assume that the model itself does not give: each a
     warning line for the user (the commands print them once they have priced: cli.main)."""
-    out = [past_fused([shape.d_head]) if w.attention == "flash" else None,
-           padded_fused([shape.d_head]) if w.attention == "flash" else None]
-    if w.attention == "flash" and w.dtype in FUSED_UNTAKEN_DTYPES:
-        out.append(f"--dtype {w.dtype}: FlashAttention and cuDNN take only fp16 and bf16, so torch runs its "
-                   "memory-efficient kernel, which shapewise does not model; fused attention is priced at the "
-                   f"{w.dtype} peak by the fp16/bf16 kernels' efficiency: measure it with `shapewise bench ops`")
+    out = fused_caveats([shape.d_head], w.dtype) if w.attention == "flash" else []
     if shape.learned_positions and w.seq > shape.learned_positions:
         out.append(f"sequence {w.seq:,} is longer than the model's {shape.learned_positions:,} learned positions: "
                    "priced as asked, but the model as configured cannot run it")
