@@ -90,3 +90,18 @@ def test_the_attention_figures_say_what_check_says_of_fused_attention(capsys, tm
     code, _, err = run(capsys, "plot", "attention", "--hiddens", "1024", "--heads", "16", "--dtype", "fp32", "--kind",
                        "bmm", *out)
     assert code == 0 and "warning" not in err, err  # the score BMM runs no fused kernel
+
+
+def test_plot_gemm_refuses_a_size_for_the_dim_it_sweeps(capsys, tmp_path):
+    """`plot gemm --dim n --values 64:1024:64 -m 1024 -k 1024 -n 5` drew the sweep and dropped -n 5 without a word
+    (its help: "n, where it is not the swept dim"). A size given for the swept dim is refused in one line, before
+    --mkdir makes a folder; the other two keep their default of 8192."""
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "new" / "g.png"
+    code, _, err = run(capsys, "plot", "gemm", "--dim", "n", "--values", "64:1024:64", "-m", "1024", "-k", "1024",
+                       "-n", "5", "--out", str(out), "--mkdir")
+    assert code == 2 and len(err.splitlines()) == 1 and "-n 5 gives the swept dim (--dim n)" in err, err
+    assert not out.parent.exists()
+    code, _, err = run(capsys, "plot", "gemm", "--dim", "k", "--values", "64", "128", "-n", "5", "--out", str(out),
+                       "--mkdir")
+    assert code == 0 and out.exists(), err

@@ -168,6 +168,9 @@ def _output(args, formats: dict, what: str):
     return output_file(args.out, formats=formats, fmt=getattr(args, "format", None), mkdir=args.mkdir, what=what)
 
 
+GEMM_FIXED_DIM = 8192  # plot gemm's dims beside the swept one, where none is given
+
+
 def add_plot(sub) -> None:
     from ..limits import BATCH, GEMM_DIM, HEAD_DIM, HEADS, SEQ
 
@@ -188,8 +191,9 @@ def add_plot(sub) -> None:
         if name == "gemm":
             q.add_argument("--dim", choices=("m", "n", "k"), default="n", help="the swept dim")
             q.add_argument("--values", nargs="+", action=Repeated, required=True, help="its values or START:STOP:STEP ranges")
-            for dim in ("m", "n", "k"):
-                q.add_argument(f"-{dim}", type=GEMM_DIM.arg, default=8192, help=f"{dim}, where it is not the swept dim")
+            for dim in ("m", "n", "k"):  # no default here: one given for the swept dim is refused (run_plot)
+                q.add_argument(f"-{dim}", type=GEMM_DIM.arg,
+                               help=f"{dim}, where it is not the swept dim (default: {GEMM_FIXED_DIM})")
             q.add_argument("--layout", choices=("nn", "nt", "tn"), default="nn",
                            help="nn: x @ W; nt: x @ W.T (a linear layer); tn: a weight gradient")
         else:
@@ -228,13 +232,16 @@ def run_plot(args) -> int:
     from ..hardware import get_gpu
 
     require_matplotlib()  # before --mkdir makes a folder for a figure that cannot be drawn
+    if args.kind == "gemm" and getattr(args, args.dim) is not None:
+        raise ShapewiseError(f"-{args.dim} {getattr(args, args.dim)} gives the swept dim (--dim {args.dim}), whose "
+                             f"values are --values: leave -{args.dim} out, or sweep another --dim")
     out, _ = _output(args, plots.FORMATS, "figure")
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
     if args.kind == "gemm":
-        data = plots.gemm_data(gpu=model, dim=args.dim, values=parse_dims(args.values, name="--values"),
-                               m=args.m, n=args.n, k=args.k, layout=args.layout, dtype=args.dtype,
-                               measured=_measured_rows(args.db))
+        fixed = {dim: GEMM_FIXED_DIM if getattr(args, dim) is None else getattr(args, dim) for dim in "mnk"}
+        data = plots.gemm_data(gpu=model, dim=args.dim, values=parse_dims(args.values, name="--values"), **fixed,
+                               layout=args.layout, dtype=args.dtype, measured=_measured_rows(args.db))
         fig = plots.gemm_figure(data)
     elif args.kind == "attention":
         data = plots.attention_data(gpu=model, hiddens=parse_dims(args.hiddens, name="--hiddens"),
