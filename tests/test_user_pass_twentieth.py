@@ -4,6 +4,7 @@ Python API found: DOCSTRING."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +106,19 @@ def test_plot_gemm_refuses_a_size_for_the_dim_it_sweeps(capsys, tmp_path):
     code, _, err = run(capsys, "plot", "gemm", "--dim", "k", "--values", "64", "128", "-n", "5", "--out", str(out),
                        "--mkdir")
     assert code == 0 and out.exists(), err
+
+
+def test_a_drawn_verify_run_says_which_flags_it_does_not_use(capsys, tmp_path):
+    """`plot suggestions gpt3-2.7b --verified RUN.json --top 2 --tp 4 --mode decode` drew the very figure it drew
+    without them, without a word: a verify run is drawn whole (every candidate it measured, with the predictions it
+    made), and verify measures one GPU's training step alone. One warning names what had no effect."""
+    pytest.importorskip("matplotlib")
+    run_json = Path(__file__).parents[1] / "benchmarks/results/h200-verify/verify-gpt3-2.7b.json"
+    argv = ["plot", "suggestions", "gpt3-2.7b", "--verified", str(run_json), "--out", str(tmp_path / "v.png")]
+    code, _, err = run(capsys, *argv, "--top", "2", "--tp", "4", "--mode", "decode", "--spec-only")
+    assert code == 0, err
+    assert err.splitlines() == ["shapewise: warning: --top 2, --tp 4, --mode decode, --spec-only have no effect with "
+                                "--verified: the figure draws every candidate the verify run measured, with the "
+                                "predictions it made, of one GPU's training step"], err
+    code, _, err = run(capsys, *argv)
+    assert code == 0 and err == "", err

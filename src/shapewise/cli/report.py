@@ -169,6 +169,7 @@ def _output(args, formats: dict, what: str):
 
 
 GEMM_FIXED_DIM = 8192  # plot gemm's dims beside the swept one, where none is given
+SUGGESTIONS_DRAWN = 5  # plot suggestions' --top, where none is given
 
 
 def add_plot(sub) -> None:
@@ -219,7 +220,7 @@ def add_plot(sub) -> None:
         q.add_argument("--out", required=True, metavar="FILE", help="the figure: a .png or .svg file")
         add_mkdir_arg(q)
         if name == "suggestions":
-            q.add_argument("--top", type=top_int, default=5, help="suggestions to draw")
+            q.add_argument("--top", type=top_int, help=f"suggestions to draw (default: {SUGGESTIONS_DRAWN})")
             q.add_argument("--verified", metavar="JSON", help="draw a `shapewise verify --json` run: measured beside predicted")
         add_cost_args(q)
         q.set_defaults(run=run_plot)
@@ -266,6 +267,7 @@ def run_plot(args) -> int:
             modes = {mode: workload.replace(mode=mode) for mode in ("train", "prefill", "decode")}
             fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=model, workloads=modes))
         elif args.verified:  # a `shapewise verify --json` run: its predictions and measurements as they were
+            _say_unused_with_verified(args)
             rows = _verify_json(args.verified)
             try:
                 data = plots.verified_data(rows, model=shape.name, gpu=gpu, dtype=workload.dtype)
@@ -288,13 +290,25 @@ def run_plot(args) -> int:
         else:
             from ..search import suggest
 
-            result = suggest(shape, workload, gpu=model, top=args.top)
+            result = suggest(shape, workload, gpu=model, top=args.top or SUGGESTIONS_DRAWN)
             fig = plots.suggestions_figure(plots.suggestions_data(result, gpu=gpu))
     if args.kind in ("gemm", "attention", "attention-heads", "layer"):
         _say_left_out(data["left_out"], db=args.db, gpu=gpu)
     path = plots.save(fig, out)
     print(f"wrote {path}")
     return 0
+
+
+def _say_unused_with_verified(args) -> None:
+    """One warning naming the flags a drawn verify run does not use: it draws every candidate the run measured,
+    with the predictions it made then, of one GPU's training step (verify measures no other)."""
+    unused = [flag for flag, given in (
+        (f"--top {args.top}", args.top is not None), (f"--tp {args.tp}", args.tp != 1),
+        (f"--mode {args.mode}", args.mode != "train"), (f"--attention {args.attention}", args.attention != "flash"),
+        ("--overlap-comm", args.overlap_comm), ("--profile", args.profile), ("--spec-only", args.spec_only)) if given]
+    if unused:
+        warn(f"{', '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect with --verified: the figure "
+             "draws every candidate the verify run measured, with the predictions it made, of one GPU's training step")
 
 
 def _at_text(at: dict) -> str:
