@@ -134,3 +134,19 @@ def test_a_dtype_the_gpu_lacks_is_refused_naming_one_the_command_takes(capsys):
     assert code == 2 and err.strip().endswith("has no fp8 support in its datasheet; use one of bf16, fp16"), err
     code, out, err = run(capsys, "check", "gpt2", "--gpu", "v100")  # check takes all four of the V100's
     assert code == 2 and err.strip().endswith("use one of fp32, fp16"), err
+
+
+def test_plan_and_search_say_that_a_volta_gpu_runs_no_fused_attention(capsys):
+    """`check gpt2 --gpu v100 --dtype fp16` warns that FlashAttention and cuDNN's attention need Ampere, so that
+    fused attention there is priced by kernels the V100 does not run; `plan ... --gpu v100 --dtype fp16` and `search
+    --gpu v100 --dtype fp16` priced the same attention without a word (plan said a sequence past the positions and
+    the dtype's caveat, not the GPU's). Both say it, in their --json's warnings too."""
+    volta = "v100: FlashAttention and cuDNN's attention need Ampere or newer"
+    for argv in (["plan", "gpt2", "--gpu", "v100", "--dtype", "fp16", "--gpus", "8", "--global-batch", "65536",
+                  "--seq", "1024", "--top", "1", "--json"],
+                 ["search", "--params", "1e8", "--gpu", "v100", "--dtype", "fp16", "--top", "1", "--json"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 0 and volta in err, (argv, err)
+        assert any(line.startswith(volta) for line in json.loads(out)["warnings"]), argv
+    code, out, err = run(capsys, "search", "--params", "1e8", "--top", "1", "--json")
+    assert code == 0 and err == "" and json.loads(out)["warnings"] == [], err

@@ -77,7 +77,7 @@ def run_plan(args) -> int:
     gpu = get_gpu(args.gpu)
     cost = cost_model(args, gpu)
     shape = _shape(args, cost)
-    say_caveats(shape, Workload(seq=args.seq, dtype=args.dtype))  # a sequence past its positions, as check says
+    say_caveats(shape, Workload(seq=args.seq, dtype=args.dtype), gpu=args.gpu)  # as check says them
     if args.emit == "megatron":  # a model the flags cannot describe is refused before planning, not after it
         check_megatron(shape)
     shapes = ()

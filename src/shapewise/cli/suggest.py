@@ -20,6 +20,7 @@ from .common import (
     cost_model,
     model_and_workload,
     refuse_emit_with_json,
+    say_caveats,
     top_int,
     with_warnings,
 )
@@ -299,6 +300,7 @@ def run_search(args) -> int:
     source = model.source
     check_tokens(args.batch, args.seq)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype)
+    say_caveats(None, workload, gpu=args.gpu)  # fused attention on a GPU before Ampere, as check says it
     result = search(params_target=args.params, gpu=model, workload=workload, vocab=args.vocab, mlp=args.mlp,
                     attention=args.attention_kind, params_tol=args.params_tol, top=args.top)
     rows = lambda cands: [{"name": c.shape.name, "params": c.params, "hidden": c.shape.hidden,  # noqa: E731
