@@ -150,3 +150,16 @@ def test_plan_and_search_say_that_a_volta_gpu_runs_no_fused_attention(capsys):
         assert any(line.startswith(volta) for line in json.loads(out)["warnings"]), argv
     code, out, err = run(capsys, "search", "--params", "1e8", "--top", "1", "--json")
     assert code == 0 and err == "" and json.loads(out)["warnings"] == [], err
+
+
+def test_vary_batch_in_decode_says_it_has_no_effect(capsys):
+    """`suggest llama3-8b --mode decode -b 1 --vary batch,tp` took --vary batch, put it in its JSON's "vary" and
+    ranked no other batch: a decode step keeps the sequences it serves at once, by design. It says so in one warning,
+    from the API too; prefill still varies it."""
+    argv = ["suggest", "llama3-8b", "-b", "1", "--vary", "batch,tp", "--top", "3", "--json"]
+    code, out, err = run(capsys, *argv, "--mode", "decode")
+    assert code == 0 and "--vary batch has no effect in decode" in err, err
+    assert "--vary batch has no effect in decode" in json.loads(out)["warnings"][0]
+    code, out, err = run(capsys, *argv, "--mode", "prefill", "-s", "1")
+    assert code == 0 and "--vary batch" not in err, err
+    assert any("batch" in s["changes"] for s in json.loads(out)["suggestions"]), out
