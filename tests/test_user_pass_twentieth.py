@@ -163,3 +163,16 @@ def test_vary_batch_in_decode_says_it_has_no_effect(capsys):
     code, out, err = run(capsys, *argv, "--mode", "prefill", "-s", "1")
     assert code == 0 and "--vary batch" not in err, err
     assert any("batch" in s["changes"] for s in json.loads(out)["suggestions"]), out
+
+
+def test_plan_says_tokens_to_train_have_no_effect_on_its_flags(capsys):
+    """`plan gpt2 ... --tokens 1e9 --emit megatron` printed the flags and dropped the time to train it was asked for
+    without a word (--json and --emit together are refused; the network flags that cannot act are said)."""
+    argv = ["plan", "gpt2", "--gpus", "8", "--global-batch", "65536", "--seq", "1024", "--top", "1", "--emit",
+            "megatron"]
+    code, out, err = run(capsys, *argv, "--tokens", "1e9")
+    assert code == 0 and out.startswith("--num-layers 12"), out
+    assert err == ("shapewise: warning: --tokens has no effect with --emit megatron: the flags say no time to train "
+                   "(leave out --emit)\n"), err
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and err == "", err
