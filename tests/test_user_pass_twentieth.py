@@ -62,7 +62,8 @@ def test_plan_counts_a_learned_position_table_in_adams_update(capsys):
 def test_the_report_says_what_its_prices_assume(capsys, tmp_path):
     """`report gpt2 --out r.md` priced a sequence of 2,048 on a model of 1,024 learned positions and said so on the
     terminal alone: the file, made to be read by others, said nothing, where `check gpt2 --json` carries the line.
-    The report now carries every warning check --json does (what reading guessed and what the prices assume)."""
+    The report now carries every warning check --json does (what reading guessed and what the prices assume), built
+    by the command or by the API's build_report and write_report."""
     pytest.importorskip("matplotlib")
     code, out, err = run(capsys, "check", "gpt2", "--json")
     said = json.loads(out)["warnings"]
@@ -72,6 +73,11 @@ def test_the_report_says_what_its_prices_assume(capsys, tmp_path):
     text = (tmp_path / "r.md").read_text()
     for line in said:
         assert f"Warning: {line}" in text, line
+    from shapewise import Workload, get_model
+    from shapewise.document import build_report
+
+    text = build_report(get_model("gpt2"), Workload(batch=4, seq=2048), gpu="h200", fmt="md")  # the API's too
+    assert "Warning: sequence 2,048 is longer than the model's 1,024 learned positions" in text
 
 
 def test_the_attention_figures_say_what_check_says_of_fused_attention(capsys, tmp_path):

@@ -10,6 +10,7 @@ from ..errors import ShapewiseError, warn
 from ..exports import BENCHES
 from ..limits import HEADS, HIDDEN
 from .common import (
+    SAID,
     Parser,
     Repeated,
     add_cost_args,
@@ -21,7 +22,6 @@ from .common import (
     model_and_workload,
     open_store,
     top_int,
-    with_warnings,
 )
 
 
@@ -376,8 +376,7 @@ def run_report(args) -> int:
     store = Store(db, read_only=True) if db is not None else None
     try:
         written = write_report(shape, workload, out=out, gpu=model, fmt=fmt, top=args.top, store=store,
-                               model_arg=args.model or ["--config", args.config],
-                               warnings=tuple(with_warnings({})["warnings"]))  # check --json's, caveats too
+                               model_arg=args.model or ["--config", args.config], warnings=tuple(SAID))
     finally:
         if store:
             store.close()
