@@ -182,3 +182,16 @@ def test_plan_says_tokens_to_train_have_no_effect_on_its_flags(capsys):
                    "(leave out --emit)\n"), err
     code, out, err = run(capsys, *argv)
     assert code == 0 and err == "", err
+
+
+def test_plan_prints_a_short_step_and_a_short_run_in_figures_that_say_something(capsys):
+    """`plan gpt2 --gpus 8 --global-batch 8192 --seq 1024 --tokens 1e6` printed a step of "0.01" s (6.26 ms) and a
+    run of "0.0 h" (0.76 s); at one token a step, "0.00". A step under a second keeps three figures, and a run
+    under an hour is said in minutes or seconds; the long ones read as before."""
+    code, out, err = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "8192", "--seq", "1024", "--top", "1",
+                         "--tokens", "1e6")
+    row = out.splitlines()[-1]
+    assert code == 0 and "│ 0.00626 │" in row and row.endswith("│  0.764 s"), row
+    from shapewise.plan import _duration
+
+    assert [_duration(s) for s in (0.5, 90, 5400, 9e6)] == ["0.5 s", "1.5 min", "1.5 h", "104.2 days"]
