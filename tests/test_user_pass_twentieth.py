@@ -1,5 +1,13 @@
 """What a new user's twentieth pass over plan, search, report, plot, results, suggest --json, check's findings and the
-Python API found: DOCSTRING."""
+Python API found: an inference step that did not fit was told to use recomputation, ZeRO and `plan`, which shed and plan
+training. plan's Adam update and data-parallel reduction left out GPT-2's learned position table, so check's "as plan
+prices a step" was 0.01 ms off. The HTML or Markdown report left out what its prices assume (a sequence past the
+learned positions), which check --json carries; the attention and layer figures said nothing of padded head dims,
+fp32 and tf32 or a V100, of which check warns, and plan and search said nothing of a V100. `plot gemm -n 5 --dim n`
+dropped -n; `plot suggestions --verified` dropped --top, --tp, --mode and the cost flags; `plan --tokens --emit
+megatron` dropped --tokens; `suggest --mode decode --vary batch` took --vary batch and varied nothing. search on a
+V100 was told to use fp32, which its --dtype does not take. plan printed gpt2's 6 ms step as 0.01 s and a run of
+0.76 s as 0.0 h."""
 
 from __future__ import annotations
 
