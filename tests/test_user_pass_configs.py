@@ -123,7 +123,8 @@ def test_a_cached_hub_id_is_named_by_its_id(tmp_path, monkeypatch, capsys):
 
 def test_search_says_what_does_not_fit_and_a_dtype_the_gpu_lacks(capsys):
     code, out, err = run(capsys, "search", "--params", "7e9", "--gpu", "v100", "--dtype", "fp16", "--top", "2", "--json")
-    assert code == 0 and err.count("shapewise: warning:") == 1 and "do not fit" in err
+    assert code == 0 and err.count("shapewise: warning:") == 2 and "do not fit" in err  # and Volta's attention:
+    assert "v100: FlashAttention and cuDNN's attention need Ampere" in err  # said since the twentieth pass
     assert all(not row["fits"] and row["memory_bytes"] > 32e9 for row in json.loads(out)["top"])
     assert "no bf16 support" in _one_line_error(capsys, "search", "--params", "7e9", "--gpu", "v100")
     assert "no fp8 support" in _one_line_error(capsys, "search", "--params", "7e9", "--gpu", "a100-80gb", "--dtype",

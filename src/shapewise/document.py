@@ -97,7 +97,7 @@ class _Content:
     commands: list  # (what it reproduces, command)
     figures: dict = field(default_factory=dict)  # name -> (PNG bytes, caption)
     reproduce_note: str = ""
-    warnings: tuple = ()  # what reading the model guessed or leaves unpriced: the report's reader must see it
+    warnings: tuple = ()  # what reading the model guessed or leaves unpriced, and what its prices assume
 
 
 # ---- public API -------------------------------------------------------------------------------
@@ -115,7 +115,8 @@ def build_report(shape: ModelShape, workload: Workload, *, gpu: GPU | str | Cost
     or ["--config", path] (a string is split as a shell would; default: the preset name, or --config
     with the shape's source file);
     out: the file the report will be written to, named in its own reproduce command; warnings: what was
-    guessed or left unpriced in reading the model (the command's warnings), said under the model."""
+    guessed or left unpriced in reading the model (the command's warnings), said under the model with what
+    the prices assume (report.check's caveats)."""
     text, _ = _build(shape, workload, model=cost_model(gpu, spec_only=spec_only, profile=profile), store=store,
                      fmt=fmt, top=top, model_arg=model_arg, out=out, warnings=warnings)
     return text
@@ -155,7 +156,8 @@ def _build(shape, workload, *, model: CostModel, store, fmt, top, model_arg, out
     if fmt not in FORMATS:
         raise ShapewiseError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
     content = _gather(shape, workload, model=model, store=store, top=top, model_arg=model_arg, out=out, fmt=fmt)
-    content.warnings = tuple(dict.fromkeys(warnings))
+    # what reading said, then what the prices assume (check's caveats): the file is read without the terminal
+    content.warnings = tuple(dict.fromkeys((*warnings, *content.result.caveats)))
     stem = Path(out).stem if out is not None else "report"
     text = _html(content) if fmt == "html" else _markdown(content, stem)
     return text, content.figures

@@ -49,10 +49,16 @@ class GPU:
             object.__setattr__(self, name, _ReadOnly(getattr(self, name)))
 
     def peak_tflops(self, dtype: str) -> float:
-        if dtype not in self.tflops:
-            raise ShapewiseError(
-                f"{self.name} has no {dtype} support in its datasheet; use one of {', '.join(self.tflops)}")
+        self.check_dtype(dtype)
         return self.tflops[dtype]
+
+    def check_dtype(self, dtype: str, *, among=None) -> None:
+        """A dtype this GPU's datasheet lacks, refused naming those it has (of `among`, where a command takes
+        fewer: search's --dtype takes no fp32, which a V100's refusal named)."""
+        if dtype not in self.tflops:
+            have = [d for d in self.tflops if among is None or d in among]
+            raise ShapewiseError(f"{self.name} has no {dtype} support in its datasheet; use "
+                                 f"{'one of ' if len(have) > 1 else ''}{', '.join(have)}")
 
     @property
     def bytes_per_s(self) -> float:

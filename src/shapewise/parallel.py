@@ -350,10 +350,11 @@ def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, rec
     vocab_matrices = np.where(pp == 1, 1 if shape.tied_embeddings else 2, 1)
 
     norms = outside_norms(shape, pp)  # beside the vocab matrices, whole on each rank
+    positions = shape.learned_positions * shape.hidden  # GPT-2's table, whole on each rank of the first stage
 
     def stage_params(layers):
         vocab = shape.vocab * (vocab_matrices * shape.hidden + shape.lm_head_bias) / t  # an output bias on the head's
-        return (layers * rank_layer_params(shape, t) + vocab + norms,
+        return (layers * rank_layer_params(shape, t) + vocab + positions + norms,
                 layers * experts / (t * ep))
 
     # The reduction is priced as that of an even pipeline at this one's pace: its stages hold the

@@ -291,8 +291,16 @@ def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int, dtype: str = 
 
 
 def _duration(seconds: float) -> str:
-    days = seconds / 86400
-    return f"{days:,.1f} days" if days >= 1 else f"{seconds / 3600:,.1f} h"
+    """Days, hours, minutes or seconds, each to a tenth: a short run is not "0.0 h"."""
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def _step_seconds(seconds: float) -> str:
+    """The step column: hundredths of a second, three figures below one (a small model's step is not 0.00)."""
+    return f"{seconds:,.2f}" if seconds >= 1 else f"{seconds:.3g}"
 
 
 TIMES_NOTE = ("compute_ms includes recompute_ms and tp_comm_ms, but for tp_comm_ms's once-a-step all-reduce of the "
@@ -335,7 +343,7 @@ def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = 
         split = "/".join([f"{v / 2**30:.1f}" for v in (m.weights, m.grads, m.optimizer)]
                          + (["–", "–"] if m.peak_at_step else [f"{v / 2**30:.1f}" for v in (m.activations, m.loss)])
                          + [f"{m.allocator / 2**30:.1f}"])  # the parts add to the total
-        table.add_row(str(i), p.shape.name, p.layout_text(), f"{p.step_ms / 1e3:,.2f}", f"{p.tokens_per_s:,.0f}",
+        table.add_row(str(i), p.shape.name, p.layout_text(), _step_seconds(p.step_ms / 1e3), f"{p.tokens_per_s:,.0f}",
                       f"{p.mfu:.1%}", f"{m.total_bytes / 2**30:,.1f}", split, f"{p.communication_share:.1%}",
                       f"{p.bubble_share:.1%}", *([_duration(train_tokens / p.tokens_per_s)] if train_tokens else []))
     console.print(table)

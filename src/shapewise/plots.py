@@ -340,13 +340,15 @@ def _split_series(keys: np.ndarray, x: np.ndarray, y: np.ndarray, label, extra: 
     return series
 
 
-def _past_fused(head_dims: np.ndarray, kind: str) -> None:
-    """Head dims past the fused kernels' drawn at their price, which is far too fast there: said once."""
-    from .rules import past_fused
+def _fused_caveats(head_dims: np.ndarray, kind: str, dtype: str, gpu: GPU) -> None:
+    """Fused attention drawn where its kernels do not run as priced (past their head dims, at head dims not
+    multiples of 8, in fp32 or tf32, on a GPU older than Ampere): each said once, as check says it."""
+    from .rules import fused_caveats, gpu_caveats
 
-    caveat = past_fused(head_dims.tolist()) if kind == "flash" else None
-    if caveat:
-        warn(caveat)
+    if kind == "flash":
+        said = fused_caveats(head_dims.tolist(), dtype) + gpu_caveats(gpu, Workload(batch=1, seq=1, dtype=dtype))
+        for caveat in said:
+            warn(caveat)
 
 
 def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int = 2048,
@@ -367,7 +369,7 @@ def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int 
         raise ShapewiseError(f"no hidden size of --hiddens is a multiple of {heads} heads")
     _say_left_out(x_all[x_all % heads != 0], len(x_all), "--hiddens", f"not a multiple of {heads} heads")
     head_dims = x // heads
-    _past_fused(head_dims, kind)
+    _fused_caveats(head_dims, kind, dtype, gpu)
     y = _attention_tflops(kind, heads=np.full_like(x, heads), head_dims=head_dims, batch=batch, seq=seq, causal=causal,
                           pass_=pass_, model=model, dtype=dtype)
     keys = np.array([_pow2_key(int(d)) for d in head_dims], dtype=np.int64)
@@ -405,7 +407,7 @@ def attention_heads_data(*, gpu: GPU | str | CostModel, head_dim, head_counts, s
     d = np.repeat(dims, len(counts))
     for heads, dim in zip(a.tolist(), d.tolist()):  # the width the heads make, bounded as a hidden size is
         HIDDEN.check(heads * dim, f"head count {heads} × head dim {dim}")
-    _past_fused(d, kind)
+    _fused_caveats(d, kind, dtype, gpu)
     y = _attention_tflops(kind, heads=a, head_dims=d, batch=batch, seq=seq, causal=causal, pass_=pass_, model=model,
                           dtype=dtype)
     def points_of(rows, on):
@@ -495,7 +497,7 @@ def layer_data(*, gpu: GPU | str | CostModel, hiddens, head_counts, seq: int = 2
                   "--head-counts", "a divisor of no hidden size of --hiddens")
     _say_left_out(np.array([h for h in x_all.tolist() if not np.any(h % counts == 0)]), len(x_all),
                   "--hiddens", "a multiple of no head count of --head-counts")
-    _past_fused(np.array([h // a for a, h, _, _ in spans]), "flash")
+    _fused_caveats(np.array([h // a for a, h, _, _ in spans]), "flash", dtype, model.gpu)
     costs = predict_ops(ops, gpu=model, dtype=dtype)
     heads = np.array([s[0] for s in spans], dtype=np.int64)
     x = np.array([s[1] for s in spans], dtype=np.int64)

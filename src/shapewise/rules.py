@@ -169,15 +169,21 @@ def padded_fused(head_dims) -> str | None:
             "is a multiple of 8 runs cuDNN's kernel; measure it with `shapewise bench ops`")
 
 
+def fused_caveats(head_dims, dtype: str) -> list[str]:
+    """What fused attention at these head dims and this dtype is priced by that its kernels do not run: past
+    their head dims, at head dims not multiples of 8, in a dtype they do not take (check's and the figures')."""
+    out = [past_fused(head_dims), padded_fused(head_dims)]
+    if dtype in FUSED_UNTAKEN_DTYPES:
+        out.append(f"--dtype {dtype}: FlashAttention and cuDNN take only fp16 and bf16, so torch runs its "
+                   "memory-efficient kernel, which shapewise does not model; fused attention is priced at the "
+                   f"{dtype} peak by the fp16/bf16 kernels' efficiency: measure it with `shapewise bench ops`")
+    return [line for line in out if line]
+
+
 def caveats(shape: ModelShape, w: Workload) -> list[str]:
     """What the prices of this model and workload assume that the model itself does not give: each a
     warning line for the user (the commands print them once they have priced: cli.main)."""
-    out = [past_fused([shape.d_head]) if w.attention == "flash" else None,
-           padded_fused([shape.d_head]) if w.attention == "flash" else None]
-    if w.attention == "flash" and w.dtype in FUSED_UNTAKEN_DTYPES:
-        out.append(f"--dtype {w.dtype}: FlashAttention and cuDNN take only fp16 and bf16, so torch runs its "
-                   "memory-efficient kernel, which shapewise does not model; fused attention is priced at the "
-                   f"{w.dtype} peak by the fp16/bf16 kernels' efficiency: measure it with `shapewise bench ops`")
+    out = fused_caveats([shape.d_head], w.dtype) if w.attention == "flash" else []
     if shape.learned_positions and w.seq > shape.learned_positions:
         out.append(f"sequence {w.seq:,} is longer than the model's {shape.learned_positions:,} learned positions: "
                    "priced as asked, but the model as configured cannot run it")
@@ -225,9 +231,14 @@ def memory_finding(step: StepCost, memory) -> Finding | None:
     if memory.fits(step.gpu):
         return None
     need, have = memory.total_bytes / 2**30, capacity_bytes(step.gpu) / 2**30
-    return Finding("memory", f"needs {need:,.1f} GiB per GPU; the {step.gpu.key} has {have:,.1f} GiB",
-                   "use more tensor parallelism, recomputation or ZeRO (`shapewise plan` searches them), "
-                   "or a smaller micro-batch", (), step.time_ms, 1.0)
+    # Recomputation and ZeRO shed training state (activations kept for the backward, gradients, Adam's moments),
+    # and plan plans training: an inference step keeps weights and its KV cache alone.
+    fix = ("use more tensor parallelism, recomputation or ZeRO (`shapewise plan` searches them), or a smaller "
+           "micro-batch" if step.workload.mode == "train" else
+           "use more tensor parallelism, fewer sequences or a shorter KV cache"
+           + (", or fp8 weights (--dtype fp8)" if step.workload.dtype != "fp8" and "fp8" in step.gpu.tflops else ""))
+    return Finding("memory", f"needs {need:,.1f} GiB per GPU; the {step.gpu.key} has {have:,.1f} GiB", fix, (),
+                   step.time_ms, 1.0)
 
 
 def _tp(shape: ModelShape, w: Workload, gpu: GPU):
@@ -238,7 +249,8 @@ def _tp(shape: ModelShape, w: Workload, gpu: GPU):
     if smaller:
         t = min(smaller)
         yield Proposal("tp", f"t={w.tp} splits every GEMM {w.tp} ways, but the model fits with t={t}",
-                       f"use t={t} (and data parallelism for the other {w.tp // t}× GPUs)", shape, w.replace(tp=t))
+                       f"use t={t} (and {w.tp // t} {'data-parallel ranks' if w.mode == 'train' else 'replicas'} "
+                       f"on the {w.tp} GPUs)", shape, w.replace(tp=t))
 
 
 def _comm(shape: ModelShape, w: Workload):

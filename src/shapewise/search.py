@@ -172,7 +172,8 @@ def neighbourhood(base: ModelShape, workload: Workload, *, keep: set, spread: fl
     hiddens = [base.hidden] if "hidden" in keep else _near_multiples(base.hidden, spread)
     vocabs = [base.vocab] if "vocab" in keep else sorted({base.vocab, round_up(base.vocab, ALIGN * t),
                                                           round_up(base.vocab, 2 * ALIGN * t)})
-    # Half and twice the micro-batch, and one sequence: where the original does not fit, the way out.
+    # Half and twice the micro-batch, and one sequence: where the original does not fit, the way out. A decode
+    # step keeps its own (suggest says so of --vary batch).
     batches = [workload.batch] if "batch" in keep or workload.mode == "decode" else \
         sorted({1, max(1, workload.batch // 2), workload.batch, 2 * workload.batch})
     tps = [t] if "tp" in keep else [d for d in range(1, t + 1) if t % d == 0]
@@ -289,6 +290,9 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     keep, vary = _field_names(keep, KEEPABLE, "--keep"), _field_names(vary, RUN_FIELDS, "--vary")
     if keep & vary:
         raise ShapewiseError(f"--keep and --vary both name {', '.join(sorted(keep & vary))}: name each in one")
+    if "batch" in vary and workload.mode == "decode":  # neighbourhood keeps it: a server's concurrency, not a shape's
+        warn("--vary batch has no effect in decode: its batch (the sequences served at once) is kept, as a latency "
+             "choice, not the shape's; give --batch to price another")
     params_tol = PARAMS_TOL.check(params_tol, "--params-tol (params_tol)")
     aspect_band = ASPECT_BAND.check(aspect_band, "--aspect-band (aspect_band)")
     top = TOP.check(top, "--top")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ..dtypes import DTYPE_BYTES
-from ..errors import ShapewiseError
+from ..errors import ShapewiseError, warn
 from .common import (
     add_cost_args,
     console,
@@ -74,10 +74,12 @@ def run_plan(args) -> int:
     from ..shapes import Workload
 
     refuse_emit_with_json(args)
+    if args.emit and args.tokens is not None:
+        warn(f"--tokens has no effect with --emit {args.emit}: the flags say no time to train (leave out --emit)")
     gpu = get_gpu(args.gpu)
     cost = cost_model(args, gpu)
     shape = _shape(args, cost)
-    say_caveats(shape, Workload(seq=args.seq, dtype=args.dtype))  # a sequence past its positions, as check says
+    say_caveats(shape, Workload(seq=args.seq, dtype=args.dtype), gpu=args.gpu)  # as check says them
     if args.emit == "megatron":  # a model the flags cannot describe is refused before planning, not after it
         check_megatron(shape)
     shapes = ()

@@ -168,6 +168,10 @@ def _output(args, formats: dict, what: str):
     return output_file(args.out, formats=formats, fmt=getattr(args, "format", None), mkdir=args.mkdir, what=what)
 
 
+GEMM_FIXED_DIM = 8192  # plot gemm's dims beside the swept one, where none is given
+SUGGESTIONS_DRAWN = 5  # plot suggestions' --top, where none is given
+
+
 def add_plot(sub) -> None:
     from ..limits import BATCH, GEMM_DIM, HEAD_DIM, HEADS, SEQ
 
@@ -188,8 +192,9 @@ def add_plot(sub) -> None:
         if name == "gemm":
             q.add_argument("--dim", choices=("m", "n", "k"), default="n", help="the swept dim")
             q.add_argument("--values", nargs="+", action=Repeated, required=True, help="its values or START:STOP:STEP ranges")
-            for dim in ("m", "n", "k"):
-                q.add_argument(f"-{dim}", type=GEMM_DIM.arg, default=8192, help=f"{dim}, where it is not the swept dim")
+            for dim in ("m", "n", "k"):  # no default here: one given for the swept dim is refused (run_plot)
+                q.add_argument(f"-{dim}", type=GEMM_DIM.arg,
+                               help=f"{dim}, where it is not the swept dim (default: {GEMM_FIXED_DIM})")
             q.add_argument("--layout", choices=("nn", "nt", "tn"), default="nn",
                            help="nn: x @ W; nt: x @ W.T (a linear layer); tn: a weight gradient")
         else:
@@ -215,7 +220,7 @@ def add_plot(sub) -> None:
         q.add_argument("--out", required=True, metavar="FILE", help="the figure: a .png or .svg file")
         add_mkdir_arg(q)
         if name == "suggestions":
-            q.add_argument("--top", type=top_int, default=5, help="suggestions to draw")
+            q.add_argument("--top", type=top_int, help=f"suggestions to draw (default: {SUGGESTIONS_DRAWN})")
             q.add_argument("--verified", metavar="JSON", help="draw a `shapewise verify --json` run: measured beside predicted")
         add_cost_args(q)
         q.set_defaults(run=run_plot)
@@ -228,13 +233,16 @@ def run_plot(args) -> int:
     from ..hardware import get_gpu
 
     require_matplotlib()  # before --mkdir makes a folder for a figure that cannot be drawn
+    if args.kind == "gemm" and getattr(args, args.dim) is not None:
+        raise ShapewiseError(f"-{args.dim} {getattr(args, args.dim)} gives the swept dim (--dim {args.dim}), whose "
+                             f"values are --values: leave -{args.dim} out, or sweep another --dim")
     out, _ = _output(args, plots.FORMATS, "figure")
     gpu = get_gpu(args.gpu)
     model = cost_model(args, gpu)
     if args.kind == "gemm":
-        data = plots.gemm_data(gpu=model, dim=args.dim, values=parse_dims(args.values, name="--values"),
-                               m=args.m, n=args.n, k=args.k, layout=args.layout, dtype=args.dtype,
-                               measured=_measured_rows(args.db))
+        fixed = {dim: GEMM_FIXED_DIM if getattr(args, dim) is None else getattr(args, dim) for dim in "mnk"}
+        data = plots.gemm_data(gpu=model, dim=args.dim, values=parse_dims(args.values, name="--values"), **fixed,
+                               layout=args.layout, dtype=args.dtype, measured=_measured_rows(args.db))
         fig = plots.gemm_figure(data)
     elif args.kind == "attention":
         data = plots.attention_data(gpu=model, hiddens=parse_dims(args.hiddens, name="--hiddens"),
@@ -259,6 +267,7 @@ def run_plot(args) -> int:
             modes = {mode: workload.replace(mode=mode) for mode in ("train", "prefill", "decode")}
             fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=model, workloads=modes))
         elif args.verified:  # a `shapewise verify --json` run: its predictions and measurements as they were
+            _say_unused_with_verified(args)
             rows = _verify_json(args.verified)
             try:
                 data = plots.verified_data(rows, model=shape.name, gpu=gpu, dtype=workload.dtype)
@@ -287,13 +296,25 @@ def run_plot(args) -> int:
         else:
             from ..search import suggest
 
-            result = suggest(shape, workload, gpu=model, top=args.top)
+            result = suggest(shape, workload, gpu=model, top=args.top or SUGGESTIONS_DRAWN)
             fig = plots.suggestions_figure(plots.suggestions_data(result, gpu=gpu))
     if args.kind in ("gemm", "attention", "attention-heads", "layer"):
         _say_left_out(data["left_out"], db=args.db, gpu=gpu)
     path = plots.save(fig, out)
     print(f"wrote {path}")
     return 0
+
+
+def _say_unused_with_verified(args) -> None:
+    """One warning naming the flags a drawn verify run does not use: it draws every candidate the run measured,
+    with the predictions it made then, of one GPU's training step (verify measures no other)."""
+    unused = [flag for flag, given in (
+        (f"--top {args.top}", args.top is not None), (f"--tp {args.tp}", args.tp != 1),
+        (f"--mode {args.mode}", args.mode != "train"), (f"--attention {args.attention}", args.attention != "flash"),
+        ("--overlap-comm", args.overlap_comm), ("--profile", args.profile), ("--spec-only", args.spec_only)) if given]
+    if unused:
+        warn(f"{', '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect with --verified: the figure "
+             "draws every candidate the verify run measured, with the predictions it made, of one GPU's training step")
 
 
 def _at_text(at: dict) -> str:

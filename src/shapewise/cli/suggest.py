@@ -20,6 +20,7 @@ from .common import (
     cost_model,
     model_and_workload,
     refuse_emit_with_json,
+    say_caveats,
     top_int,
     with_warnings,
 )
@@ -260,6 +261,9 @@ def _config_text(path: str) -> str:
     return (target / "config.json" if target.is_dir() else target).read_text()
 
 
+SEARCH_DTYPES = ("bf16", "fp16", "fp8")  # search's --dtype
+
+
 def add_search(sub) -> None:
     p = sub.add_parser("search", help="design from a parameter budget: the Pareto front of size against speed")
     from ..limits import PARAMS, PARAMS_TOL
@@ -268,7 +272,7 @@ def add_search(sub) -> None:
     p.add_argument("--params", type=PARAMS.arg, required=True, help="parameter budget, e.g. 7e9")
     p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them)")
     add_workload_args(p, batch=1, seq=4096, note=DIFFERS, modes=False)
-    p.add_argument("--dtype", choices=("bf16", "fp16", "fp8"), default="bf16", help="the data type of every op")
+    p.add_argument("--dtype", choices=SEARCH_DTYPES, default="bf16", help="the data type of every op")
     p.add_argument("--vocab", type=SEARCH_VOCAB.arg, default=32000, help="vocab size, padded to a multiple of 64·t")
     p.add_argument("--mlp", choices=("swiglu", "geglu", "gelu", "relu"), default="swiglu", help="the MLP's kind")
     p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa",
@@ -292,10 +296,12 @@ def run_search(args) -> int:
     from ..shapes import Workload
 
     gpu = get_gpu(args.gpu)
+    gpu.check_dtype(args.dtype, among=SEARCH_DTYPES)
     model = cost_model(args, gpu)
     source = model.source
     check_tokens(args.batch, args.seq)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype)
+    say_caveats(None, workload, gpu=args.gpu)  # fused attention on a GPU before Ampere, as check says it
     result = search(params_target=args.params, gpu=model, workload=workload, vocab=args.vocab, mlp=args.mlp,
                     attention=args.attention_kind, params_tol=args.params_tol, top=args.top)
     rows = lambda cands: [{"name": c.shape.name, "params": c.params, "hidden": c.shape.hidden,  # noqa: E731
