@@ -203,3 +203,20 @@ def test_plan_prints_a_short_step_and_a_short_run_in_figures_that_say_something(
     from shapewise.plan import _duration
 
     assert [_duration(s) for s in (0.5, 90, 5400, 9e6)] == ["0.5 s", "1.5 min", "1.5 h", "104.2 days"]
+
+
+def test_what_the_pass_noticed_and_left_is_mended(capsys, tmp_path):
+    """Left by the pass, mended after it: plan's advice where nothing fits named a smaller global batch, which
+    changes no layout's memory (one sequence a micro-batch is among those tried); search wrote "1472 within 5%";
+    `results --mkdir` without a file to write or read was taken silently; the report said "1 sequences"."""
+    code, out, err = run(capsys, "plan", "llama3-70b", "--gpus", "1", "--global-batch", "1048576", "--seq", "8192")
+    assert code == 0 and "one sequence a micro-batch among them" in out and "smaller global" not in out, out
+    code, out, err = run(capsys, "search", "--params", "7e9", "--params-tol", "0.5", "--gpu", "h200")
+    assert code == 0, err
+    predicted = out.split(" per second), ")[1].split(" within")[0]
+    assert int(predicted.replace(",", "")) >= 1000 and "," in predicted, out.splitlines()[0]
+    code, out, err = run(capsys, "results", "--db", str(tmp_path / "r.db"), "--mkdir")
+    assert "--mkdir has no effect without --export or --import" in err, err
+    report = tmp_path / "r.md"
+    code, out, err = run(capsys, "report", "gpt2", "--batch", "1", "--seq", "512", "--out", str(report))
+    assert code == 0 and "1 sequence" in report.read_text() and "1 sequences" not in report.read_text()

@@ -257,7 +257,7 @@ def _workload_rows(w: Workload, gpu: GPU) -> list:
     return [("GPU", f"{gpu.name} ({peaks})"),
             ("mode", {"train": "train (forward + backward)", "prefill": "prefill (forward)",
                       "decode": "decode (one new token per sequence)"}.get(w.mode, w.mode)),
-            ("micro-batch", f"{w.batch} sequences"),
+            ("micro-batch", f"{w.batch} sequence{'s' if w.batch != 1 else ''}"),
             ("sequence length" if w.mode != "decode" else "KV-cache length", f"{w.seq:,}"),
             ("tokens per step", f"{w.tokens:,}"), ("tensor parallel", f"{w.tp}"),
             ("dtype", w.dtype), ("attention", w.attention)]

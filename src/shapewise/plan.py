@@ -330,8 +330,8 @@ def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = 
                   f"{result.global_batch_tokens:,} tokens of {result.seq}; network: {result.network.source}; "
                   f"cost model: {result.cost_source}")
     if not result.plans:
-        console.print(f"[red]None of the {result.considered:,} layouts fits in memory: more GPUs, a smaller global "
-                      "batch or a GPU with more memory.[/red]")
+        console.print(f"[red]None of the {result.considered:,} layouts fits in memory, one sequence a micro-batch "
+                      "among them: more GPUs, a shorter sequence or a GPU with more memory.[/red]")
         return
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     columns = ["#", "model", "layout (t p×v d e b m)", "step s", "tokens/s", "MFU", "memory GiB",

@@ -87,6 +87,8 @@ def run_results(args) -> int:
                                   mkdir=args.mkdir, what="export")
     elif args.format:
         raise ShapewiseError("--format is the format of --export: give --export PATH too")
+    if args.mkdir and args.export is None and args.import_csv is None:
+        warn("--mkdir has no effect without --export or --import, the files whose folder it makes")
     if args.import_csv is not None:
         from ..exports import read_export
 

@@ -326,7 +326,7 @@ def run_search(args) -> int:
                           "gpu_memory_bytes": result.gpu_memory_bytes}), indent=2))
         return 0
     out = console()
-    out.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted} "
+    out.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted:,} "
               f"within {args.params_tol:.0%} of {args.params / 1e9:g}B params predicted on {gpu.name} "
               f"({workload.mode}, b={workload.batch} s={workload.seq} t={workload.tp} {workload.dtype}) in "
               f"{result.seconds:.2f} s; cost model: {source}")  # the step priced, as check and suggest name it
