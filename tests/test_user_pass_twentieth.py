@@ -127,7 +127,9 @@ def test_a_drawn_verify_run_says_which_flags_it_does_not_use(capsys, tmp_path):
     without them, without a word: a verify run is drawn whole (every candidate it measured, with the predictions it
     made), and verify measures one GPU's training step alone. One warning names what had no effect."""
     pytest.importorskip("matplotlib")
-    run_json = Path(__file__).parents[1] / "benchmarks/results/h200-verify/verify-gpt3-2.7b.json"
+    measured = Path(__file__).parents[1] / "benchmarks/results/h200-verify/verify-gpt3-2.7b.json"
+    run_json = tmp_path / "run.json"  # as verify --json writes it now: with the GPU its speedups were predicted for
+    run_json.write_text(json.dumps([{**row, "gpu": "h200"} for row in json.loads(measured.read_text())]))
     argv = ["plot", "suggestions", "gpt3-2.7b", "--verified", str(run_json), "--out", str(tmp_path / "v.png")]
     code, _, err = run(capsys, *argv, "--top", "2", "--tp", "4", "--mode", "decode", "--spec-only")
     assert code == 0, err

@@ -291,9 +291,9 @@ def run_plot(args) -> int:
                                                ("GPU its speedups were predicted for", ("gpu",)))
                       if not any(name in at for name in names)]
             if unsaid:
+                against = " ".join(f"{plots.VERIFIED_AT[k]} {v}" for k, v in given.items() if k not in at)
                 warn(f"{args.verified} records no {' and no '.join(unsaid)} (written before `verify --json` gave "
-                     f"them): not checked against the {_at_text({k: given[k] for k in given if k not in at})} "
-                     "given here")
+                     f"them): not checked against the {against} given here")
             fig = plots.suggestions_figure(data)
         else:
             from ..search import suggest
