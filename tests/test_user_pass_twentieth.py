@@ -63,8 +63,8 @@ def test_plan_counts_a_learned_position_table_in_adams_update(capsys):
         totals = json.loads(out)["totals"]
         row = _plan_row(capsys, "gpt2", gpus=tp, batch=8, seq=1024, tp=tp)
         assert abs(row["times_ms"]["optimizer_ms"] / totals["optimizer_ms"] - 1) < 1e-9, (row, totals)
-        if tp == 1:
-            assert abs(row["step_ms"] / totals["with_optimizer_ms"] - 1) < 1e-9, (row, totals)
+        # the whole step too, at t=4 the replicas' gradients all-reduced as check prices them, launch included
+        assert abs(row["step_ms"] / totals["with_optimizer_ms"] - 1) < 1e-9, (tp, row["step_ms"], totals)
 
 
 def test_the_report_says_what_its_prices_assume(capsys, tmp_path):

@@ -288,10 +288,12 @@ def optimizer_ms(local_params, precision, params, bytes_per_s):
 
 def ring_ms(nbytes, ranks, gbs, params, *, passes: float = 1.0):
     """A ring collective over `ranks`: (ranks-1)/ranks of the message per pass (2 for an all-reduce)
-    at the link's bus bandwidth (cost.CostParams.comm_bandwidth of the datasheet), plus its latency."""
+    at the link's bus bandwidth (cost.CostParams.comm_bandwidth of the datasheet), plus its latency and its
+    kernel's launch, as cost.comm_ms prices the same collective for check."""
     ranks = np.asarray(ranks, dtype=float)
     moved = passes * (ranks - 1) / ranks * nbytes
-    return np.where(ranks > 1, moved / (gbs * 1e9 * params.comm_bandwidth) * 1e3 + params.comm_latency_ms, 0.0)
+    fixed = params.comm_latency_ms + params.launch_ms
+    return np.where(ranks > 1, moved / (gbs * 1e9 * params.comm_bandwidth) * 1e3 + fixed, 0.0)
 
 
 def step_arrays(times: LayerTimes, shape, workload, *, pp, vp, dp, ep, zero, recompute, micro_batches,
