@@ -1,0 +1,70 @@
+"""What a new user's twenty-first pass over the Python API found: its errors named the command's flags (`suggest(...,
+top=0)` said "--top: ..."), and a number given as text was read by search, suggest and predict_step where Workload and
+predict_gemm refuse it; search's attention kind was named --attention-kind. cost_model(profile=3) fell through to a
+TypeError and profile="" read the working folder. verify took an unknown GPU, measured every shape, and only then
+refused it; a seed of None or 1.5 failed inside torch, and an on_round that is no function after the first round.
+resolve_model refused a pathlib.Path (what load_config takes) and a ModelShape (printing the whole of it)."""
+
+from __future__ import annotations
+
+import pytest
+
+import shapewise
+from shapewise import ShapewiseError, Workload, get_model
+
+GPT2 = get_model("gpt2")
+
+
+@pytest.mark.parametrize("call, said", [
+    (lambda: shapewise.suggest(GPT2, Workload(seq=1024), gpu="h200", top=0),
+     "top: how many to show must be a positive whole number from 1 to 10,000, got 0"),
+    (lambda: shapewise.suggest(GPT2, Workload(seq=1024), gpu="h200", aspect_band=0.5),
+     "aspect_band: the aspect band must be a number from 1 to 100"),
+    (lambda: shapewise.search(params_target=1e9, gpu="h200", workload=Workload(), vocab=1),
+     "vocab: the vocab size must be a whole number from 2"),
+    (lambda: shapewise.search(params_target=-1, gpu="h200", workload=Workload()),
+     "params_target: the parameter budget must be a number above 0"),
+    (lambda: shapewise.search(params_target=1e9, gpu="h200", workload=Workload(), attention="GQA"),
+     "attention: unknown attention kind 'GQA'; use one of mha, gqa, mqa"),
+    (lambda: shapewise.suggest(GPT2, Workload(seq=1024), gpu="h200", keep="hedas"),
+     "keep: unknown field hedas; the fields are"),
+    (lambda: shapewise.suggest(GPT2, Workload(seq=1024), gpu="h200", vary=[["batch"]]),
+     "vary: give field names"),  # a TypeError (unhashable list) before
+])
+def test_the_apis_errors_name_the_argument_as_a_python_caller_wrote_it(call, said):
+    """suggest(..., top=0) said "--top: ..." and search's attention="GQA" "--attention-kind must be ...": flags
+    a Python caller never typed. Each names the keyword argument, without the flag."""
+    with pytest.raises(ShapewiseError) as err:
+        call()
+    assert said in str(err.value) and "--" not in str(err.value), str(err.value)
+
+
+def test_the_command_still_names_its_flags(capsys):
+    from helpers import run
+
+    code, out, err = run(capsys, "suggest", "gpt2", "--keep", "hedas")
+    assert code == 2 and "--keep: unknown field hedas;" in err, err
+    code, out, err = run(capsys, "search", "--params", "1e9", "--vocab", "1")
+    assert code == 2 and "--vocab: the vocab size must be" in err, err
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: shapewise.search(params_target="1e9", gpu="h200", workload=Workload()), "params_target"),
+    (lambda: shapewise.search(params_target=1e9, gpu="h200", workload=Workload(), vocab="32000"), "vocab"),
+    (lambda: shapewise.suggest(GPT2, Workload(seq=1024), gpu="h200", params_tol="0.1"), "params_tol"),
+    (lambda: shapewise.suggest(GPT2, Workload(seq=1024), gpu="h200", top="3"), "top"),
+    (lambda: shapewise.predict_step(GPT2, Workload(tp=2), gpu="h200", link_gbs="100"), "link_gbs"),
+])
+def test_a_number_given_as_text_is_refused_as_workload_and_predict_gemm_refuse_it(call, name):
+    """search(params_target="1e9") designed a model where predict_gemm("64", ...) and Workload(batch="4") refuse
+    text: the one API read a number's text or not by the function. Text is the command line's, read by its flags."""
+    with pytest.raises(ShapewiseError, match=rf"^{name}: .* must be .*, not text, got '"):
+        call()
+
+
+def test_a_link_rate_is_checked_where_no_collective_travels_it():
+    """predict_step(gpt2, Workload(), link_gbs="fast") priced a one-GPU step and said nothing of the rate."""
+    with pytest.raises(ShapewiseError, match="link_gbs: the rate must be"):
+        shapewise.predict_step(GPT2, Workload(seq=1024), gpu="h200", link_gbs="fast")
+    with pytest.raises(ShapewiseError, match="link_gbs: the rate must be a number above 0"):
+        shapewise.predict_step(GPT2, Workload(seq=1024), gpu="h200", link_gbs=0)
