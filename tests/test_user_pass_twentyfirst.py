@@ -68,3 +68,13 @@ def test_a_link_rate_is_checked_where_no_collective_travels_it():
         shapewise.predict_step(GPT2, Workload(seq=1024), gpu="h200", link_gbs="fast")
     with pytest.raises(ShapewiseError, match="link_gbs: the rate must be a number above 0"):
         shapewise.predict_step(GPT2, Workload(seq=1024), gpu="h200", link_gbs=0)
+
+
+@pytest.mark.parametrize("profile", [3, "", ["h200.json"]])
+def test_cost_model_refuses_a_profile_that_is_no_profile_or_path(profile):
+    """cost_model("h200", profile=3) raised TypeError from os.fspath; profile="" read the working folder as a
+    profile ("cannot read profile : Is a directory")."""
+    with pytest.raises(ShapewiseError, match="profile must be a Profile or the path of a profile's JSON file, got"):
+        shapewise.cost_model("h200", profile=profile)
+    with pytest.raises(ShapewiseError, match="profile must be a Profile"):
+        shapewise.check(GPT2, Workload(seq=1024), gpu="h200", profile=profile)
