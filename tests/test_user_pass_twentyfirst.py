@@ -7,6 +7,9 @@ resolve_model refused a pathlib.Path (what load_config takes) and a ModelShape (
 
 from __future__ import annotations
 
+import importlib
+import re
+
 import pytest
 
 import shapewise
@@ -78,3 +81,32 @@ def test_cost_model_refuses_a_profile_that_is_no_profile_or_path(profile):
         shapewise.cost_model("h200", profile=profile)
     with pytest.raises(ShapewiseError, match="profile must be a Profile"):
         shapewise.check(GPT2, Workload(seq=1024), gpu="h200", profile=profile)
+
+
+def _verify(**kwargs):
+    shape = get_model("gpt2").replace(num_layers=1, hidden=64, num_heads=2, vocab=128)
+    workload = Workload(batch=1, seq=32)
+    args = dict(gpu="h200", device="cpu", rounds=3, budget_ms=1, warmup_ms=0) | kwargs
+    return shapewise.verify((shape, workload), [("deeper", shape.replace(num_layers=2), workload)], **args)
+
+
+@pytest.mark.parametrize("kwargs, said", [
+    (dict(gpu="h2000"), "unknown GPU 'h2000'"),  # refused once every shape had been measured
+    (dict(seed=None), "seed: the seed must be a whole number"),  # a TypeError inside the layer's builder
+    (dict(seed=1.5), "seed: the seed must be a whole number"),  # torch's RuntimeError
+    (dict(seed="x"), "seed: the seed must be a whole number, not text, got 'x'"),
+    (dict(on_round=3), "on_round must be a function of the rounds done, or None, got 3"),  # after a round
+])
+def test_verify_checks_its_gpu_seed_and_callback_before_anything_is_built(kwargs, said, monkeypatch):
+    def no_torch():
+        raise AssertionError("the arguments are checked before torch or the device is asked for")
+    monkeypatch.setattr(importlib.import_module("shapewise.measure"), "import_torch", no_torch)
+    with pytest.raises(ShapewiseError, match=re.escape(said)):
+        _verify(**kwargs)
+
+
+def test_verify_takes_its_default_seed_and_a_numpy_one():
+    pytest.importorskip("torch")
+    import numpy as np
+
+    assert _verify(seed=np.int64(0))[0].label == "deeper"
