@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +111,13 @@ def test_verify_takes_its_default_seed_and_a_numpy_one():
     import numpy as np
 
     assert _verify(seed=np.int64(0))[0].label == "deeper"
+
+
+def test_resolve_model_takes_a_path_object_and_a_shape():
+    """resolve_model(Path("phi-2.json")) said "give a model name, got PosixPath(...)": load_config takes the same
+    Path. And resolve_model(a ModelShape) printed the whole shape in its refusal; it is the model already."""
+    config = Path(__file__).parent / "data" / "hf" / "phi-2.json"
+    assert shapewise.resolve_model(config) == shapewise.resolve_model(str(config)) == shapewise.load_config(config)
+    assert shapewise.resolve_model(GPT2) is GPT2
+    with pytest.raises(ShapewiseError, match="give a model name, got None"):
+        shapewise.resolve_model(None)
