@@ -121,3 +121,15 @@ def test_resolve_model_takes_a_path_object_and_a_shape():
     assert shapewise.resolve_model(GPT2) is GPT2
     with pytest.raises(ShapewiseError, match="give a model name, got None"):
         shapewise.resolve_model(None)
+
+
+def test_suggest_and_search_carry_the_caveats_their_commands_say():
+    """`shapewise suggest gpt2` warns that its sequence of 2,048 is past GPT-2's 1,024 learned positions, and `search
+    --gpu v100` that a V100 runs neither FlashAttention nor cuDNN's attention; suggest() and search() ranked the same
+    shapes and said nothing, where check() carries its caveats. Their results carry them as check's does."""
+    said = shapewise.suggest(GPT2, Workload(), gpu="h200", top=1).caveats
+    assert said == shapewise.check(GPT2, Workload(), gpu="h200").caveats and "1,024 learned positions" in said[0]
+    assert shapewise.suggest(GPT2, Workload(seq=1024), gpu="h200", top=1).caveats == ()
+    v100 = shapewise.search(params_target=1e9, gpu="v100", workload=Workload(dtype="fp16"), top=1).caveats
+    assert len(v100) == 1 and "FlashAttention and cuDNN's attention need Ampere" in v100[0], v100
+    assert shapewise.search(params_target=1e9, gpu="h200", workload=Workload(), top=1).caveats == ()

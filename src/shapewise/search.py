@@ -28,7 +28,7 @@ from .hardware import GPU
 from .limits import ASPECT, ASPECT_BAND, PARAMS, PARAMS_TOL, TOP, VOCAB, flag
 from .memory import capacity_bytes, estimate
 from .profile import CostModel, cost_model
-from .rules import ALIGN, GOOD_HEAD_DIMS, find, round_up
+from .rules import ALIGN, GOOD_HEAD_DIMS, find, price_caveats, round_up
 from .shapes import MLP_KINDS, ModelShape, Workload, check_parallel
 from .uncertainty import OpErrors, op_errors, speedup_interval
 
@@ -90,6 +90,7 @@ class Suggestions:
     gpu_memory_bytes: int
     errors: OpErrors  # the measured errors the intervals come from
     vary: tuple[str, ...]  # run settings ranked with the shapes
+    caveats: tuple[str, ...] = ()  # what the original's price assumes that the model does not give, as check's
 
     @property
     def original_fits(self) -> bool:
@@ -316,7 +317,7 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     run_changes = _run_table(original, [c for c in ranked if not _run_changes(original, c) <= vary], judge, top)
     return Suggestions(original, judge.findings, suggestions, considered, time.perf_counter() - start, model,
                        run_changes, alternatives, judge.original_memory, judge.capacity, judge.errors,
-                       tuple(f for f in RUN_FIELDS if f in vary))
+                       tuple(f for f in RUN_FIELDS if f in vary), price_caveats(shape, workload, model.gpu))
 
 
 def _run_changes(original: Candidate, c: Candidate) -> set:
@@ -378,6 +379,7 @@ class SearchResult:
     top: tuple[Candidate, ...]
     model: CostModel  # the cost model that predicted them
     gpu_memory_bytes: int
+    caveats: tuple[str, ...] = ()  # what every price assumes that the GPU does not run (rules.price_caveats)
 
     @property
     def memory_bytes(self) -> dict:
@@ -478,7 +480,7 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
     top_shapes = sorted(candidates, key=lambda c: c.gpu_ms_per_token)[:top]
     return SearchResult(screened, len(candidates), time.perf_counter() - start,
                         screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes), model,
-                        capacity_bytes(model.gpu))
+                        capacity_bytes(model.gpu), price_caveats(None, workload, model.gpu))
 
 
 # What to use where Megatron-LM's flags fall short: plan has no --emit-config, so it is named by its command.
