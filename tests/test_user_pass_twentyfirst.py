@@ -133,3 +133,16 @@ def test_suggest_and_search_carry_the_caveats_their_commands_say():
     v100 = shapewise.search(params_target=1e9, gpu="v100", workload=Workload(dtype="fp16"), top=1).caveats
     assert len(v100) == 1 and "FlashAttention and cuDNN's attention need Ampere" in v100[0], v100
     assert shapewise.search(params_target=1e9, gpu="h200", workload=Workload(), top=1).caveats == ()
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda: GPT2.replace(heads=16), "a ModelShape has no field 'heads'; did you mean num_heads?"),
+    (lambda: GPT2.replace(layers=24), "a ModelShape has no field 'layers'; did you mean num_layers?"),
+    (lambda: GPT2.replace(hiden=1024), "a ModelShape has no field 'hiden'; did you mean hidden?"),
+    (lambda: Workload().replace(bacth=8), "a Workload has no field 'bacth'; did you mean batch?"),
+])
+def test_replace_names_a_field_it_does_not_have_and_the_one_meant(make, said):
+    """A suggestion's changes and suggest's keep= name the heads and layers "heads" and "layers"; the shape's fields
+    are num_heads and num_layers, and shape.replace(heads=16) raised dataclasses' TypeError from its __init__."""
+    with pytest.raises(ShapewiseError, match=re.escape(said)):
+        make()
