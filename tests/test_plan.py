@@ -119,10 +119,10 @@ def test_plan_refuses_bad_input():
 
 @pytest.mark.parametrize("kwargs, said", [
     # beyond limits.SEQ: planned, no layout found, and nothing said
-    (dict(seq=2**30, global_batch_tokens=2**30), "--seq (seq): the sequence length must be a positive whole number"),
-    (dict(gpus=2**40), "--gpus (gpus): the count must be a positive whole number from 1 to 2,147,483,647"),
-    (dict(top=0), "--top (top): the count must be a positive whole number"),
-    (dict(intra_gbs=0), "--intra-node-gbs (intra_gbs): the rate must be a number above 0"),  # a warning of 0 GB/s first
+    (dict(seq=2**30, global_batch_tokens=2**30), "seq: the sequence length must be a positive whole number"),
+    (dict(gpus=2**40), "gpus: the count must be a positive whole number from 1 to 2,147,483,647"),
+    (dict(top=0), "top: the count must be a positive whole number"),
+    (dict(intra_gbs=0), "intra_gbs: the rate must be a number above 0"),  # a warning of 0 GB/s first
     (dict(precision="fp8-adam"), "unknown precision 'fp8-adam'; use one of mixed"),  # a KeyError
     (dict(framework="deepspeed"), "unknown framework 'deepspeed'; use one of torch"),  # a KeyError
     (dict(overlap_dp="no"), "overlap_dp must be True or False, got 'no'"),  # taken for yes

@@ -32,5 +32,5 @@ def test_search_takes_a_vocabulary_of_two_and_the_library_refuses_one():
 
     workload = Workload(batch=1, seq=4096)
     assert search(params_target=1e9, gpu="h200", workload=workload, vocab=2, top=1).top[0].shape.vocab == 64
-    with pytest.raises(ShapewiseError, match="--vocab: the vocab size must be a whole number from 2 to 16,777,216 = 2\\^24, got 1"):
+    with pytest.raises(ShapewiseError, match="^vocab: the vocab size must be a whole number from 2 to 16,777,216 = 2\\^24, got 1"):
         search(params_target=1e9, gpu="h200", workload=workload, vocab=1)

@@ -753,7 +753,7 @@ def _link_gbs(gpu: GPU, link_gbs: float | None = None) -> float:
     from .hardware import link
 
     if link_gbs is not None:
-        return RATE.check(link_gbs, "link_gbs")  # 0 divided by zero, and NaN or a negative priced nonsense
+        return RATE.keyword(link_gbs, "link_gbs")  # 0 divided by zero, and NaN or a negative priced nonsense
     peer = link(gpu)
     if peer is None:
         raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table: tensor parallelism cannot be modelled")
@@ -802,6 +802,8 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str,
     model = cost_model(gpu)
     gpu, params = model.gpu, model.params
     peak = gpu.peak_tflops(dtype)
+    if link_gbs is not None:  # checked where no op travels it too: a step of one GPU took "fast" without a word
+        link_gbs = _link_gbs(gpu, link_gbs)
     # an fp8 step's GEMMs run in fp8, its attention and batched GEMMs in bf16 (dtypes.activation_dtype)
     inner = activation_dtype(dtype)
     costs: list[OpCost | None] = [None] * len(ops)

@@ -96,10 +96,15 @@ def config_path(name: str) -> Path | None:
     return cached_config(name) if HUB_ID.match(name) else None
 
 
-def resolve_model(name: str, *, strict: bool = False) -> ModelShape:
+def resolve_model(name: str | os.PathLike | ModelShape, *, strict: bool = False) -> ModelShape:
     """A model argument as a shape: a path that exists (a config.json, whatever its name, or its folder) or
     ends in .json, a hub id (read from the cache, else the preset of the same checkpoint, said, else
-    downloaded), or a preset name. A hub id names the model read from it, not the cache's snapshot folder."""
+    downloaded), or a preset name. A hub id names the model read from it, not the cache's snapshot folder.
+    A pathlib.Path is read as its text; a ModelShape is itself."""
+    if isinstance(name, ModelShape):
+        return name
+    if isinstance(name, os.PathLike):  # Path("llama/config.json"): what load_config takes, not a name refused
+        name = os.fspath(name)
     if not isinstance(name, str) or not name.strip():
         raise ShapewiseError(f"give a model name, got {name!r}; run `shapewise models` to list the presets")
     path = _local_config(name)

@@ -37,13 +37,17 @@ class Limit:
         """The upper bound as messages write it: "1,048,576 = 2^20"."""
         return _number(self.high)
 
+    @property
+    def kind(self) -> str:
+        if self.whole and self.low == 1 and not self.low_open:  # 1 to N: "positive" is the word people look for
+            return "a positive whole number"
+        return "a whole number" if self.whole else "a number"
+
     def check(self, value, name: str = "") -> int | float:
         """The value as an int (whole) or float, or a ShapewiseError naming `name` (a flag or a
         field) and the bound. Text is read as a number: "7e9" is 7,000,000,000."""
         where = f"{name}: " if name else ""
-        kind = "a whole number" if self.whole else "a number"
-        if self.whole and self.low == 1 and not self.low_open:  # 1 to N: "positive" is the word people look for
-            kind = "a positive whole number"
+        kind = self.kind
         number = _read(value, kind, self.what, where)
         if isinstance(number, float) and not math.isfinite(number):  # an int is finite, and may outgrow a float
             raise ShapewiseError(f"{where}{self.what} must be a finite number {self.range_text()}, got {value}")
@@ -54,6 +58,14 @@ class Limit:
             why = f" ({self.reason})" if self.reason and number > self.high else ""
             raise ShapewiseError(f"{where}{self.what} must be {kind} {self.range_text()}{why}, got {_shown(value)}")
         return int(number) if self.whole else float(number)
+
+    def keyword(self, value, name: str) -> int | float:
+        """A Python caller's keyword argument `name`, named as the caller wrote it (top, not --top): the
+        same check, less the reading of text, which is the flags' (arg): a number given as "1e9" is refused,
+        as Workload and predict_gemm refuse one."""
+        if isinstance(value, str):
+            raise ShapewiseError(f"{name}: {self.what} must be {self.kind}, not text, got {_shown(value)!r}")
+        return self.check(value, name)
 
     def arg(self, text: str) -> int | float:
         """For argparse's type=: the same check, as the error argparse prints in one line."""

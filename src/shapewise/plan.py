@@ -153,11 +153,11 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
     gpu, params = model.gpu, model.params
     gpu.peak_tflops(dtype)  # a dtype the GPU lacks is said first, before the links it would need
     # Bounded as the flags are: a --seq past limits.SEQ was planned from Python, found no layout, and said nothing.
-    gpus, gpus_per_node = COUNT.check(gpus, "--gpus (gpus)"), COUNT.check(gpus_per_node, "--gpus-per-node (gpus_per_node)")
-    global_batch_tokens = COUNT.check(global_batch_tokens, "--global-batch (global_batch_tokens)")
-    seq, top = SEQ.check(seq, "--seq (seq)"), COUNT.check(top, "--top (top)")  # a caller may ask for every layout
-    inter_gbs, intra_gbs = (None if gbs is None else RATE.check(gbs, name) for gbs, name in (
-        (inter_gbs, "--inter-node-gbs (inter_gbs)"), (intra_gbs, "--intra-node-gbs (intra_gbs)")))
+    gpus, gpus_per_node = COUNT.keyword(gpus, "gpus"), COUNT.keyword(gpus_per_node, "gpus_per_node")
+    global_batch_tokens = COUNT.keyword(global_batch_tokens, "global_batch_tokens")
+    seq, top = SEQ.keyword(seq, "seq"), COUNT.keyword(top, "top")  # a caller may ask for every layout
+    inter_gbs, intra_gbs = (None if gbs is None else RATE.keyword(gbs, name) for gbs, name in (
+        (inter_gbs, "inter_gbs"), (intra_gbs, "intra_gbs")))
     precision = training_precision(dtype) if precision is None else precision  # fp32's state for an fp32 step
     check_name(precision, PRECISIONS, "precision")
     check_name(framework, FRAMEWORKS, "framework")

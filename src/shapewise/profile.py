@@ -554,6 +554,9 @@ def cost_model(gpu: GPU | str | CostModel, *, spec_only: bool = False,
     spec_only = flag(spec_only, "spec_only")
     if device is not None and (not isinstance(device, str) or not device.strip()):
         raise ShapewiseError(f"device must name where a run measures ('cuda', 'cuda:1', 'cpu'), got {device!r}")
+    if profile is not None and not isinstance(profile, Profile) and \
+            (not isinstance(profile, (str, os.PathLike)) or not os.fspath(profile).strip()):
+        raise ShapewiseError(f"profile must be a Profile or the path of a profile's JSON file, got {profile!r:.100}")
     if isinstance(gpu, CostModel):
         if not spec_only and profile is None:
             return gpu

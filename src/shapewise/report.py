@@ -10,7 +10,7 @@ from .memory import PRECISIONS, Memory, assumption_text, capacity_bytes, estimat
 from .ops import COMM, MEMORY
 from .parallel import optimizer_ms
 from .profile import CostModel, Profile, cost_model
-from .rules import Finding, caveats, find, gpu_caveats, memory_finding
+from .rules import Finding, find, memory_finding, price_caveats
 from .shapes import ModelShape, Workload
 
 LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "wave quantization",
@@ -23,7 +23,7 @@ class CheckResult:
     step: StepCost
     findings: tuple[Finding, ...]
     memory: Memory | None = None  # per GPU: as memory.assumption_text says
-    caveats: tuple[str, ...] = ()  # what the price assumes that the model does not give (rules.caveats)
+    caveats: tuple[str, ...] = ()  # what the price assumes that the model does not give (rules.price_caveats)
     # Training only: what the step above leaves out and `plan` prices, so that the two agree in words.
     optimizer_ms: float = 0.0  # Adam's update after the backward (the step's time is forward and backward)
     megatron_memory: Memory | None = None  # the same layout as Megatron-LM holds it (`plan`'s framework)
@@ -51,14 +51,13 @@ def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, 
     step = predict_step(shape, workload, gpu=cost_model(gpu, spec_only=spec_only, profile=profile))
     needed = estimate(shape, workload)
     findings = [f for f in (memory_finding(step, needed),) if f] + find(step)
-    said = caveats(shape, workload) + gpu_caveats(step.model.gpu, workload)
     extra = {}
     if workload.mode == "train":
         adam = PRECISIONS[training_precision(workload.dtype)]  # estimate's default, as the memory line says
         extra = {"optimizer_ms": float(optimizer_ms(needed.weights / adam.weights, adam, step.model.params,
                                                     step.gpu.bytes_per_s)),
                  "megatron_memory": estimate(shape, workload, framework="megatron")}
-    return CheckResult(step, tuple(findings), memory=needed, caveats=tuple(said), **extra)
+    return CheckResult(step, tuple(findings), memory=needed, caveats=price_caveats(shape, workload, step.gpu), **extra)
 
 
 def to_json(result: CheckResult) -> dict:

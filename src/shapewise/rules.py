@@ -205,6 +205,12 @@ def gpu_caveats(gpu, w: Workload) -> list[str]:
     return []
 
 
+def price_caveats(shape: ModelShape | None, w: Workload, gpu) -> tuple[str, ...]:
+    """Every caveat of a price: the model's and workload's (caveats; None for search's shapes, of no given
+    model) and the GPU's (gpu_caveats). check, suggest and search carry them; the commands say them."""
+    return tuple((caveats(shape, w) if shape is not None else []) + gpu_caveats(gpu, w))
+
+
 def _tensor_parallel_caveats(w: Workload) -> list[str]:
     """Where --tp and --overlap-comm price something other than what was asked: collectives past one node
     still at NVLink's speed, or an overlap with no collective to hide."""

@@ -28,7 +28,7 @@ from .hardware import GPU
 from .limits import ASPECT, ASPECT_BAND, PARAMS, PARAMS_TOL, TOP, VOCAB, flag
 from .memory import capacity_bytes, estimate
 from .profile import CostModel, cost_model
-from .rules import ALIGN, GOOD_HEAD_DIMS, find, round_up
+from .rules import ALIGN, GOOD_HEAD_DIMS, find, price_caveats, round_up
 from .shapes import MLP_KINDS, ModelShape, Workload, check_parallel
 from .uncertainty import OpErrors, op_errors, speedup_interval
 
@@ -36,6 +36,7 @@ RUN_FIELDS = ("batch", "tp")  # how the model is run, not its shape
 # search's vocabulary: one token leaves a model nothing to predict (its loss is 0 whatever it does), and
 # padded to 64·t it would be priced as a vocabulary of 64 that no one asked for.
 SEARCH_VOCAB = replace(VOCAB, low=2)
+SEARCH_ATTENTION = ("mha", "gqa", "mqa")  # search's kv heads: as many as the heads, an eighth of them (gqa), or one
 KEEPABLE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab", *RUN_FIELDS)
 
 
@@ -89,6 +90,7 @@ class Suggestions:
     gpu_memory_bytes: int
     errors: OpErrors  # the measured errors the intervals come from
     vary: tuple[str, ...]  # run settings ranked with the shapes
+    caveats: tuple[str, ...] = ()  # what the original's price assumes that the model does not give, as check's
 
     @property
     def original_fits(self) -> bool:
@@ -235,14 +237,16 @@ def _changes(old: Candidate, new: Candidate) -> dict:
     return {name: pair for name, pair in pairs.items() if pair[0] != pair[1]}
 
 
-def _field_names(text: tuple[str, ...], allowed: tuple[str, ...], flag: str) -> set:
+def field_names(text: tuple[str, ...], allowed: tuple[str, ...], name: str) -> set:
+    """The fields `text` names, each one of `allowed`, or a ShapewiseError naming the argument as the caller
+    wrote it: suggest's keyword (keep), the command's flag (--keep)."""
     if isinstance(text, str):  # keep="heads": a name, not its letters
         text = (text,)
-    if not isinstance(text, (tuple, list, set, frozenset)):
-        raise ShapewiseError(f"{flag}: give field names (a tuple of them, () for none), got {text!r}")
+    if not isinstance(text, (tuple, list, set, frozenset)) or not all(isinstance(t, str) for t in text):
+        raise ShapewiseError(f"{name}: give field names (a tuple of them, () for none), got {text!r}")
     unknown = sorted(set(text) - set(allowed))
     if unknown:
-        raise ShapewiseError(f"{flag}: unknown field{'s' if len(unknown) > 1 else ''} {listed(unknown, 'and')}; "
+        raise ShapewiseError(f"{name}: unknown field{'s' if len(unknown) > 1 else ''} {listed(unknown, 'and')}; "
                              f"the fields are {listed(allowed, 'and')}")
     return set(text)
 
@@ -287,15 +291,15 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     require_fit=False ranks shape changes whether they fit on one GPU or not (plan spreads them)."""
     start = time.perf_counter()
     model = cost_model(gpu)
-    keep, vary = _field_names(keep, KEEPABLE, "--keep"), _field_names(vary, RUN_FIELDS, "--vary")
+    keep, vary = field_names(keep, KEEPABLE, "keep"), field_names(vary, RUN_FIELDS, "vary")
     if keep & vary:
         raise ShapewiseError(f"--keep and --vary both name {', '.join(sorted(keep & vary))}: name each in one")
     if "batch" in vary and workload.mode == "decode":  # neighbourhood keeps it: a server's concurrency, not a shape's
         warn("--vary batch has no effect in decode: its batch (the sequences served at once) is kept, as a latency "
              "choice, not the shape's; give --batch to price another")
-    params_tol = PARAMS_TOL.check(params_tol, "--params-tol (params_tol)")
-    aspect_band = ASPECT_BAND.check(aspect_band, "--aspect-band (aspect_band)")
-    top = TOP.check(top, "--top")
+    params_tol = PARAMS_TOL.keyword(params_tol, "params_tol")
+    aspect_band = ASPECT_BAND.keyword(aspect_band, "aspect_band")
+    top = TOP.keyword(top, "top")
     require_fit = flag(require_fit, "require_fit")
     check_parallel(shape, workload)
     original, ranked, considered = ranked_neighbours(shape, workload, model=model, keep=keep, params_tol=params_tol,
@@ -313,7 +317,7 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     run_changes = _run_table(original, [c for c in ranked if not _run_changes(original, c) <= vary], judge, top)
     return Suggestions(original, judge.findings, suggestions, considered, time.perf_counter() - start, model,
                        run_changes, alternatives, judge.original_memory, judge.capacity, judge.errors,
-                       tuple(f for f in RUN_FIELDS if f in vary))
+                       tuple(f for f in RUN_FIELDS if f in vary), price_caveats(shape, workload, model.gpu))
 
 
 def _run_changes(original: Candidate, c: Candidate) -> set:
@@ -375,6 +379,7 @@ class SearchResult:
     top: tuple[Candidate, ...]
     model: CostModel  # the cost model that predicted them
     gpu_memory_bytes: int
+    caveats: tuple[str, ...] = ()  # what every price assumes that the GPU does not run (rules.price_caveats)
 
     @property
     def memory_bytes(self) -> dict:
@@ -395,20 +400,19 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
     model = cost_model(gpu)  # (reading a profile is not screening: it is done before the clock starts)
     start = time.perf_counter()
     # The flags' own checks, for the library's callers (the command line refuses these first).
-    params_target = PARAMS.check(params_target, "--params (params_target)")
-    vocab = SEARCH_VOCAB.check(vocab, "--vocab")
-    params_tol = PARAMS_TOL.check(params_tol, "--params-tol (params_tol)")
-    top = TOP.check(top, "--top")
+    params_target = PARAMS.keyword(params_target, "params_target")
+    vocab = SEARCH_VOCAB.keyword(vocab, "vocab")
+    params_tol = PARAMS_TOL.keyword(params_tol, "params_tol")
+    top = TOP.keyword(top, "top")
     if not isinstance(aspect, (tuple, list)) or len(aspect) != 2:
         raise ShapewiseError(f"aspect must be two numbers, the lowest and highest hidden/layers, got {aspect!r}")
-    aspect = tuple(ASPECT.check(a, "aspect") for a in aspect)
+    aspect = tuple(ASPECT.keyword(a, "aspect") for a in aspect)
     if aspect[0] > aspect[1]:
         raise ShapewiseError(f"aspect: the lowest hidden/layers comes first, got {aspect[0]:g} > {aspect[1]:g}")
     if not isinstance(workload, Workload):
         raise ShapewiseError(f"the workload must be a shapewise.Workload, got {workload!r}")
     model.gpu.peak_tflops(workload.dtype)  # a GPU without the dtype is said as that, not as no shape priced
-    if attention not in ("mha", "gqa", "mqa"):
-        raise ShapewiseError("--attention-kind must be mha, gqa or mqa")
+    check_name(attention, SEARCH_ATTENTION, "attention kind", owner="attention")
     check_name(mlp, MLP_KINDS, "MLP kind")
     gated = mlp in ("swiglu", "geglu")
     t = workload.tp
@@ -476,7 +480,7 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
     top_shapes = sorted(candidates, key=lambda c: c.gpu_ms_per_token)[:top]
     return SearchResult(screened, len(candidates), time.perf_counter() - start,
                         screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes), model,
-                        capacity_bytes(model.gpu))
+                        capacity_bytes(model.gpu), price_caveats(None, workload, model.gpu))
 
 
 # What to use where Megatron-LM's flags fall short: plan has no --emit-config, so it is named by its command.

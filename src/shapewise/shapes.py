@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import difflib
 import functools
 import numbers
 from dataclasses import dataclass
@@ -358,6 +359,7 @@ class ModelShape:
         return self.params - self.num_moe_layers * idle * self._mlp_params(self.expert_width)
 
     def replace(self, **changes) -> "ModelShape":
+        _known_fields(self, changes)
         token = _DERIVING.set(True)
         try:
             return dataclasses.replace(self, **changes)
@@ -415,7 +417,19 @@ class Workload:
         return self.batch if self.mode == "decode" else self.batch * self.seq
 
     def replace(self, **changes) -> "Workload":
+        _known_fields(self, changes)
         return dataclasses.replace(self, **changes)
+
+
+def _known_fields(obj, changes: dict) -> None:
+    """Refuse a change of a field `obj` does not have in one line, with the field meant where it is plain:
+    replace(heads=16) is num_heads, as suggest's changes and --keep name it (dataclasses raised TypeError)."""
+    names = [f.name for f in dataclasses.fields(obj)]
+    for name in changes:
+        if name not in names:
+            near = [n for n in names if n == f"num_{name}"] or difflib.get_close_matches(name, names, n=1)
+            raise ShapewiseError(f"a {type(obj).__name__} has no field {name!r}" + (f"; did you mean {near[0]}?"
+                                                                                   if near else ""))
 
 
 def _even_kv_degrees(shape: ModelShape) -> list[int]:

@@ -21,19 +21,20 @@ import functools
 import math
 import random
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .cost import predict_layer_and_outside, predict_step
 from .dtypes import torch_dtype
 from .errors import ShapewiseError, warn
 from .hardware import GPU
-from .limits import BUDGET_MS, ROUNDS, WARMUP_MS, flag
+from .limits import BUDGET_MS, ROUNDS, SEED, WARMUP_MS, flag
 from .measure import device_text, free_memory, needs_text
 from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload, check_parallel
 from .uncertainty import op_errors, speedup_interval
 
 HEAD_OPS = ("logits", "loss")
+VERIFY_SEED = replace(SEED, low=0)  # 0 by default: the seed of the weights and inputs each shape is built with
 MIN_INTERVAL_ROUNDS = 3  # a bootstrap over fewer rounds gives an interval of no width, not a 95% one
 
 
@@ -300,10 +301,14 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
     )
 
     # The arguments before anything is built: a bad count or mode was found only after every shape had run once.
-    rounds, budget_ms, warmup_ms = ROUNDS.check(rounds, "rounds"), BUDGET_MS.check(budget_ms, "budget_ms"), \
-        WARMUP_MS.check(warmup_ms, "warmup_ms")
+    rounds, budget_ms, warmup_ms = ROUNDS.keyword(rounds, "rounds"), BUDGET_MS.keyword(budget_ms, "budget_ms"), \
+        WARMUP_MS.keyword(warmup_ms, "warmup_ms")
     keep_going = flag(keep_going, "keep_going")
+    seed = VERIFY_SEED.keyword(seed, "seed")  # None or 1.5 failed inside torch, after the first shape was built
+    if on_round is not None and not callable(on_round):
+        raise ShapewiseError(f"on_round must be a function of the rounds done, or None, got {on_round!r:.100}")
     shapes = _checked_shapes(original, candidates, mode)
+    model = cost_model(gpu)  # an unknown GPU was refused once every shape had been measured
     import_torch()  # a clear error before any work when torch is missing
     check_device(device)
     memory = device_memory_bytes(device)
@@ -367,7 +372,6 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
         else:
             layer, head = result[names[0]].round_ratios, result[names[1]].round_ratios
             per_token.append([(shape.num_layers * a + b) / workload.tokens for a, b in zip(layer, head)])
-    model = cost_model(gpu)
     # The predicted speedups are the model's GPU's (h200 unless named): said where the measured ones are not.
     env = environment(device)
     warn_measured_elsewhere(env, model.gpu, what="these measured speedups")

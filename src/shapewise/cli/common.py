@@ -199,13 +199,13 @@ def model_and_workload(args):
 
 def say_caveats(shape, workload, *, gpu: str | None = None) -> None:
     """What the price of this model (None: search's shapes, of no given model) and workload (on `gpu`, where it
-    is named) assumes that the model does not give (rules.caveats, rules.gpu_caveats), to be said once the
+    is named) assumes that the model does not give (rules.price_caveats), to be said once the
     command has priced it."""
     from ..hardware import get_gpu
-    from ..rules import caveats, gpu_caveats
+    from ..rules import caveats, price_caveats
 
-    said = (caveats(shape, workload) if shape is not None else []) + \
-        (gpu_caveats(get_gpu(gpu), workload) if isinstance(gpu, str) else [])
+    said = price_caveats(shape, workload, get_gpu(gpu)) if isinstance(gpu, str) else \
+        (caveats(shape, workload) if shape is not None else [])
     CAVEATS.extend(line for line in said if line not in CAVEATS)
 
 

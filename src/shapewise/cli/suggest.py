@@ -69,8 +69,10 @@ def _which(what: str):
 
 
 def _fields(texts: list[str] | None, flag: str) -> tuple[str, ...]:
-    """The field names of every use of --keep or --vary (each a comma-separated list); a use that names
-    none ("", ",") is refused."""
+    """The field names of every use of --keep or --vary (each a comma-separated list), each one suggest takes
+    there (search.field_names, in the flag's words); a use that names none ("", ",") is refused."""
+    from ..search import KEEPABLE, RUN_FIELDS, field_names
+
     names = []
     for text in texts or ():
         words = [k.strip() for k in text.split(",") if k.strip()]
@@ -79,6 +81,7 @@ def _fields(texts: list[str] | None, flag: str) -> tuple[str, ...]:
             raise ShapewiseError(f"{flag} {text!r} names no field: give one or more, comma-separated "
                                  f"(`{flag} {example}`), or leave {flag} out")
         names += words
+    field_names(names, KEEPABLE if flag == "--keep" else RUN_FIELDS, flag)
     return tuple(dict.fromkeys(names))
 
 
@@ -267,7 +270,7 @@ SEARCH_DTYPES = ("bf16", "fp16", "fp8")  # search's --dtype
 def add_search(sub) -> None:
     p = sub.add_parser("search", help="design from a parameter budget: the Pareto front of size against speed")
     from ..limits import PARAMS, PARAMS_TOL
-    from ..search import SEARCH_VOCAB
+    from ..search import SEARCH_ATTENTION, SEARCH_VOCAB
 
     p.add_argument("--params", type=PARAMS.arg, required=True, help="parameter budget, e.g. 7e9")
     p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them)")
@@ -275,7 +278,7 @@ def add_search(sub) -> None:
     p.add_argument("--dtype", choices=SEARCH_DTYPES, default="bf16", help="the data type of every op")
     p.add_argument("--vocab", type=SEARCH_VOCAB.arg, default=32000, help="vocab size, padded to a multiple of 64·t")
     p.add_argument("--mlp", choices=("swiglu", "geglu", "gelu", "relu"), default="swiglu", help="the MLP's kind")
-    p.add_argument("--attention-kind", choices=("mha", "gqa", "mqa"), default="gqa",
+    p.add_argument("--attention-kind", choices=SEARCH_ATTENTION, default="gqa",
                    help="gqa: a kv head per 8 query heads, rounded down (20 heads share 2 kv heads, 10 each; under "
                         "16 heads, 1)")
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.05,
