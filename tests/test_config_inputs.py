@@ -267,13 +267,32 @@ def test_a_rotary_model_past_its_trained_context_is_said(capsys):
 
     config = Path(__file__).parent / "data" / "hf" / "llama-2-7b.json"  # max_position_embeddings 4096
     code, out, err = run(capsys, "check", "--config", str(config), "--seq", "8192", "--json")
-    said = "sequence 8,192 is longer than the model's context of 4,096 tokens (max_position_embeddings)"
+    said = "sequence 8,192 is longer than the model's context of 4,096 tokens (as its config gives it)"
     assert code == 0 and said in err and any(said in line for line in json.loads(out)["caveats"])
     code, _, err = run(capsys, "check", "--config", str(config), "--seq", "4096")
     assert code == 0 and "context" not in err
     shape = load_config(config)
     assert shape.context == 4096 and "context" not in shape_record(shape)  # store keys as before
     assert shape == shape.replace(context=0)
+
+
+def test_a_longer_model_max_length_is_the_context_a_model_serves(capsys, tmp_path):
+    """Command R v01's full file writes max_position_embeddings 8192 beside model_max_length 131072, the 128K it
+    serves: a sequence of 16,384 was warned past its context. The longer is its context; a tokenizer's "no limit"
+    (1e30) or a model_max_length alone (no positions given) is not."""
+    config = Path(__file__).parent / "data" / "hf-twentieth" / "command-r-v01-weight-tie.json"
+    assert load_config(config).context == 131072
+    code, _, err = run(capsys, "check", "--config", str(config), "--seq", "16384")
+    assert code == 0 and "context" not in err, err
+    code, _, err = run(capsys, "check", "--config", str(config), "--seq", "262144", "--batch", "1")
+    assert code == 0 and "context of 131,072 tokens" in err, err
+    base = json.loads(config.read_text())
+    no_positions = {k: v for k, v in base.items() if k != "max_position_embeddings"}
+    for number, (cfg, context) in enumerate(((dict(base, model_max_length=10**30), 8192),
+                                             (dict(base, model_max_length=4096), 8192), (no_positions, 0))):
+        path = tmp_path / f"{number}.json"
+        path.write_text(json.dumps(cfg))
+        assert load_config(path).context == context, cfg.get("model_max_length")
 
 
 @pytest.mark.parametrize("preset, config", [

@@ -1641,7 +1641,9 @@ def test_twentieth_pass_reads_each_model_as_its_code_builds_it():
         command_r, smollm2 = read("command-r-v01-weight-tie"), read("smollm2-1.7b-cosmo-1b")
     assert structure(stablelm) == structure(read("stablelm-3b-4e1t")) and stablelm.params == 2_795_443_200
     assert structure(mistral) == structure(read("mistral-7b-v0.1")) and mistral.window == 4096
-    assert structure(command_r) == structure(read("command-r-v01")) and command_r.context == 8192
+    # its max_position_embeddings 8192 beside model_max_length 131072: the 128K it serves, as the other file's
+    assert structure(command_r) == structure(read("command-r-v01")) and command_r.context == 131072 == \
+        read("command-r-v01").context
     with pytest.warns(ShapewiseWarning, match=r"quantized \(compressed-tensors, 8-bit weights"):
         exaone = read("exaone-4.0-1.2b-omniquant-fp8")
     assert structure(exaone) == structure(read("exaone-4.0-1.2b"))

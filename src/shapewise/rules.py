@@ -189,7 +189,7 @@ def caveats(shape: ModelShape, w: Workload) -> list[str]:
                    "priced as asked, but the model as configured cannot run it")
     elif shape.context and not shape.learned_positions and w.seq > shape.context:
         out.append(f"sequence {w.seq:,} is longer than the model's context of {shape.context:,} tokens "
-                   "(max_position_embeddings): priced as asked, but the model was not trained for it")
+                   "(as its config gives it): priced as asked, but the model was not trained for it")
     out.extend(_tensor_parallel_caveats(w))
     return [line for line in out if line]
 
