@@ -288,10 +288,12 @@ def _say_once(query: str, text: str) -> None:
         warn(text)
 
 
-def get_gpu(name: str) -> GPU:
+def get_gpu(name: str | GPU) -> GPU:
     """Look a GPU up by key, alias or torch device name (case-insensitive, longest match first). A
     name that holds a known one and more ("Tesla V100-PCIE-16GB") is read as the known GPU and said;
-    one that names two ("h100 h200") is refused."""
+    one that names two ("h100 h200") is refused. A GPU is itself, as every function taking gpu= takes one."""
+    if isinstance(name, GPU):
+        return name
     if not isinstance(name, str):
         raise ShapewiseError(f"GPU name must be text, got {name!r}")
     query = _norm(name)

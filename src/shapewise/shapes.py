@@ -35,21 +35,26 @@ WHOLE_TYPES = ("int", "int | None")
 
 
 @functools.cache
-def _typed_fields(cls) -> tuple[tuple[tuple[str, object], ...], tuple[str, ...]]:
-    """cls's whole-number fields (name, default) and flag fields, read once per class from the annotations."""
+def _typed_fields(cls) -> tuple[tuple[tuple[str, object], ...], tuple[str, ...], tuple[str, ...]]:
+    """cls's whole-number fields (name, default), flag fields and text fields, read once per class from the
+    annotations."""
     fields = dataclasses.fields(cls)
     known = {*WHOLE_TYPES, "bool", "float", "str"}
     odd = [f.name for f in fields if f.type not in known]
     assert not odd, f"{cls.__name__}: annotate {odd} as one of {sorted(known)} (text matched as written)"
     return (tuple((f.name, f.default) for f in fields if f.type in WHOLE_TYPES),
-            tuple(f.name for f in fields if f.type == "bool"))
+            tuple(f.name for f in fields if f.type == "bool"), tuple(f.name for f in fields if f.type == "str"))
 
 
 def _as_python(obj, owner: str) -> None:
-    """numpy's integers and booleans (np.int64(4), np.bool_) in obj's whole-number and flag fields held as
-    Python's, and a flag that is not a boolean ("no", "False", None) refused: each would be read as
+    """numpy's integers, booleans and strings (np.int64(4), np.bool_, np.str_) in obj's whole-number, flag and
+    text fields held as Python's, and a flag that is not a boolean ("no", "False", None) refused: each would be read as
     something it is not. Anything else in a whole-number field is left for _require_positive_int."""
-    wholes, flags = _typed_fields(type(obj))
+    wholes, flags, texts = _typed_fields(type(obj))
+    for name in texts:  # numpy's str_ ("fp16" from an array) held as Python's str, as the store and JSON expect
+        value = getattr(obj, name)
+        if type(value) is not str and isinstance(value, str):
+            object.__setattr__(obj, name, str(value))
     for name, _ in wholes:
         value = getattr(obj, name)
         if type(value) is not int and isinstance(value, numbers.Integral) and not isinstance(value, bool) \
