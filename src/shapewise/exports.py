@@ -97,10 +97,13 @@ class Imported:
     metrics: dict | None = None
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file (a results store)
+
+
 def _is_sqlite(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
-            return f.read(16) == b"SQLite format 3\x00"
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return False
 

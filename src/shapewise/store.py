@@ -54,6 +54,7 @@ from .errors import ShapewiseError, listed
 from .exports import (
     _FLOAT_COLUMNS,
     ENV_COLUMNS,
+    SQLITE_MAGIC,
     Imported,
     _now_utc,
     _rate,
@@ -186,9 +187,6 @@ def _advice(path: Path, err: sqlite3.Error, *, read_only: bool = False) -> str:
     if "unable to open" in low or "disk i/o" in low or "full" in low:
         return f"cannot use the results store {path} ({text}): check the file, its folder and the disk, {other}"
     return f"the results store {path} failed: {text[:200]}; check the file {other}"
-
-
-SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 
 
 def _damage(path: Path, text: str, *, read_only: bool = False) -> str:
