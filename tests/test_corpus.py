@@ -36,8 +36,9 @@ SEVENTEENTH = CORPUS.parent / "hf-seventeenth"  # a seventeenth's
 EIGHTEENTH = CORPUS.parent / "hf-eighteenth"  # an eighteenth's
 NINETEENTH = CORPUS.parent / "hf-nineteenth"  # a nineteenth's
 TWENTIETH = CORPUS.parent / "hf-twentieth"  # a twentieth's
+TWENTYFIRST = CORPUS.parent / "hf-twentyfirst"  # a twenty-first's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
-           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH)
+           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -179,6 +180,9 @@ PUBLISHED = {
     "qwen-14b-chat-int4": "14B", "yi-34b-chat-4bits": "34B", "smollm2-1.7b-cosmo-1b": "1.7B",
     "command-r-v01-weight-tie": "35B", "exaone-4.0-1.2b-omniquant-fp8": "1.2B", "stablelm-3b-4e1t-ome": 2_795_443_200,
     "mistral-7b-no-architectures": "7B",
+    # the twenty-first round's (LLaMA's are the paper's Table 2 sizes)
+    "llama-7b": "6.7B", "llama-30b": "32.5B", "llama-65b": "65.2B", "qwen-72b": "72B", "baichuan-13b-base": "13B",
+    "olmo-1b": "1B", "olmo-7b": "7B", "chatglm-6b": "6.2B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -664,6 +668,10 @@ def test_every_change_a_suggestion_makes_is_written_in_the_configs_own_keys(stem
             with pytest.raises(ShapewiseError, match="value heads' width"):
                 to_hf_config(canonical(shape.replace(**change)), base)
             continue  # its code takes the value width from hidden / heads, whatever the file says
+        if base.get("model_type") == "baichuan" and (change.get("hidden", shape.hidden) == 4096) != (shape.hidden == 4096):
+            with pytest.raises(ShapewiseError, match="rotary fraction"):
+                to_hf_config(canonical(shape.replace(**change)), base)
+            continue  # Baichuan's code rotates at a width of 4096 alone and gives any other width ALiBi biases
         target = canonical(shape.replace(**change))
         written = to_hf_config(target, base)
         assert structure(load_config(_write(tmp_path, written))) == structure(target), change
@@ -1669,6 +1677,73 @@ def test_twentieth_pass_reads_each_model_as_its_code_builds_it():
     layer = 4 * (h * h + h) + (h * ffn + ffn) + (ffn * h + h) + 2 * h
     assert phi.params == 2 * layer + vocab * h + 2 * h + (vocab * h + vocab) == 46_282 + 33_792
     assert (phi.d_head, phi.rotary_fraction) == (8, 0.5)
+
+
+def test_twentyfirst_pass_reads_each_model_as_its_code_builds_it():
+    # LLaMA's first conversions (LLaMAForCausalLM, transformers 4.27.0.dev0): Llama's layer, untied, 32,000 rows, the
+    # context in max_sequence_length (read as 0, no context, before)
+    with unwarned():
+        llamas = [read(stem) for stem in ("llama-7b", "llama-30b", "llama-65b")]
+        qwen = read("qwen-72b")
+    for shape, (h, layers, ffn) in zip(llamas, ((4096, 32, 11008), (6656, 60, 17920), (8192, 80, 22016))):
+        assert (shape.kv_heads, shape.d_head, shape.tied_embeddings, shape.context) == (shape.num_heads, 128, False, 2048)
+        assert shape.params == layers * (4 * h * h + 3 * h * ffn + 2 * h) + 2 * 32000 * h + h
+    assert [s.params for s in llamas] == [6_738_415_616, 32_528_943_616, 65_285_660_672]
+    # Qwen-72B (QWenLMHeadModel): intermediate_size 49152 the two halves of a SwiGLU of 24576, c_attn biased
+    h = 8192
+    assert (qwen.ffn_width, qwen.qkv_bias, qwen.context) == (24576, True, 32768)
+    assert qwen.params == 80 * (4 * h * h + 3 * h + 3 * h * 24576 + 2 * h) + 2 * 152064 * h + h == 72_287_920_128
+
+
+def test_baichuan_13b_adds_alibi_where_baichuan_7b_rotates():
+    # Baichuan's code (BaichuanForCausalLM) rotates the heads of a 4096-wide model and gives any other ALiBi biases,
+    # which no key says. Read as a type of no rule, Baichuan-13B was guessed rotary positions (a rotary op a layer it
+    # does not run), its guesses said but not that
+    with unwarned():
+        baichuan13, baichuan7 = read("baichuan-13b-base"), read("baichuan2-7b")
+    assert (baichuan13.rotary_fraction, baichuan7.rotary_fraction) == (0.0, 1.0)
+    assert "attn/rope" not in {op.name for op in model_ops(baichuan13, Workload(batch=1, seq=512))}
+    assert "attn/rope" in {op.name for op in model_ops(baichuan7, Workload(batch=1, seq=512))}
+    h = 5120  # 40 layers of W_pack, o_proj and a SwiGLU of 13696, untied 64,000 rows
+    assert baichuan13.params == 40 * (4 * h * h + 3 * h * 13696 + 2 * h) + 2 * 64000 * h + h == 13_264_901_120
+
+
+def test_olmos_own_file_reads_as_transformers_olmo():
+    # OLMo's hf_olmo file (OLMoConfig: d_model, n_layers, mlp_hidden_size or mlp_ratio, embedding_size, weight_tying)
+    # names model_type "olmo", transformers' OlmoConfig's. Its MLP width was guessed 4 × hidden (16,384 for OLMo-7B's
+    # SwiGLU of 11,008: 9.00B for 6.89B), its 50,304 embedding rows read as the tokenizer's 50,280 and OLMo-1B untied
+    structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}
+    with unwarned():
+        olmo7, olmo1 = read("olmo-7b"), read("olmo-1b")
+    assert structure(olmo7) == structure(read("olmo-7b-hf")) and olmo7.params == read("olmo-7b-hf").params
+    # OLMo-1B: mlp_hidden_size null, mlp_ratio 8: a 16,384-wide ff_proj, a SwiGLU of 8192; tied (weight_tying)
+    assert (olmo1.ffn_width, olmo1.vocab, olmo1.tied_embeddings, olmo1.norm, olmo1.bias) == (
+        8192, 50304, True, "layernorm", False)
+    # 1,176,764,416 weights, and the LayerNorms' weights and biases shapewise counts though OLMo's have none
+    h = 2048
+    assert olmo1.params == 16 * (4 * h * h + 3 * h * 8192) + 50304 * h + 33 * 2 * h == 1_176_764_416 + 135_168
+    cfg = json.loads(FILES["olmo-7b"].read_text())
+    del cfg["mlp_hidden_size"]  # then mlp_ratio × d_model
+    assert _shape_from_config(cfg, "x", "x").ffn_width == 4 * 4096 // 2
+    for key, value, what in (("activation_type", "gelu", "activation_type 'gelu'"),
+                             ("block_type", "parallel", "block_type 'parallel'"),
+                             ("attention_layer_norm", True, "attention_layer_norm")):
+        with pytest.raises(ShapewiseError, match=what):
+            _shape_from_config({**cfg, key: value}, "x", "x")
+
+
+def test_chatglm_6b_reads_its_first_layout():
+    # ChatGLM-6B's file (model_type "chatglm", position_encoding_2d, inner_hidden_size) was read by ChatGLM2's rule: a
+    # SwiGLU of 16,384, RMSNorms, no biases and an untied head, 8.59B for its 6.2B; its GLM blocks have LayerNorms, a
+    # GELU MLP and biases on every linear, its head tied to the word embeddings
+    with unwarned():
+        glm = read("chatglm-6b")
+    assert (glm.mlp, glm.norm, glm.bias, glm.tied_embeddings, glm.kv_heads, glm.rotary_fraction) == (
+        "gelu", "layernorm", True, True, 32, 1.0)
+    h, ffn = 4096, 16384
+    layer = 4 * h * h + 4 * h + 2 * h * ffn + ffn + h + 4 * h
+    assert glm.params == 28 * layer + 130528 * h + 2 * h == 6_173_286_400
+    assert read("chatglm3-6b").mlp == "swiglu"  # ChatGLM2's and 3's files are read as before
 
 
 def test_an_mlp_width_left_out_is_said_and_a_meta_params_file_is_refused():

@@ -113,6 +113,10 @@ FAMILIES: dict[str, Family] = {
     # (moe_num_experts, moe_k, moe_layer_start_index, ...) are read by hf
     **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False)
        for t in ("ernie4_5", "ernie4_5_moe")},
+    # Baichuan (its own BaichuanConfig and modeling code): Llama's layer, q, k and v in one W_pack without biases;
+    # Baichuan-7B and Baichuan2-7B rotate, Baichuan-13B and Baichuan2-13B add ALiBi biases instead, which no key
+    # says: their code tells them apart by the width (BAICHUAN_ROTARY_HIDDEN)
+    "baichuan": _LLAMA,
     # MiniCPM (its own MiniCPMConfig, tied by default): Llama's layout; its scale_emb, scale_depth and
     # dim_model_base scale activations, no matrix op
     "minicpm": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False),
@@ -334,6 +338,17 @@ NESTED_DEFAULTS = {"llama": (("vocab_size", 32000), ("hidden_size", 4096), ("int
 # Phi-1.5's and Phi-2's first configs (Microsoft's own modeling code): Phi's layout, each head rotating its
 # rotary_dim dims (PhiConfig's partial_rotary_factor is not theirs)
 FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"], rotary="rotary_dim", defaults=())
+# ChatGLM-6B's first layout (its own ChatGLMConfig, model_type "chatglm" as ChatGLM2's and 3's): GLM blocks of
+# LayerNorms, biases on every linear, a plain GELU MLP inner_hidden_size wide, one key/value head a query head, each
+# half of a head rotated by its own position (position_encoding_2d: the whole head rotated); its lm_head is tied to
+# the word embeddings (PretrainedConfig's default), which makes the "6.2B" of its name
+FAMILIES["chatglm-6b"] = Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
+                                ffn_key="inner_hidden_size")
+# A type whose first layout is told by a key the later ones lack: (type, key) → the family it is read by
+FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): "chatglm-6b"}
+# Baichuan's code rotates the heads of a model this wide (Baichuan-7B, Baichuan2-7B) and gives any other ALiBi
+# biases (vLLM's BaichuanForCausalLM: "Baichuan 13B and Baichuan2 7B/13B")
+BAICHUAN_ROTARY_HIDDEN = 4096
 # GLM-4-0414 and GLM-Z1 (Glm4Config, modular_glm4.py): GLM's layer with a norm on each block's output besides
 # the two before them (post_self_attn_layernorm, post_mlp_layernorm): four RMSNorms a layer, as Gemma 2's
 FAMILIES["glm4"] = replace(FAMILIES["glm"], norms_per_layer=4)

@@ -11,10 +11,12 @@ from pathlib import Path
 from .errors import ShapewiseError, warn
 from .families import (
     ACTIVATIONS,
+    BAICHUAN_ROTARY_HIDDEN,
     ENCODER_ONLY,
     FALCON_TYPES,
     FAMILIES,
     FFN_FOUR_TIMES_HIDDEN,
+    FIRST_LAYOUTS,
     NESTED_DEFAULTS,
     NOT_ATTENTION,
     NOT_ATTENTION_KEYS,
@@ -372,7 +374,10 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if model_type == "dbrx":  # DBRX nests its attention and MoE fields
         cfg = {**cfg, **{prefix + k: v for block, prefix in _BLOCKS.items() for k, v in (cfg.get(block) or {}).items()}}
         r = _Reader(cfg, where, r.used)
-    family = FAMILIES.get(model_type)
+    family = _family(cfg, model_type)
+    if model_type == "olmo" and r.get("d_model") is not None:
+        cfg = _olmo_in_transformers_keys(cfg, where)
+        r = _Reader(cfg, where, r.used)
     if family is not None and family.defaults:  # what the type's configuration class fills in
         cfg = {**dict(family.defaults), **cfg}
         r = _Reader(cfg, where, r.used)
@@ -541,7 +546,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             rotary = 0
         else:
             positions = r.whole(("n_positions",), "position count") or 1024
-    elif how == "alibi" or r.flag(("alibi",), False) or (cfg.get("attn_config") or {}).get("alibi") is True:
+    elif how == "alibi" or r.flag(("alibi",), False) or (cfg.get("attn_config") or {}).get("alibi") is True or (
+            model_type == "baichuan" and hidden != BAICHUAN_ROTARY_HIDDEN):
         rotary = 0
     elif family is None and not any(k in cfg for k in ("rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base")):
         guesses.append("rotary positions")
@@ -621,6 +627,44 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                 learned_positions=positions, num_experts=experts, top_k=top_k, expert_ffn=expert_ffn,
                 num_shared_experts=shared, context=0 if positions else _given_context(r),
                 **extra), guesses, notes
+
+
+def _family(cfg: dict, model_type: str):
+    """The rule a config is read and written by: its type's, or its type's first layout's where a key says so."""
+    first = next((name for (kind, key), name in FIRST_LAYOUTS.items() if kind == model_type and cfg.get(key) is not None),
+                 None)
+    return FAMILIES[first] if first else FAMILIES.get(model_type)
+
+
+# OLMo's own keys, which _olmo_in_transformers_keys spells as transformers' OlmoConfig does
+_OLMO_OWN = ("d_model", "n_layers", "n_heads", "mlp_hidden_size", "mlp_ratio", "embedding_size", "weight_tying",
+             "include_bias", "multi_query_attention", "activation_type")
+
+
+def _olmo_in_transformers_keys(cfg: dict, where: str) -> dict:
+    """OLMo's own hf_olmo file (OLMoConfig: d_model, n_layers, mlp_ratio, ...), whose model_type is transformers'
+    OlmoConfig's, in transformers' keys: read so, and a suggestion written so. Its SwiGLU's ff_proj is
+    mlp_hidden_size wide (else mlp_ratio × d_model), both halves of the gate; embedding_size is the table's rows
+    (vocab_size the tokenizer's)."""
+    r = _Reader(cfg, where)
+    act, block = r.text(("activation_type",)), r.text(("block_type",))
+    if act not in (None, "swiglu"):
+        r.fail(f"activation_type {act!r} in OLMo's own file: shapewise reads its SwiGLU MLP only")
+    if block not in (None, "sequential", "llama"):
+        r.fail(f"block_type {block!r} in OLMo's own file: shapewise reads its sequential blocks only")
+    if r.flag(("attention_layer_norm",), False) or r.flag(("rope",), True) is False and not r.flag(("alibi",), False):
+        r.fail("its LayerNorm over queries and keys (attention_layer_norm) or attention without position encoding "
+               "(rope false): shapewise reads OLMo's own file with rotary or ALiBi attention alone")
+    hidden = r.whole(("d_model",), "hidden size", required=True)
+    width = r.whole(("mlp_hidden_size",), "MLP width") or hidden * (r.whole(("mlp_ratio",), "MLP ratio") or 4)
+    keys = {"hidden_size": hidden, "num_hidden_layers": r.whole(("n_layers",), "layer count", required=True),
+            "num_attention_heads": r.whole(("n_heads",), "attention head count", required=True),
+            "intermediate_size": width // 2, "hidden_act": "silu", "tie_word_embeddings": r.flag(("weight_tying",), True),
+            "bias": r.flag(("include_bias",), False),
+            "vocab_size": r.whole(("embedding_size",), "embedding rows") or r.whole(("vocab_size",), "vocabulary size")}
+    if r.flag(("multi_query_attention",), False) and not r._present(_KV_HEADS):
+        keys["num_key_value_heads"] = 1
+    return {**{k: v for k, v in cfg.items() if k not in _OLMO_OWN}, **keys}
 
 
 def _norms_per_layer(r: _Reader, family, model_type: str, parallel: bool) -> int:
@@ -900,7 +944,7 @@ SERVED_CONTEXT = 1 << 24  # a model_max_length past this is a tokenizer's "no li
 def _given_context(r: _Reader) -> int:
     """max_position_embeddings where the file gives it (a rotary model's trained context), else 0; a longer
     model_max_length where the file gives one too: Command R v01's writes 8,192 beside the 131,072 it serves."""
-    given = r.whole(("max_position_embeddings",), "context length", agree=False) or 0
+    given = r.whole(("max_position_embeddings", "max_sequence_length"), "context length", agree=False) or 0
     served = r.cfg.get("model_max_length")
     if isinstance(served, int) and not isinstance(served, bool) and given < served <= SERVED_CONTEXT:
         return served if given else 0  # alone, a tokenizer's length says nothing of the positions trained
@@ -1091,7 +1135,7 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
     except ShapewiseError:
         now = None  # an unreadable base: every field gets written
     model_type = str(cfg.get("model_type", "")).lower()
-    family = FAMILIES.get(model_type)
+    family = _family(cfg, model_type)
 
     def differs(*fields) -> bool:
         return now is None or any(getattr(now, f) != getattr(s, f) for f in fields)
@@ -1132,7 +1176,7 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
             _put(cfg, (*_KV_HEADS, "attn_kv_n_heads"), s.kv_heads, "num_key_value_heads")
             if cfg.get("multi_query") is not None:
                 cfg["multi_query"] = s.kv_heads == 1
-    if (now is None or now.ffn_width != s.ffn_width) and (s.ffn is not None or said(_FFN)):  # else 4h follows hidden
+    if (now is None or now.ffn_width != s.ffn_width) and (s.ffn is not None or said(_ffn_keys(family))):  # else 4h follows hidden
         width = 2 * s.ffn_width if family is not None and family.fused_mlp else s.ffn_width  # both halves
         fallback = (family.ffn_key if family is not None and family.ffn_key  # Llama 4: not intermediate_size
                     else "ffn_hidden_size" if model_type in FALCON_TYPES
@@ -1228,6 +1272,8 @@ def to_hf_config(shape: ModelShape, base: dict | None = None) -> dict:
         raise ShapewiseError(f"base must be a config dict, got {type(base).__name__}")
     target = canonical(shape)
     cfg = copy.deepcopy(base) if base is not None else _template(target)
+    if str(cfg.get("model_type", "")).lower() == "olmo" and cfg.get("d_model") is not None:
+        cfg = _olmo_in_transformers_keys(cfg, "base config")
     found = _inner(cfg)
     inner = found[1] if found else cfg  # the language model's fields sit at the top unless a wrapper nests them
     if inner is not cfg:  # the defaults a nested config leaves out, written out so that its fields can change
