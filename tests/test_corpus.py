@@ -182,7 +182,7 @@ PUBLISHED = {
     "mistral-7b-no-architectures": "7B",
     # the twenty-first round's (LLaMA's are the paper's Table 2 sizes)
     "llama-7b": "6.7B", "llama-30b": "32.5B", "llama-65b": "65.2B", "qwen-72b": "72B", "baichuan-13b-base": "13B",
-    "olmo-1b": "1B", "olmo-7b": "7B", "chatglm-6b": "6.2B",
+    "olmo-1b": "1B", "olmo-7b": "7B", "chatglm-6b": "6.2B", "chatglm2-6b": "6B", "ernie-4.5-0.3b-base": "0.36B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -1693,6 +1693,16 @@ def test_twentyfirst_pass_reads_each_model_as_its_code_builds_it():
     h = 8192
     assert (qwen.ffn_width, qwen.qkv_bias, qwen.context) == (24576, True, 32768)
     assert qwen.params == 80 * (4 * h * h + 3 * h + 3 * h * 24576 + 2 * h) + 2 * 152064 * h + h == 72_287_920_128
+    # ChatGLM2-6B (ChatGLMModel, seq_length 32768): ChatGLM3-6B's layout, read by the same rule
+    structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}
+    with unwarned():
+        chatglm2, ernie = read("chatglm2-6b"), read("ernie-4.5-0.3b-base")
+    assert structure(chatglm2) == structure(read("chatglm3-6b")) and chatglm2.params == 6_243_584_000
+    # ERNIE-4.5-0.3B-Base in Baidu's own code (Ernie4_5_ForCausalLM): 18 layers of 1024, 16 heads of 128 over 2 kv
+    # heads (the query width 2048, twice the hidden), a SwiGLU of 3072, tied 103,424 rows: the card's 0.36B
+    h = 1024
+    assert (ernie.d_head, ernie.kv_heads, ernie.tied_embeddings, ernie.bias) == (128, 2, True, False)
+    assert ernie.params == 18 * (2 * h * 2048 + 2 * h * 256 + 3 * h * 3072 + 2 * h) + 103424 * h + h == 360_748_032
 
 
 def test_baichuan_13b_adds_alibi_where_baichuan_7b_rotates():
