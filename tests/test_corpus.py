@@ -668,7 +668,8 @@ def test_every_change_a_suggestion_makes_is_written_in_the_configs_own_keys(stem
             with pytest.raises(ShapewiseError, match="value heads' width"):
                 to_hf_config(canonical(shape.replace(**change)), base)
             continue  # its code takes the value width from hidden / heads, whatever the file says
-        if base.get("model_type") == "baichuan" and (change.get("hidden", shape.hidden) == 4096) != (shape.hidden == 4096):
+        rotates = change.get("hidden", shape.hidden) == 4096
+        if base.get("model_type") == "baichuan" and rotates != (shape.hidden == 4096):
             with pytest.raises(ShapewiseError, match="rotary fraction"):
                 to_hf_config(canonical(shape.replace(**change)), base)
             continue  # Baichuan's code rotates at a width of 4096 alone and gives any other width ALiBi biases
@@ -1686,7 +1687,8 @@ def test_twentyfirst_pass_reads_each_model_as_its_code_builds_it():
         llamas = [read(stem) for stem in ("llama-7b", "llama-30b", "llama-65b")]
         qwen = read("qwen-72b")
     for shape, (h, layers, ffn) in zip(llamas, ((4096, 32, 11008), (6656, 60, 17920), (8192, 80, 22016))):
-        assert (shape.kv_heads, shape.d_head, shape.tied_embeddings, shape.context) == (shape.num_heads, 128, False, 2048)
+        assert (shape.kv_heads, shape.d_head, shape.tied_embeddings, shape.context) == (
+            shape.num_heads, 128, False, 2048)
         assert shape.params == layers * (4 * h * h + 3 * h * ffn + 2 * h) + 2 * 32000 * h + h
     assert [s.params for s in llamas] == [6_738_415_616, 32_528_943_616, 65_285_660_672]
     # Qwen-72B (QWenLMHeadModel): intermediate_size 49152 the two halves of a SwiGLU of 24576, c_attn biased

@@ -342,10 +342,10 @@ FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"
 # LayerNorms, biases on every linear, a plain GELU MLP inner_hidden_size wide, one key/value head a query head, each
 # half of a head rotated by its own position (position_encoding_2d: the whole head rotated); its lm_head is tied to
 # the word embeddings (PretrainedConfig's default), which makes the "6.2B" of its name
-FAMILIES["chatglm-6b"] = Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
-                                ffn_key="inner_hidden_size")
-# A type whose first layout is told by a key the later ones lack: (type, key) → the family it is read by
-FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): "chatglm-6b"}
+_CHATGLM_6B = Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
+                     ffn_key="inner_hidden_size")
+# A type whose first layout is told by a key its later files lack: (type, key) → the rule that layout is read by
+FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B}
 # Baichuan's code rotates the heads of a model this wide (Baichuan-7B, Baichuan2-7B) and gives any other ALiBi
 # biases (vLLM's BaichuanForCausalLM: "Baichuan 13B and Baichuan2 7B/13B")
 BAICHUAN_ROTARY_HIDDEN = 4096

@@ -631,9 +631,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
 
 def _family(cfg: dict, model_type: str):
     """The rule a config is read and written by: its type's, or its type's first layout's where a key says so."""
-    first = next((name for (kind, key), name in FIRST_LAYOUTS.items() if kind == model_type and cfg.get(key) is not None),
-                 None)
-    return FAMILIES[first] if first else FAMILIES.get(model_type)
+    first = [rule for (kind, key), rule in FIRST_LAYOUTS.items() if kind == model_type and cfg.get(key) is not None]
+    return first[0] if first else FAMILIES.get(model_type)
 
 
 # OLMo's own keys, which _olmo_in_transformers_keys spells as transformers' OlmoConfig does
@@ -659,8 +658,8 @@ def _olmo_in_transformers_keys(cfg: dict, where: str) -> dict:
     width = r.whole(("mlp_hidden_size",), "MLP width") or hidden * (r.whole(("mlp_ratio",), "MLP ratio") or 4)
     keys = {"hidden_size": hidden, "num_hidden_layers": r.whole(("n_layers",), "layer count", required=True),
             "num_attention_heads": r.whole(("n_heads",), "attention head count", required=True),
-            "intermediate_size": width // 2, "hidden_act": "silu", "tie_word_embeddings": r.flag(("weight_tying",), True),
-            "bias": r.flag(("include_bias",), False),
+            "intermediate_size": width // 2, "hidden_act": "silu",
+            "tie_word_embeddings": r.flag(("weight_tying",), True), "bias": r.flag(("include_bias",), False),
             "vocab_size": r.whole(("embedding_size",), "embedding rows") or r.whole(("vocab_size",), "vocabulary size")}
     if r.flag(("multi_query_attention",), False) and not r._present(_KV_HEADS):
         keys["num_key_value_heads"] = 1
@@ -1176,7 +1175,8 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
             _put(cfg, (*_KV_HEADS, "attn_kv_n_heads"), s.kv_heads, "num_key_value_heads")
             if cfg.get("multi_query") is not None:
                 cfg["multi_query"] = s.kv_heads == 1
-    if (now is None or now.ffn_width != s.ffn_width) and (s.ffn is not None or said(_ffn_keys(family))):  # else 4h follows hidden
+    # (a width left out is 4 × hidden, which follows the hidden size)
+    if (now is None or now.ffn_width != s.ffn_width) and (s.ffn is not None or said(_ffn_keys(family))):
         width = 2 * s.ffn_width if family is not None and family.fused_mlp else s.ffn_width  # both halves
         fallback = (family.ffn_key if family is not None and family.ffn_key  # Llama 4: not intermediate_size
                     else "ffn_hidden_size" if model_type in FALCON_TYPES
@@ -1274,6 +1274,8 @@ def to_hf_config(shape: ModelShape, base: dict | None = None) -> dict:
     cfg = copy.deepcopy(base) if base is not None else _template(target)
     if str(cfg.get("model_type", "")).lower() == "olmo" and cfg.get("d_model") is not None:
         cfg = _olmo_in_transformers_keys(cfg, "base config")
+        cfg.pop("auto_map", None)  # OLMo's own code, which reads its own keys: transformers' class reads these
+        cfg["architectures"] = ["OlmoForCausalLM"]
     found = _inner(cfg)
     inner = found[1] if found else cfg  # the language model's fields sit at the top unless a wrapper nests them
     if inner is not cfg:  # the defaults a nested config leaves out, written out so that its fields can change
