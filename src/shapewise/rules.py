@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cost import StepCost, predict_step
-from .errors import ShapewiseError
+from .errors import ShapewiseError, argument
 from .hardware import GPU
 from .memory import GIB, capacity_bytes, estimate
 from .parallel import CORE_ATTENTION
@@ -174,7 +174,7 @@ def fused_caveats(head_dims, dtype: str) -> list[str]:
     their head dims, at head dims not multiples of 8, in a dtype they do not take (check's and the figures')."""
     out = [past_fused(head_dims), padded_fused(head_dims)]
     if dtype in FUSED_UNTAKEN_DTYPES:
-        out.append(f"--dtype {dtype}: FlashAttention and cuDNN take only fp16 and bf16, so torch runs its "
+        out.append(f"{argument('dtype')} {dtype}: FlashAttention and cuDNN take only fp16 and bf16, so torch runs its "
                    "memory-efficient kernel, which shapewise does not model; fused attention is priced at the "
                    f"{dtype} peak by the fp16/bf16 kernels' efficiency: measure it with `shapewise bench ops`")
     return [line for line in out if line]
@@ -218,11 +218,12 @@ def _tensor_parallel_caveats(w: Workload) -> list[str]:
 
     out = []
     if w.tp > GPUS_PER_NODE:
-        out.append(f"--tp {w.tp}: tensor parallelism past one node's {GPUS_PER_NODE} GPUs is priced as if all "
+        out.append(f"{argument('tp')} {w.tp}: tensor parallelism past one node's {GPUS_PER_NODE} GPUs is priced as if all "
                    f"{w.tp} shared NVLink; across nodes its collectives would be slower (`shapewise plan` prices "
                    "the network between nodes)")
     if w.overlap_comm and w.tp == 1:
-        out.append("--overlap-comm has no effect at --tp 1: there is no tensor-parallel collective to overlap")
+        out.append(f"{argument('overlap_comm')} has no effect at {argument('tp')} 1: there is no tensor-parallel "
+                   "collective to overlap")
     return out
 
 
@@ -242,7 +243,7 @@ def memory_finding(step: StepCost, memory) -> Finding | None:
     fix = ("use more tensor parallelism, recomputation or ZeRO (`shapewise plan` searches them), or a smaller "
            "micro-batch" if step.workload.mode == "train" else
            "use more tensor parallelism, fewer sequences or a shorter KV cache"
-           + (", or fp8 weights (--dtype fp8)" if step.workload.dtype != "fp8" and "fp8" in step.gpu.tflops else ""))
+           + (f", or fp8 weights ({argument('dtype')} fp8)" if step.workload.dtype != "fp8" and "fp8" in step.gpu.tflops else ""))
     return Finding("memory", f"needs {need:,.1f} GiB per GPU; the {step.gpu.key} has {have:,.1f} GiB", fix, (),
                    step.time_ms, 1.0)
 

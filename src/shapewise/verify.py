@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from .cost import predict_layer_and_outside, predict_step
 from .dtypes import torch_dtype
-from .errors import ShapewiseError, warn
+from .errors import ShapewiseError, argument, warn
 from .hardware import GPU
 from .limits import BUDGET_MS, ROUNDS, SEED, WARMUP_MS, flag
 from .measure import device_text, free_memory, needs_text
@@ -235,7 +235,8 @@ def _no_fit_text(shape: ModelShape, workload: Workload, *, whole: bool, device: 
     sizes = f"{what} (weights, gradients and activations) {need}"
     layer_fits = memory is None or _need_bytes(shape, workload, whole=False) <= memory
     instead = ("time one layer and the head instead: --measure layer" if whole and layer_fits
-               else "verify it on a GPU with more memory, or at a smaller --batch and --seq")
+               else f"verify it on a GPU with more memory, or at a smaller {argument('batch')} and "
+                    f"{argument('seq')}")
     return (f"{shape.name} does not fit the memory of {device_text(device)}: "
             + (f"it ran out of memory; {sizes}" if ran_out else sizes) + f"; {instead}")
 
@@ -269,8 +270,9 @@ def _checked_shapes(original, candidates, mode: str) -> list[tuple[str, ModelSha
     for _, shape, workload in shapes:
         check_parallel(shape, workload)
         if workload.tp != 1:
-            raise ShapewiseError(f"verify measures one GPU's training step, without tensor parallelism: give --tp 1 "
-                                 f"(got --tp {workload.tp})")
+            tp = argument("tp")
+            raise ShapewiseError(f"verify measures one GPU's training step, without tensor parallelism: give {tp} 1 "
+                                 f"(got {tp} {workload.tp})")
         if workload.mode != "train":
             raise ShapewiseError(f"verify measures training steps, not {workload.mode}")
     return shapes

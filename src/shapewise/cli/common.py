@@ -209,6 +209,12 @@ def say_caveats(shape, workload, *, gpu: str | None = None) -> None:
     CAVEATS.extend(line for line in said if line not in CAVEATS)
 
 
+# The flags of the library's keyword arguments (and Workload's fields), by which messages the command line and the
+# library share name them while a command runs (errors.argument): `suggest --keep`, where suggest() says keep.
+FLAGS = {"params_target": "--params", "params_tol": "--params-tol", "vocab": "--vocab", "keep": "--keep",
+         "vary": "--vary", "batch": "--batch", "seq": "--seq", "tp": "--tp", "dtype": "--dtype",
+         "overlap_comm": "--overlap-comm"}
+
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it
 # (cli.main): an input refused later gets its one-line error alone.
 CAVEATS: list[str] = []

@@ -1,0 +1,65 @@
+"""What a new user's twenty-second pass found, on the CPU: text the commands and the Python API share named the
+command's flags where the API raised it (search's advice where no shape fits, suggest's keep/vary conflict and its
+decode warning, check's caveats, verify's tensor parallelism)."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+
+import pytest
+
+import shapewise
+from helpers import run
+from shapewise import ShapewiseError, ShapewiseWarning, Workload, get_model
+
+GPT2 = get_model("gpt2")
+
+
+@pytest.mark.parametrize("call, said", [
+    (lambda: shapewise.search(params_target=1e5, gpu="h200", workload=Workload()),
+     "give a smaller vocab or a larger params_target"),
+    (lambda: shapewise.search(params_target=4e12, gpu="h200", workload=Workload()),
+     "widen params_tol or change params_target"),
+    (lambda: shapewise.search(params_target=7e9, gpu="h200", workload=Workload(tp=1000)),
+     "(tp 1000): give a smaller tp"),
+    (lambda: shapewise.suggest(GPT2, Workload(seq=1024), gpu="h200", keep=("batch",), vary=("batch",)),
+     "keep and vary both name batch"),
+    (lambda: shapewise.verify((GPT2, Workload(seq=64)), [("t2", GPT2, Workload(seq=64, tp=2))], gpu="h200",
+                              device="cpu"),
+     "give tp 1 (got tp 2)"),
+])
+def test_the_apis_shared_refusals_name_its_arguments_not_the_flags(call, said):
+    """search(params_target=1e5) advised "give a smaller --vocab or a larger --params", suggest(keep=..., vary=...)
+    "--keep and --vary both name batch", verify(a t=2 workload) "give --tp 1": flags a Python caller never typed."""
+    with pytest.raises(ShapewiseError) as err:
+        call()
+    assert said in str(err.value) and "--" not in str(err.value), str(err.value)
+
+
+def test_the_apis_caveats_and_warnings_name_its_arguments_not_the_flags():
+    """check(a t=16 workload).caveats began "--tp 16: ...", an fp32 check's "--dtype fp32: ...", and suggest's decode
+    warning said "--vary batch has no effect"; the API's words are its own, the commands' stay theirs."""
+    llama = get_model("llama-2-70b")
+    assert shapewise.check(llama, Workload(seq=1024, tp=16), gpu="h200").caveats[0].startswith("tp 16: tensor")
+    assert shapewise.check(GPT2, Workload(seq=1024, dtype="fp32"), gpu="h200").caveats[0].startswith("dtype fp32: ")
+    said = shapewise.check(GPT2, Workload(seq=1024, overlap_comm=True), gpu="h200").caveats
+    assert said == ("overlap_comm has no effect at tp 1: there is no tensor-parallel collective to overlap",), said
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ShapewiseWarning)
+        shapewise.suggest(GPT2, Workload(seq=1024, mode="decode"), gpu="h200", vary=("batch",), top=1)
+    assert [str(w.message) for w in caught][0].startswith("vary batch has no effect in decode"), caught
+    assert not any("--" in str(w.message) for w in caught), caught
+
+
+def test_the_commands_still_name_their_flags(capsys):
+    code, out, err = run(capsys, "search", "--params", "1e5")
+    assert code == 2 and "give a smaller --vocab or a larger --params" in err, err
+    code, out, err = run(capsys, "suggest", "gpt2", "--keep", "batch", "--vary", "batch")
+    assert code == 2 and "--keep and --vary both name batch" in err, err
+    code, out, err = run(capsys, "check", "llama-2-70b", "--seq", "1024", "--tp", "16", "--json")
+    assert code == 0 and json.loads(out)["caveats"][0].startswith("--tp 16: tensor"), out
+    # and a call of the library after a command names its keywords again
+    with pytest.raises(ShapewiseError, match=re.escape("widen params_tol or change params_target")):
+        shapewise.search(params_target=4e12, gpu="h200", workload=Workload())
