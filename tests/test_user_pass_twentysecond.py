@@ -63,3 +63,46 @@ def test_the_commands_still_name_their_flags(capsys):
     # and a call of the library after a command names its keywords again
     with pytest.raises(ShapewiseError, match=re.escape("widen params_tol or change params_target")):
         shapewise.search(params_target=4e12, gpu="h200", workload=Workload())
+
+
+def _no_sweep(monkeypatch):
+    import shapewise.bench
+
+    def sweep(*args, **kwargs):
+        raise AssertionError("the arguments are refused before anything is measured")
+    monkeypatch.setattr(shapewise.bench, "sweep", sweep)
+
+
+@pytest.mark.parametrize("argv", [
+    ("calibrate", "--device", "cpu", "--quick", "--gpu", "v100", "--no-install"),
+    ("validate", "--device", "cpu", "--quick", "--gpu", "v100"),
+])
+def test_a_dtype_the_gpu_lacks_is_refused_before_the_set_is_measured(argv, capsys, monkeypatch, tmp_path):
+    """`calibrate --device cpu --quick --gpu v100` (bf16 by default) measured its whole set, then refused the V100's
+    bf16 in a line offering fp32, which calibrate's --dtype does not take, after a warning that --no-install writes the
+    profile nowhere; validate measured and warned that the CPU's times judge nothing, then refused. One line, first."""
+    _no_sweep(monkeypatch)
+    db = tmp_path / "r.db"
+    code, out, err = run(capsys, *argv, "--db", str(db))
+    assert code == 2 and err == ("shapewise: error: NVIDIA Tesla V100 SXM2 32GB has no bf16 support in its datasheet; "
+                                 "use fp16\n"), err
+    assert not db.exists()
+
+
+def test_calibrate_says_its_refusal_alone_not_after_a_warning(capsys):
+    """`calibrate --no-install --comm` warned that the profile would be written nowhere, then refused for want of
+    --gpu: a refused command says its one line alone."""
+    code, out, err = run(capsys, "calibrate", "--no-install", "--comm")
+    assert code == 2 and err == "shapewise: error: name the GPU whose profile gets the link's parameters: --gpu\n", err
+
+
+def test_the_library_refuses_a_gpu_without_a_profile_to_refit_before_measuring(monkeypatch):
+    """calibrate_machine(gpu="a100-80gb") (calibrate --quick on a GPU) measured its 260 calls, then said there is no
+    A100 profile to refit."""
+    from shapewise.calibrate import calibrate, calibrate_machine
+
+    _no_sweep(monkeypatch)
+    with pytest.raises(ShapewiseError, match="no profile for NVIDIA A100 SXM4 80GB to refit"):
+        calibrate_machine(store=None, gpu="a100-80gb", device="cpu")
+    with pytest.raises(ShapewiseError, match="has no bf16 support in its datasheet; use fp16$"):
+        calibrate(store=None, gpu="v100", device="cpu", quick=True)
