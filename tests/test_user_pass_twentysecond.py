@@ -106,3 +106,17 @@ def test_the_library_refuses_a_gpu_without_a_profile_to_refit_before_measuring(m
         calibrate_machine(store=None, gpu="a100-80gb", device="cpu")
     with pytest.raises(ShapewiseError, match="has no bf16 support in its datasheet; use fp16$"):
         calibrate(store=None, gpu="v100", device="cpu", quick=True)
+
+
+@pytest.mark.parametrize("argv", [
+    ("bench", "gemm", "-m", "64", "-n", "64", "-k", "64"),  # measured, and every prediction left blank
+    ("bench", "attention", "--heads", "2", "--head-dim", "64", "--seq", "32", "--backend", "unfused"),
+    ("bench", "ops", "gpt2", "--batch", "1", "--seq", "16"),  # measured, warned, then refused
+])
+def test_bench_refuses_a_dtype_the_gpu_it_predicts_for_lacks_before_measuring(argv, capsys, monkeypatch, tmp_path):
+    """`bench gemm ... --gpu v100` (bf16) measured every case and printed an empty prediction column without a word;
+    `bench ops ... --gpu v100` and `bench attention` measured, warned that CPU times judge nothing, then refused."""
+    _no_sweep(monkeypatch)
+    code, out, err = run(capsys, *argv, "--device", "cpu", "--gpu", "v100", "--db", str(tmp_path / "r.db"))
+    assert code == 2 and err.startswith("shapewise: error: NVIDIA Tesla V100 SXM2 32GB has no bf16 support"), err
+    assert err.count("\n") == 1, err

@@ -116,9 +116,9 @@ def add_calibrate(sub) -> None:
 
 
 def run_calibrate(args) -> int:
-    from ..calibrate import calibrate
+    from ..calibrate import SET_DTYPES, calibrate
 
-    known_gpu(args)
+    known_gpu(args, among=SET_DTYPES)
     drawn = [f"--{draw}" for draw in DRAW_HELP if getattr(args, draw) is not None]
     machine = args.quick and args.device.startswith("cuda")
     if drawn and (args.comm or machine):  # neither measures a draw: refused, not dropped without a word
@@ -182,15 +182,12 @@ def _refuse_before_measuring(args, *, machine: bool) -> None:
     refused command says its one line alone, not after a warning of what the run would have done."""
     from pathlib import Path
 
-    from ..calibrate import SET_DTYPES
     from ..hardware import get_gpu
     from ..outputs import output_file, writable_folder
     from ..profile import find
 
-    if args.gpu:
-        get_gpu(args.gpu).check_dtype(args.dtype, among=SET_DTYPES)
-        if machine and find(get_gpu(args.gpu)) is None:  # as calibrate_machine refuses it
-            raise ShapewiseError(f"no profile for {get_gpu(args.gpu).name} to refit for this machine: run "
+    if args.gpu and machine and find(get_gpu(args.gpu)) is None:  # as calibrate_machine refuses it
+        raise ShapewiseError(f"no profile for {get_gpu(args.gpu).name} to refit for this machine: run "
                                  "`shapewise calibrate` (without --quick) for a whole one")
     if args.comm and not args.gpu:
         raise ShapewiseError("name the GPU whose profile gets the link's parameters: --gpu")
@@ -311,11 +308,11 @@ def run_validate(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ..calibrate import summarize, validate
+    from ..calibrate import SET_DTYPES, summarize, validate
     from ..profile import load
 
     _refuse_unused_set_flags(args)
-    known_gpu(args)
+    known_gpu(args, among=SET_DTYPES)
     measuring = [flag for flag, given in (("--force", args.force), ("--cuda-graph", args.cuda_graph),
                                           ("--mkdir", args.mkdir)) if given]
     if args.from_db and measuring:  # it reads what was measured: how to measure is refused, not ignored

@@ -189,6 +189,7 @@ def model_and_workload(args):
     if not args.model and not args.config:
         raise ShapewiseError("name a model (`shapewise models` lists them) or give --config PATH")
     check_tokens(args.batch, args.seq)
+    known_gpu(args)
     strict = getattr(args, "strict", False)
     shape = load_config(args.config, strict=strict) if args.config else resolve_model(args.model, strict=strict)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode=args.mode,
@@ -313,13 +314,16 @@ def add_db_arg(p: argparse.ArgumentParser, text: str = "results store (default: 
         add_mkdir_arg(p, "make the folder of a new results store (--db) if it does not exist")
 
 
-def known_gpu(args) -> None:
-    """Refuse an unknown --gpu before a sweep: the GPU is looked up only to predict or fit once every case is
-    measured, and so was refused after minutes of measuring."""
+def known_gpu(args, *, among=None) -> None:
+    """Refuse an unknown --gpu, or a --dtype it lacks (naming those of `among` it has), before a sweep: the GPU is
+    looked up only to predict or fit once every case is measured, and so was refused after minutes of measuring
+    (bench gemm left every prediction blank without a word)."""
     if getattr(args, "gpu", None) is not None:
         from ..hardware import get_gpu
 
-        get_gpu(args.gpu)
+        gpu = get_gpu(args.gpu)
+        if getattr(args, "dtype", None) is not None:
+            gpu.check_dtype(args.dtype, among=among)
 
 
 def open_store(args):
