@@ -120,3 +120,12 @@ def test_bench_refuses_a_dtype_the_gpu_it_predicts_for_lacks_before_measuring(ar
     code, out, err = run(capsys, *argv, "--device", "cpu", "--gpu", "v100", "--db", str(tmp_path / "r.db"))
     assert code == 2 and err.startswith("shapewise: error: NVIDIA Tesla V100 SXM2 32GB has no bf16 support"), err
     assert err.count("\n") == 1, err
+
+
+def test_gpus_shows_the_v100s_tensor_core_peak(capsys):
+    """`shapewise gpus` showed fp32, tf32, bf16 and fp8: the V100's row read "16 — — —", as if it ran nothing but
+    fp32, where its datasheet's 125 TFLOP/s of fp16 is what check, plan and search price it by."""
+    code, out, err = run(capsys, "gpus")
+    header = out.splitlines()[0].split("┃")
+    v100 = next(line for line in out.splitlines() if line.startswith("v100 ")).split("│")
+    assert code == 0 and v100[[h.strip() for h in header].index("fp16")].strip() == "125", out
