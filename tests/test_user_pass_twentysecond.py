@@ -129,3 +129,22 @@ def test_gpus_shows_the_v100s_tensor_core_peak(capsys):
     header = out.splitlines()[0].split("┃")
     v100 = next(line for line in out.splitlines() if line.startswith("v100 ")).split("│")
     assert code == 0 and v100[[h.strip() for h in header].index("fp16")].strip() == "125", out
+
+
+def test_the_report_says_what_suggest_lists_where_no_shape_is_beyond_the_error(tmp_path):
+    """`shapewise report llama2-7b --seq 1024` said "None of the 61 shapes within 2% of the parameters is predicted
+    faster", where `suggest` printed layers 32→31, ffn 11008→11264 predicted 1.022× (within the model's error); and
+    of llama3-8b at t=2 it said nothing of the micro-batch of 8 that suggest predicts 1.10× faster."""
+    from shapewise.document import write_report
+
+    out = tmp_path / "r.md"
+    write_report(get_model("llama2-7b"), Workload(seq=1024), gpu="h200", out=str(out))
+    text = out.read_text()
+    sugg = shapewise.suggest(get_model("llama2-7b"), Workload(seq=1024), gpu="h200", top=5)
+    near = sugg.alternatives[0]
+    assert not sugg.suggestions and near.speedup > 1
+    assert "is predicted faster." not in text
+    assert f"the nearest, layers 32→31, ffn 11008→11264, is predicted {near.speedup:.3f}×" in text, text
+    out = tmp_path / "t2.md"
+    write_report(get_model("llama3-8b"), Workload(seq=1024, tp=2), gpu="h200", out=str(out))
+    assert "the fastest that fits, batch 4→8, is predicted 1.102×" in out.read_text()
