@@ -148,3 +148,23 @@ def test_the_report_says_what_suggest_lists_where_no_shape_is_beyond_the_error(t
     out = tmp_path / "t2.md"
     write_report(get_model("llama3-8b"), Workload(seq=1024, tp=2), gpu="h200", out=str(out))
     assert "the fastest that fits, batch 4→8, is predicted 1.102×" in out.read_text()
+
+
+def test_plan_and_the_figures_name_their_keywords_from_the_api():
+    """plan(..., inter_gbs=100) on one node warned "--inter-node-gbs 100 has no effect: ... (--gpus-per-node 8)", and
+    layer_data(hiddens=[2048], head_counts=[7]) refused "no hidden size of --hiddens ... of --head-counts"."""
+    from shapewise.plan import plan
+    from shapewise.plots import attention_data, layer_data
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ShapewiseWarning)
+        plan(get_model("llama3-8b"), gpus=8, gpu="h100", global_batch_tokens=2**20, seq=4096, top=1, inter_gbs=100)
+    said = [str(w.message) for w in caught]
+    assert "inter_gbs 100 has no effect: the 8 GPUs are one node (gpus_per_node 8)" in said, said
+    with pytest.raises(ShapewiseError, match="^no hidden size of hiddens is a multiple of any head count of "
+                                             "head_counts$"):
+        layer_data(gpu="h200", hiddens=[2048], head_counts=[7])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ShapewiseWarning)
+        attention_data(gpu="h200", hiddens=[1000, 2048], heads=32)
+    assert any(str(w.message).startswith("hiddens 1000: not a multiple of 32 heads") for w in caught), caught

@@ -214,7 +214,9 @@ def say_caveats(shape, workload, *, gpu: str | None = None) -> None:
 # library share name them while a command runs (errors.argument): `suggest --keep`, where suggest() says keep.
 FLAGS = {"params_target": "--params", "params_tol": "--params-tol", "vocab": "--vocab", "keep": "--keep",
          "vary": "--vary", "batch": "--batch", "seq": "--seq", "tp": "--tp", "dtype": "--dtype",
-         "overlap_comm": "--overlap-comm"}
+         "overlap_comm": "--overlap-comm", "gpus_per_node": "--gpus-per-node", "global_batch_tokens": "--global-batch",
+         "intra_gbs": "--intra-node-gbs", "inter_gbs": "--inter-node-gbs", "hiddens": "--hiddens",
+         "head_counts": "--head-counts"}
 
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it
 # (cli.main): an input refused later gets its one-line error alone.
