@@ -215,6 +215,7 @@ def run_suggest(args) -> int:
         except OSError as err:
             raise ShapewiseError(f"cannot write the config to {args.emit_config}: {err.strerror or err}") from None
         load_config(args.emit_config)  # what we write must read back
+        _say_run_settings_not_written(result.suggestions[pick - 1], pick)
     if args.json:
         print(json.dumps(with_warnings(suggest_json(shape, gpu, source, result, args.params_tol, workload)), indent=2))
         return 0
@@ -257,6 +258,18 @@ def run_suggest(args) -> int:
     if args.emit_config:
         out.print(f"suggestion {pick} written to {args.emit_config}")
     return 0
+
+
+def _say_run_settings_not_written(chosen, pick: int) -> None:
+    """A config holds a model's shape, not how it is run: a suggestion that changes the micro-batch or t (--vary) is
+    written without them, and its speedup counts them; said, where the file was written without a word."""
+    from ..search import RUN_FIELDS, change_text
+
+    run = {field: pair for field, pair in chosen.changes.items() if field in RUN_FIELDS}
+    if run:
+        settings = " ".join(f"{'b' if field == 'batch' else 't'}={new}" for field, (_, new) in run.items())
+        warn(f"--emit-config: suggestion {pick}'s {change_text(run)} is how it runs, which a config does not hold: the "
+             f"file has its shape alone, and its predicted {chosen.speedup:.3f}× is at {settings}")
 
 
 def _config_text(path: str) -> str:
