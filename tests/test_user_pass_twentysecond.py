@@ -182,3 +182,24 @@ def test_emit_config_says_a_run_setting_it_cannot_write(capsys, tmp_path):
             "has its shape alone, and its predicted 1.278× is at b=8") in err, err
     code, text, err = run(capsys, *argv, "--pick", "2")
     assert code == 0 and "--emit-config" not in err, err
+
+
+def test_the_measuring_apis_name_their_keywords(monkeypatch):
+    """attention_cases(heads=[4], kv_heads=[3]) refused "--kv-heads 3 does not divide --heads 4", and check_device
+    ("cuda") on a machine without a GPU told a Python caller to "measure on the CPU with --device cpu"."""
+    import torch
+
+    from shapewise.cases import attention_cases
+    from shapewise.measure import check_device
+
+    with pytest.raises(ShapewiseError, match="^kv_heads 3 does not divide heads 4$"):
+        attention_cases(batches=[1], heads=[4], kv_heads=[3], head_dims=[64], seqs=[128])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ShapewiseError, match=r"measure on the CPU with device cpu$"):
+        check_device("cuda")
+
+
+def test_the_bench_command_still_names_its_flags(capsys):
+    code, out, err = run(capsys, "bench", "attention", "--heads", "4", "--kv-heads", "3", "--head-dim", "64",
+                         "--seq", "128", "--device", "cpu")
+    assert code == 2 and "--kv-heads 3 does not divide --heads 4" in err, err
