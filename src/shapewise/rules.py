@@ -56,6 +56,10 @@ class Proposal:
     fix: str
     shape: ModelShape
     workload: Workload
+    # The fix's saving per token over the step's tokens (a shape, or a training run's sequences, that does the same
+    # work in fewer GPU-seconds per token), or, False, the step's own time before and after: a prefill padded to
+    # aligned prompts does more tokens' work for the same real ones.
+    per_token: bool = True
 
 
 def _vocab(shape: ModelShape, w: Workload):
@@ -71,9 +75,13 @@ def _vocab(shape: ModelShape, w: Workload):
 def _tokens(shape: ModelShape, w: Workload):
     if w.mode != "decode" and w.tokens % ALIGN:
         seq = round_up(w.seq, ALIGN)
-        yield Proposal("tokens", f"b·s = {w.batch}·{w.seq} = {w.tokens:,} tokens is not a multiple of {ALIGN}",
-                       f"use a sequence length of {seq} (or a batch that makes b·s a multiple of {ALIGN})",
-                       shape, w.replace(seq=seq))
+        title = f"b·s = {w.batch}·{w.seq} = {w.tokens:,} tokens is not a multiple of {ALIGN}"
+        if w.mode == "prefill":  # the prompts are the requests': padding them adds tokens, not real ones
+            yield Proposal("tokens", title, f"pad each prompt to {seq} tokens", shape, w.replace(seq=seq),
+                           per_token=False)
+        else:
+            yield Proposal("tokens", title, f"use a sequence length of {seq} (or a batch that makes b·s a multiple "
+                           f"of {ALIGN})", shape, w.replace(seq=seq))
 
 
 def _hidden(shape: ModelShape, w: Workload):
@@ -332,7 +340,8 @@ def find(step: StepCost, *, min_share: float = 1e-4) -> list[Finding]:
             fixed = predict_step(p.shape, p.workload, gpu=step.model)
         except ShapewiseError:
             continue  # a fix that is itself invalid for this model is no fix
-        cost_ms = (step.gpu_ms_per_token - fixed.gpu_ms_per_token) * w.tokens / w.tp
+        cost_ms = ((step.gpu_ms_per_token - fixed.gpu_ms_per_token) * w.tokens / w.tp if p.per_token
+                   else step.time_ms - fixed.time_ms)
         if cost_ms / step.time_ms >= min_share and (p.rule not in best or cost_ms > best[p.rule].cost_ms):
             best[p.rule] = Finding(p.rule, p.title, p.fix, _changed_ops(step, fixed), cost_ms, cost_ms / step.time_ms)
     findings = list(best.values())
