@@ -237,3 +237,16 @@ def test_an_overlapped_collective_is_rated_by_its_transfer_not_its_launch(capsys
     code, out, err = run(capsys, "check", "llama3-8b", "--tp", "2", "--overlap-comm")
     row = next(line for line in out.splitlines() if line.startswith("tp/all_gather "))
     assert "322 GB/s │     72% │ launch overhead 100%" in row, row
+
+
+def test_verify_names_its_mode_keyword_not_the_measure_flag(monkeypatch):
+    """verify(..., mode="model") of a step too big for the device said "time one layer and the head instead:
+    --measure layer", the command's flag; the library's keyword is mode."""
+    import importlib
+
+    measure = importlib.import_module("shapewise.measure")
+    monkeypatch.setattr(measure, "device_memory_bytes", lambda device: int(0.3e9))
+    workload = Workload(batch=1, seq=64)
+    with pytest.raises(ShapewiseError) as err:
+        shapewise.verify((GPT2, workload), [("same", GPT2, workload)], gpu="h200", device="cpu", mode="model")
+    assert str(err.value).endswith("time one layer and the head instead: mode layer"), str(err.value)

@@ -35,9 +35,11 @@ def check_name(value, names, what: str, *, owner: str = "") -> None:
 _FLAGS: contextvars.ContextVar[dict] = contextvars.ContextVar("shapewise_flags", default={})
 
 
-def argument(keyword: str) -> str:
-    """The argument `keyword` as its caller wrote it: the keyword itself, or its flag under the command line."""
-    return _FLAGS.get().get(keyword, keyword)
+def argument(keyword: str, flag: str | None = None) -> str:
+    """The argument `keyword` as its caller wrote it: the keyword itself, or its flag under the command line (`flag`
+    where the command's differs from the table's: verify's mode is its --measure, Workload's mode --mode)."""
+    flags = _FLAGS.get()
+    return (flag or flags.get(keyword, keyword)) if flags else keyword
 
 
 @contextmanager

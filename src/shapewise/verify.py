@@ -234,7 +234,8 @@ def _no_fit_text(shape: ModelShape, workload: Workload, *, whole: bool, device: 
     need = needs_text(_need_bytes(shape, workload, whole=whole), memory, about=True)
     sizes = f"{what} (weights, gradients and activations) {need}"
     layer_fits = memory is None or _need_bytes(shape, workload, whole=False) <= memory
-    instead = ("time one layer and the head instead: --measure layer" if whole and layer_fits
+    measure = argument("mode", flag="--measure")
+    instead = (f"time one layer and the head instead: {measure} layer" if whole and layer_fits
                else f"verify it on a GPU with more memory, or at a smaller {argument('batch')} and "
                     f"{argument('seq')}")
     return (f"{shape.name} does not fit the memory of {device_text(device)}: "
@@ -251,7 +252,8 @@ def _say_layer_mode(shape: ModelShape) -> None:
     unlike = [f"{count} of them {what}" for what, count in counts if count]
     if unlike:
         warn(f"{shape.name}: layer mode times one global rotary layer for each of its {L} layers, and prices it so, "
-             f"where {' and '.join(unlike)}; `--measure model` times whole steps as the model runs them")
+             f"where {' and '.join(unlike)}; {argument('mode', flag='--measure')} model times whole steps as the "
+             "model runs them")
 
 
 def _checked_shapes(original, candidates, mode: str) -> list[tuple[str, ModelShape, Workload]]:
@@ -362,8 +364,9 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
         if not out_of_memory(e):
             raise
         raise ShapewiseError(f"the {len(fns)} parts of the {len(shapes)} shapes ran out of the memory of "
-                             f"{device_text(device)} when timed together: verify fewer at once (--suggestion N)"
-                             + (", or --measure layer" if whole else "")) from None
+                             f"{device_text(device)} when timed together: verify fewer at once "
+                             f"({argument('candidates', flag='--suggestion N')})"
+                             + (f", or {argument('mode', flag='--measure')} layer" if whole else "")) from None
     # Round by round, each shape's step per token in units of the first part's round median.
     per_token = []
     for (_, shape, workload), names in zip(shapes, parts):
