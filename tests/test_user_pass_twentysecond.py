@@ -250,3 +250,18 @@ def test_verify_names_its_mode_keyword_not_the_measure_flag(monkeypatch):
     with pytest.raises(ShapewiseError) as err:
         shapewise.verify((GPT2, workload), [("same", GPT2, workload)], gpu="h200", device="cpu", mode="model")
     assert str(err.value).endswith("time one layer and the head instead: mode layer"), str(err.value)
+
+
+@pytest.mark.parametrize("extra, said", [
+    (("--head-dim", "100"), "head dim 100 is not a multiple of 8: cuDNN's attention"),
+    (("--head-dim", "64", "--dtype", "fp32"), "--dtype fp32: FlashAttention and cuDNN take only fp16 and bf16"),
+    (("--head-dim", "64", "--dtype", "fp16", "--gpu", "v100"), "v100: FlashAttention and cuDNN's attention need Ampere"),
+])
+def test_bench_attention_says_what_its_predictions_assume(extra, said, capsys, tmp_path):
+    """`bench attention --head-dim 100 --gpu h200` set a prediction of cuDNN's kernel beside each default-backend call,
+    where torch runs FlashAttention-2 on padded copies, and said nothing; so at fp32 and on a V100. check, bench ops
+    and the figures say each of these (rules.fused_caveats, gpu_caveats); bench attention says them too."""
+    argv = ["bench", "attention", "--heads", "2", "--seq", "32", "--pass", "fwd", "--device", "cpu", "--budget-ms", "1",
+            "--warmup-ms", "0", "--db", str(tmp_path / "r.db"), *extra]
+    code, out, err = run(capsys, *(argv if "--gpu" in extra else [*argv, "--gpu", "h200"]))
+    assert code == 0 and said in err, err
