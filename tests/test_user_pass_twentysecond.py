@@ -265,3 +265,16 @@ def test_bench_attention_says_what_its_predictions_assume(extra, said, capsys, t
             "--warmup-ms", "0", "--db", str(tmp_path / "r.db"), *extra]
     code, out, err = run(capsys, *(argv if "--gpu" in extra else [*argv, "--gpu", "h200"]))
     assert code == 0 and said in err, err
+
+
+def test_verify_prints_the_original_step_its_candidates_are_read_against(capsys, tmp_path):
+    """`verify MODEL` printed each candidate's step in ms beside its speedup, and the original's nowhere (the JSON had
+    it): the column had no baseline to be read against."""
+    pytest.importorskip("torch")
+    config = tmp_path / "tiny.json"
+    config.write_text(json.dumps({"model_type": "llama", "hidden_size": 128, "num_hidden_layers": 2,
+                                  "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 344,
+                                  "vocab_size": 1001, "max_position_embeddings": 512}))
+    code, out, err = run(capsys, "verify", str(config), "--device", "cpu", "--batch", "1", "--seq", "64",
+                         "--rounds", "2", "--top", "1")
+    assert code == 0 and re.search(r"^the original: [\d.]+ ms a step measured, [\d.]+ ms predicted$", out, re.M), out

@@ -471,6 +471,11 @@ def run_verify(args) -> int:
         table.add_row(v.label, f"{v.predicted_speedup:.3f}×", "{:.3f}–{:.3f}".format(*v.predicted_interval),
                       f"{v.measured_speedup:.3f}×", interval, *times)
     console().print(table)
+    base = next((v for v in results if math.isfinite(v.original_measured_step_ms)), None)
+    if base is not None:  # the candidates' step times had no original's to be read against
+        step = "a step" if whole else "a step (layers × layer + head)"
+        console().print(f"the original: {base.original_measured_step_ms:.3f} ms {step} measured, "
+                        f"{base.original_predicted_step_ms:.3f} ms predicted")
     if args.rounds < MIN_INTERVAL_ROUNDS:
         warn(f"{args.rounds} round{'s' if args.rounds > 1 else ''}: too few for a measured interval (it takes "
              f"{MIN_INTERVAL_ROUNDS}); --rounds 15 is the default")
