@@ -1,6 +1,10 @@
 """What a new user's twenty-second pass found, on the CPU: text the commands and the Python API share named the
 command's flags where the API raised it (search's advice where no shape fits, suggest's keep/vary conflict and its
-decode warning, check's caveats, verify's tensor parallelism)."""
+decode warning, check's caveats, verify, plan, the figures, the measuring code); calibrate, validate and bench measured
+for a GPU that lacks the dtype before refusing it (or left every prediction blank); a prefill was told that padding its
+prompts saves time it does not, and an overlapped collective was rated at 27 times its link; the report said no
+shape is predicted faster where suggest lists one, `gpus` hid the V100's fp16, and --emit-config, bench attention
+and verify left unsaid what their output assumes or is read against."""
 
 from __future__ import annotations
 
