@@ -252,7 +252,7 @@ def _say_layer_mode(shape: ModelShape) -> None:
     unlike = [f"{count} of them {what}" for what, count in counts if count]
     if unlike:
         warn(f"{shape.name}: layer mode times one global rotary layer for each of its {L} layers, and prices it so, "
-             f"where {' and '.join(unlike)}; {argument('mode', flag='--measure')} model times whole steps as the "
+             f"where {' and '.join(unlike)}; `{argument('mode', flag='--measure')} model` times whole steps as the "
              "model runs them")
 
 
