@@ -127,7 +127,7 @@ def test_the_library_plan_says_the_dtype_then_asks_for_a_link_its_layouts_use():
     kw = dict(gpus=16, gpu="v100", global_batch_tokens=16 * 1024, seq=1024)
     with pytest.raises(ShapewiseError, match="no bf16 support"):
         plan(PRESETS["gpt2"], **kw)
-    with pytest.raises(ShapewiseError, match="--inter-node-gbs"):
+    with pytest.raises(ShapewiseError, match="give inter_gbs \\(GB/s per GPU\\)"):
         plan(PRESETS["gpt2"], **kw, dtype="fp16")
     assert plan(PRESETS["gpt2"], **kw, dtype="fp16", inter_gbs=12.5).network.inter_gbs == 12.5
 

@@ -113,7 +113,7 @@ def test_plan_refuses_bad_input():
         plan(SHAPE, gpus=8, gpu="h100", global_batch_tokens=1000, seq=4096)
     with pytest.raises(ShapewiseError, match="nodes"):
         plan(SHAPE, gpus=12, gpu="h100", global_batch_tokens=4096 * 12, seq=4096)
-    with pytest.raises(ShapewiseError, match="inter-node"):
+    with pytest.raises(ShapewiseError, match="give inter_gbs"):
         network_for(get_gpu("l4"))
 
 

@@ -68,7 +68,7 @@ def test_run_settings_join_the_ranking_only_when_varied():
     assert varied.suggestions[0].speedup >= apart.suggestions[0].speedup
     with pytest.raises(ShapewiseError, match="unknown field"):
         suggest(shape, w, gpu="h200", vary=("heads",))
-    with pytest.raises(ShapewiseError, match="both name batch"):
+    with pytest.raises(ShapewiseError, match="keep and vary both name batch"):
         suggest(shape, w, gpu="h200", vary=("batch",), keep=("batch",))
 
 

@@ -171,7 +171,7 @@ def test_verify_checks_its_arguments_before_building_anything(kwargs, said, monk
 
 
 @pytest.mark.parametrize("workload, said", [
-    (Workload(batch=1, seq=64, tp=2), "without tensor parallelism: give --tp 1 (got --tp 2)"),
+    (Workload(batch=1, seq=64, tp=2), "without tensor parallelism: give tp 1 (got tp 2)"),
     (Workload(batch=1, seq=64, mode="prefill"), "verify measures training steps, not prefill"),
 ])
 def test_verify_checks_every_shapes_workload_before_asking_for_torch(workload, said, monkeypatch):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from .cases import KERNELS, Case, census_key, is_gemm, refuse_fp8_layout
 from .distributed import distributed, gather
 from .dtypes import DTYPE_BYTES, torch_dtype
-from .errors import ShapewiseError, listed, warn
+from .errors import ShapewiseError, argument, listed, warn
 from .measure import device_memory_bytes, device_text, free_memory, import_torch, needs_text, settle_ms
 from .ops import BMM, COMM, FLASH, GEMM, MEMORY, attention_op
 
@@ -367,9 +367,9 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     ranks = distributed(device)
     rank, world, device = ranks if ranks else (0, 1, device)
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ShapewiseError("no CUDA GPU here: pass --device cpu to measure on the CPU")
+        raise ShapewiseError(f"no CUDA GPU here: pass {argument('device')} cpu to measure on the CPU")
     if cuda_graph and not device.startswith("cuda"):
-        raise ShapewiseError("--cuda-graph needs a CUDA device")
+        raise ShapewiseError(f"{argument('cuda_graph')} needs a CUDA device")
     memory = device_memory_bytes(device)
     _check_any_fits(cases, memory, device)
     env = env or environment(device)

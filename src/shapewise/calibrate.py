@@ -39,6 +39,20 @@ from .shapes import ModelShape, Workload
 
 # ---- fitting a profile from stored rows ------------------------------------------------------
 
+# The dtypes a calibration or validation set is measured in (calibrate's and validate's --dtype).
+SET_DTYPES = ("bf16", "fp16")
+
+
+def _named_gpu(gpu: GPU | str | None, dtype: str) -> GPU | None:
+    """The GPU named to fit or judge for, its dtype checked before anything is measured (a V100 asked for bf16
+    measured the whole set and was refused at the end); None where the GPU measured is meant."""
+    if gpu is None:
+        return None
+    gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    gpu.check_dtype(dtype, among=SET_DTYPES)
+    return gpu
+
+
 def _gemm_rows(rows: list[tuple[Case, dict]]) -> list[dict]:
     out = []
     for case, row in rows:
@@ -243,6 +257,7 @@ def calibrate(*, store, gpu: GPU | str | None = None, device: str = "cuda", dtyp
     from .bench import census_rows, kernel_census, sweep
     from .measure import measured_gpu
 
+    gpu = _named_gpu(gpu, dtype)
     cases = calibration_cases(dtype=dtype, quick=quick, **(draws or {}))
     result = sweep(cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
                    progress=progress)
@@ -356,6 +371,7 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
     from .judges import judge_set_cases, judge_sets
     from .measure import measured_gpu, warn_measured_elsewhere
 
+    gpu = _named_gpu(gpu, dtype)
     drawn = judge_set_cases(judge_set, seed=seed, dtype=dtype, quick=quick, configs=configs)
     if profile is not None and gpu is not None and not from_store:  # refused before the set is measured, not after
         for_gpu(profile, get_gpu(gpu).key, borrow=borrow_profile, device=device, gpu_times=device != "cpu")
@@ -434,6 +450,10 @@ def calibrate_machine(*, store, gpu: GPU | str | None = None, device: str = "cud
     from .measure import measured_gpu
     from .profile import find
 
+    gpu = _named_gpu(gpu, dtype)
+    if gpu is not None and find(gpu) is None:  # refused now, not after the set is measured
+        raise ShapewiseError(f"no profile for {gpu.name} to refit for this machine: run `shapewise calibrate` "
+                             f"(without --quick) for a whole one")
     cases = machine_cases(dtype=dtype)
     result = sweep(cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
                    progress=progress)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .dtypes import DTYPE_BYTES
-from .errors import ShapewiseError
+from .errors import ShapewiseError, argument
 from .ops import BMM, GEMM, Op
 
 ATTENTION_BACKENDS = ("flash", "efficient", "cudnn", "math", "unfused", "default")
@@ -104,7 +104,7 @@ def attention_cases(*, batches, heads, kv_heads, head_dims, seqs, causal=True, b
         for h in heads:
             for kv in kv_heads or [h]:
                 if h % kv:
-                    raise ShapewiseError(f"--kv-heads {kv} does not divide --heads {h}")
+                    raise ShapewiseError(f"{argument('kv_heads')} {kv} does not divide {argument('heads')} {h}")
                 for d in head_dims:
                     for s in seqs:
                         for backend in backends:

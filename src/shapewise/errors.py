@@ -2,9 +2,11 @@
 a warning reaches the user: a ShapewiseWarning, which a library user filters, captures or turns into
 an error as any Python warning, and the CLI prints as one line."""
 
+import contextvars
 import os
 import sys
 import warnings
+from contextlib import contextmanager
 
 
 class ShapewiseError(ValueError):
@@ -26,6 +28,28 @@ def check_name(value, names, what: str, *, owner: str = "") -> None:
     a list or other unhashable value among them (it is no name: `in` a dict would raise TypeError)."""
     if not isinstance(value, str) or value not in names:
         raise ShapewiseError(f"{owner + ': ' if owner else ''}unknown {what} {value!r}; use one of {', '.join(names)}")
+
+
+# A message names an argument as its caller wrote it: a Python caller's keyword (params_tol), or, while the
+# command line runs a command, that keyword's flag (--params-tol), from the table it gives named_by_flags.
+_FLAGS: contextvars.ContextVar[dict] = contextvars.ContextVar("shapewise_flags", default={})
+
+
+def argument(keyword: str, flag: str | None = None) -> str:
+    """The argument `keyword` as its caller wrote it: the keyword itself, or its flag under the command line (`flag`
+    where the command's differs from the table's: verify's mode is its --measure, Workload's mode --mode)."""
+    flags = _FLAGS.get()
+    return (flag or flags.get(keyword, keyword)) if flags else keyword
+
+
+@contextmanager
+def named_by_flags(flags: dict):
+    """Within it, messages name the arguments of `flags` (keyword -> flag) by their flags."""
+    token = _FLAGS.set(flags)
+    try:
+        yield
+    finally:
+        _FLAGS.reset(token)
 
 
 _PACKAGE = os.path.dirname(__file__) + os.sep  # as every module of the package names its file

@@ -117,7 +117,7 @@ def check_device(device: str, *, present: bool = True) -> str:
     """`device` if shapewise can measure on it ("cpu", "cuda" or "cuda:N" of a GPU torch sees),
     else a ShapewiseError that says which devices there are. torch is asked only about CUDA, and
     only when `present` (False: the name alone is checked, as when the command line is read)."""
-    from .errors import ShapewiseError
+    from .errors import ShapewiseError, argument
 
     text = str(device).strip().lower()
     kind, _, index = text.partition(":")
@@ -133,7 +133,7 @@ def check_device(device: str, *, present: bool = True) -> str:
         raise ShapewiseError("measuring on a GPU needs torch: pip install \"shapewise[gpu]\"") from None
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if count == 0:
-        raise ShapewiseError(f"no CUDA GPU is visible here ({device}); measure on the CPU with --device cpu")
+        raise ShapewiseError(f"no CUDA GPU is visible here ({device}); measure on the CPU with {argument('device')} cpu")
     if index and int(index) >= count:
         raise ShapewiseError(f"{device}: there {'is one GPU' if count == 1 else f'are {count} GPUs'} here, "
                              f"cuda:0 to cuda:{count - 1}")
@@ -727,11 +727,12 @@ def warn_measured_elsewhere(env: dict, gpu, *, what: str) -> None:
 
 def measured_gpu(env: dict, *, gpu=None, device: str = ""):
     """gpu_of, where a GPU is needed: an unknown one is an error that says to name it."""
-    from .errors import ShapewiseError
+    from .errors import ShapewiseError, argument
 
     found = gpu_of(env, gpu=gpu)
     if found is None:
-        raise ShapewiseError(f"{env.get('gpu_name') or device} is not in the GPU table: name the GPU with --gpu")
+        raise ShapewiseError(f"{env.get('gpu_name') or device} is not in the GPU table: name the GPU with "
+                             f"{argument('gpu')}")
     return found
 
 

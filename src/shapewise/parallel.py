@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dtypes import activation_bytes
-from .errors import ShapewiseError, warn
+from .errors import ShapewiseError, argument, warn
 from .limits import COUNT
 
 RECOMPUTE = ("none", "selective", "full")
@@ -205,26 +205,28 @@ def network_for(gpu, *, gpus: int | None = None, gpus_per_node: int = 8, inter_g
     from .hardware import link
 
     within, across = links_used(gpus, gpus_per_node)
-    for flag, given, used, why in (
-            ("--intra-node-gbs", intra_gbs, within, "one GPU sends nothing to another"),
-            ("--inter-node-gbs", inter_gbs, across, f"the {gpus} GPUs are one node (--gpus-per-node {gpus_per_node})")):
+    intra_name, inter_name = argument("intra_gbs"), argument("inter_gbs")
+    for name, given, used, why in (
+            (intra_name, intra_gbs, within, "one GPU sends nothing to another"),
+            (inter_name, inter_gbs, across,
+             f"the {gpus} GPUs are one node ({argument('gpus_per_node')} {gpus_per_node})")):
         if given is not None and not used:
-            warn(f"{flag} {given:g} has no effect: {why}")
+            warn(f"{name} {given:g} has no effect: {why}")
     intra, inter = None, None
     if within:
         peer = link(gpu)
         if intra_gbs is None and peer is None:
-            raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table; give --intra-node-gbs")
+            raise ShapewiseError(f"{gpu.name} has no GPU-to-GPU link in the table; give {intra_name}")
         intra = (float(intra_gbs), "given") if intra_gbs is not None else (peer[1], peer[0])
     if across:
         row = SCALE_OUT.get(gpu.key)
         if inter_gbs is None and row is None:
-            raise ShapewiseError(f"no datasheet network for {gpu.name}; give --inter-node-gbs (GB/s per GPU)")
+            raise ShapewiseError(f"no datasheet network for {gpu.name}; give {inter_name} (GB/s per GPU)")
         inter = (float(inter_gbs), "given") if inter_gbs is not None else row
     if intra and inter and inter[0] > intra[0]:
         warn(f"the network between nodes ({inter[0]:g} GB/s per GPU) is faster than the link within a node "
-             f"({intra[0]:g} GB/s): plans then spread across nodes what a node would hold; check --intra-node-gbs "
-             "and --inter-node-gbs")
+             f"({intra[0]:g} GB/s): plans then spread across nodes what a node would hold; check {intra_name} "
+             f"and {inter_name}")
     source = ", ".join([f"within a node {intra[0]:g} GB/s ({intra[1]})" if intra else "no link (one GPU)"]
                        + ([f"between nodes {inter[0]:g} GB/s ({inter[1]})" if inter else "no network (one node)"]
                           if intra else []))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ShapewiseError, check_name, warn
+from .errors import ShapewiseError, argument, check_name, warn
 from .hardware import GPU
 from .limits import COUNT, RATE, SANE_BATCH_SEQUENCES, SANE_BATCH_TOKENS, SEQ, flag
 from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays, training_precision
@@ -228,7 +228,8 @@ def _say_absurd_batch(tokens: int, seq: int) -> None:
     if tokens > SANE_BATCH_TOKENS or sequences > SANE_BATCH_SEQUENCES:
         warn(f"a global batch of {tokens:,} tokens ({sequences:,} sequences of {seq:,}) is more than sixteen times "
              f"the largest published ({SANE_BATCH_TOKENS // 16:,} tokens; {SANE_BATCH_SEQUENCES // 16:,} sequences): "
-             f"priced as given, a step of micro-batches run one after another; --global-batch counts tokens")
+             f"priced as given, a step of micro-batches run one after another; {argument('global_batch_tokens')} "
+             "counts tokens")
 
 
 def _no_layout(shape: ModelShape, *, gpus: int, sequences: int, seq: int, gpus_per_node: int) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .canvas import FORMATS, colormap, figure, png_bytes, save  # noqa: F401  (plots.save, plots.png_bytes)
 from .cost import _align_class, predict_attention, predict_gemm, predict_ops, predict_step
-from .errors import ShapewiseError, warn
+from .errors import ShapewiseError, argument, warn
 from .hardware import GPU, find_gpu, get_gpu
 from .limits import HIDDEN
 from .ops import attention_op, layer_ops
@@ -366,8 +366,8 @@ def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int 
     x_all = _whole_numbers(hiddens, "hiddens")
     x = x_all[x_all % heads == 0]
     if x.size == 0:
-        raise ShapewiseError(f"no hidden size of --hiddens is a multiple of {heads} heads")
-    _say_left_out(x_all[x_all % heads != 0], len(x_all), "--hiddens", f"not a multiple of {heads} heads")
+        raise ShapewiseError(f"no hidden size of {argument('hiddens')} is a multiple of {heads} heads")
+    _say_left_out(x_all[x_all % heads != 0], len(x_all), argument("hiddens"), f"not a multiple of {heads} heads")
     head_dims = x // heads
     _fused_caveats(head_dims, kind, dtype, gpu)
     y = _attention_tflops(kind, heads=np.full_like(x, heads), head_dims=head_dims, batch=batch, seq=seq, causal=causal,
@@ -491,12 +491,13 @@ def layer_data(*, gpu: GPU | str | CostModel, hiddens, head_counts, seq: int = 2
             layer = layer_ops(_layer_shape(h, a, mlp, seq), workload)
             spans.append((a, h, len(ops), len(ops) + len(layer)))
             ops += layer
+    hiddens_name, counts_name = argument("hiddens"), argument("head_counts")
     if not spans:
-        raise ShapewiseError("no hidden size of --hiddens is a multiple of any head count of --head-counts")
+        raise ShapewiseError(f"no hidden size of {hiddens_name} is a multiple of any head count of {counts_name}")
     _say_left_out(np.array([a for a in counts.tolist() if not np.any(x_all % a == 0)]), len(counts),
-                  "--head-counts", "a divisor of no hidden size of --hiddens")
+                  counts_name, f"a divisor of no hidden size of {hiddens_name}")
     _say_left_out(np.array([h for h in x_all.tolist() if not np.any(h % counts == 0)]), len(x_all),
-                  "--hiddens", "a multiple of no head count of --head-counts")
+                  hiddens_name, f"a multiple of no head count of {counts_name}")
     _fused_caveats(np.array([h // a for a, h, _, _ in spans]), "flash", dtype, model.gpu)
     costs = predict_ops(ops, gpu=model, dtype=dtype)
     heads = np.array([s[0] for s in spans], dtype=np.int64)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cost import StepCost, predict_step
-from .errors import ShapewiseError
+from .errors import ShapewiseError, argument
 from .hardware import GPU
 from .memory import GIB, capacity_bytes, estimate
 from .parallel import CORE_ATTENTION
@@ -56,6 +56,10 @@ class Proposal:
     fix: str
     shape: ModelShape
     workload: Workload
+    # The fix's saving per token over the step's tokens (a shape, or a training run's sequences, that does the same
+    # work in fewer GPU-seconds per token), or, False, the step's own time before and after: a prefill padded to
+    # aligned prompts does more tokens' work for the same real ones.
+    per_token: bool = True
 
 
 def _vocab(shape: ModelShape, w: Workload):
@@ -71,9 +75,13 @@ def _vocab(shape: ModelShape, w: Workload):
 def _tokens(shape: ModelShape, w: Workload):
     if w.mode != "decode" and w.tokens % ALIGN:
         seq = round_up(w.seq, ALIGN)
-        yield Proposal("tokens", f"b·s = {w.batch}·{w.seq} = {w.tokens:,} tokens is not a multiple of {ALIGN}",
-                       f"use a sequence length of {seq} (or a batch that makes b·s a multiple of {ALIGN})",
-                       shape, w.replace(seq=seq))
+        title = f"b·s = {w.batch}·{w.seq} = {w.tokens:,} tokens is not a multiple of {ALIGN}"
+        if w.mode == "prefill":  # the prompts are the requests': padding them adds tokens, not real ones
+            yield Proposal("tokens", title, f"pad each prompt to {seq} tokens", shape, w.replace(seq=seq),
+                           per_token=False)
+        else:
+            yield Proposal("tokens", title, f"use a sequence length of {seq} (or a batch that makes b·s a multiple "
+                           f"of {ALIGN})", shape, w.replace(seq=seq))
 
 
 def _hidden(shape: ModelShape, w: Workload):
@@ -174,7 +182,7 @@ def fused_caveats(head_dims, dtype: str) -> list[str]:
     their head dims, at head dims not multiples of 8, in a dtype they do not take (check's and the figures')."""
     out = [past_fused(head_dims), padded_fused(head_dims)]
     if dtype in FUSED_UNTAKEN_DTYPES:
-        out.append(f"--dtype {dtype}: FlashAttention and cuDNN take only fp16 and bf16, so torch runs its "
+        out.append(f"{argument('dtype')} {dtype}: FlashAttention and cuDNN take only fp16 and bf16, so torch runs its "
                    "memory-efficient kernel, which shapewise does not model; fused attention is priced at the "
                    f"{dtype} peak by the fp16/bf16 kernels' efficiency: measure it with `shapewise bench ops`")
     return [line for line in out if line]
@@ -218,11 +226,12 @@ def _tensor_parallel_caveats(w: Workload) -> list[str]:
 
     out = []
     if w.tp > GPUS_PER_NODE:
-        out.append(f"--tp {w.tp}: tensor parallelism past one node's {GPUS_PER_NODE} GPUs is priced as if all "
+        out.append(f"{argument('tp')} {w.tp}: tensor parallelism past one node's {GPUS_PER_NODE} GPUs is priced as if all "
                    f"{w.tp} shared NVLink; across nodes its collectives would be slower (`shapewise plan` prices "
                    "the network between nodes)")
     if w.overlap_comm and w.tp == 1:
-        out.append("--overlap-comm has no effect at --tp 1: there is no tensor-parallel collective to overlap")
+        out.append(f"{argument('overlap_comm')} has no effect at {argument('tp')} 1: there is no tensor-parallel "
+                   "collective to overlap")
     return out
 
 
@@ -242,7 +251,7 @@ def memory_finding(step: StepCost, memory) -> Finding | None:
     fix = ("use more tensor parallelism, recomputation or ZeRO (`shapewise plan` searches them), or a smaller "
            "micro-batch" if step.workload.mode == "train" else
            "use more tensor parallelism, fewer sequences or a shorter KV cache"
-           + (", or fp8 weights (--dtype fp8)" if step.workload.dtype != "fp8" and "fp8" in step.gpu.tflops else ""))
+           + (f", or fp8 weights ({argument('dtype')} fp8)" if step.workload.dtype != "fp8" and "fp8" in step.gpu.tflops else ""))
     return Finding("memory", f"needs {need:,.1f} GiB per GPU; the {step.gpu.key} has {have:,.1f} GiB", fix, (),
                    step.time_ms, 1.0)
 
@@ -331,7 +340,8 @@ def find(step: StepCost, *, min_share: float = 1e-4) -> list[Finding]:
             fixed = predict_step(p.shape, p.workload, gpu=step.model)
         except ShapewiseError:
             continue  # a fix that is itself invalid for this model is no fix
-        cost_ms = (step.gpu_ms_per_token - fixed.gpu_ms_per_token) * w.tokens / w.tp
+        cost_ms = ((step.gpu_ms_per_token - fixed.gpu_ms_per_token) * w.tokens / w.tp if p.per_token
+                   else step.time_ms - fixed.time_ms)
         if cost_ms / step.time_ms >= min_share and (p.rule not in best or cost_ms > best[p.rule].cost_ms):
             best[p.rule] = Finding(p.rule, p.title, p.fix, _changed_ops(step, fixed), cost_ms, cost_ms / step.time_ms)
     findings = list(best.values())

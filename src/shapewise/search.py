@@ -23,7 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from .cost import layers_priced, predict_layer_and_outside, predict_step
-from .errors import ShapewiseError, check_name, listed, warn
+from .errors import ShapewiseError, argument, check_name, listed, warn
 from .hardware import GPU
 from .limits import ASPECT, ASPECT_BAND, PARAMS, PARAMS_TOL, TOP, VOCAB, flag
 from .memory import capacity_bytes, estimate
@@ -293,10 +293,11 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     model = cost_model(gpu)
     keep, vary = field_names(keep, KEEPABLE, "keep"), field_names(vary, RUN_FIELDS, "vary")
     if keep & vary:
-        raise ShapewiseError(f"--keep and --vary both name {', '.join(sorted(keep & vary))}: name each in one")
+        raise ShapewiseError(f"{argument('keep')} and {argument('vary')} both name {', '.join(sorted(keep & vary))}: "
+                             "name each in one")
     if "batch" in vary and workload.mode == "decode":  # neighbourhood keeps it: a server's concurrency, not a shape's
-        warn("--vary batch has no effect in decode: its batch (the sequences served at once) is kept, as a latency "
-             "choice, not the shape's; give --batch to price another")
+        warn(f"{argument('vary')} batch has no effect in decode: its batch (the sequences served at once) is kept, as "
+             f"a latency choice, not the shape's; give {argument('batch')} to price another")
     params_tol = PARAMS_TOL.keyword(params_tol, "params_tol")
     aspect_band = ASPECT_BAND.keyword(aspect_band, "aspect_band")
     top = TOP.keyword(top, "top")
@@ -451,22 +452,24 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
         if smallest > params_target * (1 + params_tol):
             raise ShapewiseError(f"{grid} fits {params_target:g} parameters: a vocabulary of {vocab:,} alone takes "
                                  f"{smallest:,.0f} at hidden {hidden[0]} (input and output tables); give a smaller "
-                                 "--vocab or a larger --params")
+                                 f"{argument('vocab')} or a larger {argument('params_target')}")
         budget = np.abs(total / params_target - 1) <= params_tol
         within = budget & (ratio >= aspect[0]) & (ratio <= aspect[1])
         tables = (f"; a vocabulary of {vocab:,} takes {smallest:,.0f} of them at hidden {hidden[0]}: give a smaller "
-                  "--vocab" if smallest > params_target / 2 else "")
+                  f"{argument('vocab')}" if smallest > params_target / 2 else "")
         in_band = total[(ratio >= aspect[0]) & (ratio <= aspect[1])]
         largest = float(in_band.max()) if in_band.size else math.inf  # no --params-tol reaches past it
         past = params_target * (1 - PARAMS_TOL.high) > largest
-        advice = tables or (f": its largest has {largest:.3g} parameters; give a smaller --params" if past
-                            else ": widen --params-tol or change --params")
+        budget_name, tol_name = argument("params_target"), argument("params_tol")
+        advice = tables or (f": its largest has {largest:.3g} parameters; give a smaller {budget_name}" if past
+                            else f": widen {tol_name} or change {budget_name}")
         if budget.any() and not within.any():
             raise ShapewiseError(f"{grid} is within {params_tol:g} of {params_target:g} parameters: those that are "
                                  f"have hidden/layers outside {aspect[0]:g}-{aspect[1]:g}{advice}")
         if t > 1 and within.any() and not ok.any():
             raise ShapewiseError(f"{grid} within {params_tol:g} of {params_target:g} parameters splits its heads, kv "
-                                 f"heads and FFN width {t} ways (--tp {t}): give a smaller --tp")
+                                 f"heads and FFN width {t} ways ({argument('tp')} {t}): give a smaller "
+                                 f"{argument('tp')}")
         raise ShapewiseError(f"{grid} is within {params_tol:g} of {params_target:g} parameters{advice}")
     # The front of parameters (more is a larger model) against speed: most parameters first, keep each
     # shape that is faster than every larger one.

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from .cost import predict_layer_and_outside, predict_step
 from .dtypes import torch_dtype
-from .errors import ShapewiseError, warn
+from .errors import ShapewiseError, argument, warn
 from .hardware import GPU
 from .limits import BUDGET_MS, ROUNDS, SEED, WARMUP_MS, flag
 from .measure import device_text, free_memory, needs_text
@@ -234,8 +234,10 @@ def _no_fit_text(shape: ModelShape, workload: Workload, *, whole: bool, device: 
     need = needs_text(_need_bytes(shape, workload, whole=whole), memory, about=True)
     sizes = f"{what} (weights, gradients and activations) {need}"
     layer_fits = memory is None or _need_bytes(shape, workload, whole=False) <= memory
-    instead = ("time one layer and the head instead: --measure layer" if whole and layer_fits
-               else "verify it on a GPU with more memory, or at a smaller --batch and --seq")
+    measure = argument("mode", flag="--measure")
+    instead = (f"time one layer and the head instead: {measure} layer" if whole and layer_fits
+               else f"verify it on a GPU with more memory, or at a smaller {argument('batch')} and "
+                    f"{argument('seq')}")
     return (f"{shape.name} does not fit the memory of {device_text(device)}: "
             + (f"it ran out of memory; {sizes}" if ran_out else sizes) + f"; {instead}")
 
@@ -250,7 +252,8 @@ def _say_layer_mode(shape: ModelShape) -> None:
     unlike = [f"{count} of them {what}" for what, count in counts if count]
     if unlike:
         warn(f"{shape.name}: layer mode times one global rotary layer for each of its {L} layers, and prices it so, "
-             f"where {' and '.join(unlike)}; `--measure model` times whole steps as the model runs them")
+             f"where {' and '.join(unlike)}; `{argument('mode', flag='--measure')} model` times whole steps as the "
+             "model runs them")
 
 
 def _checked_shapes(original, candidates, mode: str) -> list[tuple[str, ModelShape, Workload]]:
@@ -269,8 +272,9 @@ def _checked_shapes(original, candidates, mode: str) -> list[tuple[str, ModelSha
     for _, shape, workload in shapes:
         check_parallel(shape, workload)
         if workload.tp != 1:
-            raise ShapewiseError(f"verify measures one GPU's training step, without tensor parallelism: give --tp 1 "
-                                 f"(got --tp {workload.tp})")
+            tp = argument("tp")
+            raise ShapewiseError(f"verify measures one GPU's training step, without tensor parallelism: give {tp} 1 "
+                                 f"(got {tp} {workload.tp})")
         if workload.mode != "train":
             raise ShapewiseError(f"verify measures training steps, not {workload.mode}")
     return shapes
@@ -360,8 +364,9 @@ def verify(original: tuple[ModelShape, Workload], candidates: list[tuple[str, Mo
         if not out_of_memory(e):
             raise
         raise ShapewiseError(f"the {len(fns)} parts of the {len(shapes)} shapes ran out of the memory of "
-                             f"{device_text(device)} when timed together: verify fewer at once (--suggestion N)"
-                             + (", or --measure layer" if whole else "")) from None
+                             f"{device_text(device)} when timed together: verify fewer at once "
+                             f"({argument('candidates', flag='--suggestion N')})"
+                             + (f", or {argument('mode', flag='--measure')} layer" if whole else "")) from None
     # Round by round, each shape's step per token in units of the first part's round median.
     per_token = []
     for (_, shape, workload), names in zip(shapes, parts):

@@ -10,10 +10,10 @@ import sys
 import warnings
 
 from .. import __version__
-from ..errors import ShapewiseError, ShapewiseWarning, warn
+from ..errors import ShapewiseError, ShapewiseWarning, named_by_flags, warn
 from ..outputs import MADE, take_back_folders
 from . import bench, calibrate, check, plan, report, suggest
-from .common import CAVEATS, SAID, Parser, leave_process_group
+from .common import CAVEATS, FLAGS, SAID, Parser, leave_process_group
 
 
 def build_parser() -> Parser:
@@ -68,7 +68,8 @@ def _run(argv: list[str] | None) -> int:
     SAID.clear()
     MADE.clear()
     try:
-        code = args.run(args)
+        with named_by_flags(FLAGS):  # what the library says of its arguments names the flags given
+            code = args.run(args)
         for line in CAVEATS:
             warn(line)
         return leave_process_group(code)

@@ -7,6 +7,7 @@ import json
 
 from ..errors import ShapewiseError, warn
 from .common import (
+    CAVEATS,
     Parser,
     Repeated,
     Switch,
@@ -154,6 +155,14 @@ def run_bench_attention(args) -> int:
     if cuda_only and not args.device.startswith("cuda"):
         raise ShapewiseError(f"the {', '.join(cuda_only)} SDPA backend{'s run' if len(cuda_only) > 1 else ' runs'} only on "
                              "CUDA devices: on the CPU measure --backend default math unfused")
+    predicted = sorted(set(args.backend) & {"default", "cudnn"})  # the backends predict_case prices
+    if predicted and (args.gpu or args.device != "cpu"):  # said once priced, as check and the figures say them
+        from ..hardware import get_gpu
+        from ..rules import fused_caveats, gpu_caveats
+        from ..shapes import Workload
+
+        CAVEATS.extend(fused_caveats({case.params["head_dim"] for case in cases}, args.dtype))
+        CAVEATS.extend(gpu_caveats(get_gpu(args.gpu), Workload(dtype=args.dtype)) if args.gpu else [])
     with open_store(args) as store:
         bench = bench_cases(cases, store=store, gpu=args.gpu, **_timing(args))
     rank0_only(bench.sweep)

@@ -116,28 +116,22 @@ def add_calibrate(sub) -> None:
 
 
 def run_calibrate(args) -> int:
-    from ..calibrate import calibrate
+    from ..calibrate import SET_DTYPES, calibrate
 
-    known_gpu(args)
+    known_gpu(args, among=SET_DTYPES)
     drawn = [f"--{draw}" for draw in DRAW_HELP if getattr(args, draw) is not None]
     machine = args.quick and args.device.startswith("cuda")
     if drawn and (args.comm or machine):  # neither measures a draw: refused, not dropped without a word
         raise ShapewiseError(f"{listed(drawn, 'and')}: " + ("--comm times the collectives alone" if args.comm else
                              "--quick on a GPU refits this machine's factors alone") + "; the draws are measured by a "
                              f"full calibrate: leave out {'--comm' if args.comm else '--quick'} or the draws")
+    _refuse_before_measuring(args, machine=machine)
     if args.no_install and not args.out and (args.gpu or args.device != "cpu"):  # said now, not after the fit
         warn("--no-install without --out: the profile this run fits is written nowhere (--out PATH keeps it)")
     if args.comm:
         return _calibrate_comm(args)
     if machine:
         return _calibrate_machine(args)
-    if args.out and args.device == "cpu" and not args.gpu:  # no profile to write: refused now, not after measuring
-        raise ShapewiseError(f"--out {args.out}: on the CPU without --gpu nothing is fitted, so there is no profile to "
-                             "write; name the GPU to fit the CPU's times for (--gpu, a smoke test), or leave --out out")
-    if args.out:  # said now, not after minutes of measuring
-        from ..outputs import output_file
-
-        output_file(args.out, formats={".json": "json"}, mkdir=args.mkdir, what="profile")
     draws = {draw: getattr(args, draw) for draw in DRAW_HELP}
     if args.device == "cpu" and not args.quick:
         from ..draws import calibration_cases
@@ -183,13 +177,34 @@ def run_calibrate(args) -> int:
     return 0
 
 
+def _refuse_before_measuring(args, *, machine: bool) -> None:
+    """Every refusal of calibrate's inputs that needs no measurement, made before anything is said or measured: a
+    refused command says its one line alone, not after a warning of what the run would have done."""
+    from pathlib import Path
+
+    from ..hardware import get_gpu
+    from ..outputs import output_file, writable_folder
+    from ..profile import find
+
+    if args.gpu and machine and find(get_gpu(args.gpu)) is None:  # as calibrate_machine refuses it
+        raise ShapewiseError(f"no profile for {get_gpu(args.gpu).name} to refit for this machine: run "
+                             "`shapewise calibrate` (without --quick) for a whole one")
+    if args.comm and not args.gpu:
+        raise ShapewiseError("name the GPU whose profile gets the link's parameters: --gpu")
+    if args.out and args.device == "cpu" and not args.gpu:  # no profile to write: refused now, not after measuring
+        raise ShapewiseError(f"--out {args.out}: on the CPU without --gpu nothing is fitted, so there is no profile to "
+                             "write; name the GPU to fit the CPU's times for (--gpu, a smoke test), or leave --out out")
+    if args.db and not Path(args.db).expanduser().exists():  # as open_store checks it
+        writable_folder(Path(args.db).expanduser().parent, mkdir=args.mkdir, what="results store")
+    if args.out:  # said now, not after minutes of measuring
+        output_file(args.out, formats={".json": "json"}, mkdir=args.mkdir, what="profile")
+
+
 def _calibrate_comm(args) -> int:
     """Collectives on the ranks torchrun started, fitted into this GPU's profile (rank 0 writes it)."""
     from ..calibrate import calibrate_comm
     from ..measure import environment
 
-    if not args.gpu:
-        raise ShapewiseError("name the GPU whose profile gets the link's parameters: --gpu")
     with open_store(args) as store:
         profile, num_cases = calibrate_comm(store=store, gpu=args.gpu, device=args.device, quick=args.quick)
     if profile is None:
@@ -293,11 +308,11 @@ def run_validate(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ..calibrate import summarize, validate
+    from ..calibrate import SET_DTYPES, summarize, validate
     from ..profile import load
 
     _refuse_unused_set_flags(args)
-    known_gpu(args)
+    known_gpu(args, among=SET_DTYPES)
     measuring = [flag for flag, given in (("--force", args.force), ("--cuda-graph", args.cuda_graph),
                                           ("--mkdir", args.mkdir)) if given]
     if args.from_db and measuring:  # it reads what was measured: how to measure is refused, not ignored

@@ -58,10 +58,11 @@ def run_gpus(args) -> int:
         out.print(table)
         return 0
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for col in ("key", "name", "SMs", "boost MHz", "fp32", "tf32", "bf16", "fp8", "TB/s", "L2 MB", "GB"):
+    peak_dtypes = ("fp32", "tf32", "bf16", "fp16", "fp8")  # fp16 too: the V100's only tensor-core dtype
+    for col in ("key", "name", "SMs", "boost MHz", *peak_dtypes, "TB/s", "L2 MB", "GB"):
         table.add_column(col, justify="left" if col in ("key", "name") else "right")
     for g in GPUS:
-        peaks = (f"{g.tflops[d]:,.0f}" if d in g.tflops else "—" for d in ("fp32", "tf32", "bf16", "fp8"))
+        peaks = (f"{g.tflops[d]:,.0f}" if d in g.tflops else "—" for d in peak_dtypes)
         table.add_row(g.key, g.name, str(g.num_sms), str(g.boost_clock_mhz), *peaks,
                       f"{g.mem_bandwidth_gbs / 1000:.2f}", f"{g.l2_mb:g}", f"{g.memory_gb:g}")
     out.print(table)

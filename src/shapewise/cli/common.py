@@ -189,6 +189,7 @@ def model_and_workload(args):
     if not args.model and not args.config:
         raise ShapewiseError("name a model (`shapewise models` lists them) or give --config PATH")
     check_tokens(args.batch, args.seq)
+    known_gpu(args)
     strict = getattr(args, "strict", False)
     shape = load_config(args.config, strict=strict) if args.config else resolve_model(args.model, strict=strict)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode=args.mode,
@@ -208,6 +209,15 @@ def say_caveats(shape, workload, *, gpu: str | None = None) -> None:
         (caveats(shape, workload) if shape is not None else [])
     CAVEATS.extend(line for line in said if line not in CAVEATS)
 
+
+# The flags of the library's keyword arguments (and Workload's fields), by which messages the command line and the
+# library share name them while a command runs (errors.argument): `suggest --keep`, where suggest() says keep.
+FLAGS = {"params_target": "--params", "params_tol": "--params-tol", "vocab": "--vocab", "keep": "--keep",
+         "vary": "--vary", "batch": "--batch", "seq": "--seq", "tp": "--tp", "dtype": "--dtype",
+         "overlap_comm": "--overlap-comm", "gpus_per_node": "--gpus-per-node", "global_batch_tokens": "--global-batch",
+         "intra_gbs": "--intra-node-gbs", "inter_gbs": "--inter-node-gbs", "hiddens": "--hiddens",
+         "head_counts": "--head-counts", "heads": "--heads", "kv_heads": "--kv-heads", "device": "--device",
+         "gpu": "--gpu", "cuda_graph": "--cuda-graph"}
 
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it
 # (cli.main): an input refused later gets its one-line error alone.
@@ -307,13 +317,16 @@ def add_db_arg(p: argparse.ArgumentParser, text: str = "results store (default: 
         add_mkdir_arg(p, "make the folder of a new results store (--db) if it does not exist")
 
 
-def known_gpu(args) -> None:
-    """Refuse an unknown --gpu before a sweep: the GPU is looked up only to predict or fit once every case is
-    measured, and so was refused after minutes of measuring."""
+def known_gpu(args, *, among=None) -> None:
+    """Refuse an unknown --gpu, or a --dtype it lacks (naming those of `among` it has), before a sweep: the GPU is
+    looked up only to predict or fit once every case is measured, and so was refused after minutes of measuring
+    (bench gemm left every prediction blank without a word)."""
     if getattr(args, "gpu", None) is not None:
         from ..hardware import get_gpu
 
-        get_gpu(args.gpu)
+        gpu = get_gpu(args.gpu)
+        if getattr(args, "dtype", None) is not None:
+            gpu.check_dtype(args.dtype, among=among)
 
 
 def open_store(args):

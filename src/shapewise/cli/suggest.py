@@ -215,6 +215,7 @@ def run_suggest(args) -> int:
         except OSError as err:
             raise ShapewiseError(f"cannot write the config to {args.emit_config}: {err.strerror or err}") from None
         load_config(args.emit_config)  # what we write must read back
+        _say_run_settings_not_written(result.suggestions[pick - 1], pick)
     if args.json:
         print(json.dumps(with_warnings(suggest_json(shape, gpu, source, result, args.params_tol, workload)), indent=2))
         return 0
@@ -257,6 +258,18 @@ def run_suggest(args) -> int:
     if args.emit_config:
         out.print(f"suggestion {pick} written to {args.emit_config}")
     return 0
+
+
+def _say_run_settings_not_written(chosen, pick: int) -> None:
+    """A config holds a model's shape, not how it is run: a suggestion that changes the micro-batch or t (--vary) is
+    written without them, and its speedup counts them; said, where the file was written without a word."""
+    from ..search import RUN_FIELDS, change_text
+
+    run = {field: pair for field, pair in chosen.changes.items() if field in RUN_FIELDS}
+    if run:
+        settings = " ".join(f"{'b' if field == 'batch' else 't'}={new}" for field, (_, new) in run.items())
+        warn(f"--emit-config: suggestion {pick}'s {change_text(run)} is how it runs, which a config does not hold: the "
+             f"file has its shape alone, and its predicted {chosen.speedup:.3f}× is at {settings}")
 
 
 def _config_text(path: str) -> str:
@@ -458,6 +471,11 @@ def run_verify(args) -> int:
         table.add_row(v.label, f"{v.predicted_speedup:.3f}×", "{:.3f}–{:.3f}".format(*v.predicted_interval),
                       f"{v.measured_speedup:.3f}×", interval, *times)
     console().print(table)
+    base = next((v for v in results if math.isfinite(v.original_measured_step_ms)), None)
+    if base is not None:  # the candidates' step times had no original's to be read against
+        step = "a step" if whole else "a step (layers × layer + head)"
+        console().print(f"the original: {base.original_measured_step_ms:.3f} ms {step} measured, "
+                        f"{base.original_predicted_step_ms:.3f} ms predicted")
     if args.rounds < MIN_INTERVAL_ROUNDS:
         warn(f"{args.rounds} round{'s' if args.rounds > 1 else ''}: too few for a measured interval (it takes "
              f"{MIN_INTERVAL_ROUNDS}); --rounds 15 is the default")
