@@ -2062,3 +2062,11 @@ def test_stablelm_with_a_parallel_residual_has_one_norm_a_layer():
     assert serial.params - parallel.params == 2 * 2 * 512  # one LayerNorm (weight and bias) a layer
     assert "mlp/norm" not in {op.name for op in model_ops(parallel, Workload(batch=1, seq=256))}
     assert read("stablelm-3b-4e1t").norms_per_layer == 2  # StableLM 3B: serial, two norms
+
+
+def test_dbrx_and_mpt_give_their_context_in_max_seq_len():
+    # DbrxConfig's and MPT's max_seq_len is the context (DBRX: 32K); it was not read, so that a window or chunk
+    # rule had no context to compare with and `check` priced DBRX with none
+    assert (read("dbrx-base").context, read("mpt-30b-chat").context) == (32768, 2048)
+    cfg = json.loads(FILES["dbrx-base"].read_text())
+    assert _shape_from_config({**cfg, "max_seq_len": 4096}, "x", "x").context == 4096

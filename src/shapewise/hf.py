@@ -941,9 +941,11 @@ SERVED_CONTEXT = 1 << 24  # a model_max_length past this is a tokenizer's "no li
 
 
 def _given_context(r: _Reader) -> int:
-    """max_position_embeddings where the file gives it (a rotary model's trained context), else 0; a longer
-    model_max_length where the file gives one too: Command R v01's writes 8,192 beside the 131,072 it serves."""
-    given = r.whole(("max_position_embeddings", "max_sequence_length"), "context length", agree=False) or 0
+    """max_position_embeddings where the file gives it (a rotary model's trained context; LLaMA's first conversions
+    spell it max_sequence_length, DBRX and MPT max_seq_len), else 0; a longer model_max_length where the file gives
+    one too: Command R v01's writes 8,192 beside the 131,072 it serves."""
+    given = r.whole(("max_position_embeddings", "max_sequence_length", "max_seq_len"), "context length",
+                    agree=False) or 0
     served = r.cfg.get("model_max_length")
     if isinstance(served, int) and not isinstance(served, bool) and given < served <= SERVED_CONTEXT:
         return served if given else 0  # alone, a tokenizer's length says nothing of the positions trained
