@@ -37,8 +37,9 @@ EIGHTEENTH = CORPUS.parent / "hf-eighteenth"  # an eighteenth's
 NINETEENTH = CORPUS.parent / "hf-nineteenth"  # a nineteenth's
 TWENTIETH = CORPUS.parent / "hf-twentieth"  # a twentieth's
 TWENTYFIRST = CORPUS.parent / "hf-twentyfirst"  # a twenty-first's
+TWENTYSECOND = CORPUS.parent / "hf-twentysecond"  # a twenty-second's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
-           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST)
+           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST, TWENTYSECOND)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -183,6 +184,8 @@ PUBLISHED = {
     # the twenty-first round's (LLaMA's are the paper's Table 2 sizes)
     "llama-7b": "6.7B", "llama-30b": "32.5B", "llama-65b": "65.2B", "qwen-72b": "72B", "baichuan-13b-base": "13B",
     "olmo-1b": "1B", "olmo-7b": "7B", "chatglm-6b": "6.2B", "chatglm2-6b": "6B", "ernie-4.5-0.3b-base": "0.36B",
+    # the twenty-second round's
+    "gpt-neo-125m": "125M",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -2070,3 +2073,22 @@ def test_dbrx_and_mpt_give_their_context_in_max_seq_len():
     assert (read("dbrx-base").context, read("mpt-30b-chat").context) == (32768, 2048)
     cfg = json.loads(FILES["dbrx-base"].read_text())
     assert _shape_from_config({**cfg, "max_seq_len": 4096}, "x", "x").context == 4096
+
+
+def test_gpt_neo_slides_its_local_layers_over_window_size_keys(tmp_path):
+    # GPT-Neo's attention_layers alternate "global" and "local", a local layer attending over the window_size (256)
+    # keys before each query; its family read no window, so every layer was priced as attending to all keys
+    with unwarned():
+        neo = read("gpt-neo-125m")
+    assert (neo.window, neo.global_every, neo.num_global_layers, neo.learned_positions) == (256, 2, 6, 2048)
+    # 12 layers of 768, a GELU MLP of 3072, learned positions, tied: GPT-Neo 125M's 125,198,592, and the biases on
+    # q, k and v that shapewise counts though GPTNeoSelfAttention has none
+    h = 768
+    assert neo.params == 12 * (4 * h * h + 4 * h + 8 * h * h + 5 * h + 4 * h) + (50257 + 2048) * h + 2 * h == \
+        125_198_592 + 12 * 3 * h
+    cfg = json.loads(FILES["gpt-neo-125m"].read_text())
+    del cfg["attention_layers"]  # then attention_types, expanded as GPTNeoConfig does
+    assert _shape_from_config(cfg, "x", "x").num_global_layers == 6
+    written = to_hf_config(canonical(neo.replace(num_layers=14)), json.loads(FILES["gpt-neo-125m"].read_text()))
+    assert len(written["attention_layers"]) == 14 and written["attention_types"] == [[written["attention_layers"], 1]]
+    assert load_config(_write(tmp_path, written)).num_global_layers == 7

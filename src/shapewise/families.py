@@ -297,8 +297,12 @@ FAMILIES: dict[str, Family] = {
                    positions="gpt2"),
     "gpt_bigcode": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,
                           act="gelu_pytorch_tanh", positions="gpt2"),
+    # GPT-Neo (GPTNeoConfig): its "local" layers (attention_layers, expanded from attention_types) attend over the
+    # window_size keys before each query, its "global" ones over all (hf reads them as layer_types and
+    # sliding_window); q, k and v carry no biases, out_proj and the MLP do (shapewise counts all four: 0.02% of
+    # GPT-Neo 125M)
     "gpt_neo": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
-                      positions="gpt_neo"),
+                      positions="gpt_neo", window="pattern"),
     "opt": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="relu", positions="opt"),
     "btlm": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
                    positions="btlm"),

@@ -378,6 +378,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if model_type == "olmo" and r.get("d_model") is not None:
         cfg = _olmo_in_transformers_keys(cfg, where)
         r = _Reader(cfg, where, r.used)
+    if model_type == "gpt_neo":
+        cfg = _gpt_neo_layers_as_layer_types(r)
+        r = _Reader(cfg, where, r.used)
     if family is not None and family.defaults:  # what the type's configuration class fills in
         cfg = {**dict(family.defaults), **cfg}
         r = _Reader(cfg, where, r.used)
@@ -666,6 +669,32 @@ def _olmo_in_transformers_keys(cfg: dict, where: str) -> dict:
     return {**{k: v for k, v in cfg.items() if k not in _OLMO_OWN}, **keys}
 
 
+def _expand_attention_types(value) -> list:
+    """GPT-Neo's attention_types, [[kinds, times], ...], as GPTNeoConfig expands it: each kinds list `times` over."""
+    return [kind for kinds, times in value for _ in range(times) for kind in kinds]
+
+
+_GPT_NEO_KINDS = {"global": "full_attention", "local": "sliding_attention"}
+
+
+def _gpt_neo_layers_as_layer_types(r: _Reader) -> dict:
+    """GPT-Neo's attention_layers ("global" or "local", one a layer; else attention_types expanded, as GPTNeoConfig
+    does, by default [[["global", "local"], 12]]) and window_size (256 by default), the keys a local layer attends
+    over, as layer_types and sliding_window."""
+    kinds = r.get("attention_layers")
+    if kinds is None:
+        types = r.get("attention_types")
+        types = [[["global", "local"], 12]] if types is None else types
+        if not (isinstance(types, list) and all(isinstance(t, list) and len(t) == 2 and isinstance(t[0], list)
+                                                and type(t[1]) is int and t[1] >= 0 for t in types)):
+            r.fail(f"attention_types must be a list of [kinds, times] pairs, got {_json_words(types)}")
+        kinds = _expand_attention_types(types)
+    if not isinstance(kinds, list) or any(k not in _GPT_NEO_KINDS for k in kinds):
+        r.fail(f"attention_layers must be a list of \"global\" or \"local\", one a layer, got {_json_words(kinds)}")
+    window = r.whole(("window_size",), "local attention window")
+    return {**r.cfg, "layer_types": [_GPT_NEO_KINDS[k] for k in kinds], "sliding_window": 256 if window is None else window}
+
+
 def _norms_per_layer(r: _Reader, family, model_type: str, parallel: bool) -> int:
     """Norms a layer: the family's (two, four with post-norms, one where attention and the MLP share one);
     two wherever the two run one after the other. Falcon's new architecture norms each apart unless
@@ -850,8 +879,8 @@ def _window(r: _Reader, family, layers: int, guesses: list[str], notes: list[str
             full = sum(1 for t in types if t == "full_attention")
             if full == 0:
                 return span, 0
-            every = layers // full
-            if layers % full == 0 and all(t == "full_attention" for t in types[every - 1::every]):
+            every, at = layers // full, [i for i, t in enumerate(types) if t == "full_attention"]
+            if layers % full == 0 and at == list(range(at[0], layers, every)):  # evenly spaced, from any layer
                 return span, every
             every = max(round(layers / full), 1)
             notes.append(f"its {full} full-attention layers among {layers} (layer_types) do not repeat evenly; "
@@ -1214,7 +1243,7 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
         for key in dict.fromkeys(keys):
             cfg[key] = s.rotary_width if key == "rotary_dim" else s.rotary_fraction
     if differs("window") and s.window and family is not None and family.window:
-        cfg["sliding_window"] = s.window
+        cfg["window_size" if model_type == "gpt_neo" else "sliding_window"] = s.window
     listed = bool(cfg.get("no_rope_layers"))  # else the type's own interval, which follows the layer count
     if (family is None or family.nope_interval) and ((listed and differs("num_layers")) or (
             differs("nope_every") and (s.nope_every or listed or family is not None))):  # (no NoPE: no list to add)
@@ -1317,12 +1346,16 @@ def _resize_layer_lists(cfg: dict, old: int, new: int, family) -> None:
     (the shortest period that repeats through the original's layers), a per-layer value (Hunyuan) by its
     one value, a list of each layer's MLP kind by its last layer's (MiniMax-M3's dense layers, first, stay
     as many)."""
-    for key in ("layer_types", "layer_rope_theta"):  # Muse Glimmer: a window and a rotary base a layer
-        entries = cfg.get(key)
+    if isinstance(cfg.get("attention_types"), list) and not isinstance(cfg.get("attention_layers"), list):
+        cfg["attention_layers"] = _expand_attention_types(cfg["attention_types"])  # resized below
+    for key in ("layer_types", "layer_rope_theta", "attention_layers"):  # Muse Glimmer: a window and a rotary base
+        entries = cfg.get(key)  # a layer; GPT-Neo: each layer's attention
         if isinstance(entries, list) and len(entries) >= old:
             head, extra = entries[:old], entries[old:]  # EXAONE 4.5 writes one more, for its prediction layer
             period = next(p for p in range(1, old + 1) if all(head[i] == head[i % p] for i in range(old)))
             cfg[key] = [head[i % period] for i in range(new)] + extra
+    if isinstance(cfg.get("attention_types"), list):  # GPTNeoConfig expands it into attention_layers: the list once
+        cfg["attention_types"] = [[cfg["attention_layers"], 1]]
     for key in family.per_layer if family is not None else ():
         if isinstance(cfg.get(key), list) and len(cfg[key]) == old:
             cfg[key] = [cfg[key][0]] * new
