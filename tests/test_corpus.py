@@ -193,7 +193,7 @@ WITH_VISION = {"llama-4-scout-17b-16e": (109e9, "17B"), "llama-3.2-11b-vision": 
                "qwen2.5-vl-7b-instruct": (8.29e9, None), "llava-1.5-7b-hf": (7.06e9, None),
                "phi-3-vision-128k-instruct": (4.2e9, None), "exaone-4.5-33b": (33e9, None),
                "phi-3.5-vision-instruct": (4.2e9, None), "llama-3.2-90b-vision": (88.6e9, None),
-               "olmocr-2-7b-1025": (8.29e9, None)}
+               "olmocr-2-7b-1025": (8.29e9, None), "llava-v1.5-7b": (7.06e9, None)}
 # Publishers that give only a size class the model exceeds: Falcon-40B's card says "40B parameters"; its
 # structure (60 layers of 8192 wide, 4x MLP, 8 kv heads, tied 65024-row embedding) holds 41.3B. Checked
 # against the class, not to 1%.
@@ -2092,3 +2092,19 @@ def test_gpt_neo_slides_its_local_layers_over_window_size_keys(tmp_path):
     written = to_hf_config(canonical(neo.replace(num_layers=14)), json.loads(FILES["gpt-neo-125m"].read_text()))
     assert len(written["attention_layers"]) == 14 and written["attention_types"] == [[written["attention_layers"], 1]]
     assert load_config(_write(tmp_path, written)).num_global_layers == 7
+
+
+def test_llavas_own_file_reads_as_llama_beside_its_vision_tower():
+    # LLaVA's own code (LlavaLlamaForCausalLM) names model_type "llava", as transformers' wrapper does, but writes
+    # Vicuna's Llama fields at the top level beside mm_vision_tower: read as a type of no rule, its MLP, norms,
+    # biases and blocks were guessed (right, said); it is now Llama's layout, its CLIP tower and projector said
+    with pytest.warns(ShapewiseWarning) as record:
+        llava = read("llava-v1.5-7b")
+    assert "vision encoder (mm_vision_tower)" in warned(record) and "guessed" not in warned(record)
+    assert warned(record).count("\n") == 1
+    llama2 = read("llama-2-7b")  # Vicuna-7B v1.5 is Llama 2 7B's shape, its context 4096
+    assert {f: getattr(llava, f) for f in STRUCTURAL_FIELDS} == {f: getattr(llama2, f) for f in STRUCTURAL_FIELDS}
+    assert llava.params == 6_738_415_616 and llava.context == 4096
+    cfg = json.loads(FILES["llava-v1.5-7b"].read_text())
+    with pytest.warns(ShapewiseWarning, match="guessed"):  # transformers' llava wraps a text_config instead
+        _shape_from_config({k: v for k, v in cfg.items() if k != "mm_vision_tower"}, "x", "x")

@@ -348,8 +348,10 @@ FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"
 # the word embeddings (PretrainedConfig's default), which makes the "6.2B" of its name
 _CHATGLM_6B = Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
                      ffn_key="inner_hidden_size")
-# A type whose first layout is told by a key its later files lack: (type, key) → the rule that layout is read by
-FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B}
+# A type whose first layout is told by a key its later files lack: (type, key) → the rule that layout is read by.
+# LLaVA's own code (LlavaLlamaForCausalLM, model_type "llava" before transformers' wrapper took the name) is a
+# LlamaForCausalLM beside a CLIP tower its mm_vision_tower names, the language model's keys at the top level
+FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B, ("llava", "mm_vision_tower"): _LLAMA}
 # Baichuan's code rotates the heads of a model this wide (Baichuan-7B, Baichuan2-7B) and gives any other ALiBi
 # biases (vLLM's BaichuanForCausalLM: "Baichuan 13B and Baichuan2 7B/13B")
 BAICHUAN_ROTARY_HIDDEN = 4096
