@@ -184,8 +184,8 @@ PUBLISHED = {
     # the twenty-first round's (LLaMA's are the paper's Table 2 sizes)
     "llama-7b": "6.7B", "llama-30b": "32.5B", "llama-65b": "65.2B", "qwen-72b": "72B", "baichuan-13b-base": "13B",
     "olmo-1b": "1B", "olmo-7b": "7B", "chatglm-6b": "6.2B", "chatglm2-6b": "6B", "ernie-4.5-0.3b-base": "0.36B",
-    # the twenty-second round's
-    "gpt-neo-125m": "125M",
+    # the twenty-second round's (Ming-UniVision's "16B-A3B" names its language model, Ling-lite's)
+    "gpt-neo-125m": "125M", "ming-univision-16b-a3b": ("16B", "3B"),
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -2108,3 +2108,16 @@ def test_llavas_own_file_reads_as_llama_beside_its_vision_tower():
     cfg = json.loads(FILES["llava-v1.5-7b"].read_text())
     with pytest.warns(ShapewiseWarning, match="guessed"):  # transformers' llava wraps a text_config instead
         _shape_from_config({k: v for k, v in cfg.items() if k != "mm_vision_tower"}, "x", "x")
+
+
+def test_ming_univision_reads_ling_lite_in_its_llm_config_and_says_its_routers_by_modality():
+    # Ming-UniVision (bailingmm, its auto_map written twice alike) nests Ling-lite's bailing_moe in llm_config; its
+    # MoE layers hold a text, an image and an audio router (multi_gate), a token routed by one: the two more were
+    # left out without a word, now said
+    with pytest.warns(ShapewiseWarning) as record:
+        ming = read("ming-univision-16b-a3b")
+    said = warned(record)
+    assert "multi_gate" in said and "vision encoder (vision_config)" in said and said.count("\n") == 2
+    ling = read("ling-lite-1.5")  # the same 28 layers of 2048, 64 experts of 1408, 6 a token, 2 shared
+    assert (ming.params, ming.active_params, ming.num_dense_layers) == (ling.params, ling.active_params, 0)
+    assert (ming.num_experts, ming.top_k, ming.num_shared_experts, ming.expert_width) == (64, 6, 2, 1408)

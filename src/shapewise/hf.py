@@ -774,6 +774,9 @@ def _priced_otherwise(r: _Reader, vocab: int) -> list[str]:
         notes.append(f"its BitNet layers ({bitnet}) normalize the attention output before o_proj and the "
                      "MLP's product before down_proj, two RMSNorms a layer (one intermediate_size wide) that shapewise "
                      "does not price, and its ternary weights are priced in the dtype asked")
+    if r.flag(("multi_gate",), False):  # Ming's BailingMoeSparseMoeBlock: a text, an image and an audio router
+        notes.append("its image and audio routers (multi_gate: two more gates a MoE layer, hidden → experts, each token "
+                     "routed by the gate of its kind) are not counted; the one router a token runs is priced")
     if r.flag(("is_causal",), True) is False:  # gte-Qwen2: an embedding model whose every query sees every key
         notes.append("its bidirectional attention (is_causal false: every query attends to every key) is priced "
                      "as causal attention, which computes about half its scores")
