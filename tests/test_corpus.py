@@ -185,7 +185,7 @@ PUBLISHED = {
     "llama-7b": "6.7B", "llama-30b": "32.5B", "llama-65b": "65.2B", "qwen-72b": "72B", "baichuan-13b-base": "13B",
     "olmo-1b": "1B", "olmo-7b": "7B", "chatglm-6b": "6.2B", "chatglm2-6b": "6B", "ernie-4.5-0.3b-base": "0.36B",
     # the twenty-second round's (Ming-UniVision's "16B-A3B" names its language model, Ling-lite's)
-    "gpt-neo-125m": "125M", "ming-univision-16b-a3b": ("16B", "3B"),
+    "gpt-neo-125m": "125M", "ming-univision-16b-a3b": ("16B", "3B"), "llada2.0-mini": ("16B", "1.4B"),
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -216,7 +216,7 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit",
                   "phixtral-4x2_8-4bit", "glm-edge-v-5b", "phi-1", "tiny-random-phimodel"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
-              "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12}
+              "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12, "llada2.0-flash": 100e9}
 
 
 def meets(count: int, published) -> bool:
@@ -2121,3 +2121,18 @@ def test_ming_univision_reads_ling_lite_in_its_llm_config_and_says_its_routers_b
     ling = read("ling-lite-1.5")  # the same 28 layers of 2048, 64 experts of 1408, 6 a token, 2 shared
     assert (ming.params, ming.active_params, ming.num_dense_layers) == (ling.params, ling.active_params, 0)
     assert (ming.num_experts, ming.top_k, ming.num_shared_experts, ming.expert_width) == (64, 6, 2, 1408)
+
+
+def test_llada2_reads_ling_2s_layout_with_qk_norm_and_says_its_attention_is_not_causal():
+    # LLaDA2.0 (VeOmni's llada2_moe_veomni): read as a type of no rule, its MLP, norms and blocks were guessed and its
+    # queries and keys left unnormalized, where LLaDA2MoeAttention normalizes each head whatever use_qk_norm says, and
+    # its attention, which is not causal, was priced as causal without a word
+    for stem in ("llada2.0-mini", "llada2.0-flash"):
+        with pytest.warns(ShapewiseWarning) as record:
+            s = read(stem)
+        said = warned(record)
+        assert "not causal" in said and "guessed" not in said and said.count("\n") == 1
+        assert (s.qk_norm, s.rotary_fraction, s.num_dense_layers, s.num_shared_experts, s.top_k) == (True, 0.5, 1, 1, 8)
+    mini = read("llada2.0-mini")
+    # Ling-mini-2.0's layout: 1.4B active, 789M of them without the two embeddings (Ling-V2's README)
+    assert mini.active_params - 2 * 157184 * 2048 == pytest.approx(789e6, rel=0.001)

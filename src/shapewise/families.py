@@ -103,6 +103,12 @@ FAMILIES: dict[str, Family] = {
     # Ling (BailingMoeConfig): Llama's layout with DeepSeek-V2's MoE keys; biases on q, k and v where
     # use_qkv_bias says (its fused query_key_value), on its output projection where use_bias says
     "bailing_moe": replace(_LLAMA, qkv_bias="use_qkv_bias"),
+    # LLaDA2.0 (its own LLaDA2MoeConfig and modeling code; VeOmni's copy names its type llada2_moe_veomni): Ling 2.0's
+    # layout, a masked-diffusion model: an RMSNorm(head_dim) on queries and keys whatever use_qk_norm says, half of each
+    # head rotated by default, biases on q, k and v where use_qkv_bias says, a dense first layer, shared experts of
+    # moe_intermediate_size × num_shared_experts; its attention is not causal (hf says so)
+    **{t: replace(_LLAMA, qkv_bias="use_qkv_bias", qk_norm=True, rotary="partial_rotary_factor",
+                  defaults=(("partial_rotary_factor", 0.5),)) for t in ("llada2_moe", "llada2_moe_veomni")},
     # InternLM3 (its own InternLM3Config and modeling code): Llama's layout, biases on q, k and v where qkv_bias
     # says, on the other linears where bias says (both false by default), untied
     "internlm3": replace(_LLAMA, qkv_bias="qkv_bias"),

@@ -160,7 +160,13 @@ _CODE_ENCODERS = {"molmo": "vision backbone (built by its code, named by no conf
                                        "no config key)"}
 # What a known type's code builds beside what shapewise prices, said in one line
 _UNPRICED = {"klear": "its coefficient layer (hidden → 2 and a bias, each layer: 4,098 weights blending the shared "
-                      "and the routed experts' outputs) is neither counted nor priced"}
+                      "and the routed experts' outputs) is neither counted nor priced",
+             # LLaDA2MoeAttention: is_causal False; it denoises a block of masked tokens at a time, each attending to
+             # its whole block and the blocks before
+             **{t: "its attention is not causal (a masked-diffusion model, LLaDA2MoeAttention's is_causal false: a "
+                   "token attends to its whole block and the blocks before); shapewise prices causal attention and "
+                   "one forward pass a token, where its decoding runs several a block"
+                for t in ("llada2_moe", "llada2_moe_veomni")}}
 _NESTED = ("text_config", "language_config", "llm_config")  # Gemma 3, LLaVA; DeepSeek-VL2; InternVL
 _ENCODERS = {"vision_config": "vision encoder", "audio_config": "audio encoder", "vision_encoder": "vision encoder",
              "vision_tower": "vision encoder", "mm_vision_tower": "vision encoder",
