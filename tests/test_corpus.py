@@ -216,7 +216,8 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit",
                   "phixtral-4x2_8-4bit", "glm-edge-v-5b", "phi-1", "tiny-random-phimodel"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
-              "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12, "llada2.0-flash": 100e9}
+              "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12, "llada2.0-flash": 100e9,
+              "ming-flash-omni-preview": 100e9}
 
 
 def meets(count: int, published) -> bool:
@@ -2136,3 +2137,16 @@ def test_llada2_reads_ling_2s_layout_with_qk_norm_and_says_its_attention_is_not_
     mini = read("llada2.0-mini")
     # Ling-mini-2.0's layout: 1.4B active, 789M of them without the two embeddings (Ling-V2's README)
     assert mini.active_params - 2 * 157184 * 2048 == pytest.approx(789e6, rel=0.001)
+
+
+def test_ling_2_reads_by_its_own_rule_and_ming_flash_omnis_routers_by_modality_are_said():
+    # Ming-flash-omni-Preview (bailingmm_moe_v2_lite) nests Ling-flash-2.0's bailing_moe_v2 in llm_config, a type that
+    # was read by guessing its MLP, norms and blocks; its router_type MultiRouter runs an image and an audio router
+    # beside the text one, which were left out without a word
+    with pytest.warns(ShapewiseWarning) as record:
+        ming = read("ming-flash-omni-preview")
+    said = warned(record)
+    assert "router_type MultiRouter" in said and "guessed" not in said and said.count("\n") == 2
+    structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}
+    assert structure(ming) == structure(read("llada2.0-flash"))  # the same Ling-flash-2.0 layout
+    assert (ming.qk_norm, ming.rotary_fraction, ming.active_params) == (True, 0.5, 6_152_269_824)

@@ -103,6 +103,11 @@ FAMILIES: dict[str, Family] = {
     # Ling (BailingMoeConfig): Llama's layout with DeepSeek-V2's MoE keys; biases on q, k and v where
     # use_qkv_bias says (its fused query_key_value), on its output projection where use_bias says
     "bailing_moe": replace(_LLAMA, qkv_bias="use_qkv_bias"),
+    # Ling 2.0 (its own BailingMoeV2Config and modeling code): Ling's layout with QK-norm where use_qk_norm says, half
+    # of each head rotated by default, a dense first layer (first_k_dense_replace) and shared experts of
+    # moe_intermediate_size × num_shared_experts, sigmoid-routed
+    "bailing_moe_v2": replace(_LLAMA, qkv_bias="use_qkv_bias", rotary="partial_rotary_factor",
+                              defaults=(("partial_rotary_factor", 0.5),)),
     # LLaDA2.0 (its own LLaDA2MoeConfig and modeling code; VeOmni's copy names its type llada2_moe_veomni): Ling 2.0's
     # layout, a masked-diffusion model: an RMSNorm(head_dim) on queries and keys whatever use_qk_norm says, half of each
     # head rotated by default, biases on q, k and v where use_qkv_bias says, a dense first layer, shared experts of

@@ -780,9 +780,14 @@ def _priced_otherwise(r: _Reader, vocab: int) -> list[str]:
         notes.append(f"its BitNet layers ({bitnet}) normalize the attention output before o_proj and the "
                      "MLP's product before down_proj, two RMSNorms a layer (one intermediate_size wide) that shapewise "
                      "does not price, and its ternary weights are priced in the dtype asked")
-    if r.flag(("multi_gate",), False):  # Ming's BailingMoeSparseMoeBlock: a text, an image and an audio router
-        notes.append("its image and audio routers (multi_gate: two more gates a MoE layer, hidden → experts, each token "
-                     "routed by the gate of its kind) are not counted; the one router a token runs is priced")
+    # Ming's MoE blocks: a text, an image and an audio router (BailingMoeSparseMoeBlock's multi_gate, BailingMoeV2's
+    # router_type MultiRouter), the image and audio ones run over every token where the input holds that modality
+    multi = "multi_gate" if r.flag(("multi_gate",), False) else "router_type MultiRouter" if r.get(
+        "router_type") == "MultiRouter" else ""
+    if multi:
+        notes.append(f"its image and audio routers ({multi}: two more gates a MoE layer, hidden → experts, which its "
+                     "code runs over every token where the input holds images or audio) are neither counted nor "
+                     "priced: shapewise prices the text router alone")
     if r.flag(("is_causal",), True) is False:  # gte-Qwen2: an embedding model whose every query sees every key
         notes.append("its bidirectional attention (is_causal false: every query attends to every key) is priced "
                      "as causal attention, which computes about half its scores")
