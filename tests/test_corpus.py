@@ -2093,6 +2093,8 @@ def test_gpt_neo_slides_its_local_layers_over_window_size_keys(tmp_path):
     written = to_hf_config(canonical(neo.replace(num_layers=14)), json.loads(FILES["gpt-neo-125m"].read_text()))
     assert len(written["attention_layers"]) == 14 and written["attention_types"] == [[written["attention_layers"], 1]]
     assert load_config(_write(tmp_path, written)).num_global_layers == 7
+    with pytest.raises(ShapewiseError, match="attention_types names 12 layers' attention but the model has 14"):
+        _shape_from_config({**cfg, "num_layers": 14}, "x", "x")  # GPTNeoConfig refuses it too
 
 
 def test_llavas_own_file_reads_as_llama_beside_its_vision_tower():

@@ -687,9 +687,9 @@ def _gpt_neo_layers_as_layer_types(r: _Reader) -> dict:
     """GPT-Neo's attention_layers ("global" or "local", one a layer; else attention_types expanded, as GPTNeoConfig
     does, by default [[["global", "local"], 12]]) and window_size (256 by default), the keys a local layer attends
     over, as layer_types and sliding_window."""
-    kinds = r.get("attention_layers")
+    kinds, key = r.get("attention_layers"), "attention_layers"
     if kinds is None:
-        types = r.get("attention_types")
+        types, key = r.get("attention_types"), "attention_types"
         types = [[["global", "local"], 12]] if types is None else types
         if not (isinstance(types, list) and all(isinstance(t, list) and len(t) == 2 and isinstance(t[0], list)
                                                 and type(t[1]) is int and t[1] >= 0 for t in types)):
@@ -697,6 +697,9 @@ def _gpt_neo_layers_as_layer_types(r: _Reader) -> dict:
         kinds = _expand_attention_types(types)
     if not isinstance(kinds, list) or any(k not in _GPT_NEO_KINDS for k in kinds):
         r.fail(f"attention_layers must be a list of \"global\" or \"local\", one a layer, got {_json_words(kinds)}")
+    layers = r.whole(_LAYERS, "layer count")
+    if layers is not None and len(kinds) != layers:  # GPTNeoConfig refuses it too
+        r.fail(f"{key} names {len(kinds)} layers' attention but the model has {layers} layers; give one a layer")
     window = r.whole(("window_size",), "local attention window")
     return {**r.cfg, "layer_types": [_GPT_NEO_KINDS[k] for k in kinds], "sliding_window": 256 if window is None else window}
 
@@ -1360,7 +1363,8 @@ def _resize_layer_lists(cfg: dict, old: int, new: int, family) -> None:
     (the shortest period that repeats through the original's layers), a per-layer value (Hunyuan) by its
     one value, a list of each layer's MLP kind by its last layer's (MiniMax-M3's dense layers, first, stay
     as many)."""
-    if isinstance(cfg.get("attention_types"), list) and not isinstance(cfg.get("attention_layers"), list):
+    neo = str(cfg.get("model_type", "")).lower() == "gpt_neo"  # GPTNeoConfig expands attention_types, written once
+    if neo and isinstance(cfg.get("attention_types"), list) and not isinstance(cfg.get("attention_layers"), list):
         cfg["attention_layers"] = _expand_attention_types(cfg["attention_types"])  # resized below
     for key in ("layer_types", "layer_rope_theta", "attention_layers"):  # Muse Glimmer: a window and a rotary base
         entries = cfg.get(key)  # a layer; GPT-Neo: each layer's attention
@@ -1368,7 +1372,7 @@ def _resize_layer_lists(cfg: dict, old: int, new: int, family) -> None:
             head, extra = entries[:old], entries[old:]  # EXAONE 4.5 writes one more, for its prediction layer
             period = next(p for p in range(1, old + 1) if all(head[i] == head[i % p] for i in range(old)))
             cfg[key] = [head[i % period] for i in range(new)] + extra
-    if isinstance(cfg.get("attention_types"), list):  # GPTNeoConfig expands it into attention_layers: the list once
+    if neo and isinstance(cfg.get("attention_types"), list):  # the resized list, once
         cfg["attention_types"] = [[cfg["attention_layers"], 1]]
     for key in family.per_layer if family is not None else ():
         if isinstance(cfg.get(key), list) and len(cfg[key]) == old:
