@@ -37,8 +37,9 @@ EIGHTEENTH = CORPUS.parent / "hf-eighteenth"  # an eighteenth's
 NINETEENTH = CORPUS.parent / "hf-nineteenth"  # a nineteenth's
 TWENTIETH = CORPUS.parent / "hf-twentieth"  # a twentieth's
 TWENTYFIRST = CORPUS.parent / "hf-twentyfirst"  # a twenty-first's
+TWENTYSECOND = CORPUS.parent / "hf-twentysecond"  # a twenty-second's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
-           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST)
+           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST, TWENTYSECOND)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -183,6 +184,8 @@ PUBLISHED = {
     # the twenty-first round's (LLaMA's are the paper's Table 2 sizes)
     "llama-7b": "6.7B", "llama-30b": "32.5B", "llama-65b": "65.2B", "qwen-72b": "72B", "baichuan-13b-base": "13B",
     "olmo-1b": "1B", "olmo-7b": "7B", "chatglm-6b": "6.2B", "chatglm2-6b": "6B", "ernie-4.5-0.3b-base": "0.36B",
+    # the twenty-second round's (Ming-UniVision's "16B-A3B" names its language model, Ling-lite's)
+    "gpt-neo-125m": "125M", "ming-univision-16b-a3b": ("16B", "3B"), "llada2.0-mini": ("16B", "1.4B"),
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -190,7 +193,7 @@ WITH_VISION = {"llama-4-scout-17b-16e": (109e9, "17B"), "llama-3.2-11b-vision": 
                "qwen2.5-vl-7b-instruct": (8.29e9, None), "llava-1.5-7b-hf": (7.06e9, None),
                "phi-3-vision-128k-instruct": (4.2e9, None), "exaone-4.5-33b": (33e9, None),
                "phi-3.5-vision-instruct": (4.2e9, None), "llama-3.2-90b-vision": (88.6e9, None),
-               "olmocr-2-7b-1025": (8.29e9, None)}
+               "olmocr-2-7b-1025": (8.29e9, None), "llava-v1.5-7b": (7.06e9, None)}
 # Publishers that give only a size class the model exceeds: Falcon-40B's card says "40B parameters"; its
 # structure (60 layers of 8192 wide, 4x MLP, 8 kv heads, tied 65024-row embedding) holds 41.3B. Checked
 # against the class, not to 1%.
@@ -213,7 +216,8 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit",
                   "phixtral-4x2_8-4bit", "glm-edge-v-5b", "phi-1", "tiny-random-phimodel"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
-              "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12}
+              "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12, "llada2.0-flash": 100e9,
+              "ming-flash-omni-preview": 100e9}
 
 
 def meets(count: int, published) -> bool:
@@ -2062,3 +2066,89 @@ def test_stablelm_with_a_parallel_residual_has_one_norm_a_layer():
     assert serial.params - parallel.params == 2 * 2 * 512  # one LayerNorm (weight and bias) a layer
     assert "mlp/norm" not in {op.name for op in model_ops(parallel, Workload(batch=1, seq=256))}
     assert read("stablelm-3b-4e1t").norms_per_layer == 2  # StableLM 3B: serial, two norms
+
+
+def test_dbrx_and_mpt_give_their_context_in_max_seq_len():
+    # DbrxConfig's and MPT's max_seq_len is the context (DBRX: 32K); it was not read, so that a window or chunk
+    # rule had no context to compare with and `check` priced DBRX with none
+    assert (read("dbrx-base").context, read("mpt-30b-chat").context) == (32768, 2048)
+    cfg = json.loads(FILES["dbrx-base"].read_text())
+    assert _shape_from_config({**cfg, "max_seq_len": 4096}, "x", "x").context == 4096
+
+
+def test_gpt_neo_slides_its_local_layers_over_window_size_keys(tmp_path):
+    # GPT-Neo's attention_layers alternate "global" and "local", a local layer attending over the window_size (256)
+    # keys before each query; its family read no window, so every layer was priced as attending to all keys
+    with unwarned():
+        neo = read("gpt-neo-125m")
+    assert (neo.window, neo.global_every, neo.num_global_layers, neo.learned_positions) == (256, 2, 6, 2048)
+    # 12 layers of 768, a GELU MLP of 3072, learned positions, tied: GPT-Neo 125M's 125,198,592, and the biases on
+    # q, k and v that shapewise counts though GPTNeoSelfAttention has none
+    h = 768
+    assert neo.params == 12 * (4 * h * h + 4 * h + 8 * h * h + 5 * h + 4 * h) + (50257 + 2048) * h + 2 * h == \
+        125_198_592 + 12 * 3 * h
+    cfg = json.loads(FILES["gpt-neo-125m"].read_text())
+    del cfg["attention_layers"]  # then attention_types, expanded as GPTNeoConfig does
+    assert _shape_from_config(cfg, "x", "x").num_global_layers == 6
+    written = to_hf_config(canonical(neo.replace(num_layers=14)), json.loads(FILES["gpt-neo-125m"].read_text()))
+    assert len(written["attention_layers"]) == 14 and written["attention_types"] == [[written["attention_layers"], 1]]
+    assert load_config(_write(tmp_path, written)).num_global_layers == 7
+    with pytest.raises(ShapewiseError, match="attention_types names 12 layers' attention but the model has 14"):
+        _shape_from_config({**cfg, "num_layers": 14}, "x", "x")  # GPTNeoConfig refuses it too
+
+
+def test_llavas_own_file_reads_as_llama_beside_its_vision_tower():
+    # LLaVA's own code (LlavaLlamaForCausalLM) names model_type "llava", as transformers' wrapper does, but writes
+    # Vicuna's Llama fields at the top level beside mm_vision_tower: read as a type of no rule, its MLP, norms,
+    # biases and blocks were guessed (right, said); it is now Llama's layout, its CLIP tower and projector said
+    with pytest.warns(ShapewiseWarning) as record:
+        llava = read("llava-v1.5-7b")
+    assert "vision encoder (mm_vision_tower)" in warned(record) and "guessed" not in warned(record)
+    assert warned(record).count("\n") == 1
+    llama2 = read("llama-2-7b")  # Vicuna-7B v1.5 is Llama 2 7B's shape, its context 4096
+    assert {f: getattr(llava, f) for f in STRUCTURAL_FIELDS} == {f: getattr(llama2, f) for f in STRUCTURAL_FIELDS}
+    assert llava.params == 6_738_415_616 and llava.context == 4096
+    cfg = json.loads(FILES["llava-v1.5-7b"].read_text())
+    with pytest.warns(ShapewiseWarning, match="guessed"):  # transformers' llava wraps a text_config instead
+        _shape_from_config({k: v for k, v in cfg.items() if k != "mm_vision_tower"}, "x", "x")
+
+
+def test_ming_univision_reads_ling_lite_in_its_llm_config_and_says_its_routers_by_modality():
+    # Ming-UniVision (bailingmm, its auto_map written twice alike) nests Ling-lite's bailing_moe in llm_config; its
+    # MoE layers hold a text, an image and an audio router (multi_gate), a token routed by one: the two more were
+    # left out without a word, now said
+    with pytest.warns(ShapewiseWarning) as record:
+        ming = read("ming-univision-16b-a3b")
+    said = warned(record)
+    assert "multi_gate" in said and "vision encoder (vision_config)" in said and said.count("\n") == 2
+    ling = read("ling-lite-1.5")  # the same 28 layers of 2048, 64 experts of 1408, 6 a token, 2 shared
+    assert (ming.params, ming.active_params, ming.num_dense_layers) == (ling.params, ling.active_params, 0)
+    assert (ming.num_experts, ming.top_k, ming.num_shared_experts, ming.expert_width) == (64, 6, 2, 1408)
+
+
+def test_llada2_reads_ling_2s_layout_with_qk_norm_and_says_its_attention_is_not_causal():
+    # LLaDA2.0 (VeOmni's llada2_moe_veomni): read as a type of no rule, its MLP, norms and blocks were guessed and its
+    # queries and keys left unnormalized, where LLaDA2MoeAttention normalizes each head whatever use_qk_norm says, and
+    # its attention, which is not causal, was priced as causal without a word
+    for stem in ("llada2.0-mini", "llada2.0-flash"):
+        with pytest.warns(ShapewiseWarning) as record:
+            s = read(stem)
+        said = warned(record)
+        assert "not causal" in said and "guessed" not in said and said.count("\n") == 1
+        assert (s.qk_norm, s.rotary_fraction, s.num_dense_layers, s.num_shared_experts, s.top_k) == (True, 0.5, 1, 1, 8)
+    mini = read("llada2.0-mini")
+    # Ling-mini-2.0's layout: 1.4B active, 789M of them without the two embeddings (Ling-V2's README)
+    assert mini.active_params - 2 * 157184 * 2048 == pytest.approx(789e6, rel=0.001)
+
+
+def test_ling_2_reads_by_its_own_rule_and_ming_flash_omnis_routers_by_modality_are_said():
+    # Ming-flash-omni-Preview (bailingmm_moe_v2_lite) nests Ling-flash-2.0's bailing_moe_v2 in llm_config, a type that
+    # was read by guessing its MLP, norms and blocks; its router_type MultiRouter runs an image and an audio router
+    # beside the text one, which were left out without a word
+    with pytest.warns(ShapewiseWarning) as record:
+        ming = read("ming-flash-omni-preview")
+    said = warned(record)
+    assert "router_type MultiRouter" in said and "guessed" not in said and said.count("\n") == 2
+    structure = lambda s: {f: getattr(s, f) for f in STRUCTURAL_FIELDS}
+    assert structure(ming) == structure(read("llada2.0-flash"))  # the same Ling-flash-2.0 layout
+    assert (ming.qk_norm, ming.rotary_fraction, ming.active_params) == (True, 0.5, 6_152_269_824)

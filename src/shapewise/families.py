@@ -103,6 +103,17 @@ FAMILIES: dict[str, Family] = {
     # Ling (BailingMoeConfig): Llama's layout with DeepSeek-V2's MoE keys; biases on q, k and v where
     # use_qkv_bias says (its fused query_key_value), on its output projection where use_bias says
     "bailing_moe": replace(_LLAMA, qkv_bias="use_qkv_bias"),
+    # Ling 2.0 (its own BailingMoeV2Config and modeling code): Ling's layout with QK-norm where use_qk_norm says, half
+    # of each head rotated by default, a dense first layer (first_k_dense_replace) and shared experts of
+    # moe_intermediate_size × num_shared_experts, sigmoid-routed
+    "bailing_moe_v2": replace(_LLAMA, qkv_bias="use_qkv_bias", rotary="partial_rotary_factor",
+                              defaults=(("partial_rotary_factor", 0.5),)),
+    # LLaDA2.0 (its own LLaDA2MoeConfig and modeling code; VeOmni's copy names its type llada2_moe_veomni): Ling 2.0's
+    # layout, a masked-diffusion model: an RMSNorm(head_dim) on queries and keys whatever use_qk_norm says, half of each
+    # head rotated by default, biases on q, k and v where use_qkv_bias says, a dense first layer, shared experts of
+    # moe_intermediate_size × num_shared_experts; its attention is not causal (hf says so)
+    **{t: replace(_LLAMA, qkv_bias="use_qkv_bias", qk_norm=True, rotary="partial_rotary_factor",
+                  defaults=(("partial_rotary_factor", 0.5),)) for t in ("llada2_moe", "llada2_moe_veomni")},
     # InternLM3 (its own InternLM3Config and modeling code): Llama's layout, biases on q, k and v where qkv_bias
     # says, on the other linears where bias says (both false by default), untied
     "internlm3": replace(_LLAMA, qkv_bias="qkv_bias"),
@@ -297,8 +308,12 @@ FAMILIES: dict[str, Family] = {
                    positions="gpt2"),
     "gpt_bigcode": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False,
                           act="gelu_pytorch_tanh", positions="gpt2"),
+    # GPT-Neo (GPTNeoConfig): its "local" layers (attention_layers, expanded from attention_types) attend over the
+    # window_size keys before each query, its "global" ones over all (hf reads them as layer_types and
+    # sliding_window); q, k and v carry no biases, out_proj and the MLP do (shapewise counts all four: 0.02% of
+    # GPT-Neo 125M)
     "gpt_neo": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
-                      positions="gpt_neo"),
+                      positions="gpt_neo", window="pattern"),
     "opt": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="relu", positions="opt"),
     "btlm": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
                    positions="btlm"),
@@ -344,8 +359,10 @@ FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"
 # the word embeddings (PretrainedConfig's default), which makes the "6.2B" of its name
 _CHATGLM_6B = Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
                      ffn_key="inner_hidden_size")
-# A type whose first layout is told by a key its later files lack: (type, key) → the rule that layout is read by
-FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B}
+# A type whose first layout is told by a key its later files lack: (type, key) → the rule that layout is read by.
+# LLaVA's own code (LlavaLlamaForCausalLM, model_type "llava" before transformers' wrapper took the name) is a
+# LlamaForCausalLM beside a CLIP tower its mm_vision_tower names, the language model's keys at the top level
+FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B, ("llava", "mm_vision_tower"): _LLAMA}
 # Baichuan's code rotates the heads of a model this wide (Baichuan-7B, Baichuan2-7B) and gives any other ALiBi
 # biases (vLLM's BaichuanForCausalLM: "Baichuan 13B and Baichuan2 7B/13B")
 BAICHUAN_ROTARY_HIDDEN = 4096

@@ -160,7 +160,13 @@ _CODE_ENCODERS = {"molmo": "vision backbone (built by its code, named by no conf
                                        "no config key)"}
 # What a known type's code builds beside what shapewise prices, said in one line
 _UNPRICED = {"klear": "its coefficient layer (hidden → 2 and a bias, each layer: 4,098 weights blending the shared "
-                      "and the routed experts' outputs) is neither counted nor priced"}
+                      "and the routed experts' outputs) is neither counted nor priced",
+             # LLaDA2MoeAttention: is_causal False; it denoises a block of masked tokens at a time, each attending to
+             # its whole block and the blocks before
+             **{t: "its attention is not causal (a masked-diffusion model, LLaDA2MoeAttention's is_causal false: a "
+                   "token attends to its whole block and the blocks before); shapewise prices causal attention and "
+                   "one forward pass a token, where its decoding runs several a block"
+                for t in ("llada2_moe", "llada2_moe_veomni")}}
 _NESTED = ("text_config", "language_config", "llm_config")  # Gemma 3, LLaVA; DeepSeek-VL2; InternVL
 _ENCODERS = {"vision_config": "vision encoder", "audio_config": "audio encoder", "vision_encoder": "vision encoder",
              "vision_tower": "vision encoder", "mm_vision_tower": "vision encoder",
@@ -377,6 +383,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     family = _family(cfg, model_type)
     if model_type == "olmo" and r.get("d_model") is not None:
         cfg = _olmo_in_transformers_keys(cfg, where)
+        r = _Reader(cfg, where, r.used)
+    if model_type == "gpt_neo":
+        cfg = _gpt_neo_layers_as_layer_types(r)
         r = _Reader(cfg, where, r.used)
     if family is not None and family.defaults:  # what the type's configuration class fills in
         cfg = {**dict(family.defaults), **cfg}
@@ -666,6 +675,35 @@ def _olmo_in_transformers_keys(cfg: dict, where: str) -> dict:
     return {**{k: v for k, v in cfg.items() if k not in _OLMO_OWN}, **keys}
 
 
+def _expand_attention_types(value) -> list:
+    """GPT-Neo's attention_types, [[kinds, times], ...], as GPTNeoConfig expands it: each kinds list `times` over."""
+    return [kind for kinds, times in value for _ in range(times) for kind in kinds]
+
+
+_GPT_NEO_KINDS = {"global": "full_attention", "local": "sliding_attention"}
+
+
+def _gpt_neo_layers_as_layer_types(r: _Reader) -> dict:
+    """GPT-Neo's attention_layers ("global" or "local", one a layer; else attention_types expanded, as GPTNeoConfig
+    does, by default [[["global", "local"], 12]]) and window_size (256 by default), the keys a local layer attends
+    over, as layer_types and sliding_window."""
+    kinds, key = r.get("attention_layers"), "attention_layers"
+    if kinds is None:
+        types, key = r.get("attention_types"), "attention_types"
+        types = [[["global", "local"], 12]] if types is None else types
+        if not (isinstance(types, list) and all(isinstance(t, list) and len(t) == 2 and isinstance(t[0], list)
+                                                and type(t[1]) is int and t[1] >= 0 for t in types)):
+            r.fail(f"attention_types must be a list of [kinds, times] pairs, got {_json_words(types)}")
+        kinds = _expand_attention_types(types)
+    if not isinstance(kinds, list) or any(k not in _GPT_NEO_KINDS for k in kinds):
+        r.fail(f"attention_layers must be a list of \"global\" or \"local\", one a layer, got {_json_words(kinds)}")
+    layers = r.whole(_LAYERS, "layer count")
+    if layers is not None and len(kinds) != layers:  # GPTNeoConfig refuses it too
+        r.fail(f"{key} names {len(kinds)} layers' attention but the model has {layers} layers; give one a layer")
+    window = r.whole(("window_size",), "local attention window")
+    return {**r.cfg, "layer_types": [_GPT_NEO_KINDS[k] for k in kinds], "sliding_window": 256 if window is None else window}
+
+
 def _norms_per_layer(r: _Reader, family, model_type: str, parallel: bool) -> int:
     """Norms a layer: the family's (two, four with post-norms, one where attention and the MLP share one);
     two wherever the two run one after the other. Falcon's new architecture norms each apart unless
@@ -745,6 +783,14 @@ def _priced_otherwise(r: _Reader, vocab: int) -> list[str]:
         notes.append(f"its BitNet layers ({bitnet}) normalize the attention output before o_proj and the "
                      "MLP's product before down_proj, two RMSNorms a layer (one intermediate_size wide) that shapewise "
                      "does not price, and its ternary weights are priced in the dtype asked")
+    # Ming's MoE blocks: a text, an image and an audio router (BailingMoeSparseMoeBlock's multi_gate, BailingMoeV2's
+    # router_type MultiRouter), the image and audio ones run over every token where the input holds that modality
+    multi = "multi_gate" if r.flag(("multi_gate",), False) else "router_type MultiRouter" if r.get(
+        "router_type") == "MultiRouter" else ""
+    if multi:
+        notes.append(f"its image and audio routers ({multi}: two more gates a MoE layer, hidden → experts, which its "
+                     "code runs over every token where the input holds images or audio) are neither counted nor "
+                     "priced: shapewise prices the text router alone")
     if r.flag(("is_causal",), True) is False:  # gte-Qwen2: an embedding model whose every query sees every key
         notes.append("its bidirectional attention (is_causal false: every query attends to every key) is priced "
                      "as causal attention, which computes about half its scores")
@@ -850,8 +896,8 @@ def _window(r: _Reader, family, layers: int, guesses: list[str], notes: list[str
             full = sum(1 for t in types if t == "full_attention")
             if full == 0:
                 return span, 0
-            every = layers // full
-            if layers % full == 0 and all(t == "full_attention" for t in types[every - 1::every]):
+            every, at = layers // full, [i for i, t in enumerate(types) if t == "full_attention"]
+            if layers % full == 0 and at == list(range(at[0], layers, every)):  # evenly spaced, from any layer
                 return span, every
             every = max(round(layers / full), 1)
             notes.append(f"its {full} full-attention layers among {layers} (layer_types) do not repeat evenly; "
@@ -941,9 +987,11 @@ SERVED_CONTEXT = 1 << 24  # a model_max_length past this is a tokenizer's "no li
 
 
 def _given_context(r: _Reader) -> int:
-    """max_position_embeddings where the file gives it (a rotary model's trained context), else 0; a longer
-    model_max_length where the file gives one too: Command R v01's writes 8,192 beside the 131,072 it serves."""
-    given = r.whole(("max_position_embeddings", "max_sequence_length"), "context length", agree=False) or 0
+    """max_position_embeddings where the file gives it (a rotary model's trained context; LLaMA's first conversions
+    spell it max_sequence_length, DBRX and MPT max_seq_len), else 0; a longer model_max_length where the file gives
+    one too: Command R v01's writes 8,192 beside the 131,072 it serves."""
+    given = r.whole(("max_position_embeddings", "max_sequence_length", "max_seq_len"), "context length",
+                    agree=False) or 0
     served = r.cfg.get("model_max_length")
     if isinstance(served, int) and not isinstance(served, bool) and given < served <= SERVED_CONTEXT:
         return served if given else 0  # alone, a tokenizer's length says nothing of the positions trained
@@ -1212,7 +1260,7 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
         for key in dict.fromkeys(keys):
             cfg[key] = s.rotary_width if key == "rotary_dim" else s.rotary_fraction
     if differs("window") and s.window and family is not None and family.window:
-        cfg["sliding_window"] = s.window
+        cfg["window_size" if model_type == "gpt_neo" else "sliding_window"] = s.window
     listed = bool(cfg.get("no_rope_layers"))  # else the type's own interval, which follows the layer count
     if (family is None or family.nope_interval) and ((listed and differs("num_layers")) or (
             differs("nope_every") and (s.nope_every or listed or family is not None))):  # (no NoPE: no list to add)
@@ -1315,12 +1363,17 @@ def _resize_layer_lists(cfg: dict, old: int, new: int, family) -> None:
     (the shortest period that repeats through the original's layers), a per-layer value (Hunyuan) by its
     one value, a list of each layer's MLP kind by its last layer's (MiniMax-M3's dense layers, first, stay
     as many)."""
-    for key in ("layer_types", "layer_rope_theta"):  # Muse Glimmer: a window and a rotary base a layer
-        entries = cfg.get(key)
+    neo = str(cfg.get("model_type", "")).lower() == "gpt_neo"  # GPTNeoConfig expands attention_types, written once
+    if neo and isinstance(cfg.get("attention_types"), list) and not isinstance(cfg.get("attention_layers"), list):
+        cfg["attention_layers"] = _expand_attention_types(cfg["attention_types"])  # resized below
+    for key in ("layer_types", "layer_rope_theta", "attention_layers"):  # Muse Glimmer: a window and a rotary base
+        entries = cfg.get(key)  # a layer; GPT-Neo: each layer's attention
         if isinstance(entries, list) and len(entries) >= old:
             head, extra = entries[:old], entries[old:]  # EXAONE 4.5 writes one more, for its prediction layer
             period = next(p for p in range(1, old + 1) if all(head[i] == head[i % p] for i in range(old)))
             cfg[key] = [head[i % period] for i in range(new)] + extra
+    if neo and isinstance(cfg.get("attention_types"), list):  # the resized list, once
+        cfg["attention_types"] = [[cfg["attention_layers"], 1]]
     for key in family.per_layer if family is not None else ():
         if isinstance(cfg.get(key), list) and len(cfg[key]) == old:
             cfg[key] = [cfg[key][0]] * new
