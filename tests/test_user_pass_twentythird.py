@@ -5,9 +5,12 @@ to a Python caller; and suggest's decode warning read awkwardly."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from shapewise import Workload, get_model
+import shapewise
+from helpers import run
+from shapewise import ShapewiseError, Workload, get_model
 from shapewise.ops import model_ops
 
 
@@ -22,3 +25,33 @@ def test_a_served_steps_head_gathers_the_rows_it_scores(mode):
     assert ops[("tp/logits", "fwd")].bytes == 4 * llama.hidden * 2
     train = {(op.name, op.pass_): op for op in model_ops(llama, w.replace(mode="train"))}
     assert train[("tp/logits", "fwd")].m == train[("logits", "fwd")].m == 8192
+
+
+@pytest.mark.parametrize("options, said", [
+    (dict(layout="nn"), "give layout nt"),
+    (dict(layout="tn"), "give layout nt"),
+    (dict(layout="nt", batch=8), "give layout nt and batch 1"),
+    (dict(layout=np.array(["nt", "tn"])), "give layout nt"),
+])
+def test_predict_gemm_refuses_the_fp8_gemms_torch_does_not_run(options, said):
+    """predict_gemm(..., dtype="fp8", layout="tn") gave a time for an fp8 GEMM torch._scaled_mm never runs, which
+    bench refuses to measure; now it refuses it as bench does, in the caller's own words."""
+    with pytest.raises(ShapewiseError, match="fp8 GEMMs run only unbatched in the nt layout") as err:
+        shapewise.predict_gemm(4096, 4096, 4096, dtype="fp8", **options)
+    assert str(err.value).endswith(said), str(err.value)
+    assert shapewise.predict_gemm(4096, 4096, 4096, dtype="fp8", layout="nt").time_ms > 0
+
+
+def test_the_figures_refuse_the_fp8_gemms_torch_does_not_run(capsys, tmp_path):
+    """`plot gemm --dtype fp8` (layout nn by default) and `plot attention --kind bmm --dtype fp8` (a batched score
+    product) drew curves of fp8 GEMMs that never run; a case read from a store is left unpriced, not refused."""
+    code, _, err = run(capsys, "plot", "gemm", "--dtype", "fp8", "--values", "64", "128", "--out", str(tmp_path / "g.png"))
+    assert code == 2 and err.strip().endswith("give --layout nt"), err
+    code, _, err = run(capsys, "plot", "attention", "--hiddens", "2048", "--heads", "16", "--kind", "bmm", "--dtype",
+                       "fp8", "--out", str(tmp_path / "a.png"))
+    assert code == 2 and "no score BMM runs in fp8" in err and err.strip().endswith("give --dtype bf16"), err
+    code, _, err = run(capsys, "plot", "gemm", "--dtype", "fp8", "--layout", "nt", "--values", "64", "128", "--out",
+                       str(tmp_path / "g.png"))
+    assert code == 0, err
+    from shapewise.cases import gemm_cases, predict_cases
+    assert predict_cases(gemm_cases([64], [64], [64], layouts=("nn", "nt"), dtype="fp8"), gpu="h200")[0] is None
