@@ -5,6 +5,10 @@ to a Python caller; and suggest's decode warning read awkwardly."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+
 import numpy as np
 import pytest
 
@@ -55,3 +59,47 @@ def test_the_figures_refuse_the_fp8_gemms_torch_does_not_run(capsys, tmp_path):
     assert code == 0, err
     from shapewise.cases import gemm_cases, predict_cases
     assert predict_cases(gemm_cases([64], [64], [64], layouts=("nn", "nt"), dtype="fp8"), gpu="h200")[0] is None
+
+
+
+def _exported(tmp_path, fmt: str, when: str):
+    """One measured GEMM exported as `fmt`, its created_utc rewritten to `when`."""
+    from shapewise.measure import Timing
+    from shapewise.store import Store, case_key
+
+    params = {"m": 128, "n": 256, "k": 64, "batch": 1, "layout": "nt", "dtype": "bf16"}
+    path = tmp_path / f"rows.{fmt}"
+    with Store(tmp_path / "source.db") as s:
+        s.record(env_id=s.environment_id({"gpu_name": "NVIDIA H200"}), bench="gemm",
+                 key=case_key({"bench": "gemm", **params}), params=params, timing=Timing(samples_ms=(1.0, 1.1, 1.2)))
+        s.export(path, fmt=fmt)
+    if fmt == "json":
+        rows = json.loads(path.read_text())
+        rows[0]["created_utc"] = when
+        path.write_text(json.dumps(rows))
+    else:
+        lines = path.read_text().splitlines()
+        head, row = lines[0].split(","), next(csv.reader([lines[1]]))
+        row[head.index("created_utc")] = when
+        out = io.StringIO()
+        csv.writer(out).writerows([head, row])
+        path.write_text(out.getvalue())
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_an_import_refuses_a_timestamp_that_is_no_time(capsys, tmp_path, fmt):
+    """`results --import` stored 'yesterday' as a row's created_utc, which the report then compares as text to pick
+    a case's latest measurement; now it is refused in one line, and a time with another offset or none is kept as
+    the UTC time it is."""
+    db = str(tmp_path / "target.db")
+    code, _, err = run(capsys, "results", "--db", db, "--import", str(_exported(tmp_path, fmt, "yesterday")))
+    assert code == 2 and "created_utc is 'yesterday', not an ISO 8601 time" in err and "nothing imported" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    for given, kept in (("2026-12-06 07:47:07+02:00", "2026-12-06T05:47:07+00:00"),
+                        ("2026-12-06T05:47:07", "2026-12-06T05:47:07+00:00")):
+        code, _, err = run(capsys, "results", "--db", db, "--import", str(_exported(tmp_path, fmt, given)))
+        assert code == 0, err
+        from shapewise.store import Store
+        with Store(db) as store:
+            assert [row["created_utc"] for row in store.rows()] == [kept]
