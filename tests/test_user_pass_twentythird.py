@@ -103,3 +103,28 @@ def test_an_import_refuses_a_timestamp_that_is_no_time(capsys, tmp_path, fmt):
         from shapewise.store import Store
         with Store(db) as store:
             assert [row["created_utc"] for row in store.rows()] == [kept]
+
+
+@pytest.mark.parametrize("device, said", [
+    ("cpu", "give gpu h200, or pass borrow_profile=True to price h100 with it"),
+    ("cuda", "pass borrow_profile=True to judge it as the h100's"),
+])
+def test_a_profile_of_another_gpu_is_refused_in_the_callers_words(tmp_path, device, said):
+    """validate(gpu="h100", profile=<the H200's>) said "give --gpu h200, or add --borrow-profile": flags a Python
+    caller never typed; the command still names them."""
+    from shapewise.calibrate import validate
+    from shapewise.profile import find
+    from shapewise.store import Store
+
+    with Store(tmp_path / "v.db") as store, pytest.raises(ShapewiseError) as err:
+        validate(store=store, gpu="h100", profile=find("h200"), device=device)
+    assert said in str(err.value) and "--" not in str(err.value), str(err.value)
+
+
+def test_the_command_still_names_the_profile_flags(capsys, tmp_path):
+    from shapewise.profile import find, save
+
+    path = save(find("h200"), tmp_path / "h200.json")
+    code, _, err = run(capsys, "validate", "--gpu", "h100", "--profile", str(path), "--device", "cpu",
+                       "--db", str(tmp_path / "v.db"))
+    assert code == 2 and "give --gpu h200, or add --borrow-profile to price h100 with it" in err, err
