@@ -8,13 +8,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import warnings
 
 import numpy as np
 import pytest
 
 import shapewise
 from helpers import run
-from shapewise import ShapewiseError, Workload, get_model
+from shapewise import ShapewiseError, ShapewiseWarning, Workload, get_model
 from shapewise.ops import model_ops
 
 
@@ -128,3 +129,16 @@ def test_the_command_still_names_the_profile_flags(capsys, tmp_path):
     code, _, err = run(capsys, "validate", "--gpu", "h100", "--profile", str(path), "--device", "cpu",
                        "--db", str(tmp_path / "v.db"))
     assert code == 2 and "give --gpu h200, or add --borrow-profile to price h100 with it" in err, err
+
+
+def test_suggests_decode_warning_reads_well_in_the_api_and_the_command(capsys):
+    """suggest(vary=("batch",)) in decode ended "give batch to price another"; now it says how to price another batch
+    in each caller's terms."""
+    gpt2 = get_model("gpt2")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ShapewiseWarning)
+        shapewise.suggest(gpt2, Workload(seq=1024, mode="decode"), gpu="h200", vary=("batch",), top=1)
+    said = [str(w.message) for w in caught if "vary batch" in str(w.message)]
+    assert len(said) == 1 and said[0].endswith("; price another batch with Workload(batch=N)"), said
+    code, _, err = run(capsys, "suggest", "gpt2", "--seq", "1024", "--mode", "decode", "--vary", "batch", "--top", "1")
+    assert code == 0 and "; price another batch with --batch N\n" in err, err
