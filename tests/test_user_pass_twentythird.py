@@ -142,3 +142,17 @@ def test_suggests_decode_warning_reads_well_in_the_api_and_the_command(capsys):
     assert len(said) == 1 and said[0].endswith("; price another batch with Workload(batch=N)"), said
     code, _, err = run(capsys, "suggest", "gpt2", "--seq", "1024", "--mode", "decode", "--vary", "batch", "--top", "1")
     assert code == 0 and "; price another batch with --batch N\n" in err, err
+
+
+def test_calibrate_without_a_gpu_is_refused_before_it_warns(capsys, monkeypatch, tmp_path):
+    """`calibrate --no-install` on a machine without a GPU warned that the profile it fits is written nowhere, then
+    was refused: no GPU. The device is now checked first, and the refusal is the one line said."""
+    import shapewise.measure
+
+    def no_gpu(device, *, present=True):  # the name is good; no GPU is here to measure on
+        if present and device != "cpu":
+            raise ShapewiseError(f"no CUDA GPU is visible here ({device}); measure on the CPU with --device cpu")
+        return device
+    monkeypatch.setattr(shapewise.measure, "check_device", no_gpu)
+    code, out, err = run(capsys, "calibrate", "--no-install", "--db", str(tmp_path / "c.db"))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "no CUDA GPU is visible here" in err, err
