@@ -45,6 +45,8 @@ def test_predict_gemm_refuses_the_fp8_gemms_torch_does_not_run(options, said):
         shapewise.predict_gemm(4096, 4096, 4096, dtype="fp8", **options)
     assert str(err.value).endswith(said), str(err.value)
     assert shapewise.predict_gemm(4096, 4096, 4096, dtype="fp8", layout="nt").time_ms > 0
+    with pytest.raises(ShapewiseError, match="A100 SXM4 80GB has no fp8 support"):  # the GPU first: no layout runs
+        shapewise.predict_gemm(4096, 4096, 4096, dtype="fp8", gpu="a100-80gb", **options)
 
 
 def test_the_figures_refuse_the_fp8_gemms_torch_does_not_run(capsys, tmp_path):

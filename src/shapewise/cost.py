@@ -428,10 +428,6 @@ def predict_gemm(m, n, k, *, batch=1, gpu: GPU | str | CostModel = "h200", dtype
     if np.any(~np.isin(np.asarray(layout), LAYOUTS)):
         raise ShapewiseError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     check_name(dtype, DTYPE_BYTES, "dtype")
-    if dtype == "fp8":  # as bench refuses them: torch runs no other fp8 GEMM to predict
-        batched = bool(np.any(np.asarray(batch) > 1))
-        refuse_fp8_layout(np.unique(np.asarray(layout)).tolist(), [2] if batched else [1],
-                          hint=f": give {argument('layout')} nt" + (f" and {argument('batch')} 1" if batched else ""))
     args = {"m": m, "n": n, "k": k, "batch": batch, "layout": layout}
     try:
         np.broadcast_shapes(*(np.shape(x) for x in args.values()))
@@ -440,6 +436,11 @@ def predict_gemm(m, n, k, *, batch=1, gpu: GPU | str | CostModel = "h200", dtype
         raise ShapewiseError(f"the arrays' shapes do not broadcast together ({shapes}): give arrays of one shape, "
                              "or of shapes numpy broadcasts") from None
     model = cost_model(gpu)
+    if dtype == "fp8":  # as bench refuses them: torch runs no other fp8 GEMM to predict (a GPU without fp8 said first)
+        model.gpu.check_dtype(dtype)
+        batched = bool(np.any(np.asarray(batch) > 1))
+        refuse_fp8_layout(np.unique(np.asarray(layout)).tolist(), [2] if batched else [1],
+                          hint=f": give {argument('layout')} nt" + (f" and {argument('batch')} 1" if batched else ""))
     out = _gemm_arrays(m, n, k, batch, layout, model.gpu, dtype, model.params)
     if all(np.ndim(x) == 0 for x in (m, n, k, batch, layout)):
         out = {key: _scalar(value) for key, value in out.items()}
