@@ -51,12 +51,16 @@ def test_predict_gemm_refuses_the_fp8_gemms_torch_does_not_run(options, said):
 
 def test_the_figures_refuse_the_fp8_gemms_torch_does_not_run(capsys, tmp_path):
     """`plot gemm --dtype fp8` (layout nn by default) and `plot attention --kind bmm --dtype fp8` (a batched score
-    product) drew curves of fp8 GEMMs that never run; a case read from a store is left unpriced, not refused."""
+    product) drew curves of fp8 GEMMs that never run, and the fused attention figures drew bf16 attention under an fp8
+    title; a case read from a store is left unpriced, not refused."""
     code, _, err = run(capsys, "plot", "gemm", "--dtype", "fp8", "--values", "64", "128", "--out", str(tmp_path / "g.png"))
     assert code == 2 and err.strip().endswith("give --layout nt"), err
     code, _, err = run(capsys, "plot", "attention", "--hiddens", "2048", "--heads", "16", "--kind", "bmm", "--dtype",
                        "fp8", "--out", str(tmp_path / "a.png"))
     assert code == 2 and "no score BMM runs in fp8" in err and err.strip().endswith("give --dtype bf16"), err
+    code, _, err = run(capsys, "plot", "attention-heads", "--head-counts", "16", "32", "--head-dim", "128", "--dtype",
+                       "fp8", "--out", str(tmp_path / "h.png"))  # was drawn in bf16 under an fp8 title
+    assert code == 2 and "no fused attention runs in fp8" in err and err.strip().endswith("give --dtype bf16"), err
     code, _, err = run(capsys, "plot", "gemm", "--dtype", "fp8", "--layout", "nt", "--values", "64", "128", "--out",
                        str(tmp_path / "g.png"))
     assert code == 0, err

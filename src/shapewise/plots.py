@@ -269,9 +269,10 @@ def _check_attention(kind: str, pass_: str, dtype: str) -> None:
         raise ShapewiseError(f"pass_ must be one of {', '.join(ATTENTION_PASSES)}, got {pass_!r}")
     if kind == "bmm" and pass_ != "fwd":
         raise ShapewiseError("the score BMM is drawn forward only: use pass_='fwd' with kind='bmm'")
-    if kind == "bmm" and dtype == "fp8":  # torch's fp8 GEMM, _scaled_mm, takes no batch (dtypes.refuse_fp8_layout)
-        raise ShapewiseError(f"no score BMM runs in fp8 (torch._scaled_mm takes no batch; an fp8 step runs it in bf16): "
-                             f"give {argument('dtype')} bf16")
+    if dtype == "fp8":  # torch's fp8 GEMM, _scaled_mm, takes no batch, and SDPA no fp8 (dtypes.activation_dtype)
+        what = "score BMM" if kind == "bmm" else "fused attention"
+        raise ShapewiseError(f"no {what} runs in fp8 (torch._scaled_mm takes no batch, SDPA no fp8; an fp8 step runs "
+                             f"its attention in bf16): give {argument('dtype')} bf16")
 
 
 def _attention_tflops(kind: str, *, heads: np.ndarray, head_dims: np.ndarray, batch: int, seq: int, causal: bool,
