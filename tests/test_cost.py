@@ -33,6 +33,7 @@ dtypes = st.sampled_from(["bf16", "fp16", "fp8", "tf32", "fp32"])
 @settings(max_examples=300, deadline=None)
 @given(dims, dims, dims, st.integers(1, 64), layouts, dtypes)
 def test_time_is_positive_and_never_beats_peak(m, n, k, batch, layout, dtype):
+    assume(dtype != "fp8" or (layout == "nt" and batch == 1))  # torch's one fp8 GEMM; predict_gemm refuses others
     for model in (SPEC_H200, cost_model("h200")):  # the analytic model, and with the shipped profile's corrections
         p = predict_gemm(m, n, k, batch=batch, layout=layout, dtype=dtype, gpu=model)
         assert p.time_ms > 0 and math.isfinite(p.time_ms)
@@ -43,6 +44,7 @@ def test_time_is_positive_and_never_beats_peak(m, n, k, batch, layout, dtype):
 @settings(max_examples=300, deadline=None)
 @given(dims, dims, dims, layouts, dtypes)
 def test_losses_account_for_the_whole_gap_to_peak(m, n, k, layout, dtype):
+    assume(dtype != "fp8" or layout == "nt")  # torch's one fp8 GEMM; predict_gemm refuses others
     for model in (SPEC_H200, cost_model("h200")):
         p = predict_gemm(m, n, k, layout=layout, dtype=dtype, gpu=model)
         ideal_ms = p.flops / (p.peak_tflops * 1e9)

@@ -264,9 +264,10 @@ def test_validate_on_a_gpu_is_not_sent_to_another_gpu_for_another_gpu_s_profile(
     the h100's times beside the h200's predictions. It is offered --borrow-profile or a calibration of its own."""
     from shapewise.profile import for_gpu
 
-    with pytest.raises(ShapewiseError, match="not of the h100 whose times it would judge: add --borrow-profile") as err:
+    with pytest.raises(ShapewiseError, match="not of the h100 whose times it would judge: pass borrow_profile=True") \
+            as err:  # the library's keyword; the command says --borrow-profile
         for_gpu(_shipped("h200"), "h100", device="cuda", gpu_times=True)
-    assert "--gpu" not in str(err.value)
+    assert "gpu h200" not in str(err.value)
     assert for_gpu(_shipped("h200"), "h100", gpu_times=True, borrow=True).borrowed_for == "h100"
 
 

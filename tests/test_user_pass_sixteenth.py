@@ -119,6 +119,7 @@ def test_a_draw_given_to_calibrate_quick_on_a_gpu_or_to_comm_is_refused_not_drop
     """The user ran `calibrate --quick --extended` on a GPU to have the quick refit learn more shapes: --quick there
     refits this machine's factors alone, and --extended was dropped without a word (so was a draw beside --comm)."""
     import shapewise.calibrate
+    import shapewise.measure
 
     class Refit(Exception):
         pass
@@ -127,6 +128,7 @@ def test_a_draw_given_to_calibrate_quick_on_a_gpu_or_to_comm_is_refused_not_drop
         raise Refit
 
     monkeypatch.setattr(shapewise.calibrate, "calibrate_machine", refit)
+    monkeypatch.setattr(shapewise.measure, "check_device", lambda device, **kw: device)  # as if a GPU were here
     err = _one_line_error(capsys, "calibrate", "--quick", "--device", "cuda", "--extended", "--edges", "2")
     assert "--extended and --edges: --quick on a GPU refits this machine's factors alone" in err, err
     err = _one_line_error(capsys, "calibrate", "--comm", "--gpu", "h100", "--skinny")

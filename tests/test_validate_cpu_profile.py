@@ -24,9 +24,9 @@ def cpu_fitted(tmp_path):
     return save(dataclasses.replace(shipped, gpu="h100", environment=env, path=""), tmp_path / "cpu-h100.json")
 
 
-def _refusal(path, device: str) -> str:
+def _refusal(path, device: str, device_arg: str = "device") -> str:  # the library names its keyword, the command --device
     return (f"{path}: its times were measured on the CPU, so it prices no h100: judge it in a run on the CPU "
-            f"(--device cpu), not on {device}, or run `shapewise calibrate` on the h100 itself for its profile")
+            f"({device_arg} cpu), not on {device}, or run `shapewise calibrate` on the h100 itself for its profile")
 
 
 def test_a_cpu_fitted_profile_is_accepted_for_a_run_on_the_cpu_alone(cpu_fitted):
@@ -98,4 +98,4 @@ def test_validate_variants_on_a_gpu_refuses_a_cpu_fitted_profile_in_one_exact_li
     code, out, err = run(capsys, "validate", "--set", "variants", "--configs", CONFIG, "--gpu", "h100",
                          "--profile", str(cpu_fitted), *QUICK)
     assert code == 2 and out == "" and err.count("\n") == 1, err
-    assert err.rstrip("\n").endswith(_refusal(cpu_fitted, "cuda")), err
+    assert err.rstrip("\n").endswith(_refusal(cpu_fitted, "cuda", "--device")), err

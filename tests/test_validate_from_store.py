@@ -71,7 +71,7 @@ def test_validate_itself_refuses_a_store_of_another_seeds_cases(tmp_path):
     """The check lives in validate's from-store branch: the Python API refuses as the command does."""
     with Store(_store(tmp_path / "v.db", H200_ENV)) as store:
         with pytest.raises(ShapewiseError, match=r"holds none of the \d+ random cases of the default set's \d+ cases "
-                                                 r"drawn with --seed 5 \(only \d+ that every seed draws\)"):
+                                                 r"drawn with seed 5 \(only \d+ that every seed draws\)"):
             validate(store=store, gpu="h200", quick=True, seed=5, from_store=True)
 
 

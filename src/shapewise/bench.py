@@ -18,9 +18,9 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from .cases import KERNELS, Case, census_key, is_gemm, refuse_fp8_layout
+from .cases import KERNELS, Case, census_key, is_gemm
 from .distributed import distributed, gather
-from .dtypes import DTYPE_BYTES, torch_dtype
+from .dtypes import DTYPE_BYTES, refuse_fp8_layout, torch_dtype
 from .errors import ShapewiseError, argument, listed, warn
 from .measure import device_memory_bytes, device_text, free_memory, import_torch, needs_text, settle_ms
 from .ops import BMM, COMM, FLASH, GEMM, MEMORY, attention_op

@@ -16,7 +16,7 @@ from .cases import Case, op_from_case, predict_cases
 from .corrections import TREE_FEATURES
 from .cost import SPEC
 from .draws import calibration_cases
-from .errors import ShapewiseError, warn
+from .errors import ShapewiseError, argument, switched_on, warn
 from .exports import finite_json
 from .fit import (
     TREE_RATE,
@@ -382,7 +382,7 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
             quick_held = not quick and stored_rows(judge_set_cases(judge_set, seed=seed, dtype=dtype, quick=True,
                                                                    configs=configs).cases, store=store)
             raise ShapewiseError("the store holds no validation measurements" + (
-                f" of the whole {judge_set} set, only of its --quick set: add --quick" if quick_held
+                f" of the whole {judge_set} set, only of its {argument('quick')} set: {switched_on('quick')}" if quick_held
                 else ": run `shapewise validate` on a GPU first"))
         _check_stored(drawn, rows, store=store, seed=seed, dtype=dtype, quick=quick, configs=configs)
         # Any CPU's rows among them (their gpu_name is the processor's) make the set a CPU's smoke test.
@@ -398,7 +398,7 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
     measured_on = env.get("gpu_name") or "the CPU"
     if env.get("gpu_name") is None and gpu is None:
         raise ShapewiseError("these held-out cases were measured on the CPU: name the GPU whose models they "
-                             "smoke-test with --gpu")
+                             f"smoke-test with {argument('gpu')}")
     gpu = measured_gpu(env, gpu=gpu, device=device)
     # The one check of where a given profile was measured (check_measured_on, in cost_model): CPU times may
     # smoke-test a profile fitted on CPU times or on the GPU itself; a GPU's times judge only that GPU's own.
@@ -423,10 +423,10 @@ def _check_stored(drawn, rows: list[tuple[Case, dict]], *, store, seed: int, **d
         return
     shared = {case.key for case in judge_set_cases(drawn.name, seed=seed ^ 1, **draw).cases}  # what every seed draws
     seeded = {case.key for case in drawn.cases} - shared
-    what = f"the {drawn.name} set's {len(drawn.cases):,} cases drawn with --seed {seed}"
+    what = f"the {drawn.name} set's {len(drawn.cases):,} cases drawn with {argument('seed')} {seed}"
     if seeded and not held & seeded:
         raise ShapewiseError(f"the results store {store.path} holds none of the {len(seeded):,} random cases of {what} "
-                             f"(only {len(held):,} that every seed draws): give the --seed it was measured with, or "
+                             f"(only {len(held):,} that every seed draws): give the {argument('seed')} it was measured with, or "
                              f"measure them with `shapewise validate --seed {seed}` on the GPU")
     warn(f"the results store {store.path} lacks {len(drawn.cases) - len(held):,} of {what}: they are not judged")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .dtypes import DTYPE_BYTES
+from .dtypes import DTYPE_BYTES, torch_runs
 from .errors import ShapewiseError, argument
 from .ops import BMM, GEMM, Op
 
@@ -59,13 +59,6 @@ class Case:
 
 
 # ---- cases ----------------------------------------------------------------------------------
-
-def refuse_fp8_layout(layouts, batches, *, hint: str = "") -> None:
-    """fp8 GEMMs run through torch._scaled_mm, which takes only unbatched GEMMs in the nt layout."""
-    if set(layouts) != {"nt"} or any(b > 1 for b in batches):
-        raise ShapewiseError("fp8 GEMMs run only unbatched in the nt layout (torch._scaled_mm needs a column-major "
-                             f"second operand){hint}")
-
 
 def check_sweep(*values) -> None:
     """Refuse, before any is made, a sweep of more cases than limits.SWEEP_CASES: the product of its lists."""
@@ -186,7 +179,7 @@ def predict_cases(cases: list[Case], *, gpu) -> list[float | None]:
     out: list[float | None] = [None] * len(cases)
     gemms: dict[str, list[int]] = {}
     for i, case in enumerate(cases):
-        if case.bench in ("gemm", "bmm") and case.params["dtype"] in model.gpu.tflops:
+        if case.bench in ("gemm", "bmm") and case.params["dtype"] in model.gpu.tflops and _runs(case.params):
             gemms.setdefault(case.params["dtype"], []).append(i)
         else:
             out[i] = predict_case(case, gpu=model)
@@ -199,10 +192,14 @@ def predict_cases(cases: list[Case], *, gpu) -> list[float | None]:
     return out
 
 
+def _runs(p: dict) -> bool:
+    return torch_runs(p["dtype"], p["layout"], p.get("batch", 1))
+
+
 def predict_case(case: Case, *, gpu) -> float | None:
     """The cost model's time of one call of a case (ms) by `gpu` (a profile.CostModel, or a GPU whose
-    default cost model is used), or None where it has none: a dtype the GPU has no peak for, an
-    attention backend it does not model."""
+    default cost model is used), or None where it has none: a dtype the GPU has no peak for, an fp8 GEMM
+    torch does not run, an attention backend it does not model."""
     from .cost import predict_attention, predict_gemm, predict_ops
     from .ops import layer_ops
     from .profile import cost_model
@@ -210,8 +207,8 @@ def predict_case(case: Case, *, gpu) -> float | None:
 
     p, gpu = case.params, cost_model(gpu)
     if case.bench in ("gemm", "bmm"):
-        if p["dtype"] not in gpu.gpu.tflops:
-            return None
+        if p["dtype"] not in gpu.gpu.tflops or not _runs(p):
+            return None  # a dtype the GPU has no peak for, an fp8 GEMM torch does not run
         return float(predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu,
                                   dtype=p["dtype"]).time_ms)
     if case.bench == "attention":

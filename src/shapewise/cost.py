@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .corrections import correct, corrects, kernel_words, tree_factor
-from .dtypes import activation_dtype
-from .errors import ShapewiseError, check_name
+from .dtypes import activation_dtype, refuse_fp8_layout
+from .errors import ShapewiseError, argument, check_name
 from .hardware import GPU
 from .limits import RATE
 from .ops import BMM, COMM, FLASH, GEMM, MEMORY, REPLICA_GRADS, Op, attended_pairs, model_ops, replica_grad_ops
@@ -420,7 +420,8 @@ def predict_gemm(m, n, k, *, batch=1, gpu: GPU | str | CostModel = "h200", dtype
     profile where there is one, else the spec model (profile.cost_model).
 
     layout "nn": both row-major; "nt": the second is a transposed n×k tensor (F.linear's weight);
-    "tn": the first is a transposed k×m tensor (a weight gradient). Scalars give scalar fields,
+    "tn": the first is a transposed k×m tensor (a weight gradient); fp8 only unbatched in "nt", the one fp8 GEMM
+    torch runs (torch._scaled_mm), as bench measures it. Scalars give scalar fields,
     arrays give arrays (vectorized: use arrays for many shapes at once).
     """
     _check_dims(m=m, n=n, k=k, batch=batch)
@@ -435,6 +436,11 @@ def predict_gemm(m, n, k, *, batch=1, gpu: GPU | str | CostModel = "h200", dtype
         raise ShapewiseError(f"the arrays' shapes do not broadcast together ({shapes}): give arrays of one shape, "
                              "or of shapes numpy broadcasts") from None
     model = cost_model(gpu)
+    if dtype == "fp8":  # as bench refuses them: torch runs no other fp8 GEMM to predict (a GPU without fp8 said first)
+        model.gpu.check_dtype(dtype)
+        batched = bool(np.any(np.asarray(batch) > 1))
+        refuse_fp8_layout(np.unique(np.asarray(layout)).tolist(), [2] if batched else [1],
+                          hint=f": give {argument('layout')} nt" + (f" and {argument('batch')} 1" if batched else ""))
     out = _gemm_arrays(m, n, k, batch, layout, model.gpu, dtype, model.params)
     if all(np.ndim(x) == 0 for x in (m, n, k, batch, layout)):
         out = {key: _scalar(value) for key, value in out.items()}

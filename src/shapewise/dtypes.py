@@ -39,3 +39,16 @@ def activation_dtype(dtype: str) -> str:
     """The dtype a step's attention and batched GEMMs run in: an fp8 step's in bf16 (torch's fp8 GEMM,
     _scaled_mm, takes no batch, and its fused attention no fp8), any other step's in its own."""
     return "bf16" if dtype == "fp8" else dtype
+
+
+def torch_runs(dtype: str, layout: str, batch: int) -> bool:
+    """Whether torch runs a GEMM of this dtype, layout and batch: an fp8 one only unbatched in the nt layout."""
+    return dtype != "fp8" or (layout == "nt" and batch == 1)
+
+
+def refuse_fp8_layout(layouts, batches, *, hint: str = "") -> None:
+    """fp8 GEMMs run through torch._scaled_mm, which takes only unbatched GEMMs in the nt layout: bench measures no
+    other, and the cost model prices no other (a time for one that never runs would be a guess)."""
+    if not all(torch_runs("fp8", layout, b) for layout in layouts for b in batches):
+        raise ShapewiseError("fp8 GEMMs run only unbatched in the nt layout (torch._scaled_mm needs a column-major "
+                             f"second operand){hint}")

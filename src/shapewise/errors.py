@@ -42,6 +42,12 @@ def argument(keyword: str, flag: str | None = None) -> str:
     return (flag or flags.get(keyword, keyword)) if flags else keyword
 
 
+def switched_on(keyword: str) -> str:
+    """How its caller turns on the boolean argument `keyword`: "add --borrow-profile", or "pass borrow_profile=True"."""
+    name = argument(keyword)
+    return f"add {name}" if name.startswith("-") else f"pass {name}=True"
+
+
 @contextmanager
 def named_by_flags(flags: dict):
     """Within it, messages name the arguments of `flags` (keyword -> flag) by their flags."""

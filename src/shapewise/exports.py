@@ -53,6 +53,20 @@ def _now_utc() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def _utc(text: str | None, where: str) -> str:
+    """An imported created_utc as shapewise writes it (ISO 8601 in UTC; one without an offset is UTC, as the column
+    says), now where it is empty; a ShapewiseError for one that is no time (the report picks a case's latest
+    measurement by it, and text compares as no time does)."""
+    if text is None:
+        return _now_utc()
+    try:
+        when = datetime.fromisoformat(text.strip())
+        return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).astimezone(timezone.utc).isoformat()
+    except (ValueError, OverflowError):  # OverflowError: a time of year 1 moved past the calendar's start
+        raise ShapewiseError(f"{where}: created_utc is {_shown(text)}, not an ISO 8601 time (as "
+                             f"{_now_utc()}); nothing imported") from None
+
+
 def _rate(amount, median_ms, scale: float) -> float | None:
     """amount per second / scale, from a count and a time in ms; None where either is missing."""
     if amount is None or median_ms is None or median_ms <= 0:
@@ -210,7 +224,7 @@ def _read_json(path, data) -> list[Imported]:
         if metrics is not None and not isinstance(metrics, dict):
             raise ShapewiseError(f"{where}: metrics is not an object; nothing imported")
         numbers["error"] = _text_or_none(item.get("error"))
-        numbers["created_utc"] = _text_or_none(item.get("created_utc")) or _now_utc()
+        numbers["created_utc"] = _utc(_text_or_none(item.get("created_utc")), where)
         identity = tuple(_text_or_none(item.get(c)) for c in ENV_COLUMNS)
         rows.append(_checked(Imported(identity, item["bench"], item["key"], item["params"], numbers, samples, metrics),
                              where, _key_fields(item["key"])))
@@ -285,7 +299,7 @@ def _import_numbers(row: dict, where: str) -> dict:
     if numbers["gbps"] is None:
         numbers["gbps"] = _rate(numbers["bytes"], numbers["median_ms"], 1e9)
     numbers["error"] = row["error"] or None
-    numbers["created_utc"] = row["created_utc"] or _now_utc()
+    numbers["created_utc"] = _utc(row["created_utc"] or None, where)
     return numbers
 
 

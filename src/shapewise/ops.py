@@ -300,16 +300,17 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
     """Megatron tensor parallelism with sequence parallelism: each layer all-gathers the sequence
     before attention and before the MLP, and reduce-scatters after each; backward does the reverse.
     A parallel block (parallel_attn) gathers each norm's output and reduce-scatters once. The
-    vocab-parallel embedding reduce-scatters its output; the output layer gathers its input."""
+    vocab-parallel embedding reduce-scatters its output; the output layer gathers its input: every token's
+    in training, the last token of each sequence when serving, the only rows the head scores."""
     t = w.tp
     if t == 1:
         return []
 
-    def collective(name: str, family: str, pass_: str, count: int) -> Op:
+    def collective(name: str, family: str, pass_: str, count: int, rows: int = tokens) -> Op:
         # The gathered activation, as nccl-tests counts size. Under fp8 Transformer Engine gathers the
         # column-parallel inputs in fp8 but reduces the row-parallel outputs in bf16 (activation_bytes).
         size = w.dtype_bytes if family == "all_gather" else activation_bytes(w.dtype_bytes)
-        return Op(name, pass_, COMM, count=count, flops=0, bytes=tokens * shape.hidden * size, m=tokens,
+        return Op(name, pass_, COMM, count=count, flops=0, bytes=rows * shape.hidden * size, m=rows,
                   n=shape.hidden, k=t, family=family)
 
     # In each layer: before attention and before the MLP, and after each; the reverse in backward. In a
@@ -325,8 +326,11 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
     if train:
         ops += [collective("tp/all_gather", "all_gather", "bwd", scatters),
                 collective("tp/reduce_scatter", "reduce_scatter", "bwd", gathers)]
-    # Outside the layers: the vocab-parallel embedding's output, and the output layer's input.
-    ops += [collective("tp/embed", "reduce_scatter", "fwd", 1), collective("tp/logits", "all_gather", "fwd", 1)]
+    # Outside the layers: the vocab-parallel embedding's output, and the output layer's input, the rows it scores
+    # (a prefill scores each sequence's last token alone, as model_ops prices its logits).
+    head_rows = tokens if train else w.batch
+    ops += [collective("tp/embed", "reduce_scatter", "fwd", 1),
+            collective("tp/logits", "all_gather", "fwd", 1, rows=head_rows)]
     if train:
         ops += [collective("tp/embed", "all_gather", "bwd", 1), collective("tp/logits", "reduce_scatter", "bwd", 1)]
     return ops + (replica_grad_ops(shape, w) if train else [])

@@ -262,13 +262,17 @@ def gemm_figure(data: dict):
 
 # ---- attention: figures 7 (against hidden size) and 8 (against head count) --------------------------
 
-def _check_attention(kind: str, pass_: str) -> None:
+def _check_attention(kind: str, pass_: str, dtype: str) -> None:
     if kind not in ATTENTION_FIGURES:
         raise ShapewiseError(f"kind must be one of {', '.join(ATTENTION_FIGURES)}, got {kind!r}")
     if pass_ not in ATTENTION_PASSES:
         raise ShapewiseError(f"pass_ must be one of {', '.join(ATTENTION_PASSES)}, got {pass_!r}")
     if kind == "bmm" and pass_ != "fwd":
         raise ShapewiseError("the score BMM is drawn forward only: use pass_='fwd' with kind='bmm'")
+    if dtype == "fp8":  # torch's fp8 GEMM, _scaled_mm, takes no batch, and SDPA no fp8 (dtypes.activation_dtype)
+        what = "score BMM" if kind == "bmm" else "fused attention"
+        raise ShapewiseError(f"no {what} runs in fp8 (torch._scaled_mm takes no batch, SDPA no fp8; an fp8 step runs "
+                             f"its attention in bf16): give {argument('dtype')} bf16")
 
 
 def _attention_tflops(kind: str, *, heads: np.ndarray, head_dims: np.ndarray, batch: int, seq: int, causal: bool,
@@ -362,7 +366,7 @@ def attention_data(*, gpu: GPU | str | CostModel, hiddens, heads: int, seq: int 
     """
     model = _model(gpu)
     gpu = model.gpu
-    _check_attention(kind, pass_)
+    _check_attention(kind, pass_, dtype)
     x_all = _whole_numbers(hiddens, "hiddens")
     x = x_all[x_all % heads == 0]
     if x.size == 0:
@@ -400,7 +404,7 @@ def attention_heads_data(*, gpu: GPU | str | CostModel, head_dim, head_counts, s
     size is head_dim × a), one series per head dim (head_dim: one, or several)."""
     model = _model(gpu)
     gpu = model.gpu
-    _check_attention(kind, pass_)
+    _check_attention(kind, pass_, dtype)
     counts = _whole_numbers(head_counts, "head_counts")
     dims = _whole_numbers(head_dim, "head_dim")
     a = np.tile(counts, len(dims))

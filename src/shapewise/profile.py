@@ -41,7 +41,7 @@ import numpy as np
 
 from . import trees
 from .corrections import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS, TREE_FEATURES
-from .errors import ShapewiseError, warn
+from .errors import ShapewiseError, argument, switched_on, warn
 from .hardware import GPU, find_gpu, get_gpu
 from .limits import flag, json_int
 from .params import SPEC, CostParams
@@ -328,7 +328,7 @@ def check_measured_on(profile: Profile, gpu: str, where: str, *, device: str | N
     if not refused:
         return
     # CPU times alone: a run on the CPU takes them (a run already there was refused for another GPU's)
-    on_cpu = f"judge it in a run on the CPU (--device cpu), not on {device}, or " \
+    on_cpu = f"judge it in a run on the CPU ({argument('device')} cpu), not on {device}, or " \
         if device is not None and set(reasons) == {CPU_TIMES} else ""
     raise ShapewiseError(f"{where}: {refused[0]}, so it prices no {gpu}: {on_cpu}run `shapewise calibrate` on the "
                          f"{gpu} itself for its profile")
@@ -475,12 +475,13 @@ def for_gpu(profile: Profile, gpu: str, *, borrow: bool = False, device: str | N
     if profile.environment.get("device") == "cpu":
         check_measured_on(profile, gpu, where, device=device)
     if not borrow:
+        borrowing = switched_on("borrow_profile")
         if gpu_times:
             raise ShapewiseError(f"{where} is a profile of the {profile.gpu}, not of the {gpu} whose times it would "
-                                 f"judge: add --borrow-profile to judge it as the {gpu}'s, or run `shapewise "
+                                 f"judge: {borrowing} to judge it as the {gpu}'s, or run `shapewise "
                                  f"calibrate` on the {gpu} for its own")
-        raise ShapewiseError(f"{where} is a profile of the {profile.gpu}, not the {gpu}: give --gpu {profile.gpu}, "
-                             f"or add --borrow-profile to price {gpu} with it")
+        raise ShapewiseError(f"{where} is a profile of the {profile.gpu}, not the {gpu}: give {argument('gpu')} "
+                             f"{profile.gpu}, or {borrowing} to price {gpu} with it")
     return lent(profile, gpu)
 
 

@@ -296,8 +296,10 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
         raise ShapewiseError(f"{argument('keep')} and {argument('vary')} both name {', '.join(sorted(keep & vary))}: "
                              "name each in one")
     if "batch" in vary and workload.mode == "decode":  # neighbourhood keeps it: a server's concurrency, not a shape's
+        batch = argument("batch")  # --batch on the command line; the workload's field in the library
+        another = f"{batch} N" if batch.startswith("-") else f"Workload({batch}=N)"
         warn(f"{argument('vary')} batch has no effect in decode: its batch (the sequences served at once) is kept, as "
-             f"a latency choice, not the shape's; give {argument('batch')} to price another")
+             f"a latency choice, not the shape's; price another batch with {another}")
     params_tol = PARAMS_TOL.keyword(params_tol, "params_tol")
     aspect_band = ASPECT_BAND.keyword(aspect_band, "aspect_band")
     top = TOP.keyword(top, "top")

@@ -106,7 +106,8 @@ def add_gemm(kinds) -> None:
 
 def run_bench_gemm(args) -> int:
     from ..bench import bench_cases
-    from ..cases import gemm_cases, parse_dims, refuse_fp8_layout
+    from ..cases import gemm_cases, parse_dims
+    from ..dtypes import refuse_fp8_layout
 
     known_gpu(args)
     batches = parse_dims(args.b, name="-b") if getattr(args, "b", None) else [1]

@@ -182,6 +182,7 @@ def _refuse_before_measuring(args, *, machine: bool) -> None:
     refused command says its one line alone, not after a warning of what the run would have done."""
     from pathlib import Path
 
+    from .. import measure
     from ..hardware import get_gpu
     from ..outputs import output_file, writable_folder
     from ..profile import find
@@ -198,6 +199,8 @@ def _refuse_before_measuring(args, *, machine: bool) -> None:
         writable_folder(Path(args.db).expanduser().parent, mkdir=args.mkdir, what="results store")
     if args.out:  # said now, not after minutes of measuring
         output_file(args.out, formats={".json": "json"}, mkdir=args.mkdir, what="profile")
+    if args.device != "cpu":  # a GPU that is not here, refused before a warning of what its run would write
+        measure.check_device(args.device)
 
 
 def _calibrate_comm(args) -> int:

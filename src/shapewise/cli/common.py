@@ -217,7 +217,8 @@ FLAGS = {"params_target": "--params", "params_tol": "--params-tol", "vocab": "--
          "overlap_comm": "--overlap-comm", "gpus_per_node": "--gpus-per-node", "global_batch_tokens": "--global-batch",
          "intra_gbs": "--intra-node-gbs", "inter_gbs": "--inter-node-gbs", "hiddens": "--hiddens",
          "head_counts": "--head-counts", "heads": "--heads", "kv_heads": "--kv-heads", "device": "--device",
-         "gpu": "--gpu", "cuda_graph": "--cuda-graph"}
+         "gpu": "--gpu", "cuda_graph": "--cuda-graph", "layout": "--layout",
+         "borrow_profile": "--borrow-profile", "quick": "--quick", "seed": "--seed"}
 
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it
 # (cli.main): an input refused later gets its one-line error alone.
