@@ -134,3 +134,18 @@ def test_tensor_parallel_must_divide_heads_and_ffn():
         model_ops(falcon, Workload(tp=2))
     with pytest.raises(ShapewiseError, match="FFN width"):
         model_ops(LLAMA.replace(ffn=14337), Workload(tp=2))
+
+
+def test_a_small_ops_row_says_its_size_and_rate_not_zero():
+    """A served step's head gathers one row a sequence at t=2: 4 × 4,096 bf16 is 32 KiB, which its row read as
+    "0.0 MiB" at "0 GB/s"; sizes of a MiB and more read as before."""
+    from shapewise import predict_step
+    from shapewise.ops import size_text
+    from shapewise.presets import get_model
+    from shapewise.report import op_table
+
+    assert (size_text(32 * 2**10), size_text(64 * 2**20), size_text(100)) == ("32.0 KiB", "64.0 MiB", "100 B")
+    step = predict_step(get_model("llama3-8b"), Workload(mode="prefill", tp=2), gpu="h200")
+    row = next(r for r in op_table(step).rows if r[0] == "tp/logits")
+    assert row[1] == "4×4096 over 2, 32.0 KiB"
+    assert row[6].endswith(" GB/s") and float(row[6].split()[0]) > 0

@@ -19,6 +19,15 @@ from .shapes import ModelShape, Workload, check_parallel
 GEMM, BMM, FLASH, MEMORY, COMM = "gemm", "bmm", "flash", "memory", "comm"
 
 
+def size_text(nbytes: float) -> str:
+    """An op's bytes as its row says them: MiB from one MiB up, KiB or bytes below (a served step's head gathers
+    4 rows: "32.0 KiB", where MiB read "0.0")."""
+    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:,.1f} {unit}"
+    return f"{nbytes:,.0f} B"
+
+
 @dataclass(frozen=True)
 class Op:
     """One kind of kernel call in a step: its shape, how often it runs and its exact work."""
@@ -58,8 +67,8 @@ class Op:
         if self.kind == FLASH:
             return f"{self.batch}×(q{self.m} kv{self.n} d{self.k}{f' w{self.window}' if self.window else ''})"
         if self.kind == COMM:
-            return f"{self.m}×{self.n} over {self.k}, {self.bytes / 2**20:,.1f} MiB"
-        return f"{self.m}×{self.n}, {self.bytes / 2**20:,.1f} MiB"
+            return f"{self.m}×{self.n} over {self.k}, {size_text(self.bytes)}"
+        return f"{self.m}×{self.n}, {size_text(self.bytes)}"
 
     @property
     def total_flops(self) -> int:
