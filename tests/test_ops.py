@@ -138,7 +138,7 @@ def test_tensor_parallel_must_divide_heads_and_ffn():
 
 def test_a_small_ops_row_says_its_size_and_rate_not_zero():
     """A served step's head gathers one row a sequence at t=2: 4 × 4,096 bf16 is 32 KiB, which its row read as
-    "0.0 MiB" at "0 GB/s"; sizes of a MiB and more read as before."""
+    "0.0 MiB" at "0 GB/s"; sizes of a MiB and more read as before, and the key a stored case holds is kept."""
     from shapewise import predict_step
     from shapewise.ops import size_text
     from shapewise.presets import get_model
@@ -148,4 +148,7 @@ def test_a_small_ops_row_says_its_size_and_rate_not_zero():
     step = predict_step(get_model("llama3-8b"), Workload(mode="prefill", tp=2), gpu="h200")
     row = next(r for r in op_table(step).rows if r[0] == "tp/logits")
     assert row[1] == "4×4096 over 2, 32.0 KiB"
+    # the op's shape_text is part of a stored case's key (cases.op_case), so the committed measurements still match
+    op = next(c.op for c in step.costs if c.op.name == "tp/logits")
+    assert op.shape_text == "4×4096 over 2, 0.0 MiB"
     assert row[6].endswith(" GB/s") and float(row[6].split()[0]) > 0

@@ -298,7 +298,7 @@ def _measured(step, gpu: GPU, store) -> tuple[Table, str]:
             continue
         row = found[key]
         measured, predicted = row["median_ms"], c.time_ms
-        rows.append([c.op.label, c.op.shape_text, f"{c.op.count}", f"{measured:.4f}", f"{predicted:.4f}",
+        rows.append([c.op.label, c.op.shown_shape, f"{c.op.count}", f"{measured:.4f}", f"{predicted:.4f}",
                      f"{predicted / measured - 1:+.1%}" if measured > 0 else "",
                      f"{row.get('gpu_name') or '?'}, torch {row.get('torch') or '?'}, {row['created_utc'][:10]}"])
     note = ""

@@ -66,9 +66,16 @@ class Op:
             return f"{self.batch}×({self.m}×{self.n}×{self.k})"
         if self.kind == FLASH:
             return f"{self.batch}×(q{self.m} kv{self.n} d{self.k}{f' w{self.window}' if self.window else ''})"
-        if self.kind == COMM:
-            return f"{self.m}×{self.n} over {self.k}, {size_text(self.bytes)}"
-        return f"{self.m}×{self.n}, {size_text(self.bytes)}"
+        if self.kind == COMM:  # part of a stored op case's key (cases.op_case): never reworded
+            return f"{self.m}×{self.n} over {self.k}, {self.bytes / 2**20:,.1f} MiB"
+        return f"{self.m}×{self.n}, {self.bytes / 2**20:,.1f} MiB"
+
+    @property
+    def shown_shape(self) -> str:
+        """shape_text as a table shows it: a memory-bound op's or collective's size under a MiB in KiB or bytes."""
+        if self.kind not in (COMM, MEMORY) or self.bytes >= 2**20:
+            return self.shape_text
+        return self.shape_text.rsplit(", ", 1)[0] + f", {size_text(self.bytes)}"
 
     @property
     def total_flops(self) -> int:

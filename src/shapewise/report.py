@@ -118,7 +118,7 @@ def op_table(step: StepCost) -> Table:
         main = c.losses.main
         # a few rows over a link rate under 1 GB/s (a served step's head gathers 4 of them): not "0 GB/s"
         rate = (f"{c.gbps:,.0f} GB/s" if c.gbps >= 10 else f"{c.gbps:.2g} GB/s") if memory else f"{c.tflops:,.1f}"
-        rows.append([c.op.label, c.op.shape_text, f"{c.op.count}", f"{c.op.total_flops / total_flops:.1%}",
+        rows.append([c.op.label, c.op.shown_shape, f"{c.op.count}", f"{c.op.total_flops / total_flops:.1%}",
                      f"{c.total_ms:,.3f}", f"{c.total_ms / total_ms:.1%}", rate, f"{c.fraction_of_peak:.0%}",
                      f"{LOSS_WORDS[main]} {_loss_share(c, main):.0%}" if main else ""])
     return Table(("op", "shape m×n×k", "count", "FLOPs", "time ms", "time", "TFLOP/s", "of peak", "main loss"), rows,
