@@ -166,3 +166,17 @@ def test_the_window_that_makes_a_decode_fit_says_so():
     shape = _corpus("mistral-7b-v0.1")
     window = rules(check(shape, Workload(batch=64, seq=32768, mode="decode"), gpu="h200"))["window"]
     assert "more than the h200 has" in window.fix
+
+
+def test_inference_at_tp_says_its_collectives_are_an_upper_estimate():
+    """A decode or prefill step at t>1 prices Megatron's sequence-parallel pairs at the fixed cost fitted inside
+    training layers (about two thirds of llama3-70b's decode step at t=8), where serving engines all-reduce once a
+    sublayer: said, in the caller's words; a training step at t>1 and an inference step at t=1 say nothing of it."""
+    from shapewise.presets import get_model
+    from shapewise.rules import caveats
+
+    shape = get_model("llama3-70b")
+    said = [c for c in caveats(shape, Workload(mode="decode", tp=8)) if "serving engines" in c]
+    assert len(said) == 1 and said[0].startswith("tp 8 in decode:") and "upper estimate" in said[0]
+    assert any("serving engines" in c for c in caveats(shape, Workload(mode="prefill", tp=2)))
+    assert not any("serving engines" in c for c in caveats(shape, Workload(tp=8)) + caveats(shape, Workload(mode="decode")))

@@ -229,6 +229,12 @@ def _tensor_parallel_caveats(w: Workload) -> list[str]:
         out.append(f"{argument('tp')} {w.tp}: tensor parallelism past one node's {GPUS_PER_NODE} GPUs is priced as if all "
                    f"{w.tp} shared NVLink; across nodes its collectives would be slower (`shapewise plan` prices "
                    "the network between nodes)")
+    if w.tp > 1 and w.mode != "train":
+        out.append(f"{argument('tp')} {w.tp} in {w.mode}: each layer's collectives are priced as Megatron's "
+                   "sequence-parallel pairs (an all-gather and a reduce-scatter a sublayer, each at the fixed cost "
+                   "fitted on collectives inside training layers), where serving engines all-reduce once a sublayer and "
+                   "a lone small collective costs less: their share of this step is an upper estimate, not measured "
+                   "for inference (`shapewise bench layer --tp` times it)")
     if w.overlap_comm and w.tp == 1:
         out.append(f"{argument('overlap_comm')} has no effect at {argument('tp')} 1: there is no tensor-parallel "
                    "collective to overlap")
