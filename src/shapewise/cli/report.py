@@ -10,6 +10,7 @@ from ..errors import ShapewiseError, warn
 from ..exports import BENCHES
 from ..limits import HEADS, HIDDEN
 from .common import (
+    CAVEATS,
     SAID,
     Parser,
     Repeated,
@@ -21,6 +22,7 @@ from .common import (
     cost_model,
     model_and_workload,
     open_store,
+    say_caveats,
     top_int,
 )
 
@@ -270,6 +272,9 @@ def run_plot(args) -> int:
             fig = plots.breakdown_figure(plots.breakdown_data(shape, gpu=model, workloads=modes))
         elif args.verified:  # a `shapewise verify --json` run: its predictions and measurements as they were
             _say_unused_with_verified(args)
+            # the caveats of what verify measured, one GPU's training step, not of the flags it ignores
+            CAVEATS.clear()
+            say_caveats(shape, workload.replace(mode="train", tp=1, overlap_comm=False), gpu=args.gpu)
             rows = _verify_json(args.verified)
             try:
                 data = plots.verified_data(rows, model=shape.name, gpu=gpu, dtype=workload.dtype)
