@@ -440,6 +440,17 @@ class MachineFit:
     profile: Profile | None = None  # base with this machine's factors; None when interrupted
 
 
+def refit_base(gpu: GPU) -> Profile:
+    """The profile `calibrate --quick` refits for `gpu`'s machine, or a ShapewiseError where it has none."""
+    from .profile import find
+
+    base = find(gpu)
+    if base is None:
+        raise ShapewiseError(f"no profile for {gpu.name} to refit for this machine: run `shapewise calibrate` "
+                             f"(without --quick) for a whole one")
+    return base
+
+
 def calibrate_machine(*, store, gpu: GPU | str | None = None, device: str = "cuda", dtype: str = "bf16",
                       warmup_ms: float = 3, budget_ms: float = 10, force: bool = False,
                       progress: bool = True) -> MachineFit:
@@ -448,22 +459,17 @@ def calibrate_machine(*, store, gpu: GPU | str | None = None, device: str = "cud
     from .bench import sweep
     from .machine import LAUNCH_LIMIT_MS, LIMITS, machine_cases, machine_factors, machine_profile
     from .measure import measured_gpu
-    from .profile import find
 
     gpu = _named_gpu(gpu, dtype)
-    if gpu is not None and find(gpu) is None:  # refused now, not after the set is measured
-        raise ShapewiseError(f"no profile for {gpu.name} to refit for this machine: run `shapewise calibrate` "
-                             f"(without --quick) for a whole one")
+    if gpu is not None:  # refused now, not after the set is measured
+        refit_base(gpu)
     cases = machine_cases(dtype=dtype)
     result = sweep(cases, store=store, device=device, warmup_ms=warmup_ms, budget_ms=budget_ms, force=force,
                    progress=progress)
     if result.interrupted or result.rank != 0:
         return MachineFit(len(cases), result)
     gpu = measured_gpu(result.environment, gpu=gpu, device=device)
-    base = find(gpu)
-    if base is None:
-        raise ShapewiseError(f"no profile for {gpu.name} to refit for this machine: run `shapewise calibrate` "
-                             f"(without --quick) for a whole one")
+    base = refit_base(gpu)
     factors = machine_factors(result.rows, gpu=gpu, params=base.params)
     if abs(factors.get("launch", {}).get("ms", 0.0)) > LAUNCH_LIMIT_MS:
         raise ShapewiseError(f"this machine's calls take {factors['launch']['ms'] * 1e3:+.1f} µs each against the "

@@ -438,9 +438,9 @@ def predict_gemm(m, n, k, *, batch=1, gpu: GPU | str | CostModel = "h200", dtype
     model = cost_model(gpu)
     if dtype == "fp8":  # as bench refuses them: torch runs no other fp8 GEMM to predict (a GPU without fp8 said first)
         model.gpu.check_dtype(dtype)
-        batched = bool(np.any(np.asarray(batch) > 1))
-        refuse_fp8_layout(np.unique(np.asarray(layout)).tolist(), [2] if batched else [1],
-                          hint=f": give {argument('layout')} nt" + (f" and {argument('batch')} 1" if batched else ""))
+        batches = np.unique(np.asarray(batch)).tolist()
+        refuse_fp8_layout(np.unique(np.asarray(layout)).tolist(), batches, hint=f": give {argument('layout')} nt"
+                          + (f" and {argument('batch')} 1" if max(batches) > 1 else ""))
     out = _gemm_arrays(m, n, k, batch, layout, model.gpu, dtype, model.params)
     if all(np.ndim(x) == 0 for x in (m, n, k, batch, layout)):
         out = {key: _scalar(value) for key, value in out.items()}

@@ -496,8 +496,9 @@ def _html(c: _Content) -> str:
                   _figure(c, "suggestions")]
     else:
         parts.append(f"<p>{_e(_nothing_faster(sugg))}</p>")
-    if _run_settings(sugg):
-        parts.append(f"<p>{_e(_run_settings(sugg))}</p>")
+    settings = _run_settings(sugg)
+    if settings:
+        parts.append(f"<p>{_e(settings)}</p>")
     parts.append("</section>")
     if c.measured.rows:
         parts += ['<section id="measured"><h2>Measured against predicted</h2>',
@@ -562,8 +563,9 @@ def _markdown(c: _Content, stem: str) -> str:
                 f"![{_md_cell(caption)}]({_md_link(stem, 'suggestions')})", ""]
     else:
         out += [_md_cell(_nothing_faster(sugg)), ""]
-    if _run_settings(sugg):
-        out += [_md_cell(_run_settings(sugg)), ""]
+    settings = _run_settings(sugg)
+    if settings:
+        out += [_md_cell(settings), ""]
     if c.measured.rows:
         out += ["## Measured against predicted", "", _md_cell(c.measured_note), "",
                 _md_table(c.measured), ""]

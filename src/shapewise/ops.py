@@ -66,16 +66,20 @@ class Op:
             return f"{self.batch}×({self.m}×{self.n}×{self.k})"
         if self.kind == FLASH:
             return f"{self.batch}×(q{self.m} kv{self.n} d{self.k}{f' w{self.window}' if self.window else ''})"
-        if self.kind == COMM:  # part of a stored op case's key (cases.op_case): never reworded
-            return f"{self.m}×{self.n} over {self.k}, {self.bytes / 2**20:,.1f} MiB"
-        return f"{self.m}×{self.n}, {self.bytes / 2**20:,.1f} MiB"
+        # part of a stored op case's key (cases.op_case): never reworded
+        return f"{self._rows_text}, {self.bytes / 2**20:,.1f} MiB"
+
+    @property
+    def _rows_text(self) -> str:
+        """A memory-bound op's or collective's rows × width (and ranks), before its size."""
+        return f"{self.m}×{self.n} over {self.k}" if self.kind == COMM else f"{self.m}×{self.n}"
 
     @property
     def shown_shape(self) -> str:
         """shape_text as a table shows it: a memory-bound op's or collective's size under a MiB in KiB or bytes."""
-        if self.kind not in (COMM, MEMORY) or self.bytes >= 2**20:
+        if self.kind in (GEMM, BMM, FLASH):
             return self.shape_text
-        return self.shape_text.rsplit(", ", 1)[0] + f", {size_text(self.bytes)}"
+        return f"{self._rows_text}, {size_text(self.bytes)}"
 
     @property
     def total_flops(self) -> int:

@@ -183,13 +183,12 @@ def _refuse_before_measuring(args, *, machine: bool) -> None:
     from pathlib import Path
 
     from .. import measure
+    from ..calibrate import refit_base
     from ..hardware import get_gpu
     from ..outputs import output_file, writable_folder
-    from ..profile import find
 
-    if args.gpu and machine and find(get_gpu(args.gpu)) is None:  # as calibrate_machine refuses it
-        raise ShapewiseError(f"no profile for {get_gpu(args.gpu).name} to refit for this machine: run "
-                             "`shapewise calibrate` (without --quick) for a whole one")
+    if args.gpu and machine:  # as calibrate_machine refuses it
+        refit_base(get_gpu(args.gpu))
     if args.comm and not args.gpu:
         raise ShapewiseError("name the GPU whose profile gets the link's parameters: --gpu")
     if args.out and args.device == "cpu" and not args.gpu:  # no profile to write: refused now, not after measuring
