@@ -26,7 +26,24 @@ def test_collectives_per_layer_and_their_size():
         assert op.count == (2 * LLAMA.num_layers if label in layer else 1) and op.k == 4
         assert op.bytes == 2 * 4096 * LLAMA.hidden * 2  # the gathered activation in bf16
     prefill = {op.label for op in model_ops(LLAMA, w.replace(mode="prefill")) if op.kind == COMM}
-    assert prefill == {"tp/all_gather", "tp/reduce_scatter", "tp/embed", "tp/logits"}
+    assert prefill == {"tp/all_gather", "tp/reduce_scatter", "tp/embed", "tp/logits", "tp/sample"}
+
+
+@pytest.mark.parametrize("mode", ["prefill", "decode"])
+def test_serving_gathers_the_last_tokens_logits_across_the_vocab_to_sample(mode):
+    """Each rank's head writes its vocab/t columns of each sequence's last-token logits; sampling wants whole
+    rows, so serving gathers them (b × padded vocab in bf16); training's loss gathers none."""
+    w = Workload(batch=4, seq=2048, tp=4, mode=mode)
+    sample = [op for op in model_ops(LLAMA, w) if op.name == "tp/sample"]
+    assert len(sample) == 1 and sample[0].family == "all_gather" and sample[0].k == 4 and sample[0].count == 1
+    vocab = -(-LLAMA.vocab // 4) * 4
+    assert sample[0].bytes == 4 * vocab * 2 and sample[0].m == 4
+    assert not [op for op in model_ops(LLAMA, w.replace(mode="train")) if op.name == "tp/sample"]
+    assert not [op for op in model_ops(LLAMA, w.replace(tp=1)) if op.name == "tp/sample"]
+    # once a step, outside the layers: a pipeline's last stage pays it, not every layer
+    from shapewise.ops import OUTSIDE_LAYERS
+    from shapewise.parallel import HEAD_OPS
+    assert "tp/sample" in OUTSIDE_LAYERS and "tp/sample" in HEAD_OPS
 
 
 @pytest.mark.parametrize("norms", [1, 2])

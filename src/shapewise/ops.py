@@ -321,7 +321,8 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
     before attention and before the MLP, and reduce-scatters after each; backward does the reverse.
     A parallel block (parallel_attn) gathers each norm's output and reduce-scatters once. The
     vocab-parallel embedding reduce-scatters its output; the output layer gathers its input: every token's
-    in training, the last token of each sequence when serving, the only rows the head scores."""
+    in training, the last token of each sequence when serving, the only rows the head scores, whose logits
+    serving gathers across the vocab to sample."""
     t = w.tp
     if t == 1:
         return []
@@ -353,7 +354,14 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
             collective("tp/logits", "all_gather", "fwd", 1, rows=head_rows)]
     if train:
         ops += [collective("tp/embed", "all_gather", "bwd", 1), collective("tp/logits", "reduce_scatter", "bwd", 1)]
-    return ops + (replica_grad_ops(shape, w) if train else [])
+        return ops + replica_grad_ops(shape, w)
+    # Serving samples the next token from whole rows of logits: each rank holds its vocab/t columns of the
+    # last token's, gathered in the head's output dtype before sampling (vLLM's logits gather, Megatron's
+    # inference all-gather); training's loss reduces over the vocab in parallel and gathers none.
+    vocab = math.ceil(shape.vocab / t) * t
+    size = activation_bytes(w.dtype_bytes)
+    return ops + [Op("tp/sample", "fwd", COMM, count=1, flops=0, bytes=w.batch * vocab * size, m=w.batch, n=vocab,
+                     k=t, family="all_gather")]
 
 
 def replica_grad_ops(shape: ModelShape, w: Workload) -> list[Op]:
@@ -444,7 +452,8 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
 # Ops that run once per step, not once per layer: what "one layer" leaves out.
 # The replicas' gradient all-reduce runs once a step too (replica_grad_ops).
 REPLICA_GRADS = ("tp/replica_grads", "tp/kv_grads")
-OUTSIDE_LAYERS = ("embed", "embed/norm", "final/norm", "logits", "loss", "tp/embed", "tp/logits") + REPLICA_GRADS
+OUTSIDE_LAYERS = ("embed", "embed/norm", "final/norm", "logits", "loss", "tp/embed", "tp/logits",
+                  "tp/sample") + REPLICA_GRADS
 
 
 def layer_ops(shape: ModelShape, workload: Workload) -> list[Op]:
