@@ -212,8 +212,8 @@ def predict_case(case: Case, *, gpu) -> float | None:
         return float(predict_gemm(p["m"], p["n"], p["k"], batch=p["batch"], layout=p["layout"], gpu=gpu,
                                   dtype=p["dtype"]).time_ms)
     if case.bench == "attention":
-        if p["backend"] not in ("default", "cudnn"):
-            return None  # the cost model describes SDPA's default kernel (cuDNN on Hopper with torch 2.11)
+        if p["backend"] not in ("default", "cudnn") or p["dtype"] == "fp8":
+            return None  # the cost model describes SDPA's default kernel (cuDNN on Hopper with torch 2.11), which takes no fp8
         return predict_attention(batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"], seq=p["seq"],
                                  head_dim=p["head_dim"], causal=p["causal"], pass_=p["pass"], gpu=gpu,
                                  dtype=p["dtype"])

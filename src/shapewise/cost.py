@@ -59,6 +59,7 @@ from .profile import CostModel, cost_model
 from .shapes import DTYPE_BYTES, ModelShape, Workload
 
 LAYOUTS = ("nn", "nt", "tn")
+ATTENTION_PASSES = ("fwd", "fwdbwd")  # predict_attention's: forward, or forward and backward
 TENSOR_CORE_DTYPES = ("tf32", "bf16", "fp16", "fp8")
 
 CANDIDATE_CHUNK = 4096  # GEMMs whose candidates are timed at once: their arrays stay in the CPU's cache
@@ -953,9 +954,22 @@ def predict_layer_and_outside(shape: ModelShape, workload: Workload, *, gpu: GPU
 
 def predict_attention(*, batch: int, heads: int, kv_heads: int, seq: int, head_dim: int, causal: bool = True,
                       pass_: str = "fwd", gpu: GPU | str | CostModel, dtype: str = "bf16") -> float:
-    """Predicted ms of fused attention (torch's default SDPA kernel): forward, or forward + backward."""
+    """Predicted ms of fused attention (torch's default SDPA kernel): forward (pass_ "fwd"), or forward +
+    backward ("fwdbwd"). Not in fp8: SDPA takes none (an fp8 step runs its attention in bf16, as check prices it)."""
+    from .limits import BATCH, HEAD_DIM, HEADS, SEQ, flag
     from .ops import attention_op
 
+    batch, seq, head_dim = BATCH.keyword(batch, "batch"), SEQ.keyword(seq, "seq"), HEAD_DIM.keyword(head_dim, "head_dim")
+    heads, kv_heads = HEADS.keyword(heads, "heads"), HEADS.keyword(kv_heads, "kv_heads")
+    causal = flag(causal, "causal")
+    check_name(pass_, ATTENTION_PASSES, "pass_")
+    check_name(dtype, DTYPE_BYTES, "dtype")
+    if heads % kv_heads:
+        raise ShapewiseError(f"{kv_heads} kv_heads do not divide {heads} heads: give a divisor of {heads} "
+                             "(1 for multi-query attention)")
+    if dtype == "fp8":  # its bf16 time, priced as fp8's, would be a guess
+        raise ShapewiseError(f"no fused attention runs in fp8 (SDPA takes no fp8; an fp8 step runs its attention in "
+                             f"bf16): give {argument('dtype')} bf16")
     ops = [attention_op("fwd", seqs=batch, heads=heads, kv_heads=kv_heads, q_len=seq, kv_len=seq, head_dim=head_dim,
                         causal=causal, dtype_bytes=DTYPE_BYTES[dtype])]
     if pass_ != "fwd":

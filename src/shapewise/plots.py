@@ -23,7 +23,7 @@ import textwrap
 import numpy as np
 
 from .canvas import FORMATS, colormap, figure, png_bytes, save  # noqa: F401  (plots.save, plots.png_bytes)
-from .cost import _align_class, predict_attention, predict_gemm, predict_ops, predict_step
+from .cost import ATTENTION_PASSES, _align_class, predict_attention, predict_gemm, predict_ops, predict_step
 from .errors import ShapewiseError, argument, warn
 from .hardware import GPU, find_gpu, get_gpu
 from .limits import HIDDEN
@@ -35,7 +35,6 @@ from .shapes import DTYPE_BYTES, MLP_KINDS, ModelShape, Workload
 # What an attention figure draws: fused attention as SDPA runs it ("flash"), or its score product QKᵀ
 # alone ("bmm"). Not a workload's attention (shapes.ATTENTION_KINDS: fused or unfused).
 ATTENTION_FIGURES = ("flash", "bmm")
-ATTENTION_PASSES = ("fwd", "fwdbwd")
 MAX_BOUNDARY_LINES = 32  # more vertical lines than this hide the curve they explain
 MARKED_POINTS = 64  # a GEMM sweep of at most this many values marks each one on its curve
 OTHER_BELOW = 0.02  # breakdown: ops under this share of every mode's step are drawn as "other"

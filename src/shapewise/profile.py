@@ -259,7 +259,7 @@ def _check_predicts(params: CostParams, gpu: GPU, where: str) -> None:
     try:  # aligned and misaligned, small and large, and fused attention: each part of the model in use
         times = [*np.ravel(predict_gemm(m.ravel(), n.ravel(), k.ravel(), gpu=model, dtype="bf16").time_ms),
                  *(predict_attention(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=d, causal=True, pass_=pass_,
-                                     gpu=model, dtype="bf16") for d in (64, 128) for pass_ in ("fwd", "bwd")),
+                                     gpu=model, dtype="bf16") for d in (64, 128) for pass_ in ("fwd", "fwdbwd")),
                  *(cost.time_ms for cost in predict_ops(attention, gpu=model, dtype="bf16"))]
     except (ValueError, IndexError, ZeroDivisionError, FloatingPointError, OverflowError, TypeError) as err:
         raise ShapewiseError(f"{where}: its parameters do not fit together ({type(err).__name__}: "
