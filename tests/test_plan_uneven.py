@@ -153,7 +153,7 @@ def megatron_stages(layout: str) -> list[str]:
 ])
 def test_megatron_flags_say_the_split(num_layers, pp, want):
     base = plan(get_model("llama3-8b"), gpus=8, gpu=SPEC, global_batch_tokens=2**20, seq=4096, top=1).plans[0]
-    p = dataclasses.replace(base, shape=base.shape.replace(num_layers=num_layers), pp=pp, vp=1)
+    p = dataclasses.replace(base, shape=base.shape.replace(num_layers=num_layers), pp=pp, vp=1, zero=1)  # no FSDP with pp
     flags = megatron_flags(p, seq=4096, global_batch_tokens=2**20)
     assert [f for f in flags.split(" \\\n  ") if "pipeline-num-layers" in f or "layout" in f] == want
     assert f"--pipeline-model-parallel-size {pp}" in flags
@@ -163,7 +163,7 @@ def test_megatron_flags_lay_out_stages_the_ends_cannot_say():
     """80 layers over 12: 6, 7×8, 6×3. Megatron's first/last counts need the middle stages alike, so the
     stages are written out one by one, the embedding first and the loss last."""
     base = plan(get_model("llama3-8b"), gpus=8, gpu=SPEC, global_batch_tokens=2**20, seq=4096, top=1).plans[0]
-    p = dataclasses.replace(base, shape=base.shape.replace(num_layers=80), pp=12, vp=1)
+    p = dataclasses.replace(base, shape=base.shape.replace(num_layers=80), pp=12, vp=1, zero=1)  # no FSDP with pp
     flags = megatron_flags(p, seq=4096, global_batch_tokens=2**20)
     assert "pipeline-num-layers" not in flags
     layout = re.search(r"--pipeline-model-parallel-layout '([^']+)'", flags).group(1)

@@ -129,6 +129,12 @@ def rank_layer_params(shape, tp):
     return (shape.layer_params - expert_params(shape)) / tp + replicated_params(shape, tp)
 
 
+# ZeRO-3 shards the weights over d and gathers them for each micro-batch's forward and backward; Megatron-LM runs
+# it as Megatron-FSDP (--data-parallel-sharding-strategy optim_grads_params) or torch's FSDP2, neither beside
+# pipeline stages: no layout pairs the two (a time for one would be of a run no framework makes).
+FSDP_WITH_PIPELINE = "ZeRO-3 (FSDP) with pipeline stages: Megatron-LM runs its FSDP without pipeline parallelism"
+
+
 @dataclass(frozen=True)
 class Parallelism:
     pp: int = 1  # pipeline stages
@@ -153,6 +159,8 @@ class Parallelism:
             raise ShapewiseError(f"parallelism: expert parallelism {self.ep} must divide data parallelism {self.dp}")
         if self.vp > 1 and self.pp == 1:
             raise ShapewiseError("parallelism: virtual stages need pipeline parallelism (pp > 1)")
+        if self.zero == 3 and self.pp > 1:
+            raise ShapewiseError(f"parallelism: {FSDP_WITH_PIPELINE}; give zero 2 or less, or pp 1")
 
 
 # ---- links: within a node (hardware.NVLINK_DATASHEETS) and between nodes (below) ----

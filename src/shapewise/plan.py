@@ -20,7 +20,7 @@ from .errors import ShapewiseError, argument, check_name, warn
 from .hardware import GPU
 from .limits import COUNT, RATE, SANE_BATCH_SEQUENCES, SANE_BATCH_TOKENS, SEQ, flag
 from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays, training_precision
-from .parallel import RECOMPUTE, Network, layer_times, network_for, stage_layers, step_arrays
+from .parallel import FSDP_WITH_PIPELINE, RECOMPUTE, Network, layer_times, network_for, stage_layers, step_arrays
 from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload
 
@@ -116,7 +116,8 @@ def layouts(shape: ModelShape, *, gpus: int, global_batch: int, gpus_per_node: i
     """Every layout as numpy arrays (keys: LAYOUT). The constraints: t divides the heads, the kv heads
     and the FFN width and stays within a node; p is at most the layers (stage_layers where it does not
     divide them) and p·v divides the layers; d = N/(t·p); b·d divides the global batch (sequences) into
-    m micro-batches, m a multiple of p when interleaved; e divides d and the experts."""
+    m micro-batches, m a multiple of p when interleaved; e divides d and the experts; ZeRO-3 (FSDP) only
+    without pipeline stages (FSDP_WITH_PIPELINE says why)."""
     rows = []
     for t in _tensor_degrees(shape, gpus=gpus, gpus_per_node=gpus_per_node):
         for p in _pipeline_degrees(shape, gpus=gpus, tp=t):
@@ -130,7 +131,7 @@ def layouts(shape: ModelShape, *, gpus: int, global_batch: int, gpus_per_node: i
                 # a schedule and a bubble of their own, which step_arrays does not price.
                 vps = [1] + [v for v in range(2, MAX_VIRTUAL + 1)
                              if p > 1 and shape.num_layers % (p * v) == 0 and m % p == 0]
-                zeros = zero_stages if d > 1 else (0,)
+                zeros = [z for z in zero_stages if p == 1 or z < 3] if d > 1 else (0,)  # FSDP_WITH_PIPELINE
                 for v, e, r, z in itertools.product(vps, eps, range(len(recompute)), zeros):
                     rows.append((t, p, d, v, e, b, m, RECOMPUTE.index(recompute[r]), z))
     if not rows:
@@ -260,6 +261,8 @@ def megatron_flags(p: Plan, *, seq: int, global_batch_tokens: int, dtype: str = 
     flags = megatron_args(p.shape, Workload(batch=p.batch, seq=seq, tp=p.tp))
     flags += [f"--pipeline-model-parallel-size {p.pp}", f"--global-batch-size {global_batch_tokens // seq}",
               *MEGATRON_DTYPE[dtype]]
+    if p.zero == 3 and p.pp > 1:  # plan never makes one; a Plan built by hand may
+        raise ShapewiseError(f"{FSDP_WITH_PIPELINE}: give zero 2 or less, or pp 1")
     if p.uneven and p.vp > 1:  # plan never makes one; a Plan built by hand may
         raise ShapewiseError(f"{stages_text(p.stages)} with {p.vp} virtual stages: Megatron-LM takes uneven stages "
                              f"or virtual ones, not both")
