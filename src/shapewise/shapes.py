@@ -8,6 +8,7 @@ import dataclasses
 import difflib
 import functools
 import numbers
+import os
 from dataclasses import dataclass
 
 from .dtypes import DTYPE_BYTES
@@ -147,6 +148,11 @@ class ModelShape:
         owner = f"model {self.name!r}"
         if not isinstance(self.name, str):
             raise ShapewiseError(f"a model's name must be text, got {self.name!r}")
+        if isinstance(self.source, os.PathLike):  # the config.json it was read from, as a path: its text
+            object.__setattr__(self, "source", os.fspath(self.source))
+        if not isinstance(self.source, str):  # the report names it, and reads a config.json path from it
+            raise ShapewiseError(f"model {self.name!r}: source must be text (where its numbers come from: a URL, "
+                                 f"or the config.json it was read from), got {self.source!r:.100}")
         _as_python(self, owner)
         # A whole number that defaults to 0 may be 0 (none: no experts, no window), one that defaults to
         # None may be None (derived: see the properties); every other one is positive.
