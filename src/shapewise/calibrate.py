@@ -373,8 +373,10 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
 
     gpu = _named_gpu(gpu, dtype)
     drawn = judge_set_cases(judge_set, seed=seed, dtype=dtype, quick=quick, configs=configs)
+    checked = None  # the GPU the profile was taken for (profile.for_gpu) before measuring, not asked again after
     if profile is not None and gpu is not None and not from_store:  # refused before the set is measured, not after
-        for_gpu(profile, get_gpu(gpu).key, borrow=borrow_profile, device=device, gpu_times=device != "cpu")
+        profile, checked = for_gpu(profile, gpu.key, borrow=borrow_profile, device=device,
+                                   gpu_times=device != "cpu"), gpu.key
     result = None
     if from_store:
         rows = stored_rows(drawn.cases, store=store)
@@ -403,7 +405,7 @@ def validate(*, store, gpu: GPU | str | None = None, profile: Profile | None = N
     # The one check of where a given profile was measured (check_measured_on, in cost_model): CPU times may
     # smoke-test a profile fitted on CPU times or on the GPU itself; a GPU's times judge only that GPU's own.
     run_on = "cpu" if env.get("gpu_name") is None else None if from_store else device
-    if profile is not None:
+    if profile is not None and gpu.key != checked:
         profile = for_gpu(profile, gpu.key, borrow=borrow_profile, device=run_on,
                           gpu_times=env.get("gpu_name") is not None)
     model = cost_model(gpu, profile=profile, device=run_on)
