@@ -253,11 +253,18 @@ def memory_finding(step: StepCost, memory) -> Finding | None:
         return None
     need, have = memory.total_bytes / 2**30, capacity_bytes(step.gpu) / 2**30
     # Recomputation and ZeRO shed training state (activations kept for the backward, gradients, Adam's moments),
-    # and plan plans training: an inference step keeps weights and its KV cache alone.
-    fix = ("use more tensor parallelism, recomputation or ZeRO (`shapewise plan` searches them), or a smaller "
-           "micro-batch" if step.workload.mode == "train" else
-           "use more tensor parallelism, fewer sequences or a shorter KV cache"
-           + (f", or fp8 weights ({argument('dtype')} fp8)" if step.workload.dtype != "fp8" and "fp8" in step.gpu.tflops else ""))
+    # and plan plans training: an inference step keeps weights and its KV cache alone. A micro-batch of one has no
+    # smaller, and a peak at the optimizer step (activations freed by then) is model state that only sharding sheds.
+    w = step.workload
+    if w.mode == "train":
+        fix = ("use more tensor parallelism or ZeRO (`shapewise plan` searches them): the peak is at the optimizer "
+               "step, where recomputation and a smaller micro-batch free nothing" if memory.peak_at_step else
+               "use more tensor parallelism, recomputation or ZeRO (`shapewise plan` searches them)"
+               + (", or a smaller micro-batch" if w.batch > 1 else ""))
+    else:
+        fix = ("use more tensor parallelism, fewer sequences or a shorter KV cache" if w.batch > 1 else
+               "use more tensor parallelism or a shorter KV cache") \
+            + (f", or fp8 weights ({argument('dtype')} fp8)" if w.dtype != "fp8" and "fp8" in step.gpu.tflops else "")
     return Finding("memory", f"needs {need:,.1f} GiB per GPU; the {step.gpu.key} has {have:,.1f} GiB", fix, (),
                    step.time_ms, 1.0)
 
