@@ -334,6 +334,10 @@ def estimate(shape: ModelShape, workload: Workload, parallel: Parallelism = Para
     precision = _lookup(PRECISIONS, precision or training_precision(workload.dtype), "precision")
     framework = _lookup(FRAMEWORKS, framework, "framework")
     if workload.mode != "train":
+        if parallel != Parallelism():  # a layout dropped without a word would price every weight on one group
+            raise ShapewiseError(f"parallel lays out a training step (pipeline, data parallelism, ZeRO, "
+                                 f"recomputation); a {workload.mode} step is priced on one tensor-parallel group "
+                                 f"(tp): leave parallel out")
         return _inference(shape, workload, framework)
     if parallel.vp > 1 and shape.num_layers % (parallel.pp * parallel.vp):
         raise ShapewiseError(f"{shape.num_layers} layers do not split into {parallel.pp} pipeline stages of "
