@@ -167,15 +167,17 @@ def attention(shape: ModelShape, w: Workload, *, train: bool, B: int) -> list[Op
     heads = shape.num_heads // t
     q_len = 1 if w.mode == "decode" else w.seq
     ops = []
-    for layers, window in ((shape.num_global_layers, 0), (shape.num_layers - shape.num_global_layers, shape.window)):
+    # A window shorter than the sequence bounds what each query sees, and in decode the cache itself; one at least
+    # the sequence long bounds nothing, and its layers run as the global ones: one row of them all, not two alike.
+    windowed = shape.window if shape.window and shape.window < w.seq else 0
+    local = shape.num_layers - shape.num_global_layers if windowed else 0
+    for layers, window in ((shape.num_layers - local, 0), (local, windowed)):
         if layers == 0:
             continue
-        # A window shorter than the sequence bounds what each query sees, and in decode the cache itself.
-        windowed = window if window and window < w.seq else 0
-        kv_len = min(w.seq, windowed) if windowed and w.mode == "decode" else w.seq
+        kv_len = min(w.seq, window) if window and w.mode == "decode" else w.seq
         ops += _attention_core(shape, w, heads=heads, q_len=q_len, kv_len=kv_len,
-                               window=windowed if w.mode != "decode" else 0, count=layers, train=train, B=B,
-                               name="attn/window" if windowed else "attn/flash")
+                               window=window if w.mode != "decode" else 0, count=layers, train=train, B=B,
+                               name="attn/window" if window else "attn/flash")
     return ops
 
 
