@@ -309,6 +309,11 @@ def _measured(step, gpu: GPU, store) -> tuple[Table, str]:
             count = sum(elsewhere.values())
             note += (f" {count} measurement{'s' if count != 1 else ''} of these ops on other devices "
                      f"{'are' if count != 1 else 'is'} left out.")
+    elif elsewhere:  # the file says it too, not the terminal alone: a reader sees why a store gave no table
+        count = sum(elsewhere.values())
+        note = (f"{store.path} holds {count} measurement{'s' if count != 1 else ''} of this step's ops, none on the "
+                f"{gpu.name} ({', '.join(f'{n} on {name}' for name, n in elsewhere.items())}): left out, as another "
+                f"device's times are no test of this GPU's predictions.")
     if elsewhere:
         devices = ", ".join(f"{n} on {name}" for name, n in elsewhere.items())
         warn(f"the results store {store.path} holds measurements of this step's ops ({devices}) not on the {gpu.name}: left "
@@ -500,10 +505,10 @@ def _html(c: _Content) -> str:
     if settings:
         parts.append(f"<p>{_e(settings)}</p>")
     parts.append("</section>")
-    if c.measured.rows:
+    if c.measured_note:  # a table, or why the store gave none
         parts += ['<section id="measured"><h2>Measured against predicted</h2>',
                   f'<p class="note">{_e(c.measured_note)}</p>',
-                  _table(c.measured, id_="measured-table"),
+                  *([_table(c.measured, id_="measured-table")] if c.measured.rows else []),
                   "</section>"]
     parts += ['<section id="reproduce"><h2>Reproduce</h2>']
     if c.reproduce_note:
@@ -566,9 +571,9 @@ def _markdown(c: _Content, stem: str) -> str:
     settings = _run_settings(sugg)
     if settings:
         out += [_md_cell(settings), ""]
-    if c.measured.rows:
-        out += ["## Measured against predicted", "", _md_cell(c.measured_note), "",
-                _md_table(c.measured), ""]
+    if c.measured_note:  # a table, or why the store gave none
+        out += ["## Measured against predicted", "", _md_cell(c.measured_note), ""]
+        out += [_md_table(c.measured), ""] if c.measured.rows else []
     out += ["## Reproduce", ""]
     if c.reproduce_note:
         out += [_md_cell(c.reproduce_note), ""]
