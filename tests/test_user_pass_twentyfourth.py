@@ -151,3 +151,25 @@ def test_windowed_layers_within_their_window_are_one_row_with_the_global_ones(ca
     assert apart[("attn/flash", "fwd")].count == apart[("attn/window", "fwd")].count == 21
     code, out, _ = run(capsys, "check", "tests/data/hf/gemma-2-9b-it.json")
     assert code == 0 and sum(line.startswith("attn/flash ") for line in out.splitlines()) == 1
+
+
+def test_the_report_says_why_a_store_of_another_devices_times_gave_no_table(tmp_path):
+    """report gpt2 --db STORE, the store holding this step's ops measured on a CPU alone, warned on the terminal and
+    wrote a report that said nothing of the store: its reader could not tell the measurements were left out."""
+    from shapewise import check
+    from shapewise.cases import op_case
+    from shapewise.document import build_report
+    from shapewise.measure import Timing
+    from shapewise.store import Store, case_key
+
+    shape, workload = get_model("gpt2"), Workload(seq=1024)
+    op = check(shape, workload, gpu="h200").step.costs[3].op
+    case = op_case(op, "bf16")
+    with Store(tmp_path / "cpu.db") as store:
+        store.record(env_id=store.environment_id({"device": "cpu", "gpu_name": None, "processor": "AMD EPYC"}),
+                     bench="op", key=case_key({"bench": "op", **case.params}), params=case.params,
+                     timing=Timing(samples_ms=(1.0, 1.1, 1.2)), flops=case.flops, bytes=case.bytes)
+        with pytest.warns(ShapewiseWarning, match="not on the NVIDIA H200"):
+            md = build_report(shape, workload, gpu="h200", store=store, fmt="md", top=1)
+    said = f"{tmp_path / 'cpu.db'} holds 1 measurement of this step's ops, none on the NVIDIA H200 SXM 141GB (1 on AMD EPYC)"
+    assert "## Measured against predicted" in md and said in md and "| op | shape | count | measured ms" not in md
