@@ -4,7 +4,8 @@ for a "bwd" pass, read as forward and backward); plan paired ZeRO-3 (FSDP) with 
 does not run; a ModelShape's source took any value, and the report crashed on one that is not text; validate took
 the given profile for its GPU twice; the memory finding advised a smaller micro-batch at a micro-batch of one and
 at a peak the activations are gone from; the memory estimate dropped a training layout given for a serving step;
-and Gemma 2's windowed layers, at a sequence within their window, were two rows alike beside the global ones."""
+Gemma 2's windowed layers, at a sequence within their window, were two rows alike beside the global ones; and the
+report said nothing of a results store whose measurements of the step were all another device's."""
 
 from __future__ import annotations
 
