@@ -2082,11 +2082,10 @@ def test_gpt_neo_slides_its_local_layers_over_window_size_keys(tmp_path):
     with unwarned():
         neo = read("gpt-neo-125m")
     assert (neo.window, neo.global_every, neo.num_global_layers, neo.learned_positions) == (256, 2, 6, 2048)
-    # 12 layers of 768, a GELU MLP of 3072, learned positions, tied: GPT-Neo 125M's 125,198,592, and the biases on
-    # q, k and v that shapewise counts though GPTNeoSelfAttention has none
+    # 12 layers of 768, a GELU MLP of 3072, learned positions, tied: GPT-Neo 125M's 125,198,592, biases on out_proj and
+    # the MLP alone (GPTNeoSelfAttention's q, k and v have none)
     h = 768
-    assert neo.params == 12 * (4 * h * h + 4 * h + 8 * h * h + 5 * h + 4 * h) + (50257 + 2048) * h + 2 * h == \
-        125_198_592 + 12 * 3 * h
+    assert neo.params == 12 * (4 * h * h + h + 8 * h * h + 5 * h + 4 * h) + (50257 + 2048) * h + 2 * h == 125_198_592
     cfg = json.loads(FILES["gpt-neo-125m"].read_text())
     del cfg["attention_layers"]  # then attention_types, expanded as GPTNeoConfig does
     assert _shape_from_config(cfg, "x", "x").num_global_layers == 6

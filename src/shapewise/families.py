@@ -43,6 +43,9 @@ class Family:
     # out_proj: bias=False), PhiMoE's experts have none (PhimoeBlockSparseTop2MLP's w1, w2, w3: bias=False), nor
     # have Gemma's, Qwen3's and Cohere's MLPs (their attention_bias is q, k, v and o's alone)
     bias_scope: str = "all"
+    # Biases on the output projections, attention's and the MLP's, whatever the rest have: GPT-Neo's out_proj (its
+    # q_proj, k_proj and v_proj: bias=False) beside its biased MLP; TeleChat's dense and down_proj alone
+    out_bias: bool = False
     # The type's code sets its biases whatever bias keys the file writes (PhiAttention's q, k, v and dense:
     # bias=True; PhiConfig reads no attention_bias, which phi-1's file writes false): those keys are not read
     bias_fixed: bool = False
@@ -310,10 +313,10 @@ FAMILIES: dict[str, Family] = {
                           act="gelu_pytorch_tanh", positions="gpt2"),
     # GPT-Neo (GPTNeoConfig): its "local" layers (attention_layers, expanded from attention_types) attend over the
     # window_size keys before each query, its "global" ones over all (hf reads them as layer_types and
-    # sliding_window); q, k and v carry no biases, out_proj and the MLP do (shapewise counts all four: 0.02% of
-    # GPT-Neo 125M)
+    # sliding_window); GPTNeoSelfAttention's q_proj, k_proj and v_proj carry no biases, its out_proj and the MLP's
+    # c_fc and c_proj do
     "gpt_neo": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
-                      positions="gpt_neo", window="pattern"),
+                      positions="gpt_neo", window="pattern", bias_scope="mlp", out_bias=True),
     "opt": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="relu", positions="opt"),
     "btlm": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
                    positions="btlm"),
