@@ -317,6 +317,13 @@ FAMILIES: dict[str, Family] = {
     # c_fc and c_proj do
     "gpt_neo": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
                       positions="gpt_neo", window="pattern", bias_scope="mlp", out_bias=True),
+    # TeleChat and TeleChat2 (their own TelechatConfig and modeling code, model_type "telechat"): Llama's layer under
+    # its own keys (n_layer, n_head, ffn_hidden_size), RMSNorms (MixedFusedRMSNorm), a SwiGLU whatever the file says,
+    # biases on the attention's dense and the MLP's down_proj alone (query, key_value, gate_proj and up_proj:
+    # bias=False); tied where the file leaves it out (TelechatConfig passes PretrainedConfig's default); with
+    # embed_layernorm an RMSNorm over the embeddings
+    "telechat": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="silu",
+                       ffn_key="ffn_hidden_size", out_bias=True, bias_fixed=True),
     "opt": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="relu", positions="opt"),
     "btlm": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
                    positions="btlm"),

@@ -633,7 +633,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                 head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
                 bias=bias, bias_scope=bias_scope,
                 qkv_bias=qkv_bias, out_bias=bool(family and family.out_bias),
-                embed_norm=bool(family and family.embed_norm),
+                embed_norm=bool(family and family.embed_norm) or bool(r.flag(("embed_layernorm",), False)),
                 learned_positions=positions, num_experts=experts, top_k=top_k, expert_ffn=expert_ffn,
                 num_shared_experts=shared, context=0 if positions else _given_context(r),
                 **extra), guesses, notes
