@@ -46,6 +46,39 @@ def test_telechat2_reads_by_its_own_rule_to_the_parameter():
     assert s.replace(out_bias=False).params == s.params - L * 2 * h
 
 
+@pytest.mark.parametrize(("stem", "tied", "index_bytes", "bytes_per_param"), [
+    ("telechat-7b", True, 14_400_036_864, 2),  # no tie_word_embeddings: tied, its checkpoint holds no lm_head
+    ("telechat-12b", False, 24_772_864_000, 2),
+])
+def test_telechat_v1_reads_by_the_same_rule_to_its_checkpoints_parameter(stem, tied, index_bytes, bytes_per_param):
+    # read as a type of no rule: LayerNorms and a bias on every linear guessed (7,201,374,208 and 12,388,343,808)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ShapewiseWarning)
+        s = load_config(ROUND / f"{stem}.json")
+    assert (s.norm, s.bias, s.out_bias, s.tied_embeddings, s.kv_heads) == ("rmsnorm", False, True, tied, s.num_heads)
+    assert s.params == index_bytes // bytes_per_param
+
+
+def test_telechat_52b_reads_its_own_code_by_its_gpt2_keys():
+    # TeleChat-52B's TELECHAT code (n_embd, n_inner, use_RMSNorm, add_bias_linear) under TeleChat's model_type: read
+    # as a type of no rule its norms were guessed LayerNorms (52,833,566,720); TeleChat's rule alone would read no
+    # n_inner and guess an MLP 4 × hidden wide and biases it has not
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ShapewiseWarning)
+        s = load_config(ROUND / "telechat-52b.json")
+    assert (s.hidden, s.num_layers, s.num_heads, s.ffn_width, s.mlp, s.vocab) == (8192, 64, 64, 21824, "swiglu", 80896)
+    assert (s.norm, s.bias, s.out_bias, s.tied_embeddings, s.rotary_fraction) == ("rmsnorm", False, False, False, 1.0)
+    # the checkpoint's index: 105,665,020,032 bytes, two a parameter, 64 of them one-element masked_bias buffers
+    assert s.params == 105_665_020_032 // 2 - 64 == 52_832_509_952
+    base = json.loads((ROUND / "telechat-52b.json").read_text())
+    assert _shape_from_config({**base, "use_RMSNorm": False}, "x", "x").norm == "layernorm"
+    for change, said in (({"activation_function": "gelu"}, 'activation_function the string "gelu"'),
+                         ({"relative_encoding": None}, "relative_encoding null")):
+        with pytest.raises(ShapewiseError, match=said) as err:  # a plain MLP; a learned position table
+            _shape_from_config({**base, **change}, "x", "x")
+        assert "\n" not in str(err.value)
+
+
 def test_telechat_reads_its_embedding_norm_and_is_written_in_its_own_keys(tmp_path):
     base = json.loads((ROUND / "telechat2-115b.json").read_text())
     s = _shape_from_config(base, "x", "x")

@@ -189,9 +189,11 @@ PUBLISHED = {
     "olmo-1b": "1B", "olmo-7b": "7B", "chatglm-6b": "6.2B", "chatglm2-6b": "6B", "ernie-4.5-0.3b-base": "0.36B",
     # the twenty-second round's (Ming-UniVision's "16B-A3B" names its language model, Ling-lite's)
     "gpt-neo-125m": "125M", "ming-univision-16b-a3b": ("16B", "3B"), "llada2.0-mini": ("16B", "1.4B"),
-    # the twenty-third round's (TeleChat2-115B's count is its checkpoint's: the index's total_size, four bytes a
-    # parameter; Gemma 2 JPN's is Gemma 2 2B's, the paper's, as ../hf-tenth/'s; GLM-5.2's is GLM-5's 744B)
-    "telechat2-115b": 113_282_916_352, "gemma-2-2b-jpn-it": 2_614_636_800, "tinyllama-1.1b-chat-v0.4": "1.1B",
+    # the twenty-third round's (the TeleChat counts are their checkpoints': each index's total_size at four bytes a
+    # parameter for TeleChat2-115B, two for the others, TeleChat-52B's with 64 one-element masked_bias buffers;
+    # Gemma 2 JPN's is Gemma 2 2B's, the paper's, as ../hf-tenth/'s; GLM-5.2's is GLM-5's 744B)
+    "telechat2-115b": 113_282_916_352, "telechat-7b": 7_200_018_432, "telechat-12b": 12_386_432_000,
+    "telechat-52b": 52_832_510_016, "gemma-2-2b-jpn-it": 2_614_636_800, "tinyllama-1.1b-chat-v0.4": "1.1B",
     "codellama-7b": "7B", "glm-5.2": "744B", "minimax-m2.7-nvfp4": "230B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the

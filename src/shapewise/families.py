@@ -369,10 +369,15 @@ FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"
 # the word embeddings (PretrainedConfig's default), which makes the "6.2B" of its name
 _CHATGLM_6B = Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
                      ffn_key="inner_hidden_size")
-# A type whose first layout is told by a key its later files lack: (type, key) → the rule that layout is read by.
-# LLaVA's own code (LlavaLlamaForCausalLM, model_type "llava" before transformers' wrapper took the name) is a
+# TeleChat-52B (its own TELECHATConfig and GPT-2-derived code, under TeleChat's model_type): a fused c_attn, a SwiGLU
+# whose c_fc holds both halves of n_inner (activation_function silu), norms of use_RMSNorm's kind, biases where
+# add_bias_linear says, rotary heads (relative_encoding "rotary"), GPT-2's keys (n_embd, n_inner)
+_TELECHAT_52B = Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=False, act="silu")
+# A type whose other layout is told by a key the rest of its files lack: (type, key) → the rule that layout is read
+# by. LLaVA's own code (LlavaLlamaForCausalLM, model_type "llava" before transformers' wrapper took the name) is a
 # LlamaForCausalLM beside a CLIP tower its mm_vision_tower names, the language model's keys at the top level
-FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B, ("llava", "mm_vision_tower"): _LLAMA}
+FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B, ("llava", "mm_vision_tower"): _LLAMA,
+                 ("telechat", "n_embd"): _TELECHAT_52B}
 # Baichuan's code rotates the heads of a model this wide (Baichuan-7B, Baichuan2-7B) and gives any other ALiBi
 # biases (vLLM's BaichuanForCausalLM: "Baichuan 13B and Baichuan2 7B/13B")
 BAICHUAN_ROTARY_HIDDEN = 4096
