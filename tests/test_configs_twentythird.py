@@ -71,7 +71,9 @@ def test_telechat_52b_reads_its_own_code_by_its_gpt2_keys():
     # the checkpoint's index: 105,665,020,032 bytes, two a parameter, 64 of them one-element masked_bias buffers
     assert s.params == 105_665_020_032 // 2 - 64 == 52_832_509_952
     base = json.loads((ROUND / "telechat-52b.json").read_text())
-    assert _shape_from_config({**base, "use_RMSNorm": False}, "x", "x").norm == "layernorm"
+    # TELECHATConfig's defaults where the file leaves them out: LayerNorms, a bias on every linear
+    plain = _shape_from_config({k: v for k, v in base.items() if k not in ("use_RMSNorm", "add_bias_linear")}, "x", "x")
+    assert (plain.norm, plain.bias, plain.bias_scope) == ("layernorm", True, "all")
     for change, said in (({"activation_function": "gelu"}, 'activation_function the string "gelu"'),
                          ({"relative_encoding": None}, "relative_encoding null")):
         with pytest.raises(ShapewiseError, match=said) as err:  # a plain MLP; a learned position table

@@ -371,8 +371,9 @@ _CHATGLM_6B = Family(gated=False, norm="layernorm", bias=True, tied=True, parall
                      ffn_key="inner_hidden_size")
 # TeleChat-52B (its own TELECHATConfig and GPT-2-derived code, under TeleChat's model_type): a fused c_attn, a SwiGLU
 # whose c_fc holds both halves of n_inner (activation_function silu), norms of use_RMSNorm's kind, biases where
-# add_bias_linear says, rotary heads (relative_encoding "rotary"), GPT-2's keys (n_embd, n_inner)
-_TELECHAT_52B = Family(gated=True, norm="layernorm", bias=False, tied=True, parallel=False, act="silu")
+# add_bias_linear says (TELECHATConfig's defaults: LayerNorms, biases), rotary heads (relative_encoding "rotary"),
+# GPT-2's keys (n_embd, n_inner)
+_TELECHAT_52B = Family(gated=True, norm="layernorm", bias=True, tied=True, parallel=False, act="silu")
 # A type whose other layout is told by a key the rest of its files lack: (type, key) → the rule that layout is read
 # by. LLaVA's own code (LlavaLlamaForCausalLM, model_type "llava" before transformers' wrapper took the name) is a
 # LlamaForCausalLM beside a CLIP tower its mm_vision_tower names, the language model's keys at the top level
