@@ -38,8 +38,10 @@ NINETEENTH = CORPUS.parent / "hf-nineteenth"  # a nineteenth's
 TWENTIETH = CORPUS.parent / "hf-twentieth"  # a twentieth's
 TWENTYFIRST = CORPUS.parent / "hf-twentyfirst"  # a twenty-first's
 TWENTYSECOND = CORPUS.parent / "hf-twentysecond"  # a twenty-second's
+TWENTYTHIRD = CORPUS.parent / "hf-twentythird"  # a twenty-third's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
-           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST, TWENTYSECOND)
+           FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST, TWENTYSECOND,
+           TWENTYTHIRD)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -87,7 +89,8 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "qwen3.5-9b": "a linear-attention hybrid",
            "cogvlm2-llama3-caption": "its visual expert: a second set of attention and MLP weights a layer for image "
                                      "tokens",
-           "afm-4.5b-params": "its MLP width is given only by ffn_dim_multiplier and multiple_of"}
+           "afm-4.5b-params": "its MLP width is given only by ffn_dim_multiplier and multiple_of",
+           "qwen3.5-122b-a10b": "qwen3_5_moe_text is a linear-attention hybrid"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -186,6 +189,12 @@ PUBLISHED = {
     "olmo-1b": "1B", "olmo-7b": "7B", "chatglm-6b": "6.2B", "chatglm2-6b": "6B", "ernie-4.5-0.3b-base": "0.36B",
     # the twenty-second round's (Ming-UniVision's "16B-A3B" names its language model, Ling-lite's)
     "gpt-neo-125m": "125M", "ming-univision-16b-a3b": ("16B", "3B"), "llada2.0-mini": ("16B", "1.4B"),
+    # the twenty-third round's (the TeleChat counts are their checkpoints': each index's total_size at four bytes a
+    # parameter for TeleChat2-115B, two for the others, TeleChat-52B's with 64 one-element masked_bias buffers;
+    # Gemma 2 JPN's is Gemma 2 2B's, the paper's, as ../hf-tenth/'s; GLM-5.2's is GLM-5's 744B)
+    "telechat2-115b": 113_282_916_352, "telechat-7b": 7_200_018_432, "telechat-12b": 12_386_432_000,
+    "telechat-52b": 52_832_510_016, "gemma-2-2b-jpn-it": 2_614_636_800, "tinyllama-1.1b-chat-v0.4": "1.1B",
+    "codellama-7b": "7B", "glm-5.2": "744B", "minimax-m2.7-nvfp4": "230B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -217,7 +226,7 @@ STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "int
                   "phixtral-4x2_8-4bit", "glm-edge-v-5b", "phi-1", "tiny-random-phimodel"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
               "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12, "llada2.0-flash": 100e9,
-              "ming-flash-omni-preview": 100e9}
+              "ming-flash-omni-preview": 100e9, "kimi-k2.7-code-nvfp4": 1e12}
 
 
 def meets(count: int, published) -> bool:
@@ -2082,11 +2091,10 @@ def test_gpt_neo_slides_its_local_layers_over_window_size_keys(tmp_path):
     with unwarned():
         neo = read("gpt-neo-125m")
     assert (neo.window, neo.global_every, neo.num_global_layers, neo.learned_positions) == (256, 2, 6, 2048)
-    # 12 layers of 768, a GELU MLP of 3072, learned positions, tied: GPT-Neo 125M's 125,198,592, and the biases on
-    # q, k and v that shapewise counts though GPTNeoSelfAttention has none
+    # 12 layers of 768, a GELU MLP of 3072, learned positions, tied: GPT-Neo 125M's 125,198,592, biases on out_proj and
+    # the MLP alone (GPTNeoSelfAttention's q, k and v have none)
     h = 768
-    assert neo.params == 12 * (4 * h * h + 4 * h + 8 * h * h + 5 * h + 4 * h) + (50257 + 2048) * h + 2 * h == \
-        125_198_592 + 12 * 3 * h
+    assert neo.params == 12 * (4 * h * h + h + 8 * h * h + 5 * h + 4 * h) + (50257 + 2048) * h + 2 * h == 125_198_592
     cfg = json.loads(FILES["gpt-neo-125m"].read_text())
     del cfg["attention_layers"]  # then attention_types, expanded as GPTNeoConfig does
     assert _shape_from_config(cfg, "x", "x").num_global_layers == 6

@@ -208,6 +208,14 @@ def _png(plots, fig) -> bytes:
     return plots.png_bytes(fig, dpi=110)  # also drops the figure from pyplot's registry, if it was there
 
 
+def _bias_words(s) -> str:
+    """Which linears carry biases, in words."""
+    words = ({"all": "yes", "attention": "on attention only", "mlp": "on the MLP only"}[s.bias_scope] if s.bias
+             else "on q, k and v only" if s.qkv_bias else "")
+    if s.out_bias:  # GPT-Neo's out_proj beside its MLP's; TeleChat's dense and down_proj alone
+        return f"{words}, and on the output projections" if words else "on the output projections only"
+    return words or "no"
+
 
 def _model_rows(s: ModelShape) -> list:
     rows = [("name", s.name), ("parameters", f"{s.params:,} ({s.params / 1e9:.3f}B)")]
@@ -220,8 +228,7 @@ def _model_rows(s: ModelShape) -> list:
                                                                                   f"query heads per kv head)")),
              ("head dim", s.d_head), ("FFN width", s.ffn_width), ("MLP", s.mlp), ("vocab", f"{s.vocab:,}"),
              ("norm", s.norm), ("tied embeddings", "yes" if s.tied_embeddings else "no"),
-             ("biases", {"all": "yes", "attention": "on attention only", "mlp": "on the MLP only"}[s.bias_scope]
-                        if s.bias else "on q, k and v only" if s.qkv_bias else "no"), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
+             ("biases", _bias_words(s)), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
              ("positions", f"learned, {s.learned_positions:,} rows" if s.learned_positions else
                            f"RoPE on {s.num_rope_layers} of {s.num_layers} layers"
                            if s.mixed_rope else "RoPE or ALiBi" if s.rotary_fraction else "no rotary (ALiBi, or none)")]

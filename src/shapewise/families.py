@@ -43,6 +43,9 @@ class Family:
     # out_proj: bias=False), PhiMoE's experts have none (PhimoeBlockSparseTop2MLP's w1, w2, w3: bias=False), nor
     # have Gemma's, Qwen3's and Cohere's MLPs (their attention_bias is q, k, v and o's alone)
     bias_scope: str = "all"
+    # Biases on the output projections, attention's and the MLP's, whatever the rest have: GPT-Neo's out_proj (its
+    # q_proj, k_proj and v_proj: bias=False) beside its biased MLP; TeleChat's dense and down_proj alone
+    out_bias: bool = False
     # The type's code sets its biases whatever bias keys the file writes (PhiAttention's q, k, v and dense:
     # bias=True; PhiConfig reads no attention_bias, which phi-1's file writes false): those keys are not read
     bias_fixed: bool = False
@@ -310,10 +313,17 @@ FAMILIES: dict[str, Family] = {
                           act="gelu_pytorch_tanh", positions="gpt2"),
     # GPT-Neo (GPTNeoConfig): its "local" layers (attention_layers, expanded from attention_types) attend over the
     # window_size keys before each query, its "global" ones over all (hf reads them as layer_types and
-    # sliding_window); q, k and v carry no biases, out_proj and the MLP do (shapewise counts all four: 0.02% of
-    # GPT-Neo 125M)
+    # sliding_window); GPTNeoSelfAttention's q_proj, k_proj and v_proj carry no biases, its out_proj and the MLP's
+    # c_fc and c_proj do
     "gpt_neo": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
-                      positions="gpt_neo", window="pattern"),
+                      positions="gpt_neo", window="pattern", bias_scope="mlp", out_bias=True),
+    # TeleChat and TeleChat2 (their own TelechatConfig and modeling code, model_type "telechat"): Llama's layer under
+    # its own keys (n_layer, n_head, ffn_hidden_size), RMSNorms (MixedFusedRMSNorm), a SwiGLU whatever the file says,
+    # biases on the attention's dense and the MLP's down_proj alone (query, key_value, gate_proj and up_proj:
+    # bias=False); tied where the file leaves it out (TelechatConfig passes PretrainedConfig's default); with
+    # embed_layernorm an RMSNorm over the embeddings
+    "telechat": Family(gated=True, norm="rmsnorm", bias=False, tied=True, parallel=False, act="silu",
+                       ffn_key="ffn_hidden_size", out_bias=True, bias_fixed=True),
     "opt": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="relu", positions="opt"),
     "btlm": Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu_new",
                    positions="btlm"),
@@ -359,10 +369,16 @@ FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"
 # the word embeddings (PretrainedConfig's default), which makes the "6.2B" of its name
 _CHATGLM_6B = Family(gated=False, norm="layernorm", bias=True, tied=True, parallel=False, act="gelu",
                      ffn_key="inner_hidden_size")
-# A type whose first layout is told by a key its later files lack: (type, key) → the rule that layout is read by.
-# LLaVA's own code (LlavaLlamaForCausalLM, model_type "llava" before transformers' wrapper took the name) is a
+# TeleChat-52B (its own TELECHATConfig and GPT-2-derived code, under TeleChat's model_type): a fused c_attn, a SwiGLU
+# whose c_fc holds both halves of n_inner (activation_function silu), norms of use_RMSNorm's kind, biases where
+# add_bias_linear says (TELECHATConfig's defaults: LayerNorms, biases), rotary heads (relative_encoding "rotary"),
+# GPT-2's keys (n_embd, n_inner)
+_TELECHAT_52B = Family(gated=True, norm="layernorm", bias=True, tied=True, parallel=False, act="silu")
+# A type whose other layout is told by a key the rest of its files lack: (type, key) → the rule that layout is read
+# by. LLaVA's own code (LlavaLlamaForCausalLM, model_type "llava" before transformers' wrapper took the name) is a
 # LlamaForCausalLM beside a CLIP tower its mm_vision_tower names, the language model's keys at the top level
-FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B, ("llava", "mm_vision_tower"): _LLAMA}
+FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B, ("llava", "mm_vision_tower"): _LLAMA,
+                 ("telechat", "n_embd"): _TELECHAT_52B}
 # Baichuan's code rotates the heads of a model this wide (Baichuan-7B, Baichuan2-7B) and gives any other ALiBi
 # biases (vLLM's BaichuanForCausalLM: "Baichuan 13B and Baichuan2 7B/13B")
 BAICHUAN_ROTARY_HIDDEN = 4096

@@ -384,6 +384,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if model_type == "olmo" and r.get("d_model") is not None:
         cfg = _olmo_in_transformers_keys(cfg, where)
         r = _Reader(cfg, where, r.used)
+    if model_type == "telechat" and r.get("n_embd") is not None:  # TeleChat-52B's GPT-2-derived code
+        _telechat_52b_as_read(r)
     if model_type == "gpt_neo":
         cfg = _gpt_neo_layers_as_layer_types(r)
         r = _Reader(cfg, where, r.used)
@@ -502,7 +504,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
                      "writes; its two learned scalars a layer are not counted")
 
     norm_type = (r.text(("norm_type", "normalization_type", "layer_norm_type")) or "").lower()
-    rms = r.flag(("rmsnorm",), None)  # ChatGLM
+    rms = r.flag(("rmsnorm", "use_RMSNorm"), None)  # ChatGLM; TeleChat-52B
     if "rms" in norm_type or rms:
         norm = "rmsnorm"
     elif "layer" in norm_type or rms is False:
@@ -632,7 +634,8 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     return dict(hidden=hidden, num_layers=layers, num_heads=heads, vocab=vocab, num_kv_heads=kv,
                 head_dim=head_dim, ffn=ffn, mlp=mlp, tied_embeddings=tied, norm=norm, parallel_attn=parallel,
                 bias=bias, bias_scope=bias_scope,
-                qkv_bias=qkv_bias, embed_norm=bool(family and family.embed_norm),
+                qkv_bias=qkv_bias, out_bias=bool(family and family.out_bias),
+                embed_norm=bool(family and family.embed_norm) or bool(r.flag(("embed_layernorm",), False)),
                 learned_positions=positions, num_experts=experts, top_k=top_k, expert_ffn=expert_ffn,
                 num_shared_experts=shared, context=0 if positions else _given_context(r),
                 **extra), guesses, notes
@@ -673,6 +676,16 @@ def _olmo_in_transformers_keys(cfg: dict, where: str) -> dict:
     if r.flag(("multi_query_attention",), False) and not r._present(_KV_HEADS):
         keys["num_key_value_heads"] = 1
     return {**{k: v for k, v in cfg.items() if k not in _OLMO_OWN}, **keys}
+
+
+def _telechat_52b_as_read(r: _Reader) -> None:
+    """TeleChat-52B's code (TELECHATMLP, TELECHATTransformer) builds a SwiGLU only for activation_function silu (a
+    plain MLP n_inner wide otherwise) and rotates its heads only for relative_encoding "rotary" (a learned position
+    table where it is null): what shapewise reads it as, any other file of that code refused in one line."""
+    act, encoding = r.get("activation_function"), r.get("relative_encoding")
+    if act != "silu" or encoding != "rotary":
+        r.fail(f"TeleChat-52B's code with activation_function {_json_words(act)} and relative_encoding "
+               f"{_json_words(encoding)}: shapewise reads its SwiGLU (silu) with rotary heads alone")
 
 
 def _expand_attention_types(value) -> list:

@@ -10,7 +10,7 @@ structure follows the shape's fields, not its name:
   scaled_dot_product_attention ("flash") or score matmul → mask → softmax → matmul ("unfused");
   grouped kv heads shared by consecutive query heads (query head j reads kv head j // (heads/kv_heads));
   an output projection; every linear has a bias when shape.bias (attention's or the MLP's alone as shape.bias_scope says),
-  the QKV linear also when shape.qkv_bias;
+  the QKV linear also when shape.qkv_bias, the output projection (and the MLP's down) also when shape.out_bias;
 - MLP: gelu (tanh approximation, GPT-2's gelu_new) or relu on up; swiglu silu(gate)·up and geglu
   gelu_tanh(gate)·up with separate up and gate linears; then down;
 - MoE: router linear (hidden → experts, no bias), top-k softmax routing (softmax over the k chosen
@@ -142,7 +142,7 @@ def _classes() -> SimpleNamespace:
             self.heads, self.kv_heads, self.d_head = shape.num_heads, shape.kv_heads, shape.d_head
             width = (self.heads + 2 * self.kv_heads) * self.d_head
             self.qkv = nn.Linear(shape.hidden, width, bias=shape.attn_bias or shape.qkv_bias, **factory)
-            self.out = nn.Linear(self.heads * self.d_head, shape.hidden, bias=shape.attn_bias, **factory)
+            self.out = nn.Linear(self.heads * self.d_head, shape.hidden, bias=shape.out_proj_bias, **factory)
             self.attention = attention
             self.rot = shape.rotary_width - shape.rotary_width % 2  # rotated dims of each head (an odd one passes)
             self.rope = self.rot > 0 and shape.one_layer().num_rope_layers > 0  # not a NoPE block (nope_every 1)
@@ -243,7 +243,7 @@ def _classes() -> SimpleNamespace:
             self.kind = shape.mlp
             self.up = nn.Linear(shape.hidden, width, bias=shape.mlp_bias, **factory)
             self.gate = nn.Linear(shape.hidden, width, bias=shape.mlp_bias, **factory) if shape.gated else None
-            self.down = nn.Linear(width, shape.hidden, bias=shape.mlp_bias, **factory)
+            self.down = nn.Linear(width, shape.hidden, bias=shape.down_bias, **factory)
 
         def forward(self, x):
             up = self.up(x)
@@ -574,8 +574,8 @@ def build_tp_layer(shape: ModelShape, *, tp: int, rank: int, device="cpu", dtype
             else:
                 p.copy_(source)  # norms: replicated
                 whole.append(name)
-    out_bias = full_params["attn.out.bias"].detach().clone() if shape.attn_bias else None
-    down_bias = full_params["mlp.down.bias"].detach().clone() if shape.mlp_bias else None
+    out_bias = full_params["attn.out.bias"].detach().clone() if shape.out_proj_bias else None
+    down_bias = full_params["mlp.down.bias"].detach().clone() if shape.down_bias else None
 
     def gather(x):  # (b, s/t, h) on each rank -> (b, s, h)
         return torch.cat(dist_fn.all_gather(x.contiguous()), dim=1)

@@ -51,7 +51,7 @@ def expert_params(shape) -> int:
     if not shape.is_moe:
         return 0
     mats, f = MLP_KINDS[shape.mlp], shape.expert_width
-    return shape.num_experts * (mats * shape.hidden * f + ((mats - 1) * f + shape.hidden) * shape.mlp_bias)
+    return shape.num_experts * (mats * shape.hidden * f + (mats - 1) * f * shape.mlp_bias + shape.hidden * shape.down_bias)
 
 
 def whole_params(shape) -> int:
@@ -68,7 +68,7 @@ def whole_params(shape) -> int:
     # shared by the heads (one head's weights, a bias too): whole on each rank; per head or per projection: split
     qk_norms = shape.qk_norm_params if shape.qk_norm_weights in ("head", "head_bias") else 0
     downs = shape.num_shared_experts if shape.is_moe else 1
-    biases = h * shape.attn_bias + h * shape.mlp_bias * downs
+    biases = h * shape.out_proj_bias + h * shape.down_bias * downs
     router = h * (shape.num_experts + shape.shared_expert_gate) if shape.is_moe else 0
     latent = 0
     if shape.is_mla:

@@ -26,7 +26,9 @@ NORM_KINDS = {"layernorm": 2, "rmsnorm": 1}  # parameters per channel: LayerNorm
 # elements normalized are the same in each.
 QK_NORM_WEIGHTS = ("head", "head_bias", "per_head", "projection", "none")
 # Which linears `bias` puts biases on: every one; attention's alone (q, k, v and out: PhiMoE's experts are
-# bias-free); or the MLP's alone (GPT-J's q, k, v and out_proj are bias-free, its fc_in and fc_out not).
+# bias-free); or the MLP's alone (GPT-J's q, k, v and out_proj are bias-free, its fc_in and fc_out not). Apart from
+# them, out_bias puts biases on the output projections, attention's and the MLP's (GPT-Neo's out_proj beside its
+# biased MLP; TeleChat's dense and down_proj, its other linears bias-free).
 BIAS_SCOPES = ("all", "attention", "mlp")
 MODES = ("train", "prefill", "decode")
 ATTENTION_KINDS = ("flash", "unfused")
@@ -123,6 +125,7 @@ class ModelShape:
     # (Llama 4's code: use_qk_norm and use_rope)
     qk_norm_nope: bool = True
     qkv_bias: bool = False  # biases on the query, key and value projections alone (Qwen2, GLM-4.5, StableLM 2)
+    out_bias: bool = False  # biases on the output projections, attention's and the MLP's (GPT-Neo, TeleChat)
     embed_norm: bool = False  # a norm over the embeddings before the first layer (BLOOM's word_embeddings_layernorm)
     rotary_fraction: float = 1.0  # share of each head's dims rotated; 0: no rotary (ALiBi); NeoX 0.25
     logit_softcap: bool = False  # the output logits squashed by tanh (Gemma-2)
@@ -236,6 +239,16 @@ class ModelShape:
         return self.bias and self.bias_scope != "attention"
 
     @property
+    def out_proj_bias(self) -> bool:
+        """Attention's output projection carries a bias (with the rest of attention's, or by out_bias)."""
+        return self.attn_bias or self.out_bias
+
+    @property
+    def down_bias(self) -> bool:
+        """The MLP's down projection carries a bias (with the rest of the MLP's, or by out_bias)."""
+        return self.mlp_bias or self.out_bias
+
+    @property
     def is_moe(self) -> bool:
         return self.num_experts > 0
 
@@ -317,12 +330,12 @@ class ModelShape:
             return q + kv + H * self.v_dim * h
         d = self.d_head
         q, kv = H * d, self.kv_heads * d
-        attn = h * (q + 2 * kv) + q * h + (q + 2 * kv) * (self.attn_bias or self.qkv_bias) + h * self.attn_bias
+        attn = h * (q + 2 * kv) + q * h + (q + 2 * kv) * (self.attn_bias or self.qkv_bias) + h * self.out_proj_bias
         return attn + self.qk_norm_params
 
     def _mlp_params(self, width: int) -> int:
         mats = MLP_KINDS[self.mlp]
-        return mats * self.hidden * width + ((mats - 1) * width + self.hidden) * self.mlp_bias
+        return mats * self.hidden * width + (mats - 1) * width * self.mlp_bias + self.hidden * self.down_bias
 
     @property
     def layer_params(self) -> int:
@@ -491,6 +504,8 @@ def canonical(shape: ModelShape) -> ModelShape:
         changes["v_head_dim"] = None
     if shape.qkv_bias and shape.attn_bias:  # attention's biases hold the query, key and value ones
         changes["qkv_bias"] = False
+    if shape.out_bias and shape.attn_bias and shape.mlp_bias:  # every linear's biases hold the output ones
+        changes["out_bias"] = False
     if shape.bias_scope != "all" and not shape.bias:  # no biases for a scope to restrict
         changes["bias_scope"] = "all"
     if not shape.qk_norm_nope and not (shape.qk_norm and shape.nope_every):  # no NoPE layers' QK-norm to skip
@@ -508,7 +523,8 @@ STRUCTURAL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelShape)
 
 # Fields added for real configs (windows, latent attention, ...). A shape's record in a results store
 # leaves them out while they hold their defaults, so that measurements keyed before they existed match.
-_EXTENSIONS = ("norms_per_layer", "qk_norm", "qk_norm_weights", "qk_norm_nope", "qkv_bias", "bias_scope", "embed_norm",
+_EXTENSIONS = ("norms_per_layer", "qk_norm", "qk_norm_weights", "qk_norm_nope", "qkv_bias", "out_bias", "bias_scope",
+               "embed_norm",
                "rotary_fraction", "logit_softcap", "window", "global_every", "nope_every", "num_dense_layers",
                "kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim", "shared_expert_gate")
 # Structure that no op a store times has: the output head's bias (added in the logits GEMM, in no layer). A record
