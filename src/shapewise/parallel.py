@@ -129,10 +129,13 @@ def rank_layer_params(shape, tp):
     return (shape.layer_params - expert_params(shape)) / tp + replicated_params(shape, tp)
 
 
-# ZeRO-3 shards the weights over d and gathers them for each micro-batch's forward and backward; Megatron-LM runs
-# it as Megatron-FSDP (--data-parallel-sharding-strategy optim_grads_params) or torch's FSDP2, neither beside
-# pipeline stages: no layout pairs the two (a time for one would be of a run no framework makes).
-FSDP_WITH_PIPELINE = "ZeRO-3 (FSDP) with pipeline stages: Megatron-LM runs its FSDP without pipeline parallelism"
+# ZeRO-3 shards the weights over d and gathers them for each micro-batch's forward and backward. Megatron-LM runs it
+# as torch's FSDP2 (--use-torch-fsdp2, which asserts pipeline_model_parallel_size 1) or Megatron-FSDP
+# (--data-parallel-sharding-strategy optim_grads_params: its second version refuses pipeline stages, its first is
+# tested without them and refuses interleaved ones): no layout pairs the two, a time for one being of a run no
+# framework is known to make.
+FSDP_WITH_PIPELINE = ("ZeRO-3 (FSDP) with pipeline stages: Megatron-LM's FSDP runs without pipeline parallelism "
+                      "(torch's FSDP2 refuses it)")
 
 
 @dataclass(frozen=True)
