@@ -1001,13 +1001,15 @@ SERVED_CONTEXT = 1 << 24  # a model_max_length past this is a tokenizer's "no li
 
 def _given_context(r: _Reader) -> int:
     """max_position_embeddings where the file gives it (a rotary model's trained context; LLaMA's first conversions
-    spell it max_sequence_length, DBRX and MPT max_seq_len), else 0; a longer model_max_length where the file gives
-    one too: Command R v01's writes 8,192 beside the 131,072 it serves."""
+    spell it max_sequence_length, DBRX and MPT max_seq_len), else 0; a longer model_max_length or max_length where
+    the file gives one too: Command R v01's writes 8,192 beside the 131,072 it serves, MiniCPM-2B-128k 65,536
+    positions (stretched by dynamic NTK scaling) beside the max_length 131,072 it serves."""
     given = r.whole(("max_position_embeddings", "max_sequence_length", "max_seq_len"), "context length",
                     agree=False) or 0
-    served = r.cfg.get("model_max_length")
-    if isinstance(served, int) and not isinstance(served, bool) and given < served <= SERVED_CONTEXT:
-        return served if given else 0  # alone, a tokenizer's length says nothing of the positions trained
+    lengths = (r.cfg.get(key) for key in ("model_max_length", "max_length"))  # max_length's default is 20: shorter
+    served = max((n for n in lengths if isinstance(n, int) and not isinstance(n, bool)), default=0)
+    if given < served <= SERVED_CONTEXT:
+        return served if given else 0  # alone, a tokenizer's or generation's length says nothing of the positions
     return given
 
 
