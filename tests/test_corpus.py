@@ -39,9 +39,10 @@ TWENTIETH = CORPUS.parent / "hf-twentieth"  # a twentieth's
 TWENTYFIRST = CORPUS.parent / "hf-twentyfirst"  # a twenty-first's
 TWENTYSECOND = CORPUS.parent / "hf-twentysecond"  # a twenty-second's
 TWENTYTHIRD = CORPUS.parent / "hf-twentythird"  # a twenty-third's
+TWENTYFOURTH = CORPUS.parent / "hf-twentyfourth"  # a twenty-fourth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
            FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST, TWENTYSECOND,
-           TWENTYTHIRD)
+           TWENTYTHIRD, TWENTYFOURTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -90,7 +91,9 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "cogvlm2-llama3-caption": "its visual expert: a second set of attention and MLP weights a layer for image "
                                      "tokens",
            "afm-4.5b-params": "its MLP width is given only by ffn_dim_multiplier and multiple_of",
-           "qwen3.5-122b-a10b": "qwen3_5_moe_text is a linear-attention hybrid"}
+           "qwen3.5-122b-a10b": "qwen3_5_moe_text is a linear-attention hybrid",
+           "zamba2-7b": "zamba2 \\(Zamba2ForCausalLM\\) is a Mamba/attention hybrid",
+           "qwen3.5-35b-a3b": "qwen3_5_moe_text is a linear-attention hybrid"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -195,6 +198,9 @@ PUBLISHED = {
     "telechat2-115b": 113_282_916_352, "telechat-7b": 7_200_018_432, "telechat-12b": 12_386_432_000,
     "telechat-52b": 52_832_510_016, "gemma-2-2b-jpn-it": 2_614_636_800, "tinyllama-1.1b-chat-v0.4": "1.1B",
     "codellama-7b": "7B", "glm-5.2": "744B", "minimax-m2.7-nvfp4": "230B",
+    # the twenty-fourth round's (labels in the models' names; SmolLM-360M's is the SmolLM post's)
+    "codellama-13b": "13B", "llama-3-70b": "70B", "ministral-8b-instruct-2410": "8B", "qwen2-0.5b": "0.5B",
+    "qwen2.5-1.5b": "1.5B", "smollm-360m": "360M", "qwen-1.8b": "1.8B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -208,7 +214,8 @@ WITH_VISION = {"llama-4-scout-17b-16e": (109e9, "17B"), "llama-3.2-11b-vision": 
 # against the class, not to 1%.
 # Labels that name the language model without its embeddings (MiniCPM-V's "MiniCPM-2.4B", Voxtral Mini's
 # "Ministral 3B" backbone): met by the count less the input and output embeddings.
-WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm-moe-8x2b": "13.6B"}
+WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm-moe-8x2b": "13.6B",
+                      "minicpm-2b-128k": "2.4B"}
 # Labels no count of the language model can be held to (Janus-1.3B: 1.65B with its two embeddings, 1.23B
 # without; Muse Glimmer's "30B" with a vision encoder of a size nowhere stated, its language model 26.4B):
 # their structure is checked instead (test_sixth_pass_reads, test_a_rotary_base_of_zero_by_layer_…).
@@ -222,8 +229,9 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 # its file's vocab_size (50,295) is not the hub's: it is held to what its code builds (test_nineteenth_pass_…).
 # tiny-random-PhiModel, a test model of transformers' own, has no published count: it is held to what PhiModel builds
 # and the head shapewise prices beside it (test_twentieth_pass_…).
+# Phi-4-mini-instruct's name gives no size: it is held to what Phi3ForCausalLM builds (test_configs_twentyfourth).
 STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit",
-                  "phixtral-4x2_8-4bit", "glm-edge-v-5b", "phi-1", "tiny-random-phimodel"}
+                  "phixtral-4x2_8-4bit", "glm-edge-v-5b", "phi-1", "tiny-random-phimodel", "phi-4-mini-instruct"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
               "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12, "llada2.0-flash": 100e9,
               "ming-flash-omni-preview": 100e9, "kimi-k2.7-code-nvfp4": 1e12}
