@@ -48,6 +48,20 @@ def test_phi4_mini_reads_its_partial_rotary_and_tied_vocabulary():
     assert rope.n == (24 + 8) * 96  # the rotated share of every query and key head
 
 
+def test_mistral_small_31_reads_its_head_dim_inside_the_wrapper():
+    # Mistral3ForConditionalGeneration: the text_config's head_dim, 128, where 5,120 / 32 heads would be 160; no
+    # tie_word_embeddings anywhere: MistralConfig's untied head. Its language model is Devstral Small 2507's
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        s = load_config(ROUND / "mistral-small-3.1-24b-instruct-2503.json")
+    assert [str(w.message).split(": ", 1)[1] for w in record] == [
+        "mistral3 is multimodal; shapewise prices its language model (text_config) only, not its vision encoder "
+        "(vision_config)"]
+    assert (s.d_head, s.num_heads, s.kv_heads, s.tied_embeddings, s.ffn_width) == (128, 32, 8, False, 32768)
+    devstral = load_config(ROUND.parent / "hf-later" / "devstral-small-2507.json")
+    assert s.params == devstral.params == 23_572_403_200
+
+
 @pytest.mark.parametrize(("stem", "params", "context"), [
     ("ministral-8b-instruct-2410", 8_019_808_256, 32768),  # sliding_window 32,768 = the context: no layer windowed
     ("qwen-1.8b", 1_836_828_672, 8192),  # Qwen 1: intermediate_size 11,008 holds both halves, 5,504 each
