@@ -191,3 +191,26 @@ def test_a_windowed_op_runs_the_band_it_prices():
         fn, _ = _window_attention(torch, "cpu", heads=4, kv_heads=4, seq=64, head_dim=16, window=8, pass_=pass_,
                                   dtype="fp32")
         fn()
+
+
+def test_bench_ops_takes_a_cost_model_for_its_predictions(tmp_path):
+    """bench_ops and bench_cases take a cost model as their gpu (the H200's profile for times measured elsewhere):
+    the warning that the times are not that GPU's asked the model for a key it does not have and raised
+    AttributeError after measuring, on the CPU as on an H100."""
+    from shapewise import Workload
+    from shapewise.bench import bench_cases, bench_ops
+    from shapewise.errors import ShapewiseWarning
+    from shapewise.hf import load_config
+    from shapewise.profile import cost_model
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(TINY))
+    shape = load_config(config)
+    with Store(str(tmp_path / "r.db")) as store, pytest.warns(ShapewiseWarning, match="measured on the CPU.*h200"):
+        ops = bench_ops(shape, Workload(batch=1, seq=32), store=store, device="cpu", gpu=cost_model("h200"),
+                        warmup_ms=1, budget_ms=2, progress=False)
+    assert ops.rows and all(p is not None and p > 0 for _, _, p in ops.rows)
+    with Store(str(tmp_path / "g.db")) as store, pytest.warns(ShapewiseWarning, match="measured on the CPU"):
+        cases = bench_cases(gemm_cases([64], [64], [64]), store=store, device="cpu", gpu=cost_model("h200"),
+                            warmup_ms=1, budget_ms=2, progress=False)
+    assert cases.rows[0][2] > 0

@@ -713,9 +713,11 @@ def gpu_of(env: dict, *, gpu=None):
 
 def warn_measured_elsewhere(env: dict, gpu, *, what: str) -> None:
     """One warning where times measured in `env` (`what`: "these 12 cases") are set beside `gpu`'s
-    predictions though they are not that GPU's: the CPU's, or another GPU's."""
+    predictions though they are not that GPU's: the CPU's, or another GPU's. gpu: a hardware.GPU, or a
+    cost model (profile.CostModel) of one, as bench_ops and bench_cases take it."""
     from .errors import warn
 
+    gpu = getattr(gpu, "gpu", gpu)  # a CostModel's GPU: it has no key of its own
     name = env.get("gpu_name")
     on = gpu_of(env)
     if name is None:
