@@ -140,12 +140,22 @@ def _ffn(shape: ModelShape, w: Workload):
     yield Proposal("ffn", title, f"use {kind} {fixed_width:,}", shape.replace(**{field: fixed_width}), w)
 
 
-def _kv_heads(shape: ModelShape, w: Workload):
-    if w.tp > 1 and shape.kv_heads % w.tp:
-        tp = max(t for t in range(1, w.tp) if shape.kv_heads % t == 0 and shape.num_heads % t == 0)
-        yield Proposal("kv-heads", f"{shape.kv_heads} kv heads do not divide by t={w.tp}: each rank keeps a "
-                       f"replicated copy", f"use t={tp}, or a kv head count divisible by {w.tp}",
-                       shape, w.replace(tp=tp))
+def _kv_heads(shape: ModelShape, w: Workload, gpu: GPU):
+    """Fewer kv heads than t ranks: each rank keeps one whole (Megatron-LM and vLLM replicate them), so each rank's
+    share of the step is what it would be with t kv heads; what the replicas add is the all-reduce of their
+    gradients after the backward (tp/kv_grads). The fix priced is t kv heads at the same t: what the replication
+    costs, not what a smaller t saves besides (the tp finding prices that, where the model fits there)."""
+    if w.tp == 1 or shape.is_mla or shape.kv_heads % w.tp == 0:
+        return
+    kv = round_up(shape.kv_heads, w.tp)  # check_parallel holds t a multiple of the kv heads here: t divides the heads
+    fixed = shape.replace(num_kv_heads=None if kv == shape.num_heads else kv)
+    smaller = [t for t in range(w.tp - 1, 0, -1) if shape.kv_heads % t == 0 and shape.num_heads % t == 0
+               and fits_in_memory(shape, w.replace(tp=t), gpu)]
+    more = fixed.params / shape.params - 1
+    yield Proposal("kv-heads", f"{shape.kv_heads} kv head{'s' * (shape.kv_heads != 1)} do{'es' * (shape.kv_heads == 1)} "
+                   f"not divide by t={w.tp}: each rank keeps a replicated copy, whose gradients are all-reduced "
+                   "after the backward", f"use {kv} kv heads ({more:+.1%} parameters)"
+                   + (f", or t={smaller[0]}, where the model fits too" if smaller else ""), fixed, w)
 
 
 def past_fused(head_dims) -> str | None:
@@ -333,7 +343,7 @@ def window_finding(step: StepCost, *, min_share: float) -> Finding | None:
     return Finding("window", title, fix, ("attn/window",), 0.0, 0.0)
 
 
-RULES = (_vocab, _tokens, _hidden, _head_dim, _ffn, _kv_heads, _comm)
+RULES = (_vocab, _tokens, _hidden, _head_dim, _ffn, _comm)
 
 
 def _changed_ops(before: StepCost, after: StepCost) -> tuple[str, ...]:
@@ -346,7 +356,7 @@ def find(step: StepCost, *, min_share: float = 1e-4) -> list[Finding]:
     fix is priced with the cost model the step was predicted with."""
     shape, w, gpu = step.shape, step.workload, step.gpu
     proposals = [p for rule in RULES for p in rule(shape, w)]
-    proposals += list(_tp(shape, w, gpu))
+    proposals += [p for rule in (_kv_heads, _tp) for p in rule(shape, w, gpu)]
     best: dict[str, Finding] = {}  # a rule may propose several fixes: keep the one that saves most
     for p in proposals:
         try:
