@@ -68,7 +68,7 @@ def test_kv_heads_not_divisible_by_t_and_oversized_t():
 def test_odd_head_dim_with_odd_head_count_makes_projections_odd():
     odd = CLEAN.replace(num_heads=33, num_kv_heads=None, head_dim=127)  # q width 4191
     found = rules(check(odd, Workload(), gpu="h200"))
-    assert found["head-dim"].fix == "use head dim 128"
+    assert found["head-dim"].fix == "use head dim 128, the heads as many (+0.2% parameters)"
     assert "attn/qkv" in found["head-dim"].ops and "misaligned" not in found
 
 

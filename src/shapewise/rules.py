@@ -94,6 +94,22 @@ def _hidden(shape: ModelShape, w: Workload):
                        f"use hidden size {hidden:,}", fixed, w)
 
 
+def keep_rotary(base: ModelShape, shape: ModelShape) -> ModelShape | None:
+    """shape, made from base at another head dim, with a partial rotary embedding a config can say: base's
+    fraction where it gives whole pairs of dims at the new head dim (NeoX's 0.25 of 128), else as many dims as
+    base rotates (Phi-2's 32 of 80: 0.4 of 128 is 51.2, and transformers' Phi takes 51, an odd count its
+    rotary code cannot pair). transformers multiplies a config's fraction by the head dim and truncates:
+    None where that does not give the dims back exactly."""
+    if shape.is_mla or shape.learned_positions or shape.rotary_fraction in (0.0, 1.0) or shape.d_head == base.d_head:
+        return shape
+    dims = shape.rotary_fraction * shape.d_head
+    if dims == int(dims) and int(dims) % 2 == 0:  # the fraction says whole pairs at this head dim too (NeoX's 0.25)
+        return shape
+    width = min(base.rotary_width, shape.d_head)
+    fraction = width / shape.d_head
+    return shape.replace(rotary_fraction=fraction) if int(fraction * shape.d_head) == width else None
+
+
 def _head_options(shape: ModelShape, w: Workload):
     """The same attention width (heads × head dim: the hidden size, unless the model sets its head dim
     apart), cut into heads of the head dims the fused kernels like, GQA ratio kept: the projections keep
@@ -105,9 +121,10 @@ def _head_options(shape: ModelShape, w: Workload):
         if width % d or heads % w.tp or (shape.kv_heads != 1 and heads % ratio):
             continue
         kv = 1 if shape.kv_heads == 1 else heads // ratio
-        if kv % w.tp == 0 or w.tp % kv == 0:
-            yield shape.replace(num_heads=heads, num_kv_heads=None if kv == heads else kv,
-                                head_dim=None if shape.head_dim is None else d)
+        fixed = keep_rotary(shape, shape.replace(num_heads=heads, num_kv_heads=None if kv == heads else kv,
+                                                 head_dim=None if shape.head_dim is None else d))
+        if fixed is not None and (kv % w.tp == 0 or w.tp % kv == 0):
+            yield fixed
 
 
 def _head_dim(shape: ModelShape, w: Workload):
@@ -123,8 +140,12 @@ def _head_dim(shape: ModelShape, w: Workload):
                        + (f", {fixed.kv_heads} kv heads" if fixed.kv_heads != fixed.num_heads else "") + ")",
                        fixed, w)
     if not options:
+        # no head count of a good head dim cuts the attention width at this t: wider heads, a larger model
         padded = round_up(d, ALIGN)
-        yield Proposal("head-dim", title, f"use head dim {padded}", shape.replace(head_dim=padded), w)
+        fixed = keep_rotary(shape, shape.replace(head_dim=padded))
+        if fixed is not None:
+            yield Proposal("head-dim", title, f"use head dim {padded}, the heads as many "
+                           f"({fixed.params / shape.params - 1:+.1%} parameters)", fixed, w)
 
 
 def _ffn(shape: ModelShape, w: Workload):
