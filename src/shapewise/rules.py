@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cost import StepCost, predict_step
+from .cost import StepCost, align_classes, predict_step
 from .errors import ShapewiseError, argument
 from .hardware import GPU
 from .memory import GIB, capacity_bytes, estimate
 from .parallel import CORE_ATTENTION
 from .params import PADDED_SDPA
-from .shapes import ModelShape, Workload
+from .shapes import DTYPE_BYTES, ModelShape, Workload
 
 ALIGN = 64  # the paper's power of two: dims that are multiples of 64 fill the tensor-core tiles
 GOOD_HEAD_DIMS = (128, 64, 256)  # what fused attention kernels serve best, most preferred first
@@ -389,18 +389,38 @@ def find(step: StepCost, *, min_share: float = 1e-4) -> list[Finding]:
         if cost_ms / step.time_ms >= min_share and (p.rule not in best or cost_ms > best[p.rule].cost_ms):
             best[p.rule] = Finding(p.rule, p.title, p.fix, _changed_ops(step, fixed), cost_ms, cost_ms / step.time_ms)
     findings = list(best.values())
-    findings += _misaligned(step, covered={op for f in findings for op in f.ops})
+    findings += _misaligned(step, covered={op for f in findings for op in f.ops}, min_share=min_share)
     window = window_finding(step, min_share=min_share)
     findings += [window] if window else []
     return sorted(findings, key=lambda f: -f.cost_ms)
 
 
-def _misaligned(step: StepCost, covered: set[str]) -> list[Finding]:
-    """Any other op that loses time to misalignment (a custom config's odd width, say)."""
+def _misaligned(step: StepCost, covered: set[str], *, min_share: float) -> list[Finding]:
+    """Any other op that loses time to misalignment (a custom config's odd width, say), with the leading dims
+    that are misaligned (cost.align_classes: cuBLAS's 16 bytes, as many elements as the dtype fits in them)."""
+    w = step.workload
+    vec = max(1, step.gpu.align_bytes // DTYPE_BYTES[w.dtype])
     lost: dict[str, float] = {}
+    dims: dict[str, set[int]] = {}
     for c in step.costs:
         if c.losses.misalign > 0 and c.op.name not in covered:
             lost[c.op.name] = lost.get(c.op.name, 0.0) + c.losses.misalign * c.op.count
-    return [Finding("misaligned", f"{name} has a dim that is not a multiple of 16 bytes",
-                    "pad that dim to a multiple of 8 elements (16 bytes)", (name,), ms, ms / step.time_ms)
-            for name, ms in lost.items()]
+            if c.op.is_matmul:
+                class_a, class_n = align_classes(c.op.m, c.op.n, c.op.k, c.op.layout, w.dtype, step.gpu.align_bytes)
+                lead_a = c.op.m if c.op.layout == "tn" else c.op.k
+                dims.setdefault(c.op.name, set()).update(
+                    d for d, misaligned in ((lead_a, class_a), (c.op.n, class_n)) if misaligned)
+    length = "KV-cache length" if w.mode == "decode" else "sequence length"
+
+    def said(name: str) -> tuple[str, str]:
+        found = sorted(dims.get(name, ()))
+        if not found:
+            return (f"{name} has a dim that is not a multiple of {step.gpu.align_bytes} bytes",
+                    f"pad that dim to a multiple of {vec} elements ({step.gpu.align_bytes} bytes)")
+        what = " and ".join(f"{d:,}" + (f" (the {length})" if d == w.seq else "") for d in found)
+        return (f"{name} has a leading dim of {what}, not a multiple of {vec} elements ({step.gpu.align_bytes} "
+                f"bytes of {w.dtype})", f"pad {'it' if len(found) == 1 else 'them'} to "
+                + " and ".join(f"{round_up(d, vec):,}" for d in found))
+
+    return [Finding("misaligned", *said(name), (name,), ms, ms / step.time_ms)
+            for name, ms in lost.items() if ms / step.time_ms >= min_share]
