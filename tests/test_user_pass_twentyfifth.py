@@ -147,3 +147,17 @@ def test_a_tolerance_under_one_percent_is_said_as_given(capsys):
     """suggest --params-tol 0.001 said "within 0% of the parameters"."""
     code, out, _ = run(capsys, "suggest", "phi-2", "--params-tol", "0.001")
     assert code == 0 and "within 0.1% of the parameters" in out and "within 0% of" not in out
+
+
+def test_the_ffn_finding_prices_the_width_rounded_up_not_cut():
+    """Step-3.7-Flash decoding at t=8 was told "use swiglu width 1,024" for its experts of 1280 (20% less work) at
+    1.5 ms, where 1536 is 1.2 ms slower: what the cut saved was work, not alignment. MiniCPM-2B at t=4 claimed
+    0.76 ms for 5,760 → 5,632; rounded up to 5,888 it saves 0.03 ms. Phi-3.5-MoE at t=8 was told 6,144 where 6,656
+    saves more."""
+    decode = Workload(mode="decode", batch=64, seq=4096, tp=8)
+    assert "ffn" not in _rules(check(load_config("tests/data/hf-fifth/step-3.7-flash.json"), decode, gpu="h200"))
+    minicpm = _rules(check(load_config("tests/data/hf-eighth/minicpm-2b-sft-bf16.json"),
+                           Workload(batch=1, seq=4000, tp=4), gpu="h200"))["ffn"]
+    assert minicpm.fix == "use swiglu width 5,888" and minicpm.cost_ms < 0.1
+    phi = _rules(check(load_config("tests/data/hf/phi-3.5-moe-instruct.json"), decode, gpu="h200"))["ffn"]
+    assert phi.fix == "use swiglu width 6,656"
