@@ -161,3 +161,20 @@ def test_the_ffn_finding_prices_the_width_rounded_up_not_cut():
     assert minicpm.fix == "use swiglu width 5,888" and minicpm.cost_ms < 0.1
     phi = _rules(check(load_config("tests/data/hf/phi-3.5-moe-instruct.json"), decode, gpu="h200"))["ffn"]
     assert phi.fix == "use swiglu width 6,656"
+
+
+def test_a_window_slower_but_smaller_in_cache_is_not_said_to_save_time():
+    """Step-3.7-Flash's prefill at s=1000: attention 29% MORE with its windows, its KV cache smaller; the fix read
+    "keep it: this is what it saves over global attention", beside a title saying it costs time."""
+    result = check(load_config("tests/data/hf-fifth/step-3.7-flash.json"),
+                   Workload(mode="prefill", batch=3, seq=1000, tp=2), gpu="h200")
+    window = _rules(result)["window"]
+    assert "MORE" in window.title and "KV cache" in window.title
+    assert window.fix.startswith("keep it for the KV cache it saves; its time is the kernel's")
+
+
+def test_the_window_notes_figures_keep_their_digits():
+    """"KV cache 12.0 → 6 GiB": three figures each, trailing zeros kept."""
+    result = check(load_config("tests/data/hf/phi-3-mini-4k-instruct.json"),
+                   Workload(mode="decode", batch=64, seq=4096, tp=8), gpu="h200")
+    assert "KV cache 12.0 → 6.00 GiB" in _rules(result)["window"].title

@@ -325,7 +325,7 @@ def _comm(shape: ModelShape, w: Workload):
 def figure(x: float) -> str:
     """A time or size in a finding's words: one decimal from 10 up, else three figures (a decode step's
     attention 0.312 → 0.278 ms, where one decimal read "0.3 → 0.3 ms (11% less)")."""
-    return f"{x:,.1f}" if abs(x) >= 10 else f"{x:.3g}"
+    return f"{x:,.1f}" if abs(x) >= 10 else f"{x:#.3g}"
 
 
 def share_text(x: float) -> str:
@@ -370,9 +370,13 @@ def window_finding(step: StepCost, *, min_share: float) -> Finding | None:
         parts.append(f"KV cache {figure(global_cache / GIB)} → {figure(cache / GIB)} GiB")
     where = "every layer" if local == shape.num_layers else f"{local} of {shape.num_layers} layers"
     title = f"sliding window {shape.window:,} in {where} at s={w.seq:,}: " + ", ".join(parts)
-    fix = ("keep it: this is what it saves over global attention in every layer" if saved_ms >= 0 or saved_bytes > 0
-           else "a note on the kernel, not the model: a windowed kernel as fast as the causal one (flash-attn's "
-                "window) would save time here")
+    kernel = "a windowed kernel as fast as the causal one (flash-attn's window) would save time here"
+    if saved_ms >= 0:
+        fix = "keep it: this is what it saves over global attention in every layer"
+    elif saved_bytes > 0:  # slower, yet its cache is smaller: not "what it saves" of the time
+        fix = f"keep it for the KV cache it saves; its time is the kernel's: {kernel} too"
+    else:
+        fix = f"a note on the kernel, not the model: {kernel}"
     if global_memory.total_bytes > capacity_bytes(step.gpu) >= memory.total_bytes:
         fix += f" (which would need {global_memory.total_bytes / GIB:,.1f} GiB: more than the {step.gpu.key} has)"
     return Finding("window", title, fix, ("attn/window",), 0.0, 0.0)
