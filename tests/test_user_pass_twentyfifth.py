@@ -178,3 +178,13 @@ def test_the_window_notes_figures_keep_their_digits():
     result = check(load_config("tests/data/hf/phi-3-mini-4k-instruct.json"),
                    Workload(mode="decode", batch=64, seq=4096, tp=8), gpu="h200")
     assert "KV cache 12.0 → 6.00 GiB" in _rules(result)["window"].title
+
+
+def test_the_head_dim_finding_says_sdpa_only_where_sdpa_runs():
+    """BitNet's head dim 100 under --attention unfused was said to make "SDPA run FlashAttention-2 on padded copies":
+    unfused attention runs no SDPA; its BMMs are what the head dim slows."""
+    bitnet = load_config("tests/data/hf-eighteenth/bitnet_b1_58-3b.json")
+    unfused = _rules(check(bitnet, Workload(mode="prefill", batch=1, seq=777, attention="unfused"), gpu="h200"))
+    assert unfused["head-dim"].title == "head dim 100 is not a multiple of 64 nor of 8"
+    fused = _rules(check(bitnet, Workload(mode="prefill", batch=1, seq=777), gpu="h200"))
+    assert fused["head-dim"].title.endswith("nor of 8 (SDPA runs FlashAttention-2 on padded copies)")

@@ -132,8 +132,8 @@ def _head_dim(shape: ModelShape, w: Workload):
     if d % ALIGN == 0:
         return
     title = f"head dim {d} is not a multiple of {ALIGN}" + (" (too small to fill the tensor cores)" if d < ALIGN else "")
-    if d % 8:  # a price many times its padded neighbour's: cost.padded_sdpa
-        title += " nor of 8 (SDPA runs FlashAttention-2 on padded copies)"
+    if d % 8:  # fused, a price many times its padded neighbour's (cost.padded_sdpa); unfused, misaligned BMMs
+        title += " nor of 8" + (" (SDPA runs FlashAttention-2 on padded copies)" if w.attention == "flash" else "")
     options = list(_head_options(shape, w))
     for fixed in options:
         yield Proposal("head-dim", title, f"use {fixed.num_heads} heads (head dim {fixed.d_head}"
