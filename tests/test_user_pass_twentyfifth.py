@@ -158,9 +158,9 @@ def test_the_ffn_finding_prices_the_width_rounded_up_not_cut():
     assert "ffn" not in _rules(check(load_config("tests/data/hf-fifth/step-3.7-flash.json"), decode, gpu="h200"))
     minicpm = _rules(check(load_config("tests/data/hf-eighth/minicpm-2b-sft-bf16.json"),
                            Workload(batch=1, seq=4000, tp=4), gpu="h200"))["ffn"]
-    assert minicpm.fix == "use swiglu width 5,888" and minicpm.cost_ms < 0.1
+    assert minicpm.fix == "use swiglu width 5,888 (+1.3% parameters)" and minicpm.cost_ms < 0.1
     phi = _rules(check(load_config("tests/data/hf/phi-3.5-moe-instruct.json"), decode, gpu="h200"))["ffn"]
-    assert phi.fix == "use swiglu width 6,656"
+    assert phi.fix == "use swiglu width 6,656 (+3.8% parameters)"
 
 
 def test_a_window_slower_but_smaller_in_cache_is_not_said_to_save_time():
@@ -188,3 +188,11 @@ def test_the_head_dim_finding_says_sdpa_only_where_sdpa_runs():
     assert unfused["head-dim"].title == "head dim 100 is not a multiple of 64 nor of 8"
     fused = _rules(check(bitnet, Workload(mode="prefill", batch=1, seq=777), gpu="h200"))
     assert fused["head-dim"].title.endswith("nor of 8 (SDPA runs FlashAttention-2 on padded copies)")
+
+
+def test_the_hidden_and_ffn_fixes_say_the_parameters_they_add():
+    """gpt-oss-120b at t=2 was told "use hidden size 2,944" and "use swiglu width 2,944", each a larger model, unsaid."""
+    found = _rules(check(load_config("tests/data/hf-later/gpt-oss-120b.json"),
+                         Workload(batch=2, seq=1000, tp=2, dtype="fp8"), gpu="h200"))
+    assert found["hidden"].fix == "use hidden size 2,944 (+2.2% parameters)"
+    assert found["ffn"].fix == "use swiglu width 2,944 (+2.2% parameters)"

@@ -91,7 +91,7 @@ def _hidden(shape: ModelShape, w: Workload):
         fixed = shape.replace(hidden=hidden, head_dim=shape.d_head)
         yield Proposal("hidden", f"hidden size {shape.hidden:,} is not a multiple of {multiple}"
                        + (f" (64·t, t={w.tp})" if w.tp > 1 else ""),
-                       f"use hidden size {hidden:,}", fixed, w)
+                       f"use hidden size {hidden:,} ({fixed.params / shape.params - 1:+.1%} parameters)", fixed, w)
 
 
 def keep_rotary(base: ModelShape, shape: ModelShape) -> ModelShape | None:
@@ -161,7 +161,9 @@ def _ffn(shape: ModelShape, w: Workload):
     kind = f"{shape.mlp} width" if shape.gated else "FFN width"
     title = f"{kind} {width:,}" + (" (8h/3, unrounded)" if near_8h3 else "") + f" is not a multiple of {multiple}"
     field = "expert_ffn" if shape.is_moe and shape.expert_ffn is not None else "ffn"
-    yield Proposal("ffn", title, f"use {kind} {fixed_width:,}", shape.replace(**{field: fixed_width}), w)
+    fixed = shape.replace(**{field: fixed_width})
+    yield Proposal("ffn", title, f"use {kind} {fixed_width:,} ({fixed.params / shape.params - 1:+.1%} parameters)",
+                   fixed, w)
 
 
 def _kv_heads(shape: ModelShape, w: Workload, gpu: GPU):
