@@ -197,3 +197,22 @@ def test_the_hidden_and_ffn_fixes_say_the_parameters_they_add():
                          Workload(batch=2, seq=1000, tp=2, dtype="fp8"), gpu="h200"))
     assert found["hidden"].fix == "use hidden size 2,944 (+2.2% parameters)"
     assert found["ffn"].fix == "use swiglu width 2,944 (+2.2% parameters)"
+
+
+def test_findings_whose_fixes_change_the_same_ops_are_said_not_to_add_up(capsys, tmp_path):
+    """SantaCoder at t=4 listed tp at 79.3% of the step and comm at 62.6%, both naming the collectives: a user summing
+    them read over 140% of the step saved. Each is priced alone: said under the table, and in the report."""
+    from shapewise.report import overlap_text
+
+    path = "tests/data/hf-eighth/gpt-bigcode-santacoder.json"
+    result = check(load_config(path), Workload(batch=1, seq=2048, tp=4), gpu="h200")
+    assert sum(f.share for f in result.findings) > 1
+    said = overlap_text(result.findings)
+    assert said.startswith("each finding is priced alone, its fix applied to this step: tp, comm and kv-heads change "
+                           "the same ops, so their savings overlap and do not add up (their shares sum to")
+    code, out, _ = run(capsys, "check", path, "-b", "1", "-s", "2048", "-t", "4")
+    assert code == 0 and "so their savings overlap and do not add up" in out
+    report = tmp_path / "r.md"
+    assert run(capsys, "report", path, "-b", "1", "-s", "2048", "-t", "4", "--out", str(report))[0] == 0
+    assert "so their savings overlap and do not add up" in report.read_text()
+    assert overlap_text(check(load_config(PHI2), Workload(), gpu="h200").findings) is None  # one finding alone
