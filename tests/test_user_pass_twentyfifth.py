@@ -8,7 +8,8 @@ finding rounded to the nearest multiple, pricing a width cut (20% less work) as 
 misaligned finding named no dim, said 8 elements where fp8 needs 16, and listed losses of 0.00 ms below the bar
 every other finding meets; the hidden, ffn and head-dim fixes grew the model without saying so; the window note
 said "0.3 → 0.3 ms (11% less; the step 0% shorter)" and told a slower window "this is what it saves"; the head-dim
-finding spoke of SDPA under unfused attention; and suggest and search said a tolerance of 0.1% as "within 0%"."""
+finding spoke of SDPA under unfused attention; findings whose savings overlap (tp and comm) were listed as if they
+added up; and suggest and search said a tolerance of 0.1% as "within 0%"."""
 
 from __future__ import annotations
 
