@@ -126,8 +126,8 @@ def nothing_faster_text(result, params_tol: float) -> str:
     listed below it where there are any."""
     then = ", or measure the nearest below" if result.alternatives else \
         " (no other shape is within reach: widen --params-tol or --aspect-band, or --keep fewer fields)"
-    return (f"No shape within {tolerance_text(params_tol)} of the parameters is predicted faster than the original by more than "
-            f"the model's error ({result.considered} considered): keep the shape{then}.")
+    return (f"No shape within {tolerance_text(params_tol)} of the parameters is predicted faster than the original by "
+            f"more than the model's error ({result.considered} considered): keep the shape{then}.")
 
 
 def not_fitting_text(result, workload) -> str:
