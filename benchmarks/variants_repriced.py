@@ -20,6 +20,7 @@ part's GEMMs pay the slowdown at their share of peak rate, over the share of the
 """
 
 import argparse
+import dataclasses
 import functools
 import gzip
 import json
@@ -72,6 +73,15 @@ def as_built(shape, run: dict):
     """The shape as the run built its layers: runs written before "shared_norms" (every one before
     2026-12-07) built a parallel layer with two norms, where Falcon 7B, GPT-J and Phi share one."""
     return shape if run.get("shared_norms") or shape.norms_per_layer != 1 else shape.replace(norms_per_layer=2)
+
+
+def as_drawn(candidate, original, run: dict):
+    """A candidate as the run drew it: runs written before "rotary_kept" (every one before 2026-12-07) kept a
+    partial rotary embedding's fraction at every head dim (Phi-2's 0.4 of 128, 51 dims priced), where the
+    neighbourhood now keeps its rotated dims where the fraction gives none whole (rules.keep_rotary)."""
+    if run.get("rotary_kept") or candidate.shape.rotary_fraction == original.rotary_fraction:
+        return candidate
+    return dataclasses.replace(candidate, shape=candidate.shape.replace(rotary_fraction=original.rotary_fraction))
 
 
 def part_ms(costs, p) -> float:
@@ -136,7 +146,7 @@ def verify_proof(run: dict, model, power: str, capped) -> None:
         base = step_per_token(shape, workload, model, power, capped, rows[0]["mode"])
         priced = []
         for r in rows:
-            c = found(labels, name, r["candidate"].split(" ", 1)[1])  # "#3 heads 32→16, …"
+            c = as_drawn(found(labels, name, r["candidate"].split(" ", 1)[1]), shape, run)  # "#3 heads 32→16, …"
             speedup = base / step_per_token(c.shape, c.workload, model, power, capped, r["mode"])
             priced.append((speedup, r["measured_speedup"]))
             within[0] += abs(r["predicted_speedup"] / r["measured_speedup"] - 1) <= WITHIN
@@ -192,7 +202,7 @@ def main() -> int:
             for c in m["candidates"]:
                 if c["error"] or not math.isfinite(c["measured_speedup"] or math.nan):
                     continue
-                drawn = found(labels, m["model"], c["candidate"])
+                drawn = as_drawn(found(labels, m["model"], c["candidate"]), shape, run)
                 speedup = base / per_token(drawn.shape, drawn.workload, model, args.power, capped)
                 old.append(c["predicted_speedup"])
                 new.append(speedup)

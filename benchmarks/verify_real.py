@@ -30,7 +30,7 @@ def main() -> int:
     ap.add_argument("--profile", help="predict with this profile (another GPU's `calibrate --quick` profile)")
     args = ap.parse_args()
     # a parallel layer whose config shares one norm is built and priced with one (variants_repriced.py)
-    start, results = time.perf_counter(), {"shared_norms": True}
+    start, results = time.perf_counter(), {"shared_norms": True, "rotary_kept": True}
     for config in args.configs:
         if time.perf_counter() - start > args.budget_s:
             print(f"budget spent: {config} and after not measured", flush=True)

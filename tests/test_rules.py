@@ -68,7 +68,7 @@ def test_kv_heads_not_divisible_by_t_and_oversized_t():
 def test_odd_head_dim_with_odd_head_count_makes_projections_odd():
     odd = CLEAN.replace(num_heads=33, num_kv_heads=None, head_dim=127)  # q width 4191
     found = rules(check(odd, Workload(), gpu="h200"))
-    assert found["head-dim"].fix == "use head dim 128"
+    assert found["head-dim"].fix == "use head dim 128, the heads as many (+0.2% parameters)"
     assert "attn/qkv" in found["head-dim"].ops and "misaligned" not in found
 
 
@@ -104,6 +104,7 @@ def _attention_ms(step) -> float:
 def test_a_window_shorter_than_the_sequence_reports_what_it_saves(stem, local_layers, mode):
     from shapewise import predict_step
     from shapewise.memory import GIB, estimate
+    from shapewise.rules import figure
 
     shape = _corpus(stem)
     w = Workload(batch=4, seq=32768, mode=mode)
@@ -117,13 +118,13 @@ def test_a_window_shorter_than_the_sequence_reports_what_it_saves(stem, local_la
     full = predict_step(dense, w, gpu=result.step.model)
     before, after = _attention_ms(full), _attention_ms(result.step)
     assert after < before
-    assert f"attention {before:,.1f} → {after:,.1f} ms ({(before - after) / before:.0%} less" in window.title
+    assert f"attention {figure(before)} → {figure(after)} ms ({(before - after) / before:.0%} less" in window.title
     if mode == "train":
         assert "KV cache" not in window.title
     else:  # each windowed layer caches the window, not the sequence: (s - window) fewer tokens of K and V
         saved = local_layers * (32768 - 4096) * 2 * shape.kv_heads * shape.d_head * 4 * 2
         assert estimate(dense, w).kv_cache - estimate(shape, w).kv_cache == saved
-        assert f"KV cache {estimate(dense, w).kv_cache / GIB:,.1f} → {estimate(shape, w).kv_cache / GIB:,.1f} GiB" \
+        assert f"KV cache {figure(estimate(dense, w).kv_cache / GIB)} → {figure(estimate(shape, w).kv_cache / GIB)} GiB" \
             in window.title
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cost import StepCost, predict_step
+from .cost import StepCost, align_classes, predict_step
 from .errors import ShapewiseError, argument
 from .hardware import GPU
 from .memory import GIB, capacity_bytes, estimate
 from .parallel import CORE_ATTENTION
 from .params import PADDED_SDPA
-from .shapes import ModelShape, Workload
+from .shapes import DTYPE_BYTES, ModelShape, Workload
 
 ALIGN = 64  # the paper's power of two: dims that are multiples of 64 fill the tensor-core tiles
 GOOD_HEAD_DIMS = (128, 64, 256)  # what fused attention kernels serve best, most preferred first
@@ -91,7 +91,23 @@ def _hidden(shape: ModelShape, w: Workload):
         fixed = shape.replace(hidden=hidden, head_dim=shape.d_head)
         yield Proposal("hidden", f"hidden size {shape.hidden:,} is not a multiple of {multiple}"
                        + (f" (64·t, t={w.tp})" if w.tp > 1 else ""),
-                       f"use hidden size {hidden:,}", fixed, w)
+                       f"use hidden size {hidden:,} ({fixed.params / shape.params - 1:+.1%} parameters)", fixed, w)
+
+
+def keep_rotary(base: ModelShape, shape: ModelShape) -> ModelShape | None:
+    """shape, made from base at another head dim, with a partial rotary embedding a config can say: base's
+    fraction where it gives whole pairs of dims at the new head dim (NeoX's 0.25 of 128), else as many dims as
+    base rotates (Phi-2's 32 of 80: 0.4 of 128 is 51.2, and transformers' Phi takes 51, an odd count its
+    rotary code cannot pair). transformers multiplies a config's fraction by the head dim and truncates:
+    None where that does not give the dims back exactly."""
+    if shape.is_mla or shape.learned_positions or shape.rotary_fraction in (0.0, 1.0) or shape.d_head == base.d_head:
+        return shape
+    dims = shape.rotary_fraction * shape.d_head
+    if dims == int(dims) and int(dims) % 2 == 0:  # the fraction says whole pairs at this head dim too (NeoX's 0.25)
+        return shape
+    width = min(base.rotary_width, shape.d_head)
+    fraction = width / shape.d_head
+    return shape.replace(rotary_fraction=fraction) if int(fraction * shape.d_head) == width else None
 
 
 def _head_options(shape: ModelShape, w: Workload):
@@ -105,9 +121,10 @@ def _head_options(shape: ModelShape, w: Workload):
         if width % d or heads % w.tp or (shape.kv_heads != 1 and heads % ratio):
             continue
         kv = 1 if shape.kv_heads == 1 else heads // ratio
-        if kv % w.tp == 0 or w.tp % kv == 0:
-            yield shape.replace(num_heads=heads, num_kv_heads=None if kv == heads else kv,
-                                head_dim=None if shape.head_dim is None else d)
+        fixed = keep_rotary(shape, shape.replace(num_heads=heads, num_kv_heads=None if kv == heads else kv,
+                                                 head_dim=None if shape.head_dim is None else d))
+        if fixed is not None and (kv % w.tp == 0 or w.tp % kv == 0):
+            yield fixed
 
 
 def _head_dim(shape: ModelShape, w: Workload):
@@ -115,16 +132,20 @@ def _head_dim(shape: ModelShape, w: Workload):
     if d % ALIGN == 0:
         return
     title = f"head dim {d} is not a multiple of {ALIGN}" + (" (too small to fill the tensor cores)" if d < ALIGN else "")
-    if d % 8:  # a price many times its padded neighbour's: cost.padded_sdpa
-        title += " nor of 8 (SDPA runs FlashAttention-2 on padded copies)"
+    if d % 8:  # fused, a price many times its padded neighbour's (cost.padded_sdpa); unfused, misaligned BMMs
+        title += " nor of 8" + (" (SDPA runs FlashAttention-2 on padded copies)" if w.attention == "flash" else "")
     options = list(_head_options(shape, w))
     for fixed in options:
         yield Proposal("head-dim", title, f"use {fixed.num_heads} heads (head dim {fixed.d_head}"
                        + (f", {fixed.kv_heads} kv heads" if fixed.kv_heads != fixed.num_heads else "") + ")",
                        fixed, w)
     if not options:
+        # no head count of a good head dim cuts the attention width at this t: wider heads, a larger model
         padded = round_up(d, ALIGN)
-        yield Proposal("head-dim", title, f"use head dim {padded}", shape.replace(head_dim=padded), w)
+        fixed = keep_rotary(shape, shape.replace(head_dim=padded))
+        if fixed is not None:
+            yield Proposal("head-dim", title, f"use head dim {padded}, the heads as many "
+                           f"({fixed.params / shape.params - 1:+.1%} parameters)", fixed, w)
 
 
 def _ffn(shape: ModelShape, w: Workload):
@@ -132,20 +153,35 @@ def _ffn(shape: ModelShape, w: Workload):
     width = shape.mlp_width
     if width % multiple == 0:
         return
-    fixed_width = max(multiple, round(width / multiple) * multiple)
+    # Rounded up: the wider MLP does more work, so what it saves is the misalignment's and the quantization's
+    # alone. Rounded to the nearest, a width cut down (Step-3.7-Flash's experts 1280 → 1024 at t=8, 20% less work)
+    # was priced as the rule's cost: 1.5 ms, where 1536 is 1.2 ms slower.
+    fixed_width = round_up(width, multiple)
     near_8h3 = shape.gated and abs(width - 8 * shape.hidden / 3) < multiple
     kind = f"{shape.mlp} width" if shape.gated else "FFN width"
     title = f"{kind} {width:,}" + (" (8h/3, unrounded)" if near_8h3 else "") + f" is not a multiple of {multiple}"
     field = "expert_ffn" if shape.is_moe and shape.expert_ffn is not None else "ffn"
-    yield Proposal("ffn", title, f"use {kind} {fixed_width:,}", shape.replace(**{field: fixed_width}), w)
+    fixed = shape.replace(**{field: fixed_width})
+    yield Proposal("ffn", title, f"use {kind} {fixed_width:,} ({fixed.params / shape.params - 1:+.1%} parameters)",
+                   fixed, w)
 
 
-def _kv_heads(shape: ModelShape, w: Workload):
-    if w.tp > 1 and shape.kv_heads % w.tp:
-        tp = max(t for t in range(1, w.tp) if shape.kv_heads % t == 0 and shape.num_heads % t == 0)
-        yield Proposal("kv-heads", f"{shape.kv_heads} kv heads do not divide by t={w.tp}: each rank keeps a "
-                       f"replicated copy", f"use t={tp}, or a kv head count divisible by {w.tp}",
-                       shape, w.replace(tp=tp))
+def _kv_heads(shape: ModelShape, w: Workload, gpu: GPU):
+    """Fewer kv heads than t ranks: each rank keeps one whole (Megatron-LM and vLLM replicate them), so each rank's
+    share of the step is what it would be with t kv heads; what the replicas add is the all-reduce of their
+    gradients after the backward (tp/kv_grads). The fix priced is t kv heads at the same t: what the replication
+    costs, not what a smaller t saves besides (the tp finding prices that, where the model fits there)."""
+    if w.tp == 1 or shape.is_mla or shape.kv_heads % w.tp == 0:
+        return
+    kv = round_up(shape.kv_heads, w.tp)  # check_parallel holds t a multiple of the kv heads here: t divides the heads
+    fixed = shape.replace(num_kv_heads=None if kv == shape.num_heads else kv)
+    smaller = [t for t in range(w.tp - 1, 0, -1) if shape.kv_heads % t == 0 and shape.num_heads % t == 0
+               and fits_in_memory(shape, w.replace(tp=t), gpu)]
+    more = fixed.params / shape.params - 1
+    yield Proposal("kv-heads", f"{shape.kv_heads} kv head{'s' * (shape.kv_heads != 1)} do{'es' * (shape.kv_heads == 1)} "
+                   f"not divide by t={w.tp}: each rank keeps a replicated copy, whose gradients are all-reduced "
+                   "after the backward", f"use {kv} kv heads ({more:+.1%} parameters)"
+                   + (f", or t={smaller[0]}, where the model fits too" if smaller else ""), fixed, w)
 
 
 def past_fused(head_dims) -> str | None:
@@ -288,6 +324,17 @@ def _comm(shape: ModelShape, w: Workload):
                        shape, w.replace(overlap_comm=True))
 
 
+def figure(x: float) -> str:
+    """A time or size in a finding's words: one decimal from 10 up, else three figures (a decode step's
+    attention 0.312 → 0.278 ms, where one decimal read "0.3 → 0.3 ms (11% less)")."""
+    return f"{x:,.1f}" if abs(x) >= 10 else f"{x:#.3g}"
+
+
+def share_text(x: float) -> str:
+    """A share in a finding's words: whole percents from 1% up, two figures below ("0.45%", not "0%")."""
+    return f"{x:.0%}" if abs(x) >= 0.01 else f"{x * 100:.2g}%"
+
+
 def window_finding(step: StepCost, *, min_share: float) -> Finding | None:
     """What a sliding window does at this workload: the attention time and KV cache of the step, and
     of the same model with every layer attending globally, from the cost model and memory.estimate.
@@ -316,24 +363,28 @@ def window_finding(step: StepCost, *, min_share: float) -> Finding | None:
         return None
     parts = []
     if saved_ms / step.time_ms >= min_share:
-        parts.append(f"attention {global_ms:,.1f} → {windowed_ms:,.1f} ms ({saved_ms / global_ms:.0%} less; "
-                     f"the step {saved_ms / full.time_ms:.0%} shorter)")
+        parts.append(f"attention {figure(global_ms)} → {figure(windowed_ms)} ms ({share_text(saved_ms / global_ms)} "
+                     f"less; the step {share_text(saved_ms / full.time_ms)} shorter)")
     elif -saved_ms / step.time_ms >= min_share:  # the windowed kernel's rate loses more than the window skips
-        parts.append(f"attention {global_ms:,.1f} → {windowed_ms:,.1f} ms ({-saved_ms / global_ms:.0%} MORE: the "
-                     f"windowed kernel runs slower than the global one here, more than the window saves)")
+        parts.append(f"attention {figure(global_ms)} → {figure(windowed_ms)} ms ({share_text(-saved_ms / global_ms)} "
+                     "MORE: the windowed kernel runs slower than the global one here, more than the window saves)")
     if saved_bytes / memory.total_bytes >= min_share:
-        parts.append(f"KV cache {global_cache / GIB:,.1f} → {cache / GIB:,.1f} GiB")
+        parts.append(f"KV cache {figure(global_cache / GIB)} → {figure(cache / GIB)} GiB")
     where = "every layer" if local == shape.num_layers else f"{local} of {shape.num_layers} layers"
     title = f"sliding window {shape.window:,} in {where} at s={w.seq:,}: " + ", ".join(parts)
-    fix = ("keep it: this is what it saves over global attention in every layer" if saved_ms >= 0 or saved_bytes > 0
-           else "a note on the kernel, not the model: a windowed kernel as fast as the causal one (flash-attn's "
-                "window) would save time here")
+    kernel = "a windowed kernel as fast as the causal one (flash-attn's window) would save time here"
+    if saved_ms >= 0:
+        fix = "keep it: this is what it saves over global attention in every layer"
+    elif saved_bytes > 0:  # slower, yet its cache is smaller: not "what it saves" of the time
+        fix = f"keep it for the KV cache it saves; its time is the kernel's: {kernel} too"
+    else:
+        fix = f"a note on the kernel, not the model: {kernel}"
     if global_memory.total_bytes > capacity_bytes(step.gpu) >= memory.total_bytes:
         fix += f" (which would need {global_memory.total_bytes / GIB:,.1f} GiB: more than the {step.gpu.key} has)"
     return Finding("window", title, fix, ("attn/window",), 0.0, 0.0)
 
 
-RULES = (_vocab, _tokens, _hidden, _head_dim, _ffn, _kv_heads, _comm)
+RULES = (_vocab, _tokens, _hidden, _head_dim, _ffn, _comm)
 
 
 def _changed_ops(before: StepCost, after: StepCost) -> tuple[str, ...]:
@@ -346,7 +397,7 @@ def find(step: StepCost, *, min_share: float = 1e-4) -> list[Finding]:
     fix is priced with the cost model the step was predicted with."""
     shape, w, gpu = step.shape, step.workload, step.gpu
     proposals = [p for rule in RULES for p in rule(shape, w)]
-    proposals += list(_tp(shape, w, gpu))
+    proposals += [p for rule in (_kv_heads, _tp) for p in rule(shape, w, gpu)]
     best: dict[str, Finding] = {}  # a rule may propose several fixes: keep the one that saves most
     for p in proposals:
         try:
@@ -358,18 +409,38 @@ def find(step: StepCost, *, min_share: float = 1e-4) -> list[Finding]:
         if cost_ms / step.time_ms >= min_share and (p.rule not in best or cost_ms > best[p.rule].cost_ms):
             best[p.rule] = Finding(p.rule, p.title, p.fix, _changed_ops(step, fixed), cost_ms, cost_ms / step.time_ms)
     findings = list(best.values())
-    findings += _misaligned(step, covered={op for f in findings for op in f.ops})
+    findings += _misaligned(step, covered={op for f in findings for op in f.ops}, min_share=min_share)
     window = window_finding(step, min_share=min_share)
     findings += [window] if window else []
     return sorted(findings, key=lambda f: -f.cost_ms)
 
 
-def _misaligned(step: StepCost, covered: set[str]) -> list[Finding]:
-    """Any other op that loses time to misalignment (a custom config's odd width, say)."""
+def _misaligned(step: StepCost, covered: set[str], *, min_share: float) -> list[Finding]:
+    """Any other op that loses time to misalignment (a custom config's odd width, say), with the leading dims
+    that are misaligned (cost.align_classes: cuBLAS's 16 bytes, as many elements as the dtype fits in them)."""
+    w = step.workload
+    vec = max(1, step.gpu.align_bytes // DTYPE_BYTES[w.dtype])
     lost: dict[str, float] = {}
+    dims: dict[str, set[int]] = {}
     for c in step.costs:
         if c.losses.misalign > 0 and c.op.name not in covered:
             lost[c.op.name] = lost.get(c.op.name, 0.0) + c.losses.misalign * c.op.count
-    return [Finding("misaligned", f"{name} has a dim that is not a multiple of 16 bytes",
-                    "pad that dim to a multiple of 8 elements (16 bytes)", (name,), ms, ms / step.time_ms)
-            for name, ms in lost.items()]
+            if c.op.is_matmul:
+                class_a, class_n = align_classes(c.op.m, c.op.n, c.op.k, c.op.layout, w.dtype, step.gpu.align_bytes)
+                lead_a = c.op.m if c.op.layout == "tn" else c.op.k
+                dims.setdefault(c.op.name, set()).update(
+                    d for d, misaligned in ((lead_a, class_a), (c.op.n, class_n)) if misaligned)
+    length = "KV-cache length" if w.mode == "decode" else "sequence length"
+
+    def said(name: str) -> tuple[str, str]:
+        found = sorted(dims.get(name, ()))
+        if not found:
+            return (f"{name} has a dim that is not a multiple of {step.gpu.align_bytes} bytes",
+                    f"pad that dim to a multiple of {vec} elements ({step.gpu.align_bytes} bytes)")
+        what = " and ".join(f"{d:,}" + (f" (the {length})" if d == w.seq else "") for d in found)
+        return (f"{name} has a leading dim of {what}, not a multiple of {vec} elements ({step.gpu.align_bytes} "
+                f"bytes of {w.dtype})", f"pad {'it' if len(found) == 1 else 'them'} to "
+                + " and ".join(f"{round_up(d, vec):,}" for d in found))
+
+    return [Finding("misaligned", *said(name), (name,), ms, ms / step.time_ms)
+            for name, ms in lost.items() if ms / step.time_ms >= min_share]

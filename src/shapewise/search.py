@@ -28,7 +28,7 @@ from .hardware import GPU
 from .limits import ASPECT, ASPECT_BAND, PARAMS, PARAMS_TOL, TOP, VOCAB, flag
 from .memory import capacity_bytes, estimate
 from .profile import CostModel, cost_model
-from .rules import ALIGN, GOOD_HEAD_DIMS, find, price_caveats, round_up
+from .rules import ALIGN, GOOD_HEAD_DIMS, find, keep_rotary, price_caveats, round_up
 from .shapes import MLP_KINDS, ModelShape, Workload, check_parallel
 from .uncertainty import OpErrors, op_errors, speedup_interval
 
@@ -193,9 +193,11 @@ def neighbourhood(base: ModelShape, workload: Workload, *, keep: set, spread: fl
                 field = "expert_ffn" if base.is_moe and base.expert_ffn is not None else "ffn"
                 for vocab in vocabs:
                     try:
-                        shape = base.replace(hidden=hidden, num_heads=heads, num_kv_heads=kv, head_dim=head_dim,
-                                             vocab=vocab, **{field: ffn})
+                        shape = keep_rotary(base, base.replace(hidden=hidden, num_heads=heads, num_kv_heads=kv,
+                                                               head_dim=head_dim, vocab=vocab, **{field: ffn}))
                     except ShapewiseError:
+                        continue
+                    if shape is None:  # a partial rotary width no config can say at this head dim
                         continue
                     for batch in batches:
                         for tp in tps:

@@ -109,6 +109,9 @@ class VariantsRun:
                             # a parallel layer whose config shares one norm was built and priced with one
                             # (runs without this key built every layer with two: variants_repriced.py)
                             "shared_norms": True,
+                            # a partial rotary embedding's rotated dims kept where its fraction gives none whole at
+                            # a new head dim (rules.keep_rotary; runs without this key kept the fraction)
+                            "rotary_kept": True,
                             "within_3pct": sum(v.within for v in done) / len(done) if done else None,
                             "models": [m.to_json() for m in self.models]})  # no NaN: JSON has none
 

@@ -116,13 +116,18 @@ def training_memory_text(workload) -> str:
     return f" ({assumption_text(workload.dtype)})"
 
 
+def tolerance_text(tol: float) -> str:
+    """A relative tolerance as a percentage to the digit given: 0.02 as 2%, 0.001 as 0.1% (not "0%")."""
+    return f"{tol * 100:.4g}%"
+
+
 def nothing_faster_text(result, params_tol: float) -> str:
     """The one line said when no shape beats the original by more than the model's error; the nearest are
     listed below it where there are any."""
     then = ", or measure the nearest below" if result.alternatives else \
         " (no other shape is within reach: widen --params-tol or --aspect-band, or --keep fewer fields)"
-    return (f"No shape within {params_tol:.0%} of the parameters is predicted faster than the original by more than "
-            f"the model's error ({result.considered} considered): keep the shape{then}.")
+    return (f"No shape within {tolerance_text(params_tol)} of the parameters is predicted faster than the original by "
+            f"more than the model's error ({result.considered} considered): keep the shape{then}.")
 
 
 def not_fitting_text(result, workload) -> str:
@@ -240,7 +245,7 @@ def run_suggest(args) -> int:
     if result.suggestions:
         out.print(rich_table(suggestion_table(result.suggestions), title_justify="left",
                              title=f"{len(result.suggestions)} fastest of {result.considered} shapes within "
-                                   f"{args.params_tol:.0%} of the parameters{varied} ({result.seconds:.2f} s)"))
+                                   f"{tolerance_text(args.params_tol)} of the parameters{varied} ({result.seconds:.2f} s)"))
     else:
         out.print(f"[green]{nothing_faster_text(result, args.params_tol)}[/green]")
         if result.alternatives:
@@ -343,7 +348,7 @@ def run_search(args) -> int:
         return 0
     out = console()
     out.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted:,} "
-              f"within {args.params_tol:.0%} of {args.params / 1e9:g}B params predicted on {gpu.name} "
+              f"within {tolerance_text(args.params_tol)} of {args.params / 1e9:g}B params predicted on {gpu.name} "
               f"({workload.mode}, b={workload.batch} s={workload.seq} t={workload.tp} {workload.dtype}) in "
               f"{result.seconds:.2f} s; cost model: {source}")  # the step priced, as check and suggest name it
     front = f"all {len(result.pareto)} shapes" if len(result.pareto) != 1 else "its one shape"
