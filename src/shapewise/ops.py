@@ -454,7 +454,7 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
 # Ops that run once per step, not once per layer: what "one layer" leaves out.
 # The replicas' gradient all-reduce runs once a step too (replica_grad_ops).
 REPLICA_GRADS = ("tp/replica_grads", "tp/kv_grads")
-OUTSIDE_LAYERS = ("embed", "embed/norm", "final/norm", "logits", "loss", "tp/embed", "tp/logits",
+OUTSIDE_LAYERS = ("embed", "embed/norm", "final/norm", "logits", "logits/softcap", "loss", "tp/embed", "tp/logits",
                   "tp/sample") + REPLICA_GRADS
 
 
@@ -462,4 +462,4 @@ def layer_ops(shape: ModelShape, workload: Workload) -> list[Op]:
     """The ops of one transformer block (an MoE block, in an MoE model; a global-attention one where
     layers alternate): a one-layer step without embedding, final norm and head."""
     one = shape.one_layer()
-    return [op for op in model_ops(one, workload) if op.name not in OUTSIDE_LAYERS + ("logits/softcap",)]
+    return [op for op in model_ops(one, workload) if op.name not in OUTSIDE_LAYERS]

@@ -249,8 +249,8 @@ def network_for(gpu, *, gpus: int | None = None, gpus_per_node: int = 8, inter_g
 # The attention core's ops, fused or not, in global and sliding-window layers (ops.attention): what
 # selective recomputation repeats in every layer, windowed ones included.
 CORE_ATTENTION = ("attn/flash", "attn/window", "attn/score", "attn/softmax", "attn/over_v")
-EMBED_OPS, HEAD_OPS = ("embed", "embed/norm", "tp/embed"), ("final/norm", "logits", "loss", "tp/logits",
-                                                                     "tp/sample")
+EMBED_OPS, HEAD_OPS = ("embed", "embed/norm", "tp/embed"), ("final/norm", "logits", "logits/softcap", "loss",
+                                                                     "tp/logits", "tp/sample")
 
 
 @dataclass(frozen=True)
