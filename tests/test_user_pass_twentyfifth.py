@@ -209,10 +209,10 @@ def test_findings_whose_fixes_change_the_same_ops_are_said_not_to_add_up(capsys,
     result = check(load_config(path), Workload(batch=1, seq=2048, tp=4), gpu="h200")
     assert sum(f.share for f in result.findings) > 1
     said = overlap_text(result.findings)
-    assert said.startswith("each finding is priced alone, its fix applied to this step: tp, comm and kv-heads change "
-                           "the same ops, so their savings overlap and do not add up (their shares sum to")
+    assert said.startswith("tp, comm and kv-heads change the same ops, so their savings overlap and do not add up "
+                           "(their shares sum to")
     code, out, _ = run(capsys, "check", path, "-b", "1", "-s", "2048", "-t", "4")
-    assert code == 0 and "so their savings overlap and do not add up" in out
+    assert code == 0 and "each finding is priced alone, its fix applied to this step: tp, comm and kv-heads" in out
     report = tmp_path / "r.md"
     assert run(capsys, "report", path, "-b", "1", "-s", "2048", "-t", "4", "--out", str(report))[0] == 0
     assert "so their savings overlap and do not add up" in report.read_text()

@@ -32,7 +32,7 @@ from .hardware import GPU, find_gpu
 from .memory import capacity_bytes
 from .presets import PRESETS
 from .profile import SPEC_ASKED, CostModel, Profile, cost_model
-from .report import CheckResult, Table, check, finding_table, op_table, overlap_text, suggestion_table
+from .report import PRICED_ALONE, CheckResult, Table, check, finding_table, op_table, overlap_text, suggestion_table
 from .shapes import MODES, ModelShape, Workload
 
 FORMATS = ("html", "md")
@@ -496,7 +496,7 @@ def _html(c: _Content) -> str:
     if c.findings.rows:
         overlap = overlap_text(c.result.findings)
         parts += ['<p class="note">Each finding is priced by predicting the step again with its fix applied'
-                  + (f"; {_e(overlap.split(': ', 1)[1])}" if overlap else "") + ".</p>",
+                  + (f"; {_e(overlap)}" if overlap else "") + ".</p>",
                   _table(c.findings, id_="findings-table")]
     else:
         parts.append('<p class="good">No findings: the shape follows every co-design rule that costs time here.</p>')
@@ -567,7 +567,7 @@ def _markdown(c: _Content, stem: str) -> str:
     overlap = overlap_text(c.result.findings)
     out += [_md_table(c.findings) if c.findings.rows else
             "No findings: the shape follows every co-design rule that costs time here.", "",
-            *([f"Note: {_md_cell(overlap)}.", ""] if overlap else [])]
+            *([f"Note: {_md_cell(f'{PRICED_ALONE}: {overlap}')}.", ""] if overlap else [])]
     _, caption = c.figures["breakdown"]
     out += ["## Train, prefill and decode", "", f"![{_md_cell(caption)}]({_md_link(stem, 'breakdown')})", "",
             "## Faster shapes of about the same size", ""]

@@ -135,17 +135,20 @@ def _loss_share(c, name: str) -> float:
     return min(losses[name] / analytic_ms, 1.0) if analytic_ms > 0 else 0.0
 
 
+PRICED_ALONE = "each finding is priced alone, its fix applied to this step"
+
+
 def overlap_text(findings) -> str | None:
     """The findings whose fixes change the same ops (tp and comm: a smaller t also drops collectives), said, or None:
-    each is priced alone, its fix applied to this step, so their savings overlap and do not add up."""
+    each is priced alone (PRICED_ALONE, which the callers put before it), so their savings overlap and do not add up."""
     costed = [f for f in findings if f.cost_ms > 0 and f.ops]
     shared = [r for i, a in enumerate(costed) for b in costed[i + 1:] if set(a.ops) & set(b.ops) for r in (a.rule, b.rule)]
     if not shared:
         return None
     rules = list(dict.fromkeys(shared))
     total = sum(f.share for f in costed if f.rule in rules)
-    return (f"each finding is priced alone, its fix applied to this step: {listed(rules, 'and')} change the same ops, "
-            f"so their savings overlap and do not add up" + (f" (their shares sum to {total:.0%})" if total > 1 else ""))
+    return (f"{listed(rules, 'and')} change the same ops, so their savings overlap and do not add up"
+            + (f" (their shares sum to {total:.0%})" if total > 1 else ""))
 
 
 def finding_table(findings) -> Table:
@@ -228,4 +231,4 @@ def render(result: CheckResult, console) -> None:
     console.print(rich_table(finding_table(result.findings), title="findings, costliest first", title_justify="left"))
     overlap = overlap_text(result.findings)
     if overlap:
-        console.print(overlap, soft_wrap=True)
+        console.print(f"{PRICED_ALONE}: {overlap}", soft_wrap=True)
