@@ -375,10 +375,15 @@ _CHATGLM_6B = Family(gated=False, norm="layernorm", bias=True, tied=True, parall
 # GPT-2's keys (n_embd, n_inner)
 _TELECHAT_52B = Family(gated=True, norm="layernorm", bias=True, tied=True, parallel=False, act="silu")
 # A type whose other layout is told by a key the rest of its files lack: (type, key) → the rule that layout is read
-# by. LLaVA's own code (LlavaLlamaForCausalLM, model_type "llava" before transformers' wrapper took the name) is a
-# LlamaForCausalLM beside a CLIP tower its mm_vision_tower names, the language model's keys at the top level
-FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B, ("llava", "mm_vision_tower"): _LLAMA,
-                 ("telechat", "n_embd"): _TELECHAT_52B}
+# by.
+FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B, ("telechat", "n_embd"): _TELECHAT_52B}
+# LLaVA's own code (model_type "llava" before transformers' wrapper took the name, a vision tower its mm_vision_tower
+# names, the language model's keys at the top level) builds the language model on the transformers class its own
+# class names: LlavaLlamaForCausalLM(LlamaForCausalLM, ...), and LLaVA-NeXT's LlavaQwenForCausalLM(Qwen2ForCausalLM,
+# ...), LlavaMistralForCausalLM and LlavaMixtralForCausalLM alike (llava/model/language_model/). The class, not the
+# type, tells the rule: the class → the type whose rule reads it (no architectures: the first LLaVA's Llama)
+LLAVA_OWN_LANGUAGE_MODELS = {"LlavaLlamaForCausalLM": "llama", "LlavaQwenForCausalLM": "qwen2",
+                             "LlavaMistralForCausalLM": "mistral", "LlavaMixtralForCausalLM": "mixtral"}
 # Baichuan's code rotates the heads of a model this wide (Baichuan-7B, Baichuan2-7B) and gives any other ALiBi
 # biases (vLLM's BaichuanForCausalLM: "Baichuan 13B and Baichuan2 7B/13B")
 BAICHUAN_ROTARY_HIDDEN = 4096
