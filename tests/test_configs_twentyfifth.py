@@ -1,5 +1,6 @@
 """The twenty-fifth round of real configs (tests/data/hf-twentyfifth/, sources in its SOURCES.md): what each file
-read as, and LLaVA's own config.json read by the language model its class names (LLaVA-OneVision's Qwen2)."""
+read as, LLaVA's own config.json read by the language model its class names (LLaVA-OneVision's Qwen2), and an EAGLE
+draft head refused."""
 
 import json
 import warnings
@@ -69,7 +70,18 @@ def test_the_quantized_checkpoints_read_as_their_models_and_say_so(stem, method,
     assert len(said) == 1 and said[0].startswith(f"its checkpoint is quantized ({method}, quantization_config)")
 
 
-def test_codet5_is_refused_as_an_encoder_decoder():
-    with pytest.raises(ShapewiseError, match="t5 \\(T5ForConditionalGeneration\\) is an encoder-decoder") as err:
-        load_config(ROUND / "codet5-small-ft.json")
+@pytest.mark.parametrize(("stem", "said"), [
+    ("codet5-small-ft", "t5 \\(T5ForConditionalGeneration\\) is an encoder-decoder model"),
+    # an EAGLE-3 draft head (model_type llama, one layer, draft_vocab_size) was priced as a one-layer Llama of 1.44B
+    # over the target's 151,936-row vocabulary, as if it ran alone
+    ("qwen3-8b-eagle3", "its EAGLE draft head: one layer over its embedding and the target model's hidden states, "
+                        "run beside that target model"),
+])
+def test_the_rounds_encoder_decoder_and_draft_head_are_refused_in_one_line(stem, said):
+    with pytest.raises(ShapewiseError, match=said) as err:
+        load_config(ROUND / f"{stem}.json")
     assert "\n" not in str(err.value)
+    base = json.loads((ROUND / f"{stem}.json").read_text())
+    if stem == "qwen3-8b-eagle3":  # vLLM's name for the same head, refused alike
+        with pytest.raises(ShapewiseError, match="EAGLE draft head"):
+            _shape_from_config({**base, "architectures": ["Eagle3LlamaForCausalLM"]}, "x", "x")

@@ -95,7 +95,9 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "qwen3.5-122b-a10b": "qwen3_5_moe_text is a linear-attention hybrid",
            "zamba2-7b": "zamba2 \\(Zamba2ForCausalLM\\) is a Mamba/attention hybrid",
            "qwen3.5-35b-a3b": "qwen3_5_moe_text is a linear-attention hybrid",
-           "codet5-small-ft": "t5 \\(T5ForConditionalGeneration\\) is an encoder-decoder model"}
+           "codet5-small-ft": "t5 \\(T5ForConditionalGeneration\\) is an encoder-decoder model",
+           "qwen3-8b-eagle3": "its EAGLE draft head: one layer over its embedding and the target model's hidden "
+                              "states"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a

@@ -439,6 +439,13 @@ UNMODELLED_ARCHITECTURES = {
     # set of its kind: read as one Llama layer, the count was half the layers' weights
     "cogvlm": "visual expert: a second set of attention and MLP weights a layer for image tokens (CogVLM's "
               "VisionExpertAttention and VisionExpertMLP)",
+    # EAGLE draft heads (SGLang's LlamaForCausalLMEagle and LlamaForCausalLMEagle3, vLLM's Eagle3LlamaForCausalLM):
+    # one decoder layer whose attention reads its own embedding beside the target model's hidden state (q, k and v
+    # from 2 × hidden), those states first fused by an fc, a head over draft_vocab_size rows; model_type "llama", so
+    # read as one, it was priced as a one-layer Llama of the target's vocabulary, as if it ran alone
+    **dict.fromkeys(("llamaforcausallmeagle", "eagle3"),
+                    "EAGLE draft head: one layer over its embedding and the target model's hidden states, run "
+                    "beside that target model, not a model of its own"),
 }
 # Encoder-only models (BERT and its kin): every token attends to every other, after a learned position table
 # and token types, with no causal language-model head; shapewise prices decoder-only transformers.
