@@ -40,9 +40,10 @@ TWENTYFIRST = CORPUS.parent / "hf-twentyfirst"  # a twenty-first's
 TWENTYSECOND = CORPUS.parent / "hf-twentysecond"  # a twenty-second's
 TWENTYTHIRD = CORPUS.parent / "hf-twentythird"  # a twenty-third's
 TWENTYFOURTH = CORPUS.parent / "hf-twentyfourth"  # a twenty-fourth's
+TWENTYFIFTH = CORPUS.parent / "hf-twentyfifth"  # a twenty-fifth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
            FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST, TWENTYSECOND,
-           TWENTYTHIRD, TWENTYFOURTH)
+           TWENTYTHIRD, TWENTYFOURTH, TWENTYFIFTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -93,7 +94,10 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "afm-4.5b-params": "its MLP width is given only by ffn_dim_multiplier and multiple_of",
            "qwen3.5-122b-a10b": "qwen3_5_moe_text is a linear-attention hybrid",
            "zamba2-7b": "zamba2 \\(Zamba2ForCausalLM\\) is a Mamba/attention hybrid",
-           "qwen3.5-35b-a3b": "qwen3_5_moe_text is a linear-attention hybrid"}
+           "qwen3.5-35b-a3b": "qwen3_5_moe_text is a linear-attention hybrid",
+           "codet5-small-ft": "t5 \\(T5ForConditionalGeneration\\) is an encoder-decoder model",
+           "qwen3-8b-eagle3": "its EAGLE draft head: one layer over its embedding and the target model's hidden "
+                              "states"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -201,6 +205,12 @@ PUBLISHED = {
     # the twenty-fourth round's (labels in the models' names; SmolLM-360M's is the SmolLM post's)
     "codellama-13b": "13B", "llama-3-70b": "70B", "ministral-8b-instruct-2410": "8B", "qwen2-0.5b": "0.5B",
     "qwen2.5-1.5b": "1.5B", "smollm-360m": "360M", "qwen-1.8b": "1.8B",
+    # the twenty-fifth round's: quantized checkpoints of Llama 2 7B and Llama 3.1 (their labels); LLaVA's own files
+    # by their language models (LLaVA-OneVision's Qwen2-7B, the count ../hf/qwen2-7b.json holds; LLaVA-1.6's
+    # Vicuna-13B, "13B"); InternVL2.5-2B's by its llm_config, InternLM2.5-1.8B-chat ("1.8B")
+    "llama-2-7b-awq": "7B", "llama-2-7b-gptq": "7B", "llama-3.1-405b-instruct-fp8": "405B",
+    "llama-3.1-8b-instruct-fp8-dynamic": "8B", "llava-onevision-qwen2-7b-ov": 7_615_616_512,
+    "llava-v1.6-vicuna-13b": "13B", "internvl2.5-2b": "1.8B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).

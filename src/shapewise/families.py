@@ -375,10 +375,15 @@ _CHATGLM_6B = Family(gated=False, norm="layernorm", bias=True, tied=True, parall
 # GPT-2's keys (n_embd, n_inner)
 _TELECHAT_52B = Family(gated=True, norm="layernorm", bias=True, tied=True, parallel=False, act="silu")
 # A type whose other layout is told by a key the rest of its files lack: (type, key) → the rule that layout is read
-# by. LLaVA's own code (LlavaLlamaForCausalLM, model_type "llava" before transformers' wrapper took the name) is a
-# LlamaForCausalLM beside a CLIP tower its mm_vision_tower names, the language model's keys at the top level
-FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B, ("llava", "mm_vision_tower"): _LLAMA,
-                 ("telechat", "n_embd"): _TELECHAT_52B}
+# by.
+FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B, ("telechat", "n_embd"): _TELECHAT_52B}
+# LLaVA's own code (model_type "llava" before transformers' wrapper took the name, a vision tower its mm_vision_tower
+# names, the language model's keys at the top level) builds the language model on the transformers class its own
+# class names: LlavaLlamaForCausalLM(LlamaForCausalLM, ...), and LLaVA-NeXT's LlavaQwenForCausalLM(Qwen2ForCausalLM,
+# ...), LlavaMistralForCausalLM and LlavaMixtralForCausalLM alike (llava/model/language_model/). The class, not the
+# type, tells the rule: the class → the type whose rule reads it (no architectures: the first LLaVA's Llama)
+LLAVA_OWN_LANGUAGE_MODELS = {"LlavaLlamaForCausalLM": "llama", "LlavaQwenForCausalLM": "qwen2",
+                             "LlavaMistralForCausalLM": "mistral", "LlavaMixtralForCausalLM": "mixtral"}
 # Baichuan's code rotates the heads of a model this wide (Baichuan-7B, Baichuan2-7B) and gives any other ALiBi
 # biases (vLLM's BaichuanForCausalLM: "Baichuan 13B and Baichuan2 7B/13B")
 BAICHUAN_ROTARY_HIDDEN = 4096
@@ -434,6 +439,13 @@ UNMODELLED_ARCHITECTURES = {
     # set of its kind: read as one Llama layer, the count was half the layers' weights
     "cogvlm": "visual expert: a second set of attention and MLP weights a layer for image tokens (CogVLM's "
               "VisionExpertAttention and VisionExpertMLP)",
+    # EAGLE draft heads (SGLang's LlamaForCausalLMEagle and LlamaForCausalLMEagle3, vLLM's Eagle3LlamaForCausalLM):
+    # one decoder layer whose attention reads its own embedding beside the target model's hidden state (q, k and v
+    # from 2 × hidden), those states first fused by an fc, a head over draft_vocab_size rows; model_type "llama", so
+    # read as one, it was priced as a one-layer Llama of the target's vocabulary, as if it ran alone
+    **dict.fromkeys(("llamaforcausallmeagle", "eagle3"),
+                    "EAGLE draft head: one layer over its embedding and the target model's hidden states, run "
+                    "beside that target model, not a model of its own"),
 }
 # Encoder-only models (BERT and its kin): every token attends to every other, after a learned position table
 # and token types, with no causal language-model head; shapewise prices decoder-only transformers.

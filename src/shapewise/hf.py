@@ -17,6 +17,7 @@ from .families import (
     FAMILIES,
     FFN_FOUR_TIMES_HIDDEN,
     FIRST_LAYOUTS,
+    LLAVA_OWN_LANGUAGE_MODELS,
     NESTED_DEFAULTS,
     NOT_ATTENTION,
     NOT_ATTENTION_KEYS,
@@ -381,6 +382,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
         cfg = {**cfg, **{prefix + k: v for block, prefix in _BLOCKS.items() for k, v in (cfg.get(block) or {}).items()}}
         r = _Reader(cfg, where, r.used)
     family = _family(cfg, model_type)
+    if family is None and model_type == "llava" and cfg.get("mm_vision_tower") is not None:
+        r.fail(f"LLaVA's own {_llava_own_class(cfg)} builds its language model on a class shapewise does not read "
+               f"in this layout (it reads {', '.join(LLAVA_OWN_LANGUAGE_MODELS)})")
     if model_type == "olmo" and r.get("d_model") is not None:
         cfg = _olmo_in_transformers_keys(cfg, where)
         r = _Reader(cfg, where, r.used)
@@ -643,8 +647,17 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
 
 def _family(cfg: dict, model_type: str):
     """The rule a config is read and written by: its type's, or its type's first layout's where a key says so."""
+    if model_type == "llava" and cfg.get("mm_vision_tower") is not None:  # LLaVA's own code: its class tells
+        named = LLAVA_OWN_LANGUAGE_MODELS.get(_llava_own_class(cfg))
+        return FAMILIES[named] if named else None
     first = [rule for (kind, key), rule in FIRST_LAYOUTS.items() if kind == model_type and cfg.get(key) is not None]
     return first[0] if first else FAMILIES.get(model_type)
+
+
+def _llava_own_class(cfg: dict) -> str:
+    """The class LLaVA's own config.json names (its first architecture), the first LLaVA's where it names none."""
+    archs = cfg.get("architectures")
+    return str(archs[0]) if isinstance(archs, list) and archs else "LlavaLlamaForCausalLM"
 
 
 # OLMo's own keys, which _olmo_in_transformers_keys spells as transformers' OlmoConfig does
