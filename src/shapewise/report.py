@@ -170,7 +170,7 @@ def suggestion_table(suggestions, *, memory_of: float | None = None) -> Table:
         memory = [f"{s.memory_bytes / 2**30:,.1f} of {memory_of / 2**30:,.1f}"] if memory_of else []
         rows.append([f"{i}", change_text(s.changes), f"{s.candidate.params / 1e9:.3f}B", f"{s.params_delta:+.2%}",
                      f"{s.speedup:.3f}×", f"{lo:.3f}–{hi:.3f}", *memory,
-                     _within_error_note(s) if s.within_error else "", ", ".join(s.fixes)])
+                     _within_error_note(s) if s.within_error else "", s.fixes_text])
     head = ("#", "changes", "params", "Δ params", "predicted speedup", "90% interval",
             *(("memory GiB",) if memory_of else ()), "note", "fixes")
     return Table(head, rows, frozenset({0, 2, 3, 4, 5, 6} if memory_of else {0, 2, 3, 4, 5}))
