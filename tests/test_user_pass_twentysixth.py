@@ -74,3 +74,19 @@ def test_suggest_shares_are_of_the_original_step_per_token():
     result = suggest(get_model("gpt2"), Workload(batch=4, seq=2048, tp=2), gpu="h200")
     vocab_only = [s for s in result.suggestions if set(s.changes) == {"vocab"}]
     assert vocab_only and all(s.eased == () and s.adds == () for s in vocab_only)
+
+
+def test_a_decode_steps_work_and_mfu_are_not_printed_as_zero(capsys):
+    """GLM-4-9B decoding one sequence at t=4 in fp8 read "MFU 0.0%  ·  0.0 TFLOP per step": 19 GFLOP, said as
+    none; and at t>1 the figure is one rank's (each runs its share), beside the group's tokens/s, unsaid."""
+    code, out, _ = run(capsys, "check", "tests/data/hf-later/glm-4-9b.json", "--mode", "decode", "--tp", "4",
+                       "--dtype", "fp8", "-b", "1")
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.startswith("step "))
+    assert "MFU 0.0%" not in line and "0.0 TFLOP" not in line
+    assert line.endswith(" TFLOP per step per GPU")
+    code, out, _ = run(capsys, "check", "tests/data/hf-later/glm-4-9b.json", "--mode", "decode", "--tp", "4",
+                       "--dtype", "fp8", "-b", "1", "--json")
+    totals = json.loads(out)["totals"]
+    assert totals["flops_of"] == "one GPU"
+    assert f"MFU {totals['mfu'] * 100:.2g}%" in line and f"{totals['flops'] / 1e12:.3g} TFLOP" in line
