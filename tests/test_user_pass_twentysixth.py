@@ -90,3 +90,15 @@ def test_a_decode_steps_work_and_mfu_are_not_printed_as_zero(capsys):
     totals = json.loads(out)["totals"]
     assert totals["flops_of"] == "one GPU"
     assert f"MFU {totals['mfu'] * 100:.2g}%" in line and f"{totals['flops'] / 1e12:.3g} TFLOP" in line
+
+
+@pytest.mark.parametrize("flags, said", [
+    (("--profile", "/no/such/profile.json"), "cannot read profile /no/such/profile.json"),
+    (("--db", "/no/such/folder/results.db"), "the folder /no/such/folder does not exist"),
+])
+def test_validate_refuses_before_it_warns_of_hours(capsys, flags, said):
+    """`validate --device cpu` with an unreadable --profile or a --db in a missing folder said two lines: a warning
+    that the run would take hours, then the error that it would not run; calibrate refuses first (one line)."""
+    code, out, err = run(capsys, "validate", "--device", "cpu", *flags)
+    assert code == 2
+    assert err.count("\n") == 1 and said in err and "hours" not in err
