@@ -102,3 +102,13 @@ def test_validate_refuses_before_it_warns_of_hours(capsys, flags, said):
     code, out, err = run(capsys, "validate", "--device", "cpu", *flags)
     assert code == 2
     assert err.count("\n") == 1 and said in err and "hours" not in err
+
+
+def test_check_strict_says_why_it_exits_1(capsys):
+    """`check --strict --json` exited 1 on a costly finding with no word on stderr (a CI log showed nothing); it
+    says which findings, after the output, which is printed whole."""
+    code, out, err = run(capsys, "check", "gpt2", "--strict", "--json")
+    assert code == 1 and json.loads(out)["findings"][0]["rule"] == "vocab"
+    assert err.splitlines()[-1].startswith("shapewise: error: --strict: 1 finding costs more than 1% of the step: "
+                                           "vocab ")
+    assert "learned positions" in err  # the caveats are still said
