@@ -1,4 +1,15 @@
-"""What a new user's twenty-sixth pass found, on the CPU: (filled in below as the pass goes)."""
+"""What a new user's twenty-sixth pass found, on the CPU, comparing the numbers of check, report, plot breakdown,
+plan and the Python API for one model and workload, and reading the advice the twenty-fifth left: the comm finding
+told prefill and decode steps to use Megatron's --tp-comm-overlap, a training flag; the head-dim fallback widened a
+head dim not a multiple of 8 to 64's next multiple (BitNet's 100 → 128, +9.0% parameters, 4.48 ms at t=4) where the
+next multiple of 8 (104, +1.3%) saves 10.0 ms; suggest's fixes column credited a rule only where it vanished, so a
+candidate easing one (head dim 100 → 112: 11.7% of the step → 0.8%) said nothing of it; check's and report's step
+line said a decode step's 19 GFLOP as "0.0 TFLOP per step" and its MFU as "0.0%", and at t>1 one rank's TFLOP
+beside the group's tokens/s, unsaid; validate on the CPU warned of hours before refusing a bad --profile or --db;
+and check --strict exited 1 without a word of why. Found consistent: check, report, plot breakdown, shapewise.check
+and predict_step (train, prefill, decode; t up to 8; fp8; MoE; windows), check --json against its tables, plan's
+chosen layouts against check at their micro-batch and t (compute, tp collectives, Adam's update, memory as Megatron
+holds it), every command's --json, results --export/--import round trips (CSV, JSON, gzipped)."""
 
 from __future__ import annotations
 
