@@ -312,7 +312,6 @@ def run_validate(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from .. import measure
     from ..calibrate import SET_DTYPES, summarize, validate
     from ..outputs import writable_folder
     from ..profile import load
@@ -335,8 +334,6 @@ def run_validate(args) -> int:
     profile = load(args.profile) if args.profile else None
     if args.db and not args.from_db and not Path(args.db).expanduser().exists():  # as open_store checks it
         writable_folder(Path(args.db).expanduser().parent, mkdir=args.mkdir, what="results store")
-    if args.device != "cpu":
-        measure.check_device(args.device)
     if args.device == "cpu" and not args.quick and not args.from_db:
         from ..judges import judge_set_cases
 
