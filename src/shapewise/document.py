@@ -32,7 +32,19 @@ from .hardware import GPU, find_gpu
 from .memory import capacity_bytes
 from .presets import PRESETS
 from .profile import SPEC_ASKED, CostModel, Profile, cost_model
-from .report import PRICED_ALONE, CheckResult, Table, check, finding_table, op_table, overlap_text, suggestion_table
+from .report import (
+    PRICED_ALONE,
+    CheckResult,
+    Table,
+    check,
+    finding_table,
+    flops_label,
+    mfu_text,
+    op_table,
+    overlap_text,
+    suggestion_table,
+    tflop_text,
+)
 from .shapes import MODES, ModelShape, Workload
 
 FORMATS = ("html", "md")
@@ -172,7 +184,7 @@ def _gather(shape, workload, *, model: CostModel, store, top, model_arg, out, fm
     step = result.step
     totals = {"step ms": f"{step.time_ms:,.2f}",
               "tokens/s" + (f" per {w.tp}-GPU group" if w.tp > 1 else ""): f"{step.tokens_per_s:,.0f}",
-              "MFU": f"{step.mfu:.1%}", "TFLOP per step": f"{step.flops / 1e12:,.1f}"}
+              "MFU": mfu_text(step), flops_label(step): tflop_text(step)}
     if w.mode == "train":  # as check says it: the step is forward and backward; plan's adds Adam's update
         totals["with Adam's update ms"] = f"{step.time_ms + result.optimizer_ms:,.2f}"
     if result.memory is not None:  # as check prints it: the parts, and of what the GPU holds

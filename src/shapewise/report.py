@@ -11,7 +11,7 @@ from .memory import PRECISIONS, Memory, assumption_text, capacity_bytes, estimat
 from .ops import COMM, MEMORY
 from .parallel import optimizer_ms
 from .profile import CostModel, Profile, cost_model
-from .rules import Finding, find, memory_finding, price_caveats
+from .rules import Finding, find, memory_finding, price_caveats, share_text
 from .shapes import ModelShape, Workload
 
 LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "wave quantization",
@@ -86,7 +86,7 @@ def to_json(result: CheckResult) -> dict:
                  **({"kernel": c.kernel} if c.kernel else {})} for c in step.costs],
         "totals": {"step_ms": step.time_ms, "tokens_per_s": step.tokens_per_s, "mfu": step.mfu,
                    "tokens_per_s_of": f"one {step.workload.tp}-GPU tensor-parallel group" if step.workload.tp > 1
-                   else "one GPU", "flops": step.flops, "losses_ms": step.losses.as_dict(),
+                   else "one GPU", "flops": step.flops, "flops_of": "one GPU", "losses_ms": step.losses.as_dict(),
                    **({"optimizer_ms": result.optimizer_ms, "with_optimizer_ms": step.time_ms + result.optimizer_ms}
                       if w.mode == "train" else {})},
         "memory": None if result.memory is None else {
@@ -151,6 +151,23 @@ def overlap_text(findings) -> str | None:
             + (f" (their shares sum to {total:.0%})" if total > 1 else ""))
 
 
+def mfu_text(step: StepCost) -> str:
+    """MFU in words: a decode step's 0.045% is not "0.0%"."""
+    return f"{step.mfu:.1%}" if step.mfu >= 0.01 else share_text(step.mfu)
+
+
+def tflop_text(step: StepCost) -> str:
+    """A step's TFLOP: one decimal from 1 up, three figures below (a decode step's 0.0191, not "0.0")."""
+    tflop = step.flops / 1e12
+    return f"{tflop:,.1f}" if tflop >= 1 else f"{tflop:.3g}"
+
+
+def flops_label(step: StepCost) -> str:
+    """What step.flops counts: one rank's ops (each of t ranks runs its share), not the group's, beside the
+    group's tokens/s."""
+    return "TFLOP per step" + (" per GPU" if step.workload.tp > 1 else "")
+
+
 def finding_table(findings) -> Table:
     rows = [[f"{f.cost_ms:,.2f}", f"{f.share:.1%}", f.rule, f.title, f.fix, ", ".join(f.ops)] for f in findings]
     return Table(("cost ms", "of step", "rule", "finding", "fix", "ops"), rows, frozenset({0, 1}))
@@ -173,7 +190,7 @@ def suggestion_table(suggestions, *, memory_of: float | None = None) -> Table:
         memory = [f"{s.memory_bytes / 2**30:,.1f} of {memory_of / 2**30:,.1f}"] if memory_of else []
         rows.append([f"{i}", change_text(s.changes), f"{s.candidate.params / 1e9:.3f}B", f"{s.params_delta:+.2%}",
                      f"{s.speedup:.3f}×", f"{lo:.3f}–{hi:.3f}", *memory,
-                     _within_error_note(s) if s.within_error else "", ", ".join(s.fixes)])
+                     _within_error_note(s) if s.within_error else "", s.fixes_text])
     head = ("#", "changes", "params", "Δ params", "predicted speedup", "90% interval",
             *(("memory GiB",) if memory_of else ()), "note", "fixes")
     return Table(head, rows, frozenset({0, 2, 3, 4, 5, 6} if memory_of else {0, 2, 3, 4, 5}))
@@ -210,7 +227,7 @@ def render(result: CheckResult, console) -> None:
     console.print(rich_table(op_table(step)))
     console.print(f"[bold]step {step.time_ms:,.2f} ms[/bold]  ·  {step.tokens_per_s:,.0f} tokens/s"
                   + (f" per {w.tp}-GPU group" if w.tp > 1 else "")
-                  + f"  ·  MFU {step.mfu:.1%}  ·  {step.flops / 1e12:,.1f} TFLOP per step")
+                  + f"  ·  MFU {mfu_text(step)}  ·  {tflop_text(step)} {flops_label(step)}")
     if w.mode == "train":  # what plan adds, so that the two commands' figures for one layout meet
         console.print(f"the step is the forward and backward; Adam's update adds {result.optimizer_ms:,.2f} ms "
                       f"({step.time_ms + result.optimizer_ms:,.2f} ms in all, as `shapewise plan` prices a step)",

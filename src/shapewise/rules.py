@@ -11,7 +11,7 @@ the input check enforces, so it always holds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .cost import StepCost, align_classes, predict_step
 from .errors import ShapewiseError, argument
@@ -60,6 +60,9 @@ class Proposal:
     # work in fewer GPU-seconds per token), or, False, the step's own time before and after: a prefill padded to
     # aligned prompts does more tokens' work for the same real ones.
     per_token: bool = True
+    # Set on fixes a rule offers side by side (the head-dim fallback's two paddings): what the finding names of
+    # those it did not choose, each with what it would save ("head dim 128 (+9.0% parameters)").
+    label: str = ""
 
 
 def _vocab(shape: ModelShape, w: Workload):
@@ -141,11 +144,15 @@ def _head_dim(shape: ModelShape, w: Workload):
                        fixed, w)
     if not options:
         # no head count of a good head dim cuts the attention width at this t: wider heads, a larger model
-        padded = round_up(d, ALIGN)
-        fixed = keep_rotary(shape, shape.replace(head_dim=padded))
-        if fixed is not None:
-            yield Proposal("head-dim", title, f"use head dim {padded}, the heads as many "
-                           f"({fixed.params / shape.params - 1:+.1%} parameters)", fixed, w)
+        # (not a multiple of 8: the next multiple of 8 leaves the padded-copy kernel for fewer parameters, BitNet's
+        # 100 → 104 against 128; both are priced and the finding says which saves more, and what each adds)
+        paddings = sorted({round_up(d, ALIGN)} | ({round_up(d, 8)} if d % 8 else set()))
+        for padded in paddings:
+            fixed = keep_rotary(shape, shape.replace(head_dim=padded))
+            if fixed is not None:
+                more = f"{fixed.params / shape.params - 1:+.1%} parameters"
+                yield Proposal("head-dim", title, f"use head dim {padded}, the heads as many ({more})", fixed, w,
+                               label=f"head dim {padded} ({more})" if len(paddings) > 1 else "")
 
 
 def _ffn(shape: ModelShape, w: Workload):
@@ -319,8 +326,13 @@ def _tp(shape: ModelShape, w: Workload, gpu: GPU):
 
 def _comm(shape: ModelShape, w: Workload):
     if w.tp > 1 and not w.overlap_comm:
-        yield Proposal("comm", f"t={w.tp}: tensor-parallel collectives wait on the GPU link, not overlapped",
-                       "overlap them with compute (Megatron's --tp-comm-overlap) or use a smaller t",
+        # Megatron's --tp-comm-overlap is a training flag; serving engines run their collectives in line by
+        # default (vLLM overlaps them only through its async-TP compile pass, with sequence parallelism)
+        fix = ("overlap them with compute (Megatron's --tp-comm-overlap) or use a smaller t" if w.mode == "train" else
+               "use a smaller t (and replicas on the other GPUs), or an engine that overlaps them with compute "
+               "(vLLM's async tensor-parallel compile pass, with sequence parallelism): serving engines run them "
+               "in line by default, Megatron's --tp-comm-overlap is for training")
+        yield Proposal("comm", f"t={w.tp}: tensor-parallel collectives wait on the GPU link, not overlapped", fix,
                        shape, w.replace(overlap_comm=True))
 
 
@@ -399,6 +411,7 @@ def find(step: StepCost, *, min_share: float = 1e-4) -> list[Finding]:
     proposals = [p for rule in RULES for p in rule(shape, w)]
     proposals += [p for rule in (_kv_heads, _tp) for p in rule(shape, w, gpu)]
     best: dict[str, Finding] = {}  # a rule may propose several fixes: keep the one that saves most
+    others: dict[str, list[tuple[float, str]]] = {}  # the labelled fixes' savings, said beside the one kept
     for p in proposals:
         try:
             fixed = predict_step(p.shape, p.workload, gpu=step.model)
@@ -406,8 +419,16 @@ def find(step: StepCost, *, min_share: float = 1e-4) -> list[Finding]:
             continue  # a fix that is itself invalid for this model is no fix
         cost_ms = ((step.gpu_ms_per_token - fixed.gpu_ms_per_token) * w.tokens / w.tp if p.per_token
                    else step.time_ms - fixed.time_ms)
+        if p.label:
+            others.setdefault(p.rule, []).append((cost_ms, p.label))
         if cost_ms / step.time_ms >= min_share and (p.rule not in best or cost_ms > best[p.rule].cost_ms):
             best[p.rule] = Finding(p.rule, p.title, p.fix, _changed_ops(step, fixed), cost_ms, cost_ms / step.time_ms)
+    for rule, priced in others.items():
+        if rule in best:
+            said = [f"{label} saves {figure(ms)} ms" if ms > 0 else f"{label} saves nothing"
+                    for ms, label in priced if ms != best[rule].cost_ms]
+            if said:
+                best[rule] = replace(best[rule], fix=best[rule].fix + "; " + ", ".join(said))
     findings = list(best.values())
     findings += _misaligned(step, covered={op for f in findings for op in f.ops}, min_share=min_share)
     window = window_finding(step, min_share=min_share)

@@ -69,6 +69,19 @@ class Suggestion:
     fixes: tuple[str, ...]  # rules of the original's findings that no longer fire
     interval: tuple[float, float]  # the speedup's 90% interval (uncertainty.speedup_interval)
     memory_bytes: int  # per GPU, memory.estimate's
+    # Rules that still fire, each with its cost before and after as a share of the original's step (where it changed: BitNet's
+    # head dim 100 → 112 leaves the padded-copy kernel, 11.7% → 1.5%, yet is no multiple of 64), and rules the
+    # original did not break that this one does, with their shares: what "fixes" alone does not say.
+    eased: tuple[tuple[str, float, float], ...] = ()
+    adds: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def fixes_text(self) -> str:
+        """What the candidate fixes, eases, worsens and breaks, in the words of suggest's table."""
+        out = list(self.fixes)
+        out += [f"{rule} {before:.1%} → {after:.1%} of the original's step" for rule, before, after in self.eased]
+        out += [f"adds {rule} ({share:.1%})" for rule, share in self.adds]
+        return ", ".join(out)
 
     @property
     def within_error(self) -> bool:
@@ -347,6 +360,18 @@ def _run_table(original: Candidate, ranked: list[Candidate], judge: _Judge, top:
     return tuple(judge(c) for c in sorted(rows, key=lambda c: c.gpu_ms_per_token)[:top])
 
 
+def _shares(findings, step, original_ms_per_token: float) -> dict[str, float]:
+    """Each rule's cost as a share of the original's step, per token (a candidate's own step may be faster, or hold
+    another batch: gpt2 at t=2 padding its vocab, tp's share of its own step rose 47% → 61% at the same cost), its
+    findings summed (misaligned names one op a finding); notes that cost nothing (the window's) left out."""
+    out: dict[str, float] = {}
+    w = step.workload
+    for f in findings:
+        if f.cost_ms > 0:
+            out[f.rule] = out.get(f.rule, 0.0) + f.cost_ms * w.tp / w.tokens / original_ms_per_token
+    return out
+
+
 class _Judge:
     """A candidate made a Suggestion: its speedup's interval, the findings it fixes, its memory."""
 
@@ -364,11 +389,16 @@ class _Judge:
         if id(c) not in self.made:
             step = predict_step(c.shape, c.workload, gpu=self.model)
             speedup = self.original.gpu_ms_per_token / c.gpu_ms_per_token
-            still = {f.rule for f in find(step)}
+            per_token = self.step.gpu_ms_per_token
+            before, after = _shares(self.findings, self.step, per_token), _shares(find(step), step, per_token)
+            # a change of a tenth of the share or less is the step's other ops moving (a larger batch), not the rule
+            eased = tuple((rule, share, after[rule]) for rule, share in before.items()
+                          if rule in after and abs(after[rule] - share) >= max(0.001, 0.1 * share))
+            adds = tuple((rule, share) for rule, share in after.items() if rule not in before and share >= 0.001)
             self.made[id(c)] = Suggestion(c, float(speedup), c.params / self.original.params - 1,
-                                          _changes(self.original, c),
-                                          tuple(f.rule for f in self.findings if f.rule not in still),
-                                          speedup_interval(self.step, step, speedup, self.errors), c.memory_bytes)
+                                          _changes(self.original, c), tuple(r for r in before if r not in after),
+                                          speedup_interval(self.step, step, speedup, self.errors), c.memory_bytes,
+                                          eased, adds)
         return self.made[id(c)]
 
 

@@ -75,6 +75,9 @@ def _run(argv: list[str] | None) -> int:
         return leave_process_group(code)
     except ShapewiseError as err:
         take_back_folders()  # a refusal leaves no folder --mkdir made for it
+        if getattr(err, "exit_code", 2) == 1:  # a finding after the output (check --strict): its caveats first
+            for line in CAVEATS:
+                warn(line)
         print(f"shapewise: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, whatever it quotes
         return getattr(err, "exit_code", 2)  # a config read only by guessing, under --strict: 1
     except KeyboardInterrupt:

@@ -307,10 +307,13 @@ def _only(sets: tuple, flags: list) -> str:
 
 
 def run_validate(args) -> int:
+    from pathlib import Path
+
     from rich.console import Console
     from rich.table import Table
 
     from ..calibrate import SET_DTYPES, summarize, validate
+    from ..outputs import writable_folder
     from ..profile import load
 
     _refuse_unused_set_flags(args)
@@ -326,6 +329,11 @@ def run_validate(args) -> int:
                              "too, or leave --borrow-profile out")
     if args.set == "variants":
         return _validate_variants(args)
+    # refused before the warning of a long run, as calibrate's are (_refuse_before_measuring): an unreadable
+    # --profile, or a --db in a folder that is not there, is the run's one line
+    profile = load(args.profile) if args.profile else None
+    if args.db and not args.from_db and not Path(args.db).expanduser().exists():  # as open_store checks it
+        writable_folder(Path(args.db).expanduser().parent, mkdir=args.mkdir, what="results store")
     if args.device == "cpu" and not args.quick and not args.from_db:
         from ..judges import judge_set_cases
 
@@ -334,7 +342,6 @@ def run_validate(args) -> int:
              "CPU, and CPU times judge no GPU's profile; `--quick` is the smoke test")
     from ..store import Store
 
-    profile = load(args.profile) if args.profile else None
     # another GPU's profile is refused by validate before it measures, and a store made for the run is then taken
     # back (Store.__exit__); --from-db only reads: a path that names no store is refused, not made an empty one
     with Store(args.db, read_only=True) if args.from_db else open_store(args) as store:

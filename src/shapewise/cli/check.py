@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..errors import ShapewiseError
 from .common import add_cost_args, add_model_args, console, cost_model, model_and_workload, with_warnings
 
 STRICT_SHARE = 0.01  # --strict fails on a finding that costs more than 1% of the step
@@ -31,7 +32,18 @@ def run_check(args) -> int:
         print(json.dumps(with_warnings(to_json(result)), indent=2))
     else:
         render(result, console())
-    return 1 if args.strict and any(f.share > STRICT_SHARE for f in result.findings) else 0
+    costly = [f for f in result.findings if f.share > STRICT_SHARE] if args.strict else []
+    if costly:  # exit 1 said, after the output: under --json there was no word of why
+        raise StrictFailure(f"--strict: {len(costly)} finding{'s' * (len(costly) > 1)} cost{'s' * (len(costly) == 1)} "
+                            f"more than {STRICT_SHARE:.0%} of the step: "
+                            + ", ".join(f"{f.rule} {f.share:.1%}" for f in costly))
+    return 0
+
+
+class StrictFailure(ShapewiseError):
+    """check --strict's findings: exit 1 (a finding, as a config read only by guessing is), not 2 (bad input)."""
+
+    exit_code = 1
 
 
 def add_gpus(sub) -> None:

@@ -141,7 +141,9 @@ def not_fitting_text(result, workload) -> str:
 def _row(i: int, s) -> dict:
     return {"rank": i, "changes": {k: list(v) for k, v in s.changes.items()}, "params": s.candidate.params,
             "params_delta": s.params_delta, "predicted_speedup": s.speedup, "interval": list(s.interval),
-            "within_error": s.within_error, "fixes": list(s.fixes), "batch": s.candidate.workload.batch,
+            "within_error": s.within_error, "fixes": list(s.fixes),
+            "eased": [{"rule": r, "share_before": a, "share_after": b} for r, a, b in s.eased],
+            "adds": [{"rule": r, "share": a} for r, a in s.adds], "batch": s.candidate.workload.batch,
             "tp": s.candidate.workload.tp, "memory_bytes": s.memory_bytes}
 
 
