@@ -329,12 +329,14 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
     if t == 1:
         return []
 
-    def collective(name: str, family: str, pass_: str, count: int, rows: int = tokens) -> Op:
+    def collective(name: str, family: str, pass_: str, count: int, rows: int = tokens, width: int = shape.hidden,
+                   size: int | None = None) -> Op:
         # The gathered activation, as nccl-tests counts size. Under fp8 Transformer Engine gathers the
         # column-parallel inputs in fp8 but reduces the row-parallel outputs in bf16 (activation_bytes).
-        size = w.dtype_bytes if family == "all_gather" else activation_bytes(w.dtype_bytes)
-        return Op(name, pass_, COMM, count=count, flops=0, bytes=rows * shape.hidden * size, m=rows,
-                  n=shape.hidden, k=t, family=family)
+        if size is None:
+            size = w.dtype_bytes if family == "all_gather" else activation_bytes(w.dtype_bytes)
+        return Op(name, pass_, COMM, count=count, flops=0, bytes=rows * width * size, m=rows, n=width, k=t,
+                  family=family)
 
     # In each layer: before attention and before the MLP, and after each; the reverse in backward. In a
     # parallel block, x + attn(norm(x)) + mlp(norm(x)), the branches' partial sums add before one
@@ -360,10 +362,8 @@ def tensor_parallel_collectives(shape: ModelShape, w: Workload, *, tokens: int, 
     # Serving samples the next token from whole rows of logits: each rank holds its vocab/t columns of the
     # last token's, gathered in the head's output dtype before sampling (vLLM's logits gather, Megatron's
     # inference all-gather); training's loss reduces over the vocab in parallel and gathers none.
-    vocab = math.ceil(shape.vocab / t) * t
-    size = activation_bytes(w.dtype_bytes)
-    return ops + [Op("tp/sample", "fwd", COMM, count=1, flops=0, bytes=w.batch * vocab * size, m=w.batch, n=vocab,
-                     k=t, family="all_gather")]
+    return ops + [collective("tp/sample", "all_gather", "fwd", 1, rows=w.batch, width=math.ceil(shape.vocab / t) * t,
+                             size=activation_bytes(w.dtype_bytes))]
 
 
 def replica_grad_ops(shape: ModelShape, w: Workload) -> list[Op]:
@@ -453,9 +453,12 @@ def model_ops(shape: ModelShape, workload: Workload) -> list[Op]:
 
 # Ops that run once per step, not once per layer: what "one layer" leaves out.
 # The replicas' gradient all-reduce runs once a step too (replica_grad_ops).
+# The embedding's (a pipeline's first stage) and the head's (its last): one list each, that every step built from
+# one layer (search, verify, plan) reads, so no once-a-step op is counted in each layer.
 REPLICA_GRADS = ("tp/replica_grads", "tp/kv_grads")
-OUTSIDE_LAYERS = ("embed", "embed/norm", "final/norm", "logits", "logits/softcap", "loss", "tp/embed", "tp/logits",
-                  "tp/sample") + REPLICA_GRADS
+EMBED_OPS = ("embed", "embed/norm", "tp/embed")
+HEAD_OPS = ("final/norm", "logits", "logits/softcap", "loss", "tp/logits", "tp/sample")
+OUTSIDE_LAYERS = EMBED_OPS + HEAD_OPS + REPLICA_GRADS
 
 
 def layer_ops(shape: ModelShape, workload: Workload) -> list[Op]:

@@ -15,6 +15,7 @@ import numpy as np
 from .dtypes import activation_bytes
 from .errors import ShapewiseError, argument, warn
 from .limits import COUNT
+from .ops import EMBED_OPS, HEAD_OPS
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -249,8 +250,6 @@ def network_for(gpu, *, gpus: int | None = None, gpus_per_node: int = 8, inter_g
 # The attention core's ops, fused or not, in global and sliding-window layers (ops.attention): what
 # selective recomputation repeats in every layer, windowed ones included.
 CORE_ATTENTION = ("attn/flash", "attn/window", "attn/score", "attn/softmax", "attn/over_v")
-EMBED_OPS, HEAD_OPS = ("embed", "embed/norm", "tp/embed"), ("final/norm", "logits", "logits/softcap", "loss",
-                                                                     "tp/logits", "tp/sample")
 
 
 @dataclass(frozen=True)
