@@ -7,10 +7,10 @@ python benchmarks/judge_figures.py [--profile PATH] [--machine-factors JSON]
 """
 
 import argparse
-import dataclasses
 import tempfile
 
 import numpy as np
+from machine_files import with_machine_factors
 
 from shapewise.calibrate import summarize
 from shapewise.hardware import get_gpu
@@ -36,14 +36,6 @@ def import_export(path: str, db: str) -> None:
     """A results-store export (CSV, or CSV gzipped as committed) into the store at `db`."""
     with Store(db) as store:
         store.import_csv(path)
-
-
-def with_machine_factors(profile, path: str):
-    """`profile` with the machine factors of the profile `calibrate --quick` wrote at `path` (its
-    machine_* parameters only, read as a profile is: the rest of that profile is the one it was fitted on top of)."""
-    machine = load(path).params
-    factors = {f.name: getattr(machine, f.name) for f in dataclasses.fields(machine) if f.name.startswith("machine_")}
-    return dataclasses.replace(profile, params=dataclasses.replace(profile.params, **factors))
 
 
 def measured_rows(db: str, name: str, seed: int, configs=CONFIGS):

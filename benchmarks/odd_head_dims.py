@@ -22,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, "benchmarks")
 from judge_figures import import_export, measured_rows  # noqa: E402
+from machine_files import machine_profile_at  # noqa: E402
 
 from shapewise import params  # noqa: E402
 from shapewise.cases import op_from_case  # noqa: E402
@@ -150,7 +151,6 @@ def verified_bitnet() -> None:
     head, b=4, s=2048, the H100's calibrate --quick profile), with and without the factors; measured there 1.312x
     (benchmarks/results/h100-verify-eighteenth/)."""
     from shapewise.hf import load_config
-    from shapewise.profile import load
     from shapewise.shapes import Workload
     from shapewise.verify import predicted_step_ms
 
@@ -158,7 +158,7 @@ def verified_bitnet() -> None:
         warnings.simplefilter("ignore")
         shape = load_config("tests/data/hf-eighteenth/bitnet_b1_58-3b.json")
     top = shape.replace(hidden=3584, num_layers=21, num_heads=28, ffn=9472, vocab=32064)  # its changes, head dim 128
-    model = cost_model("h100", profile=load("benchmarks/results/h100-judges-37/h100-machine.json.gz"))
+    model = cost_model("h100", profile=machine_profile_at("benchmarks/results/h100-judges-37/h100-machine.json.gz"))
     w = Workload(batch=4, seq=2048)
 
     def speedup() -> float:

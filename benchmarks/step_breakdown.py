@@ -10,12 +10,13 @@ import sys
 import tempfile
 
 from judge_figures import import_export
+from machine_files import machine_profile_at
 
 from shapewise.bench import stored_rows
 from shapewise.errors import ShapewiseError
 from shapewise.hardware import get_gpu
 from shapewise.judges import judge, judge_set_cases
-from shapewise.profile import find, load
+from shapewise.profile import find
 from shapewise.store import Store
 
 
@@ -39,7 +40,7 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=6, help="ops shown per step")
     args = ap.parse_args()
     gpu = args.gpu
-    profile = load(args.profile) if args.profile else find(gpu)
+    profile = machine_profile_at(args.profile, gpu.key) if args.profile else find(gpu)
     with tempfile.TemporaryDirectory() as tmp:
         db = f"{tmp}/run.db"
         import_export(args.export, db)

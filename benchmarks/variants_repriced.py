@@ -29,6 +29,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from machine_files import machine_profile_at
+
 from shapewise.calibrate import spearman
 from shapewise.errors import ShapewiseError
 from shapewise.hf import load_config
@@ -171,7 +173,7 @@ def main() -> int:
                     help="where the power cap's onset counts from (default op: the cost model's own)")
     args = ap.parse_args()
     try:
-        model = cost_model(args.gpu, profile=args.profile)
+        model = cost_model(args.gpu, profile=args.profile and machine_profile_at(args.profile, args.gpu))
     except ShapewiseError as e:
         return fail(str(e))
     capped = model.params

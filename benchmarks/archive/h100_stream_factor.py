@@ -15,12 +15,12 @@ import dataclasses
 import tempfile
 
 from judge_figures import import_export
+from machine_files import machine_profile_at
 
 from shapewise.bench import stored_rows
 from shapewise.cost import streams_weights
 from shapewise.hardware import get_gpu
 from shapewise.judges import judge, judge_set_cases
-from shapewise.profile import load
 from shapewise.store import Store
 
 FACTORS = (1.0, 1.03, 1.045, 1.06, 1.1, 1.2)
@@ -40,7 +40,7 @@ def main() -> int:
         with Store(f"{tmp}/run.db") as store:
             rows = stored_rows(drawn.cases, store=store)
     ok = [(c, r) for c, r in rows if r.get("error") is None]
-    profile = load(args.profile)  # its own stream factor (calibrate --quick's since it has one) set to 1: each tried
+    profile = machine_profile_at(args.profile)  # its own stream factor (calibrate --quick's since it has one) set to 1: each tried
     profile = dataclasses.replace(profile, params=dataclasses.replace(profile.params, machine_stream=1.0))
     by_key = {c.key: (c, j) for (c, _), j in zip(ok, judge(ok, gpu=gpu, profile=profile))}
 

@@ -2,16 +2,18 @@
 and predicted with one norm a layer and with two (benchmarks/RESULTS.md, "a ninth round of real configs … an
 eleventh H100"), priced with that H100's `calibrate --quick` profile.
 
-PYTHONPATH=src python benchmarks/archive/one_norm_steps.py   (from the repository root, on the CPU; seconds)
+PYTHONPATH=src:benchmarks python benchmarks/archive/one_norm_steps.py   (from the repository root, on the CPU; seconds)
 """
 
 import gzip
 import json
 import warnings
 
+from machine_files import machine_profile_at
+
 from shapewise.hardware import get_gpu
 from shapewise.hf import load_config
-from shapewise.profile import CostModel, load
+from shapewise.profile import CostModel
 from shapewise.shapes import Workload
 from shapewise.verify import predicted_step_ms
 
@@ -20,7 +22,7 @@ PROFILE = "benchmarks/results/h100-judges-27/h100-machine.json.gz"  # the same c
 
 
 def main() -> int:
-    model = CostModel(get_gpu("h100"), load(PROFILE).params)
+    model = CostModel(get_gpu("h100"), machine_profile_at(PROFILE).params)
     with gzip.open(RUN, "rt") as f:
         run = json.load(f)
     for name in ("falcon-7b", "phi-2", "gpt-j-6b"):

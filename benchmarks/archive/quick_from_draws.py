@@ -16,7 +16,7 @@ factors go into copies of the card's `calibrate --quick` profile (machine_gemm: 
 models set against the profile `calibrate --quick` wrote. Adopted only if whole steps within 5% rise and the
 GEMMs' median does not (one card: a lead, not a verdict).
 
-python benchmarks/archive/quick_from_draws.py CARD-FOLDER OUT-FOLDER
+PYTHONPATH=src:benchmarks python benchmarks/archive/quick_from_draws.py CARD-FOLDER OUT-FOLDER
 (CARD-FOLDER holds judges.csv.gz with the draws measured beside the sets, and h100-machine.json.gz;
 on the CPU, from the repository root with PYTHONPATH=src:benchmarks; seconds)
 """
@@ -28,12 +28,14 @@ import sys
 
 import numpy as np
 
+from machine_files import machine_profile_at
+
 from shapewise.cases import predict_cases
 from shapewise.draws import drawn_beside
 from shapewise.exports import open_export
 from shapewise.hardware import get_gpu
 from shapewise.machine import without_factors
-from shapewise.profile import CostModel, find, load
+from shapewise.profile import CostModel, find
 
 REFERENCE = {"prefill": "benchmarks/results/h200-draws-5/calibration-prefill-1.csv.gz",
              "shards": "benchmarks/results/h200-draws-4/calibration-shards-1.csv.gz"}
@@ -67,7 +69,7 @@ def main() -> int:
     folder, out = sys.argv[1], sys.argv[2]
     card = measured(f"{folder}/judges.csv.gz")
     machine_path = f"{folder}/h100-machine.json.gz"
-    machine = load(machine_path)
+    machine = machine_profile_at(machine_path)
     borrowed = find(get_gpu("h100"))
     launch_ms = machine.params.machine_launch_ms
     ref_params = find(get_gpu("h200")).params

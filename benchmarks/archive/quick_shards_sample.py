@@ -3,7 +3,7 @@ the draw's size that `calibrate --quick` could measure: COUNT of its 790 calls, 
 copy of the card's `calibrate --quick` profile (OUT/s0.json … s4.json) to judge with
 `benchmarks/step_breakdown.py --profile`.
 
-PYTHONPATH=src:benchmarks/archive python benchmarks/archive/quick_shards_sample.py CARD-FOLDER OUT-FOLDER [COUNT=80]
+PYTHONPATH=src:benchmarks:benchmarks/archive python benchmarks/archive/quick_shards_sample.py CARD-FOLDER OUT-FOLDER [COUNT=80]
 (on the CPU, seconds)
 """
 
@@ -12,13 +12,14 @@ import json
 import sys
 
 import numpy as np
+from machine_files import machine_profile_at
 from quick_from_draws import REFERENCE, measured
 
 from shapewise.cases import predict_cases
 from shapewise.draws import drawn_beside
 from shapewise.hardware import get_gpu
 from shapewise.machine import MACHINE_STREAM, without_factors
-from shapewise.profile import CostModel, find, load
+from shapewise.profile import CostModel, find
 
 
 def main() -> int:
@@ -26,7 +27,7 @@ def main() -> int:
     count = int(sys.argv[3]) if len(sys.argv) > 3 else 80
     card, ref = measured(f"{folder}/judges.csv.gz"), measured(REFERENCE["shards"])
     machine_path = f"{folder}/h100-machine.json.gz"
-    machine = load(machine_path)
+    machine = machine_profile_at(machine_path)
     pool = [c for c in drawn_beside(shards=1) if c.key in card and c.key in ref]
     borrowed, reference = find(get_gpu("h100")), find(get_gpu("h200"))
     for sample in range(5):
