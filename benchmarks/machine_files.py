@@ -7,7 +7,9 @@ factors only (format FACTORS_ONLY: the machine_* parameters, the environment and
 reader puts the factors on the shipped profile of its own commit, as the judging scripts always did
 (with_machine_factors). Two folders keep theirs whole, for the tests that read a whole one.
 
-python benchmarks/machine_files.py PROFILE.json.gz ...   writes each whole profile as its factors only, in place
+python benchmarks/machine_files.py PROFILE.json[.gz] ...   writes each whole profile as its factors only, in place
+(a folder's new profile, before it is committed: tests/test_machine_files.py holds every committed one to it; a
+GPU call keeps its whole profile, which the call's later commands take as --profile)
 """
 
 import dataclasses
@@ -80,7 +82,8 @@ def main(paths: list[str]) -> int:
             print(f"{path}: not a whole profile, left as it is")
             continue
         before, factors = Path(path).stat().st_size, slimmed(path)
-        with gzip.open(path, "wt", encoding="utf-8") as f:
+        opener = gzip.open if str(path).endswith(".gz") else open
+        with opener(path, "wt", encoding="utf-8") as f:
             json.dump(factors, f, indent=1)
             f.write("\n")
         print(f"{path}: {before:,} → {Path(path).stat().st_size:,} bytes")
