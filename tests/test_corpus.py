@@ -41,9 +41,10 @@ TWENTYSECOND = CORPUS.parent / "hf-twentysecond"  # a twenty-second's
 TWENTYTHIRD = CORPUS.parent / "hf-twentythird"  # a twenty-third's
 TWENTYFOURTH = CORPUS.parent / "hf-twentyfourth"  # a twenty-fourth's
 TWENTYFIFTH = CORPUS.parent / "hf-twentyfifth"  # a twenty-fifth's
+TWENTYSIXTH = CORPUS.parent / "hf-twentysixth"  # a twenty-sixth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
            FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST, TWENTYSECOND,
-           TWENTYTHIRD, TWENTYFOURTH, TWENTYFIFTH)
+           TWENTYTHIRD, TWENTYFOURTH, TWENTYFIFTH, TWENTYSIXTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -97,7 +98,9 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "qwen3.5-35b-a3b": "qwen3_5_moe_text is a linear-attention hybrid",
            "codet5-small-ft": "t5 \\(T5ForConditionalGeneration\\) is an encoder-decoder model",
            "qwen3-8b-eagle3": "its EAGLE draft head: one layer over its embedding and the target model's hidden "
-                              "states"}
+                              "states",
+           "minicpmv4.6": "qwen3_5_text is a linear-attention hybrid",
+           "qwen2.5-omni": "nests its language model in a thinker", "qwen3-asr": "nests its language model in a thinker"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -211,6 +214,9 @@ PUBLISHED = {
     "llama-2-7b-awq": "7B", "llama-2-7b-gptq": "7B", "llama-3.1-405b-instruct-fp8": "405B",
     "llama-3.1-8b-instruct-fp8-dynamic": "8B", "llava-onevision-qwen2-7b-ov": 7_615_616_512,
     "llava-v1.6-vicuna-13b": "13B", "internvl2.5-2b": "1.8B",
+    # the twenty-sixth round's (Molmo-7B-D's language model is Qwen2-7B's)
+    "glm4v": "9B", "locateanything": "3B", "megrez-3b-instruct": "3B", "minicpm4": "8B",
+    "molmo-7b-d-0924": 7_615_616_512, "qwen2-audio": "7B", "vila1.5-3b": "2.7B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -242,7 +248,8 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 # and the head shapewise prices beside it (test_twentieth_pass_…).
 # Phi-4-mini-instruct's name gives no size: it is held to what Phi3ForCausalLM builds (test_configs_twentyfourth).
 STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit",
-                  "phixtral-4x2_8-4bit", "glm-edge-v-5b", "phi-1", "tiny-random-phimodel", "phi-4-mini-instruct"}
+                  "phixtral-4x2_8-4bit", "glm-edge-v-5b", "phi-1", "tiny-random-phimodel", "phi-4-mini-instruct",
+                  "falcon-perception"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
               "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12, "llada2.0-flash": 100e9,
               "ming-flash-omni-preview": 100e9, "kimi-k2.7-code-nvfp4": 1e12}

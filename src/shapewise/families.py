@@ -359,7 +359,11 @@ FAMILIES: dict[str, Family] = {
 # LlamaConfig's defaults are the rest. Applied to nested configs only; a config.json of its own is whole.
 NESTED_DEFAULTS = {"llama": (("vocab_size", 32000), ("hidden_size", 4096), ("intermediate_size", 11008),
                              ("num_hidden_layers", 32), ("num_attention_heads", 32),
-                             ("max_position_embeddings", 2048))}
+                             ("max_position_embeddings", 2048)),
+                   # Qwen2Config's (Qwen2-Audio's text_config names model_type "qwen2", its MLP width and vocabulary)
+                   "qwen2": (("vocab_size", 151936), ("hidden_size", 4096), ("intermediate_size", 22016),
+                             ("num_hidden_layers", 32), ("num_attention_heads", 32),
+                             ("max_position_embeddings", 32768))}
 # Phi-1.5's and Phi-2's first configs (Microsoft's own modeling code): Phi's layout, each head rotating its
 # rotary_dim dims (PhiConfig's partial_rotary_factor is not theirs)
 FAMILIES["phi-msft"] = FAMILIES["mixformer-sequential"] = replace(FAMILIES["phi"], rotary="rotary_dim", defaults=())
@@ -390,6 +394,9 @@ BAICHUAN_ROTARY_HIDDEN = 4096
 # GLM-4-0414 and GLM-Z1 (Glm4Config, modular_glm4.py): GLM's layer with a norm on each block's output besides
 # the two before them (post_self_attn_layernorm, post_mlp_layernorm): four RMSNorms a layer, as Gemma 2's
 FAMILIES["glm4"] = replace(FAMILIES["glm"], norms_per_layer=4)
+# GLM-4.1V (Glm4vTextDecoderLayer: the same four RMSNorms, q, k and v biases by attention_bias, half of each head
+# rotated); its first files put the text model's keys at the top level, later ones in text_config (glm4v_text)
+FAMILIES["glm4v"] = FAMILIES["glm4v_text"] = FAMILIES["glm4"]
 FALCON_TYPES = ("falcon", "refinedwebmodel", "refinedweb")
 # Types whose code makes the MLP 4 × hidden wide where the file gives no width (GPT2MLP's n_inner None, GPT-J's,
 # GPTBigCode's and Phi-2's first code alike; GPTNeoConfig's intermediate_size None; BloomMLP and FalconMLP always

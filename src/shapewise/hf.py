@@ -168,11 +168,12 @@ _UNPRICED = {"klear": "its coefficient layer (hidden → 2 and a bias, each laye
                    "token attends to its whole block and the blocks before); shapewise prices causal attention and "
                    "one forward pass a token, where its decoding runs several a block"
                 for t in ("llada2_moe", "llada2_moe_veomni")}}
-_NESTED = ("text_config", "language_config", "llm_config")  # Gemma 3, LLaVA; DeepSeek-VL2; InternVL
+_NESTED = ("text_config", "language_config", "llm_config", "llm_cfg")  # Gemma 3, LLaVA; DeepSeek-VL2; InternVL; VILA
 _ENCODERS = {"vision_config": "vision encoder", "audio_config": "audio encoder", "vision_encoder": "vision encoder",
              "vision_tower": "vision encoder", "mm_vision_tower": "vision encoder",
              "vision_backbone": "vision encoder", "gen_vision_config": "image generator",
-             "img_processor": "image encoder"}  # img_processor: Phi-3-vision's CLIP encoder
+             "img_processor": "image encoder",  # img_processor: Phi-3-vision's CLIP encoder
+             "vision_tower_cfg": "vision encoder"}  # VILA's
 
 
 def _inner(cfg: dict) -> tuple[str, dict] | None:
@@ -225,6 +226,12 @@ def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
     if scaled:  # OpenELM: layer-wise scaling, each layer its own head counts and MLP width
         raise NotATransformer(f"{where}: {named or 'this model'} scales its layers one by one ({', '.join(scaled)} "
                               f"differ by layer); shapewise models a stack of identical layers and cannot price it")
+    if isinstance(cfg.get("thinker_config"), dict):  # Qwen2.5-Omni, Qwen3-ASR: no language model a level down
+        talker = " and a talker (talker_config), a second transformer speaking its answers" \
+            if isinstance(cfg.get("talker_config"), dict) else ""
+        raise NotATransformer(f"{where}: {named or 'this model'} nests its language model in a thinker "
+                              f"(thinker_config's text_config, beside its encoders){talker}; shapewise reads a "
+                              f"language model at the top level or in text_config and cannot price it")
     halves = [k for k in ("encoder_layers", "decoder_layers") if cfg.get(k) is not None]
     if cfg.get("is_encoder_decoder") is True or halves:  # Whisper, T5, BART: no decoder-only stack
         said = ", ".join(halves) if halves else "is_encoder_decoder"
@@ -412,6 +419,10 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
             if apart:
                 notes.append(f"its {key} describes another model ({', '.join(apart)}): shapewise prices the top "
                              "level's")
+    if cfg.get("causal_attn") is False:  # LocateAnything's Qwen2: each token sees its whole block_size block
+        block = f", block_size {cfg['block_size']}" if cfg.get("block_size") is not None else ""
+        notes.append(f"its attention is not causal (causal_attn false{block}): shapewise prices causal attention, "
+                     "about half the attention work of one that is not")
 
     hidden = r.whole(_HIDDEN, "hidden size", required=True)
     layers = r.whole(_LAYERS, "layer count", required=True)
