@@ -42,9 +42,10 @@ TWENTYTHIRD = CORPUS.parent / "hf-twentythird"  # a twenty-third's
 TWENTYFOURTH = CORPUS.parent / "hf-twentyfourth"  # a twenty-fourth's
 TWENTYFIFTH = CORPUS.parent / "hf-twentyfifth"  # a twenty-fifth's
 TWENTYSIXTH = CORPUS.parent / "hf-twentysixth"  # a twenty-sixth's
+TWENTYSEVENTH = CORPUS.parent / "hf-twentyseventh"  # a twenty-seventh's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
            FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST, TWENTYSECOND,
-           TWENTYTHIRD, TWENTYFOURTH, TWENTYFIFTH, TWENTYSIXTH)
+           TWENTYTHIRD, TWENTYFOURTH, TWENTYFIFTH, TWENTYSIXTH, TWENTYSEVENTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -100,7 +101,8 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "qwen3-8b-eagle3": "its EAGLE draft head: one layer over its embedding and the target model's hidden "
                               "states",
            "minicpmv4.6": "qwen3_5_text is a linear-attention hybrid",
-           "qwen2.5-omni": "nests its language model in a thinker", "qwen3-asr": "nests its language model in a thinker"}
+           "qwen2.5-omni": "nests its language model in a thinker", "qwen3-asr": "nests its language model in a thinker",
+           "deepseek-v4-flash-nvfp4": "grouped low-rank output projection \\(o_lora_rank, o_groups\\)"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -217,6 +219,8 @@ PUBLISHED = {
     # the twenty-sixth round's (Molmo-7B-D's language model is Qwen2-7B's)
     "glm4v": "9B", "locateanything": "3B", "megrez-3b-instruct": "3B", "minicpm4": "8B",
     "molmo-7b-d-0924": 7_615_616_512, "qwen2-audio": "7B", "vila1.5-3b": "2.7B",
+    # the twenty-seventh round's (InternVL2's by their llm_config models: Phi-3-mini's "3.8B", InternLM2-1.8B's)
+    "wizardcoder-15b-v1.0": "15B", "internvl2-4b": "3.8B", "internvl2-2b": "1.8B", "chatglm3-6b-32k": "6B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
