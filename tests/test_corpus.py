@@ -229,7 +229,7 @@ WITH_VISION = {"llama-4-scout-17b-16e": (109e9, "17B"), "llama-3.2-11b-vision": 
                "phi-3-vision-128k-instruct": (4.2e9, None), "exaone-4.5-33b": (33e9, None),
                "phi-3.5-vision-instruct": (4.2e9, None), "llama-3.2-90b-vision": (88.6e9, None),
                "olmocr-2-7b-1025": (8.29e9, None), "llava-v1.5-7b": (7.06e9, None),
-               "mistral-small-3.1-24b-instruct-2503": (24e9, None)}
+               "mistral-small-3.1-24b-instruct-2503": (24e9, None), "minicpm-v-2_6": (8e9, None)}
 # Publishers that give only a size class the model exceeds: Falcon-40B's card says "40B parameters"; its
 # structure (60 layers of 8192 wide, 4x MLP, 8 kv heads, tied 65024-row embedding) holds 41.3B. Checked
 # against the class, not to 1%.

@@ -388,6 +388,10 @@ FIRST_LAYOUTS = {("chatglm", "position_encoding_2d"): _CHATGLM_6B, ("telechat", 
 # type, tells the rule: the class → the type whose rule reads it (no architectures: the first LLaVA's Llama)
 LLAVA_OWN_LANGUAGE_MODELS = {"LlavaLlamaForCausalLM": "llama", "LlavaQwenForCausalLM": "qwen2",
                              "LlavaMistralForCausalLM": "mistral", "LlavaMixtralForCausalLM": "mixtral"}
+# MiniCPM-V's own code (model_type "minicpmv", class MiniCPMV in every version) builds its language model by the
+# file's `version`, as vLLM's minicpmv.py dispatches: 2.0 on MiniCPM, 2.5 on Llama 3, 2.6 on Qwen2 (q, k and v
+# biases), 4.0 on Llama, 4.5 on Qwen3; a file without one is 2.0 where 2304 wide with 64 queries, else 2.5
+MINICPMV_LANGUAGE_MODELS = {(2, 0): "minicpm", (2, 5): "llama", (2, 6): "qwen2", (4, 0): "llama", (4, 5): "qwen3"}
 # Baichuan's code rotates the heads of a model this wide (Baichuan-7B, Baichuan2-7B) and gives any other ALiBi
 # biases (vLLM's BaichuanForCausalLM: "Baichuan 13B and Baichuan2 7B/13B")
 BAICHUAN_ROTARY_HIDDEN = 4096

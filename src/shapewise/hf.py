@@ -18,6 +18,7 @@ from .families import (
     FFN_FOUR_TIMES_HIDDEN,
     FIRST_LAYOUTS,
     LLAVA_OWN_LANGUAGE_MODELS,
+    MINICPMV_LANGUAGE_MODELS,
     NESTED_DEFAULTS,
     NOT_ATTENTION,
     NOT_ATTENTION_KEYS,
@@ -661,8 +662,22 @@ def _family(cfg: dict, model_type: str):
     if model_type == "llava" and cfg.get("mm_vision_tower") is not None:  # LLaVA's own code: its class tells
         named = LLAVA_OWN_LANGUAGE_MODELS.get(_llava_own_class(cfg))
         return FAMILIES[named] if named else None
+    if model_type == "minicpmv":  # MiniCPM-V's own code: its version tells
+        named = MINICPMV_LANGUAGE_MODELS.get(_minicpmv_version(cfg))
+        return FAMILIES[named] if named else None
     first = [rule for (kind, key), rule in FIRST_LAYOUTS.items() if kind == model_type and cfg.get(key) is not None]
     return first[0] if first else FAMILIES.get(model_type)
+
+
+def _minicpmv_version(cfg: dict) -> tuple | None:
+    """MiniCPM-V's version as its code reads it (families.MINICPMV_LANGUAGE_MODELS); None where it is not two numbers."""
+    version = cfg.get("version")
+    if version is None:
+        return (2, 0) if cfg.get("hidden_size") == 2304 and cfg.get("query_num") == 64 else (2, 5)
+    try:
+        return tuple(int(part) for part in str(version).split("."))
+    except ValueError:
+        return None
 
 
 def _llava_own_class(cfg: dict) -> str:
