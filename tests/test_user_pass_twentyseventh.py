@@ -5,8 +5,10 @@ every field kept said "widen --params-tol", which brings no shape within reach, 
 answered a mistyped model name or --keep field with "no CUDA GPU is visible"; suggest's run settings for a decode
 step said "rank them with the shapes: --vary batch,tp", where a decode step keeps its batch (--vary batch has no
 effect there) and the rows changed t alone; the report described every rotary model's positions as "RoPE or ALiBi"
-(ALiBi models have no rotary dims, and are said apart); plan said "1 h100 GPUs" and, for --inter-node-gbs on one
-GPU, "the 1 GPUs are one node".
+(ALiBi models have no rotary dims, and are said apart); a step priced with --overlap-comm said so nowhere but in the
+report's reproduce commands (not in check's header, the report's workload table, or check's and suggest's --json
+workload); plan's time to train --tokens 1000 at a global batch of 65,536 was a 65th of a step; and plan said
+"1 h100 GPUs" and, for --inter-node-gbs on one GPU, "the 1 GPUs are one node".
 
 Found consistent: plan's refusals of zero, negative, NaN and infinite counts, rates and tokens, of global batches that
 are not whole sequences and of GPUs that do not fill nodes; plan --json against its table; --emit megatron for
