@@ -108,15 +108,25 @@ def test_the_head_dim_fallback_says_the_model_grows():
     assert fix.startswith("use head dim 104, the heads as many (+1.3% parameters); head dim 128 (+9.0% parameters)")
 
 
-@pytest.mark.parametrize("dtype, elements", [("bf16", 8), ("fp8", 16)])
-def test_the_misaligned_finding_names_its_dim_in_the_dtypes_elements(dtype, elements):
+@pytest.mark.parametrize("dtype", ["bf16", "fp8"])
+def test_the_misaligned_finding_names_its_dim_in_the_dtypes_elements(dtype):
     """Qwen1.5-MoE's router (60 experts) was "a dim that is not a multiple of 16 bytes: pad that dim to a multiple
-    of 8 elements", in fp8 too, where 8 elements are 8 bytes."""
+    of 8 elements", in fp8 too, where 8 elements are 8 bytes. (An fp8 step runs its router in bf16: the twenty-seventh
+    pass.)"""
     result = check(load_config("tests/data/hf/qwen1.5-moe-a2.7b.json"), Workload(dtype=dtype), gpu="h200")
     router = next(f for f in result.findings if f.ops == ("moe/router",))
-    assert router.title == (f"moe/router has a leading dim of 60, not a multiple of {elements} elements (16 bytes of "
-                            f"{dtype})")
+    assert router.title == "moe/router has a leading dim of 60, not a multiple of 8 elements (16 bytes of bf16)"
     assert router.fix == "pad it to 64"
+
+
+def test_the_misaligned_finding_names_an_fp8_gemms_dim_in_fp8s_elements():
+    """DeepSeek-V3 with a query latent of 1,544 (a multiple of 8, not of 16): its fp8 GEMMs want 16 elements."""
+    shape = load_config("tests/data/hf/deepseek-v3.json").replace(q_lora_rank=1544)
+    found = {f.ops: f for f in check(shape, Workload(dtype="fp8", tp=8), gpu="h200").findings if f.rule == "misaligned"}
+    assert found[("attn/q_down",)].title == ("attn/q_down has a leading dim of 1,544, not a multiple of 16 elements "
+                                             "(16 bytes of fp8)")
+    assert found[("attn/q_down",)].fix == "pad it to 1,552"
+    assert not [f for f in check(shape, Workload(tp=8), gpu="h200").findings if f.rule == "misaligned"]
 
 
 def test_the_misaligned_finding_says_a_kv_cache_length():

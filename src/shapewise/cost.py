@@ -33,7 +33,17 @@ from .dtypes import activation_dtype, refuse_fp8_layout
 from .errors import ShapewiseError, argument, check_name
 from .hardware import GPU
 from .limits import RATE
-from .ops import BMM, COMM, FLASH, GEMM, MEMORY, REPLICA_GRADS, Op, attended_pairs, model_ops, replica_grad_ops
+from .ops import (
+    COMM,
+    FLASH,
+    MEMORY,
+    REPLICA_GRADS,
+    Op,
+    attended_pairs,
+    model_ops,
+    replica_grad_ops,
+    run_dtype,
+)
 from .params import (
     DECODE_KEYS,
     DECODE_OCCUPANCY,
@@ -815,14 +825,14 @@ def predict_ops(ops: list[Op], *, gpu: GPU | str | CostModel, dtype: str,
     peak = gpu.peak_tflops(dtype)
     if link_gbs is not None:  # checked where no op travels it too: a step of one GPU took "fast" without a word
         link_gbs = _link_gbs(gpu, link_gbs)
-    # an fp8 step's GEMMs run in fp8, its attention and batched GEMMs in bf16 (dtypes.activation_dtype)
+    # an fp8 step's GEMMs run in fp8, its attention, batched GEMMs and router in bf16 (ops.run_dtype)
     inner = activation_dtype(dtype)
     costs: list[OpCost | None] = [None] * len(ops)
     bandwidth = {**dict(SPEC.bandwidth), **dict(params.bandwidth)}  # a profile may predate a family
     memory_fixed, per_width = dict(params.memory_fixed_ms), dict(params.memory_fixed_per_width_ms)
     per_row, fill = dict(params.memory_fixed_per_row_ms), dict(params.memory_op_fill_ms)
-    for kind, its_dtype in ((GEMM, dtype), (BMM, inner)):
-        mm = [i for i, op in enumerate(ops) if op.kind == kind]
+    for its_dtype in dict.fromkeys((dtype, inner)):
+        mm = [i for i, op in enumerate(ops) if op.is_matmul and run_dtype(op, dtype) == its_dtype]
         if not mm:
             continue
         m, n, k, batch, layout = (np.array([getattr(ops[i], a) for i in mm]) for a in ("m", "n", "k", "batch", "layout"))

@@ -33,6 +33,7 @@ from .memory import capacity_bytes
 from .presets import PRESETS
 from .profile import SPEC_ASKED, CostModel, Profile, cost_model
 from .report import (
+    OVERLAPPED,
     PRICED_ALONE,
     CheckResult,
     Table,
@@ -243,7 +244,7 @@ def _model_rows(s: ModelShape) -> list:
              ("biases", _bias_words(s)), ("parallel attention and MLP", "yes" if s.parallel_attn else "no"),
              ("positions", f"learned, {s.learned_positions:,} rows" if s.learned_positions else
                            f"RoPE on {s.num_rope_layers} of {s.num_layers} layers"
-                           if s.mixed_rope else "RoPE or ALiBi" if s.rotary_fraction else "no rotary (ALiBi, or none)")]
+                           if s.mixed_rope else "RoPE" if s.rotary_fraction else "no rotary (ALiBi, or none)")]
     if s.rotary_fraction not in (0.0, 1.0):
         rows.append(("rotary share of each head", f"{s.rotary_fraction:g}"))
     if s.is_mla:  # the head dim alone misdescribes it: queries and keys are wider than values, through latents
@@ -278,7 +279,8 @@ def _workload_rows(w: Workload, gpu: GPU) -> list:
                       "decode": "decode (one new token per sequence)"}.get(w.mode, w.mode)),
             ("micro-batch", f"{w.batch} sequence{'s' if w.batch != 1 else ''}"),
             ("sequence length" if w.mode != "decode" else "KV-cache length", f"{w.seq:,}"),
-            ("tokens per step", f"{w.tokens:,}"), ("tensor parallel", f"{w.tp}"),
+            ("tokens per step", f"{w.tokens:,}"),
+            ("tensor parallel", f"{w.tp}" + (f", its {OVERLAPPED}" if w.overlap_comm and w.tp > 1 else "")),
             ("dtype", w.dtype), ("attention", w.attention)]
 
 

@@ -13,7 +13,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from .dtypes import activation_bytes
+from .dtypes import activation_bytes, activation_dtype
 from .shapes import ModelShape, Workload, check_parallel
 
 GEMM, BMM, FLASH, MEMORY, COMM = "gemm", "bmm", "flash", "memory", "comm"
@@ -49,6 +49,10 @@ class Op:
     # Memory ops: m rows of n values, and the kind of kernel, whose speeds differ: copy, add,
     # layernorm, rmsnorm, act, glu, softmax, loss, embed (whose table has k rows) or rope (heads of k).
     family: str = ""
+    # A GEMM an fp8 step runs in bf16 all the same (run_dtype): the MoE router and the shared experts' gate, plain
+    # linears beside Transformer Engine's fp8 ones in Megatron-LM (and left out of TorchTitan's fp8 conversion),
+    # whose widths of a few experts torch._scaled_mm, which takes dims of multiples of 16, could not run at all.
+    high_precision: bool = False
 
     @property
     def label(self) -> str:
@@ -87,24 +91,35 @@ class Op:
 
 
 def matmul(name: str, pass_: str, m: int, n: int, k: int, *, layout: str, count: int, dtype_bytes: int,
-           batch: int = 1) -> Op:
+           batch: int = 1, high_precision: bool = False) -> Op:
     """A GEMM (batch 1) or BMM: FLOPs and bytes of C[m×n] = A[m×k] · B[k×n], batch times. A BMM's
-    operands are activations (an fp8 step's in bf16: dtypes.activation_dtype)."""
-    size = activation_bytes(dtype_bytes) if batch > 1 else dtype_bytes
+    operands are activations (an fp8 step's in bf16: dtypes.activation_dtype), and so are a high_precision GEMM's."""
+    size = activation_bytes(dtype_bytes) if batch > 1 or high_precision else dtype_bytes
     return Op(name, pass_, BMM if batch > 1 else GEMM, count=count, flops=2 * m * n * k * batch,
-              bytes=(m * k + k * n + m * n) * batch * size, m=m, n=n, k=k, batch=batch, layout=layout)
+              bytes=(m * k + k * n + m * n) * batch * size, m=m, n=n, k=k, batch=batch, layout=layout,
+              high_precision=high_precision)
+
+
+def run_dtype(op: Op, dtype: str) -> str:
+    """The dtype an op of a step in `dtype` runs in: an fp8 step's GEMMs in fp8 but for its high_precision ones,
+    its batched GEMMs and attention in bf16 (dtypes.activation_dtype); any other step's ops in its own."""
+    return dtype if op.kind == GEMM and not op.high_precision else activation_dtype(dtype)
 
 
 def linear(name: str, tokens: int, out_features: int, in_features: int, *, train: bool, count: int,
-           dtype_bytes: int) -> list[Op]:
+           dtype_bytes: int, high_precision: bool = False) -> list[Op]:
     """y = x Wᵀ, and in training its two backward GEMMs, each with its own shape and layout."""
-    ops = [matmul(name, "fwd", tokens, out_features, in_features, layout="nt", count=count, dtype_bytes=dtype_bytes)]
+    def gemm(pass_: str, m: int, n: int, k: int, layout: str) -> Op:
+        return matmul(name, pass_, m, n, k, layout=layout, count=count, dtype_bytes=dtype_bytes,
+                      high_precision=high_precision)
+
+    ops = [gemm("fwd", tokens, out_features, in_features, "nt")]
     if train:
         ops += [
             # dx = dy · W: the input gradient, same tokens, contracted over the output features
-            matmul(name, "dgrad", tokens, in_features, out_features, layout="nn", count=count, dtype_bytes=dtype_bytes),
+            gemm("dgrad", tokens, in_features, out_features, "nn"),
             # dW = dyᵀ · x: the weight gradient, contracted over the tokens
-            matmul(name, "wgrad", out_features, in_features, tokens, layout="tn", count=count, dtype_bytes=dtype_bytes),
+            gemm("wgrad", out_features, in_features, tokens, "tn"),
         ]
     return ops
 
@@ -264,7 +279,7 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
     active = routed_experts(shape.num_experts, shape.top_k, tokens)
     rows, more = divmod(tokens * shape.top_k, active)
     width = shape.expert_width // t
-    ops += linear("moe/router", tokens, shape.num_experts, h, train=train, count=moe, dtype_bytes=B)
+    ops += linear("moe/router", tokens, shape.num_experts, h, train=train, count=moe, dtype_bytes=B, high_precision=True)
     # Dispatch and combine copy each routed token's hidden vector out and back.
     ops += elementwise("moe/permute", tokens * shape.top_k, h, reads=2, writes=2, bwd_reads=2, bwd_writes=2,
                        train=train, count=moe, dtype_bytes=B, family="copy")
@@ -274,7 +289,7 @@ def mlp(shape: ModelShape, w: Workload, *, tokens: int, train: bool, B: int) -> 
     if shape.num_shared_experts:
         ops += block("moe/shared", tokens, width, moe * shape.num_shared_experts)
     if shape.shared_expert_gate:  # Qwen2-MoE scales the shared experts' output by a gate of its own, as the router runs
-        ops += linear("moe/shared_gate", tokens, 1, h, train=train, count=moe, dtype_bytes=B)
+        ops += linear("moe/shared_gate", tokens, 1, h, train=train, count=moe, dtype_bytes=B, high_precision=True)
     return ops
 
 

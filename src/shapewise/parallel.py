@@ -218,9 +218,10 @@ def network_for(gpu, *, gpus: int | None = None, gpus_per_node: int = 8, inter_g
 
     within, across = links_used(gpus, gpus_per_node)
     intra_name, inter_name = argument("intra_gbs"), argument("inter_gbs")
+    alone = "one GPU sends nothing to another"
     for name, given, used, why in (
-            (intra_name, intra_gbs, within, "one GPU sends nothing to another"),
-            (inter_name, inter_gbs, across,
+            (intra_name, intra_gbs, within, alone),
+            (inter_name, inter_gbs, across, alone if gpus == 1 else
              f"the {gpus} GPUs are one node ({argument('gpus_per_node')} {gpus_per_node})")):
         if given is not None and not used:
             warn(f"{name} {given:g} has no effect: {why}")

@@ -11,6 +11,7 @@ memory.training_arrays for memory).
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from dataclasses import dataclass
 
@@ -302,6 +303,12 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
+def train_seconds(p: Plan, *, train_tokens: int, global_batch_tokens: int) -> float:
+    """How long training on train_tokens takes: whole steps of the global batch (the last one full, as frameworks
+    run it), so 1,000 tokens take one step, not a 65th of one."""
+    return math.ceil(train_tokens / global_batch_tokens) * p.step_ms / 1e3
+
+
 def _step_seconds(seconds: float) -> str:
     """The step column: hundredths of a second, three figures below one (a small model's step is not 0.00)."""
     return f"{seconds:,.2f}" if seconds >= 1 else f"{seconds:.3g}"
@@ -319,7 +326,9 @@ def to_json(result: PlanResult, *, train_tokens: int | None = None) -> dict:
                 "memory_per_gpu_bytes": round(p.memory.total_bytes), "memory_bytes": p.memory.as_dict(),
                 "times_ms": p.times_ms, "times_note": TIMES_NOTE, "communication_share": p.communication_share,
                 "bubble_share": p.bubble_share, "stage_layers": list(p.stages),
-                **({"time_to_train_s": train_tokens / p.tokens_per_s} if train_tokens else {})}
+                **({"time_to_train_s": train_seconds(p, train_tokens=train_tokens,
+                                                     global_batch_tokens=result.global_batch_tokens)}
+                   if train_tokens else {})}
 
     return {"gpus": result.gpus, "global_batch_tokens": result.global_batch_tokens, "seq": result.seq,
             "network": result.network.source, "cost_model": result.cost_source, "considered": result.considered,
@@ -329,7 +338,7 @@ def to_json(result: PlanResult, *, train_tokens: int | None = None) -> dict:
 def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = None) -> None:
     from rich.table import Table
 
-    console.print(f"{result.considered:,} layouts of {result.gpus:,} {gpu.key} GPUs considered, {result.fitting:,} fit "
+    console.print(f"{result.considered:,} layouts of {result.gpus:,} {gpu.key} GPU{'s' * (result.gpus > 1)} considered, {result.fitting:,} fit "
                   f"in {capacity_bytes(gpu) / 2**30:,.1f} GiB, in {result.seconds:.2f} s; global batch "
                   f"{result.global_batch_tokens:,} tokens of {result.seq}; network: {result.network.source}; "
                   f"cost model: {result.cost_source}")
@@ -349,7 +358,8 @@ def render(result: PlanResult, console, *, gpu: GPU, train_tokens: int | None = 
                          + [f"{m.allocator / 2**30:.1f}"])  # the parts add to the total
         table.add_row(str(i), p.shape.name, p.layout_text(), _step_seconds(p.step_ms / 1e3), f"{p.tokens_per_s:,.0f}",
                       f"{p.mfu:.1%}", f"{m.total_bytes / 2**30:,.1f}", split, f"{p.communication_share:.1%}",
-                      f"{p.bubble_share:.1%}", *([_duration(train_tokens / p.tokens_per_s)] if train_tokens else []))
+                      f"{p.bubble_share:.1%}", *([_duration(train_seconds(p, train_tokens=train_tokens, global_batch_tokens=result.global_batch_tokens))]
+                        if train_tokens else []))
     console.print(table)
     uneven: dict[tuple[int, ...], list[int]] = {}  # each split, the plans on it
     for i, p in enumerate(result.plans, 1):

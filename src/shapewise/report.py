@@ -61,6 +61,10 @@ def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, 
     return CheckResult(step, tuple(findings), memory=needed, caveats=price_caveats(shape, workload, step.gpu), **extra)
 
 
+# What --overlap-comm assumes, said wherever a step priced with it is described: its times depend on it
+OVERLAPPED = "collectives overlapped with compute (--overlap-comm: an upper bound on overlap)"
+
+
 def to_json(result: CheckResult) -> dict:
     step, shape, w, gpu = result.step, result.step.shape, result.step.workload, result.step.gpu
     return {
@@ -73,7 +77,7 @@ def to_json(result: CheckResult) -> dict:
                   "fields": {f.name: getattr(shape, f.name) for f in fields(shape)
                              if f.name not in ("name", "source", "published_params")}},
         "workload": {"batch": w.batch, "seq": w.seq, "tp": w.tp, "dtype": w.dtype, "mode": w.mode,
-                     "attention": w.attention, "tokens": w.tokens},
+                     "attention": w.attention, "tokens": w.tokens, "overlap_comm": w.overlap_comm},
         "gpu": {"key": gpu.key, "name": gpu.name, "peak_tflops": gpu.peak_tflops(w.dtype),
                 "bandwidth_gbs": gpu.mem_bandwidth_gbs},
         "cost_model": {"source": result.model_source, "calibrated": result.calibrated},
@@ -221,7 +225,8 @@ def render(result: CheckResult, console) -> None:
     console.print(f"[bold]{shape.name}[/bold]: {shape.params / 1e9:.2f}B params, h={shape.hidden} "
                   f"L={shape.num_layers} heads={shape.num_heads}/{shape.kv_heads} d={shape.d_head} "
                   f"ffn={shape.ffn_width} ({shape.mlp}) vocab={shape.vocab}{experts}{window}")
-    console.print(f"{w.mode} step, b={w.batch} s={w.seq} t={w.tp} {w.dtype}, {w.attention} attention, on "
+    console.print(f"{w.mode} step, b={w.batch} s={w.seq} t={w.tp} {w.dtype}, {w.attention} attention"
+                  + (f", tensor-parallel {OVERLAPPED}" if w.overlap_comm and w.tp > 1 else "") + ", on "
                   f"{gpu.name} ({gpu.peak_tflops(w.dtype):.0f} TFLOP/s peak); cost model: {result.model_source}",
                   soft_wrap=True)
     console.print(rich_table(op_table(step)))

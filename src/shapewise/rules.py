@@ -17,6 +17,7 @@ from .cost import StepCost, align_classes, predict_step
 from .errors import ShapewiseError, argument
 from .hardware import GPU
 from .memory import GIB, capacity_bytes, estimate
+from .ops import run_dtype
 from .parallel import CORE_ATTENTION
 from .params import PADDED_SDPA
 from .shapes import DTYPE_BYTES, ModelShape, Workload
@@ -440,27 +441,30 @@ def _misaligned(step: StepCost, covered: set[str], *, min_share: float) -> list[
     """Any other op that loses time to misalignment (a custom config's odd width, say), with the leading dims
     that are misaligned (cost.align_classes: cuBLAS's 16 bytes, as many elements as the dtype fits in them)."""
     w = step.workload
-    vec = max(1, step.gpu.align_bytes // DTYPE_BYTES[w.dtype])
     lost: dict[str, float] = {}
     dims: dict[str, set[int]] = {}
+    dtypes: dict[str, str] = {}  # the dtype each op runs in: an fp8 step's router and batched GEMMs in bf16
     for c in step.costs:
         if c.losses.misalign > 0 and c.op.name not in covered:
             lost[c.op.name] = lost.get(c.op.name, 0.0) + c.losses.misalign * c.op.count
+            dtypes[c.op.name] = run_dtype(c.op, w.dtype)
             if c.op.is_matmul:
-                class_a, class_n = align_classes(c.op.m, c.op.n, c.op.k, c.op.layout, w.dtype, step.gpu.align_bytes)
+                class_a, class_n = align_classes(c.op.m, c.op.n, c.op.k, c.op.layout, dtypes[c.op.name],
+                                                 step.gpu.align_bytes)
                 lead_a = c.op.m if c.op.layout == "tn" else c.op.k
                 dims.setdefault(c.op.name, set()).update(
                     d for d, misaligned in ((lead_a, class_a), (c.op.n, class_n)) if misaligned)
     length = "KV-cache length" if w.mode == "decode" else "sequence length"
 
     def said(name: str) -> tuple[str, str]:
+        vec = max(1, step.gpu.align_bytes // DTYPE_BYTES[dtypes[name]])
         found = sorted(dims.get(name, ()))
         if not found:
             return (f"{name} has a dim that is not a multiple of {step.gpu.align_bytes} bytes",
                     f"pad that dim to a multiple of {vec} elements ({step.gpu.align_bytes} bytes)")
         what = " and ".join(f"{d:,}" + (f" (the {length})" if d == w.seq else "") for d in found)
         return (f"{name} has a leading dim of {what}, not a multiple of {vec} elements ({step.gpu.align_bytes} "
-                f"bytes of {w.dtype})", f"pad {'it' if len(found) == 1 else 'them'} to "
+                f"bytes of {dtypes[name]})", f"pad {'it' if len(found) == 1 else 'them'} to "
                 + " and ".join(f"{round_up(d, vec):,}" for d in found))
 
     return [Finding("misaligned", *said(name), (name,), ms, ms / step.time_ms)

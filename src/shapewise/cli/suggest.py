@@ -121,11 +121,14 @@ def tolerance_text(tol: float) -> str:
     return f"{tol * 100:.4g}%"
 
 
+# What brings other shapes within reach: the search's three bounds (suggest's and verify's flags alike)
+WIDEN = "widen --params-tol or --aspect-band, or --keep fewer fields"
+
+
 def nothing_faster_text(result, params_tol: float) -> str:
     """The one line said when no shape beats the original by more than the model's error; the nearest are
     listed below it where there are any."""
-    then = ", or measure the nearest below" if result.alternatives else \
-        " (no other shape is within reach: widen --params-tol or --aspect-band, or --keep fewer fields)"
+    then = ", or measure the nearest below" if result.alternatives else f" (no other shape is within reach: {WIDEN})"
     return (f"No shape within {tolerance_text(params_tol)} of the parameters is predicted faster than the original by "
             f"more than the model's error ({result.considered} considered): keep the shape{then}.")
 
@@ -153,7 +156,8 @@ def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -
     return {"model": shape.name, "params": shape.params, "gpu": gpu.key, "cost_model": source,
             # what the original was priced at, as check --json and search --json say theirs
             "workload": {"batch": workload.batch, "seq": workload.seq, "tp": workload.tp, "dtype": workload.dtype,
-                         "mode": workload.mode, "attention": workload.attention},
+                         "mode": workload.mode, "attention": workload.attention,
+                         "overlap_comm": workload.overlap_comm},
             "original_ms_per_token": result.original.gpu_ms_per_token,
             "original_memory_bytes": result.original_memory_bytes, "gpu_memory_bytes": result.gpu_memory_bytes,
             "original_fits": result.original_fits, "vary": list(result.vary),
@@ -254,9 +258,12 @@ def run_suggest(args) -> int:
             out.print(rich_table(suggestion_table(result.alternatives), title_justify="left",
                                  title="no faster shape: the nearest alternatives"))
     if result.run_changes:
+        # the settings these rows change (a decode step keeps its batch: --vary batch has no effect there)
+        run = [f for f in ("batch", "tp") if any(f in s.changes for s in result.run_changes)]
+        said = {"batch": "micro-batch b", "tp": "tensor parallelism t"}
         out.print(rich_table(suggestion_table(result.run_changes, memory_of=result.gpu_memory_bytes),
-                             title_justify="left", title="run settings (micro-batch b, tensor parallelism t) that fit, "
-                             "alone and with the best shape; rank them with the shapes: --vary batch,tp"))
+                             title_justify="left", title=f"run settings ({', '.join(said[f] for f in run)}) that fit, "
+                             f"alone and with the best shape; rank them with the shapes: --vary {','.join(run)}"))
     elif result.original_memory_bytes > result.gpu_memory_bytes:
         out.print(f"No micro-batch or tensor-parallel degree tried (t={args.tp} at most: suggest tries no larger) "
                   "fits either: a larger --tp may, and `shapewise plan` spreads the model over more GPUs (tensor and "
@@ -402,18 +409,22 @@ def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
     (changes None: they name none), else suggest's suggestions with the same selection flags, else (no
     shape faster beyond the model's error) the nearest alternatives."""
     from ..hf import load_config
+    from ..measure import check_device
     from ..search import change_text
 
     if args.config:
         if args.suggestion or args.keep or args.vary:
             raise ShapewiseError("--config names the candidates itself: leave out --suggestion, --keep and --vary")
-        return [(f"config {Path(path).name}", load_config(path), workload, None) for path in args.config], "config"
+        configs = [(f"config {Path(path).name}", load_config(path), workload, None) for path in args.config]
+        check_device(args.device)
+        return configs, "config"
     # verify times one GPU's step (tp 1 alone): a tensor-parallel candidate cannot be measured here
     if "tp" in _fields(args.vary, "--vary"):
         raise ShapewiseError("verify measures one GPU's step, so it cannot measure --vary tp's candidates: vary "
                              "batch alone, or rank tp with `shapewise suggest --vary tp`")
     if "tp" in _fields(args.keep, "--keep"):
         warn("--keep tp has no effect here: verify measures one GPU's step, tp 1, and never changes it")
+    check_device(args.device)  # after what the model and flags alone refuse, before the search for candidates
     result = _suggest(args, shape, workload, model)
     what = "suggestion" if result.suggestions else "no faster shape"
     picked = list(enumerate(result.suggestions or result.alternatives, 1))
@@ -422,7 +433,7 @@ def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
             raise ShapewiseError(f"--suggestion must be between 1 and {len(picked)}")
         picked = [picked[args.suggestion - 1]]
     if not picked:
-        raise ShapewiseError("nothing to verify: the neighbourhood holds no other shape; widen --params-tol")
+        raise ShapewiseError(f"nothing to verify: the neighbourhood holds no other shape; {WIDEN}")
     return [(f"#{i} " + change_text(s.changes), s.candidate.shape, s.candidate.workload, s.changes)
             for i, s in picked], what
 
@@ -435,12 +446,10 @@ def run_verify(args) -> int:
     from ..exports import finite_json
     from ..hardware import get_gpu
     from ..hub import resolve_model
-    from ..measure import check_device
     from ..shapes import Workload
     from ..verify import MIN_INTERVAL_ROUNDS, verify
 
     check_tokens(args.batch, args.seq)
-    check_device(args.device)  # before the search for candidates, not after it
     source = args.model
     shape = resolve_model(source)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode="train",
