@@ -179,3 +179,21 @@ def test_a_step_priced_with_overlapped_collectives_says_so(capsys, tmp_path):
     assert f"| tensor parallel | 2, its {said} |" in report.read_text()
     code, out, _ = run(capsys, "check", "llama2-7b", "--tp", "2")
     assert said not in out
+
+
+def test_an_fp8_steps_router_is_measured_as_it_is_priced():
+    """The router's op case (what `bench`, `validate --set models` and `verify` measure) runs in bf16 as the step
+    prices it, not as an fp8 GEMM of 8 columns that torch._scaled_mm cannot run; the step's other GEMMs stay fp8,
+    and a bf16 step's cases keep their keys."""
+    from shapewise.cases import op_case, predict_cases
+    from shapewise.ops import model_ops
+
+    shape, w = get_model("mixtral-8x7b"), Workload(batch=2, seq=1024, dtype="fp8")
+    ops = {op.label: op for op in model_ops(shape, w)}
+    router, up = op_case(ops["moe/router"], "fp8"), op_case(ops["moe/experts/up"], "fp8")
+    assert router.params["dtype"] == "bf16" and up.params["dtype"] == "fp8"
+    step = predict_step(shape, w, gpu="h200")
+    priced = next(c.time_ms for c in step.costs if c.op.label == "moe/router")  # one call
+    assert predict_cases([router], gpu="h200")[0] == pytest.approx(priced, rel=1e-9)
+    bf16 = model_ops(shape, Workload(batch=2, seq=1024))
+    assert all(op_case(op, "bf16").params["dtype"] == "bf16" for op in bf16)

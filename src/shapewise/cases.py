@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .dtypes import DTYPE_BYTES, torch_runs
 from .errors import ShapewiseError, argument
-from .ops import BMM, GEMM, Op
+from .ops import BMM, GEMM, Op, run_dtype
 
 ATTENTION_BACKENDS = ("flash", "efficient", "cudnn", "math", "unfused", "default")
 PASSES = ("fwd", "fwdbwd")
@@ -110,9 +110,11 @@ def attention_cases(*, batches, heads, kv_heads, head_dims, seqs, causal=True, b
 
 
 def op_case(op: Op, dtype: str) -> Case:
-    """A case that runs one op of a model's step alone."""
+    """A case that runs one op of a model's step alone, in the step's dtype but where the op runs in another
+    (an fp8 step's router: ops.run_dtype), so that it is measured and priced as the step prices it."""
     params = dict(label=op.label, kind=op.kind, m=op.m, n=op.n, k=op.k, batch=op.batch, layout=op.layout,
-                  causal=op.causal, groups=op.groups, family=op.family, pass_=op.pass_, dtype=dtype,
+                  causal=op.causal, groups=op.groups, family=op.family, pass_=op.pass_,
+                  dtype=run_dtype(op, dtype) if op.high_precision else dtype,
                   shape=op.shape_text)
     if op.window:  # only where a window bounds the work: every other op's key stays as it was
         params["window"] = op.window
