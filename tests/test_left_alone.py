@@ -1,0 +1,79 @@
+"""Items a review noted and left alone, mended:
+
+1. The results store: a store's own export read back into it no longer doubles its rows (an imported row
+   that is the same measurement as a stored one, by case, machine and stack as an export names them,
+   numbers and created_utc, is not stored twice), and the JSON export's rows all carry their fields in
+   the CSV's order, params in the p_ columns' order.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from helpers import run
+from shapewise.exports import CSV_HEAD, CSV_TAIL, PARAM_PREFIX
+from shapewise.measure import Timing
+from shapewise.store import Store, case_key
+
+H200 = {"device": "cuda:0", "gpu_name": "NVIDIA H200", "driver_version": "550.54.15", "torch_version": "2.5.1+cu124",
+        "cuda_version": "12.4", "cublas_version": "12.4.5"}
+
+
+# ---- 1. the results store ----------------------------------------------------------------------------
+
+@pytest.fixture
+def db(tmp_path):
+    """A store of a GEMM (its parameters given in another order than the next one's), an op and a failed case."""
+    path = tmp_path / "r.db"
+    with Store(path) as store:
+        env = store.environment_id(H200)
+        for bench, params, samples, error in (
+                ("gemm", {"n": 64, "m": 128, "k": 32}, (0.01, 0.012, 0.02), None),
+                ("gemm", {"m": 256, "n": 64, "k": 32}, (0.02, 0.021), None),
+                ("op", {"label": "attn/qkv", "m": 8}, (0.005,), None),
+                ("gemm", {"m": 1 << 20, "n": 64, "k": 32}, (), "out of memory")):
+            store.record(env_id=env, bench=bench, key=case_key({"bench": bench, **params}), params=params,
+                         timing=Timing(samples_ms=samples) if samples else None, flops=1e6 if samples else None,
+                         error=error)
+    return path
+
+
+@pytest.mark.parametrize("name", ["rows.csv", "rows.json", "rows.csv.gz"])
+def test_a_stores_own_export_read_back_changes_nothing(capsys, tmp_path, db, name):
+    with Store(db, read_only=True) as store:
+        before, summary = store.rows(), store.summary()
+    assert run(capsys, "results", "--db", str(db), "--export", str(tmp_path / name))[0] == 0
+    code, out, _ = run(capsys, "results", "--db", str(db), "--import", str(tmp_path / name))
+    assert code == 0 and "0 new, 4 already there (4 the same measurements, not stored twice)" in out
+    with Store(db, read_only=True) as store:
+        assert store.rows() == before and store.summary() == summary  # no rows, nor an empty environment, added
+
+
+def test_a_case_measured_again_is_imported_beside_the_local_one(capsys, tmp_path, db):
+    """Identical means the same measurement: a row with another time or created_utc is a measurement of its own."""
+    out = tmp_path / "rows.json"
+    assert run(capsys, "results", "--db", str(db), "--export", str(out))[0] == 0
+    rows = json.loads(out.read_text())
+    rows[0]["created_utc"] = "2030-01-01T00:00:00+00:00"
+    out.write_text(json.dumps(rows))
+    code, said, _ = run(capsys, "results", "--db", str(db), "--import", str(out))
+    assert code == 0 and "1 new, 3 already there (3 the same measurements, not stored twice)" in said
+    with Store(db, read_only=True) as store:
+        assert len(store.rows()) == 5
+
+
+def test_the_json_export_keeps_the_csvs_column_order_in_every_row(capsys, tmp_path, db):
+    for name in ("rows.csv", "rows.json"):
+        assert run(capsys, "results", "--db", str(db), "--export", str(tmp_path / name))[0] == 0
+    with open(tmp_path / "rows.csv", newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f))
+    params = [c[len(PARAM_PREFIX):] for c in header if c.startswith(PARAM_PREFIX)]
+    assert header == [*CSV_HEAD, *(PARAM_PREFIX + p for p in params), *CSV_TAIL]
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    for row in rows:
+        assert list(row)[:len(CSV_HEAD) + 1 + len(CSV_TAIL)] == [*CSV_HEAD, "params", *CSV_TAIL]
+        assert list(row["params"]) == [p for p in params if p in row["params"]]
+    assert {tuple(row) for row in rows} == {tuple(rows[0])}  # one order for every row
