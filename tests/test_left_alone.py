@@ -4,6 +4,8 @@
    that is the same measurement as a stored one, by case, machine and stack as an export names them,
    numbers and created_utc, is not stored twice), and the JSON export's rows all carry their fields in
    the CSV's order, params in the p_ columns' order.
+2. `search --json`: each shape's row carries its norm, bias and tied embeddings (search fixes them, and
+   ModelShape's defaults differ), so that a row builds its shape again.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from helpers import run
 from shapewise.exports import CSV_HEAD, CSV_TAIL, PARAM_PREFIX
 from shapewise.measure import Timing
+from shapewise.shapes import ModelShape
 from shapewise.store import Store, case_key
 
 H200 = {"device": "cuda:0", "gpu_name": "NVIDIA H200", "driver_version": "550.54.15", "torch_version": "2.5.1+cu124",
@@ -77,3 +80,17 @@ def test_the_json_export_keeps_the_csvs_column_order_in_every_row(capsys, tmp_pa
         assert list(row)[:len(CSV_HEAD) + 1 + len(CSV_TAIL)] == [*CSV_HEAD, "params", *CSV_TAIL]
         assert list(row["params"]) == [p for p in params if p in row["params"]]
     assert {tuple(row) for row in rows} == {tuple(rows[0])}  # one order for every row
+
+
+# ---- 2. search --json --------------------------------------------------------------------------------
+
+def test_a_search_json_row_builds_its_shape_again(capsys):
+    code, out, _ = run(capsys, "search", "--params", "1e9", "--top", "2", "--json")
+    assert code == 0
+    result = json.loads(out)
+    for row in (*result["pareto"], *result["top"]):
+        assert (row["norm"], row["bias"], row["tied_embeddings"]) == ("rmsnorm", False, False)
+        shape = ModelShape(row["name"], hidden=row["hidden"], num_layers=row["layers"], num_heads=row["heads"],
+                           num_kv_heads=row["kv_heads"], head_dim=row["head_dim"], ffn=row["ffn"], vocab=row["vocab"],
+                           mlp=row["mlp"], norm=row["norm"], bias=row["bias"], tied_embeddings=row["tied_embeddings"])
+        assert shape.params == row["params"]
