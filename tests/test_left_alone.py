@@ -6,6 +6,10 @@
    the CSV's order, params in the p_ columns' order.
 2. `search --json`: each shape's row carries its norm, bias and tied embeddings (search fixes them, and
    ModelShape's defaults differ), so that a row builds its shape again.
+3. A serving step's memory (check --mode decode or prefill, and the report) no longer prints "activations 0.0"
+   and "loss 0.0": a serving step has no loss, so its part of the last positions' logits is named logits, its
+   gradients and optimizer state are left out of --json's parts as of the text, and a part under 0.05 GiB
+   prints as <0.1, not as a zero that reads as none.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import pytest
 from helpers import run
 from shapewise.exports import CSV_HEAD, CSV_TAIL, PARAM_PREFIX
 from shapewise.measure import Timing
-from shapewise.shapes import ModelShape
+from shapewise.memory import GIB, Memory, estimate
+from shapewise.presets import get_model
+from shapewise.shapes import ModelShape, Workload
 from shapewise.store import Store, case_key
 
 H200 = {"device": "cuda:0", "gpu_name": "NVIDIA H200", "driver_version": "550.54.15", "torch_version": "2.5.1+cu124",
@@ -94,3 +100,25 @@ def test_a_search_json_row_builds_its_shape_again(capsys):
                            num_kv_heads=row["kv_heads"], head_dim=row["head_dim"], ffn=row["ffn"], vocab=row["vocab"],
                            mlp=row["mlp"], norm=row["norm"], bias=row["bias"], tied_embeddings=row["tied_embeddings"])
         assert shape.params == row["params"]
+
+
+# ---- 3. a serving step's memory ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["decode", "prefill"])
+def test_a_serving_steps_memory_names_no_loss_and_prints_no_zero(capsys, mode):
+    code, out, err = run(capsys, "check", "llama3-8b", "--mode", mode, "--batch", "1", "--seq", "4096")
+    assert code == 0, err
+    line = next(t for t in out.splitlines() if t.startswith("memory per GPU"))
+    assert " 0.0," not in line and " 0.0 " not in line and "loss" not in line and "grads" not in line, line
+    assert "logits <0.1" in line and "kv cache 0.5" in line, line
+    code, out, err = run(capsys, "check", "llama3-8b", "--mode", mode, "--batch", "1", "--seq", "4096", "--json")
+    memory = json.loads(out)["memory"]
+    assert set(memory["parts_bytes"]) == {"weights", "activations", "logits", "kv_cache", "allocator"}
+    assert sum(memory["parts_bytes"].values()) == pytest.approx(memory["per_gpu_bytes"], abs=5)
+
+
+def test_a_training_steps_memory_keeps_its_parts():
+    shape = get_model("llama3-8b")
+    memory = estimate(shape, Workload(batch=1, seq=4096))
+    assert memory.parts() == memory.as_dict() and "loss" in memory.parts("train")
+    assert Memory(weights=GIB, loss=GIB / 100).text() == "1.0 GiB (weights 1.0, loss <0.1 GiB)"
