@@ -10,6 +10,11 @@
    and "loss 0.0": a serving step has no loss, so its part of the last positions' logits is named logits, its
    gradients and optimizer state are left out of --json's parts as of the text, and a part under 0.05 GiB
    prints as <0.1, not as a zero that reads as none.
+4. Code written twice, now once: a collective's size is ops.size_text's (bench comm's own copy gone); a step's
+   TFLOP is rules.figure's (report.tflop_text picks the number and where one decimal begins); validate's
+   --db folder is refused by open_store alone, as calibrate's by the check open_store makes
+   (cli.common.check_store_folder); verify's head ops are TIMED_HEAD_OPS, what its head timing covers, no
+   second meaning of ops.HEAD_OPS.
 """
 
 from __future__ import annotations
@@ -122,3 +127,57 @@ def test_a_training_steps_memory_keeps_its_parts():
     memory = estimate(shape, Workload(batch=1, seq=4096))
     assert memory.parts() == memory.as_dict() and "loss" in memory.parts("train")
     assert Memory(weights=GIB, loss=GIB / 100).text() == "1.0 GiB (weights 1.0, loss <0.1 GiB)"
+
+
+# ---- 4. code written twice ---------------------------------------------------------------------------
+
+def test_a_collectives_size_is_said_by_ops_size_text(capsys, monkeypatch, tmp_path):
+    from shapewise import distributed
+    from shapewise.cli import bench as cli_bench
+    from shapewise.ops import size_text
+
+    assert not hasattr(cli_bench, "_bytes_text")
+    rows = [{"op": "all_reduce", "bytes": n, "median_ms": 0.5, "algbw_gbs": 1.0, "busbw_gbs": 2.0, "error": None}
+            for n in (4096, 3 * 2**19, 2 * 2**30)]
+    monkeypatch.setattr(distributed, "bench_comm", lambda *a, **k: (0, rows))
+    code, out, err = run(capsys, "bench", "comm", "--sizes", "4K", "1536K", "2G", "--ops", "all_reduce", "--device",
+                         "cpu", "--db", str(tmp_path / "r.db"))
+    assert code == 0, err
+    assert all(f" {size} " in out for size in ("4 KiB", "1.5 MiB", "2 GiB")), out
+    # an op's row keeps its own words: MiB past a GiB, one decimal (stored cases are keyed by them)
+    assert (size_text(32 * 2**10), size_text(3 * 2**30)) == ("32.0 KiB", "3,072.0 MiB")
+
+
+def test_a_steps_tflop_is_said_by_rules_figure():
+    from types import SimpleNamespace
+
+    from shapewise.report import tflop_text
+    from shapewise.rules import figure
+
+    for flops, said in ((7.23e12, "7.2"), (1.91e10, "0.0191"), (123.45e12, "123.5")):
+        assert tflop_text(SimpleNamespace(flops=flops)) == figure(flops / 1e12, one_decimal_from=1) == said
+    assert figure(7.23) == "7.23" and figure(12.34) == "12.3"  # a finding's words, as before
+
+
+def test_validates_db_folder_is_refused_by_open_store_alone(capsys, monkeypatch, tmp_path):
+    from shapewise.cli import calibrate as cli_calibrate
+    from shapewise.cli.common import open_store
+
+    opened = []
+    monkeypatch.setattr(cli_calibrate, "open_store", lambda args: opened.append(args.db) or open_store(args))
+    db = str(tmp_path / "missing" / "r.db")
+    code, out, err = run(capsys, "validate", "--db", db, "--device", "cpu", "--gpu", "h200")
+    assert code == 2 and opened == [db]
+    assert err.strip().splitlines() == [f"shapewise: error: the folder {tmp_path / 'missing'} does not exist: create "
+                                        "it, or add --mkdir to have it made"]
+    assert not (tmp_path / "missing").exists()
+
+
+def test_verifys_head_ops_are_named_for_what_its_head_timing_covers():
+    import importlib
+
+    from shapewise import ops
+
+    verify = importlib.import_module("shapewise.verify")  # the package's `verify` is the function
+    assert not hasattr(verify, "HEAD_OPS")
+    assert set(verify.TIMED_HEAD_OPS) < set(ops.HEAD_OPS)

@@ -11,7 +11,7 @@ from .memory import PRECISIONS, Memory, assumption_text, capacity_bytes, estimat
 from .ops import COMM, MEMORY
 from .parallel import optimizer_ms
 from .profile import CostModel, Profile, cost_model
-from .rules import Finding, find, memory_finding, price_caveats, share_text
+from .rules import Finding, figure, find, memory_finding, price_caveats, share_text
 from .shapes import ModelShape, Workload
 
 LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "wave quantization",
@@ -158,8 +158,7 @@ def mfu_text(step: StepCost) -> str:
 
 def tflop_text(step: StepCost) -> str:
     """A step's TFLOP: one decimal from 1 up, three figures below (a decode step's 0.0191, not "0.0")."""
-    tflop = step.flops / 1e12
-    return f"{tflop:,.1f}" if tflop >= 1 else f"{tflop:.3g}"
+    return figure(step.flops / 1e12, one_decimal_from=1)
 
 
 def flops_label(step: StepCost) -> str:
