@@ -20,7 +20,7 @@ from shapewise.judges import read_configs
 from shapewise.profile import cost_model
 from shapewise.shapes import Workload
 from shapewise.variants import draw
-from shapewise.verify import HEAD_OPS, part_names
+from shapewise.verify import TIMED_HEAD_OPS, part_names
 
 
 def main() -> int:
@@ -46,7 +46,7 @@ def main() -> int:
             layer_ms, outside = predict_layer_and_outside(shape, w, gpu=model)
             layer, head = part_names(shape, w)
             parts[layer] = layer_ms
-            parts[head] = sum(c.total_ms for c in outside if c.op.name in HEAD_OPS)
+            parts[head] = sum(c.total_ms for c in outside if c.op.name in TIMED_HEAD_OPS)
         timed_s = sum(args.rounds * max(args.budget_ms, ms) for ms in parts.values()) / 1e3
         estimate_s = timed_s + args.part_s * len(parts)
         total_s += estimate_s

@@ -38,7 +38,7 @@ from shapewise.profile import cost_model
 from shapewise.search import _changes, change_text, ranked_neighbours
 from shapewise.shapes import Workload
 from shapewise.variants import ASPECT_BAND, PARAMS_TOL, WITHIN
-from shapewise.verify import HEAD_OPS, predicted_step_ms
+from shapewise.verify import TIMED_HEAD_OPS, predicted_step_ms
 
 CONFIGS = {"EleutherAI/gpt-j-6B": "gpt-j-6b", "facebook/opt-1.3b": "opt-1.3b", "meta-llama/Llama-2-7b-hf": "llama-2-7b",
            "microsoft/phi-2": "phi-2", "mistralai/Mistral-7B-v0.1": "mistral-7b-v0.1"}
@@ -102,7 +102,7 @@ def per_token(shape, workload, model, power: str, capped) -> float:
 
     step = predict_step(shape.one_layer(), workload, gpu=model)
     layer = [c for c in step.costs if c.op.name not in OUTSIDE_LAYERS]
-    head = [c for c in step.costs if c.op.name in HEAD_OPS]
+    head = [c for c in step.costs if c.op.name in TIMED_HEAD_OPS]
     return (shape.num_layers * part_ms(layer, capped) + part_ms(head, capped)) / workload.tokens
 
 

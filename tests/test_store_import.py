@@ -103,16 +103,18 @@ def test_one_environment_per_stack_without_a_device(source, tmp_path):
 
 def test_import_twice_changes_nothing_and_never_touches_local_resume_keys(source, tmp_path):
     out = _export(source, tmp_path / "results.csv")
-    # Importing into the very store it came from: the imported rows sit in device-less environments,
-    # so the local environment's done keys are the same as before.
+    # Importing into the very store it came from: its rows are the same measurements, not stored twice, and
+    # the local environment's done keys are the same as before.
     local = source.environment_id(H200)
     before = source.done_keys(local, "gemm")
-    assert source.import_csv(out) == 6
+    assert source.import_csv(out) == 6 and source.same_rows == 6
     assert source.done_keys(local, "gemm") == before
-    count = len(source.rows())
-    assert count == 12
-    assert source.import_csv(out) == 6
-    assert len(source.rows()) == count  # replaced, not duplicated
+    assert len(source.rows()) == 6
+    with Store(tmp_path / "target.db") as target:  # into another store: device-less environments, twice the same
+        assert target.import_csv(out) == 6 and target.same_rows == 0
+        rows = target.rows()
+        assert target.import_csv(out) == 6 and target.same_rows == 6
+        assert target.rows() == rows
 
 
 def test_filtered_export_and_blank_lines(source, tmp_path):

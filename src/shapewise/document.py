@@ -189,7 +189,7 @@ def _gather(shape, workload, *, model: CostModel, store, top, model_arg, out, fm
     if w.mode == "train":  # as check says it: the step is forward and backward; plan's adds Adam's update
         totals["with Adam's update ms"] = f"{step.time_ms + result.optimizer_ms:,.2f}"
     if result.memory is not None:  # as check prints it: the parts, and of what the GPU holds
-        totals["memory per GPU"] = f"{result.memory.text()} of {capacity_bytes(gpu) / 2**30:,.1f} GiB"
+        totals["memory per GPU"] = f"{result.memory.text(w.mode)} of {capacity_bytes(gpu) / 2**30:,.1f} GiB"
     if result.megatron_memory is not None:
         totals["memory per GPU as Megatron-LM holds it"] = f"{result.megatron_memory.total_bytes / 2**30:,.1f} GiB"
     for i, caveat in enumerate(result.caveats, 1):

@@ -40,6 +40,7 @@ MAX_REPS = 2**63 - 1  # SQLite's largest integer: a count past it cannot be stor
 CSV_HEAD = ("bench", "key")
 CSV_TAIL = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "num_reps", "flops", "bytes", "tflops", "gbps", "error",
             *ENV_COLUMNS, "created_utc")
+JSON_TAIL = ("samples_ms", "metrics", "device", "id", "env_id")  # the JSON export's fields past the CSV's
 
 
 def open_export(path):
@@ -82,8 +83,28 @@ def _csv_cell(value):
     return json.dumps(value)
 
 
+def _param_names(rows: list[dict]) -> list[str]:
+    """The parameters of an export's rows, the union in order of first appearance: its p_ columns."""
+    return list(dict.fromkeys(name for row in rows for name in row["params"]))
+
+
+def json_rows(rows: list[dict]) -> list[dict]:
+    """rows (Store.rows() dicts) as the JSON export writes them, every row's fields in one order, the CSV's:
+    bench, key, params (in the p_ columns' order), the numbers, error, the environment and created_utc, then
+    what only the JSON carries (samples_ms, metrics) and last the store's own (device, id, env_id), which an
+    import does not read."""
+    names = _param_names(rows)
+    ordered = []
+    for row in rows:
+        params = row["params"]
+        first = {**{c: row[c] for c in CSV_HEAD}, "params": {n: params[n] for n in names if n in params},
+                 **{c: row[c] for c in (*CSV_TAIL, *JSON_TAIL)}}
+        ordered.append({**first, **{k: v for k, v in row.items() if k not in first}})
+    return ordered
+
+
 def _write_csv(rows: list[dict], out) -> None:
-    param_names = list(dict.fromkeys(name for row in rows for name in row["params"]))
+    param_names = _param_names(rows)
     writer = csv.writer(out)
     writer.writerow([*CSV_HEAD, *(PARAM_PREFIX + name for name in param_names), *CSV_TAIL])
     for row in rows:

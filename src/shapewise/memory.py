@@ -138,6 +138,10 @@ ALLOCATOR_FRACTION = 0.11
 CONTEXT_BYTES = 0.75 * GIB
 
 
+# A serving step's parts named for what they hold where training's names do not fit (Memory.parts).
+SERVING_NAMES = {"loss": "logits"}
+
+
 @dataclass(frozen=True)
 class Memory:
     """Bytes per GPU at the step's peak, by part. Parts add; total_bytes is their sum."""
@@ -160,6 +164,14 @@ class Memory:
         """The parts in whole bytes, as the JSON outputs give them: an estimate's fraction of a byte is none."""
         return {f.name: round(getattr(self, f.name)) for f in fields(self)}
 
+    def parts(self, mode: str = "train") -> dict[str, int]:
+        """as_dict's parts as a step of `mode` has them: a serving step (prefill, decode) has no gradients,
+        optimizer state or loss, so those are left out and its loss part, the last positions' logits, is
+        named logits (its activations are one layer's live tensors, not what a backward pass keeps)."""
+        if mode == "train":
+            return self.as_dict()
+        return {SERVING_NAMES.get(k, k): v for k, v in self.as_dict().items() if k not in ("grads", "optimizer")}
+
     @property
     def total_bytes(self) -> float:
         return sum(self.values())
@@ -178,10 +190,12 @@ class Memory:
         are freed by then, and the step's temporaries count with the optimizer (training_arrays)."""
         return bool(self.optimizer) and not (self.activations or self.loss or self.kv_cache)
 
-    def text(self) -> str:
-        """'52.3 GiB (weights 13.0, grads 13.0, … GiB)', the parts that are not zero, and where the
-        peak is when it is at the optimizer step (else the missing activations read as free)."""
-        parts = ", ".join(f"{k.replace('_', ' ')} {v / GIB:,.1f}" for k, v in self.as_dict().items() if v)
+    def text(self, mode: str = "train") -> str:
+        """'52.3 GiB (weights 13.0, grads 13.0, … GiB)', the parts that are not zero as parts(mode) names
+        them (one under 0.05 GiB as <0.1, not as a 0.0 that reads as none), and where the peak is when it is
+        at the optimizer step (else the missing activations read as free)."""
+        parts = ", ".join(f"{k.replace('_', ' ')} {v / GIB:,.1f}" if v >= 0.05 * GIB else f"{k.replace('_', ' ')} <0.1"
+                          for k, v in self.parts(mode).items() if v)
         where = " at the optimizer step, the activations freed by then" if self.peak_at_step else ""
         return f"{self.total_bytes / GIB:,.1f} GiB{where} ({parts} GiB)"
 

@@ -19,12 +19,18 @@ from .shapes import ModelShape, Workload, check_parallel
 GEMM, BMM, FLASH, MEMORY, COMM = "gemm", "bmm", "flash", "memory", "comm"
 
 
-def size_text(nbytes: float) -> str:
-    """An op's bytes as its row says them: MiB from one MiB up, KiB or bytes below (a served step's head gathers
-    4 rows: "32.0 KiB", where MiB read "0.0")."""
-    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
+SIZE_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+
+
+def size_text(nbytes: float, *, largest: str = "MiB", digits: str = ",.1f") -> str:
+    """Bytes in the largest unit up to `largest` they reach, bytes below a KiB. An op's row says MiB from one
+    MiB up with one decimal, KiB below (a served step's head gathers 4 rows: "32.0 KiB", where MiB read
+    "0.0"), never GiB: Op.shape_text keys stored cases. A collective's size is said as people write it,
+    largest="GiB", digits=",.4g": 4 KiB, 1.5 MiB, 2 GiB."""
+    units = SIZE_UNITS[[unit for unit, _ in SIZE_UNITS].index(largest):]
+    for unit, scale in units:
         if nbytes >= scale:
-            return f"{nbytes / scale:,.1f} {unit}"
+            return f"{nbytes / scale:{digits}} {unit}"
     return f"{nbytes:,.0f} B"
 
 

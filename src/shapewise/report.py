@@ -11,7 +11,7 @@ from .memory import PRECISIONS, Memory, assumption_text, capacity_bytes, estimat
 from .ops import COMM, MEMORY
 from .parallel import optimizer_ms
 from .profile import CostModel, Profile, cost_model
-from .rules import Finding, find, memory_finding, price_caveats, share_text
+from .rules import Finding, figure, find, memory_finding, price_caveats, share_text
 from .shapes import ModelShape, Workload
 
 LOSS_WORDS = {"kernel": "kernel ceiling", "tile": "tile quantization", "wave": "wave quantization",
@@ -95,7 +95,7 @@ def to_json(result: CheckResult) -> dict:
                       if w.mode == "train" else {})},
         "memory": None if result.memory is None else {
             "per_gpu_bytes": round(result.memory.total_bytes), "gpu_bytes": capacity_bytes(gpu),
-            "fits": result.memory.fits(gpu), "parts_bytes": result.memory.as_dict(),
+            "fits": result.memory.fits(gpu), "parts_bytes": result.memory.parts(w.mode),
             **({"megatron_per_gpu_bytes": round(result.megatron_memory.total_bytes)}
                if result.megatron_memory is not None else {})},
         "findings": [{"rule": f.rule, "title": f.title, "fix": f.fix, "ops": list(f.ops), "cost_ms": f.cost_ms,
@@ -162,8 +162,7 @@ def mfu_text(step: StepCost) -> str:
 
 def tflop_text(step: StepCost) -> str:
     """A step's TFLOP: one decimal from 1 up, three figures below (a decode step's 0.0191, not "0.0")."""
-    tflop = step.flops / 1e12
-    return f"{tflop:,.1f}" if tflop >= 1 else f"{tflop:.3g}"
+    return figure(step.flops / 1e12, one_decimal_from=1)
 
 
 def flops_label(step: StepCost) -> str:
@@ -243,7 +242,7 @@ def render(result: CheckResult, console) -> None:
         fused = "SwiGLU and cross-entropy" if shape.gated else "cross-entropy"
         other = (f"; Megatron-LM keeps less, its {fused} fused: {said}, as `plan` prices it"
                  if said and said != f"{result.memory.total_bytes / 2**30:,.1f} GiB" else "")
-        console.print(f"memory per GPU {result.memory.text()} of {capacity_bytes(gpu) / 2**30:,.1f} GiB"
+        console.print(f"memory per GPU {result.memory.text(w.mode)} of {capacity_bytes(gpu) / 2**30:,.1f} GiB"
                       + (f" ({assumption_text(w.dtype)}{other})"
                          if w.mode == "train" else ""),
                       soft_wrap=True)  # a line of text, not a table: left whole where it is piped (common.console)

@@ -337,10 +337,11 @@ def _comm(shape: ModelShape, w: Workload):
                        shape, w.replace(overlap_comm=True))
 
 
-def figure(x: float) -> str:
+def figure(x: float, *, one_decimal_from: float = 10) -> str:
     """A time or size in a finding's words: one decimal from 10 up, else three figures (a decode step's
-    attention 0.312 → 0.278 ms, where one decimal read "0.3 → 0.3 ms (11% less)")."""
-    return f"{x:,.1f}" if abs(x) >= 10 else f"{x:#.3g}"
+    attention 0.312 → 0.278 ms, where one decimal read "0.3 → 0.3 ms (11% less)"); a step's TFLOP from 1 up
+    (report.tflop_text)."""
+    return f"{x:,.1f}" if abs(x) >= one_decimal_from else f"{x:#.3g}"
 
 
 def share_text(x: float) -> str:

@@ -424,6 +424,17 @@ class SearchResult:
     def fits(self, c: Candidate) -> bool:
         return c.fits(self.gpu_memory_bytes)
 
+    def row(self, c: Candidate) -> dict:
+        """A listed shape as search --json gives it: what ModelShape needs to build it again, norm, bias and
+        tied embeddings too (search fixes them, and ModelShape's defaults differ), then its size, speed and
+        memory."""
+        s = c.shape
+        return {"name": s.name, "params": c.params, "hidden": s.hidden, "layers": s.num_layers,
+                "heads": s.num_heads, "kv_heads": s.kv_heads, "head_dim": s.d_head, "ffn": s.ffn_width,
+                "vocab": s.vocab, "mlp": s.mlp, "norm": s.norm, "bias": s.bias,
+                "tied_embeddings": s.tied_embeddings, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token,
+                "memory_bytes": c.memory_bytes, "fits": self.fits(c)}
+
 
 def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Workload, vocab: int = 32000,
            mlp: str = "swiglu", attention: str = "gqa", params_tol: float = 0.05,

@@ -24,7 +24,9 @@ every row recorded before it.
 import_csv() reads an export back in (results measured elsewhere, shared as CSV or JSON), refusing
 a file with a row no measurement can have (exports.row_problem). An export lacks the device, so
 imported rows live in environments of their own (device unknown: a local sweep never skips a case
-because of them); a CSV also lacks the samples and metrics (samples_ms [], metrics None).
+because of them); a CSV also lacks the samples and metrics (samples_ms [], metrics None). A row the store
+holds already as the same measurement (same case, machine and stack as an export names them, and the same
+numbers and created_utc) is not stored twice: a store's own export read back into it changes nothing.
 
 A damaged file never ends in a traceback: every SQLite error becomes one ShapewiseError naming the
 file and what to do (check_integrity() runs SQLite's own check; export() saves what is still
@@ -61,6 +63,7 @@ from .exports import (
     _shown,
     _write_csv,
     finite_json,
+    json_rows,
     read_export,
     row_problem,
 )
@@ -269,6 +272,7 @@ class Store:
         self.unreadable_rows = 0  # rows the last export() could not read (a damaged store)
         self.already_stored_rows = 0  # rows the last import held already (replaced by the file's)
         self.repeated_rows = 0  # rows the last import's file held more than once (its last copy kept)
+        self.same_rows = 0  # rows the last import found stored already as the same measurement (not stored twice)
         if self.path.is_dir():
             raise ShapewiseError(f"the results store {self.path} is a folder: give a file, e.g. {self.path / 'results.db'}")
         if read_only and not self.path.is_file():
@@ -525,7 +529,8 @@ class Store:
     def export(self, path: str | os.PathLike, *, fmt: str = "csv", bench: str | None = None) -> int:
         """Write the results (of one bench, or all) to `path`; return the number of rows.
 
-        json: a list of rows() dicts, samples_ms included.
+        json: a list of rows() dicts, samples_ms included, each row's fields in the CSV's order
+        (exports.json_rows), then samples_ms, metrics and the store's own device, id and env_id.
         csv: one line per result with columns bench, key, then one column per parameter named
         p_<name> (the union over the rows, in order of first appearance; empty where a row lacks
         it; strings as they are, other values as JSON, e.g. true, [1, 2]), then median_ms, q25_ms,
@@ -543,7 +548,7 @@ class Store:
             opener = gzip.open if path.name.lower().endswith(".gz") else open  # NAME.csv.gz, as import reads it
             with opener(partial, "wt", newline="" if fmt == "csv" else None, encoding="utf-8") as out:
                 if fmt == "json":
-                    json.dump(finite_json(rows), out, indent=1, allow_nan=False)
+                    json.dump(finite_json(json_rows(rows)), out, indent=1, allow_nan=False)
                     out.write("\n")
                 else:
                     _write_csv(rows, out)
@@ -565,13 +570,17 @@ class Store:
     @_guarded
     def import_rows(self, rows: list[Imported], *, source) -> int:
         """Store rows read by exports.read_export (checked there: a file with a row no measurement
-        can have imports nothing); return how many. already_stored_rows: how many of them the
-        store held already (same environment, bench and key), now replaced by the file's; repeated_rows:
-        how many the file itself holds more than once (its last copy is kept).
+        can have imports nothing); return how many the file holds. same_rows: how many of them the store
+        holds already as the same measurement (see _SAME_MEASUREMENT), kept as they are, not stored twice;
+        already_stored_rows: how many name a case the store holds in the file's environment but measured
+        otherwise, now replaced by the file's; repeated_rows: how many the file itself holds more than
+        once (its last copy is kept).
 
         Environments: one per distinct (gpu_name, driver, torch, cuda, cublas) of the file, with no
         device (an export does not say which one), so imported rows never mix with, or make a sweep
-        skip, the cases measured here; env_json notes the file they came from.
+        skip, the cases measured here; env_json notes the file they came from. A row the store holds
+        already, from a sweep here or an earlier import, is not stored again: a store's own export read
+        back into it changes nothing.
         Params: the key is the canonical JSON of {"bench": ..., params..., mode flags...}; params
         are the key's fields minus "bench" and minus mode flags such as cuda_graph (fields that have
         no p_ value in the row).
@@ -581,22 +590,30 @@ class Store:
         A JSON export keeps both. Importing a file twice changes nothing. The import is one
         transaction."""
         conn = self._conn
-        self.already_stored_rows = self.repeated_rows = 0
+        self.already_stored_rows = self.repeated_rows = self.same_rows = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
             env_ids: dict = {}
             seen = set()
             for row in rows:
+                numbers = row.numbers
+                if (row.identity, row.bench, row.key) in seen:
+                    self.repeated_rows += 1
+                    repeated = True
+                else:
+                    seen.add((row.identity, row.bench, row.key))
+                    repeated = False
+                if conn.execute(_SAME_SQL, (row.bench, row.key, *(numbers[c] for c in _SAME_MEASUREMENT),
+                                            *row.identity)).fetchone() is not None:
+                    self.same_rows += not repeated
+                    continue
                 if row.identity not in env_ids:
                     env = {"device": None, **dict(zip(("gpu_name", "driver_version", "torch_version",
                                                          "cuda_version", "cublas_version"), row.identity)),
                            "imported_from": str(source), "imported_utc": _now_utc()}
                     env_ids[row.identity] = self.environment_id(env)
-                env_id, numbers = env_ids[row.identity], row.numbers
-                if (env_id, row.bench, row.key) in seen:
-                    self.repeated_rows += 1
-                else:
-                    seen.add((env_id, row.bench, row.key))
+                env_id = env_ids[row.identity]
+                if not repeated:
                     self.already_stored_rows += conn.execute(
                         "SELECT COUNT(*) FROM results WHERE env_id = ? AND bench = ? AND key = ?",
                         (env_id, row.bench, row.key)).fetchone()[0]
@@ -699,6 +716,15 @@ class Store:
 # where the row names an environment the store does not hold: refused by _unreadable, never dropped).
 _ROWS = ("SELECT r.*, e.fingerprint, e.device, e.gpu_name, e.driver, e.torch, e.cuda, e.cublas "
          "FROM results r LEFT JOIN environments e ON e.id = r.env_id")
+# An imported row is the same measurement as a stored one when it names the same case (bench, key) on the
+# same machine and stack as an export names them (ENV_COLUMNS: an export lacks the device) and every
+# number it carries agrees: the timing, the work (flops, bytes; the rates follow from them), the error and
+# when it was measured (created_utc, to the second). A case measured again differs at least in created_utc.
+# Samples and metrics are not compared: a CSV lacks them, and they are the same measurement's details.
+_SAME_MEASUREMENT = ("median_ms", "q25_ms", "q75_ms", "iqr_ms", "num_reps", "flops", "bytes", "error", "created_utc")
+_SAME_SQL = ("SELECT 1 FROM results r JOIN environments e ON e.id = r.env_id WHERE r.bench = ? AND r.key = ? AND "
+             + " AND ".join(f"r.{c} IS ?" for c in _SAME_MEASUREMENT) + " AND "
+             + " AND ".join(f"e.{c} IS ?" for c in ENV_COLUMNS) + " LIMIT 1")
 # What each column holds as shapewise writes it (SQLite keeps whatever a hand-made UPDATE puts in a cell).
 _NUMBERS = _FLOAT_COLUMNS
 _TEXTS = ("bench", "key", "created_utc")

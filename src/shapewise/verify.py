@@ -33,7 +33,9 @@ from .profile import CostModel, cost_model
 from .shapes import ModelShape, Workload, check_parallel
 from .uncertainty import op_errors, speedup_interval
 
-HEAD_OPS = ("logits", "loss")
+# The head's ops that layer mode times (_head_fn: the logit GEMM and the loss), of ops.HEAD_OPS, which
+# holds every once-a-step op past the layers (the final norm, a soft-cap, tensor-parallel gathers too).
+TIMED_HEAD_OPS = ("logits", "loss")
 VERIFY_SEED = replace(SEED, low=0)  # 0 by default: the seed of the weights and inputs each shape is built with
 MIN_INTERVAL_ROUNDS = 3  # a bootstrap over fewer rounds gives an interval of no width, not a 95% one
 
@@ -84,7 +86,7 @@ class Verification:
 def predicted_step_ms(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel) -> float:
     """The cost model's layers × layer + head, the same parts verify measures."""
     layer, outside = predict_layer_and_outside(shape, workload, gpu=gpu, one_block=True)
-    return shape.num_layers * layer + sum(c.total_ms for c in outside if c.op.name in HEAD_OPS)
+    return shape.num_layers * layer + sum(c.total_ms for c in outside if c.op.name in TIMED_HEAD_OPS)
 
 
 def _layer_fn(shape: ModelShape, workload: Workload, device: str, seed: int):

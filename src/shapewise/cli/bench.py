@@ -4,6 +4,7 @@ prediction."""
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from ..errors import ShapewiseError, warn
 from .common import (
@@ -192,7 +193,9 @@ def run_bench_comm(args) -> int:
 
     from ..cases import parse_sizes
     from ..distributed import bench_comm
+    from ..ops import size_text
 
+    size = partial(size_text, largest="GiB", digits=",.4g")  # a collective's size as people write it: 4 KiB, 2 GiB
     with open_store(args) as store:
         rank, rows = bench_comm(parse_sizes(args.sizes), args.ops, store=store, device=args.device, dtype=args.dtype,
                                 warmup=args.warmup, iters=args.iters)
@@ -208,25 +211,17 @@ def run_bench_comm(args) -> int:
         table.add_column(col, justify="left" if col == "op" else "right")
     for r in rows:
         if r.get("error"):
-            table.add_row(r["op"], _bytes_text(r["bytes"]), escape(f"failed: {r['error']}"), "", "")
+            table.add_row(r["op"], size(r["bytes"]), escape(f"failed: {r['error']}"), "", "")
             continue
-        table.add_row(r["op"], _bytes_text(r["bytes"]), f"{r['median_ms']:.4f}", f"{r['algbw_gbs']:,.2f}",
+        table.add_row(r["op"], size(r["bytes"]), f"{r['median_ms']:.4f}", f"{r['algbw_gbs']:,.2f}",
                       f"{r['busbw_gbs']:,.2f}")
     console().print(table)
     asked = set(parse_sizes(args.sizes))
     moved = sorted({r["bytes"] for r in rows} - asked)
     if moved:
         warn(f"sizes made whole elements of {args.dtype} divisible among the ranks: "
-             f"{', '.join(_bytes_text(b) for b in moved)} measured")
+             f"{', '.join(size(b) for b in moved)} measured")
     return 0
-
-
-def _bytes_text(n: int) -> str:
-    """A collective's size as people write it: 4 KiB, 1.5 MiB, 2 GiB."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:,.4g} {unit}"
-    return f"{n} B"
 
 
 def add_layer(kinds) -> None:

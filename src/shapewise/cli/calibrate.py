@@ -13,6 +13,7 @@ from .common import (
     add_cost_args,
     add_measure_args,
     add_mkdir_arg,
+    check_store_folder,
     console,
     known_gpu,
     open_store,
@@ -180,12 +181,10 @@ def run_calibrate(args) -> int:
 def _refuse_before_measuring(args, *, machine: bool) -> None:
     """Every refusal of calibrate's inputs that needs no measurement, made before anything is said or measured: a
     refused command says its one line alone, not after a warning of what the run would have done."""
-    from pathlib import Path
-
     from .. import measure
     from ..calibrate import refit_base
     from ..hardware import get_gpu
-    from ..outputs import output_file, writable_folder
+    from ..outputs import output_file
 
     if args.gpu and machine:  # as calibrate_machine refuses it
         refit_base(get_gpu(args.gpu))
@@ -194,8 +193,7 @@ def _refuse_before_measuring(args, *, machine: bool) -> None:
     if args.out and args.device == "cpu" and not args.gpu:  # no profile to write: refused now, not after measuring
         raise ShapewiseError(f"--out {args.out}: on the CPU without --gpu nothing is fitted, so there is no profile to "
                              "write; name the GPU to fit the CPU's times for (--gpu, a smoke test), or leave --out out")
-    if args.db and not Path(args.db).expanduser().exists():  # as open_store checks it
-        writable_folder(Path(args.db).expanduser().parent, mkdir=args.mkdir, what="results store")
+    check_store_folder(args)
     if args.out:  # said now, not after minutes of measuring
         output_file(args.out, formats={".json": "json"}, mkdir=args.mkdir, what="profile")
     if args.device != "cpu":  # a GPU that is not here, refused before a warning of what its run would write
@@ -307,13 +305,10 @@ def _only(sets: tuple, flags: list) -> str:
 
 
 def run_validate(args) -> int:
-    from pathlib import Path
-
     from rich.console import Console
     from rich.table import Table
 
     from ..calibrate import SET_DTYPES, summarize, validate
-    from ..outputs import writable_folder
     from ..profile import load
 
     _refuse_unused_set_flags(args)
@@ -330,21 +325,19 @@ def run_validate(args) -> int:
     if args.set == "variants":
         return _validate_variants(args)
     # refused before the warning of a long run, as calibrate's are (_refuse_before_measuring): an unreadable
-    # --profile, or a --db in a folder that is not there, is the run's one line
+    # --profile, or a --db in a folder that is not there (open_store's refusal), is the run's one line
     profile = load(args.profile) if args.profile else None
-    if args.db and not args.from_db and not Path(args.db).expanduser().exists():  # as open_store checks it
-        writable_folder(Path(args.db).expanduser().parent, mkdir=args.mkdir, what="results store")
-    if args.device == "cpu" and not args.quick and not args.from_db:
-        from ..judges import judge_set_cases
-
-        num_cases = len(judge_set_cases(args.set, seed=args.seed, dtype=args.dtype, configs=args.configs).cases)
-        warn(f"--device cpu without --quick measures the {args.set} set's {num_cases:,} held-out cases: hours on a "
-             "CPU, and CPU times judge no GPU's profile; `--quick` is the smoke test")
     from ..store import Store
 
     # another GPU's profile is refused by validate before it measures, and a store made for the run is then taken
     # back (Store.__exit__); --from-db only reads: a path that names no store is refused, not made an empty one
     with Store(args.db, read_only=True) if args.from_db else open_store(args) as store:
+        if args.device == "cpu" and not args.quick and not args.from_db:
+            from ..judges import judge_set_cases
+
+            num_cases = len(judge_set_cases(args.set, seed=args.seed, dtype=args.dtype, configs=args.configs).cases)
+            warn(f"--device cpu without --quick measures the {args.set} set's {num_cases:,} held-out cases: hours on "
+                 "a CPU, and CPU times judge no GPU's profile; `--quick` is the smoke test")
         done = validate(store=store, gpu=args.gpu, profile=profile,
                         judge_set=args.set, configs=args.configs, device=args.device, dtype=args.dtype,
                         quick=args.quick, seed=args.seed, from_store=args.from_db, warmup_ms=args.warmup_ms,

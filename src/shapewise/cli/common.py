@@ -330,17 +330,24 @@ def known_gpu(args, *, among=None) -> None:
             gpu.check_dtype(args.dtype, among=among)
 
 
-def open_store(args):
-    """The results store at --db, opened to write: a new one's folder must be there, or --mkdir makes it
-    (shapewise makes the default store's itself). Said as every output's missing folder is, where
-    store.Store, which has no --mkdir to offer, says only that it is missing."""
+def check_store_folder(args) -> None:
+    """A new store's folder at --db must be there, or --mkdir makes it (shapewise makes the default store's
+    itself). Said as every output's missing folder is, where store.Store, which has no --mkdir to offer, says
+    only that it is missing; a command that warns before it measures calls this first, so that the folder's
+    refusal is the run's one line."""
     from pathlib import Path
 
     from ..outputs import writable_folder
-    from ..store import Store
 
     if args.db and not Path(args.db).expanduser().exists():
         writable_folder(Path(args.db).expanduser().parent, mkdir=getattr(args, "mkdir", False), what="results store")
+
+
+def open_store(args):
+    """The results store at --db, opened to write, its folder checked first (check_store_folder)."""
+    from ..store import Store
+
+    check_store_folder(args)
     return Store(args.db)
 
 

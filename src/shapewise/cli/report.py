@@ -97,8 +97,11 @@ def run_results(args) -> int:
         rows = read_export(args.import_csv)  # before the store: a file refused leaves no new store behind
         with open_store(args) as store:  # a new store: in a folder that is there or --mkdir makes
             count = store.import_rows(rows, source=args.import_csv)
-        old, repeated = store.already_stored_rows, store.repeated_rows
-        said = [f"{count - repeated - old:,} new, {old:,} already there (replaced by the file's)"] if old else []
+        old, same, repeated = store.already_stored_rows, store.same_rows, store.repeated_rows
+        there = [f"{same:,} the same measurement{'s' * (same != 1)}, not stored twice"] if same else []
+        there += [f"{old:,} measured again, replaced by the file's"] if old else []
+        said = [f"{count - repeated - old - same:,} new, {old + same:,} already there ({'; '.join(there)})"] \
+            if there else []
         said += [f"the file repeats {_count(repeated, 'row')} (its last copy kept)"] if repeated else []
         print(f"imported {_count(count - repeated, 'row')} from {args.import_csv} into {store.path}"
               + (f": {'; '.join(said)}" if said else ""))

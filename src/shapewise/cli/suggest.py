@@ -334,11 +334,6 @@ def run_search(args) -> int:
     say_caveats(None, workload, gpu=args.gpu)  # fused attention on a GPU before Ampere, as check says it
     result = search(params_target=args.params, gpu=model, workload=workload, vocab=args.vocab, mlp=args.mlp,
                     attention=args.attention_kind, params_tol=args.params_tol, top=args.top)
-    rows = lambda cands: [{"name": c.shape.name, "params": c.params, "hidden": c.shape.hidden,  # noqa: E731
-                           "layers": c.shape.num_layers, "heads": c.shape.num_heads, "kv_heads": c.shape.kv_heads,
-                           "head_dim": c.shape.d_head, "ffn": c.shape.ffn_width, "vocab": c.shape.vocab,
-                           "mlp": c.shape.mlp, "tokens_per_s_per_gpu": 1000 / c.gpu_ms_per_token,
-                           "memory_bytes": c.memory_bytes, "fits": result.fits(c)} for c in cands]
     listed = {c.shape.name: c for c in (*result.pareto, *result.top)}.values()
     too_big = sum(not result.fits(c) for c in listed)
     if too_big:
@@ -352,7 +347,8 @@ def run_search(args) -> int:
         print(json.dumps(with_warnings({"screened": result.screened, "predicted": result.predicted, "seconds": result.seconds,
                           "workload": {"batch": workload.batch, "seq": workload.seq, "tp": workload.tp,
                                        "dtype": workload.dtype, "mode": workload.mode},
-                          "pareto": rows(result.pareto), "top": rows(result.top), "cost_model": source,
+                          "pareto": [result.row(c) for c in result.pareto],
+                          "top": [result.row(c) for c in result.top], "cost_model": source,
                           "gpu_memory_bytes": result.gpu_memory_bytes}), indent=2))
         return 0
     out = console()
