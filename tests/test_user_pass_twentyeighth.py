@@ -6,10 +6,12 @@ the step's time unchanged), --kv-cache-dtype fp8 halves the cache and what the f
 step 10.20 ms), and check's and suggest's headers, their --json and the report's workload table say the cache's dtype; a
 cache in another dtype that latent or unfused attention reads through batched GEMMs (which torch runs in the
 activations' dtype) is said as a warning; a training step says the flag has no effect; the memory finding of a serving
-step now names the fp8 cache beside fp8 weights (which no longer halve the cache). suggest said "2
-considered" with every field kept, counting the original and its neighbourhood's copy of it: the count is now the other
-shapes priced. results --import of an empty JSON list or of a CSV header alone said "imported 0 rows"; it is refused in
-one line.
+step now names the fp8 cache beside fp8 weights (which no longer halve the cache). suggest said "2 considered" with
+every field kept, counting the original and its neighbourhood's copy of it: the count is now the other shapes priced,
+and the report, where none is faster, says "No other shape is within 2%" or "the one other shape" instead of "None of
+the 0 shapes"; the report names the cache's dtype in its workload table and carries the flag in its reproduce commands
+of serving steps alone (bench, which measures the activations' dtype, takes none). results --import of an empty JSON
+list or of a CSV header alone said "imported 0 rows"; it is refused in one line.
 
 Found consistent: check, suggest and the Python API's memory and step time for the same serving workload; the fused
 decoding kernel's bytes against the cache's; windowed layers' caches (Gemma-2) at both cache dtypes; a training step's
@@ -132,3 +134,18 @@ def test_the_report_says_the_cache_and_reproduces_it(capsys, tmp_path):
     assert "| KV cache | fp8 |" in text
     commands = [line for line in text.splitlines() if line.startswith("shapewise check")]
     assert commands and all(("--kv-cache-dtype fp8" in line) == ("--mode train" not in line) for line in commands)
+
+
+@pytest.mark.parametrize("considered, said", [
+    (0, "No other shape is within 2% of the parameters."),
+    (1, "The one other shape within 2% of the parameters is not predicted faster than the original by more than "
+        "the model's error."),
+    (61, "None of the 61 other shapes within 2% of the parameters"),
+])
+def test_the_report_counts_the_other_shapes_in_words(considered, said):
+    """The report's line where nothing is faster read "None of the 0 shapes" and "None of the 1 shapes"."""
+    from types import SimpleNamespace
+
+    from shapewise.document import _nothing_faster
+
+    assert _nothing_faster(SimpleNamespace(considered=considered, alternatives=())).startswith(said)

@@ -422,8 +422,10 @@ def _nothing_faster(sugg) -> str:
     llama2-7b, where suggest printed layers 32→31, ffn 11008→11264 at 1.022×)."""
     from .search import change_text
 
-    said = (f"None of the {sugg.considered} shapes within 2% of the parameters is predicted faster than the original "
-            "by more than the model's error")
+    n, beyond = sugg.considered, "faster than the original by more than the model's error"  # n: the other shapes
+    said = ("No other shape is within 2% of the parameters" if n == 0 else
+            f"The one other shape within 2% of the parameters is not predicted {beyond}" if n == 1 else
+            f"None of the {n} other shapes within 2% of the parameters is predicted {beyond}")
     faster = [a for a in sugg.alternatives if a.speedup > 1]
     if not faster:
         return said + "."
