@@ -256,7 +256,7 @@ def test_suggest_json_says_what_the_original_was_priced_at(capsys):
     code, out, err = run(capsys, "suggest", "gpt2", "--gpu", "h100", "--dtype", "fp8", "--seq", "1024", "--json")
     assert code == 0, err
     assert json.loads(out)["workload"] == {"batch": 4, "seq": 1024, "tp": 1, "dtype": "fp8", "mode": "train",
-                                           "attention": "flash", "overlap_comm": False}
+                                           "attention": "flash", "overlap_comm": False, "kv_cache_dtype": None}
 
 
 def test_validate_on_a_gpu_is_not_sent_to_another_gpu_for_another_gpu_s_profile(capsys):

@@ -281,7 +281,9 @@ def _workload_rows(w: Workload, gpu: GPU) -> list:
             ("sequence length" if w.mode != "decode" else "KV-cache length", f"{w.seq:,}"),
             ("tokens per step", f"{w.tokens:,}"),
             ("tensor parallel", f"{w.tp}" + (f", its {OVERLAPPED}" if w.overlap_comm and w.tp > 1 else "")),
-            ("dtype", w.dtype), ("attention", w.attention)]
+            ("dtype", w.dtype), ("attention", w.attention),
+            *([("KV cache", w.kv_cache_name + (" (auto: the activations' dtype)" if w.kv_cache_dtype == "auto" else ""))]
+              if w.mode != "train" else [])]
 
 
 def _op_key(op) -> tuple:
@@ -372,6 +374,8 @@ def _commands(shape, w: Workload, cost_model_: CostModel, store, top, model_arg,
     gpu, profile = cost_model_.gpu, cost_model_.profile
     shape_flags = ["--batch", f"{w.batch}", "--seq", f"{w.seq}", "--tp", f"{w.tp}"]
     rest = ["--dtype", w.dtype, "--attention", w.attention, *(["--overlap-comm"] if w.overlap_comm else [])]
+    # the cache's dtype where a step keeps one (bench measures the activations' dtype and takes no such flag)
+    kv = lambda mode: ["--kv-cache-dtype", w.kv_cache_dtype] if w.kv_cache_dtype != "auto" and mode != "train" else []  # noqa: E731
     if cost_model_.params is cost_model(gpu).params:
         cost = []  # the GPU's own cost model (the user's profile, else the shipped one, else the spec), as the default
     elif cost_model_.source == SPEC_ASKED:
@@ -393,18 +397,19 @@ def _commands(shape, w: Workload, cost_model_: CostModel, store, top, model_arg,
     target = Path(out).name if out is not None else f"report.{fmt}"
     commands = [
         ("the op table, the totals and the findings",
-         cmd("check", *model, "--gpu", gpu.key, *shape_flags, "--mode", w.mode, *rest, *cost)),
+         cmd("check", *model, "--gpu", gpu.key, *shape_flags, "--mode", w.mode, *rest, *kv(w.mode), *cost)),
         ("the breakdown figure (one check per mode)",
-         "\n".join(cmd("check", *model, "--gpu", gpu.key, *shape_flags, "--mode", m, *rest, *cost) for m in MODES)),
+         "\n".join(cmd("check", *model, "--gpu", gpu.key, *shape_flags, "--mode", m, *rest, *kv(m), *cost)
+                   for m in MODES)),
         ("the suggestions", cmd("suggest", *model, "--gpu", gpu.key, *shape_flags, "--mode", w.mode, *rest,
-                                "--top", f"{top}", *cost)),
+                                *kv(w.mode), "--top", f"{top}", *cost)),
     ]
     if measured:
         commands.append(("the measurements (on a machine with this GPU; --gpu names the GPU to predict for)",
                          cmd("bench", "ops", *model, "--gpu", gpu.key, *shape_flags, "--mode", w.mode, *rest,
                              "--device", "cuda", *db)))
     commands.append(("this report", cmd("report", *model, "--gpu", gpu.key, *shape_flags, "--mode", w.mode, *rest,
-                                        "--top", f"{top}", *cost, *db, "--out", target,
+                                        *kv(w.mode), "--top", f"{top}", *cost, *db, "--out", target,
                                         *(["--format", "md"] if fmt == "md" else []))))
     return commands, note
 
@@ -417,8 +422,10 @@ def _nothing_faster(sugg) -> str:
     llama2-7b, where suggest printed layers 32→31, ffn 11008→11264 at 1.022×)."""
     from .search import change_text
 
-    said = (f"None of the {sugg.considered} shapes within 2% of the parameters is predicted faster than the original "
-            "by more than the model's error")
+    n, beyond = sugg.considered, "faster than the original by more than the model's error"  # n: the other shapes
+    said = ("No other shape is within 2% of the parameters" if n == 0 else
+            f"The one other shape within 2% of the parameters is not predicted {beyond}" if n == 1 else
+            f"None of the {n} other shapes within 2% of the parameters is predicted {beyond}")
     faster = [a for a in sugg.alternatives if a.speedup > 1]
     if not faster:
         return said + "."

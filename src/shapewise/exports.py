@@ -173,8 +173,13 @@ def read_export(path) -> list[Imported]:
     except (ValueError, RecursionError) as err:
         if text.lstrip()[:1] in ("[", "{"):  # meant as JSON: its own error, not a CSV's
             raise ShapewiseError(f"{path} is not a JSON export of the results store ({err})") from None
-        return _read_csv(path, text)
-    return _read_json(path, data)
+        rows, what = _read_csv(path, text), "a CSV header and no rows"
+    else:
+        rows, what = _read_json(path, data), "an empty list"
+    if not rows:  # an export of a store holds its rows: a file of none is not what was meant to be imported
+        raise ShapewiseError(f"{path} is {what}: nothing to import; "
+                             "`shapewise results --export FILE` writes a store's rows")
+    return rows
 
 
 def _shown(value) -> str:

@@ -367,7 +367,7 @@ def _inference(shape: ModelShape, w: Workload, framework: Framework) -> Memory:
     """Weights, the KV cache of batch sequences of seq tokens, and the largest live tensors of one
     layer (the MLP's input and its FFN-wide tensors); logits of the last positions only."""
     B, t = w.dtype_bytes, w.tp
-    cache = shape.kv_cache_values(seq=w.seq, tp=t) * w.batch * B  # latent and windowed caches too
+    cache = shape.kv_cache_values(seq=w.seq, tp=t) * w.batch * w.kv_cache_bytes  # latent and windowed caches too
     rows = w.tokens  # prefill: every position; decode: one new token per sequence
     width = shape.mlp_width
     widths = 3 if shape.gated else 2

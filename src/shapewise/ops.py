@@ -149,17 +149,19 @@ def elementwise(name: str, rows: int, width: int, *, reads: int, writes: int, bw
 
 def attention_op(pass_: str, *, seqs: int, heads: int, kv_heads: int, q_len: int, kv_len: int, head_dim: int,
                  causal: bool, dtype_bytes: int, count: int = 1, v_dim: int = 0, window: int = 0,
-                 name: str = "attn/flash") -> Op:
+                 name: str = "attn/flash", kv_bytes: int = 0) -> Op:
     """One fused attention kernel call over `seqs` sequences of `heads` query heads. Queries and keys
     have head_dim dims, values v_dim (latent attention: 192 and 128); with a window, each query sees
-    only the last `window` keys (sliding-window layers), which bounds the work at long sequences."""
+    only the last `window` keys (sliding-window layers), which bounds the work at long sequences.
+    kv_bytes: bytes of a key or value element where they differ from the activations' (a decode's fp8 cache)."""
     v_dim = v_dim or head_dim
     dtype_bytes = activation_bytes(dtype_bytes)  # an fp8 step's attention runs in bf16 (dtypes.activation_dtype)
+    kv_element = kv_bytes or dtype_bytes
     pairs = attended_pairs(q_len, kv_len, causal=causal, window=window)
     fwd_flops = 2 * seqs * heads * pairs * (head_dim + v_dim)  # QKᵀ and PV
     q_bytes = seqs * heads * q_len * head_dim * dtype_bytes
     o_bytes = seqs * heads * q_len * v_dim * dtype_bytes
-    kv_bytes = seqs * kv_heads * kv_len * (head_dim + v_dim) * dtype_bytes
+    kv_bytes = seqs * kv_heads * kv_len * (head_dim + v_dim) * kv_element
     groups = heads // kv_heads if heads % kv_heads == 0 else 1
     if pass_ == "fwd":  # read q, k, v; write o
         flops, nbytes = fwd_flops, q_bytes + o_bytes + kv_bytes
@@ -213,7 +215,9 @@ def _attention_core(shape: ModelShape, w: Workload, *, heads: int, q_len: int, k
     if w.attention == "flash":
         make = lambda pass_: attention_op(pass_, seqs=seqs, heads=heads, kv_heads=kv_heads, q_len=q_len,  # noqa: E731
                                           kv_len=kv_len, head_dim=d, causal=causal, dtype_bytes=B, count=count,
-                                          v_dim=v, window=window, name=name)
+                                          v_dim=v, window=window, name=name,
+                                          # decoding reads K and V from the cache, in its dtype (--kv-cache-dtype)
+                                          kv_bytes=w.kv_cache_bytes if w.mode == "decode" else 0)
         return [make("fwd"), make("bwd")] if train else [make("fwd")]
     # Unfused: kv heads are expanded to every query head, then two BMMs around a softmax (a window masks
     # scores but the BMMs still compute the whole matrix).

@@ -77,7 +77,8 @@ def to_json(result: CheckResult) -> dict:
                   "fields": {f.name: getattr(shape, f.name) for f in fields(shape)
                              if f.name not in ("name", "source", "published_params")}},
         "workload": {"batch": w.batch, "seq": w.seq, "tp": w.tp, "dtype": w.dtype, "mode": w.mode,
-                     "attention": w.attention, "tokens": w.tokens, "overlap_comm": w.overlap_comm},
+                     "attention": w.attention, "tokens": w.tokens, "overlap_comm": w.overlap_comm,
+                     "kv_cache_dtype": None if w.mode == "train" else w.kv_cache_name},
         "gpu": {"key": gpu.key, "name": gpu.name, "peak_tflops": gpu.peak_tflops(w.dtype),
                 "bandwidth_gbs": gpu.mem_bandwidth_gbs},
         "cost_model": {"source": result.model_source, "calibrated": result.calibrated},
@@ -224,7 +225,7 @@ def render(result: CheckResult, console) -> None:
     console.print(f"[bold]{shape.name}[/bold]: {shape.params / 1e9:.2f}B params, h={shape.hidden} "
                   f"L={shape.num_layers} heads={shape.num_heads}/{shape.kv_heads} d={shape.d_head} "
                   f"ffn={shape.ffn_width} ({shape.mlp}) vocab={shape.vocab}{experts}{window}")
-    console.print(f"{w.mode} step, b={w.batch} s={w.seq} t={w.tp} {w.dtype}, {w.attention} attention"
+    console.print(f"{w.mode} step, b={w.batch} s={w.seq} t={w.tp} {w.dtype}, {w.attention} attention{w.kv_cache_text()}"
                   + (f", tensor-parallel {OVERLAPPED}" if w.overlap_comm and w.tp > 1 else "") + ", on "
                   f"{gpu.name} ({gpu.peak_tflops(w.dtype):.0f} TFLOP/s peak); cost model: {result.model_source}",
                   soft_wrap=True)

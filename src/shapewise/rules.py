@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .cost import StepCost, align_classes, predict_step
+from .dtypes import activation_bytes, activation_dtype
 from .errors import ShapewiseError, argument
 from .hardware import GPU
 from .memory import GIB, capacity_bytes, estimate
@@ -243,7 +244,27 @@ def caveats(shape: ModelShape, w: Workload) -> list[str]:
         out.append(f"sequence {w.seq:,} is longer than the model's context of {shape.context:,} tokens "
                    "(as its config gives it): priced as asked, but the model was not trained for it")
     out.extend(_tensor_parallel_caveats(w))
+    out.append(_kv_cache_caveat(shape, w))
     return [line for line in out if line]
+
+
+def _kv_cache_caveat(shape: ModelShape, w: Workload) -> str:
+    """A cache of another dtype than the activations' is read at its own bytes by the fused decoding kernel alone
+    (ops.attention_op); a decode's batched GEMMs over it (latent attention's absorbed form, unfused attention) run
+    in the activations' dtype, torch's fp8 GEMM taking no batch: the memory holds the cache in its dtype, the
+    time reads it in theirs. Said, not hidden."""
+    if w.mode == "train" and w.kv_cache_dtype != "auto":  # as --overlap-comm at t=1: said, not refused
+        return (f"{argument('kv_cache_dtype')} {w.kv_cache_dtype} has no effect on a training step: it keeps no KV "
+                f"cache ({argument('mode', '--mode')} prefill or decode has one)")
+    if w.mode != "decode" or w.kv_cache_dtype == "auto" or w.kv_cache_bytes == activation_bytes(w.dtype_bytes):
+        return ""
+    if not shape.is_mla and w.attention == "flash":
+        return ""
+    how = "latent attention's batched GEMMs" if shape.is_mla else "unfused attention's batched GEMMs"
+    run = activation_dtype(w.dtype)
+    return (f"{argument('kv_cache_dtype')} {w.kv_cache_dtype}: the KV cache's memory is priced in {w.kv_cache_dtype}, "
+            f"but {how} read it in {run}" + (" (torch's fp8 GEMM takes no batch)" if w.kv_cache_dtype == "fp8" else "")
+            + f": the attention time is that of a {run} cache")
 
 
 def gpu_caveats(gpu, w: Workload) -> list[str]:
@@ -306,9 +327,11 @@ def memory_finding(step: StepCost, memory) -> Finding | None:
                "use more tensor parallelism, recomputation or ZeRO (`shapewise plan` searches them)"
                + (", or a smaller micro-batch" if w.batch > 1 else ""))
     else:
+        fp8 = "fp8" in step.gpu.tflops
         fix = ("use more tensor parallelism, fewer sequences or a shorter KV cache" if w.batch > 1 else
                "use more tensor parallelism or a shorter KV cache") \
-            + (f", or fp8 weights ({argument('dtype')} fp8)" if w.dtype != "fp8" and "fp8" in step.gpu.tflops else "")
+            + (f", an fp8 KV cache ({argument('kv_cache_dtype')} fp8)" if w.kv_cache_bytes > 1 and fp8 else "") \
+            + (f", or fp8 weights ({argument('dtype')} fp8)" if w.dtype != "fp8" and fp8 else "")
     return Finding("memory", f"needs {need:,.1f} GiB per GPU; the {step.gpu.key} has {have:,.1f} GiB", fix, (),
                    step.time_ms, 1.0)
 

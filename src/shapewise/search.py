@@ -124,10 +124,8 @@ class _Evaluator:
         # (benchmarks/RESULTS.md, "the variants seed 12").
         self.model = model
         self.cache: dict = {}
-        self.count = 0
 
     def __call__(self, shape: ModelShape, workload: Workload) -> Candidate | None:
-        self.count += 1
         # Shapes whose layers are alike share one block's price whatever their layer count.
         key = (layers_priced(shape)[0].replace(name="", source="", published_params=None), workload)
         if key not in self.cache:
@@ -269,7 +267,7 @@ def field_names(text: tuple[str, ...], allowed: tuple[str, ...], name: str) -> s
 def ranked_neighbours(shape: ModelShape, workload: Workload, *, model: CostModel, keep: set, params_tol: float,
                       aspect_band: float) -> tuple[Candidate, list[Candidate], int]:
     """The original and every other shape of its neighbourhood (parameters within params_tol, hidden/layers
-    within aspect_band of the original's), fastest per token first; and how many were predicted."""
+    within aspect_band of the original's), fastest per token first; and how many of those there are."""
     evaluate = _Evaluator(model)
     original = evaluate(shape, workload)
     if original is None:  # the original itself cannot be priced (a GPU without the dtype): say why
@@ -294,7 +292,9 @@ def ranked_neighbours(shape: ModelShape, workload: Workload, *, model: CostModel
             if key not in best or c.gpu_ms_per_token < best[key].gpu_ms_per_token:
                 best[key] = c
     ranked = sorted((c for c in best.values() if _changes(original, c)), key=lambda c: c.gpu_ms_per_token)
-    return original, ranked, evaluate.count
+    # considered: the other shapes priced, each once, as "N considered" reads (the original, and its neighbourhood's
+    # copy of it, are not among them)
+    return original, ranked, len(ranked)
 
 
 def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, params_tol: float = 0.02,

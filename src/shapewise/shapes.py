@@ -32,6 +32,9 @@ QK_NORM_WEIGHTS = ("head", "head_bias", "per_head", "projection", "none")
 BIAS_SCOPES = ("all", "attention", "mlp")
 MODES = ("train", "prefill", "decode")
 ATTENTION_KINDS = ("flash", "unfused")
+# What a serving step's KV cache holds, as vLLM's and SGLang's --kv-cache-dtype name it: "auto", their default, is
+# the model's own dtype (the activations': an fp8 checkpoint's cache is bf16); fp8 halves it only when asked.
+KV_CACHE_DTYPES = ("auto", "bf16", "fp16", "fp8", "fp32")
 # The annotations of whole-number fields (flags are annotated "bool"): the one list of a dataclass's
 # whole-number fields is its annotations, text here (the __future__ import above), matched as written.
 WHOLE_TYPES = ("int", "int | None")
@@ -421,6 +424,7 @@ class Workload:
     mode: str = "train"  # train: forward + backward; prefill; decode: one new token per sequence
     attention: str = "flash"  # flash: one fused kernel; unfused: score BMM, softmax, BMM over values
     overlap_comm: bool = False  # tensor-parallel collectives hidden behind compute (an upper bound)
+    kv_cache_dtype: str = "auto"  # prefill and decode: the KV cache's dtype (KV_CACHE_DTYPES); training keeps none
 
     def __post_init__(self):
         _as_python(self, "workload")
@@ -430,10 +434,26 @@ class Workload:
         check_name(self.dtype, DTYPE_BYTES, "dtype")
         check_name(self.mode, MODES, "mode")
         check_name(self.attention, ATTENTION_KINDS, "attention")
+        check_name(self.kv_cache_dtype, KV_CACHE_DTYPES, "kv_cache_dtype")
 
     @property
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES[self.dtype]
+
+    @property
+    def kv_cache_name(self) -> str:
+        """The KV cache's dtype as priced: "auto" is the activations' (an fp8 step's bf16, a tf32 step's fp32)."""
+        if self.kv_cache_dtype != "auto":
+            return self.kv_cache_dtype
+        return {"fp8": "bf16", "tf32": "fp32"}.get(self.dtype, self.dtype)
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        return DTYPE_BYTES[self.kv_cache_name]
+
+    def kv_cache_text(self) -> str:
+        """", KV cache fp8" for a serving step, as headers say it (a training step has none)."""
+        return "" if self.mode == "train" else f", KV cache {self.kv_cache_name}"
 
     @property
     def tokens(self) -> int:

@@ -142,7 +142,7 @@ def console():
 # ---- a model and its workload -----------------------------------------------------------------
 
 def add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> None:
-    from ..shapes import ATTENTION_KINDS, DTYPE_BYTES, MODES
+    from ..shapes import ATTENTION_KINDS, DTYPE_BYTES, KV_CACHE_DTYPES, MODES
 
     p.add_argument("model", nargs="?", help="a preset name (`shapewise models` lists them), a Hugging Face hub id "
                    "(org/name, read from the local cache) or a config.json path")
@@ -157,6 +157,10 @@ def add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> No
     p.add_argument("--attention", choices=ATTENTION_KINDS, default="flash", help="fused or unfused attention")
     p.add_argument("--overlap-comm", action="store_true",
                    help="tensor-parallel collectives hidden behind compute (an upper bound on overlap)")
+    if not measuring:  # what torch measures is the activations' dtype: a cache of another is priced, not measured
+        p.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
+                       help="prefill and decode: the KV cache's dtype, as vLLM's and SGLang's flag of that name; auto "
+                            "(their default): the activations' (bf16 in an fp8 step)")
 
 
 def add_workload_args(p: argparse.ArgumentParser, *, batch: int = 4, seq: int = 2048, note: str = "",
@@ -193,7 +197,8 @@ def model_and_workload(args):
     strict = getattr(args, "strict", False)
     shape = load_config(args.config, strict=strict) if args.config else resolve_model(args.model, strict=strict)
     workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, mode=args.mode,
-                        attention=args.attention, overlap_comm=args.overlap_comm)
+                        attention=args.attention, overlap_comm=args.overlap_comm,
+                        kv_cache_dtype=getattr(args, "kv_cache_dtype", "auto"))
     say_caveats(shape, workload, gpu=getattr(args, "gpu", None))
     return shape, workload
 
@@ -214,7 +219,7 @@ def say_caveats(shape, workload, *, gpu: str | None = None) -> None:
 # library share name them while a command runs (errors.argument): `suggest --keep`, where suggest() says keep.
 FLAGS = {"params_target": "--params", "params_tol": "--params-tol", "vocab": "--vocab", "keep": "--keep",
          "vary": "--vary", "batch": "--batch", "seq": "--seq", "tp": "--tp", "dtype": "--dtype",
-         "overlap_comm": "--overlap-comm", "gpus_per_node": "--gpus-per-node", "global_batch_tokens": "--global-batch",
+         "overlap_comm": "--overlap-comm", "kv_cache_dtype": "--kv-cache-dtype", "gpus_per_node": "--gpus-per-node", "global_batch_tokens": "--global-batch",
          "intra_gbs": "--intra-node-gbs", "inter_gbs": "--inter-node-gbs", "hiddens": "--hiddens",
          "head_counts": "--head-counts", "heads": "--heads", "kv_heads": "--kv-heads", "device": "--device",
          "gpu": "--gpu", "cuda_graph": "--cuda-graph", "layout": "--layout",

@@ -321,7 +321,8 @@ def _say_unused_with_verified(args) -> None:
     unused = [flag for flag, given in (
         (f"--top {args.top}", args.top is not None), (f"--tp {args.tp}", args.tp != 1),
         (f"--mode {args.mode}", args.mode != "train"), (f"--attention {args.attention}", args.attention != "flash"),
-        ("--overlap-comm", args.overlap_comm), ("--profile", args.profile), ("--spec-only", args.spec_only)) if given]
+        ("--overlap-comm", args.overlap_comm), (f"--kv-cache-dtype {getattr(args, 'kv_cache_dtype', 'auto')}",
+                                                getattr(args, "kv_cache_dtype", "auto") != "auto"), ("--profile", args.profile), ("--spec-only", args.spec_only)) if given]
     if unused:
         warn(f"{', '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect with --verified: the figure "
              "draws every candidate the verify run measured, with the predictions it made, of one GPU's training step")

@@ -157,7 +157,8 @@ def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -
             # what the original was priced at, as check --json and search --json say theirs
             "workload": {"batch": workload.batch, "seq": workload.seq, "tp": workload.tp, "dtype": workload.dtype,
                          "mode": workload.mode, "attention": workload.attention,
-                         "overlap_comm": workload.overlap_comm},
+                         "overlap_comm": workload.overlap_comm,
+                         "kv_cache_dtype": None if workload.mode == "train" else workload.kv_cache_name},
             "original_ms_per_token": result.original.gpu_ms_per_token,
             "original_memory_bytes": result.original_memory_bytes, "gpu_memory_bytes": result.gpu_memory_bytes,
             "original_fits": result.original_fits, "vary": list(result.vary),
@@ -237,7 +238,7 @@ def run_suggest(args) -> int:
     o = result.original
     out.print(f"[bold]{shape.name}[/bold]: {shape.params / 1e9:.3f}B params, predicted "
               f"{1000 / o.gpu_ms_per_token:,.0f} tokens/s per GPU on {gpu.name} ({workload.mode}, b={workload.batch} "
-              f"s={workload.seq} t={workload.tp} {workload.dtype}); cost model: {source}")  # as check names it
+              f"s={workload.seq} t={workload.tp} {workload.dtype}{workload.kv_cache_text()}); cost model: {source}")  # as check
     if result.original_fits:
         what = training_memory_text(workload)
         out.print(f"memory per GPU {result.original_memory_bytes / GIB:,.1f} GiB of {result.gpu_memory_bytes / GIB:,.1f}"
