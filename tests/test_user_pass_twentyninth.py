@@ -11,7 +11,9 @@ characters (every op of the step, every field of the shape twice over), a StepCo
 15,500, a ModelShape's to 780 (its some forty fields, mostly at their defaults): each now says what a reader looks
 for in a few lines (the ops' count, the shapes' names, the suggestions' changes), and a ModelShape's lists the fields
 it sets, still code that builds it again. An op's time and losses and a candidate's ms per token were numpy scalars
-(np.float64(0.0404) in every repr): they are Python floats.
+(np.float64(0.0404) in every repr): they are Python floats. CostModel("h200", {"gemm_ceiling": 0.5}) was made, then
+failed at the first op priced with AttributeError: 'dict' object has no attribute 'bandwidth'; it is refused where it
+is made, in one ShapewiseError naming params and how to change a few of them.
 
 Found consistent: check() and `check --json` (the same document, to_json) for a dense training step, an MoE at tp 2, an
 fp8 KV cache in decode, an fp8 prefill and collectives overlapped at tp 2; search() and `search --json` (the same
@@ -121,3 +123,10 @@ def test_prices_are_pythons_floats():
     assert "np.float64" not in repr(step.costs[0])
     found = search(params_target=1e9, gpu="h200", workload=Workload(batch=1, seq=4096))
     assert type(found.top[0].gpu_ms_per_token) is float and type(found.top[0].step_ms) is float
+
+
+def test_a_cost_model_of_other_than_cost_params_is_refused_where_it_is_made():
+    with pytest.raises(ShapewiseError, match="params must be a shapewise.CostParams"):
+        shapewise.CostModel("h200", {"gemm_ceiling": 0.5})
+    made = shapewise.CostModel("h200", shapewise.CostParams())
+    assert made.source == "given parameters" and check(get_model("gpt2"), Workload(seq=1024), gpu=made).step.time_ms > 0

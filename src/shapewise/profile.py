@@ -522,6 +522,9 @@ class CostModel:
     def __post_init__(self):
         if not isinstance(self.gpu, GPU):
             object.__setattr__(self, "gpu", get_gpu(self.gpu))
+        if not isinstance(self.params, CostParams):  # a dict of a few parameters failed at the first op priced
+            raise ShapewiseError(f"params must be a shapewise.CostParams (dataclasses.replace(CostParams(), NAME=VALUE) "
+                                 f"for a few changed), got {self.params!r:.100}")
         if not self.source:
             object.__setattr__(self, "source", SPEC_ASKED if self.params is SPEC else "given parameters")
 
