@@ -482,6 +482,10 @@ class OpCost:
     # (64 MiB over 5.5 µs read 12,179 GB/s, 2706% of the link).
     hidden_ms: float | None = None
 
+    def __post_init__(self):  # Python's floats, not numpy's scalars (np.float64(0.0404) in every repr)
+        object.__setattr__(self, "time_ms", float(self.time_ms))
+        object.__setattr__(self, "losses", Losses(*(float(v) for v in self.losses.values())))
+
     @property
     def total_ms(self) -> float:
         return self.time_ms * self.op.count
@@ -914,6 +918,10 @@ class StepCost:
     def mfu(self) -> float:
         """Matrix FLOPs executed over the time of the step at the dtype's peak."""
         return self.flops / (self.time_ms * 1e-3 * self.gpu.peak_tflops(self.workload.dtype) * 1e12)
+
+    def __repr__(self) -> str:  # its ops are `costs` (a step of a large model holds over a hundred)
+        return (f"StepCost(shape={self.shape.name!r}, workload={self.workload!r}, model={self.model!r}, "
+                f"time_ms={self.time_ms:.6g}, costs=<{len(self.costs)} ops>)")
 
     def by_name(self) -> dict[str, float]:
         """Total ms per op name, backward passes included."""

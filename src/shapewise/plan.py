@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -164,6 +165,9 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
     check_name(precision, PRECISIONS, "precision")
     check_name(framework, FRAMEWORKS, "framework")
     overlap_dp = flag(overlap_dp, "overlap_dp")
+    if isinstance(shapes, ModelShape) or not isinstance(shapes, Iterable):
+        raise ShapewiseError(f"shapes must be a tuple of ModelShapes, got {shapes!r:.100}")
+    shapes = tuple(shapes)  # a generator is read once: checked here, then planned (it was planned empty)
     for other in shapes:
         if not isinstance(other, ModelShape):
             raise ShapewiseError(f"shapes must be ModelShapes, got {other!r:.100}")

@@ -522,6 +522,9 @@ class CostModel:
     def __post_init__(self):
         if not isinstance(self.gpu, GPU):
             object.__setattr__(self, "gpu", get_gpu(self.gpu))
+        if not isinstance(self.params, CostParams):  # a dict of a few parameters failed at the first op priced
+            raise ShapewiseError(f"params must be a shapewise.CostParams (dataclasses.replace(CostParams(), NAME=VALUE) "
+                                 f"for a few changed), got {self.params!r:.100}")
         if not self.source:
             object.__setattr__(self, "source", SPEC_ASKED if self.params is SPEC else "given parameters")
 
@@ -547,12 +550,19 @@ class CostModel:
 
 
 def cost_model(gpu: GPU | str | CostModel, *, spec_only: bool = False,
-               profile: Profile | str | os.PathLike | None = None, device: str | None = None) -> CostModel:
+               profile: Profile | str | os.PathLike | None = None, device: str | None = None,
+               borrow_profile: bool = False) -> CostModel:
     """The cost model for a GPU: the spec model when asked (spec_only), else the given profile (a
     Profile or the path of one), else the GPU's calibrated profile (find: the user's, else the
     shipped one, else a borrowed one), else the spec model. A CostModel passes through unchanged.
-    device: where a run judging a given profile measures (check_measured_on); None for a prediction."""
-    spec_only = flag(spec_only, "spec_only")
+    device: where a run judging a given profile measures (check_measured_on); None for a prediction.
+    borrow_profile: a given profile of another GPU prices this one, and says so (the commands'
+    --borrow-profile); without it such a profile is refused (for_gpu)."""
+    spec_only, borrow_profile = flag(spec_only, "spec_only"), flag(borrow_profile, "borrow_profile")
+    if borrow_profile and profile is None:
+        raise ShapewiseError(f"{argument('borrow_profile')} lends the given profile to another GPU: "
+                             + (f"{argument('spec_only')} uses no profile; leave it out" if spec_only else
+                                f"give {argument('profile')} too, or leave {argument('borrow_profile')} out"))
     if device is not None and (not isinstance(device, str) or not device.strip()):
         raise ShapewiseError(f"device must name where a run measures ('cuda', 'cuda:1', 'cpu'), got {device!r}")
     if profile is not None and not isinstance(profile, Profile) and \
@@ -571,5 +581,7 @@ def cost_model(gpu: GPU | str | CostModel, *, spec_only: bool = False,
     if chosen is None:
         return CostModel(gpu, SPEC, SPEC_DEFAULT)
     if profile is not None:  # find() has set aside already what is not this GPU's
+        if chosen.borrowed_for != gpu.key:  # another GPU's prices this one only when lent (as the commands lend it)
+            chosen = for_gpu(chosen, gpu.key, borrow=borrow_profile, device=device)
         check_measured_on(chosen, gpu.key, chosen.path or "the profile", device=device)
     return CostModel(gpu, chosen.params, chosen.describe(), chosen)

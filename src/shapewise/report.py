@@ -29,6 +29,10 @@ class CheckResult:
     optimizer_ms: float = 0.0  # Adam's update after the backward (the step's time is forward and backward)
     megatron_memory: Memory | None = None  # the same layout as Megatron-LM holds it (`plan`'s framework)
 
+    def __repr__(self) -> str:  # the step's ops and the memory's parts are its fields' to show
+        return (f"CheckResult(step={self.step!r}, findings={[f.rule for f in self.findings]!r}, "
+                f"caveats=<{len(self.caveats)}>)")
+
     @property
     def model(self) -> CostModel:
         return self.step.model
@@ -44,12 +48,13 @@ class CheckResult:
 
 
 def check(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, spec_only: bool = False,
-          profile: Profile | str | None = None) -> CheckResult:
+          profile: Profile | str | None = None, borrow_profile: bool = False) -> CheckResult:
     """Predict every op of a step and list the rules the shape breaks, costliest first.
 
-    The cost model is profile.cost_model(gpu, spec_only=, profile=): by default the GPU's calibrated
-    profile where there is one, else the spec model; the result says which."""
-    step = predict_step(shape, workload, gpu=cost_model(gpu, spec_only=spec_only, profile=profile))
+    The cost model is profile.cost_model(gpu, spec_only=, profile=, borrow_profile=): by default the GPU's
+    calibrated profile where there is one, else the spec model; the result says which."""
+    model = cost_model(gpu, spec_only=spec_only, profile=profile, borrow_profile=borrow_profile)
+    step = predict_step(shape, workload, gpu=model)
     needed = estimate(shape, workload)
     findings = [f for f in (memory_finding(step, needed),) if f] + find(step)
     extra = {}

@@ -105,6 +105,14 @@ class Suggestions:
     vary: tuple[str, ...]  # run settings ranked with the shapes
     caveats: tuple[str, ...] = ()  # what the original's price assumes that the model does not give, as check's
 
+    def __repr__(self) -> str:  # each suggestion is a whole shape: their changes say what a reader looks for
+        def listed_changes(rows):
+            return [change_text(s.changes) for s in rows]
+
+        return (f"Suggestions(original={self.original.shape.name!r}, considered={self.considered}, "
+                f"suggestions={listed_changes(self.suggestions)!r}, alternatives={listed_changes(self.alternatives)!r}, "
+                f"run_changes={listed_changes(self.run_changes)!r}, model={self.model!r})")
+
     @property
     def original_fits(self) -> bool:
         return bool(self.original_memory_bytes <= self.gpu_memory_bytes)
@@ -138,7 +146,7 @@ class _Evaluator:
         if self.cache[key] is None:
             return None
         layer, rest = self.cache[key]
-        step = shape.num_layers * layer + rest
+        step = float(shape.num_layers * layer + rest)
         return Candidate(shape, workload, step * workload.tp / workload.tokens, step)
 
 
@@ -299,10 +307,11 @@ def ranked_neighbours(shape: ModelShape, workload: Workload, *, model: CostModel
 
 def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel, params_tol: float = 0.02,
             keep: tuple[str, ...] = (), vary: tuple[str, ...] = (), aspect_band: float = 1.5,
-            top: int = 10, require_fit: bool = True) -> Suggestions:
+            top: int = 5, require_fit: bool = True) -> Suggestions:
     """Shapes near `shape` with parameters within params_tol, ranked by predicted GPU time per token
     at the workload's micro-batch and t; changed micro-batches and t apart (run_changes) unless named
-    in `vary`. gpu: a CostModel, or a GPU (or its name) whose default cost model is used.
+    in `vary`. gpu: a CostModel, or a GPU (or its name) whose default cost model is used. The defaults
+    are suggest's flags' (params_tol 0.02, aspect_band 1.5, top 5): the two list the same shapes.
     require_fit=False ranks shape changes whether they fit on one GPU or not (plan spreads them)."""
     start = time.perf_counter()
     model = cost_model(gpu)
@@ -416,6 +425,11 @@ class SearchResult:
     gpu_memory_bytes: int
     caveats: tuple[str, ...] = ()  # what every price assumes that the GPU does not run (rules.price_caveats)
 
+    def __repr__(self) -> str:  # the shapes listed by name (row() gives each whole)
+        return (f"SearchResult(screened={self.screened}, predicted={self.predicted}, "
+                f"pareto={[c.shape.name for c in self.pareto]!r}, top={[c.shape.name for c in self.top]!r}, "
+                f"model={self.model!r})")
+
     @property
     def memory_bytes(self) -> dict:
         """Per GPU, memory.estimate's, of each shape listed (pareto and top), by its name."""
@@ -450,7 +464,7 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
     vocab = SEARCH_VOCAB.keyword(vocab, "vocab")
     params_tol = PARAMS_TOL.keyword(params_tol, "params_tol")
     top = TOP.keyword(top, "top")
-    if not isinstance(aspect, (tuple, list)) or len(aspect) != 2:
+    if _length(aspect) != 2:  # a tuple, a list or numpy's array of two
         raise ShapewiseError(f"aspect must be two numbers, the lowest and highest hidden/layers, got {aspect!r}")
     aspect = tuple(ASPECT.keyword(a, "aspect") for a in aspect)
     if aspect[0] > aspect[1]:
@@ -529,6 +543,14 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
     return SearchResult(screened, len(candidates), time.perf_counter() - start,
                         screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes), model,
                         capacity_bytes(model.gpu), price_caveats(None, workload, model.gpu))
+
+
+def _length(value) -> int | None:
+    """How many items a sequence holds (numpy's arrays among them: np.array([32, 256]) is two numbers), else None."""
+    try:
+        return len(value) if np.ndim(value) == 1 else None
+    except (TypeError, ValueError):  # no length, or ragged
+        return None
 
 
 # What to use where Megatron-LM's flags fall short: plan has no --emit-config, so it is named by its command.

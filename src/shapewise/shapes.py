@@ -150,6 +150,11 @@ class ModelShape:
     # says so once: a field not compared is neither in STRUCTURAL_FIELDS nor in a store's key (shape_record).
     context: int = dataclasses.field(default=0, compare=False)
 
+    def __repr__(self) -> str:
+        """The fields at other values than their defaults (of some forty): still code that builds it again."""
+        shown = (f for f in dataclasses.fields(self) if f.default is dataclasses.MISSING or getattr(self, f.name) != f.default)
+        return f"ModelShape({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
+
     def __post_init__(self):
         owner = f"model {self.name!r}"
         if not isinstance(self.name, str):

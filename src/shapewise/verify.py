@@ -21,6 +21,7 @@ import functools
 import math
 import random
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from .cost import predict_layer_and_outside, predict_step
@@ -265,6 +266,9 @@ def _checked_shapes(original, candidates, mode: str) -> list[tuple[str, ModelSha
         raise ShapewiseError(f"unknown verify mode {mode!r}: use auto, model or layer")
     if not isinstance(original, (tuple, list)) or len(original) != 2:
         raise ShapewiseError(f"the original must be a (ModelShape, Workload) pair, got {original!r:.200}")
+    if isinstance(candidates, (str, dict)) or not isinstance(candidates, Iterable):
+        raise ShapewiseError(f"candidates must be a list of (label, ModelShape, Workload) triples, got {candidates!r:.200}")
+    candidates = list(candidates)  # a generator is read once: checked here, then measured (it was measured empty)
     if not candidates:
         raise ShapewiseError("nothing to verify: give at least one (label, ModelShape, Workload) candidate")
     for candidate in candidates:
