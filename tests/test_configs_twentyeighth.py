@@ -4,7 +4,9 @@ files leave out a key whose configuration class fills in something that changes 
 key said none: DeepSeek-V2-Lite's copy without q_lora_rank was priced without a query latent, 42,508,800 parameters
 short of the 1536-wide latent DeepseekV2Config builds (and said nothing), and Mistral 7B v0.1's copy without
 sliding_window was priced with full attention where MistralConfig slides a 4096-token window. Both types now fill in
-their classes' defaults where a file leaves the key out; an explicit null still means none."""
+their classes' defaults where a file leaves the key out; an explicit null still means none, and so that the filled-in
+latent widths cannot turn a plain-attention DeepSeek-V2 into a latent one, use_mla false (DeepSeek-VL2's
+DeepseekV2Config) is now read as the plain attention it builds."""
 
 import json
 import warnings
@@ -96,3 +98,13 @@ def test_qwen2_5_vl_3b_reads_its_language_model_tied_with_biases():
     assert (shape.num_layers, shape.hidden, shape.num_heads, shape.num_kv_heads) == (36, 2048, 16, 2)
     assert shape.qkv_bias and shape.tied_embeddings and shape.params == 3_085_938_688
     assert not shape.window and "vision encoder" in said
+
+
+def test_deepseek_v2_with_use_mla_false_reads_plain_attention_whatever_the_defaults(tmp_path):
+    """DeepSeek-VL2's DeepseekV2Config: use_mla false builds multi-head attention, the latent widths unused."""
+    cfg = {**json.loads((ROUND / "deepseek-v2-lite-mlc.json").read_text()), "use_mla": False}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    shape, said = _read(path)
+    assert not shape.kv_lora_rank and not shape.q_lora_rank and shape.head_dim in (None, 128)
+    assert "q_lora_rank" not in said

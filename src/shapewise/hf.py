@@ -414,7 +414,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     _refuse_unmodelled(r)
     guesses: list[str] = []
     notes: list[str] = []
-    if "q_lora_rank" in left_out:  # a latent query its file never names: easy to take for a model without one
+    if "q_lora_rank" in left_out and cfg.get("use_mla") is not False:  # a latent query its file never names
         notes.append(f"it leaves q_lora_rank out, so its configuration class's {cfg['q_lora_rank']}-wide query "
                      "latent is priced (a model without one writes q_lora_rank null)")
     if not nested:  # a nested language config beside a whole top level: the top level is read; a conflict said
@@ -454,6 +454,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
 
     mla = {}
     latent = r.whole(("kv_lora_rank",), "key/value latent width")
+    if latent and r.flag(("use_mla",), True) is False:  # DeepSeek-VL2's DeepseekV2Config: plain attention instead
+        r.used.update(("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+        latent = None
     if latent:
         mla = dict(kv_lora_rank=latent, q_lora_rank=r.whole(("q_lora_rank",), "query latent width") or 0,
                    rope_head_dim=r.whole(("qk_rope_head_dim",), "rotary head dim", required=True),
