@@ -43,9 +43,10 @@ TWENTYFOURTH = CORPUS.parent / "hf-twentyfourth"  # a twenty-fourth's
 TWENTYFIFTH = CORPUS.parent / "hf-twentyfifth"  # a twenty-fifth's
 TWENTYSIXTH = CORPUS.parent / "hf-twentysixth"  # a twenty-sixth's
 TWENTYSEVENTH = CORPUS.parent / "hf-twentyseventh"  # a twenty-seventh's
+TWENTYEIGHTH = CORPUS.parent / "hf-twentyeighth"  # a twenty-eighth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
            FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST, TWENTYSECOND,
-           TWENTYTHIRD, TWENTYFOURTH, TWENTYFIFTH, TWENTYSIXTH, TWENTYSEVENTH)
+           TWENTYTHIRD, TWENTYFOURTH, TWENTYFIFTH, TWENTYSIXTH, TWENTYSEVENTH, TWENTYEIGHTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -221,6 +222,11 @@ PUBLISHED = {
     "molmo-7b-d-0924": 7_615_616_512, "qwen2-audio": "7B", "vila1.5-3b": "2.7B",
     # the twenty-seventh round's (InternVL2's by their llm_config models: Phi-3-mini's "3.8B", InternLM2-1.8B's)
     "wizardcoder-15b-v1.0": "15B", "internvl2-4b": "3.8B", "internvl2-2b": "1.8B", "chatglm3-6b-32k": "6B",
+    # the twenty-eighth round's (GPT-J's is its card's, as ../hf/gpt-j-6b.json's; Phi-1.5's the 1.42B its PhiConfig
+    # file reads as; MiniCPM-V 4.0's and Qwen2.5-VL-3B's their language models' labels)
+    "codefuse-devops-model-7b-chat": "7B", "gpt-j-6b-mlc": 6_053_381_344, "minicpm-v-4": "3B",
+    "mistral-7b-v0.1-mlc": "7B", "phi-1_5-msft": "1.42B", "qwen1.5-0.5b-chat": "0.5B", "qwen1.5-4b-chat": "4B",
+    "qwen1.5-7b-chat": "7B", "qwen2.5-vl-3b-instruct": "3B",
 }
 # Multimodal models whose published count includes the vision encoder shapewise does not price: the
 # language model holds at most that and at least nine tenths of it (the active count as above).
@@ -251,9 +257,11 @@ WITHOUT_EMBEDDINGS = {"minicpmv": "2.4B", "voxtral-mini-3b-2507": "3B", "minicpm
 # tiny-random-PhiModel, a test model of transformers' own, has no published count: it is held to what PhiModel builds
 # and the head shapewise prices beside it (test_twentieth_pass_…).
 # Phi-4-mini-instruct's name gives no size: it is held to what Phi3ForCausalLM builds (test_configs_twentyfourth).
+# mlc-llm's copy of DeepSeek-V2-Lite's file leaves q_lora_rank out, so DeepseekV2Config's 1536-wide query latent is
+# what its class builds, not the published model: it is held to that (test_configs_twentyeighth).
 STRUCTURE_ONLY = {"janus-1.3b", "muse-glimmer-30b", "qwen3-vl-2b-instruct", "internlm-xcomposer-7b-4bit",
                   "phixtral-4x2_8-4bit", "glm-edge-v-5b", "phi-1", "tiny-random-phimodel", "phi-4-mini-instruct",
-                  "falcon-perception"}
+                  "falcon-perception", "deepseek-v2-lite-mlc"}
 SIZE_CLASS = {"falcon-40b": 40e9, "kimi-k2-instruct": 1e12, "devstral-2-123b-instruct": 123e9, "kimi-k2.5": 1e12,
               "kimi-k2-thinking": 1e12, "kimi-k2.6-nvfp4": 1e12, "llada2.0-flash": 100e9,
               "ming-flash-omni-preview": 100e9, "kimi-k2.7-code-nvfp4": 1e12}

@@ -89,8 +89,14 @@ FAMILIES: dict[str, Family] = {
     # sparse indexer, which hf warns of);
     # XVERSE: Llama's (XVERSE-7B writes no kv heads: as many as heads);
     # Qwen2-VL and Qwen2.5-VL: Qwen2's language model beside vision_config
-    **{t: _LLAMA for t in ("llama", "mixtral", "internlm2", "granite", "deepseek_v2", "deepseek_v3", "deepseek_v32",
-                           "kimi_k2", "glm4_moe_lite", "glm_moe_dsa", "xverse")},
+    **{t: _LLAMA for t in ("llama", "mixtral", "internlm2", "granite", "deepseek_v32", "kimi_k2", "glm4_moe_lite",
+                           "glm_moe_dsa", "xverse")},
+    # DeepSeek-V2 and V3: a file that leaves out the latent widths means DeepseekV2Config's and DeepseekV3Config's
+    # (transformers): a 1536-wide query latent among them, which a model without one must write as null
+    # (DeepSeek-V2-Lite's hub file does; mlc-llm's copy of it leaves q_lora_rank out)
+    **{t: replace(_LLAMA, defaults=(("kv_lora_rank", 512), ("q_lora_rank", 1536), ("qk_nope_head_dim", 128),
+                                    ("qk_rope_head_dim", 64), ("v_head_dim", 128)))
+       for t in ("deepseek_v2", "deepseek_v3")},
     # Qwen2 (and its VL models' language model): Llama's layout with biases on q, k and v, which its code puts
     # there whatever the file says; Qwen2-MoE's where its qkv_bias says (Qwen2MoeConfig: true), and its shared
     # expert's output gated (Qwen2MoeSparseMoeBlock's shared_expert_gate)
@@ -230,7 +236,10 @@ FAMILIES: dict[str, Family] = {
     # OLMo (1) normalizes with a LayerNorm that has no weight or bias (OlmoLayerNorm), so shapewise's count
     # runs 2 × hidden per norm high (0.01% of OLMo-7B); the op is a LayerNorm's, not an RMSNorm's.
     "olmo": Family(gated=True, norm="layernorm", bias=False, tied=False, parallel=False),
-    **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, window="all")
+    # MistralConfig and MinistralConfig fill in a 4096-token window where a file leaves sliding_window out (a model
+    # without one writes null, as Mistral 7B v0.2 does)
+    **{t: Family(gated=True, norm="rmsnorm", bias=False, tied=False, parallel=False, window="all",
+                 defaults=(("sliding_window", 4096),) if t != "ministral3" else ())
        for t in ("mistral", "ministral", "ministral3")},
     # layer_types name each layer's attention: sliding or full (gpt-oss alternates; EXAONE 4 and OLMo 3 run
     # three sliding layers to one full); EXAONE 4 and OLMo 3 normalize after each block, with QK-norm

@@ -401,6 +401,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if model_type == "gpt_neo":
         cfg = _gpt_neo_layers_as_layer_types(r)
         r = _Reader(cfg, where, r.used)
+    left_out = [k for k, _ in family.defaults if k not in cfg] if family is not None else []
     if family is not None and family.defaults:  # what the type's configuration class fills in
         cfg = {**dict(family.defaults), **cfg}
         r = _Reader(cfg, where, r.used)
@@ -413,6 +414,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     _refuse_unmodelled(r)
     guesses: list[str] = []
     notes: list[str] = []
+    if "q_lora_rank" in left_out and cfg.get("use_mla") is not False:  # a latent query its file never names
+        notes.append(f"it leaves q_lora_rank out, so its configuration class's {cfg['q_lora_rank']}-wide query "
+                     "latent is priced (a model without one writes q_lora_rank null)")
     if not nested:  # a nested language config beside a whole top level: the top level is read; a conflict said
         for key in (k for k in _NESTED if isinstance(outer.get(k), dict)):
             apart = [f"{k} {outer[key][k]} where the top level says {outer[k]}" for k in (*_HIDDEN, *_LAYERS)
@@ -450,6 +454,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
 
     mla = {}
     latent = r.whole(("kv_lora_rank",), "key/value latent width")
+    if latent and r.flag(("use_mla",), True) is False:  # DeepSeek-VL2's DeepseekV2Config: plain attention instead
+        r.used.update(("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+        latent = None
     if latent:
         mla = dict(kv_lora_rank=latent, q_lora_rank=r.whole(("q_lora_rank",), "query latent width") or 0,
                    rope_head_dim=r.whole(("qk_rope_head_dim",), "rotary head dim", required=True),
