@@ -1,6 +1,9 @@
 """Shared by the command-line tests."""
 
+import warnings
+
 from shapewise.cli import main
+from shapewise.hf import load_config
 
 
 def run(capsys, *argv):
@@ -26,3 +29,11 @@ def interrupt_after(monkeypatch, num_cases: int) -> None:
         return measure(*args, **kwargs)
 
     monkeypatch.setattr(bench, "_measure_one", measure_then_stop)
+
+
+def read_config(path):
+    """The shape a config file reads as, and the warnings said beside it (each one's text after the file's name)."""
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        shape = load_config(path)
+    return shape, [str(w.message).split(": ", 1)[-1] for w in record]

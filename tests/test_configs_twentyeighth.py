@@ -9,9 +9,9 @@ latent widths cannot turn a plain-attention DeepSeek-V2 into a latent one, use_m
 DeepseekV2Config) is now read as the plain attention it builds."""
 
 import json
-import warnings
 from pathlib import Path
 
+from helpers import read_config
 from shapewise.hf import load_config
 
 ROUND = Path(__file__).parent / "data" / "hf-twentyeighth"
@@ -19,10 +19,8 @@ DATA = Path(__file__).parent / "data"
 
 
 def _read(path):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        shape = load_config(path)
-    return shape, " ".join(str(w.message) for w in caught)
+    shape, said = read_config(path)
+    return shape, " ".join(said)
 
 
 def test_deepseek_v2_without_q_lora_rank_builds_its_configuration_classes_query_latent():

@@ -3,11 +3,11 @@ read as, LLaVA's own config.json read by the language model its class names (LLa
 draft head refused."""
 
 import json
-import warnings
 from pathlib import Path
 
 import pytest
 
+from helpers import read_config
 from shapewise.errors import ShapewiseError
 from shapewise.hf import _shape_from_config, load_config
 
@@ -17,10 +17,7 @@ CORPUS = Path(__file__).parent / "data" / "hf"
 
 def _said(stem):
     """The shape a file reads as, and the warnings said beside it (the text after the file's name)."""
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        s = load_config(ROUND / f"{stem}.json")
-    return s, [str(w.message).split(": ", 1)[1] for w in record]
+    return read_config(ROUND / f"{stem}.json")
 
 
 def test_llava_own_qwen2_class_reads_its_language_models_qkv_biases():

@@ -2,11 +2,11 @@
 GLM-4's rule, not guessed; VILA's llm_cfg and Qwen2-Audio's few-key text_config read as nested language models; the
 Qwen thinkers refused in one line; LocateAnything's non-causal attention said."""
 
-import warnings
 from pathlib import Path
 
 import pytest
 
+from helpers import read_config
 from shapewise.errors import ShapewiseError
 from shapewise.hf import load_config
 
@@ -15,10 +15,7 @@ ROUND = Path(__file__).parent / "data" / "hf-twentysixth"
 
 def _said(stem):
     """The shape a file reads as, and the warnings said beside it (the text after the file's name)."""
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        s = load_config(ROUND / f"{stem}.json")
-    return s, [str(w.message).split(": ", 1)[1] for w in record]
+    return read_config(ROUND / f"{stem}.json")
 
 
 def test_glm4v_is_read_by_glm4s_rule_not_guessed():
