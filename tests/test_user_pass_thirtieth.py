@@ -12,6 +12,9 @@
 - `bench layer --json` gave the rows without the predictions its table shows (the layer's predicted ms, per pass),
   where `bench gemm --json` and `bench ops --json` give each row its predicted_ms: each row now carries it, the
   layer's and each op's, as the cost model prices that one call.
+- `results --bench attention --export rows.csv` on a store holding no attention rows warned, then wrote a CSV header
+  alone over rows.csv (an earlier export of that name lost), exit 0; `--import` refuses such a file. An export of no
+  rows (of the bench asked for, or of an empty store) is now refused in one line and writes nothing.
 """
 
 from __future__ import annotations
@@ -116,3 +119,20 @@ def test_bench_layer_json_rows_carry_their_predictions(tmp_path, capsys):
     assert code == 0 and all(r["predicted_ms"] and r["predicted_ms"] > 0 for r in rows)
     layer = next(r for r in rows if r["bench"] == "layer")
     assert f"{layer['predicted_ms']:.3f}" in table  # the table's predicted ms, the same number
+
+
+def test_an_export_of_no_rows_is_refused_and_leaves_the_file_as_it_was(tmp_path, capsys):
+    db = tmp_path / "r.db"
+    code, _, err = run(capsys, "bench", "gemm", "-m", "8", "-n", "8", "-k", "8", *MEASURE, "--db", str(db))
+    assert code == 0, err
+    kept = tmp_path / "rows.csv"
+    kept.write_text("an earlier export\n")
+    code, out, err = run(capsys, "results", "--db", str(db), "--bench", "attention", "--export", str(kept))
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "nothing to export" in err, err
+    assert kept.read_text() == "an earlier export\n"
+    from shapewise.store import Store
+
+    with Store(tmp_path / "empty.db") as store:
+        with pytest.raises(ValueError, match="holds no rows: nothing to export"):
+            store.export(tmp_path / "new.json", fmt="json")
+    assert not (tmp_path / "new.json").exists()
