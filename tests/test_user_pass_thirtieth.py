@@ -15,6 +15,9 @@
 - `results --bench attention --export rows.csv` on a store holding no attention rows warned, then wrote a CSV header
   alone over rows.csv (an earlier export of that name lost), exit 0; `--import` refuses such a file. An export of no
   rows (of the bench asked for, or of an empty store) is now refused in one line and writes nothing.
+- `bench ops --json` gave each op's time for one call but not how many calls a step makes, nor which op a row was
+  (mlp/up and mlp/gate of one shape are one case): the step its table sums ("step, measured op by op") could not be
+  summed from it. Each row now carries its case's label (as bench layer's rows do), and bench ops' its op's count.
 """
 
 from __future__ import annotations
@@ -136,3 +139,20 @@ def test_an_export_of_no_rows_is_refused_and_leaves_the_file_as_it_was(tmp_path,
         with pytest.raises(ValueError, match="holds no rows: nothing to export"):
             store.export(tmp_path / "new.json", fmt="json")
     assert not (tmp_path / "new.json").exists()
+
+
+def test_bench_ops_json_sums_to_the_step_its_table_says(tmp_path, capsys):
+    config = tmp_path / "tiny.json"
+    config.write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 256, "max_position_embeddings": 128}))
+    args = ["bench", "ops", "--config", str(config), "-b", "1", "-s", "8", "--mode", "prefill", *MEASURE,
+            "--db", str(tmp_path / "r.db")]
+    code, table, _ = run(capsys, *args)
+    assert code == 0
+    code, out, _ = run(capsys, *args, "--json")
+    rows = json.loads(out)
+    assert code == 0 and {r["count"] for r in rows} >= {1, 2}
+    assert any(r["label"].startswith("op mlp/gate") for r in rows) and any(r["label"].startswith("op mlp/up") for r in rows)
+    step = sum(r["median_ms"] * r["count"] for r in rows)
+    assert f"step, measured op by op: {step:,.2f} ms" in table

@@ -36,17 +36,19 @@ def _timing(args) -> dict:
                 cuda_graph=args.cuda_graph)
 
 
-def _render_sweep(args, bench) -> int:
+def _render_sweep(args, bench, extra=None) -> int:
     """One row per case: measured median and spread, rate, and the prediction beside it (and, where
-    the bench named them, the kernels the case ran)."""
+    the bench named them, the kernels the case ran). extra: fields of each row's JSON, in the rows' order."""
     from rich.table import Table
 
     from ..cases import kernel_label
 
     kernels = bench.kernels
     if args.json:
-        print(json.dumps([{**row, "predicted_ms": predicted, **(kernels or {}).get(case.key, {})}
-                          for case, row, predicted in bench.rows], indent=2, default=str))
+        print(json.dumps([{**row, "label": case.label, "predicted_ms": predicted, **(kernels or {}).get(case.key, {}),
+                           **more}
+                          for (case, row, predicted), more in zip(bench.rows, extra or [{}] * len(bench.rows))],
+                         indent=2, default=str))
     else:
         table = Table(show_edge=False, pad_edge=False, header_style="bold")
         columns = ("case", "measured ms", "IQR", "TFLOP/s", "GB/s", "predicted ms", "error") + (("kernels",) if kernels else ())
@@ -314,7 +316,8 @@ def run_bench_ops(args) -> int:
     with open_store(args) as store:
         bench = bench_ops(shape, workload, store=store, gpu=args.gpu, **_timing(args))
     rank0_only(bench.sweep)
-    status = _render_sweep(args, bench)
+    # each op's calls a step, which the step line multiplies by and the case (one call) does not hold
+    status = _render_sweep(args, bench, [{"count": op.count} for op in bench.ops])
     if not args.json:
         measured_ms, predicted_ms = bench.step_ms()
         failed = sum(row.get("error") is not None for _, row, _ in bench.rows)
