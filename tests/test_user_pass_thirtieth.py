@@ -18,6 +18,15 @@
 - `bench ops --json` gave each op's time for one call but not how many calls a step makes, nor which op a row was
   (mlp/up and mlp/gate of one shape are one case): the step its table sums ("step, measured op by op") could not be
   summed from it. Each row now carries its case's label (as bench layer's rows do), and bench ops' its op's count.
+
+Found consistent: bench gemm/bmm/attention/ops/layer's refusals of zero, negative, NaN and huge dims, budgets and
+warm-ups, unknown devices and GPUs, fp8 outside the nt layout and in a model's layer or ops, CUDA-only backends and
+--kernels on the CPU, kv heads that do not divide the heads, and a sweep none of whose cases fits (each one line, exit
+2); a case too big for the device recorded with its reason beside measured ones, and in --json; CPU times beside a
+GPU's predictions said once, in bench, validate --quick and verify; calibrate --quick --device cpu fitting nothing
+without --gpu, installing nothing with it, and refusing --out where nothing is fitted; an interrupted bench layer and
+bench ops --json (what was measured kept, the layer's ops not measured counted, exit 130); results' export, import
+(CSV and JSON, a bench --json output too) and --check of a store with failed rows; bench comm under torchrun on gloo.
 """
 
 from __future__ import annotations
