@@ -72,7 +72,8 @@ def test_results_bench_is_checked_and_filters_the_table(capsys, store, tmp_path)
     code, _, err = run(capsys, "results", "--db", store, "--bench", "foo")
     assert code == 2 and one_error(err) and "no such bench" in err and "it holds bmm, gemm" in err
     code, _, err = run(capsys, "results", "--db", store, "--bench", "kernels", "--export", str(tmp_path / "k.json"))
-    assert code == 0 and "warning" in err and "no rows of that bench" in err  # a bench this store has none of
+    # a bench this store has none of: nothing to export, refused (an export of no rows is a file --import refuses)
+    assert code == 2 and one_error(err) and "no rows of that bench" in err and not (tmp_path / "k.json").exists()
     code, _, err = run(capsys, "results", "--db", store, "--bench", "foo", "--export", str(tmp_path / "x.csv"))
     assert code == 2 and not (tmp_path / "x.csv").exists()
     code, out, _ = run(capsys, "results", "--db", store, "--bench", "gemm")

@@ -28,6 +28,7 @@ from .ops import BMM, COMM, FLASH, GEMM, MEMORY, attention_op
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
                  "math": "MATH"}
 MIN_REPS = 10  # samples per case at the least, however slow the op: a median of fewer is not worth keeping
+MAX_REPS = 1000  # and at the most, however fast: past it a longer --budget-ms adds no sample
 
 
 # ---- builders: inputs and the function to time -----------------------------------------------
@@ -80,13 +81,15 @@ def _fwd_bwd(torch, forward, leaves, dout):
 
 
 def _attention(torch, device, *, batch, heads, kv_heads, q_len, kv_len, head_dim, causal, backend, pass_,
-               dtype):
+               dtype, v_dim=0):
+    """v_dim: the values' head dim where it is not the queries' and keys' (latent attention's 128 beside 192)."""
     import torch.nn.functional as F
 
     train = pass_ != "fwd"
+    v_dim = v_dim or head_dim
     q = _randn(torch, device, batch, heads, q_len, head_dim, dtype=dtype, requires_grad=train)
     k = _randn(torch, device, batch, kv_heads, kv_len, head_dim, dtype=dtype, requires_grad=train)
-    v = _randn(torch, device, batch, kv_heads, kv_len, head_dim, dtype=dtype, requires_grad=train)
+    v = _randn(torch, device, batch, kv_heads, kv_len, v_dim, dtype=dtype, requires_grad=train)
     context = contextlib.nullcontext  # a factory: the sweep enters its own context around the timing
     if backend == "unfused":
         def forward():  # score BMM, mask, softmax, BMM over V: what attention costs without fusion
@@ -107,7 +110,7 @@ def _attention(torch, device, *, batch, heads, kv_heads, q_len, kv_len, head_dim
 
             def context():
                 return sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[backend]))
-    dout = _randn(torch, device, batch, heads, q_len, head_dim, dtype=dtype)
+    dout = _randn(torch, device, batch, heads, q_len, v_dim, dtype=dtype)
     with context():  # backend choice happens at call time; build the backward-only graph inside it too
         fn = _attention_pass(torch, forward, (q, k, v), dout, pass_)
     return fn, context()
@@ -120,7 +123,7 @@ def _attention_pass(torch, forward, inputs, dout, pass_: str):
     return _fwd_bwd(torch, forward, inputs, dout) if pass_ == "fwdbwd" else _backward_only(torch, forward, inputs, dout)
 
 
-def _window_attention(torch, device, *, heads, kv_heads, seq, head_dim, window, pass_, dtype):
+def _window_attention(torch, device, *, heads, kv_heads, seq, head_dim, window, pass_, dtype, v_dim=0):
     """Causal attention in which each query sees only the last `window` keys (sliding-window layers),
     as a kernel that skips the blocks outside the band runs it: on a GPU torch's FlexAttention with a
     sliding-window block mask, compiled (SDPA has no window; a mask would compute the whole matrix).
@@ -129,8 +132,10 @@ def _window_attention(torch, device, *, heads, kv_heads, seq, head_dim, window, 
     import torch.nn.functional as F
 
     train = pass_ != "fwd"
+    v_dim = v_dim or head_dim
     q = _randn(torch, device, 1, heads, seq, head_dim, dtype=dtype, requires_grad=train)
-    k, v = (_randn(torch, device, 1, kv_heads, seq, head_dim, dtype=dtype, requires_grad=train) for _ in range(2))
+    k = _randn(torch, device, 1, kv_heads, seq, head_dim, dtype=dtype, requires_grad=train)
+    v = _randn(torch, device, 1, kv_heads, seq, v_dim, dtype=dtype, requires_grad=train)
     gqa = kv_heads != heads
     if str(device).startswith("cuda"):
         from .layers import compiled_flex, window_block_mask
@@ -145,7 +150,7 @@ def _window_attention(torch, device, *, heads, kv_heads, seq, head_dim, window, 
 
         def forward():
             return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=gqa)
-    dout = _randn(torch, device, 1, heads, seq, head_dim, dtype=dtype)
+    dout = _randn(torch, device, 1, heads, seq, v_dim, dtype=dtype)
     return _attention_pass(torch, forward, (q, k, v), dout, pass_), contextlib.nullcontext()
 
 
@@ -245,10 +250,10 @@ def build(case: Case, device: str):
             if p.get("window"):
                 return _window_attention(torch, device, heads=p["batch"], kv_heads=p["batch"] // p["groups"],
                                          seq=p["m"], head_dim=p["k"], window=p["window"], pass_=p["pass_"],
-                                         dtype=p["dtype"])
+                                         dtype=p["dtype"], v_dim=p.get("v_dim", 0))
             return _attention(torch, device, batch=1, heads=p["batch"], kv_heads=p["batch"] // p["groups"],
                               q_len=p["m"], kv_len=p["n"], head_dim=p["k"], causal=p["causal"], backend="default",
-                              pass_=p["pass_"], dtype=p["dtype"])
+                              pass_=p["pass_"], dtype=p["dtype"], v_dim=p.get("v_dim", 0))
         if p["kind"] == MEMORY:
             return _memory_op(torch, device, p, p["dtype"]), contextlib.nullcontext()
     raise ShapewiseError(f"unknown benchmark {case.bench!r}")
@@ -386,7 +391,8 @@ def sweep(cases: list[Case], *, store, device: str = "cuda", warmup_ms: float = 
     todo = [c for c in unique if keys[id(c)] not in done]
     mine = todo[rank::world]
     result = SweepResult([], skipped=len(unique) - len(todo), environment=env, rank=rank, world=world)
-    timing = dict(warmup_ms=warmup_ms, budget_ms=budget_ms, min_reps=MIN_REPS, cuda_graph=cuda_graph)
+    timing = dict(warmup_ms=warmup_ms, budget_ms=budget_ms, min_reps=MIN_REPS, max_reps=MAX_REPS,
+                  cuda_graph=cuda_graph)
     records, lost = [], []
     try:
         with progress_bar(progress and rank == 0, len(mine)) as advance:
@@ -697,13 +703,14 @@ class LayerBench:
     passes: list  # of LayerPass
     sweep: SweepResult | None = None  # every case measured; None for a tensor-parallel layer (rank 0's rows)
     rank: int = 0
+    predicted: dict = field(default_factory=dict)  # case key -> the cost model's ms of one call (the layer's, each op's)
 
 
 def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, params=None, **timing) -> LayerBench:
     """One transformer layer, forward+backward and forward (train) or forward (prefill), measured whole
     and op by op, beside its prediction. At t > 1, the tensor-parallel layer across the ranks torchrun
     started (distributed.bench_tp_layer), collectives included."""
-    from .cases import op_case, predict_case
+    from .cases import op_case, predict_cases
     from .ops import layer_ops
     from .shapes import shape_record
 
@@ -728,12 +735,13 @@ def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, param
     ops = {pass_: layer_ops(shape, workload.replace(mode="train" if pass_ == "fwdbwd" else "prefill"))
            for pass_ in passes}
     op_cases = {(op.label, pass_): op_case(op, workload.dtype) for pass_ in passes for op in ops[pass_]}
-    result = sweep(list(layers.values()) + list(op_cases.values()), store=store, device=device, **timing)
+    cases = list(layers.values()) + list(op_cases.values())
+    result = sweep(cases, store=store, device=device, **timing)
     if result.rank != 0:
         return LayerBench([], result, rank=result.rank)
     measured = {id(case): row for case, row in result.rows}
     gpu = _predicting_for(result.environment, gpu)
-    model = _model(gpu, params)
+    predicted = dict(zip((c.key for c in cases), predict_cases(cases, gpu=_model(gpu, params)))) if gpu else {}
     out = []
     for pass_, case in layers.items():
         row = measured.get(id(case)) or {}
@@ -743,8 +751,8 @@ def bench_layer(shape, workload, *, store, device: str = "cuda", gpu=None, param
         whole = row.get("median_ms") if row and row.get("error") is None else None
         out.append(LayerPass(pass_, whole, row.get("error", "not measured") if whole is None else None,
                              sum(r["median_ms"] * op.count for op, r in ok), len(op_rows) - len(ok) - missing,
-                             predict_case(case, gpu=model) if gpu else None, missing))
-    return LayerBench(out, result)
+                             predicted.get(case.key), missing))
+    return LayerBench(out, result, predicted=predicted)
 
 
 def _layer_ms(shape, workload, gpu, params) -> float | None:

@@ -118,6 +118,8 @@ def op_case(op: Op, dtype: str) -> Case:
                   shape=op.shape_text)
     if op.window:  # only where a window bounds the work: every other op's key stays as it was
         params["window"] = op.window
+    if op.v_dim:  # only where values are narrower or wider than keys (latent attention), likewise
+        params["v_dim"] = op.v_dim
     return Case("op", params, flops=float(op.flops) or None, bytes=float(op.bytes))
 
 
@@ -126,7 +128,7 @@ def op_from_case(params: dict, *, flops: float | None, nbytes: float) -> Op:
     return Op(params["label"].split(".")[0], params["pass_"], params["kind"], 1, round(flops or 0), round(nbytes),
               m=params["m"], n=params["n"], k=params["k"], batch=params["batch"], layout=params["layout"],
               causal=params["causal"], groups=params["groups"], family=params.get("family", ""),
-              window=params.get("window", 0))
+              window=params.get("window", 0), v_dim=params.get("v_dim", 0))
 
 
 

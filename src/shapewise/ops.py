@@ -52,6 +52,7 @@ class Op:
     causal: bool = False  # flash only: m is the query length, n the key length, k the head dim
     groups: int = 1  # flash only: query heads per kv head (grouped-query attention)
     window: int = 0  # flash only: each query sees only the last `window` keys (sliding window); 0: all
+    v_dim: int = 0  # flash only: the value head dim where it is not k's (latent attention: 192 and 128); 0: k
     # Memory ops: m rows of n values, and the kind of kernel, whose speeds differ: copy, add,
     # layernorm, rmsnorm, act, glu, softmax, loss, embed (whose table has k rows) or rope (heads of k).
     family: str = ""
@@ -169,7 +170,8 @@ def attention_op(pass_: str, *, seqs: int, heads: int, kv_heads: int, q_len: int
         flops, nbytes = fwd_flops * 5 // 2, 2 * (q_bytes + o_bytes + kv_bytes)
     bounding = window if causal and 0 < window < q_len else 0  # a window at least the sequence long bounds nothing
     return Op(name, pass_, FLASH, count=count, flops=flops, bytes=nbytes, m=q_len, n=kv_len, k=head_dim,
-              batch=seqs * heads, causal=causal, groups=groups, window=bounding)
+              batch=seqs * heads, causal=causal, groups=groups, window=bounding,
+              v_dim=v_dim if v_dim != head_dim else 0)
 
 
 def attended_pairs(q_len: int, kv_len: int, *, causal: bool, window: int) -> int:

@@ -537,11 +537,15 @@ class Store:
         q75_ms, iqr_ms, num_reps, flops, bytes, tflops, gbps, error, gpu_name, driver, torch, cuda, cublas,
         created_utc. The prefix keeps a parameter from clashing with a fixed column (a parameter
         named "key" or "bytes" would otherwise do so). Samples and metrics are in JSON only.
+        No rows to write (none of `bench`, or none at all) is refused, and nothing is written.
         """
         if fmt not in EXPORT_FORMATS:
             raise ShapewiseError(f"unsupported export format {fmt!r}: use one of {', '.join(EXPORT_FORMATS)}")
         rows, self.unreadable_rows = self._readable_rows(bench)
         path = Path(path).expanduser()
+        if not rows:  # a header alone, which --import refuses, and over a file of that name perhaps an earlier export
+            what = f"no rows of bench {bench}" if bench else "no rows"
+            raise ShapewiseError(f"the results store {self.path} holds {what}: nothing to export, {path} not written")
         # Written beside it and renamed: a write that fails halfway leaves no truncated export behind.
         partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
         try:

@@ -36,17 +36,19 @@ def _timing(args) -> dict:
                 cuda_graph=args.cuda_graph)
 
 
-def _render_sweep(args, bench) -> int:
+def _render_sweep(args, bench, extra=None) -> int:
     """One row per case: measured median and spread, rate, and the prediction beside it (and, where
-    the bench named them, the kernels the case ran)."""
+    the bench named them, the kernels the case ran). extra: fields of each row's JSON, in the rows' order."""
     from rich.table import Table
 
     from ..cases import kernel_label
 
     kernels = bench.kernels
     if args.json:
-        print(json.dumps([{**row, "predicted_ms": predicted, **(kernels or {}).get(case.key, {})}
-                          for case, row, predicted in bench.rows], indent=2, default=str))
+        print(json.dumps([{**row, "label": case.label, "predicted_ms": predicted, **(kernels or {}).get(case.key, {}),
+                           **more}
+                          for (case, row, predicted), more in zip(bench.rows, extra or [{}] * len(bench.rows))],
+                         indent=2, default=str))
     else:
         table = Table(show_edge=False, pad_edge=False, header_style="bold")
         columns = ("case", "measured ms", "IQR", "TFLOP/s", "GB/s", "predicted ms", "error") + (("kernels",) if kernels else ())
@@ -76,15 +78,20 @@ def _render_sweep(args, bench) -> int:
 def _warn_wide(rows) -> None:
     """One warning line for the measured rows whose spread (IQR over median) is past measure.WIDE_REL_IQR:
     their medians are not to be trusted to that share."""
+    from ..bench import MAX_REPS
     from ..measure import WIDE_REL_IQR
 
     timed = [r for r in rows if r.get("error") is None and r.get("median_ms")]
     wide = [r for r in timed if r.get("iqr_ms") is not None and r["iqr_ms"] > WIDE_REL_IQR * r["median_ms"]]
     if wide:
         worst = max(r["iqr_ms"] / r["median_ms"] for r in wide)
+        # A case already at the most repetitions a case runs gains none from a longer budget: say so, not "too short".
+        why = ("too short a --budget-ms" if any((r.get("num_reps") or 0) < MAX_REPS for r in wide) else
+               f"not the budget: {'it' if len(wide) == 1 else 'each'} ran the most repetitions a case runs "
+               f"({MAX_REPS:,}), which a longer --budget-ms does not raise")
         warn(f"{len(wide)} of {len(timed)} cases measured with a spread (IQR) over {WIDE_REL_IQR:.0%} of their "
              f"median (up to {worst:.0%}): those medians are not to be trusted to {WIDE_REL_IQR:.0%}; a busy or "
-             f"throttling device, or too short a --budget-ms (each row's IQR is in the table and the store)")
+             f"throttling device, or {why} (each row's IQR is in the table and the store)")
 
 
 def add_gemm(kinds) -> None:
@@ -251,7 +258,9 @@ def _render_layer(args, shape, workload, layer) -> int:
     result = layer.sweep
     rows = {row["id"]: (case, row) for case, row in result.rows}.values()  # an op of both passes: one row
     if args.json:
-        print(json.dumps([{**row, "label": case.label} for case, row in rows], indent=2, default=str))
+        # each row beside its prediction, as bench gemm's and bench ops' rows are: the table's predicted ms
+        print(json.dumps([{**row, "label": case.label, "predicted_ms": layer.predicted.get(case.key)}
+                          for case, row in rows], indent=2, default=str))
         _warn_wide(row for _, row in rows)
         if result.interrupted:  # as _render_sweep: the JSON holds rows only
             warn(f"interrupted: {result.summary()}")
@@ -307,7 +316,8 @@ def run_bench_ops(args) -> int:
     with open_store(args) as store:
         bench = bench_ops(shape, workload, store=store, gpu=args.gpu, **_timing(args))
     rank0_only(bench.sweep)
-    status = _render_sweep(args, bench)
+    # each op's calls a step, which the step line multiplies by and the case (one call) does not hold
+    status = _render_sweep(args, bench, [{"count": op.count} for op in bench.ops])
     if not args.json:
         measured_ms, predicted_ms = bench.step_ms()
         failed = sum(row.get("error") is not None for _, row, _ in bench.rows)

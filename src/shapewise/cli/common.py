@@ -293,6 +293,7 @@ def add_measure_args(p: argparse.ArgumentParser, *, gpu: bool | str = True, mkdi
     store's folder (open_store); graph: --cuda-graph; rows: --json, for a command that prints rows."""
     if gpu:
         p.add_argument("--gpu", help=GPU_TO_PREDICT if gpu is True else gpu)
+    from ..bench import MAX_REPS, MIN_REPS
     from ..limits import BUDGET_MS, WARMUP_MS
 
     add_device_arg(p)
@@ -302,7 +303,8 @@ def add_measure_args(p: argparse.ArgumentParser, *, gpu: bool | str = True, mkdi
     # harness and repeated within 0.7% on an H200 (benchmarks/RESULTS.md).
     p.add_argument("--warmup-ms", type=WARMUP_MS.arg, default=3.0, help="warm-up time per case, in ms")
     p.add_argument("--budget-ms", type=BUDGET_MS.arg, default=10.0,
-                   help="time for the timed repetitions per case, in ms (at least 10 repetitions)")
+                   help=f"time for the timed repetitions per case, in ms (at least {MIN_REPS} repetitions, at most "
+                        f"{MAX_REPS:,})")
     if graph:
         p.add_argument("--cuda-graph", action="store_true",
                        help="time replays of a CUDA graph of 20 calls: for ops of a few microseconds")

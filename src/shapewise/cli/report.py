@@ -45,10 +45,10 @@ def add_results(sub) -> None:
     p.set_defaults(run=run_results)
 
 
-def _check_bench(store, bench: str) -> None:
+def _check_bench(store, bench: str, *, export=None) -> None:
     """--bench names a bench: refused when shapewise writes none of that name, said when the store
-    holds none of its rows (a damaged store, whose summary does not read, is not checked: its export
-    saves what still reads)."""
+    holds none of its rows, and then refused where they were to be exported (a damaged store, whose summary does
+    not read, is not checked: its export saves what still reads)."""
     try:
         held = store.summary()["benches"]
     except ShapewiseError:
@@ -56,6 +56,9 @@ def _check_bench(store, bench: str) -> None:
     holds = f"it holds {', '.join(held)}" if held else "it holds no rows"
     if bench not in held and bench not in BENCHES:
         raise ShapewiseError(f"--bench {bench}: no such bench; use one of {', '.join(BENCHES)} ({holds})")
+    if bench not in held and export is not None:
+        raise ShapewiseError(f"--bench {bench}: the results store {store.path} has no rows of that bench ({holds}): "
+                             f"nothing to export, {export} not written")
     if bench not in held:
         warn(f"--bench {bench}: the results store {store.path} has no rows of that bench; {holds}")
 
@@ -112,7 +115,7 @@ def run_results(args) -> int:
                              "`shapewise calibrate` make a store")
     with Store(args.db, read_only=True) as store:
         if args.bench is not None:
-            _check_bench(store, args.bench)
+            _check_bench(store, args.bench, export=target)
         if target is not None:
             count = store.export(target, fmt=fmt, bench=args.bench)
             print(f"wrote {_count(count, 'row')} to {target}")
