@@ -18,7 +18,9 @@ def test_the_fifteenth_h100s_judgement_is_what_results_says():
     out = run("--card", "h100-judges-31:31:-:tests/data/hf")
     assert out.returncode == 0, out.stderr
     line = next(line for line in out.stdout.splitlines() if line.startswith("h100-judges-31 (31)"))
-    assert line.split()[2:] == ["+2.0%", "8", "of", "66,", "3.0%", "|", "7", "of", "66,", "3.4%", "|", "5", "of", "66,",
+    # 64 of its 66 steps judged whole since DeepSeek's attention is measured with its values' width (the run's two
+    # DeepSeek-V3 calls measured the wider op): the same steps off, 8, 7 and 5
+    assert line.split()[2:] == ["+2.0%", "8", "of", "64,", "3.0%", "|", "7", "of", "64,", "3.4%", "|", "5", "of", "64,",
                                 "2.5%"]
 
 
