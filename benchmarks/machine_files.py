@@ -38,8 +38,12 @@ def _read(path) -> dict:
 def machine_params(path) -> dict[str, float]:
     """Every machine_* parameter of a machine file, whole or factors only, read as shapewise reads a
     profile's (one left out is the spec's; a file without machine_stream has machine_gemm's)."""
-    held = _read(path)["params"]
-    params = _params_from_json({k: v for k, v in held.items() if k in MACHINE}, str(path))  # shapewise's own reading
+    return _machine_params(_read(path), str(path))
+
+
+def _machine_params(data: dict, where: str) -> dict[str, float]:
+    held = data["params"]
+    params = _params_from_json({k: v for k, v in held.items() if k in MACHINE}, where)  # shapewise's own reading
     return {name: getattr(params, name) for name in MACHINE}
 
 
@@ -66,22 +70,22 @@ def machine_profile_at(path, gpu: str = "h100"):
                                borrowed_for="")
 
 
-def slimmed(path) -> dict:
+def slimmed(data: dict, where: str) -> dict:
     """A whole machine profile as its factors only: no table it shares with the profile it was fitted on top of."""
-    data = _read(path)
     fit = data.get("fit", {})
     keep = ("machine", "borrowed_from", "dtype")
     return {"format": FACTORS_ONLY, "about": SLIMMED, "gpu": data["gpu"], "environment": data.get("environment", {}),
-            "created_utc": data.get("created_utc", ""), "params": machine_params(path),
+            "created_utc": data.get("created_utc", ""), "params": _machine_params(data, where),
             "fit": {k: fit[k] for k in keep if k in fit}}
 
 
 def main(paths: list[str]) -> int:
     for path in paths:
-        if _read(path).get("format") != FORMAT:
+        data = _read(path)
+        if data.get("format") != FORMAT:
             print(f"{path}: not a whole profile, left as it is")
             continue
-        before, factors = Path(path).stat().st_size, slimmed(path)
+        before, factors = Path(path).stat().st_size, slimmed(data, str(path))
         opener = gzip.open if str(path).endswith(".gz") else open
         with opener(path, "wt", encoding="utf-8") as f:
             json.dump(factors, f, indent=1)

@@ -31,9 +31,10 @@ def interrupt_after(monkeypatch, num_cases: int) -> None:
     monkeypatch.setattr(bench, "_measure_one", measure_then_stop)
 
 
-def read_config(path):
-    """The shape a config file reads as, and the warnings said beside it (each one's text after the file's name)."""
+def read_config(path, stem: str | None = None):
+    """The shape a config file (path, or a folder and the file's stem) reads as, and the warnings said beside it
+    (each one's text after the file's name)."""
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        shape = load_config(path)
+        shape = load_config(path / f"{stem}.json" if stem else path)
     return shape, [str(w.message).split(": ", 1)[-1] for w in record]

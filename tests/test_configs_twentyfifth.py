@@ -15,16 +15,11 @@ ROUND = Path(__file__).parent / "data" / "hf-twentyfifth"
 CORPUS = Path(__file__).parent / "data" / "hf"
 
 
-def _said(stem):
-    """The shape a file reads as, and the warnings said beside it (the text after the file's name)."""
-    return read_config(ROUND / f"{stem}.json")
-
-
 def test_llava_own_qwen2_class_reads_its_language_models_qkv_biases():
     # LLaVA-OneVision's own file: model_type "llava", Qwen2's keys at the top level, LlavaQwenForCausalLM, which
     # LLaVA-NeXT's code builds on Qwen2ForCausalLM (biases on q, k and v whatever the file says). Read by the first
     # LLaVA's Llama rule it was counted 129,024 short (28 × (3584 + 2 × 512)) and its layer built without them
-    s, said = _said("llava-onevision-qwen2-7b-ov")
+    s, said = read_config(ROUND, "llava-onevision-qwen2-7b-ov")
     assert said == ["llava is multimodal; shapewise prices its language model only, not its vision encoder "
                     "(mm_vision_tower)"]
     assert (s.qkv_bias, s.bias, s.num_kv_heads, s.ffn, s.tied_embeddings, s.context) == (True, False, 4, 18944,
@@ -42,12 +37,12 @@ def test_llava_own_qwen2_class_reads_its_language_models_qkv_biases():
 
 def test_llava_16_and_internvl_read_their_language_models():
     # LLaVA-1.6 Vicuna-13B's own file (LlavaLlamaForCausalLM): Vicuna-13B v1.5's layers, Llama 2 13B's count
-    s, said = _said("llava-v1.6-vicuna-13b")
+    s, said = read_config(ROUND, "llava-v1.6-vicuna-13b")
     assert said == ["llava is multimodal; shapewise prices its language model only, not its vision encoder "
                     "(mm_vision_tower)"]
     assert (s.params, s.qkv_bias, s.context) == (13_015_864_320, False, 4096)
     # InternVL2.5-2B (internvl_chat): its llm_config, InternLM2.5-1.8B-chat, packed wqkv, no biases, untied
-    s, said = _said("internvl2.5-2b")
+    s, said = read_config(ROUND, "internvl2.5-2b")
     assert said == ["internvl_chat is multimodal; shapewise prices its language model (llm_config) only, not its "
                     "vision encoder (vision_config)"]
     h, kv, f, L, V = 2048, 1024, 8192, 24, 92553
@@ -62,7 +57,7 @@ def test_llava_16_and_internvl_read_their_language_models():
     ("llama-3.1-8b-instruct-fp8-dynamic", "compressed-tensors, 8-bit weights", 8_030_261_248, 131072),
 ])
 def test_the_quantized_checkpoints_read_as_their_models_and_say_so(stem, method, params, context):
-    s, said = _said(stem)
+    s, said = read_config(ROUND, stem)
     assert (s.params, s.context) == (params, context)
     assert len(said) == 1 and said[0].startswith(f"its checkpoint is quantized ({method}, quantization_config)")
 

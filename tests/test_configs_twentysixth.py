@@ -13,14 +13,9 @@ from shapewise.hf import load_config
 ROUND = Path(__file__).parent / "data" / "hf-twentysixth"
 
 
-def _said(stem):
-    """The shape a file reads as, and the warnings said beside it (the text after the file's name)."""
-    return read_config(ROUND / f"{stem}.json")
-
-
 def test_glm4v_is_read_by_glm4s_rule_not_guessed():
     # read as an unknown type it was guessed biases on every linear and two norms a layer (9,401,374,720)
-    s, said = _said("glm4v")
+    s, said = read_config(ROUND, "glm4v")
     assert said == ["glm4v is multimodal; shapewise prices its language model only, not its vision encoder "
                     "(vision_config)"]
     h, kv, f, L, V = 4096, 256, 13696, 40, 151552
@@ -31,12 +26,12 @@ def test_glm4v_is_read_by_glm4s_rule_not_guessed():
 
 def test_vila_llm_cfg_and_qwen2_audio_text_config_are_read_as_language_models():
     # both were refused ("no layer count found", "no hidden size found")
-    s, said = _said("vila1.5-3b")
+    s, said = read_config(ROUND, "vila1.5-3b")
     assert said == ["llava_llama is multimodal; shapewise prices its language model (llm_cfg) only, not its vision "
                     "encoder (vision_tower_cfg)"]
     assert (s.hidden, s.num_layers, s.vocab, s.params) == (2560, 32, 32000, 2_701_560_320)
     # Qwen2-Audio's text_config names its MLP width and vocabulary; Qwen2Config's defaults are the rest
-    s, said = _said("qwen2-audio")
+    s, said = read_config(ROUND, "qwen2-audio")
     assert said == ["qwen2_audio is multimodal; shapewise prices its language model (text_config) only, not its "
                     "audio encoder (audio_config)"]
     h, f, L, V = 4096, 11008, 32, 156032
@@ -56,7 +51,7 @@ def test_a_thinker_is_refused_in_one_line(stem, said):
 
 
 def test_attention_that_is_not_causal_is_said():
-    s, said = _said("locateanything")
+    s, said = read_config(ROUND, "locateanything")
     assert said[0] == ("its attention is not causal (causal_attn false, block_size 6): shapewise prices causal "
                        "attention, about half the attention work of one that is not")
     assert (s.num_layers, s.num_kv_heads, s.tied_embeddings, s.qkv_bias) == (36, 2, True, True)

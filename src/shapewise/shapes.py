@@ -11,7 +11,7 @@ import numbers
 import os
 from dataclasses import dataclass
 
-from .dtypes import DTYPE_BYTES
+from .dtypes import DTYPE_BYTES, activation_dtype
 from .errors import ShapewiseError, check_name, listed, warn
 from .limits import FIELDS, SEQ, check_tokens
 
@@ -450,7 +450,8 @@ class Workload:
         """The KV cache's dtype as priced: "auto" is the activations' (an fp8 step's bf16, a tf32 step's fp32)."""
         if self.kv_cache_dtype != "auto":
             return self.kv_cache_dtype
-        return {"fp8": "bf16", "tf32": "fp32"}.get(self.dtype, self.dtype)
+        held = activation_dtype(self.dtype)  # an fp8 step's activations are bf16; tf32 is a math mode on fp32 values
+        return "fp32" if held == "tf32" else held
 
     @property
     def kv_cache_bytes(self) -> int:
