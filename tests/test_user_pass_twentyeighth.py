@@ -86,6 +86,10 @@ def test_a_cache_read_by_batched_gemms_is_said(capsys):
     assert code == 0 and "unfused attention's batched GEMMs read it in bf16" in err
     code, _, err = run(capsys, "check", "llama3-8b", "--mode", "decode", "--kv-cache-dtype", "fp8")
     assert code == 0 and "batched GEMMs" not in err
+    # The fused decoding kernel's fp8 cache is priced from its bytes: torch has no kernel that reads one, so it is said.
+    assert "priced at the bf16 kernel's rate over the cache's fp8 bytes, not measured" in err
+    code, _, err = run(capsys, "check", "llama3-8b", "--mode", "decode", "--kv-cache-dtype", "bf16")
+    assert code == 0 and "not measured" not in err
 
 
 def test_the_memory_finding_names_an_fp8_cache(capsys):

@@ -258,8 +258,10 @@ def _kv_cache_caveat(shape: ModelShape, w: Workload) -> str:
                 f"cache ({argument('mode', '--mode')} prefill or decode has one)")
     if w.mode != "decode" or w.kv_cache_dtype == "auto" or w.kv_cache_bytes == activation_bytes(w.dtype_bytes):
         return ""
-    if not shape.is_mla and w.attention == "flash":
-        return ""
+    if not shape.is_mla and w.attention == "flash":  # priced from the cache's bytes: no torch kernel to time it by
+        return (f"{argument('kv_cache_dtype')} {w.kv_cache_dtype}: the fused decoding attention is priced at the "
+                f"{activation_dtype(w.dtype)} kernel's rate over the cache's {w.kv_cache_dtype} bytes, not measured "
+                f"(torch's SDPA reads no {w.kv_cache_dtype} cache; serving kernels that do may differ)")
     how = "latent attention's batched GEMMs" if shape.is_mla else "unfused attention's batched GEMMs"
     run = activation_dtype(w.dtype)
     return (f"{argument('kv_cache_dtype')} {w.kv_cache_dtype}: the KV cache's memory is priced in {w.kv_cache_dtype}, "
