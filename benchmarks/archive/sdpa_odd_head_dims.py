@@ -17,7 +17,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from shapewise.bench import _attention
 from shapewise.measure import time_fn
 
-HEAD_DIMS = (64, 72, 80, 84, 96, 100, 104, 112, 120, 124, 128, 36, 44, 52, 200, 250, 256)
+HEAD_DIMS = (64, 72, 80, 84, 96, 100, 104, 112, 120, 124, 128, 36, 44, 52, 160, 200, 250, 256)
 BACKENDS = (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH)
 DEVICE = "cuda"  # "cpu" runs the script through, as a check of itself only
 CALLS = {"train": dict(batch=1, heads=8, q_len=2048, kv_len=2048, causal=True),
