@@ -64,9 +64,11 @@ def print_judged(title: str, drawn, rows, *, gpu, profile, regimes: bool, on_sec
         # A step is judged where the run measured every op the code draws for it today: one the code has priced
         # otherwise since the run (another op, another shape) drops out, and the figure recorded then is the run's
         # commit's.
-        whole = sum(1 for j in judged if j.category.startswith("step "))
-        print(f"  {whole} of {len(drawn.steps)} steps measured whole; the rest hold an op the run did not time "
-              "(cut short or failed) or one the code draws otherwise since the run: judge those at its commit")
+        steps = [j for j in judged if j.category.startswith("step ")]
+        near = sum(1 for j in steps if abs(j.predicted_ms["calibrated"] / j.measured_ms - 1) <= 0.05)
+        print(f"  {len(steps)} of {len(drawn.steps)} steps measured whole, {near} of them within 5%; the rest hold an "
+              "op the run did not time (cut short or failed) or one the code draws otherwise since the run: judge "
+              "those at its commit")
     for line in table(judged, categories=None if regimes else SHOWN):
         print("  " + line)
     if on_second is not None:
