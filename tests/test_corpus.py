@@ -44,9 +44,10 @@ TWENTYFIFTH = CORPUS.parent / "hf-twentyfifth"  # a twenty-fifth's
 TWENTYSIXTH = CORPUS.parent / "hf-twentysixth"  # a twenty-sixth's
 TWENTYSEVENTH = CORPUS.parent / "hf-twentyseventh"  # a twenty-seventh's
 TWENTYEIGHTH = CORPUS.parent / "hf-twentyeighth"  # a twenty-eighth's
+TWENTYNINTH = CORPUS.parent / "hf-twentyninth"  # a twenty-ninth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
            FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST, TWENTYSECOND,
-           TWENTYTHIRD, TWENTYFOURTH, TWENTYFIFTH, TWENTYSIXTH, TWENTYSEVENTH, TWENTYEIGHTH)
+           TWENTYTHIRD, TWENTYFOURTH, TWENTYFIFTH, TWENTYSIXTH, TWENTYSEVENTH, TWENTYEIGHTH, TWENTYNINTH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -103,7 +104,10 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
                               "states",
            "minicpmv4.6": "qwen3_5_text is a linear-attention hybrid",
            "qwen2.5-omni": "nests its language model in a thinker", "qwen3-asr": "nests its language model in a thinker",
-           "deepseek-v4-flash-nvfp4": "grouped low-rank output projection \\(o_lora_rank, o_groups\\)"}
+           "deepseek-v4-flash-nvfp4": "grouped low-rank output projection \\(o_lora_rank, o_groups\\)",
+           "deepseek-v4-flash-fp8-ref": "grouped low-rank output projection \\(o_lora_rank, o_groups\\); its attention "
+                                        "over compressed keys by layer \\(compress_ratios\\); its hyper-connections",
+           "qwen3.6-27b-nvfp4": "qwen3_5_text is a linear-attention hybrid"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -175,6 +179,9 @@ PUBLISHED = {
     # leave the input embedding out, are held in test_thirteenth_pass_…)
     "qwen3-embedding-8b": "8B", "llama-2-70b": "69B", "qwen2-vl-7b-instruct": "7.6B", "command-r-v01": "35B",
     "qwen3-vl-4b-instruct": "4B", "qwen3-vl-32b-instruct": "32B", "minimax-m2.7": "230B", "glm-5.1": "744B",
+    "llama-2-13b-chat-hf": 13_015_864_320, "qwen2-72b-instruct": "72.71B", "minicpm3-4b-no-model-type": "4B",
+    "minimax-m3-nvfp4": "428B", "glm-5.1-nvfp4": "744B", "qwen2-vl-2b-instruct-awq": "1.5B",
+    "qwen3-vl-235b-a22b-instruct": ("235B", "22B"),
     "mistral-7b-instruct-v0.2": "7B", "seed-oss-36b-instruct-4bit": "36B",
     # the fourteenth round's (Kimi K2.6's 1T is a size class, below; its active count is K2.5's, held in
     # test_fourteenth_pass_…)
@@ -715,7 +722,7 @@ def test_every_change_a_suggestion_makes_is_written_in_the_configs_own_keys(stem
             with pytest.raises(ShapewiseError, match="experts' width in intermediate_size"):
                 to_hf_config(canonical(shape.replace(**change)), base)
             continue  # gpt_oss, granitemoe, minimax_m2: experts intermediate_size wide, no width of their own
-        if stem == "minicpm3-4b" and {"num_heads", "hidden"} & set(change):
+        if stem.startswith("minicpm3-4b") and {"num_heads", "hidden"} & set(change):
             with pytest.raises(ShapewiseError, match="value heads' width"):
                 to_hf_config(canonical(shape.replace(**change)), base)
             continue  # its code takes the value width from hidden / heads, whatever the file says
@@ -987,7 +994,8 @@ def test_fourth_pass_refusals_name_what_cannot_be_priced(capsys):
     assert said.count("\n") == 1 and "swa_num_key_value_heads" in said and "moe_layer_freq" not in said
 
 
-@pytest.mark.parametrize("stem, active", [("glm-4.5", "32B"), ("minimax-m3", "23B")])
+@pytest.mark.parametrize("stem, active", [("glm-4.5", "32B"), ("minimax-m3", "23B"),
+                                          ("minimax-m3-nvfp4", "23B")])
 def test_fifth_pass_active_counts_leave_both_embeddings_out(stem, active):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ShapewiseWarning)

@@ -375,6 +375,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     what the file says that shapewise prices otherwise (each a warning)."""
     nested = _inner(cfg) is not None
     outer, cfg = cfg, _unwrap(cfg)
+    named = _type_from_architectures(cfg)
+    if named:  # no model_type, but a class whose configuration class has one (MiniCPM3-4B's copy in LLM-TPU)
+        cfg = {**cfg, "model_type": named}
     r = _Reader(cfg, where)
     model_type = (r.text(("model_type",)) or "").lower()
     _refuse_non_attention(cfg, model_type, where)
@@ -414,6 +417,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     _refuse_unmodelled(r)
     guesses: list[str] = []
     notes: list[str] = []
+    if named:
+        notes.append(f"it has no model_type: read as {named}, the type of the class its architectures name "
+                     f"({cfg['architectures'][0]})")
     if "q_lora_rank" in left_out and cfg.get("use_mla") is not False:  # a latent query its file never names
         notes.append(f"it leaves q_lora_rank out, so its configuration class's {cfg['q_lora_rank']}-wide query "
                      "latent is priced (a model without one writes q_lora_rank null)")
@@ -674,6 +680,20 @@ def _family(cfg: dict, model_type: str):
         return FAMILIES[named] if named else None
     first = [rule for (kind, key), rule in FIRST_LAYOUTS.items() if kind == model_type and cfg.get(key) is not None]
     return first[0] if first else FAMILIES.get(model_type)
+
+
+def _type_from_architectures(cfg: dict) -> str | None:
+    """The model type a file without one has by its first architecture's name, where that name is a known type's
+    causal-LM class (MiniCPM3ForCausalLM: minicpm3, as transformers names each class after its type); else None."""
+    archs = cfg.get("architectures")
+    if cfg.get("model_type") or not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+        return None
+    stem = next((archs[0][:-len(end)] for end in ("ForCausalLM", "LMHeadModel") if archs[0].endswith(end)), None)
+    if not stem:
+        return None
+    bare = stem.lower().replace("_", "").replace("-", "")
+    found = [kind for kind in FAMILIES if kind.replace("_", "").replace("-", "") == bare]
+    return found[0] if len(found) == 1 else None
 
 
 def _minicpmv_version(cfg: dict) -> tuple | None:
@@ -1242,7 +1262,7 @@ def _fit(cfg: dict, s: ModelShape) -> bool:
         now = canonical(ModelShape(name="x", **_fields_from_config(cfg, "config")[0]))
     except ShapewiseError:
         now = None  # an unreadable base: every field gets written
-    model_type = str(cfg.get("model_type", "")).lower()
+    model_type = str(cfg.get("model_type") or _type_from_architectures(cfg) or "").lower()
     family = _family(cfg, model_type)
 
     def differs(*fields) -> bool:
