@@ -144,6 +144,7 @@ def test_a_params_subset_is_read_by_a_public_reader():
     assert got == {"machine_gemm": 1.03, "machine_stream": 1.03}  # machine_stream left out: machine_gemm's
     with pytest.raises(ShapewiseError, match="f.json: parameter machine_gemm is -1.0"):
         read_params({"machine_gemm": -1.0}, ["machine_gemm"], where="f.json")
+    assert read_params({"machine_bmm": 0.98}, "machine_bmm", where="f.json") == {"machine_bmm": 0.98}
     with pytest.raises(ShapewiseError, match="no cost-model parameter is named machine_gpu"):
         read_params({}, ["machine_gpu"], where="f.json")
     assert "_params_from_json" not in (ROOT / "benchmarks" / "machine_files.py").read_text()

@@ -171,7 +171,7 @@ def _params_from_json(data: dict, where: str) -> CostParams:
 def read_params(data: dict, names, *, where: str) -> dict:
     """The parameters `names` of a profile's 'params' object `data` (others it holds are not read), each checked and
     read as a profile's are: one it leaves out is the spec model's (a file without machine_stream, machine_gemm's)."""
-    names = list(names)
+    names = [names] if isinstance(names, str) else list(names)  # one name, not its letters
     known = {f.name for f in dataclasses.fields(CostParams)}
     if unknown := [n for n in names if n not in known]:
         raise ShapewiseError(f"no cost-model parameter is named {', '.join(unknown)}")
