@@ -20,7 +20,7 @@ from pathlib import Path
 
 from shapewise.hardware import get_gpu
 from shapewise.params import SPEC
-from shapewise.profile import FORMAT, _params_from_json, find, load
+from shapewise.profile import FORMAT, find, load, read_params
 
 FACTORS_ONLY = "shapewise machine factors"
 MACHINE = {f.name: getattr(SPEC, f.name) for f in dataclasses.fields(SPEC) if f.name.startswith("machine_")}
@@ -42,9 +42,7 @@ def machine_params(path) -> dict[str, float]:
 
 
 def _machine_params(data: dict, where: str) -> dict[str, float]:
-    held = data["params"]
-    params = _params_from_json({k: v for k, v in held.items() if k in MACHINE}, where)  # shapewise's own reading
-    return {name: getattr(params, name) for name in MACHINE}
+    return read_params(data["params"], MACHINE, where=where)  # shapewise's own reading
 
 
 def with_machine_factors(profile, path):

@@ -290,13 +290,23 @@ class SweepResult:
     world: int = 1
     lost: list = field(default_factory=list)  # cases a rank did not finish ("rank N: label")
 
-    def summary(self) -> str:
+    def counts(self) -> str:
         text = f"{self.measured} measured, {self.skipped} already in the store, {self.failed} failed"
         if self.world > 1:
             text += f", on {self.world} ranks"
         if self.lost:
             text += f"; {len(self.lost)} lost ({'; '.join(self.lost[:5])}{' …' if len(self.lost) > 5 else ''})"
-        return text + (" — interrupted: what was measured is kept in the store" if self.interrupted else "")
+        return text
+
+    def summary(self) -> str:
+        return self.counts() + (f" — interrupted: {KEPT}" if self.interrupted else "")
+
+    def interrupted_text(self) -> str:
+        """The warning of an interrupted run whose --json holds rows only: "interrupted" said once."""
+        return f"interrupted: {self.counts()}; {KEPT}"
+
+
+KEPT = "what was measured is kept in the store"
 
 
 def footprint(case: Case) -> float | None:

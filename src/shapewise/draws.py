@@ -681,12 +681,13 @@ def validation_cases(*, dtype: str = "bf16", quick: bool = False, seed: int = 2)
     rng = np.random.default_rng(seed)
     if quick:
         tiny = ModelShape("tiny", 64, 1, 4, 256, num_kv_heads=2, ffn=128, mlp="swiglu", norm="rmsnorm", bias=False)
+        # the variants named by their heads, as the full set's are: three cases named "tiny" could not be told apart
         return (_random_gemms(rng, 6, low=16, high=128, max_flops=1e7, classes=True, dtype=dtype)
                 + [_attention("fwd", seqs=1, heads=4, seq=48, head_dim=64, dtype=dtype)]
                 + [_layer_case(tiny, batch=1, seq=32, dtype=dtype, group="layer"),
-                   _layer_case(tiny.replace(num_heads=8, num_kv_heads=4, head_dim=None), batch=1, seq=32, dtype=dtype,
-                               group="variants"),
-                   _layer_case(tiny, batch=1, seq=32, dtype=dtype, group="variants")])
+                   _layer_case(tiny.replace(name="tiny-a8", num_heads=8, num_kv_heads=4, head_dim=None), batch=1,
+                               seq=32, dtype=dtype, group="variants"),
+                   _layer_case(tiny.replace(name="tiny-a4"), batch=1, seq=32, dtype=dtype, group="variants")])
     cases = _random_gemms(rng, 240, low=32, high=16384, max_flops=1e12, classes=True, dtype=dtype)
     cases += _random_bmms(rng, 40, classes=False, dtype=dtype)
     for _ in range(20):  # fused attention at random sizes, forward and backward

@@ -62,9 +62,14 @@ class Limit:
     def keyword(self, value, name: str) -> int | float:
         """A Python caller's keyword argument `name`, named as the caller wrote it (top, not --top): the
         same check, less the reading of text, which is the flags' (arg): a number given as "1e9" is refused,
-        as Workload and predict_gemm refuse one."""
+        as Workload and predict_gemm refuse one. A whole number must be an integer (numpy's too): 3.0 is
+        refused, as Workload(seq=2048.0) is, since a float where a count is meant is most often a quotient
+        that was not rounded, and rounding it here would guess which way."""
         if isinstance(value, str):
             raise ShapewiseError(f"{name}: {self.what} must be {self.kind}, not text, got {_shown(value)!r}")
+        if self.whole and isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) \
+                and math.isfinite(value) and value == int(value):  # (2.5 and NaN are refused as the flags' are)
+            raise ShapewiseError(f"{name}: {self.what} must be {self.kind} given as an int, got {_shown(value)}")
         return self.check(value, name)
 
     def arg(self, text: str) -> int | float:

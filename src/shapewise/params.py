@@ -7,7 +7,11 @@ A profile (profile.py) holds the fields that differ from SPEC.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import numbers
+from dataclasses import dataclass, fields
+
+from .errors import ShapewiseError
 
 WINDOW_HEAD_DIMS = (64, 128, 256)  # the head dims of the window factors' buckets
 # Head dims that are not multiples of 8 (16 bytes of bf16): cuDNN's attention and torch's memory-efficient kernel
@@ -65,11 +69,42 @@ WALK_MAX_K = 2560
 STREAM_ROWS = 16
 
 
+# Scalars that may take either sign: the chooser's logit weights, the trees' base (a log ratio) and
+# the time a machine's host adds to each call (less on a faster host). Every other one is a time, a
+# rate, a fraction or a count, and negative would make no sense of it.
+SIGNED = {"cutlass_chooser_vote", "cutlass_chooser_sharpness", "gemm_tree_base", "machine_launch_ms"}
+# Scalars that must be over 0: the bytes of a fill or a ramp, which the cost model divides by, a cut
+# mask block's cost in whole ones (0 would price a window's edges free), a machine's time factors
+# (0 would price an op family free), the rates and fractions of peak or bandwidth a time is divided by,
+# and the rows of a block or a K slice.
+POSITIVE = {"memory_ramp_mb", "memory_fill_mb", "memory_op_fill_mb", "flash_memory_fill_mb", "flash_window_partial",
+            "machine_gemm", "machine_bmm", "machine_flash", "machine_memory", "machine_stream",
+            "gemm_ceiling", "gemm_bandwidth", "gemv_bandwidth", "flash_memory_bandwidth", "flash_memory_bandwidth_wide",
+            "comm_bandwidth", "min_split_k", "flash_block_q", "flash_block_bwd"}
+# Lists of rates a time is divided by: each over 0 (bandwidth's by family, the second of each pair).
+RATE_LISTS = {"tile_rates", "flash_fwd", "flash_bwd", "flash_window_fwd", "flash_window_bwd", "bandwidth"}
+
+
+def scalar_problem(name: str, value) -> str:
+    """What is wrong with the value of CostParams' scalar `name`, or "" (a profile's reader and
+    CostParams itself say it, each where it was given)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return f"{name} must be a number, got {str(value)[:40]}"
+    if not math.isfinite(value) or (value < 0 and name not in SIGNED):
+        return f"{name} is {value}; it must be a finite number, 0 or more"
+    if name in POSITIVE and not value > 0:
+        return f"{name} is {value}; it must be over 0 (a rate, a fill's or a ramp's bytes, a block's rows, a " \
+               "machine's time factor)"
+    return ""
+
+
 @dataclass(frozen=True)
 class CostParams:
     """The cost model's free parameters. The defaults are the spec-only model: the GEMM parameters were
     fitted by benchmarks/archive/fit_probe.py to the H200 run in benchmarks/results/h200-probe.csv, the others
-    read off the same run (benchmarks/RESULTS.md). A calibrated profile replaces them for its own GPU."""
+    read off the same run (benchmarks/RESULTS.md). A calibrated profile replaces them for its own GPU.
+    Each scalar and each rate is checked where the params are built (CostParams(gemm_bandwidth=0) is
+    refused in one line, as a profile holding it is); the tables are checked where a profile is read."""
 
     # Fraction of the datasheet peak the best GEMM kernels reach (the H200 ran 8192³ bf16 at 790 of 989).
     gemm_ceiling: float = 0.78
@@ -293,4 +328,24 @@ class CostParams:
     walk_fixed_ms: float = 0.0
     walk_per_k_ms: float = 0.0
 
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in RATE_LISTS:
+                rates = [v[1] if isinstance(v, tuple) and len(v) == 2 else v for v in value] \
+                    if isinstance(value, tuple) else [value]
+                problem = next((f"{f.name} holds {r!r}; each rate must be a finite number over 0" for r in rates
+                                if isinstance(r, bool) or not isinstance(r, numbers.Real) or not math.isfinite(r)
+                                or r <= 0), "")
+            elif f.name not in _SCALARS:
+                continue  # a table or a list of tiles and splits: checked where a profile is read
+            elif f.type == "int" and isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+                problem = f"{f.name} must be a whole number, got {value!r}"  # rows of a block, as a profile's are
+            else:
+                problem = scalar_problem(f.name, value)
+            if problem:
+                raise ShapewiseError(f"CostParams: {problem}")
+
+
+_SCALARS = {f.name for f in fields(CostParams) if f.type in ("float", "int")}  # (annotations are text here)
 SPEC = CostParams()

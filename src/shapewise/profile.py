@@ -44,7 +44,7 @@ from .corrections import CHOOSER_FEATURES, CUTLASS_TERMS, KERNEL_COLUMNS, TREE_F
 from .errors import ShapewiseError, argument, switched_on, warn
 from .hardware import GPU, find_gpu, get_gpu
 from .limits import flag, json_int
-from .params import SPEC, CostParams
+from .params import SPEC, CostParams, scalar_problem
 
 FORMAT = "shapewise-profile"
 # The tables' row widths (see CostParams): a row of another width is a corrupt or foreign file.
@@ -161,7 +161,24 @@ def _params_from_json(data: dict, where: str) -> CostParams:
     if "machine_gemm" in values and "machine_stream" not in values:
         # `calibrate --quick` before its stream family: its GEMMs' factor priced the few-row GEMMs too
         values["machine_stream"] = values["machine_gemm"]
-    return dataclasses.replace(SPEC, **values)
+    try:
+        return dataclasses.replace(SPEC, **values)
+    except ShapewiseError as err:  # a rate of 0 (CostParams' own check; written so before the floor), said of the file
+        raise ShapewiseError(f"{where}: parameter {str(err).removeprefix('CostParams: ')}: calibrate again or use "
+                             "another profile") from None
+
+
+def read_params(data: dict, names, *, where: str) -> dict:
+    """The parameters `names` of a profile's 'params' object `data` (others it holds are not read), each checked and
+    read as a profile's are: one it leaves out is the spec model's (a file without machine_stream, machine_gemm's)."""
+    names = [names] if isinstance(names, str) else list(names)  # one name, not its letters
+    known = {f.name for f in dataclasses.fields(CostParams)}
+    if unknown := [n for n in names if n not in known]:
+        raise ShapewiseError(f"no cost-model parameter is named {', '.join(unknown)}")
+    if not isinstance(data, dict):
+        raise ShapewiseError(f"{where}: 'params' must be an object")
+    params = _params_from_json({k: v for k, v in data.items() if k in names}, where)
+    return {name: getattr(params, name) for name in names}
 
 
 # The most the trees of a profile may scale a GEMM's time by, as a log: the base and every tree's largest
@@ -172,15 +189,6 @@ TREE_REACH = math.log(1e6)
 # widths calibrate tries (0.75 to 1.5 octaves), a width weighs every calibration shape alike or none,
 # and its arithmetic overflows.
 OCTAVES = (1 / 16, 16.0)
-# Scalars that may take either sign: the chooser's logit weights, the trees' base (a log ratio) and
-# the time a machine's host adds to each call (less on a faster host). Every other one is a time, a
-# rate, a fraction or a count, and negative would make no sense of it.
-SIGNED = {"cutlass_chooser_vote", "cutlass_chooser_sharpness", "gemm_tree_base", "machine_launch_ms"}
-# Scalars that must be over 0: the bytes of a fill or a ramp, which the cost model divides by, a cut
-# mask block's cost in whole ones (0 would price a window's edges free) and a machine's time factors
-# (0 would price an op family free).
-POSITIVE = {"memory_ramp_mb", "memory_fill_mb", "memory_op_fill_mb", "flash_memory_fill_mb", "flash_window_partial",
-            "machine_gemm", "machine_bmm", "machine_flash", "machine_memory", "machine_stream"}
 # A list parameter whose spec model holds none has no item to compare with: its declared type says
 # what an item is (a family's name and a number, for the per-family tables).
 NAMED_NUMBER = ("", 0.0)
@@ -209,11 +217,8 @@ def _check_numbers(values: dict, where: str) -> None:
                     like = "a name and a number of 0 or more" if template == NAMED_NUMBER else f"the spec model's {template!r}"
                     raise ShapewiseError(f"{where}: parameter {name} holds {str(item)[:40]}, not an item like {like}: "
                                          f"the file is damaged or not shapewise's")
-        elif not math.isfinite(value) or (value < 0 and name not in SIGNED):
-            raise ShapewiseError(f"{where}: parameter {name} is {value}; it must be a finite number, 0 or more")
-        elif name in POSITIVE and not value > 0:
-            raise ShapewiseError(f"{where}: parameter {name} is {value}; it must be over 0 (a fill's or a ramp's bytes, "
-                                 f"a cut mask block's cost, a machine's time factor): the file is damaged")
+        elif problem := scalar_problem(name, value):
+            raise ShapewiseError(f"{where}: parameter {problem}: calibrate again or use another profile")
 
 
 def _is_table(rows: tuple, width: int) -> bool:

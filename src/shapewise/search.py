@@ -26,7 +26,7 @@ from .cost import layers_priced, predict_layer_and_outside, predict_step
 from .errors import ShapewiseError, argument, check_name, listed, warn
 from .hardware import GPU
 from .limits import ASPECT, ASPECT_BAND, PARAMS, PARAMS_TOL, TOP, VOCAB, flag
-from .memory import capacity_bytes, estimate
+from .memory import GIB, assumption_text, capacity_bytes, estimate
 from .profile import CostModel, cost_model
 from .rules import ALIGN, GOOD_HEAD_DIMS, find, keep_rotary, price_caveats, round_up
 from .shapes import MLP_KINDS, ModelShape, Workload, check_parallel
@@ -104,6 +104,11 @@ class Suggestions:
     errors: OpErrors  # the measured errors the intervals come from
     vary: tuple[str, ...]  # run settings ranked with the shapes
     caveats: tuple[str, ...] = ()  # what the original's price assumes that the model does not give, as check's
+    params_tol: float = 0.02  # the tolerance the neighbourhood was drawn with, as its messages say it
+
+    def to_json(self) -> dict:
+        """What `suggest --json` prints of it (less the warnings said): plain data for json.dumps."""
+        return suggestions_json(self)
 
     def __repr__(self) -> str:  # each suggestion is a whole shape: their changes say what a reader looks for
         def listed_changes(rows):
@@ -344,7 +349,71 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     run_changes = _run_table(original, [c for c in ranked if not _run_changes(original, c) <= vary], judge, top)
     return Suggestions(original, judge.findings, suggestions, considered, time.perf_counter() - start, model,
                        run_changes, alternatives, judge.original_memory, judge.capacity, judge.errors,
-                       tuple(f for f in RUN_FIELDS if f in vary), price_caveats(shape, workload, model.gpu))
+                       tuple(f for f in RUN_FIELDS if f in vary), price_caveats(shape, workload, model.gpu), params_tol)
+
+
+def training_memory_text(workload) -> str:
+    """What memory.estimate assumes of a training step, as check says it: said wherever its figure is printed."""
+    if workload.mode != "train":
+        return ""
+    return f" ({assumption_text(workload.dtype)})"
+
+
+def tolerance_text(tol: float) -> str:
+    """A relative tolerance as a percentage to the digit given: 0.02 as 2%, 0.001 as 0.1% (not "0%")."""
+    return f"{tol * 100:.4g}%"
+
+
+# What brings other shapes within reach: the search's three bounds (suggest's and verify's flags alike)
+WIDEN = "widen --params-tol or --aspect-band, or --keep fewer fields"
+
+
+def nothing_faster_text(result, params_tol: float) -> str:
+    """The one line said when no shape beats the original by more than the model's error; the nearest are
+    listed below it where there are any."""
+    then = ", or measure the nearest below" if result.alternatives else f" (no other shape is within reach: {WIDEN})"
+    return (f"No shape within {tolerance_text(params_tol)} of the parameters is predicted faster than the original by "
+            f"more than the model's error ({result.considered} considered): keep the shape{then}.")
+
+
+def not_fitting_text(result, workload) -> str:
+    """The one line said when the original does not fit in the GPU's memory."""
+    what = training_memory_text(workload)
+    return (f"The original does not fit: it needs {result.original_memory_bytes / GIB:,.1f} GiB per GPU at "
+            f"b={workload.batch} t={workload.tp}{what}, the GPU has {result.gpu_memory_bytes / GIB:,.1f} GiB; "
+            f"shapes are ranked at these settings all the same, and only settings that fit are proposed.")
+
+
+def _row(i: int, s) -> dict:
+    return {"rank": i, "changes": {k: list(v) for k, v in s.changes.items()}, "params": s.candidate.params,
+            "params_delta": s.params_delta, "predicted_speedup": s.speedup, "interval": list(s.interval),
+            "within_error": s.within_error, "fixes": list(s.fixes),
+            "eased": [{"rule": r, "share_before": a, "share_after": b} for r, a, b in s.eased],
+            "adds": [{"rule": r, "share": a} for r, a in s.adds], "batch": s.candidate.workload.batch,
+            "tp": s.candidate.workload.tp, "memory_bytes": s.memory_bytes}
+
+
+def suggestions_json(result: Suggestions) -> dict:
+    """Suggestions.to_json: the three tables, the memory and the intervals' source."""
+    errors, params_tol = result.errors, result.params_tol
+    shape, workload = result.original.shape, result.original.workload
+    return {"model": shape.name, "params": shape.params, "gpu": result.model.gpu.key, "cost_model": result.model.source,
+            # what the original was priced at, as check --json and search --json say theirs
+            "workload": {"batch": workload.batch, "seq": workload.seq, "tp": workload.tp, "dtype": workload.dtype,
+                         "mode": workload.mode, "attention": workload.attention,
+                         "overlap_comm": workload.overlap_comm,
+                         "kv_cache_dtype": None if workload.mode == "train" else workload.kv_cache_name},
+            "original_ms_per_token": result.original.gpu_ms_per_token,
+            "original_memory_bytes": result.original_memory_bytes, "gpu_memory_bytes": result.gpu_memory_bytes,
+            "original_fits": result.original_fits, "vary": list(result.vary),
+            "findings": [f.rule for f in result.findings], "considered": result.considered,
+            "no_faster_shape": result.no_faster_shape,
+            "message": nothing_faster_text(result, params_tol) if result.no_faster_shape else None,
+            "memory_message": None if result.original_fits else not_fitting_text(result, workload),
+            "uncertainty": {"interval": "90%", "source": errors.source, "q90_abs_log_error": errors.by_class},
+            "suggestions": [_row(i, s) for i, s in enumerate(result.suggestions, 1)],
+            "alternatives": [_row(i, s) for i, s in enumerate(result.alternatives, 1)],
+            "run_changes": [_row(i, s) for i, s in enumerate(result.run_changes, 1)]}
 
 
 def _run_changes(original: Candidate, c: Candidate) -> set:
@@ -424,6 +493,15 @@ class SearchResult:
     model: CostModel  # the cost model that predicted them
     gpu_memory_bytes: int
     caveats: tuple[str, ...] = ()  # what every price assumes that the GPU does not run (rules.price_caveats)
+    workload: Workload | None = None  # what every shape was priced at
+
+    def to_json(self) -> dict:
+        """What `search --json` prints of it (less the warnings said): plain data for json.dumps."""
+        w = self.workload
+        return {"screened": self.screened, "predicted": self.predicted, "seconds": self.seconds,
+                "workload": {"batch": w.batch, "seq": w.seq, "tp": w.tp, "dtype": w.dtype, "mode": w.mode},
+                "pareto": [self.row(c) for c in self.pareto], "top": [self.row(c) for c in self.top],
+                "cost_model": self.model.source, "gpu_memory_bytes": self.gpu_memory_bytes}
 
     def __repr__(self) -> str:  # the shapes listed by name (row() gives each whole)
         return (f"SearchResult(screened={self.screened}, predicted={self.predicted}, "
@@ -542,7 +620,7 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
     top_shapes = sorted(candidates, key=lambda c: c.gpu_ms_per_token)[:top]
     return SearchResult(screened, len(candidates), time.perf_counter() - start,
                         screened / max(screen_seconds, 1e-9), tuple(pareto), tuple(top_shapes), model,
-                        capacity_bytes(model.gpu), price_caveats(None, workload, model.gpu))
+                        capacity_bytes(model.gpu), price_caveats(None, workload, model.gpu), workload)
 
 
 def _length(value) -> int | None:

@@ -71,7 +71,7 @@ def _render_sweep(args, bench, extra=None) -> int:
                   + bench.sweep.summary())
     _warn_wide(row for _, row, _ in bench.rows)
     if args.json and bench.sweep.interrupted:  # the table's summary line says it; the JSON holds rows only
-        warn(f"interrupted: {bench.sweep.summary()}")
+        warn(bench.sweep.interrupted_text())
     return 130 if bench.sweep.interrupted else 0
 
 
@@ -263,7 +263,7 @@ def _render_layer(args, shape, workload, layer) -> int:
                           for case, row in rows], indent=2, default=str))
         _warn_wide(row for _, row in rows)
         if result.interrupted:  # as _render_sweep: the JSON holds rows only
-            warn(f"interrupted: {result.summary()}")
+            warn(result.interrupted_text())
         return 130 if result.interrupted else 0
     table = Table(show_edge=False, pad_edge=False, header_style="bold",
                   title=f"one {shape.name} layer, b={workload.batch} s={workload.seq} {workload.dtype}", title_justify="left")

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from ..errors import ShapewiseError, warn
+from ..search import GIB, WIDEN, not_fitting_text, nothing_faster_text, tolerance_text, training_memory_text
 from .common import (
     Repeated,
     add_cost_args,
@@ -104,74 +105,6 @@ def _suggestions(args):
     return shape, workload, gpu, model.source, _suggest(args, shape, workload, model)
 
 
-GIB = 2 ** 30
-
-
-def training_memory_text(workload) -> str:
-    """What memory.estimate assumes of a training step, as check says it: said wherever its figure is printed."""
-    from ..memory import assumption_text
-
-    if workload.mode != "train":
-        return ""
-    return f" ({assumption_text(workload.dtype)})"
-
-
-def tolerance_text(tol: float) -> str:
-    """A relative tolerance as a percentage to the digit given: 0.02 as 2%, 0.001 as 0.1% (not "0%")."""
-    return f"{tol * 100:.4g}%"
-
-
-# What brings other shapes within reach: the search's three bounds (suggest's and verify's flags alike)
-WIDEN = "widen --params-tol or --aspect-band, or --keep fewer fields"
-
-
-def nothing_faster_text(result, params_tol: float) -> str:
-    """The one line said when no shape beats the original by more than the model's error; the nearest are
-    listed below it where there are any."""
-    then = ", or measure the nearest below" if result.alternatives else f" (no other shape is within reach: {WIDEN})"
-    return (f"No shape within {tolerance_text(params_tol)} of the parameters is predicted faster than the original by "
-            f"more than the model's error ({result.considered} considered): keep the shape{then}.")
-
-
-def not_fitting_text(result, workload) -> str:
-    """The one line said when the original does not fit in the GPU's memory."""
-    what = training_memory_text(workload)
-    return (f"The original does not fit: it needs {result.original_memory_bytes / GIB:,.1f} GiB per GPU at "
-            f"b={workload.batch} t={workload.tp}{what}, the GPU has {result.gpu_memory_bytes / GIB:,.1f} GiB; "
-            f"shapes are ranked at these settings all the same, and only settings that fit are proposed.")
-
-
-def _row(i: int, s) -> dict:
-    return {"rank": i, "changes": {k: list(v) for k, v in s.changes.items()}, "params": s.candidate.params,
-            "params_delta": s.params_delta, "predicted_speedup": s.speedup, "interval": list(s.interval),
-            "within_error": s.within_error, "fixes": list(s.fixes),
-            "eased": [{"rule": r, "share_before": a, "share_after": b} for r, a, b in s.eased],
-            "adds": [{"rule": r, "share": a} for r, a in s.adds], "batch": s.candidate.workload.batch,
-            "tp": s.candidate.workload.tp, "memory_bytes": s.memory_bytes}
-
-
-def suggest_json(shape, gpu, source: str, result, params_tol: float, workload) -> dict:
-    """suggest --json: the three tables, the memory and the intervals' source."""
-    errors = result.errors
-    return {"model": shape.name, "params": shape.params, "gpu": gpu.key, "cost_model": source,
-            # what the original was priced at, as check --json and search --json say theirs
-            "workload": {"batch": workload.batch, "seq": workload.seq, "tp": workload.tp, "dtype": workload.dtype,
-                         "mode": workload.mode, "attention": workload.attention,
-                         "overlap_comm": workload.overlap_comm,
-                         "kv_cache_dtype": None if workload.mode == "train" else workload.kv_cache_name},
-            "original_ms_per_token": result.original.gpu_ms_per_token,
-            "original_memory_bytes": result.original_memory_bytes, "gpu_memory_bytes": result.gpu_memory_bytes,
-            "original_fits": result.original_fits, "vary": list(result.vary),
-            "findings": [f.rule for f in result.findings], "considered": result.considered,
-            "no_faster_shape": result.no_faster_shape,
-            "message": nothing_faster_text(result, params_tol) if result.no_faster_shape else None,
-            "memory_message": None if result.original_fits else not_fitting_text(result, workload),
-            "uncertainty": {"interval": "90%", "source": errors.source, "q90_abs_log_error": errors.by_class},
-            "suggestions": [_row(i, s) for i, s in enumerate(result.suggestions, 1)],
-            "alternatives": [_row(i, s) for i, s in enumerate(result.alternatives, 1)],
-            "run_changes": [_row(i, s) for i, s in enumerate(result.run_changes, 1)]}
-
-
 def _source_file(args):
     """The config.json the original was read from: --config, or MODEL as a path or a hub id's cached file
     (None for a preset)."""
@@ -229,7 +162,7 @@ def run_suggest(args) -> int:
         load_config(args.emit_config)  # what we write must read back
         _say_run_settings_not_written(result.suggestions[pick - 1], pick)
     if args.json:
-        print(json.dumps(with_warnings(suggest_json(shape, gpu, source, result, args.params_tol, workload)), indent=2))
+        print(json.dumps(with_warnings(result.to_json()), indent=2))
         return 0
     if args.emit == "megatron":
         print(flags_text(megatron_args(chosen.shape, chosen.workload)))
@@ -345,12 +278,7 @@ def run_search(args) -> int:
              f"{result.gpu_memory_bytes / GIB:,.1f} GiB at b={workload.batch} s={workload.seq} t={workload.tp}{what}; "
              f"they are ranked by speed alone (`shapewise plan MODEL --gpus N` spreads one over more GPUs)")
     if args.json:
-        print(json.dumps(with_warnings({"screened": result.screened, "predicted": result.predicted, "seconds": result.seconds,
-                          "workload": {"batch": workload.batch, "seq": workload.seq, "tp": workload.tp,
-                                       "dtype": workload.dtype, "mode": workload.mode},
-                          "pareto": [result.row(c) for c in result.pareto],
-                          "top": [result.row(c) for c in result.top], "cost_model": source,
-                          "gpu_memory_bytes": result.gpu_memory_bytes}), indent=2))
+        print(json.dumps(with_warnings(result.to_json()), indent=2))
         return 0
     out = console()
     out.print(f"{result.screened:,} shapes screened ({result.screen_rate:,.0f} per second), {result.predicted:,} "
