@@ -45,9 +45,11 @@ TWENTYSIXTH = CORPUS.parent / "hf-twentysixth"  # a twenty-sixth's
 TWENTYSEVENTH = CORPUS.parent / "hf-twentyseventh"  # a twenty-seventh's
 TWENTYEIGHTH = CORPUS.parent / "hf-twentyeighth"  # a twenty-eighth's
 TWENTYNINTH = CORPUS.parent / "hf-twentyninth"  # a twenty-ninth's
+THIRTIETH = CORPUS.parent / "hf-thirtieth"  # a thirtieth's
 FOLDERS = (CORPUS, LATER, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH, NINTH, TENTH, ELEVENTH, TWELFTH, THIRTEENTH,
            FOURTEENTH, FIFTEENTH, SIXTEENTH, SEVENTEENTH, EIGHTEENTH, NINETEENTH, TWENTIETH, TWENTYFIRST, TWENTYSECOND,
-           TWENTYTHIRD, TWENTYFOURTH, TWENTYFIFTH, TWENTYSIXTH, TWENTYSEVENTH, TWENTYEIGHTH, TWENTYNINTH)
+           TWENTYTHIRD, TWENTYFOURTH, TWENTYFIFTH, TWENTYSIXTH, TWENTYSEVENTH, TWENTYEIGHTH, TWENTYNINTH,
+           THIRTIETH)
 FILES = {p.stem: p for folder in FOLDERS for p in folder.glob("*.json")}
 REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba state-space model",
            "falcon-mamba-tiny-dev": "Mamba state-space model", "recurrentgemma-9b": "recurrent \\(Griffin\\) model",
@@ -107,7 +109,9 @@ REFUSED = {"jamba-airoboros-3-3": "Mamba/attention hybrid", "mamba-2.8b": "Mamba
            "deepseek-v4-flash-nvfp4": "grouped low-rank output projection \\(o_lora_rank, o_groups\\)",
            "deepseek-v4-flash-fp8-ref": "grouped low-rank output projection \\(o_lora_rank, o_groups\\); its attention "
                                         "over compressed keys by layer \\(compress_ratios\\); its hyper-connections",
-           "qwen3.6-27b-nvfp4": "qwen3_5_text is a linear-attention hybrid"}
+           "qwen3.6-27b-nvfp4": "qwen3_5_text is a linear-attention hybrid",
+           "minimax-h3-transformer": "a diffusers model's config \\(MiniMaxH3Transformer3DModel\\), not a "
+                                     "transformers one"}
 SUPPORTED = sorted(stem for stem in FILES if stem not in REFUSED)
 
 # Published counts, as SOURCES.md cites them: an int is an exact count (met within 1%); a string is a
@@ -182,6 +186,8 @@ PUBLISHED = {
     "llama-2-13b-chat-hf": 13_015_864_320, "qwen2-72b-instruct": "72.71B", "minicpm3-4b-no-model-type": "4B",
     "minimax-m3-nvfp4": "428B", "glm-5.1-nvfp4": "744B", "qwen2-vl-2b-instruct-awq": "1.5B",
     "qwen3-vl-235b-a22b-instruct": ("235B", "22B"),
+    # the thirtieth round's (Qwen3-Embedding's cards: "Number of Parameters: 4B", "0.6B")
+    "qwen3-embedding-4b": "4B", "qwen3-embedding-0.6b": "0.6B",
     "mistral-7b-instruct-v0.2": "7B", "seed-oss-36b-instruct-4bit": "36B",
     # the fourteenth round's (Kimi K2.6's 1T is a size class, below; its active count is K2.5's, held in
     # test_fourteenth_pass_…)
@@ -308,6 +314,14 @@ def test_the_corpus_is_cited():
     sets = (set(PUBLISHED), set(SIZE_CLASS), set(WITH_VISION), set(WITHOUT_EMBEDDINGS), STRUCTURE_ONLY)
     assert set.union(*sets) == set(SUPPORTED) and sum(map(len, sets)) == len(SUPPORTED)
     assert len(FILES) >= 116
+
+
+def test_the_readme_counts_the_corpus():
+    # README's corpus sentence names the last folder and the census this module reads
+    text = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    assert f"(hf-later/ to {FOLDERS[-1].name}/, one per round of new files) hold {len(FILES)} real published " \
+           f"configs ({len(SUPPORTED)} read, {len(REFUSED)} refused in one line)" in text
+    assert (len(FILES), len(SUPPORTED), len(REFUSED)) == (325, 270, 55)
 
 
 @pytest.mark.parametrize("stem", sorted(WITH_VISION))

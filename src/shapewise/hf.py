@@ -215,6 +215,20 @@ class NotATransformer(ShapewiseError):
 _LAYERWISE = ("num_query_heads", "num_kv_heads", "ffn_multipliers")
 
 
+def _refuse_diffusers(cfg: dict, where: str) -> None:
+    # Diffusers writes each model of a pipeline its own config.json (transformer/, vae/, MiniMax-H3's video DiT
+    # among them) under _class_name and _diffusers_version: no language model and no vocabulary, so it was
+    # refused for the vocab_size it lacks, without saying what the file is
+    version = cfg.get("_diffusers_version")
+    if version is None:
+        return
+    named = cfg.get("_class_name")
+    named = f" ({named})" if isinstance(named, str) and named.strip() else ""
+    raise NotATransformer(f"{where}: a diffusers model's config{named}, not a transformers one (_diffusers_version "
+                          f"{version}); shapewise prices transformers language models and cannot price it (a "
+                          f"pipeline's text encoder, if it has one, has its own config.json in text_encoder/)")
+
+
 def _refuse_non_attention(cfg: dict, model_type: str, where: str) -> None:
     arch = cfg.get("architectures")
     named = f"{model_type} ({arch[0]})" if isinstance(arch, list) and arch and isinstance(arch[0], str) else model_type
@@ -373,6 +387,7 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     """ModelShape keyword arguments (all structural fields) read from a config dict, the names of the
     fields guessed because neither the file nor a known model type's defaults give them, and notes on
     what the file says that shapewise prices otherwise (each a warning)."""
+    _refuse_diffusers(cfg, where)
     nested = _inner(cfg) is not None
     outer, cfg = cfg, _unwrap(cfg)
     named = _type_from_architectures(cfg)
