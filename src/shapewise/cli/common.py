@@ -217,12 +217,12 @@ def say_caveats(shape, workload, *, gpu: str | None = None) -> None:
 
 # The flags of the library's keyword arguments (and Workload's fields), by which messages the command line and the
 # library share name them while a command runs (errors.argument): `suggest --keep`, where suggest() says keep.
-FLAGS = {"params_target": "--params", "params_tol": "--params-tol", "vocab": "--vocab", "keep": "--keep",
-         "vary": "--vary", "batch": "--batch", "seq": "--seq", "tp": "--tp", "dtype": "--dtype",
-         "overlap_comm": "--overlap-comm", "kv_cache_dtype": "--kv-cache-dtype", "gpus_per_node": "--gpus-per-node", "global_batch_tokens": "--global-batch",
-         "intra_gbs": "--intra-node-gbs", "inter_gbs": "--inter-node-gbs", "hiddens": "--hiddens",
-         "head_counts": "--head-counts", "heads": "--heads", "kv_heads": "--kv-heads", "device": "--device",
-         "gpu": "--gpu", "cuda_graph": "--cuda-graph", "layout": "--layout",
+FLAGS = {"params_target": "--params", "params_tol": "--params-tol", "aspect_band": "--aspect-band", "vocab": "--vocab",
+         "keep": "--keep", "vary": "--vary", "batch": "--batch", "seq": "--seq", "tp": "--tp", "dtype": "--dtype",
+         "overlap_comm": "--overlap-comm", "kv_cache_dtype": "--kv-cache-dtype", "gpus_per_node": "--gpus-per-node",
+         "global_batch_tokens": "--global-batch", "intra_gbs": "--intra-node-gbs", "inter_gbs": "--inter-node-gbs",
+         "hiddens": "--hiddens", "head_counts": "--head-counts", "heads": "--heads", "kv_heads": "--kv-heads",
+         "device": "--device", "gpu": "--gpu", "cuda_graph": "--cuda-graph", "layout": "--layout",
          "borrow_profile": "--borrow-profile", "quick": "--quick", "seed": "--seed"}
 
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from ..errors import ShapewiseError, warn
-from ..search import GIB, WIDEN, not_fitting_text, nothing_faster_text, tolerance_text, training_memory_text
+from ..search import GIB, not_fitting_text, nothing_faster_text, tolerance_text, training_memory_text, widen_text
 from .common import (
     Repeated,
     add_cost_args,
@@ -358,7 +358,7 @@ def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
             raise ShapewiseError(f"--suggestion must be between 1 and {len(picked)}")
         picked = [picked[args.suggestion - 1]]
     if not picked:
-        raise ShapewiseError(f"nothing to verify: the neighbourhood holds no other shape; {WIDEN}")
+        raise ShapewiseError(f"nothing to verify: the neighbourhood holds no other shape; {widen_text()}")
     return [(f"#{i} " + change_text(s.changes), s.candidate.shape, s.candidate.workload, s.changes)
             for i, s in picked], what
 

@@ -1,0 +1,143 @@
+"""What a new user's thirty-second pass found, on the CPU:
+
+- `search --json`'s workload said five of its fields ({"batch": 1, "seq": 4096, "tp": 1, "dtype": "bf16", "mode":
+  "train"}) where `suggest --json`'s and `check --json`'s said eight (attention, overlap_comm and kv_cache_dtype too),
+  each built by its own copy of the dict. `Workload.to_json()` gives it, and the three print it (check's adds its
+  tokens).
+- The library's `search(..., workload=Workload(batch=8, seq=4096, mode="decode"))` ranked shapes by a decode step
+  (0.26 ms per token against training's 0.012) while the command is training-only and its help promises no decode.
+  The library now refuses it in one line, as the command cannot ask it: search's grid and budget design a model to
+  be trained, and at one parameter budget a decode step's price is mostly its weights' bytes, the same for every
+  shape; suggest and check price prefill and decode of a given model.
+- `bench gemm -m 1:0` was refused as "a GEMM dim must be a positive whole number ..., got 0": the range's end checked
+  as a dim, where the fault is a range ending before it starts (`-m 8:4` said so). Both now say "range '1:0' needs
+  START <= STOP and a positive STEP". `bench comm --sizes 1K:0` did the same ("a collective's size in bytes must be
+  a positive whole number ..., got 0"); it now says "range '1K:0' needs START <= STOP", as `--sizes 2K:1K` did.
+- `gpus` and `models` had no --json: a script had to scrape a table. `gpus --json` gives every GPU's numbers and their
+  sources (`GPU.to_json()`), `gpus NAME --json` one's; `models --json` gives each preset as check --json gives its
+  model (`ModelShape.to_json()`, one function for the two).
+- `Suggestions.to_json()` called from Python said "widen --params-tol or --aspect-band, or --keep fewer fields", the
+  command line's flags, where the API's other messages name its keyword arguments (top, params_tol). It now says
+  "widen params_tol or aspect_band, or keep fewer fields" from Python; `suggest --json` and `verify` say the flags as
+  before.
+
+Found consistent: bad counts, GPUs, devices and dims to check, plan, suggest, search, verify, bench and validate each
+refused in one line with exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from helpers import run
+from shapewise import GPUS, ShapewiseError, Workload, get_model, search, suggest
+from shapewise.presets import PRESETS
+
+NO_REACH = ("hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab")  # gpt2 at seq 1024: nothing else within reach
+
+
+def test_search_json_says_the_workload_as_suggest_and_check_do(capsys):
+    code, out, _ = run(capsys, "search", "--params", "1e9", "--gpu", "h100", "--top", "1", "--json")
+    assert code == 0
+    searched = json.loads(out)["workload"]
+    code, out, _ = run(capsys, "suggest", "gpt2", "--gpu", "h100", "--seq", "1024", "--batch", "1", "--json")
+    assert code == 0
+    suggested = json.loads(out)["workload"]
+    code, out, _ = run(capsys, "check", "gpt2", "--gpu", "h100", "--seq", "1024", "--batch", "1", "--json")
+    checked = json.loads(out)["workload"]
+    assert searched.keys() == suggested.keys() == checked.keys() - {"tokens"}
+    assert searched == Workload(batch=1, seq=4096).to_json() and suggested == Workload(batch=1, seq=1024).to_json()
+    assert {k: checked[k] for k in suggested} == suggested
+
+
+@pytest.mark.parametrize("mode", ["decode", "prefill"])
+def test_the_librarys_search_is_training_only_as_the_command_is(mode):
+    with pytest.raises(ShapewiseError, match=rf"^search designs a model for training: the workload's mode must be "
+                                             rf"train, got {mode} \(suggest and check price {mode} for a given model\)$"):
+        search(params_target=1e9, gpu="h100", workload=Workload(batch=8, seq=4096, mode=mode), top=3)
+
+
+@pytest.mark.parametrize("given", ["1:0", "8:4", "64:32:16"])
+def test_a_range_ending_before_it_starts_is_said_as_that(capsys, given):
+    code, _, err = run(capsys, "bench", "gemm", "-m", given, "-n", "16", "-k", "16", "--device", "cpu")
+    assert code == 2 and err.strip() == f"shapewise: error: -m: range '{given}' needs START <= STOP and a positive STEP"
+
+
+def test_a_range_starting_below_a_dim_is_still_said_as_the_dim(capsys):
+    code, _, err = run(capsys, "bench", "gemm", "-m", "0:4", "-n", "16", "-k", "16", "--device", "cpu")
+    assert code == 2 and "a GEMM dim must be a positive whole number" in err and err.strip().endswith("got 0")
+
+
+@pytest.mark.parametrize("given", ["1K:0", "2K:1K"])
+def test_a_size_range_ending_before_it_starts_is_said_as_that(capsys, given):
+    code, _, err = run(capsys, "bench", "comm", "--sizes", given, "--device", "cpu")
+    assert code == 2 and err.strip() == f"shapewise: error: --sizes: range '{given}' needs START <= STOP"
+
+
+def _rows(text: str) -> dict[str, list[str]]:
+    """A table's rows by their first cell (rich's box characters between cells)."""
+    return {cells[0]: cells for line in text.splitlines()
+            if len(cells := [c.strip() for c in re.split("[│┃]", line)]) > 2}
+
+
+def test_gpus_json_says_what_the_table_does(capsys):
+    code, text, _ = run(capsys, "gpus")
+    assert code == 0
+    code, out, _ = run(capsys, "gpus", "--json")
+    assert code == 0
+    listed = json.loads(out)["gpus"]
+    rows = _rows(text)
+    assert [g["key"] for g in listed] == [g.key for g in GPUS]
+    for g in listed:
+        row = rows[g["key"]]
+        assert row[1] == g["name"] and row[2] == str(g["num_sms"]) and row[3] == str(g["boost_clock_mhz"])
+        assert row[6] == (f"{g['tflops']['bf16']:,.0f}" if "bf16" in g["tflops"] else "—")
+        assert row[9] == f"{g['mem_bandwidth_gbs'] / 1000:.2f}" and row[11] == f"{g['memory_gb']:g}"
+
+
+def test_one_gpus_json_holds_every_number_with_its_source(capsys):
+    code, text, _ = run(capsys, "gpus", "h100")
+    assert code == 0
+    code, out, _ = run(capsys, "gpus", "h100", "--json")
+    assert code == 0
+    one = json.loads(out)
+    assert one == GPUS[[g.key for g in GPUS].index("h100")].to_json() and one["memory_gb"] == 80
+    rows = _rows(text)
+    assert rows["num_sms"][1] == str(one["num_sms"]) and rows["num_sms"][2].startswith(one["sources"]["num_sms"][:20])
+    code, _, err = run(capsys, "gpus", "nope", "--json")
+    assert code == 2 and err.count("\n") == 1
+
+
+def test_models_json_says_what_the_table_does(capsys):
+    code, text, _ = run(capsys, "models")
+    assert code == 0
+    code, out, _ = run(capsys, "models", "--json")
+    assert code == 0
+    given = json.loads(out)
+    presets = given["presets"]
+    assert [m["name"] for m in presets] == list(PRESETS) and "config.json" in given["config_json"]
+    rows = _rows(text)
+    for m in presets:
+        row = rows[m["name"]]
+        assert row[1] == f"{m['params'] / 1e9:.2f}B" and row[2] == str(m["hidden"]) and row[3] == str(m["num_layers"])
+        assert row[5] == str(m["num_kv_heads"]) and row[6] == str(m["head_dim"]) and row[9] == str(m["vocab"])
+    code, out, _ = run(capsys, "check", "llama3-8b", "--gpu", "h100", "--json")
+    assert json.loads(out)["model"] == next(m for m in presets if m["name"] == "llama3-8b")
+
+
+def test_suggestions_to_json_names_keywords_from_python_and_flags_from_the_command(capsys):
+    result = suggest(get_model("gpt2"), Workload(seq=1024), gpu="h100", keep=NO_REACH)
+    assert result.to_json()["message"].endswith("widen params_tol or aspect_band, or keep fewer fields).")
+    code, out, _ = run(capsys, "suggest", "gpt2", "--gpu", "h100", "--seq", "1024", "--keep", ",".join(NO_REACH),
+                       "--json")
+    assert code == 0
+    printed = json.loads(out)
+    assert printed["message"].endswith("widen --params-tol or --aspect-band, or --keep fewer fields).")
+    printed.pop("warnings")
+    given = json.loads(json.dumps(result.to_json()))
+    for doc in (printed, given):
+        doc.pop("message")
+    assert given == printed
