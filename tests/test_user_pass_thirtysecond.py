@@ -20,6 +20,13 @@
   command line's flags, where the API's other messages name its keyword arguments (top, params_tol). It now says
   "widen params_tol or aspect_band, or keep fewer fields" from Python; `suggest --json` and `verify` say the flags as
   before.
+- `suggest gpt2 --mkdir` said nothing of a flag that did nothing (it makes --emit-config's folder), where `results
+  --mkdir` without a file warns so. suggest warns the same way now.
+- `plan gpt2 --gpus 8 --global-batch 1 --seq 1024` said "the global batch of 1 tokens": "1 token" now.
+- `shapewise.check(...)` and `plan(...)` gave results with no `to_json()`, where suggest's and search's have one since
+  the last pass: a script had to find `report.to_json` and `plan.to_json` as functions. `CheckResult.to_json()` and
+  `PlanResult.to_json(train_tokens=...)` give what `check --json` and `plan --json [--tokens]` print, the tokens
+  checked as the flag is (1.5e12 refused: a count given as a float).
 
 Found consistent: bad counts, GPUs, devices and dims to check, plan, suggest, search, verify, bench and validate each
 refused in one line with exit 2.
@@ -141,3 +148,41 @@ def test_suggestions_to_json_names_keywords_from_python_and_flags_from_the_comma
     for doc in (printed, given):
         doc.pop("message")
     assert given == printed
+
+
+def test_suggest_says_its_mkdir_does_nothing_without_a_file(capsys):
+    code, _, err = run(capsys, "suggest", "gpt2", "--gpu", "h100", "--seq", "1024", "--mkdir")
+    assert code == 0 and "--mkdir has no effect without --emit-config, the file whose folder it makes" in err
+
+
+def test_one_token_is_said_as_one(capsys):
+    code, _, err = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", "1", "--seq", "1024")
+    assert code == 2 and "the global batch of 1 token is not a whole number of sequences of 1,024" in err
+
+
+def test_check_results_to_json_is_what_check_json_prints(capsys):
+    from shapewise import check
+
+    code, out, _ = run(capsys, "check", "llama3-8b", "--gpu", "h100", "--mode", "decode", "--batch", "8", "--json")
+    assert code == 0
+    printed = json.loads(out)
+    printed.pop("warnings")
+    result = check(get_model("llama3-8b"), Workload(batch=8, mode="decode"), gpu="h100")
+    assert json.loads(json.dumps(result.to_json())) == printed
+
+
+def test_plan_results_to_json_is_what_plan_json_prints(capsys):
+    from shapewise.plan import plan
+
+    code, out, _ = run(capsys, "plan", "gpt2", "--gpus", "8", "--global-batch", str(2**19), "--seq", "1024",
+                       "--tokens", "1e9", "--json")
+    assert code == 0
+    printed = json.loads(out)
+    result = plan(get_model("gpt2"), gpus=8, gpu="h100", global_batch_tokens=2**19, seq=1024)
+    given = json.loads(json.dumps(result.to_json(train_tokens=10**9)))
+    for doc in (printed, given):
+        doc.pop("warnings", None), doc.pop("seconds")  # (the time each took)
+    assert given == printed and "time_to_train_s" in given["plans"][0]
+    with pytest.raises(ShapewiseError, match="^train_tokens: the tokens to train on must be a positive whole number given "
+                                             "as an int, got 1500000000000.0$"):
+        result.to_json(train_tokens=1.5e12)

@@ -29,6 +29,10 @@ class CheckResult:
     optimizer_ms: float = 0.0  # Adam's update after the backward (the step's time is forward and backward)
     megatron_memory: Memory | None = None  # the same layout as Megatron-LM holds it (`plan`'s framework)
 
+    def to_json(self) -> dict:
+        """What `check --json` prints of it (less the warnings said): plain data for json.dumps."""
+        return to_json(self)
+
     def __repr__(self) -> str:  # the step's ops and the memory's parts are its fields' to show
         return (f"CheckResult(step={self.step!r}, findings={[f.rule for f in self.findings]!r}, "
                 f"caveats=<{len(self.caveats)}>)")

@@ -134,6 +134,8 @@ def run_suggest(args) -> int:
 
         output_file(args.emit_config, formats={".json": "json"}, mkdir=args.mkdir, what="config")
         _refuse_writing_over_the_source(args)
+    elif args.mkdir:  # as results says its --mkdir without a file to make a folder for
+        warn("--mkdir has no effect without --emit-config, the file whose folder it makes")
     if args.pick is not None and not (args.emit_config or args.emit):
         warn(f"--pick {args.pick} has no effect without --emit or --emit-config, which write the suggestion it picks")
     pick = args.pick or 1
