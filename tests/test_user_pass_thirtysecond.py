@@ -27,6 +27,10 @@
   the last pass: a script had to find `report.to_json` and `plan.to_json` as functions. `CheckResult.to_json()` and
   `PlanResult.to_json(train_tokens=...)` give what `check --json` and `plan --json [--tokens]` print, the tokens
   checked as the flag is (1.5e12 refused: a count given as a float).
+- `verify gpt2 --seq 1024 --keep hidden,heads,kv_heads,head_dim,ffn,vocab --suggestion 1` said "--suggestion must be
+  between 1 and 0": its range was checked before there being nothing to verify. It now says there is nothing to
+  verify (and how to widen the search); a --suggestion past those listed is said as suggest's --pick says it:
+  "--suggestion 99: there are 4 suggestions; give --suggestion from 1 to 4" (one function for the two).
 
 Found consistent: bad counts, GPUs, devices and dims to check, plan, suggest, search, verify, bench and validate each
 refused in one line with exit 2.
@@ -186,3 +190,23 @@ def test_plan_results_to_json_is_what_plan_json_prints(capsys):
     with pytest.raises(ShapewiseError, match="^train_tokens: the tokens to train on must be a positive whole number given "
                                              "as an int, got 1500000000000.0$"):
         result.to_json(train_tokens=1.5e12)
+
+
+def test_verify_says_nothing_to_verify_before_its_suggestions_range(capsys):
+    code, _, err = run(capsys, "verify", "gpt2", "--device", "cpu", "--gpu", "h100", "--seq", "1024", "--keep",
+                       ",".join(NO_REACH), "--suggestion", "1")
+    assert code == 2 and "between 1 and 0" not in err
+    assert err.strip() == ("shapewise: error: nothing to verify: the neighbourhood holds no other shape; widen "
+                           "--params-tol or --aspect-band, or --keep fewer fields")
+
+
+def test_verify_says_a_suggestion_past_those_listed_as_suggests_pick_does(capsys):
+    code, _, err = run(capsys, "suggest", "gpt2", "--gpu", "h100", "--seq", "1024", "--pick", "99", "--emit",
+                       "megatron")
+    assert code == 2
+    listed = re.fullmatch(r"shapewise: error: --pick 99: there are (\d+) suggestions; give --pick from 1 to \1\n",
+                          err).group(1)
+    code, _, err = run(capsys, "verify", "gpt2", "--device", "cpu", "--gpu", "h100", "--seq", "1024",
+                       "--suggestion", "99")
+    assert code == 2
+    assert err == f"shapewise: error: --suggestion 99: there are {listed} suggestions; give --suggestion from 1 to {listed}\n"

@@ -69,6 +69,13 @@ def _which(what: str):
     return replace(TOP, what=f"which {what} (1 is the fastest)").arg
 
 
+def _check_rank(flag: str, given: int, num_listed: int, what: str) -> None:
+    """A rank past those listed (--pick, verify's --suggestion), refused naming how many there are."""
+    if given > num_listed:
+        raise ShapewiseError(f"{flag} {given}: there {'is' if num_listed == 1 else 'are'} {num_listed} "
+                             f"{what}{'s' * (num_listed != 1)}; give {flag} from 1 to {num_listed}")
+
+
 def _fields(texts: list[str] | None, flag: str) -> tuple[str, ...]:
     """The field names of every use of --keep or --vary (each a comma-separated list), each one suggest takes
     there (search.field_names, in the flag's words); a use that names none ("", ",") is refused."""
@@ -145,10 +152,7 @@ def run_suggest(args) -> int:
         if not result.suggestions:
             raise ShapewiseError("no suggestion to emit: no shape is predicted faster than the original by more "
                                  "than the model's error (`suggest` shows the nearest)")
-        if not 1 <= pick <= len(result.suggestions):
-            raise ShapewiseError(f"--pick {pick}: there {'is' if len(result.suggestions) == 1 else 'are'} "
-                                 f"{len(result.suggestions)} suggestion{'s' * (len(result.suggestions) != 1)}; "
-                                 f"give --pick from 1 to {len(result.suggestions)}")
+        _check_rank("--pick", pick, len(result.suggestions), "suggestion")
         chosen = result.suggestions[pick - 1].candidate
     if args.emit_config:
         # A config given as MODEL (a path, or a hub id's cached file) is the base, as with --config: the
@@ -355,12 +359,12 @@ def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
     result = _suggest(args, shape, workload, model)
     what = "suggestion" if result.suggestions else "no faster shape"
     picked = list(enumerate(result.suggestions or result.alternatives, 1))
-    if args.suggestion:
-        if not 1 <= args.suggestion <= len(picked):
-            raise ShapewiseError(f"--suggestion must be between 1 and {len(picked)}")
-        picked = [picked[args.suggestion - 1]]
-    if not picked:
+    if not picked:  # said before --suggestion's range, which would be 1 to 0
         raise ShapewiseError(f"nothing to verify: the neighbourhood holds no other shape; {widen_text()}")
+    if args.suggestion:
+        _check_rank("--suggestion", args.suggestion, len(picked),
+                    "suggestion" if result.suggestions else "nearest alternative")
+        picked = [picked[args.suggestion - 1]]
     return [(f"#{i} " + change_text(s.changes), s.candidate.shape, s.candidate.workload, s.changes)
             for i, s in picked], what
 
