@@ -31,6 +31,9 @@
   between 1 and 0": its range was checked before there being nothing to verify. It now says there is nothing to
   verify (and how to widen the search); a --suggestion past those listed is said as suggest's --pick says it:
   "--suggestion 99: there are 4 suggestions; give --suggestion from 1 to 4" (one function for the two).
+- `bench bmm --batch 4 -m 16 -n 16 -k 16` was refused as "the following arguments are required: -b": bmm named its
+  batch -b alone, where bench attention named it --batch alone, and check, plan, verify and bench layer and ops take
+  both. bench bmm and bench attention now take -b and --batch too.
 
 Found consistent: bad counts, GPUs, devices and dims to check, plan, suggest, search, verify, bench and validate each
 refused in one line with exit 2.
@@ -210,3 +213,11 @@ def test_verify_says_a_suggestion_past_those_listed_as_suggests_pick_does(capsys
                        "--suggestion", "99")
     assert code == 2
     assert err == f"shapewise: error: --suggestion 99: there are {listed} suggestions; give --suggestion from 1 to {listed}\n"
+
+
+@pytest.mark.parametrize("kind, more", [("bmm", ("-m", "16", "-n", "16", "-k", "16")),
+                                        ("attention", ("--heads", "8", "--head-dim", "64", "--seq", "64"))])
+@pytest.mark.parametrize("flag", ["-b", "--batch"])
+def test_the_benches_take_batch_as_dash_b_and_dash_dash_batch(capsys, kind, more, flag):
+    code, _, err = run(capsys, "bench", kind, flag, "0", *more, "--device", "cpu")
+    assert code == 2 and "a GEMM dim must be a positive whole number" in err and err.strip().endswith("got 0"), err
