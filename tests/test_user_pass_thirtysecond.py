@@ -34,6 +34,11 @@
 - `bench bmm --batch 4 -m 16 -n 16 -k 16` was refused as "the following arguments are required: -b": bmm named its
   batch -b alone, where bench attention named it --batch alone, and check, plan, verify and bench layer and ops take
   both. bench bmm and bench attention now take -b and --batch too.
+- `report gpt2 --out r.html --db missing.db` said "no results store at missing.db: measure first (`shapewise bench`),
+  or give --db PATH" to a user who had given --db PATH, where `results --db missing.db` said "check the path" (a
+  message of its own, before the store's). The store says "check the path; `shapewise bench` and `shapewise
+  calibrate` make a store" wherever a path is given (report, results, plot), and "or give --db PATH" only of the
+  default store.
 
 Found consistent: bad counts, GPUs, devices and dims to check, plan, suggest, search, verify, bench and validate each
 refused in one line with exit 2.
@@ -221,3 +226,19 @@ def test_verify_says_a_suggestion_past_those_listed_as_suggests_pick_does(capsys
 def test_the_benches_take_batch_as_dash_b_and_dash_dash_batch(capsys, kind, more, flag):
     code, _, err = run(capsys, "bench", kind, flag, "0", *more, "--device", "cpu")
     assert code == 2 and "a GEMM dim must be a positive whole number" in err and err.strip().endswith("got 0"), err
+
+
+@pytest.mark.parametrize("argv", [("report", "gpt2", "--seq", "1024", "--out", "{tmp}/r.html"), ("results",),
+                                  ("results", "--export", "{tmp}/r.csv")])
+def test_a_missing_store_given_is_said_as_a_path_to_check(capsys, tmp_path, argv):
+    missing = tmp_path / "missing.db"
+    code, _, err = run(capsys, *(a.format(tmp=tmp_path) for a in argv), "--db", str(missing))
+    assert code == 2 and "give --db PATH" not in err
+    assert err.strip() == (f"shapewise: error: no results store at {missing}: check the path; `shapewise bench` and "
+                           "`shapewise calibrate` make a store")
+
+
+def test_the_default_store_missing_is_said_as_before(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("SHAPEWISE_DB", str(tmp_path / "default.db"))
+    code, _, err = run(capsys, "results")
+    assert code == 2 and "measure first (`shapewise bench`), or give --db PATH" in err

@@ -275,8 +275,10 @@ class Store:
         self.same_rows = 0  # rows the last import found stored already as the same measurement (not stored twice)
         if self.path.is_dir():
             raise ShapewiseError(f"the results store {self.path} is a folder: give a file, e.g. {self.path / 'results.db'}")
-        if read_only and not self.path.is_file():
-            raise ShapewiseError(f"no results store at {self.path}: measure first (`shapewise bench`), or give --db PATH")
+        if read_only and not self.path.is_file():  # a path given is checked, not told to be given
+            advice = ("check the path; `shapewise bench` and `shapewise calibrate` make a store" if path is not None
+                      else "measure first (`shapewise bench`), or give --db PATH")
+            raise ShapewiseError(f"no results store at {self.path}: {advice}")
         if not read_only:
             self._folder()
         self._new = not read_only and not self.path.exists()  # made by this Store: taken back if refused (__exit__)
