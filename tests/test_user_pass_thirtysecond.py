@@ -39,6 +39,12 @@
   message of its own, before the store's). The store says "check the path; `shapewise bench` and `shapewise
   calibrate` make a store" wherever a path is given (report, results, plot), and "or give --db PATH" only of the
   default store.
+- An empty path was taken for the flag left out: `check gpt2 --profile ''` priced with the default profile,
+  `check gpt2 --config ''` priced the preset gpt2 as if --config were not there, and `calibrate --device cpu --gpu h100
+  --out ''` began its 2,980 cases with no file to write the profile to (`report --out ''` and `suggest --emit-config
+  ''` were refused). --profile and --config (check, suggest, search, plan, report, validate, verify's --config) now
+  refuse it in one line, "argument --profile: the path is empty: give a file, or leave the flag out"; calibrate's --out
+  says "give a file to write the profile to", as report's does, before anything is measured.
 
 Found consistent: bad counts, GPUs, devices and dims to check, plan, suggest, search, verify, bench and validate each
 refused in one line with exit 2.
@@ -242,3 +248,26 @@ def test_the_default_store_missing_is_said_as_before(capsys, tmp_path, monkeypat
     monkeypatch.setenv("SHAPEWISE_DB", str(tmp_path / "default.db"))
     code, _, err = run(capsys, "results")
     assert code == 2 and "measure first (`shapewise bench`), or give --db PATH" in err
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (("check", "gpt2", "--seq", "1024", "--profile", ""), "--profile"),
+    (("check", "gpt2", "--seq", "1024", "--config", ""), "--config"),
+    (("plan", "--config", " ", "--gpus", "8", "--global-batch", "1048576", "--seq", "1024"), "--config"),
+    (("validate", "--profile", "", "--device", "cpu", "--quick"), "--profile"),
+    (("verify", "gpt2", "--device", "cpu", "--seq", "32", "--config", ""), "--config"),
+])
+def test_an_empty_path_is_refused_not_taken_for_none(capsys, argv, flag):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and not out
+    assert err.startswith(f"shapewise: error: argument {flag}: the path is empty: give a file, or leave the flag out")
+
+
+def test_calibrate_refuses_an_empty_out_before_measuring(capsys, tmp_path, monkeypatch):
+    import shapewise.bench as bench
+
+    monkeypatch.setattr(bench, "_measure_one", lambda *a, **k: pytest.fail("measured"))
+    code, _, err = run(capsys, "calibrate", "--device", "cpu", "--gpu", "h100", "--out", "", "--db",
+                       str(tmp_path / "r.db"))
+    assert code == 2 and err.strip() == "shapewise: error: give a file to write the profile to"
+    assert not (tmp_path / "r.db").exists()

@@ -19,6 +19,7 @@ from .common import (
     check_tokens,
     console,
     cost_model,
+    file_path,
     model_and_workload,
     refuse_emit_with_json,
     say_caveats,
@@ -315,7 +316,7 @@ def add_verify(sub) -> None:
     p = sub.add_parser("verify", help="measure a model against its suggestions (or other configs) on the GPU")
     p.add_argument("model", help="the original: a preset name, a Hugging Face hub id (org/name, read from the local "
                                  "cache) or a config.json path")
-    p.add_argument("--config", metavar="OTHER", action="append",
+    p.add_argument("--config", metavar="OTHER", action="append", type=file_path,
                    help="verify against this config.json instead of the suggestions (repeat for several)")
     p.add_argument("--suggestion", type=_which("suggestion to verify"), metavar="N",
                    help="verify only suggestion N (default: all of --top)")
