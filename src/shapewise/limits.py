@@ -49,14 +49,15 @@ class Limit:
         where = f"{name}: " if name else ""
         kind = self.kind
         number = _read(value, kind, self.what, where)
+        given = _shown(value.strip() if isinstance(value, str) else value)  # as read: "0\n" is said as 0, on one line
         if isinstance(number, float) and not math.isfinite(number):  # an int is finite, and may outgrow a float
-            raise ShapewiseError(f"{where}{self.what} must be a finite number {self.range_text()}, got {value}")
+            raise ShapewiseError(f"{where}{self.what} must be a finite number {self.range_text()}, got {given}")
         if self.whole and number != int(number):
-            raise ShapewiseError(f"{where}{self.what} must be a whole number, got {value}")
+            raise ShapewiseError(f"{where}{self.what} must be a whole number, got {given}")
         too_low = number <= self.low if self.low_open else number < self.low
         if too_low or number > self.high:
             why = f" ({self.reason})" if self.reason and number > self.high else ""
-            raise ShapewiseError(f"{where}{self.what} must be {kind} {self.range_text()}{why}, got {_shown(value)}")
+            raise ShapewiseError(f"{where}{self.what} must be {kind} {self.range_text()}{why}, got {given}")
         return int(number) if self.whole else float(number)
 
     def keyword(self, value, name: str) -> int | float:
