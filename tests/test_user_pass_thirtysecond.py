@@ -36,9 +36,9 @@
   both. bench bmm and bench attention now take -b and --batch too.
 - `report gpt2 --out r.html --db missing.db` said "no results store at missing.db: measure first (`shapewise bench`),
   or give --db PATH" to a user who had given --db PATH, where `results --db missing.db` said "check the path" (a
-  message of its own, before the store's). The store says "check the path; `shapewise bench` and `shapewise
-  calibrate` make a store" wherever a path is given (report, results, plot), and "or give --db PATH" only of the
-  default store.
+  message of its own, before the store's). The store says "no results store at missing.db (--db): check the path;
+  `shapewise bench` and `shapewise calibrate` make a store" wherever a path is given (report, results, plot; "(path)"
+  to a Python caller of Store), and "or give --db PATH" only of the default store.
 - An empty path was taken for the flag left out: `check gpt2 --profile ''` priced with the default profile,
   `check gpt2 --config ''` priced the preset gpt2 as if --config were not there, and `calibrate --device cpu --gpu h100
   --out ''` began its 2,980 cases with no file to write the profile to (`report --out ''` and `suggest --emit-config
@@ -250,8 +250,8 @@ def test_a_missing_store_given_is_said_as_a_path_to_check(capsys, tmp_path, argv
     missing = tmp_path / "missing.db"
     code, _, err = run(capsys, *(a.format(tmp=tmp_path) for a in argv), "--db", str(missing))
     assert code == 2 and "give --db PATH" not in err
-    assert err.strip() == (f"shapewise: error: no results store at {missing}: check the path; `shapewise bench` and "
-                           "`shapewise calibrate` make a store")
+    assert err.strip() == (f"shapewise: error: no results store at {missing} (--db): check the path; `shapewise bench` "
+                           "and `shapewise calibrate` make a store")
 
 
 def test_the_default_store_missing_is_said_as_before(capsys, tmp_path, monkeypatch):
