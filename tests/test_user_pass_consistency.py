@@ -38,7 +38,8 @@ def test_check_json_holds_the_whole_shape_and_search_json_its_workload(capsys):
     assert fields["window"] == 4096 and fields["global_every"] == 2 and fields["logit_softcap"] is True
     assert main(["search", "--params", "7e9", "--top", "1", "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
-    assert found["workload"] == {"batch": 1, "seq": 4096, "tp": 1, "dtype": "bf16", "mode": "train"}
+    assert found["workload"] == {"batch": 1, "seq": 4096, "tp": 1, "dtype": "bf16", "mode": "train",
+                                 "attention": "flash", "overlap_comm": False, "kv_cache_dtype": None}
     assert found["top"][0]["head_dim"] * found["top"][0]["heads"] >= found["top"][0]["hidden"] // 2
 
 

@@ -60,6 +60,13 @@ class GPU:
             raise ShapewiseError(f"{self.name} has no {dtype} support in its datasheet; use "
                                  f"{'one of ' if len(have) > 1 else ''}{', '.join(have)}")
 
+    def to_json(self) -> dict:
+        """What `gpus --json` gives of it: every field, each number's source under sources."""
+        return {"key": self.key, "name": self.name, "vendor": self.vendor, "arch": self.arch,
+                **{name: dict(getattr(self, name)) if name == "tflops" else getattr(self, name)
+                   for name in NUMERIC_FIELDS},
+                "aliases": list(self.aliases), "sources": dict(self.sources)}
+
     @property
     def bytes_per_s(self) -> float:
         return self.mem_bandwidth_gbs * 1e9

@@ -49,14 +49,15 @@ class Limit:
         where = f"{name}: " if name else ""
         kind = self.kind
         number = _read(value, kind, self.what, where)
+        given = _shown(value.strip() if isinstance(value, str) else value)  # as read: "0\n" is said as 0, on one line
         if isinstance(number, float) and not math.isfinite(number):  # an int is finite, and may outgrow a float
-            raise ShapewiseError(f"{where}{self.what} must be a finite number {self.range_text()}, got {value}")
+            raise ShapewiseError(f"{where}{self.what} must be a finite number {self.range_text()}, got {given}")
         if self.whole and number != int(number):
-            raise ShapewiseError(f"{where}{self.what} must be a whole number, got {value}")
+            raise ShapewiseError(f"{where}{self.what} must be a whole number, got {given}")
         too_low = number <= self.low if self.low_open else number < self.low
         if too_low or number > self.high:
             why = f" ({self.reason})" if self.reason and number > self.high else ""
-            raise ShapewiseError(f"{where}{self.what} must be {kind} {self.range_text()}{why}, got {_shown(value)}")
+            raise ShapewiseError(f"{where}{self.what} must be {kind} {self.range_text()}{why}, got {given}")
         return int(number) if self.whole else float(number)
 
     def keyword(self, value, name: str) -> int | float:
@@ -215,6 +216,9 @@ def dims(values: list[str], *, name: str, limit: Limit = GEMM_DIM) -> list[int]:
         parts = value.split(":")
         if len(parts) not in (1, 2, 3):
             raise ShapewiseError(f"{name}: {value!r} is not a number or a START:STOP:STEP range")
+        backwards = f"{name}: range {value!r} needs START <= STOP and a positive STEP"
+        if len(parts) > 1 and all(map(_is_number, parts[:2])) and _read_number(parts[1]) < _read_number(parts[0]):
+            raise ShapewiseError(backwards)  # said as the range's fault before its STOP is checked as a dim (1:0)
         try:
             numbers = [limit.check(p) for p in parts[:2]] + [int(parts[2]) if len(parts) == 3 else 1]
         except ValueError as err:  # ShapewiseError included
@@ -226,7 +230,7 @@ def dims(values: list[str], *, name: str, limit: Limit = GEMM_DIM) -> list[int]:
         else:
             start, stop, step = numbers
             if step <= 0 or stop < start:
-                raise ShapewiseError(f"{name}: range {value!r} needs START <= STOP and a positive STEP")
+                raise ShapewiseError(backwards)
             span = range(start, stop + 1, step)
         count += len(span)  # len of a range is known without making it
         if count > SWEEP_VALUES.high:
@@ -238,9 +242,13 @@ def dims(values: list[str], *, name: str, limit: Limit = GEMM_DIM) -> list[int]:
     return list(dict.fromkeys(found))
 
 
+def _read_number(text: str) -> float:
+    return float(text.replace("_", ""))
+
+
 def _is_number(text: str) -> bool:
     try:
-        float(text.replace("_", ""))
+        _read_number(text)
     except ValueError:
         return False
     return True
@@ -251,13 +259,16 @@ SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 def sizes(values: list[str], *, name: str = "--sizes") -> list[int]:
     """Bytes from the command line: 4096, 64K, 1M, and START:STOP ranges that double (1K:1G)."""
-    def one(given: str) -> int:
+    def read(given: str) -> float:
         text = given.strip().upper().removesuffix("B")
         unit = text[-1] if text and text[-1] in SIZE_UNITS else ""
         try:
-            number = float(text[: len(text) - len(unit)].replace("_", "")) * SIZE_UNITS[unit]
+            return float(text[: len(text) - len(unit)].replace("_", "")) * SIZE_UNITS[unit]
         except ValueError:
             raise ShapewiseError(f"{name}: {text!r} is not a size such as 4096, 64K, 16M or 1G") from None
+
+    def one(given: str) -> int:
+        number = read(given)
         if math.isfinite(number) and number >= 1:
             number = int(number)
         try:
@@ -268,9 +279,10 @@ def sizes(values: list[str], *, name: str = "--sizes") -> list[int]:
     found: list[int] = []
     for value in values:
         if ":" in value:
-            low, high = (one(part) for part in value.split(":", 1))
-            if high < low:
+            parts = value.split(":", 1)
+            if read(parts[1]) < read(parts[0]):  # the range's fault before its STOP is checked as a size (1K:0)
                 raise ShapewiseError(f"{name}: range {value!r} needs START <= STOP")
+            low, high = (one(part) for part in parts)
             while low <= high:  # doubling from at least 1 up to at most 2^40: at most 41 sizes
                 found.append(low)
                 low *= 2

@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import ShapewiseError, argument, check_name, warn
 from .hardware import GPU
-from .limits import COUNT, RATE, SANE_BATCH_SEQUENCES, SANE_BATCH_TOKENS, SEQ, flag
+from .limits import COUNT, RATE, SANE_BATCH_SEQUENCES, SANE_BATCH_TOKENS, SEQ, TOKENS_TO_TRAIN, flag
 from .memory import FRAMEWORKS, PRECISIONS, Memory, capacity_bytes, training_arrays, training_precision
 from .parallel import FSDP_WITH_PIPELINE, RECOMPUTE, Network, layer_times, network_for, stage_layers, step_arrays
 from .profile import CostModel, cost_model
@@ -88,6 +88,13 @@ class PlanResult:
     seq: int
     network: Network
     cost_source: str
+
+    def to_json(self, *, train_tokens: int | None = None) -> dict:
+        """What `plan --json` prints of it (less the warnings said), with each plan's time to train train_tokens
+        where given (plan --tokens), checked as the flag is."""
+        if train_tokens is not None:
+            train_tokens = TOKENS_TO_TRAIN.keyword(train_tokens, "train_tokens")
+        return to_json(self, train_tokens=train_tokens)
 
 
 def _divisors(n: int) -> list[int]:
@@ -172,7 +179,8 @@ def plan(shape: ModelShape, *, gpus: int, gpu: GPU | str | CostModel, global_bat
         if not isinstance(other, ModelShape):
             raise ShapewiseError(f"shapes must be ModelShapes, got {other!r:.100}")
     if global_batch_tokens % seq:
-        raise ShapewiseError(f"the global batch of {global_batch_tokens:,} tokens is not a whole number of "
+        tokens = "token" if global_batch_tokens == 1 else "tokens"
+        raise ShapewiseError(f"the global batch of {global_batch_tokens:,} {tokens} is not a whole number of "
                              f"sequences of {seq:,}; give a multiple of {seq:,}")
     _say_absurd_batch(global_batch_tokens, seq)
     if gpus > gpus_per_node and gpus % gpus_per_node:

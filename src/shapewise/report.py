@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from .cost import StepCost, predict_step
 from .errors import listed
@@ -28,6 +28,10 @@ class CheckResult:
     # Training only: what the step above leaves out and `plan` prices, so that the two agree in words.
     optimizer_ms: float = 0.0  # Adam's update after the backward (the step's time is forward and backward)
     megatron_memory: Memory | None = None  # the same layout as Megatron-LM holds it (`plan`'s framework)
+
+    def to_json(self) -> dict:
+        """What `check --json` prints of it (less the warnings said): plain data for json.dumps."""
+        return to_json(self)
 
     def __repr__(self) -> str:  # the step's ops and the memory's parts are its fields' to show
         return (f"CheckResult(step={self.step!r}, findings={[f.rule for f in self.findings]!r}, "
@@ -73,17 +77,8 @@ OVERLAPPED = "collectives overlapped with compute (--overlap-comm: an upper boun
 def to_json(result: CheckResult) -> dict:
     step, shape, w, gpu = result.step, result.step.shape, result.step.workload, result.step.gpu
     return {
-        "model": {"name": shape.name, "params": shape.params, "active_params": shape.active_params,
-                  "hidden": shape.hidden, "num_layers": shape.num_layers, "num_heads": shape.num_heads,
-                  "num_kv_heads": shape.kv_heads, "head_dim": shape.d_head, "ffn": shape.ffn_width,
-                  "mlp": shape.mlp, "vocab": shape.vocab, "num_experts": shape.num_experts,
-                  "top_k": shape.top_k, "source": shape.source,
-                  # the rest of the shape, as priced: every structural field (shapes.ModelShape)
-                  "fields": {f.name: getattr(shape, f.name) for f in fields(shape)
-                             if f.name not in ("name", "source", "published_params")}},
-        "workload": {"batch": w.batch, "seq": w.seq, "tp": w.tp, "dtype": w.dtype, "mode": w.mode,
-                     "attention": w.attention, "tokens": w.tokens, "overlap_comm": w.overlap_comm,
-                     "kv_cache_dtype": None if w.mode == "train" else w.kv_cache_name},
+        "model": shape.to_json(),
+        "workload": {**w.to_json(), "tokens": w.tokens},
         "gpu": {"key": gpu.key, "name": gpu.name, "peak_tflops": gpu.peak_tflops(w.dtype),
                 "bandwidth_gbs": gpu.mem_bandwidth_gbs},
         "cost_model": {"source": result.model_source, "calibrated": result.calibrated},

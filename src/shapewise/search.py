@@ -364,14 +364,16 @@ def tolerance_text(tol: float) -> str:
     return f"{tol * 100:.4g}%"
 
 
-# What brings other shapes within reach: the search's three bounds (suggest's and verify's flags alike)
-WIDEN = "widen --params-tol or --aspect-band, or --keep fewer fields"
+def widen_text() -> str:
+    """What brings other shapes within reach: the search's three bounds, named as the caller gave them (suggest's and
+    verify's flags, or suggest()'s keywords)."""
+    return f"widen {argument('params_tol')} or {argument('aspect_band')}, or {argument('keep')} fewer fields"
 
 
 def nothing_faster_text(result, params_tol: float) -> str:
     """The one line said when no shape beats the original by more than the model's error; the nearest are
     listed below it where there are any."""
-    then = ", or measure the nearest below" if result.alternatives else f" (no other shape is within reach: {WIDEN})"
+    then = ", or measure the nearest below" if result.alternatives else f" (no other shape is within reach: {widen_text()})"
     return (f"No shape within {tolerance_text(params_tol)} of the parameters is predicted faster than the original by "
             f"more than the model's error ({result.considered} considered): keep the shape{then}.")
 
@@ -399,10 +401,7 @@ def suggestions_json(result: Suggestions) -> dict:
     shape, workload = result.original.shape, result.original.workload
     return {"model": shape.name, "params": shape.params, "gpu": result.model.gpu.key, "cost_model": result.model.source,
             # what the original was priced at, as check --json and search --json say theirs
-            "workload": {"batch": workload.batch, "seq": workload.seq, "tp": workload.tp, "dtype": workload.dtype,
-                         "mode": workload.mode, "attention": workload.attention,
-                         "overlap_comm": workload.overlap_comm,
-                         "kv_cache_dtype": None if workload.mode == "train" else workload.kv_cache_name},
+            "workload": workload.to_json(),
             "original_ms_per_token": result.original.gpu_ms_per_token,
             "original_memory_bytes": result.original_memory_bytes, "gpu_memory_bytes": result.gpu_memory_bytes,
             "original_fits": result.original_fits, "vary": list(result.vary),
@@ -497,9 +496,8 @@ class SearchResult:
 
     def to_json(self) -> dict:
         """What `search --json` prints of it (less the warnings said): plain data for json.dumps."""
-        w = self.workload
         return {"screened": self.screened, "predicted": self.predicted, "seconds": self.seconds,
-                "workload": {"batch": w.batch, "seq": w.seq, "tp": w.tp, "dtype": w.dtype, "mode": w.mode},
+                "workload": self.workload.to_json(),
                 "pareto": [self.row(c) for c in self.pareto], "top": [self.row(c) for c in self.top],
                 "cost_model": self.model.source, "gpu_memory_bytes": self.gpu_memory_bytes}
 
@@ -549,6 +547,9 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
         raise ShapewiseError(f"aspect: the lowest hidden/layers comes first, got {aspect[0]:g} > {aspect[1]:g}")
     if not isinstance(workload, Workload):
         raise ShapewiseError(f"the workload must be a shapewise.Workload, got {workload!r}")
+    if workload.mode != "train":  # as the command, whose grid and budget design a model to be trained
+        raise ShapewiseError(f"search designs a model for training: the workload's mode must be train, got "
+                             f"{workload.mode} (suggest and check price {workload.mode} for a given model)")
     model.gpu.peak_tflops(workload.dtype)  # a GPU without the dtype is said as that, not as no shape priced
     check_name(attention, SEARCH_ATTENTION, "attention kind", owner="attention")
     check_name(mlp, MLP_KINDS, "MLP kind")

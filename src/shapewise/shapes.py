@@ -390,6 +390,16 @@ class ModelShape:
         idle = self.num_experts - self.top_k
         return self.params - self.num_moe_layers * idle * self._mlp_params(self.expert_width)
 
+    def to_json(self) -> dict:
+        """The shape as check --json and models --json give it: its sizes by name, then every structural field."""
+        return {"name": self.name, "params": self.params, "active_params": self.active_params, "hidden": self.hidden,
+                "num_layers": self.num_layers, "num_heads": self.num_heads, "num_kv_heads": self.kv_heads,
+                "head_dim": self.d_head, "ffn": self.ffn_width, "mlp": self.mlp, "vocab": self.vocab,
+                "num_experts": self.num_experts, "top_k": self.top_k, "source": self.source,
+                # the rest of the shape, as priced: every structural field
+                "fields": {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                           if f.name not in ("name", "source", "published_params")}}
+
     def replace(self, **changes) -> "ModelShape":
         _known_fields(self, changes)
         token = _DERIVING.set(True)
@@ -465,6 +475,13 @@ class Workload:
     def tokens(self) -> int:
         """Tokens processed per step: b·s, or b in decode (one new token per sequence)."""
         return self.batch if self.mode == "decode" else self.batch * self.seq
+
+    def to_json(self) -> dict:
+        """The workload as check --json, suggest --json and search --json give it: every field, the KV cache's dtype
+        as priced (None in training, which keeps no cache)."""
+        return {"batch": self.batch, "seq": self.seq, "tp": self.tp, "dtype": self.dtype, "mode": self.mode,
+                "attention": self.attention, "overlap_comm": self.overlap_comm,
+                "kv_cache_dtype": None if self.mode == "train" else self.kv_cache_name}
 
     def replace(self, **changes) -> "Workload":
         _known_fields(self, changes)

@@ -52,7 +52,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from .errors import ShapewiseError, listed
+from .errors import ShapewiseError, argument, listed
 from .exports import (
     _FLOAT_COLUMNS,
     ENV_COLUMNS,
@@ -275,8 +275,11 @@ class Store:
         self.same_rows = 0  # rows the last import found stored already as the same measurement (not stored twice)
         if self.path.is_dir():
             raise ShapewiseError(f"the results store {self.path} is a folder: give a file, e.g. {self.path / 'results.db'}")
-        if read_only and not self.path.is_file():
-            raise ShapewiseError(f"no results store at {self.path}: measure first (`shapewise bench`), or give --db PATH")
+        if read_only and not self.path.is_file():  # a path given is checked, not told to be given
+            advice = ("check the path; `shapewise bench` and `shapewise calibrate` make a store" if path is not None
+                      else "measure first (`shapewise bench`), or give --db PATH")
+            given = f" ({argument('path', '--db')})" if path is not None else ""  # as the caller named it
+            raise ShapewiseError(f"no results store at {self.path}{given}: {advice}")
         if not read_only:
             self._folder()
         self._new = not read_only and not self.path.exists()  # made by this Store: taken back if refused (__exit__)

@@ -100,7 +100,9 @@ def add_gemm(kinds) -> None:
     for name in ("gemm", "bmm"):
         p = kinds.add_parser(name, help=f"time torch.matmul over ranges of dims ({name})")
         if name == "bmm":
-            p.add_argument("-b", nargs="+", action=Repeated, required=True, help="batch sizes, or START:STOP:STEP ranges")
+            p.add_argument("-b", "--batch", dest="b", nargs="+", action=Repeated, required=True,
+                           help="batch sizes, or START:STOP:STEP ranges (--batch as bench attention, layer and ops "
+                                "name it)")
         for dim in ("m", "n", "k"):
             p.add_argument(f"-{dim}", nargs="+", action=Repeated, required=True, help=f"{dim} values or START:STOP:STEP ranges")
         p.add_argument("--layout", nargs="+", action=Repeated, choices=("nn", "nt", "tn"), default=["nn"],
@@ -140,7 +142,7 @@ def add_attention(kinds) -> None:
     p.add_argument("--kv-heads", nargs="+", action=Repeated, help="kv heads (grouped-query attention; default: as many as heads)")
     p.add_argument("--head-dim", nargs="+", action=Repeated, required=True, help="head dims, values or ranges")
     p.add_argument("--seq", nargs="+", action=Repeated, required=True, help="sequence lengths, values or ranges")
-    p.add_argument("--batch", nargs="+", action=Repeated, default=["4"], help="batch sizes, values or ranges")
+    p.add_argument("--batch", "-b", nargs="+", action=Repeated, default=["4"], help="batch sizes, values or ranges")
     p.add_argument("--causal", action=Switch, default=True, help="causal mask")
     p.add_argument("--backend", nargs="+", action=Repeated, choices=ATTENTION_BACKENDS, default=["default", "unfused"],
                    help="SDPA backends (flash, efficient, cudnn, math, default) and the unfused path")

@@ -194,7 +194,7 @@ def _refuse_before_measuring(args, *, machine: bool) -> None:
         raise ShapewiseError(f"--out {args.out}: on the CPU without --gpu nothing is fitted, so there is no profile to "
                              "write; name the GPU to fit the CPU's times for (--gpu, a smoke test), or leave --out out")
     check_store_folder(args)
-    if args.out:  # said now, not after minutes of measuring
+    if args.out is not None:  # said now, not after minutes of measuring ("" too: it names no file)
         output_file(args.out, formats={".json": "json"}, mkdir=args.mkdir, what="profile")
     if args.device != "cpu":  # a GPU that is not here, refused before a warning of what its run would write
         measure.check_device(args.device)

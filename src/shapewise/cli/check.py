@@ -49,6 +49,7 @@ class StrictFailure(ShapewiseError):
 def add_gpus(sub) -> None:
     p = sub.add_parser("gpus", help="list the GPUs and their datasheet numbers")
     p.add_argument("gpu", nargs="?", help="show one GPU with the source of every number")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables: every GPU's numbers, or one's")
     p.set_defaults(run=run_gpus)
 
 
@@ -57,6 +58,10 @@ def run_gpus(args) -> int:
 
     from ..hardware import GPUS, NUMERIC_FIELDS, get_gpu
 
+    if args.json:  # every number of each GPU with its sources, the one named ("" too: it names none) or all
+        print(json.dumps(get_gpu(args.gpu).to_json() if args.gpu is not None else
+                         {"gpus": [g.to_json() for g in GPUS]}, indent=2))
+        return 0
     out = console()
     if args.gpu is not None:  # one GPU, every number with its source ("" too: it names none)
         gpu = get_gpu(args.gpu)
@@ -83,7 +88,10 @@ def run_gpus(args) -> int:
 
 
 def add_models(sub) -> None:
-    sub.add_parser("models", help="list the model presets").set_defaults(run=run_models)
+    p = sub.add_parser("models", help="list the model presets")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table: each preset as check --json "
+                                                       "gives its model")
+    p.set_defaults(run=run_models)
 
 
 def run_models(args) -> int:
@@ -92,6 +100,10 @@ def run_models(args) -> int:
     from ..families import families_text
     from ..presets import PRESETS
 
+    if args.json:
+        print(json.dumps({"presets": [s.to_json() for s in PRESETS.values()], "config_json": families_text()},
+                         indent=2))
+        return 0
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     for col in ("name", "params", "hidden", "layers", "heads", "kv", "head dim", "ffn", "mlp", "vocab"):
         table.add_column(col, justify="left" if col in ("name", "mlp") else "right")

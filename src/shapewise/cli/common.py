@@ -110,6 +110,14 @@ def positive_int(text: str) -> int:
     return COUNT.arg(text)
 
 
+def file_path(text: str) -> str:
+    """For argparse's type= of a file a command reads (--config, --profile): an empty path names none, and was
+    taken for the flag left out (the default profile priced, --config ignored beside a model's name)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the path is empty: give a file, or leave the flag out")
+    return text
+
+
 def top_int(text: str) -> int:
     """How many to show, or which one to pick: 1 to limits.TOP."""
     from ..limits import TOP
@@ -146,7 +154,8 @@ def add_model_args(p: argparse.ArgumentParser, *, measuring: bool = False) -> No
 
     p.add_argument("model", nargs="?", help="a preset name (`shapewise models` lists them), a Hugging Face hub id "
                    "(org/name, read from the local cache) or a config.json path")
-    p.add_argument("--config", metavar="PATH", help="a Hugging Face config.json (or a folder holding one)")
+    p.add_argument("--config", metavar="PATH", type=file_path,
+                   help="a Hugging Face config.json (or a folder holding one)")
     if measuring:
         p.add_argument("--gpu", help=GPU_TO_PREDICT)
     else:
@@ -217,12 +226,12 @@ def say_caveats(shape, workload, *, gpu: str | None = None) -> None:
 
 # The flags of the library's keyword arguments (and Workload's fields), by which messages the command line and the
 # library share name them while a command runs (errors.argument): `suggest --keep`, where suggest() says keep.
-FLAGS = {"params_target": "--params", "params_tol": "--params-tol", "vocab": "--vocab", "keep": "--keep",
-         "vary": "--vary", "batch": "--batch", "seq": "--seq", "tp": "--tp", "dtype": "--dtype",
-         "overlap_comm": "--overlap-comm", "kv_cache_dtype": "--kv-cache-dtype", "gpus_per_node": "--gpus-per-node", "global_batch_tokens": "--global-batch",
-         "intra_gbs": "--intra-node-gbs", "inter_gbs": "--inter-node-gbs", "hiddens": "--hiddens",
-         "head_counts": "--head-counts", "heads": "--heads", "kv_heads": "--kv-heads", "device": "--device",
-         "gpu": "--gpu", "cuda_graph": "--cuda-graph", "layout": "--layout",
+FLAGS = {"params_target": "--params", "params_tol": "--params-tol", "aspect_band": "--aspect-band", "vocab": "--vocab",
+         "keep": "--keep", "vary": "--vary", "batch": "--batch", "seq": "--seq", "tp": "--tp", "dtype": "--dtype",
+         "overlap_comm": "--overlap-comm", "kv_cache_dtype": "--kv-cache-dtype", "gpus_per_node": "--gpus-per-node",
+         "global_batch_tokens": "--global-batch", "intra_gbs": "--intra-node-gbs", "inter_gbs": "--inter-node-gbs",
+         "hiddens": "--hiddens", "head_counts": "--head-counts", "heads": "--heads", "kv_heads": "--kv-heads",
+         "device": "--device", "gpu": "--gpu", "cuda_graph": "--cuda-graph", "layout": "--layout",
          "borrow_profile": "--borrow-profile", "quick": "--quick", "seed": "--seed"}
 
 # What a price assumes that the model does not give (rules.caveats), said once the command has priced it
@@ -252,9 +261,10 @@ def add_cost_args(p: argparse.ArgumentParser, *, judged: bool = False) -> None:
     """--profile, --borrow-profile and --spec-only: which cost model a command predicts with (see
     cost_model); for a command that judges a profile (validate), no --spec-only."""
     if judged:
-        p.add_argument("--profile", metavar="PATH", help="the profile to judge (default: the one predictions use)")
+        p.add_argument("--profile", metavar="PATH", type=file_path,
+                       help="the profile to judge (default: the one predictions use)")
     else:
-        p.add_argument("--profile", metavar="PATH",
+        p.add_argument("--profile", metavar="PATH", type=file_path,
                        help="use this calibrated profile (default: the GPU's own, else the shipped one)")
     p.add_argument("--borrow-profile", action="store_true",
                    help="use --profile even though it was measured on another GPU than --gpu (the output says so)")

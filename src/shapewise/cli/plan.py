@@ -10,6 +10,7 @@ from .common import (
     add_cost_args,
     console,
     cost_model,
+    file_path,
     positive_int,
     refuse_emit_with_json,
     say_caveats,
@@ -25,7 +26,8 @@ def add_plan(sub) -> None:
     p = sub.add_parser("plan", help="the fastest ways to train a model on a cluster that fit in memory")
     p.add_argument("model", nargs="?", help="a preset name (`shapewise models` lists them), a Hugging Face hub id "
                    "(org/name, read from the local cache) or a config.json path")
-    p.add_argument("--config", metavar="PATH", help="a Hugging Face config.json (or a folder holding one)")
+    p.add_argument("--config", metavar="PATH", type=file_path,
+                   help="a Hugging Face config.json (or a folder holding one)")
     p.add_argument("--params", type=PARAMS.arg, help="a parameter budget, e.g. 7e9: the fastest shape of that size")
     p.add_argument("--gpus", type=positive_int, required=True, help="GPUs in the cluster")
     p.add_argument("--gpu", default="h100", help="GPU name (check's default differs: h200)")

@@ -110,9 +110,6 @@ def run_results(args) -> int:
               + (f": {'; '.join(said)}" if said else ""))
         if target is None and not args.check:
             return 0
-    if args.db and not Path(args.db).expanduser().exists():
-        raise ShapewiseError(f"no results store at {args.db} (--db): check the path; `shapewise bench` and "
-                             "`shapewise calibrate` make a store")
     with Store(args.db, read_only=True) as store:
         if args.bench is not None:
             _check_bench(store, args.bench, export=target)

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from ..errors import ShapewiseError, warn
-from ..search import GIB, WIDEN, not_fitting_text, nothing_faster_text, tolerance_text, training_memory_text
+from ..search import GIB, not_fitting_text, nothing_faster_text, tolerance_text, training_memory_text, widen_text
 from .common import (
     Repeated,
     add_cost_args,
@@ -19,6 +19,7 @@ from .common import (
     check_tokens,
     console,
     cost_model,
+    file_path,
     model_and_workload,
     refuse_emit_with_json,
     say_caveats,
@@ -67,6 +68,13 @@ def _which(what: str):
     from ..limits import TOP
 
     return replace(TOP, what=f"which {what} (1 is the fastest)").arg
+
+
+def _check_rank(flag: str, given: int, num_listed: int, what: str) -> None:
+    """A rank past those listed (--pick, verify's --suggestion), refused naming how many there are."""
+    if given > num_listed:
+        raise ShapewiseError(f"{flag} {given}: there {'is' if num_listed == 1 else 'are'} {num_listed} "
+                             f"{what}{'s' * (num_listed != 1)}; give {flag} from 1 to {num_listed}")
 
 
 def _fields(texts: list[str] | None, flag: str) -> tuple[str, ...]:
@@ -134,6 +142,8 @@ def run_suggest(args) -> int:
 
         output_file(args.emit_config, formats={".json": "json"}, mkdir=args.mkdir, what="config")
         _refuse_writing_over_the_source(args)
+    elif args.mkdir:  # as results says its --mkdir without a file to make a folder for
+        warn("--mkdir has no effect without --emit-config, the file whose folder it makes")
     if args.pick is not None and not (args.emit_config or args.emit):
         warn(f"--pick {args.pick} has no effect without --emit or --emit-config, which write the suggestion it picks")
     pick = args.pick or 1
@@ -143,10 +153,7 @@ def run_suggest(args) -> int:
         if not result.suggestions:
             raise ShapewiseError("no suggestion to emit: no shape is predicted faster than the original by more "
                                  "than the model's error (`suggest` shows the nearest)")
-        if not 1 <= pick <= len(result.suggestions):
-            raise ShapewiseError(f"--pick {pick}: there {'is' if len(result.suggestions) == 1 else 'are'} "
-                                 f"{len(result.suggestions)} suggestion{'s' * (len(result.suggestions) != 1)}; "
-                                 f"give --pick from 1 to {len(result.suggestions)}")
+        _check_rank("--pick", pick, len(result.suggestions), "suggestion")
         chosen = result.suggestions[pick - 1].candidate
     if args.emit_config:
         # A config given as MODEL (a path, or a hub id's cached file) is the base, as with --config: the
@@ -309,7 +316,7 @@ def add_verify(sub) -> None:
     p = sub.add_parser("verify", help="measure a model against its suggestions (or other configs) on the GPU")
     p.add_argument("model", help="the original: a preset name, a Hugging Face hub id (org/name, read from the local "
                                  "cache) or a config.json path")
-    p.add_argument("--config", metavar="OTHER", action="append",
+    p.add_argument("--config", metavar="OTHER", action="append", type=file_path,
                    help="verify against this config.json instead of the suggestions (repeat for several)")
     p.add_argument("--suggestion", type=_which("suggestion to verify"), metavar="N",
                    help="verify only suggestion N (default: all of --top)")
@@ -353,12 +360,12 @@ def _verify_candidates(args, shape, workload, model) -> tuple[list, str]:
     result = _suggest(args, shape, workload, model)
     what = "suggestion" if result.suggestions else "no faster shape"
     picked = list(enumerate(result.suggestions or result.alternatives, 1))
+    if not picked:  # said before --suggestion's range, which would be 1 to 0
+        raise ShapewiseError(f"nothing to verify: the neighbourhood holds no other shape; {widen_text()}")
     if args.suggestion:
-        if not 1 <= args.suggestion <= len(picked):
-            raise ShapewiseError(f"--suggestion must be between 1 and {len(picked)}")
+        _check_rank("--suggestion", args.suggestion, len(picked),
+                    "suggestion" if result.suggestions else "nearest alternative")
         picked = [picked[args.suggestion - 1]]
-    if not picked:
-        raise ShapewiseError(f"nothing to verify: the neighbourhood holds no other shape; {WIDEN}")
     return [(f"#{i} " + change_text(s.changes), s.candidate.shape, s.candidate.workload, s.changes)
             for i, s in picked], what
 
