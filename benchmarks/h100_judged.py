@@ -39,7 +39,7 @@ def main() -> int:
                     help="NAME:SEED each (default wide:37 attention:32 models:19)")
     ap.add_argument("--configs", nargs="+", default=["tests/data/hf"])
     ap.add_argument("--machine", help="calibrate --quick's profile of that H100 (default: FOLDER/h100-machine.json.gz; "
-                                      "another folder's for a later call on the same card)")
+                                      "another folder's for a later call on the same card; none: a run without one)")
     ap.add_argument("--candidate", help="an H200 profile (a refit) judged beside the shipped one, borrowed alike")
     args = ap.parse_args()
     gpu = get_gpu("h100")
@@ -49,23 +49,27 @@ def main() -> int:
               "to judge the borrowed one", file=sys.stderr)
         return 2
     machine = args.machine or f"{args.folder}/h100-machine.json.gz"
-    try:
-        quick = with_machine_factors(borrowed, machine)
-    except (OSError, ShapewiseError) as err:
-        print(f"h100_judged.py: {err} (benchmarks/h200_judges.sh with GPU=h100 QUICK_CALIBRATE=1 writes it)",
-              file=sys.stderr)
-        return 2
-    profiles = {"borrowed": borrowed, "quick": quick}
+    if machine == "none":  # a run without calibrate --quick: the borrowed profile and the spec model alone
+        quick = None
+    else:
+        try:
+            quick = with_machine_factors(borrowed, machine)
+        except (OSError, ShapewiseError) as err:
+            print(f"h100_judged.py: {err} (benchmarks/h200_judges.sh with GPU=h100 QUICK_CALIBRATE=1 writes it; "
+                  "--machine none judges without it)", file=sys.stderr)
+            return 2
+    profiles = {"borrowed": borrowed, **({"quick": quick} if quick else {})}
     if args.candidate:
         try:
             other = dataclasses.replace(borrowed, params=load(args.candidate).params)
         except ShapewiseError as err:
             print(f"h100_judged.py: --candidate: {err}", file=sys.stderr)
             return 2
-        profiles.update(candidate=other, **{"candidate quick": with_machine_factors(other, machine)})
-    print("calibrate --quick's factors on the H100:",
-          ", ".join(f"launch {v * 1e3:+.2f} µs a call" if k == "machine_launch_ms" else f"{k[8:]} {v:.3f}"
-                    for k, v in vars(quick.params).items() if k.startswith("machine_")))
+        profiles.update(candidate=other, **({"candidate quick": with_machine_factors(other, machine)} if quick else {}))
+    if quick:
+        print("calibrate --quick's factors on the H100:",
+              ", ".join(f"launch {v * 1e3:+.2f} µs a call" if k == "machine_launch_ms" else f"{k[8:]} {v:.3f}"
+                        for k, v in vars(quick.params).items() if k.startswith("machine_")))
     with tempfile.TemporaryDirectory() as tmp:
         import_export(f"{args.folder}/judges.csv.gz", f"{tmp}/run.db")
         for name, seed in args.sets:
