@@ -143,11 +143,15 @@ def test_a_drawn_verify_run_says_which_flags_it_does_not_use(capsys, tmp_path):
 def test_a_dtype_the_gpu_lacks_is_refused_naming_one_the_command_takes(capsys):
     """`search --params 1e8 --gpu v100` (bf16 by default) was told "use one of fp32, fp16", and `search --gpu
     a100-80gb --dtype fp8` "use one of fp32, tf32, bf16, fp16": search's --dtype takes bf16, fp16 and fp8, so the
-    advice led to argparse's refusal. The refusal names the dtypes of the GPU that the command takes."""
+    advice led to argparse's refusal. The refusal names the dtypes of the GPU that the command takes (every one since
+    search's --dtype takes fp32 and tf32, as the library's search() does)."""
     code, out, err = run(capsys, "search", "--params", "1e8", "--gpu", "v100")
-    assert code == 2 and err.strip().endswith("has no bf16 support in its datasheet; use fp16"), err
+    assert code == 2 and err.strip().endswith("has no bf16 support in its datasheet; use one of fp32, fp16"), err
     code, out, err = run(capsys, "search", "--params", "1e8", "--gpu", "a100-80gb", "--dtype", "fp8")
-    assert code == 2 and err.strip().endswith("has no fp8 support in its datasheet; use one of bf16, fp16"), err
+    assert code == 2 and err.strip().endswith("has no fp8 support in its datasheet; use one of fp32, tf32, bf16, "
+                                              "fp16"), err
+    code, out, err = run(capsys, "search", "--params", "1e8", "--gpu", "v100", "--dtype", "fp32", "--top", "1")
+    assert code == 0, err
     code, out, err = run(capsys, "check", "gpt2", "--gpu", "v100")  # check takes all four of the V100's
     assert code == 2 and err.strip().endswith("use one of fp32, fp16"), err
 

@@ -435,6 +435,9 @@ def _fields_from_config(cfg: dict, where: str) -> tuple[dict, list[str], list[st
     if named:
         notes.append(f"it has no model_type: read as {named}, the type of the class its architectures name "
                      f"({cfg['architectures'][0]})")
+    unlike = _class_unlike_type(cfg, model_type)
+    if unlike:
+        notes.append(unlike)
     if "q_lora_rank" in left_out and cfg.get("use_mla") is not False:  # a latent query its file never names
         notes.append(f"it leaves q_lora_rank out, so its configuration class's {cfg['q_lora_rank']}-wide query "
                      "latent is priced (a model without one writes q_lora_rank null)")
@@ -697,18 +700,45 @@ def _family(cfg: dict, model_type: str):
     return first[0] if first else FAMILIES.get(model_type)
 
 
+def _class_stem(cfg: dict) -> str | None:
+    """The first architecture's causal-LM class stem, squashed as _bare squashes a type (MiniCPM3ForCausalLM:
+    minicpm3), or None where it names no such class."""
+    archs = cfg.get("architectures")
+    if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+        return None
+    stem = next((archs[0][:-len(end)] for end in ("ForCausalLM", "LMHeadModel") if archs[0].endswith(end)), None)
+    return _bare(stem) if stem else None
+
+
+def _bare(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
 def _type_from_architectures(cfg: dict) -> str | None:
     """The model type a file without one has by its first architecture's name, where that name is a known type's
     causal-LM class (MiniCPM3ForCausalLM: minicpm3, as transformers names each class after its type); else None."""
-    archs = cfg.get("architectures")
-    if cfg.get("model_type") or not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
-        return None
-    stem = next((archs[0][:-len(end)] for end in ("ForCausalLM", "LMHeadModel") if archs[0].endswith(end)), None)
-    if not stem:
-        return None
-    bare = stem.lower().replace("_", "").replace("-", "")
-    found = [kind for kind in FAMILIES if kind.replace("_", "").replace("-", "") == bare]
+    stem = None if cfg.get("model_type") else _class_stem(cfg)
+    found = [kind for kind in FAMILIES if _bare(kind) == stem] if stem else []
     return found[0] if len(found) == 1 else None
+
+
+# The types other models' files borrow (a serving shim, a derivative): under one of them a class of another name is a
+# model the type's layout may not be. Honest borrowers name their own type (kimi_k2 with DeepseekV3ForCausalLM,
+# phi-msft with PhiForCausalLM), so only these are checked; BitNet's llama file has its own note.
+_BORROWED_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+
+
+def _class_unlike_type(cfg: dict, model_type: str) -> str | None:
+    """A note where a borrowed model_type (llama) comes with a causal-LM class of another model (DeepseekV41ForCausalLM),
+    priced as the type's layout; else None."""
+    stem = _class_stem(cfg)
+    if model_type not in _BORROWED_TYPES or not stem or stem in (_bare(model_type), "bitnet"):
+        return None
+    known = [kind for kind in FAMILIES if _bare(kind) == stem]
+    which = (f"the class of model_type {known[0]}, which the file would name to be read as it" if known else
+             "a class shapewise does not know")
+    return (f"its architectures name {cfg['architectures'][0]} ({which}) under model_type {model_type}: read as "
+            f"{model_type}; if its layers are not {model_type}'s, the price is not the model's")
 
 
 def _minicpmv_version(cfg: dict) -> tuple | None:

@@ -198,12 +198,20 @@ def flag(value, name: str) -> bool:
     raise ShapewiseError(f"{name} must be True or False, got {_shown(repr(value))}")
 
 
-def check_tokens(batch: int, seq: int, names: tuple[str, str]) -> None:
-    """batch × seq within TOKENS, or a ShapewiseError naming the two as `names` does: the Workload's
-    fields, or the flags that set them (each already within BATCH and SEQ)."""
-    if batch * seq > TOKENS.high:
-        raise ShapewiseError(f"{names[0]} {batch} × {names[1]} {seq} = {batch * seq:,} tokens: {TOKENS.what} must be "
-                             f"at most {TOKENS.high:,} ({TOKENS.reason})")
+# A decode step's GEMMs take one token a sequence; b·s is its KV cache, whose tokens FlashAttention's variable-length
+# kernels (as serving engines run a batch of caches) index by 32-bit offsets (cu_seqlens_k is int32).
+CACHE_TOKENS = Limit("the KV cache's tokens (batch × sequence length: the sequences served, each its cache of seq "
+                     "tokens)", 1, 2**31 - 1, reason="FlashAttention's variable-length kernels index a batch's "
+                     "cache by 32-bit offsets")
+
+
+def check_tokens(batch: int, seq: int, names: tuple[str, str], mode: str = "train") -> None:
+    """batch × seq within TOKENS (a decode step's cache within CACHE_TOKENS), or a ShapewiseError naming the two
+    as `names` does: the Workload's fields, or the flags that set them (each already within BATCH and SEQ)."""
+    limit = CACHE_TOKENS if mode == "decode" else TOKENS
+    if batch * seq > limit.high:
+        raise ShapewiseError(f"{names[0]} {batch} × {names[1]} {seq} = {batch * seq:,} tokens: {limit.what} must be "
+                             f"at most {limit.high:,} ({limit.reason})")
 
 
 def dims(values: list[str], *, name: str, limit: Limit = GEMM_DIM) -> list[int]:

@@ -283,7 +283,9 @@ def gpu_caveats(gpu, w: Workload) -> list[str]:
 def price_caveats(shape: ModelShape | None, w: Workload, gpu) -> tuple[str, ...]:
     """Every caveat of a price: the model's and workload's (caveats; None for search's shapes, of no given
     model) and the GPU's (gpu_caveats). check, suggest and search carry them; the commands say them."""
-    return tuple((caveats(shape, w) if shape is not None else []) + gpu_caveats(gpu, w))
+    # search's shapes have no one head dim, but all share the workload's dtype (fp32, tf32: no fused kernel takes it)
+    own = caveats(shape, w) if shape is not None else fused_caveats((), w.dtype) if w.attention == "flash" else []
+    return tuple(own + gpu_caveats(gpu, w))
 
 
 def _tensor_parallel_caveats(w: Workload) -> list[str]:

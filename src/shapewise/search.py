@@ -29,7 +29,7 @@ from .limits import ASPECT, ASPECT_BAND, PARAMS, PARAMS_TOL, TOP, VOCAB, flag
 from .memory import GIB, assumption_text, capacity_bytes, estimate
 from .profile import CostModel, cost_model
 from .rules import ALIGN, GOOD_HEAD_DIMS, find, keep_rotary, price_caveats, round_up
-from .shapes import MLP_KINDS, ModelShape, Workload, check_parallel
+from .shapes import ATTENTION_KINDS, MLP_KINDS, ModelShape, Workload, check_parallel
 from .uncertainty import OpErrors, op_errors, speedup_interval
 
 RUN_FIELDS = ("batch", "tp")  # how the model is run, not its shape
@@ -334,8 +334,11 @@ def suggest(shape: ModelShape, workload: Workload, *, gpu: GPU | str | CostModel
     top = TOP.keyword(top, "top")
     require_fit = flag(require_fit, "require_fit")
     check_parallel(shape, workload)
-    original, ranked, considered = ranked_neighbours(shape, workload, model=model, keep=keep, params_tol=params_tol,
-                                                     aspect_band=aspect_band)
+    original, ranked, _ = ranked_neighbours(shape, workload, model=model, keep=keep, params_tol=params_tol,
+                                            aspect_band=aspect_band)
+    # considered: the other shapes, as "N considered" and "of N shapes" read: the original at another micro-batch or t
+    # is a run setting (the second table), not a shape, unless `vary` ranks it with the shapes
+    considered = len({_shape_key(c, vary) for c in ranked} - {_shape_key(original, vary)})
     judge = _Judge(original, model)
     ranked_here = [c for c in ranked if _run_changes(original, c) <= vary]
     # A shape change at the user's settings must not push a fitting step out of memory; a changed run
@@ -413,6 +416,12 @@ def suggestions_json(result: Suggestions) -> dict:
             "suggestions": [_row(i, s) for i, s in enumerate(result.suggestions, 1)],
             "alternatives": [_row(i, s) for i, s in enumerate(result.alternatives, 1)],
             "run_changes": [_row(i, s) for i, s in enumerate(result.run_changes, 1)]}
+
+
+def _shape_key(c: Candidate, vary: set) -> tuple:
+    s = c.shape
+    return (s.hidden, s.num_layers, s.num_heads, s.kv_heads, s.d_head, s.ffn_width, s.expert_width, s.vocab,
+            *(getattr(c.workload, f) for f in sorted(vary)))
 
 
 def _run_changes(original: Candidate, c: Candidate) -> set:
@@ -551,8 +560,12 @@ def search(*, params_target: float, gpu: GPU | str | CostModel, workload: Worklo
         raise ShapewiseError(f"search designs a model for training: the workload's mode must be train, got "
                              f"{workload.mode} (suggest and check price {workload.mode} for a given model)")
     model.gpu.peak_tflops(workload.dtype)  # a GPU without the dtype is said as that, not as no shape priced
+    if isinstance(attention, str) and attention in ATTENTION_KINDS:  # Workload's attention, not search's kv heads
+        raise ShapewiseError(f"attention: search's attention is the kv heads' kind (mha, gqa or mqa; the command's "
+                             f"--attention-kind); {attention} attention is the workload's: "
+                             f"Workload(attention={attention!r})")
     check_name(attention, SEARCH_ATTENTION, "attention kind", owner="attention")
-    check_name(mlp, MLP_KINDS, "MLP kind")
+    check_name(mlp, MLP_KINDS, "MLP kind", owner="mlp")  # named as attention's is: the keyword, then the kinds
     gated = mlp in ("swiglu", "geglu")
     t = workload.tp
     vocab = round_up(vocab, ALIGN * t)

@@ -445,9 +445,9 @@ class Workload:
         _as_python(self, "workload")
         for field in ("batch", "seq", "tp"):
             _require_positive_int("workload", field, getattr(self, field))
-        check_tokens(self.batch, self.seq, ("workload: batch", "seq"))
+        check_name(self.mode, MODES, "mode")  # first: the tokens' bound is the mode's (a decode step's is its cache)
+        check_tokens(self.batch, self.seq, ("workload: batch", "seq"), self.mode)
         check_name(self.dtype, DTYPE_BYTES, "dtype")
-        check_name(self.mode, MODES, "mode")
         check_name(self.attention, ATTENTION_KINDS, "attention")
         check_name(self.kv_cache_dtype, KV_CACHE_DTYPES, "kv_cache_dtype")
 

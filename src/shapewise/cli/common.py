@@ -184,12 +184,12 @@ def add_workload_args(p: argparse.ArgumentParser, *, batch: int = 4, seq: int = 
     p.add_argument("--tp", "-t", type=TP.arg, default=1, help=tp_help)
 
 
-def check_tokens(batch: int, seq: int) -> None:
-    """b·s within limits.TOKENS (the M of every GEMM of the step), refused in the flags' words before a
-    model is read, as Workload would refuse it after."""
+def check_tokens(batch: int, seq: int, mode: str = "train") -> None:
+    """b·s within limits.TOKENS (the M of every GEMM of the step; a decode step's cache), refused in the flags'
+    words before a model is read, as Workload would refuse it after."""
     from .. import limits
 
-    limits.check_tokens(batch, seq, ("--batch", "--seq"))
+    limits.check_tokens(batch, seq, ("--batch", "--seq"), mode)
 
 
 def model_and_workload(args):
@@ -201,7 +201,7 @@ def model_and_workload(args):
         raise ShapewiseError("give a preset name or --config, not both")
     if not args.model and not args.config:
         raise ShapewiseError("name a model (`shapewise models` lists them) or give --config PATH")
-    check_tokens(args.batch, args.seq)
+    check_tokens(args.batch, args.seq, args.mode)
     known_gpu(args)
     strict = getattr(args, "strict", False)
     shape = load_config(args.config, strict=strict) if args.config else resolve_model(args.model, strict=strict)

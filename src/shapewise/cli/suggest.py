@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+from ..dtypes import DTYPE_BYTES
 from ..errors import ShapewiseError, warn
 from ..search import GIB, not_fitting_text, nothing_faster_text, tolerance_text, training_memory_text, widen_text
 from .common import (
@@ -232,9 +233,6 @@ def _config_text(path: str) -> str:
     return (target / "config.json" if target.is_dir() else target).read_text()
 
 
-SEARCH_DTYPES = ("bf16", "fp16", "fp8")  # search's --dtype
-
-
 def add_search(sub) -> None:
     p = sub.add_parser("search", help="design from a parameter budget: the Pareto front of size against speed")
     from ..limits import PARAMS, PARAMS_TOL
@@ -243,7 +241,8 @@ def add_search(sub) -> None:
     p.add_argument("--params", type=PARAMS.arg, required=True, help="parameter budget, e.g. 7e9")
     p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them)")
     add_workload_args(p, batch=1, seq=4096, note=DIFFERS, modes=False)
-    p.add_argument("--dtype", choices=SEARCH_DTYPES, default="bf16", help="the data type of every op")
+    # every dtype check and plan take, as the library's search() does: fp32 and tf32 train too (slower)
+    p.add_argument("--dtype", choices=tuple(DTYPE_BYTES), default="bf16", help="the data type of every op")
     p.add_argument("--vocab", type=SEARCH_VOCAB.arg, default=32000, help="vocab size, padded to a multiple of 64·t")
     p.add_argument("--mlp", choices=("swiglu", "geglu", "gelu", "relu"), default="swiglu", help="the MLP's kind")
     p.add_argument("--attention-kind", choices=SEARCH_ATTENTION, default="gqa",
@@ -267,7 +266,7 @@ def run_search(args) -> int:
     from ..shapes import Workload
 
     gpu = get_gpu(args.gpu)
-    gpu.check_dtype(args.dtype, among=SEARCH_DTYPES)
+    gpu.check_dtype(args.dtype)
     model = cost_model(args, gpu)
     source = model.source
     check_tokens(args.batch, args.seq)
