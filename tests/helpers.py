@@ -38,3 +38,9 @@ def read_config(path, stem: str | None = None):
         warnings.simplefilter("always")
         shape = load_config(path / f"{stem}.json" if stem else path)
     return shape, [str(w.message).split(": ", 1)[-1] for w in record]
+
+
+def read_config_said(folder, stem: str):
+    """read_config's shape and its warnings joined in one text, as a round's tests look for a phrase in them."""
+    shape, said = read_config(folder, stem)
+    return shape, " ".join(said)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import read_config, run
+from helpers import read_config_said, run
 from shapewise.errors import ShapewiseError
 from shapewise.hf import load_config
 
@@ -21,13 +21,8 @@ ROUND = DATA / "hf-thirtieth"
 FILES = {p.stem: p for p in DATA.glob("hf*/*.json")}
 
 
-def _read(stem):
-    shape, said = read_config(ROUND, stem)
-    return shape, " ".join(said)
-
-
 def test_qwen3_embedding_4b_counts_to_its_card_and_is_said_to_be_an_embedding_model():
-    shape, said = _read("qwen3-embedding-4b")
+    shape, said = read_config_said(ROUND, "qwen3-embedding-4b")
     assert (shape.num_layers, shape.hidden, shape.num_heads, shape.kv_heads, shape.head_dim, shape.ffn_width) == (
         36, 2560, 32, 8, 128, 9728)
     assert shape.qk_norm and shape.tied_embeddings and not shape.bias and shape.vocab == 151_665
@@ -40,7 +35,7 @@ def test_qwen3_embedding_4b_counts_to_its_card_and_is_said_to_be_an_embedding_mo
 
 
 def test_qwen3_embedding_0_6b_reads_its_sixteen_heads_over_eight_kv_heads():
-    shape, said = _read("qwen3-embedding-0.6b")
+    shape, said = read_config_said(ROUND, "qwen3-embedding-0.6b")
     assert (shape.num_layers, shape.hidden, shape.num_heads, shape.kv_heads, shape.head_dim, shape.ffn_width) == (
         28, 1024, 16, 8, 128, 3072)
     assert shape.qk_norm and shape.tied_embeddings and shape.vocab == 151_669 and shape.context == 32_768

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import read_config
+from helpers import read_config, read_config_said
 from shapewise.errors import ShapewiseError
 from shapewise.hf import load_config, to_hf_config
 
@@ -22,13 +22,8 @@ ROUND = DATA / "hf-twentyninth"
 FILES = {p.stem: p for p in DATA.glob("hf*/*.json")}
 
 
-def _read(stem):
-    shape, said = read_config(ROUND, stem)
-    return shape, " ".join(said)
-
-
 def test_a_file_without_model_type_is_read_as_the_type_its_architectures_class_names():
-    shape, said = _read("minicpm3-4b-no-model-type")
+    shape, said = read_config_said(ROUND, "minicpm3-4b-no-model-type")
     whole = load_config(FILES["minicpm3-4b"])
     assert shape.replace(name=whole.name, source=whole.source) == whole
     assert shape.params == 4_073_875_968 and (shape.kv_lora_rank, shape.q_lora_rank) == (256, 768)
@@ -60,12 +55,12 @@ def test_a_suggestion_for_the_untyped_minicpm3_keeps_its_value_width_from_hidden
 
 
 def test_llama_2_13b_and_qwen2_72b_count_to_their_published_sizes():
-    llama, said = _read("llama-2-13b-chat-hf")
+    llama, said = read_config_said(ROUND, "llama-2-13b-chat-hf")
     assert (llama.num_layers, llama.hidden, llama.num_heads, llama.ffn_width, llama.vocab) == (40, 5120, 40, 13824,
                                                                                             32000)
     assert llama.params == 40 * (4 * 5120**2 + 3 * 5120 * 13824 + 2 * 5120) + 2 * 32000 * 5120 + 5120 == 13_015_864_320
     assert not said
-    qwen, said = _read("qwen2-72b-instruct")
+    qwen, said = read_config_said(ROUND, "qwen2-72b-instruct")
     assert (qwen.num_layers, qwen.hidden, qwen.num_heads, qwen.num_kv_heads, qwen.ffn_width) == (80, 8192, 64, 8, 29568)
     assert qwen.qkv_bias and not qwen.tied_embeddings and not said
     assert qwen.params == 72_706_203_648  # the Qwen2 announcement's 72.71B; 70.21B without the two tables
@@ -73,7 +68,7 @@ def test_llama_2_13b_and_qwen2_72b_count_to_their_published_sizes():
 
 
 def test_minimax_m3_in_its_vl_wrapper_reads_as_the_corpus_minimax_m3():
-    ours, said = _read("minimax-m3-nvfp4")
+    ours, said = read_config_said(ROUND, "minimax-m3-nvfp4")
     theirs = load_config(FILES["minimax-m3"])
     assert ours.replace(name=theirs.name, source=theirs.source) == theirs
     assert (ours.params, ours.active_params, ours.num_dense_layers) == (425_950_417_920, 25_738_318_848, 3)
@@ -81,7 +76,7 @@ def test_minimax_m3_in_its_vl_wrapper_reads_as_the_corpus_minimax_m3():
 
 
 def test_glm_5_1_with_indexer_and_mlp_layer_types_reads_as_the_corpus_glm_5_1():
-    ours, said = _read("glm-5.1-nvfp4")
+    ours, said = read_config_said(ROUND, "glm-5.1-nvfp4")
     theirs = load_config(FILES["glm-5.1"])
     assert ours.replace(name=theirs.name, source=theirs.source) == theirs
     assert (ours.params, ours.num_dense_layers, ours.kv_lora_rank) == (743_180_190_720, 3, 512)
@@ -89,10 +84,10 @@ def test_glm_5_1_with_indexer_and_mlp_layer_types_reads_as_the_corpus_glm_5_1():
 
 
 def test_qwen2_vl_awq_and_qwen3_vl_235b_instruct_read_their_language_models():
-    awq, said = _read("qwen2-vl-2b-instruct-awq")
+    awq, said = read_config_said(ROUND, "qwen2-vl-2b-instruct-awq")
     assert awq == load_config(FILES["qwen2-vl-2b-instruct"]).replace(name=awq.name, source=awq.source)
     assert awq.params == 1_543_714_304 and "awq" in said and "vision encoder" in said
-    instruct, said = _read("qwen3-vl-235b-a22b-instruct")
+    instruct, said = read_config_said(ROUND, "qwen3-vl-235b-a22b-instruct")
     thinking = load_config(FILES["qwen3-vl-235b-a22b-thinking"])
     assert instruct.replace(name=thinking.name, source=thinking.source) == thinking
     assert (instruct.params, instruct.active_params) == (235_093_634_560, 22_190_763_520) and "vision encoder" in said
