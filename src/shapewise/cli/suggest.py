@@ -237,6 +237,7 @@ def add_search(sub) -> None:
     p = sub.add_parser("search", help="design from a parameter budget: the Pareto front of size against speed")
     from ..limits import PARAMS, PARAMS_TOL
     from ..search import SEARCH_ATTENTION, SEARCH_VOCAB
+    from ..shapes import ATTENTION_KINDS
 
     p.add_argument("--params", type=PARAMS.arg, required=True, help="parameter budget, e.g. 7e9")
     p.add_argument("--gpu", default="h200", help="GPU name (`shapewise gpus` lists them)")
@@ -248,6 +249,8 @@ def add_search(sub) -> None:
     p.add_argument("--attention-kind", choices=SEARCH_ATTENTION, default="gqa",
                    help="gqa: a kv head per 8 query heads, rounded down (20 heads share 2 kv heads, 10 each; under "
                         "16 heads, 1)")
+    # as check's and suggest's --attention: the library's search() prices the workload's, so the command lets it be set
+    p.add_argument("--attention", choices=ATTENTION_KINDS, default="flash", help="fused or unfused attention")
     p.add_argument("--params-tol", type=PARAMS_TOL.arg, default=0.05,
                    help="relative tolerance on the budget (suggest's default differs: 0.02)")
     p.add_argument("--top", type=top_int, default=10,
@@ -270,7 +273,7 @@ def run_search(args) -> int:
     model = cost_model(args, gpu)
     source = model.source
     check_tokens(args.batch, args.seq)
-    workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype)
+    workload = Workload(batch=args.batch, seq=args.seq, tp=args.tp, dtype=args.dtype, attention=args.attention)
     say_caveats(None, workload, gpu=args.gpu)  # fused attention on a GPU before Ampere, as check says it
     result = search(params_target=args.params, gpu=model, workload=workload, vocab=args.vocab, mlp=args.mlp,
                     attention=args.attention_kind, params_tol=args.params_tol, top=args.top)
