@@ -717,9 +717,13 @@ def _bare(name: str) -> str:
 def _type_from_architectures(cfg: dict) -> str | None:
     """The model type a file without one has by its first architecture's name, where that name is a known type's
     causal-LM class (MiniCPM3ForCausalLM: minicpm3, as transformers names each class after its type); else None."""
-    stem = None if cfg.get("model_type") else _class_stem(cfg)
-    found = [kind for kind in FAMILIES if _bare(kind) == stem] if stem else []
+    found = _types_named(None if cfg.get("model_type") else _class_stem(cfg))
     return found[0] if len(found) == 1 else None
+
+
+def _types_named(stem: str | None) -> list[str]:
+    """The known model types whose name squashes to a class's stem (_class_stem)."""
+    return [kind for kind in FAMILIES if _bare(kind) == stem] if stem else []
 
 
 # The types other models' files borrow (a serving shim, a derivative): under one of them a class of another name is a
@@ -734,7 +738,7 @@ def _class_unlike_type(cfg: dict, model_type: str) -> str | None:
     stem = _class_stem(cfg)
     if model_type not in _BORROWED_TYPES or not stem or stem in (_bare(model_type), "bitnet"):
         return None
-    known = [kind for kind in FAMILIES if _bare(kind) == stem]
+    known = _types_named(stem)
     which = (f"the class of model_type {known[0]}, which the file would name to be read as it" if known else
              "a class shapewise does not know")
     return (f"its architectures name {cfg['architectures'][0]} ({which}) under model_type {model_type}: read as "

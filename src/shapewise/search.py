@@ -373,11 +373,11 @@ def widen_text() -> str:
     return f"widen {argument('params_tol')} or {argument('aspect_band')}, or {argument('keep')} fewer fields"
 
 
-def nothing_faster_text(result, params_tol: float) -> str:
+def nothing_faster_text(result) -> str:
     """The one line said when no shape beats the original by more than the model's error; the nearest are
     listed below it where there are any."""
     then = ", or measure the nearest below" if result.alternatives else f" (no other shape is within reach: {widen_text()})"
-    return (f"No shape within {tolerance_text(params_tol)} of the parameters is predicted faster than the original by "
+    return (f"No shape within {tolerance_text(result.params_tol)} of the parameters is predicted faster than the original by "
             f"more than the model's error ({result.considered} considered): keep the shape{then}.")
 
 
@@ -400,7 +400,7 @@ def _row(i: int, s) -> dict:
 
 def suggestions_json(result: Suggestions) -> dict:
     """Suggestions.to_json: the three tables, the memory and the intervals' source."""
-    errors, params_tol = result.errors, result.params_tol
+    errors = result.errors
     shape, workload = result.original.shape, result.original.workload
     return {"model": shape.name, "params": shape.params, "gpu": result.model.gpu.key, "cost_model": result.model.source,
             # what the original was priced at, as check --json and search --json say theirs
@@ -410,7 +410,7 @@ def suggestions_json(result: Suggestions) -> dict:
             "original_fits": result.original_fits, "vary": list(result.vary),
             "findings": [f.rule for f in result.findings], "considered": result.considered,
             "no_faster_shape": result.no_faster_shape,
-            "message": nothing_faster_text(result, params_tol) if result.no_faster_shape else None,
+            "message": nothing_faster_text(result) if result.no_faster_shape else None,
             "memory_message": None if result.original_fits else not_fitting_text(result, workload),
             "uncertainty": {"interval": "90%", "source": errors.source, "q90_abs_log_error": errors.by_class},
             "suggestions": [_row(i, s) for i, s in enumerate(result.suggestions, 1)],

@@ -195,7 +195,7 @@ def run_suggest(args) -> int:
                              title=f"{len(result.suggestions)} fastest of {result.considered} shapes within "
                                    f"{tolerance_text(args.params_tol)} of the parameters{varied} ({result.seconds:.2f} s)"))
     else:
-        out.print(f"[green]{nothing_faster_text(result, args.params_tol)}[/green]")
+        out.print(f"[green]{nothing_faster_text(result)}[/green]")
         if result.alternatives:
             out.print(rich_table(suggestion_table(result.alternatives), title_justify="left",
                                  title="no faster shape: the nearest alternatives"))
